@@ -1,0 +1,340 @@
+//! The wit-bindgen adapter: WIT types in, domain calls, WIT types out.
+//! Nothing here decides anything; the rules live in the domain modules.
+
+#![allow(unsafe_code)] // the generated glue is unsafe by nature
+
+wit_bindgen::generate!({
+    world: "engine",
+    path: "../wit",
+});
+
+use exports::leasehold::engine::admin as admin_api;
+use exports::leasehold::engine::runs as runs_api;
+use exports::leasehold::engine::tasks as tasks_api;
+use exports::leasehold::engine::timers as timers_api;
+use leasehold::engine::kv as host_kv;
+use leasehold::engine::types as wit;
+
+use crate::kv::{Entry, Kv, KvError};
+use crate::model;
+
+/// The host's `kv` import as a [`Kv`].
+struct HostKv;
+
+impl From<host_kv::KvError> for KvError {
+    fn from(e: host_kv::KvError) -> Self {
+        match e {
+            host_kv::KvError::ReadOnly => KvError::ReadOnly,
+            host_kv::KvError::TooLarge => KvError::TooLarge,
+            host_kv::KvError::Limit => KvError::Limit,
+            host_kv::KvError::Storage(d) => KvError::Storage(d),
+        }
+    }
+}
+
+impl Kv for HostKv {
+    fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, KvError> {
+        Ok(host_kv::get(key)?)
+    }
+
+    fn set(&mut self, key: &[u8], value: &[u8]) -> Result<(), KvError> {
+        Ok(host_kv::set(key, value)?)
+    }
+
+    fn delete(&mut self, key: &[u8]) -> Result<(), KvError> {
+        Ok(host_kv::delete(key)?)
+    }
+
+    fn scan(
+        &mut self,
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: u32,
+        reverse: bool,
+    ) -> Result<Vec<Entry>, KvError> {
+        let range = host_kv::KeyRange {
+            start: start.to_vec(),
+            end: end.map(<[u8]>::to_vec),
+        };
+        Ok(host_kv::scan(&range, limit, reverse)?
+            .into_iter()
+            .map(|e| (e.key, e.value))
+            .collect())
+    }
+}
+
+struct Component;
+
+export!(Component);
+
+macro_rules! same_enum {
+    ($wit:ty, $model:ty, $($v:ident),+) => {
+        impl From<$wit> for $model {
+            fn from(v: $wit) -> Self {
+                match v { $(<$wit>::$v => <$model>::$v),+ }
+            }
+        }
+        impl From<$model> for $wit {
+            fn from(v: $model) -> Self {
+                match v { $(<$model>::$v => <$wit>::$v),+ }
+            }
+        }
+    };
+}
+
+same_enum!(wit::Priority, model::Priority, Low, Normal, High, Urgent);
+same_enum!(
+    wit::TaskState,
+    model::TaskState,
+    Open,
+    Claimed,
+    Escalated,
+    Completed,
+    Expired,
+    Withdrawn
+);
+same_enum!(wit::OnExpiry, model::OnExpiry, Deny, Escalate, Proceed);
+same_enum!(
+    wit::Settlement,
+    model::Settlement,
+    Completed,
+    Expired,
+    Withdrawn
+);
+same_enum!(wit::Phase, model::Phase, Forward, Compensating);
+same_enum!(
+    wit::ArmOutcome,
+    model::ArmOutcome,
+    Armed,
+    AlreadyArmed,
+    RunSealed
+);
+
+impl From<wit::Task> for model::Task {
+    fn from(t: wit::Task) -> Self {
+        model::Task {
+            id: t.id,
+            run: t.run,
+            case: t.case,
+            kind: t.kind,
+            justification: t.justification,
+            candidate_roles: t.candidate_roles,
+            assignee: t.assignee,
+            priority: t.priority.into(),
+            state: t.state.into(),
+            on_expiry: t.on_expiry.into(),
+            escalate_to: t.escalate_to,
+            excluded_actors: t.excluded_actors,
+            created_at: t.created_at,
+            due_at: t.due_at,
+        }
+    }
+}
+
+impl From<model::Task> for wit::Task {
+    fn from(t: model::Task) -> Self {
+        wit::Task {
+            id: t.id,
+            run: t.run,
+            case: t.case,
+            kind: t.kind,
+            justification: t.justification,
+            candidate_roles: t.candidate_roles,
+            assignee: t.assignee,
+            priority: t.priority.into(),
+            state: t.state.into(),
+            on_expiry: t.on_expiry.into(),
+            escalate_to: t.escalate_to,
+            excluded_actors: t.excluded_actors,
+            created_at: t.created_at,
+            due_at: t.due_at,
+        }
+    }
+}
+
+impl From<wit::Timer> for model::Timer {
+    fn from(t: wit::Timer) -> Self {
+        model::Timer {
+            run: t.run,
+            case: t.case,
+            effect: t.effect,
+            step: t.step,
+            phase: t.phase.into(),
+            fire_at: t.fire_at,
+        }
+    }
+}
+
+impl From<model::Timer> for wit::Timer {
+    fn from(t: model::Timer) -> Self {
+        wit::Timer {
+            run: t.run,
+            case: t.case,
+            effect: t.effect,
+            step: t.step,
+            phase: t.phase.into(),
+            fire_at: t.fire_at,
+        }
+    }
+}
+
+impl From<model::Page> for wit::Page {
+    fn from(p: model::Page) -> Self {
+        wit::Page {
+            tasks: p.tasks.into_iter().map(Into::into).collect(),
+            next: p.next,
+        }
+    }
+}
+
+impl From<model::StoreError> for wit::StoreError {
+    fn from(e: model::StoreError) -> Self {
+        match e {
+            model::StoreError::NotFound(s) => wit::StoreError::NotFound(s),
+            model::StoreError::Invalid(s) => wit::StoreError::Invalid(s),
+            model::StoreError::Corrupt(s) => wit::StoreError::Corrupt(s),
+            model::StoreError::Storage(s) => wit::StoreError::Storage(s),
+        }
+    }
+}
+
+impl From<model::ClaimError> for wit::ClaimError {
+    fn from(e: model::ClaimError) -> Self {
+        match e {
+            model::ClaimError::NotFound(s) => wit::ClaimError::NotFound(s),
+            model::ClaimError::Excluded(s) => wit::ClaimError::Excluded(s),
+            model::ClaimError::WrongRole(s) => wit::ClaimError::WrongRole(s),
+            model::ClaimError::NotPending(s) => wit::ClaimError::NotPending(s.into()),
+            model::ClaimError::AlreadyClaimed(s) => wit::ClaimError::AlreadyClaimed(s),
+            model::ClaimError::NotHeld(s) => wit::ClaimError::NotHeld(s),
+            model::ClaimError::Store(s) => wit::ClaimError::Store(s.into()),
+        }
+    }
+}
+
+/// Runs a domain call over the host store and converts both sides.
+fn call<T, E, U: From<T>, F: From<E>>(f: impl FnOnce(&mut HostKv) -> Result<T, E>) -> Result<U, F> {
+    f(&mut HostKv).map(U::from).map_err(F::from)
+}
+
+impl tasks_api::Guest for Component {
+    fn open(task: wit::Task) -> Result<wit::Task, wit::StoreError> {
+        call(|kv| crate::tasks::open(kv, &task.into()))
+    }
+
+    fn get(id: String) -> Result<Option<wit::Task>, wit::StoreError> {
+        call(|kv| crate::tasks::get(kv, &id)).map(|t: Option<model::Task>| t.map(Into::into))
+    }
+
+    fn claim(id: String, actor: String, roles: Vec<String>) -> Result<wit::Task, wit::ClaimError> {
+        call(|kv| crate::tasks::claim(kv, &id, &actor, &roles))
+    }
+
+    fn release(id: String, actor: String) -> Result<(), wit::ClaimError> {
+        call(|kv| crate::tasks::release(kv, &id, &actor))
+    }
+
+    fn take_over(
+        id: String,
+        from: String,
+        actor: String,
+        roles: Vec<String>,
+    ) -> Result<wit::Task, wit::ClaimError> {
+        call(|kv| crate::tasks::take_over(kv, &id, &from, &actor, &roles))
+    }
+
+    fn settle(id: String, settlement: wit::Settlement) -> Result<bool, wit::StoreError> {
+        call(|kv| crate::tasks::settle(kv, &id, settlement.into()))
+    }
+
+    fn withdraw_run(run: String, awaited: Vec<String>) -> Result<u32, wit::StoreError> {
+        call(|kv| crate::tasks::withdraw_run(kv, &run, &awaited))
+    }
+
+    fn escalate(id: String) -> Result<wit::Task, wit::StoreError> {
+        call(|kv| crate::tasks::escalate(kv, &id))
+    }
+
+    fn queue(q: tasks_api::QueueQuery) -> Result<wit::Page, wit::StoreError> {
+        let query = model::QueueQuery {
+            roles: q.roles,
+            actor: q.actor,
+            limit: q.limit,
+            after: q.after,
+        };
+        call(|kv| crate::tasks::queue(kv, &query))
+    }
+
+    fn for_case(
+        case: String,
+        limit: u32,
+        after: Option<String>,
+    ) -> Result<wit::Page, wit::StoreError> {
+        call(|kv| crate::tasks::for_case(kv, &case, limit, after.as_deref()))
+    }
+
+    fn open_count() -> Result<u64, wit::StoreError> {
+        call(crate::tasks::open_count)
+    }
+
+    fn overdue(now: i64, limit: u32) -> Result<Vec<wit::Task>, wit::StoreError> {
+        call(|kv| crate::tasks::overdue(kv, now, limit))
+            .map(|ts: Vec<model::Task>| ts.into_iter().map(Into::into).collect())
+    }
+}
+
+impl timers_api::Guest for Component {
+    fn arm(timer: wit::Timer) -> Result<wit::ArmOutcome, wit::StoreError> {
+        call(|kv| crate::timers::arm(kv, &timer.into()))
+    }
+
+    fn claim_due(now: i64, limit: u32, lease_ms: u32) -> Result<Vec<wit::Timer>, wit::StoreError> {
+        call(|kv| crate::timers::claim_due(kv, now, limit, lease_ms))
+            .map(|ts: Vec<model::Timer>| ts.into_iter().map(Into::into).collect())
+    }
+
+    fn disarm(run: String, effect: String) -> Result<bool, wit::StoreError> {
+        call(|kv| crate::timers::disarm(kv, &run, &effect))
+    }
+
+    fn disarm_run(run: String) -> Result<u32, wit::StoreError> {
+        call(|kv| crate::timers::disarm_run(kv, &run))
+    }
+
+    fn pending_count() -> Result<u64, wit::StoreError> {
+        call(crate::timers::pending_count)
+    }
+
+    fn next_due() -> Result<Option<i64>, wit::StoreError> {
+        call(crate::timers::next_due)
+    }
+}
+
+impl runs_api::Guest for Component {
+    fn seal(run: String, awaited: Vec<String>) -> Result<wit::SealOutcome, wit::StoreError> {
+        call(|kv| crate::runs::seal(kv, &run, &awaited)).map(|o: model::SealOutcome| {
+            wit::SealOutcome {
+                timers_disarmed: o.timers_disarmed,
+                tasks_withdrawn: o.tasks_withdrawn,
+            }
+        })
+    }
+
+    fn is_sealed(run: String) -> Result<bool, wit::StoreError> {
+        call(|kv| crate::runs::is_sealed(kv, &run))
+    }
+}
+
+impl admin_api::Guest for Component {
+    fn check() -> Result<Vec<wit::Discrepancy>, wit::StoreError> {
+        call(crate::check::check).map(|ds: Vec<model::Discrepancy>| {
+            ds.into_iter()
+                .map(|d| wit::Discrepancy {
+                    structure: d.structure,
+                    subject: d.subject,
+                    detail: d.detail,
+                })
+                .collect()
+        })
+    }
+}

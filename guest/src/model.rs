@@ -1,0 +1,256 @@
+//! The domain values: what a task, a timer and an error are, in plain Rust.
+//!
+//! These mirror the WIT `types` interface one to one. They are also the JSON
+//! shape of stored rows and of the host's CLI input, so a field renamed here is
+//! a storage format change: add fields, never rename them.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// Milliseconds since the Unix epoch.
+pub type Timestamp = i64;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Priority {
+    Low,
+    Normal,
+    High,
+    Urgent,
+}
+
+impl Priority {
+    /// Queue order: urgent first.
+    pub fn rank(self) -> i64 {
+        match self {
+            Priority::Urgent => 0,
+            Priority::High => 1,
+            Priority::Normal => 2,
+            Priority::Low => 3,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskState {
+    Open,
+    Claimed,
+    Escalated,
+    Completed,
+    Expired,
+    Withdrawn,
+}
+
+impl TaskState {
+    /// A decision is still owed.
+    pub fn is_pending(self) -> bool {
+        matches!(
+            self,
+            TaskState::Open | TaskState::Claimed | TaskState::Escalated
+        )
+    }
+
+    /// Offered to candidates.
+    pub fn is_queued(self) -> bool {
+        matches!(self, TaskState::Open | TaskState::Escalated)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskState::Open => "open",
+            TaskState::Claimed => "claimed",
+            TaskState::Escalated => "escalated",
+            TaskState::Completed => "completed",
+            TaskState::Expired => "expired",
+            TaskState::Withdrawn => "withdrawn",
+        }
+    }
+}
+
+impl fmt::Display for TaskState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnExpiry {
+    Deny,
+    Escalate,
+    Proceed,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Settlement {
+    Completed,
+    Expired,
+    Withdrawn,
+}
+
+impl Settlement {
+    pub fn state(self) -> TaskState {
+        match self {
+            Settlement::Completed => TaskState::Completed,
+            Settlement::Expired => TaskState::Expired,
+            Settlement::Withdrawn => TaskState::Withdrawn,
+        }
+    }
+}
+
+/// A human task (WIT `task`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Task {
+    pub id: String,
+    pub run: String,
+    pub case: Option<String>,
+    pub kind: String,
+    /// A JSON document, kept as the exact text it arrived as.
+    pub justification: String,
+    pub candidate_roles: Vec<String>,
+    pub assignee: Option<String>,
+    pub priority: Priority,
+    pub state: TaskState,
+    pub on_expiry: OnExpiry,
+    pub escalate_to: Vec<String>,
+    pub excluded_actors: Vec<String>,
+    pub created_at: Timestamp,
+    pub due_at: Option<Timestamp>,
+}
+
+impl Task {
+    /// Whether an actor with `roles` may take this task at all (ignoring its
+    /// state): not excluded, and a candidate role matches or none is named.
+    pub fn admits_roles(&self, roles: &[String]) -> bool {
+        self.candidate_roles.is_empty() || self.candidate_roles.iter().any(|r| roles.contains(r))
+    }
+}
+
+/// A page of tasks (WIT `page`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Page {
+    pub tasks: Vec<Task>,
+    pub next: Option<String>,
+}
+
+/// WIT `queue-query`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueQuery {
+    pub roles: Vec<String>,
+    pub actor: Option<String>,
+    pub limit: u32,
+    pub after: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    Forward,
+    Compensating,
+}
+
+/// A durable wake-up (WIT `timer`). Identity is `(run, effect)`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Timer {
+    pub run: String,
+    pub case: Option<String>,
+    pub effect: String,
+    pub step: u32,
+    pub phase: Phase,
+    pub fire_at: Timestamp,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ArmOutcome {
+    Armed,
+    AlreadyArmed,
+    RunSealed,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SealOutcome {
+    pub timers_disarmed: u32,
+    pub tasks_withdrawn: u32,
+}
+
+/// One disagreement found by the consistency check.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Discrepancy {
+    pub structure: String,
+    pub subject: String,
+    pub detail: String,
+}
+
+/// A failure that is not a claim refusal (WIT `store-error`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "error", content = "detail")]
+pub enum StoreError {
+    NotFound(String),
+    Invalid(String),
+    Corrupt(String),
+    Storage(String),
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreError::NotFound(id) => write!(f, "not found: {id}"),
+            StoreError::Invalid(why) => write!(f, "invalid input: {why}"),
+            StoreError::Corrupt(d) => write!(f, "corrupt storage: {d}"),
+            StoreError::Storage(d) => write!(f, "storage failed: {d}"),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+impl From<crate::kv::KvError> for StoreError {
+    fn from(e: crate::kv::KvError) -> Self {
+        StoreError::Storage(e.to_string())
+    }
+}
+
+/// Why a claim, take-over or release did not happen (WIT `claim-error`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "error", content = "detail")]
+pub enum ClaimError {
+    NotFound(String),
+    Excluded(String),
+    WrongRole(String),
+    NotPending(TaskState),
+    AlreadyClaimed(String),
+    NotHeld(String),
+    Store(StoreError),
+}
+
+impl fmt::Display for ClaimError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ClaimError::NotFound(id) => write!(f, "no task {id}"),
+            ClaimError::Excluded(a) => write!(f, "{a} is excluded from this task"),
+            ClaimError::WrongRole(a) => write!(f, "{a} has none of the task's candidate roles"),
+            ClaimError::NotPending(s) => write!(f, "the task is already {s}"),
+            ClaimError::AlreadyClaimed(h) => write!(f, "the task is held by {h}"),
+            ClaimError::NotHeld(a) => write!(f, "{a} does not hold the task"),
+            ClaimError::Store(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for ClaimError {}
+
+impl From<StoreError> for ClaimError {
+    fn from(e: StoreError) -> Self {
+        ClaimError::Store(e)
+    }
+}
+
+impl From<crate::kv::KvError> for ClaimError {
+    fn from(e: crate::kv::KvError) -> Self {
+        ClaimError::Store(e.into())
+    }
+}

@@ -1,0 +1,277 @@
+//! Rows, counters and the layout mark: reading and writing them so that a row
+//! and everything derived from it change together, in the caller's call.
+//!
+//! A row that does not decode is `corrupt`, never a default. Index entries are
+//! derived from the parsed row by one function per row kind and written as the
+//! difference between the old and new derivations, so no verb can forget one.
+
+use serde::{Deserialize, Serialize};
+
+use crate::keys::{self, Elem, Key};
+use crate::kv::Kv;
+use crate::model::{StoreError, Task, TaskState, Timer, Timestamp};
+use crate::schema;
+
+/// How many entries a verb asks for per scan while it walks a range.
+pub const SCAN_CHUNK: u32 = 256;
+
+/// A stored task: the task plus what the contract needs but the caller never
+/// sets.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskRow {
+    #[serde(flatten)]
+    pub task: Task,
+    /// Escalation has fired once: the task never returns to the overdue scan,
+    /// and a release puts it back as `escalated`, audience still widened.
+    pub ever_escalated: bool,
+}
+
+impl TaskRow {
+    /// Still owed to the expiry sweep.
+    pub fn awaits_expiry(&self) -> bool {
+        matches!(self.task.state, TaskState::Open | TaskState::Claimed) && !self.ever_escalated
+    }
+
+    /// Every index key this row implies.
+    pub fn index_keys(&self) -> Vec<Vec<u8>> {
+        let t = &self.task;
+        let mut out = Vec::new();
+        if t.state.is_queued() {
+            let pos = schema::queue_position(t.priority.rank(), t.created_at, &t.id);
+            if t.candidate_roles.is_empty() {
+                out.push(schema::queue_any().raw(pos.as_bytes()).into_bytes());
+            }
+            for role in &t.candidate_roles {
+                out.push(schema::queue_role(role).raw(pos.as_bytes()).into_bytes());
+            }
+        }
+        if let Some(due) = t.due_at.filter(|_| self.awaits_expiry()) {
+            out.push(schema::overdue_entry(due, &t.id).into_bytes());
+        }
+        if let Some(case) = &t.case {
+            out.push(
+                schema::case(case)
+                    .raw(schema::case_position(t.created_at, &t.id).as_bytes())
+                    .into_bytes(),
+            );
+        }
+        out
+    }
+}
+
+/// A stored timer and its lease.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TimerRow {
+    #[serde(flatten)]
+    pub timer: Timer,
+    /// Held by a sweeper until this instant.
+    pub lease_until: Option<Timestamp>,
+}
+
+impl TimerRow {
+    /// The instant from which a sweep may claim this timer.
+    pub fn claimable_at(&self) -> Timestamp {
+        self.lease_until.unwrap_or(self.timer.fire_at)
+    }
+
+    pub fn due_key(&self) -> Key {
+        schema::due_entry(self.claimable_at(), &self.timer.run, &self.timer.effect)
+    }
+}
+
+fn corrupt(what: impl std::fmt::Display) -> StoreError {
+    StoreError::Corrupt(what.to_string())
+}
+
+/// Refuses a keyspace written in a layout this component does not know, and
+/// marks a fresh one when `writing`.
+pub fn check_layout<K: Kv + ?Sized>(kv: &mut K, writing: bool) -> Result<(), StoreError> {
+    match kv.get(schema::layout().as_bytes())? {
+        Some(v) if v == schema::LAYOUT_VERSION.as_bytes() => Ok(()),
+        Some(v) => Err(corrupt(format!(
+            "the keyspace has layout {:?}; this component knows layout {}",
+            String::from_utf8_lossy(&v),
+            schema::LAYOUT_VERSION
+        ))),
+        None if writing => Ok(kv.set(
+            schema::layout().as_bytes(),
+            schema::LAYOUT_VERSION.as_bytes(),
+        )?),
+        None => Ok(()),
+    }
+}
+
+pub fn read_counter<K: Kv + ?Sized>(kv: &mut K, name: &str) -> Result<u64, StoreError> {
+    match kv.get(schema::counter(name).as_bytes())? {
+        None => Ok(0),
+        Some(v) => {
+            let raw: [u8; 8] = v
+                .as_slice()
+                .try_into()
+                .map_err(|_| corrupt(format!("counter {name} holds {} bytes, not 8", v.len())))?;
+            Ok(u64::from_be_bytes(raw))
+        }
+    }
+}
+
+pub fn add_to_counter<K: Kv + ?Sized>(
+    kv: &mut K,
+    name: &str,
+    delta: i64,
+) -> Result<(), StoreError> {
+    if delta == 0 {
+        return Ok(());
+    }
+    let now = read_counter(kv, name)?;
+    let next = now.checked_add_signed(delta).ok_or_else(|| {
+        corrupt(format!(
+            "counter {name} is {now} and cannot move by {delta}"
+        ))
+    })?;
+    Ok(kv.set(schema::counter(name).as_bytes(), &next.to_be_bytes())?)
+}
+
+pub fn load_task<K: Kv + ?Sized>(kv: &mut K, id: &str) -> Result<Option<TaskRow>, StoreError> {
+    let Some(bytes) = kv.get(schema::task(id).as_bytes())? else {
+        return Ok(None);
+    };
+    let row = decode_task(&bytes).map_err(|e| corrupt(format!("task {id}: {e}")))?;
+    if row.task.id != id {
+        return Err(corrupt(format!(
+            "task {id}: the row is stored under another id ({})",
+            row.task.id
+        )));
+    }
+    Ok(Some(row))
+}
+
+pub fn decode_task(bytes: &[u8]) -> Result<TaskRow, serde_json::Error> {
+    serde_json::from_slice(bytes)
+}
+
+/// Loads a task an index entry points at; a missing row is damage.
+pub fn indexed_task<K: Kv + ?Sized>(kv: &mut K, id: &str, index: &str) -> Result<Task, StoreError> {
+    load_task(kv, id)?
+        .map(|r| r.task)
+        .ok_or_else(|| corrupt(format!("{index} lists task {id}, which has no row")))
+}
+
+fn encode_row(row: &impl Serialize) -> Result<Vec<u8>, StoreError> {
+    serde_json::to_vec(row).map_err(|e| StoreError::Storage(format!("cannot encode a row: {e}")))
+}
+
+/// Writes a task row and moves its index entries and the open counter from
+/// what `old` implied to what `new` implies.
+pub fn write_task<K: Kv + ?Sized>(
+    kv: &mut K,
+    old: Option<&TaskRow>,
+    new: &TaskRow,
+) -> Result<(), StoreError> {
+    kv.set(schema::task(&new.task.id).as_bytes(), &encode_row(new)?)?;
+    let before = old.map(TaskRow::index_keys).unwrap_or_default();
+    let after = new.index_keys();
+    for k in before.iter().filter(|k| !after.contains(k)) {
+        kv.delete(k)?;
+    }
+    for k in after.iter().filter(|k| !before.contains(k)) {
+        kv.set(k, &[])?;
+    }
+    let was = old.is_some_and(|r| r.task.state.is_pending());
+    let is = new.task.state.is_pending();
+    add_to_counter(kv, schema::OPEN_TASKS, i64::from(is) - i64::from(was))
+}
+
+pub fn load_timer<K: Kv + ?Sized>(
+    kv: &mut K,
+    run: &str,
+    effect: &str,
+) -> Result<Option<TimerRow>, StoreError> {
+    let Some(bytes) = kv.get(schema::timer(run, effect).as_bytes())? else {
+        return Ok(None);
+    };
+    let row = decode_timer(&bytes).map_err(|e| corrupt(format!("timer {run}/{effect}: {e}")))?;
+    if row.timer.run != run || row.timer.effect != effect {
+        return Err(corrupt(format!(
+            "timer {run}/{effect}: the row is stored under another identity"
+        )));
+    }
+    Ok(Some(row))
+}
+
+pub fn decode_timer(bytes: &[u8]) -> Result<TimerRow, serde_json::Error> {
+    serde_json::from_slice(bytes)
+}
+
+/// Writes a timer row, moving its due entry; `old` is what was stored.
+pub fn write_timer<K: Kv + ?Sized>(
+    kv: &mut K,
+    old: Option<&TimerRow>,
+    new: &TimerRow,
+) -> Result<(), StoreError> {
+    let t = &new.timer;
+    kv.set(
+        schema::timer(&t.run, &t.effect).as_bytes(),
+        &encode_row(new)?,
+    )?;
+    let due = new.due_key();
+    match old {
+        Some(o) if o.due_key() == due => {}
+        Some(o) => {
+            kv.delete(o.due_key().as_bytes())?;
+            kv.set(due.as_bytes(), &[])?;
+        }
+        None => {
+            kv.set(due.as_bytes(), &[])?;
+            add_to_counter(kv, schema::ARMED_TIMERS, 1)?;
+        }
+    }
+    Ok(())
+}
+
+/// Removes a timer with its due entry.
+pub fn retire_timer<K: Kv + ?Sized>(kv: &mut K, row: &TimerRow) -> Result<(), StoreError> {
+    let t = &row.timer;
+    kv.delete(schema::timer(&t.run, &t.effect).as_bytes())?;
+    kv.delete(row.due_key().as_bytes())?;
+    add_to_counter(kv, schema::ARMED_TIMERS, -1)
+}
+
+pub fn is_sealed<K: Kv + ?Sized>(kv: &mut K, run: &str) -> Result<bool, StoreError> {
+    Ok(kv.get(schema::sealed(run).as_bytes())?.is_some())
+}
+
+/// Decodes the tuple that follows `prefix` in `key`.
+pub fn suffix(key: &[u8], prefix: &Key) -> Result<Vec<Elem>, StoreError> {
+    let rest = key
+        .strip_prefix(prefix.as_bytes())
+        .ok_or_else(|| corrupt("an index entry lies outside its range"))?;
+    keys::decode(rest).map_err(|e| corrupt(format!("an index key does not decode: {e}")))
+}
+
+/// Walks every key of `prefix` in order, in chunks, calling `f` with each
+/// entry; `f` answers whether to go on.
+pub fn walk<K: Kv + ?Sized>(
+    kv: &mut K,
+    prefix: &Key,
+    mut f: impl FnMut(&mut K, Vec<u8>, Vec<u8>) -> Result<bool, StoreError>,
+) -> Result<(), StoreError> {
+    let end = prefix.prefix_end();
+    let mut start = prefix.as_bytes().to_vec();
+    loop {
+        let chunk = kv.scan(&start, Some(&end), SCAN_CHUNK, false)?;
+        let full = chunk.len() == SCAN_CHUNK as usize;
+        let Some(last) = chunk.last().map(|(k, _)| k.clone()) else {
+            return Ok(());
+        };
+        for (k, v) in chunk {
+            if !f(kv, k, v)? {
+                return Ok(());
+            }
+        }
+        if !full {
+            return Ok(());
+        }
+        start = last;
+        start.push(0);
+    }
+}

@@ -1,0 +1,449 @@
+//! The worklist verbs: the claim ladder, take-over as compare-and-swap,
+//! settlement as compare-and-set, escalation, and the indexed reads.
+//!
+//! Each verb checks its inputs, then existence, then its own rules, and only
+//! then writes, so a call that returns an error has written nothing. Every
+//! write goes through [`store::write_task`], which keeps the indexes and the
+//! open counter in step with the row.
+
+use crate::keys::{self, Elem, Key};
+use crate::kv::Kv;
+use crate::model::{
+    ClaimError, Page, QueueQuery, Settlement, StoreError, Task, TaskState, Timestamp,
+};
+use crate::schema;
+use crate::store::{self, TaskRow};
+use crate::validate;
+
+/// `open`: first open wins.
+pub fn open<K: Kv + ?Sized>(kv: &mut K, task: &Task) -> Result<Task, StoreError> {
+    let task = validate::new_task(task)?;
+    store::check_layout(kv, true)?;
+    if let Some(found) = store::load_task(kv, &task.id)? {
+        return Ok(found.task);
+    }
+    let row = TaskRow {
+        task,
+        ever_escalated: false,
+    };
+    store::write_task(kv, None, &row)?;
+    Ok(row.task)
+}
+
+pub fn get<K: Kv + ?Sized>(kv: &mut K, id: &str) -> Result<Option<Task>, StoreError> {
+    validate::name("id", id)?;
+    store::check_layout(kv, false)?;
+    Ok(store::load_task(kv, id)?.map(|r| r.task))
+}
+
+/// The rungs shared by `claim` and `take-over`, in their contractual order.
+/// Eligibility outranks availability: a barred reviewer is told so, not who
+/// holds the task.
+fn ladder(row: &TaskRow, actor: &str, roles: &[String]) -> Result<(), ClaimError> {
+    let t = &row.task;
+    if t.excluded_actors.iter().any(|a| a == actor) {
+        return Err(ClaimError::Excluded(actor.to_owned()));
+    }
+    if !t.admits_roles(roles) {
+        return Err(ClaimError::WrongRole(actor.to_owned()));
+    }
+    if !t.state.is_pending() {
+        return Err(ClaimError::NotPending(t.state));
+    }
+    Ok(())
+}
+
+fn load_for_claim<K: Kv + ?Sized>(kv: &mut K, id: &str) -> Result<TaskRow, ClaimError> {
+    store::check_layout(kv, true)?;
+    store::load_task(kv, id)?.ok_or_else(|| ClaimError::NotFound(id.to_owned()))
+}
+
+fn hand_to<K: Kv + ?Sized>(kv: &mut K, row: &TaskRow, actor: &str) -> Result<Task, ClaimError> {
+    let mut next = row.clone();
+    next.task.state = TaskState::Claimed;
+    next.task.assignee = Some(actor.to_owned());
+    store::write_task(kv, Some(row), &next)?;
+    Ok(next.task)
+}
+
+pub fn claim<K: Kv + ?Sized>(
+    kv: &mut K,
+    id: &str,
+    actor: &str,
+    roles: &[String],
+) -> Result<Task, ClaimError> {
+    validate::name("id", id)?;
+    validate::name("actor", actor)?;
+    let roles = validate::names("roles", roles)?;
+    let row = load_for_claim(kv, id)?;
+    ladder(&row, actor, &roles)?;
+    match (&row.task.state, &row.task.assignee) {
+        (TaskState::Claimed, Some(holder)) if holder == actor => Ok(row.task),
+        (TaskState::Claimed, Some(holder)) => Err(ClaimError::AlreadyClaimed(holder.clone())),
+        (TaskState::Claimed, None) => Err(ClaimError::Store(StoreError::Corrupt(format!(
+            "task {id} is claimed by nobody"
+        )))),
+        _ => hand_to(kv, &row, actor),
+    }
+}
+
+pub fn take_over<K: Kv + ?Sized>(
+    kv: &mut K,
+    id: &str,
+    from: &str,
+    actor: &str,
+    roles: &[String],
+) -> Result<Task, ClaimError> {
+    validate::name("id", id)?;
+    validate::name("from", from)?;
+    validate::name("actor", actor)?;
+    let roles = validate::names("roles", roles)?;
+    let row = load_for_claim(kv, id)?;
+    // A take-over is a claim: the ladder does not thin because the previous
+    // holder left.
+    ladder(&row, actor, &roles)?;
+    // The compare-and-swap: a take-over decided from a stale view must not
+    // displace whoever holds the task now, and an unheld task takes `claim`.
+    let held_by_from =
+        row.task.state == TaskState::Claimed && row.task.assignee.as_deref() == Some(from);
+    if !held_by_from {
+        return Err(ClaimError::NotHeld(from.to_owned()));
+    }
+    if from == actor {
+        return Ok(row.task);
+    }
+    hand_to(kv, &row, actor)
+}
+
+pub fn release<K: Kv + ?Sized>(kv: &mut K, id: &str, actor: &str) -> Result<(), ClaimError> {
+    validate::name("id", id)?;
+    validate::name("actor", actor)?;
+    let row = load_for_claim(kv, id)?;
+    let held = row.task.state == TaskState::Claimed && row.task.assignee.as_deref() == Some(actor);
+    if !held {
+        return Err(ClaimError::NotHeld(actor.to_owned()));
+    }
+    let mut next = row.clone();
+    next.task.assignee = None;
+    next.task.state = if row.ever_escalated {
+        TaskState::Escalated
+    } else {
+        TaskState::Open
+    };
+    store::write_task(kv, Some(&row), &next)?;
+    Ok(())
+}
+
+/// Moves a pending task to `state`, keeping its assignee. Answers whether it
+/// moved; a settled task stays as it stands.
+fn settle_row<K: Kv + ?Sized>(
+    kv: &mut K,
+    row: &TaskRow,
+    settlement: Settlement,
+) -> Result<bool, StoreError> {
+    if !row.task.state.is_pending() {
+        return Ok(false);
+    }
+    let mut next = row.clone();
+    next.task.state = settlement.state();
+    store::write_task(kv, Some(row), &next)?;
+    Ok(true)
+}
+
+pub fn settle<K: Kv + ?Sized>(
+    kv: &mut K,
+    id: &str,
+    settlement: Settlement,
+) -> Result<bool, StoreError> {
+    validate::name("id", id)?;
+    store::check_layout(kv, true)?;
+    let row = store::load_task(kv, id)?.ok_or_else(|| StoreError::NotFound(id.to_owned()))?;
+    settle_row(kv, &row, settlement)
+}
+
+pub fn withdraw_run<K: Kv + ?Sized>(
+    kv: &mut K,
+    run: &str,
+    awaited: &[String],
+) -> Result<u32, StoreError> {
+    validate::name("run", run)?;
+    let awaited = validate::names("awaited", awaited)?;
+    store::check_layout(kv, true)?;
+    withdraw_awaited(kv, run, &awaited)
+}
+
+/// Withdraws the still-pending tasks of `run` among `awaited` (already
+/// validated and deduplicated). Shared with `seal`.
+pub(crate) fn withdraw_awaited<K: Kv + ?Sized>(
+    kv: &mut K,
+    run: &str,
+    awaited: &[String],
+) -> Result<u32, StoreError> {
+    let mut moved = 0;
+    for id in awaited {
+        if let Some(row) = store::load_task(kv, id)?
+            && row.task.run == run
+            && settle_row(kv, &row, Settlement::Withdrawn)?
+        {
+            moved += 1;
+        }
+    }
+    Ok(moved)
+}
+
+pub fn escalate<K: Kv + ?Sized>(kv: &mut K, id: &str) -> Result<Task, StoreError> {
+    validate::name("id", id)?;
+    store::check_layout(kv, true)?;
+    let row = store::load_task(kv, id)?.ok_or_else(|| StoreError::NotFound(id.to_owned()))?;
+    // A decided task stays decided: the decision that won the race against
+    // the escalation sweep is the outcome everybody wanted.
+    if !row.task.state.is_pending() {
+        return Ok(row.task);
+    }
+    let mut next = row.clone();
+    next.ever_escalated = true;
+    next.task.state = TaskState::Escalated;
+    next.task.assignee = None;
+    if !next.task.candidate_roles.is_empty() {
+        for role in &row.task.escalate_to {
+            if !next.task.candidate_roles.contains(role) {
+                next.task.candidate_roles.push(role.clone());
+            }
+        }
+    }
+    store::write_task(kv, Some(&row), &next)?;
+    Ok(next.task)
+}
+
+pub fn open_count<K: Kv + ?Sized>(kv: &mut K) -> Result<u64, StoreError> {
+    store::check_layout(kv, false)?;
+    store::read_counter(kv, schema::OPEN_TASKS)
+}
+
+pub fn overdue<K: Kv + ?Sized>(
+    kv: &mut K,
+    now: Timestamp,
+    limit: u32,
+) -> Result<Vec<Task>, StoreError> {
+    validate::timestamp("now", now)?;
+    validate::limit("limit", limit)?;
+    store::check_layout(kv, false)?;
+    let prefix = schema::overdue();
+    let end = prefix.clone().int(now).prefix_end();
+    let entries = kv.scan(prefix.as_bytes(), Some(&end), limit, false)?;
+    let mut out = Vec::with_capacity(entries.len());
+    for (k, _) in entries {
+        match store::suffix(&k, &prefix)?.as_slice() {
+            [Elem::Int(_), Elem::Str(id)] => out.push(store::indexed_task(kv, id, "overdue")?),
+            _ => return Err(bad_entry("overdue")),
+        }
+    }
+    Ok(out)
+}
+
+fn bad_entry(index: &str) -> StoreError {
+    StoreError::Corrupt(format!("an entry of the {index} index has the wrong shape"))
+}
+
+/// A cursor is a position in one verb's order: a letter naming the verb, then
+/// the hex of the encoded position tuple.
+fn cursor(verb: char, position: &Key) -> String {
+    format!("{verb}{}", keys::to_hex(position.as_bytes()))
+}
+
+/// Decodes a cursor of `verb`, checking it has the shape `expected` accepts.
+fn parse_cursor(
+    verb: char,
+    text: &str,
+    well_formed: impl Fn(&[Elem]) -> bool,
+) -> Result<Vec<u8>, StoreError> {
+    let bad = || {
+        validate::invalid(format!(
+            "after is not a cursor returned by this verb: {:?}",
+            text.chars().take(40).collect::<String>()
+        ))
+    };
+    let bytes = text
+        .strip_prefix(verb)
+        .and_then(keys::from_hex)
+        .ok_or_else(bad)?;
+    let elems = keys::decode(&bytes).map_err(|_| bad())?;
+    if !well_formed(&elems) {
+        return Err(bad());
+    }
+    Ok(bytes)
+}
+
+fn is_position(rank: Option<i64>, created: i64, id: &str) -> bool {
+    rank.is_none_or(|r| (0..=3).contains(&r))
+        && validate::timestamp("", created).is_ok()
+        && validate::name("", id).is_ok()
+}
+
+/// One queue index read in order from a position on, a chunk at a time.
+struct Stream {
+    prefix: Key,
+    /// Position suffixes still to hand out, in order (reversed for `pop`).
+    buffered: Vec<Vec<u8>>,
+    /// Where the next chunk starts, or `None` once the index is exhausted.
+    next_start: Option<Vec<u8>>,
+}
+
+impl Stream {
+    fn new(prefix: Key, after: Option<&[u8]>) -> Self {
+        let start = match after {
+            Some(pos) => prefix.clone().raw(pos).successor(),
+            None => prefix.as_bytes().to_vec(),
+        };
+        Stream {
+            prefix,
+            buffered: Vec::new(),
+            next_start: Some(start),
+        }
+    }
+
+    fn head<K: Kv + ?Sized>(
+        &mut self,
+        kv: &mut K,
+        chunk: u32,
+    ) -> Result<Option<&[u8]>, StoreError> {
+        if self.buffered.is_empty()
+            && let Some(start) = self.next_start.take()
+        {
+            let entries = kv.scan(&start, Some(&self.prefix.prefix_end()), chunk, false)?;
+            if entries.len() == chunk as usize
+                && let Some((last, _)) = entries.last()
+            {
+                let mut next = last.clone();
+                next.push(0);
+                self.next_start = Some(next);
+            }
+            for (k, _) in entries.into_iter().rev() {
+                let pos = k
+                    .strip_prefix(self.prefix.as_bytes())
+                    .ok_or_else(|| bad_entry("queue"))?;
+                self.buffered.push(pos.to_vec());
+            }
+        }
+        Ok(self.buffered.last().map(Vec::as_slice))
+    }
+}
+
+/// `queue`: a k-way merge of the caller's per-role indexes and the index of
+/// tasks open to anyone. All of them are ordered by the same position
+/// (rank, created-at, id), so the merge reads each only as far as the page
+/// needs: O(limit × roles) entries however large the backlog.
+pub fn queue<K: Kv + ?Sized>(kv: &mut K, query: &QueueQuery) -> Result<Page, StoreError> {
+    let roles = validate::names("roles", &query.roles)?;
+    if let Some(actor) = &query.actor {
+        validate::name("actor", actor)?;
+    }
+    validate::limit("limit", query.limit)?;
+    let after = match &query.after {
+        Some(text) => Some(parse_cursor(
+            'q',
+            text,
+            |e| matches!(e, [Elem::Int(r), Elem::Int(c), Elem::Str(id)] if is_position(Some(*r), *c, id)),
+        )?),
+        None => None,
+    };
+    store::check_layout(kv, false)?;
+
+    let chunk = query.limit + 1;
+    let mut streams: Vec<Stream> = roles
+        .iter()
+        .map(|r| schema::queue_role(r))
+        .chain([schema::queue_any()])
+        .map(|p| Stream::new(p, after.as_deref()))
+        .collect();
+    let mut tasks: Vec<(Vec<u8>, Task)> = Vec::new();
+    while tasks.len() <= query.limit as usize {
+        let mut smallest: Option<Vec<u8>> = None;
+        for s in &mut streams {
+            if let Some(h) = s.head(kv, chunk)?
+                && smallest.as_deref().is_none_or(|m| h < m)
+            {
+                smallest = Some(h.to_vec());
+            }
+        }
+        let Some(pos) = smallest else { break };
+        // A task offered to several of the caller's roles sits at the same
+        // position in each of their indexes: take it once.
+        for s in &mut streams {
+            if s.buffered.last() == Some(&pos) {
+                s.buffered.pop();
+            }
+        }
+        let id = match keys::decode(&pos)
+            .map_err(|_| bad_entry("queue"))?
+            .as_slice()
+        {
+            [Elem::Int(_), Elem::Int(_), Elem::Str(id)] => id.clone(),
+            _ => return Err(bad_entry("queue")),
+        };
+        let task = store::indexed_task(kv, &id, "the queue index")?;
+        if query
+            .actor
+            .as_ref()
+            .is_some_and(|a| task.excluded_actors.contains(a))
+        {
+            continue;
+        }
+        tasks.push((pos, task));
+    }
+    Ok(page(tasks, query.limit, 'q'))
+}
+
+fn page(mut found: Vec<(Vec<u8>, Task)>, limit: u32, verb: char) -> Page {
+    let more = found.len() > limit as usize;
+    found.truncate(limit as usize);
+    let next = if more {
+        found
+            .last()
+            .map(|(pos, _)| cursor(verb, &Key::new().raw(pos)))
+    } else {
+        None
+    };
+    Page {
+        tasks: found.into_iter().map(|(_, t)| t).collect(),
+        next,
+    }
+}
+
+pub fn for_case<K: Kv + ?Sized>(
+    kv: &mut K,
+    case: &str,
+    limit: u32,
+    after: Option<&str>,
+) -> Result<Page, StoreError> {
+    validate::name("case", case)?;
+    validate::limit("limit", limit)?;
+    let after = match after {
+        Some(text) => Some(parse_cursor(
+            'c',
+            text,
+            |e| matches!(e, [Elem::Int(c), Elem::Str(id)] if is_position(None, *c, id)),
+        )?),
+        None => None,
+    };
+    store::check_layout(kv, false)?;
+    let prefix = schema::case(case);
+    let start = match &after {
+        Some(pos) => prefix.clone().raw(pos).successor(),
+        None => prefix.as_bytes().to_vec(),
+    };
+    let entries = kv.scan(&start, Some(&prefix.prefix_end()), limit + 1, false)?;
+    let mut found = Vec::with_capacity(entries.len());
+    for (k, _) in entries {
+        let pos = k
+            .strip_prefix(prefix.as_bytes())
+            .ok_or_else(|| bad_entry("case"))?
+            .to_vec();
+        let id = match store::suffix(&k, &prefix)?.as_slice() {
+            [Elem::Int(_), Elem::Str(id)] => id.clone(),
+            _ => return Err(bad_entry("case")),
+        };
+        found.push((pos, store::indexed_task(kv, &id, "the case index")?));
+    }
+    Ok(page(found, limit, 'c'))
+}

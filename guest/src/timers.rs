@@ -1,0 +1,164 @@
+//! Durable timers under leases.
+//!
+//! The due index holds one entry per armed timer at the instant it becomes
+//! claimable: its `fire-at`, or its lease expiry while a sweeper holds it.
+//! Claiming moves the entry to the lease expiry, so everything in the index at
+//! or before `now` is claimable: a sweep reads O(limit) entries however many
+//! timers are held, a held timer can never hide a due one, and a dead
+//! sweeper's timers come back by themselves when the lease lapses.
+
+use std::collections::BTreeMap;
+
+use crate::keys::Elem;
+use crate::kv::Kv;
+use crate::model::{ArmOutcome, StoreError, Timer, Timestamp};
+use crate::schema;
+use crate::store::{self, TimerRow};
+use crate::validate;
+
+pub fn arm<K: Kv + ?Sized>(kv: &mut K, timer: &Timer) -> Result<ArmOutcome, StoreError> {
+    validate::timer(timer)?;
+    store::check_layout(kv, true)?;
+    if store::is_sealed(kv, &timer.run)? {
+        return Ok(ArmOutcome::RunSealed);
+    }
+    // First arming wins: re-arming must not move a timer somebody may already
+    // hold.
+    if store::load_timer(kv, &timer.run, &timer.effect)?.is_some() {
+        return Ok(ArmOutcome::AlreadyArmed);
+    }
+    let row = TimerRow {
+        timer: timer.clone(),
+        lease_until: None,
+    };
+    store::write_timer(kv, None, &row)?;
+    Ok(ArmOutcome::Armed)
+}
+
+pub fn claim_due<K: Kv + ?Sized>(
+    kv: &mut K,
+    now: Timestamp,
+    limit: u32,
+    lease_ms: u32,
+) -> Result<Vec<Timer>, StoreError> {
+    validate::timestamp("now", now)?;
+    validate::limit("limit", limit)?;
+    validate::lease(lease_ms)?;
+    store::check_layout(kv, true)?;
+    let lease_until = now + i64::from(lease_ms);
+    let prefix = schema::due();
+    let end = prefix.clone().int(now).prefix_end();
+    let mut start = prefix.as_bytes().to_vec();
+    let mut sealed: BTreeMap<String, bool> = BTreeMap::new();
+    let mut out = Vec::new();
+    // Each pass claims what it reads; only timers of sealed runs (retired,
+    // not returned) make another pass necessary.
+    while out.len() < limit as usize {
+        let want = limit - out.len() as u32;
+        let entries = kv.scan(&start, Some(&end), want, false)?;
+        let exhausted = entries.len() < want as usize;
+        for (k, _) in &entries {
+            let (at, run, effect) = match store::suffix(k, &prefix)?.as_slice() {
+                [Elem::Int(at), Elem::Str(run), Elem::Str(effect)] => {
+                    (*at, run.clone(), effect.clone())
+                }
+                _ => {
+                    return Err(StoreError::Corrupt(
+                        "an entry of the due index has the wrong shape".into(),
+                    ));
+                }
+            };
+            let row = store::load_timer(kv, &run, &effect)?.ok_or_else(|| {
+                StoreError::Corrupt(format!(
+                    "the due index lists timer {run}/{effect}, which has no row"
+                ))
+            })?;
+            if row.claimable_at() != at {
+                return Err(StoreError::Corrupt(format!(
+                    "the due index lists timer {run}/{effect} at {at}, its row at {}",
+                    row.claimable_at()
+                )));
+            }
+            let run_sealed = match sealed.get(&run) {
+                Some(&s) => s,
+                None => {
+                    let s = store::is_sealed(kv, &run)?;
+                    sealed.insert(run.clone(), s);
+                    s
+                }
+            };
+            // A sealed run can record no wake-up: retired here, or it would
+            // be claimed and fail once per lease period for ever.
+            if run_sealed {
+                store::retire_timer(kv, &row)?;
+                continue;
+            }
+            let next = TimerRow {
+                timer: row.timer.clone(),
+                lease_until: Some(lease_until),
+            };
+            store::write_timer(kv, Some(&row), &next)?;
+            out.push(next.timer);
+        }
+        match entries.last() {
+            Some((k, _)) if !exhausted => {
+                start = k.clone();
+                start.push(0);
+            }
+            _ => break,
+        }
+    }
+    Ok(out)
+}
+
+pub fn disarm<K: Kv + ?Sized>(kv: &mut K, run: &str, effect: &str) -> Result<bool, StoreError> {
+    validate::name("run", run)?;
+    validate::name("effect", effect)?;
+    store::check_layout(kv, true)?;
+    match store::load_timer(kv, run, effect)? {
+        Some(row) => {
+            store::retire_timer(kv, &row)?;
+            Ok(true)
+        }
+        None => Ok(false),
+    }
+}
+
+pub fn disarm_run<K: Kv + ?Sized>(kv: &mut K, run: &str) -> Result<u32, StoreError> {
+    validate::name("run", run)?;
+    store::check_layout(kv, true)?;
+    retire_run(kv, run)
+}
+
+/// Retires every timer of `run`, reading only that run's range.
+pub(crate) fn retire_run<K: Kv + ?Sized>(kv: &mut K, run: &str) -> Result<u32, StoreError> {
+    let mut retired = 0u32;
+    store::walk(kv, &schema::timers_of(run), |kv, _, value| {
+        let row = store::decode_timer(&value)
+            .map_err(|e| StoreError::Corrupt(format!("a timer of run {run}: {e}")))?;
+        store::retire_timer(kv, &row)?;
+        retired += 1;
+        Ok(true)
+    })?;
+    Ok(retired)
+}
+
+pub fn pending_count<K: Kv + ?Sized>(kv: &mut K) -> Result<u64, StoreError> {
+    store::check_layout(kv, false)?;
+    store::read_counter(kv, schema::ARMED_TIMERS)
+}
+
+pub fn next_due<K: Kv + ?Sized>(kv: &mut K) -> Result<Option<Timestamp>, StoreError> {
+    store::check_layout(kv, false)?;
+    let prefix = schema::due();
+    let first = kv.scan(prefix.as_bytes(), Some(&prefix.prefix_end()), 1, false)?;
+    match first.first() {
+        None => Ok(None),
+        Some((k, _)) => match store::suffix(k, &prefix)?.first() {
+            Some(Elem::Int(at)) => Ok(Some(*at)),
+            _ => Err(StoreError::Corrupt(
+                "an entry of the due index has the wrong shape".into(),
+            )),
+        },
+    }
+}

@@ -1,0 +1,192 @@
+//! The contract's input rules, checked before anything is read or written.
+//!
+//! Every rejection is `invalid`, naming the field, so a caller can tell which
+//! argument to fix. Lists are deduplicated here (first occurrence kept, in
+//! order) so that no verb stores or indexes the same role twice.
+
+use crate::model::{StoreError, Task, TaskState, Timer, Timestamp};
+
+pub const MAX_NAME_BYTES: usize = 256;
+pub const MAX_LIST: usize = 256;
+pub const MAX_JUSTIFICATION_BYTES: usize = 256 * 1024;
+pub const MAX_TIMESTAMP: Timestamp = 253_402_300_799_999;
+pub const MAX_LEASE_MS: u32 = 604_800_000;
+pub const MAX_LIMIT: u32 = 1000;
+
+pub fn invalid(why: impl Into<String>) -> StoreError {
+    StoreError::Invalid(why.into())
+}
+
+/// Ids, actors, roles, kinds: 1–256 bytes, no control characters.
+pub fn name(field: &str, value: &str) -> Result<(), StoreError> {
+    if value.is_empty() {
+        return Err(invalid(format!("{field} is empty")));
+    }
+    if value.len() > MAX_NAME_BYTES {
+        return Err(invalid(format!(
+            "{field} is {} bytes, more than {MAX_NAME_BYTES}",
+            value.len()
+        )));
+    }
+    if let Some(c) = value.chars().find(|c| c.is_control()) {
+        return Err(invalid(format!(
+            "{field} contains the control character U+{:04X}",
+            u32::from(c)
+        )));
+    }
+    Ok(())
+}
+
+pub fn timestamp(field: &str, t: Timestamp) -> Result<(), StoreError> {
+    if !(0..=MAX_TIMESTAMP).contains(&t) {
+        return Err(invalid(format!(
+            "{field} is {t}, outside 0..={MAX_TIMESTAMP} (milliseconds since 1970 up to year 9999)"
+        )));
+    }
+    Ok(())
+}
+
+pub fn limit(field: &str, n: u32) -> Result<(), StoreError> {
+    if !(1..=MAX_LIMIT).contains(&n) {
+        return Err(invalid(format!("{field} is {n}, outside 1..={MAX_LIMIT}")));
+    }
+    Ok(())
+}
+
+pub fn lease(ms: u32) -> Result<(), StoreError> {
+    if !(1..=MAX_LEASE_MS).contains(&ms) {
+        return Err(invalid(format!(
+            "lease-ms is {ms}, outside 1..={MAX_LEASE_MS} (0 would let two sweepers take one timer)"
+        )));
+    }
+    Ok(())
+}
+
+/// Checks every entry and the length, and answers the list without
+/// duplicates, first occurrence kept.
+pub fn names(field: &str, list: &[String]) -> Result<Vec<String>, StoreError> {
+    if list.len() > MAX_LIST {
+        return Err(invalid(format!(
+            "{field} has {} entries, more than {MAX_LIST}",
+            list.len()
+        )));
+    }
+    let mut out: Vec<String> = Vec::with_capacity(list.len());
+    for (i, entry) in list.iter().enumerate() {
+        name(&format!("{field}[{i}]"), entry)?;
+        if !out.contains(entry) {
+            out.push(entry.clone());
+        }
+    }
+    Ok(out)
+}
+
+pub fn justification(text: &str) -> Result<(), StoreError> {
+    if text.len() > MAX_JUSTIFICATION_BYTES {
+        return Err(invalid(format!(
+            "justification is {} bytes, more than {MAX_JUSTIFICATION_BYTES}",
+            text.len()
+        )));
+    }
+    serde_json::from_str::<serde::de::IgnoredAny>(text)
+        .map_err(|e| invalid(format!("justification is not a JSON document: {e}")))?;
+    Ok(())
+}
+
+/// A task as `open` accepts it, with its lists deduplicated.
+pub fn new_task(task: &Task) -> Result<Task, StoreError> {
+    name("id", &task.id)?;
+    name("run", &task.run)?;
+    if let Some(case) = &task.case {
+        name("case", case)?;
+    }
+    name("kind", &task.kind)?;
+    justification(&task.justification)?;
+    let candidate_roles = names("candidate-roles", &task.candidate_roles)?;
+    let escalate_to = names("escalate-to", &task.escalate_to)?;
+    let excluded_actors = names("excluded-actors", &task.excluded_actors)?;
+    timestamp("created-at", task.created_at)?;
+    if let Some(due) = task.due_at {
+        timestamp("due-at", due)?;
+    }
+    if task.state != TaskState::Open {
+        return Err(invalid(format!(
+            "state is {}: a new task must be open",
+            task.state
+        )));
+    }
+    if let Some(a) = &task.assignee {
+        name("assignee", a)?;
+        return Err(invalid("assignee is set: a new task must have none"));
+    }
+    Ok(Task {
+        candidate_roles,
+        escalate_to,
+        excluded_actors,
+        ..task.clone()
+    })
+}
+
+pub fn timer(t: &Timer) -> Result<(), StoreError> {
+    name("run", &t.run)?;
+    if let Some(case) = &t.case {
+        name("case", case)?;
+    }
+    name("effect", &t.effect)?;
+    timestamp("fire-at", t.fire_at)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reason(r: Result<(), StoreError>) -> String {
+        match r {
+            Err(StoreError::Invalid(why)) => why,
+            other => panic!("expected invalid, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn names_are_one_to_256_bytes_without_control_characters() {
+        assert!(name("id", "a").is_ok());
+        assert!(name("id", &"é".repeat(128)).is_ok());
+        assert!(reason(name("id", "")).contains("id is empty"));
+        assert!(reason(name("actor", &"x".repeat(257))).contains("actor is 257 bytes"));
+        assert!(reason(name("role", "a\u{7}")).contains("U+0007"));
+        assert!(reason(name("role", "a\u{85}")).contains("U+0085"));
+        // Verbatim: spaces are not trimmed or refused.
+        assert!(name("actor", " bob ").is_ok());
+    }
+
+    #[test]
+    fn lists_are_capped_checked_and_deduplicated_in_order() {
+        let list: Vec<String> = ["b", "a", "b", "c", "a"].map(String::from).to_vec();
+        assert_eq!(names("roles", &list).expect("valid"), ["b", "a", "c"]);
+        let long = vec!["r".to_owned(); 257];
+        assert!(reason(names("roles", &long).map(|_| ())).contains("257 entries"));
+        let bad = vec!["ok".to_owned(), String::new()];
+        assert!(reason(names("roles", &bad).map(|_| ())).contains("roles[1] is empty"));
+    }
+
+    #[test]
+    fn bounds_on_numbers() {
+        assert!(timestamp("now", 0).is_ok());
+        assert!(timestamp("now", MAX_TIMESTAMP).is_ok());
+        assert!(reason(timestamp("now", -1)).contains("now is -1"));
+        assert!(reason(timestamp("due-at", MAX_TIMESTAMP + 1)).contains("due-at"));
+        assert!(reason(limit("limit", 0)).contains("limit is 0"));
+        assert!(reason(limit("limit", 1001)).contains("limit is 1001"));
+        assert!(reason(lease(0)).contains("lease-ms is 0"));
+        assert!(lease(MAX_LEASE_MS).is_ok());
+        assert!(lease(MAX_LEASE_MS + 1).is_err());
+    }
+
+    #[test]
+    fn justification_must_be_json_and_small() {
+        assert!(justification(r#"{"amount": 12}"#).is_ok());
+        assert!(reason(justification("{nope")).contains("not a JSON document"));
+        let big = format!("\"{}\"", "x".repeat(MAX_JUSTIFICATION_BYTES));
+        assert!(reason(justification(&big)).contains("more than"));
+    }
+}

@@ -1,0 +1,455 @@
+//! The engine: a compiled component, a redb file, and the rule that each
+//! exported call runs in exactly one transaction.
+//!
+//! The component is compiled once (and shared by every engine in the process
+//! built from the same bytes and sizes); each call gets a fresh `Store` and
+//! instance from a pre-instantiated handle, so no guest memory outlives a call
+//! and nothing leaks between tenants. A call commits when the guest answers
+//! `ok`, and aborts on an error answer, a trap, a deadline, a memory cap or a
+//! storage failure.
+
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::path::Path;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use redb::ReadableDatabase;
+use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
+use wasmtime::{
+    Config, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter, Store, Trap,
+};
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+use crate::bindings::{World, WorldPre, kv};
+use crate::error::{Error, SandboxError};
+use crate::storage::{self, KV_TABLE, KvView, Txn};
+use crate::tenant::Tenant;
+
+/// The guest component built from `guest/` by `build.rs`.
+pub static GUEST_COMPONENT: &[u8] = include_bytes!(env!("LEASEHOLD_GUEST_WASM"));
+
+/// How often the deadline clock ticks; deadlines are accurate to one tick.
+const TICK: Duration = Duration::from_millis(5);
+
+/// The sandbox's limits. Every one has a safe default.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Limits {
+    /// Wall-clock budget of one call (epoch interruption).
+    pub deadline: Duration,
+    /// Budget of the consistency check, which walks the whole tenant.
+    pub check_deadline: Duration,
+    /// Linear memory one instance may grow to, in bytes.
+    pub memory_bytes: usize,
+    /// Longest key the guest may use (before the tenant prefix).
+    pub key_bytes: usize,
+    /// Largest value the guest may write.
+    pub value_bytes: usize,
+    /// Most entries one scan may ask for.
+    pub scan_entries: u32,
+    /// Instances that can run at once (pooling allocator slots).
+    pub concurrent_calls: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            deadline: Duration::from_secs(5),
+            check_deadline: Duration::from_secs(600),
+            memory_bytes: 64 << 20,
+            key_bytes: 4096,
+            value_bytes: 4 << 20,
+            scan_entries: 4096,
+            concurrent_calls: 128,
+        }
+    }
+}
+
+/// How hard a commit presses the data to disk.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Durability {
+    /// Each commit is on disk when the call returns (one fsync per call).
+    #[default]
+    Immediate,
+    /// Commits are atomic but may be lost by a crash until a later durable
+    /// commit. For benchmarks and throwaway databases.
+    None,
+}
+
+/// Builds an [`Engine`].
+#[derive(Clone, Debug, Default)]
+pub struct EngineBuilder {
+    limits: Limits,
+    durability: Durability,
+    component: Option<Arc<[u8]>>,
+}
+
+impl EngineBuilder {
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    pub fn durability(mut self, durability: Durability) -> Self {
+        self.durability = durability;
+        self
+    }
+
+    /// Runs these component bytes instead of the embedded guest: any
+    /// component that implements the `leasehold:engine/engine` world.
+    pub fn component(mut self, bytes: impl Into<Arc<[u8]>>) -> Self {
+        self.component = Some(bytes.into());
+        self
+    }
+
+    /// Opens (or creates) a database file.
+    pub fn open(self, path: impl AsRef<Path>) -> Result<Engine, Error> {
+        let path = path.as_ref();
+        let db = redb::Database::create(path)
+            .map_err(|e| Error::Setup(format!("cannot open {}: {e}", path.display())))?;
+        self.build(db)
+    }
+
+    /// A database that lives in memory and is gone with the engine.
+    pub fn in_memory(self) -> Result<Engine, Error> {
+        let db = redb::Database::builder()
+            .create_with_backend(redb::backends::InMemoryBackend::new())
+            .map_err(|e| Error::Setup(format!("cannot create an in-memory database: {e}")))?;
+        self.build(db)
+    }
+
+    fn build(self, db: redb::Database) -> Result<Engine, Error> {
+        // The table must exist before a read transaction can open it.
+        let w = db.begin_write()?;
+        w.open_table(KV_TABLE)?;
+        w.commit()?;
+        let bytes = self.component.unwrap_or_else(|| Arc::from(GUEST_COMPONENT));
+        let compiled = compiled(&bytes, &self.limits)?;
+        Ok(Engine {
+            shared: Arc::new(Shared {
+                compiled,
+                db,
+                limits: self.limits,
+                durability: self.durability,
+            }),
+        })
+    }
+}
+
+/// A compiled component, ready to instantiate, with the clock that ends
+/// overlong calls.
+pub(crate) struct Compiled {
+    wasm: wasmtime::Engine,
+    pre: WorldPre<CallCtx>,
+}
+
+/// Compiling takes far longer than everything else an engine does, and the
+/// result depends only on the bytes and the sizes the pool is built for.
+fn compiled(bytes: &[u8], limits: &Limits) -> Result<Arc<Compiled>, Error> {
+    static CACHE: OnceLock<Mutex<HashMap<u64, Arc<Compiled>>>> = OnceLock::new();
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    bytes.hash(&mut h);
+    (limits.memory_bytes, limits.concurrent_calls).hash(&mut h);
+    let key = h.finish();
+    let cache = CACHE.get_or_init(Default::default);
+    let mut cache = cache
+        .lock()
+        .map_err(|_| Error::Setup("compile cache poisoned".into()))?;
+    if let Some(c) = cache.get(&key) {
+        return Ok(c.clone());
+    }
+    let c = Arc::new(compile(bytes, limits)?);
+    cache.insert(key, c.clone());
+    Ok(c)
+}
+
+fn compile(bytes: &[u8], limits: &Limits) -> Result<Compiled, Error> {
+    let setup = |what: &str, e: wasmtime::Error| Error::Setup(format!("{what}: {e:#}"));
+    let mut pool = PoolingAllocationConfig::new();
+    pool.total_component_instances(limits.concurrent_calls)
+        .total_core_instances(limits.concurrent_calls * 8)
+        .total_memories(limits.concurrent_calls * 2)
+        .total_tables(limits.concurrent_calls * 8)
+        .total_stacks(limits.concurrent_calls)
+        .max_memory_size(limits.memory_bytes)
+        .max_memories_per_component(4)
+        .max_core_instances_per_component(16);
+    let mut config = Config::new();
+    config
+        .wasm_component_model(true)
+        .epoch_interruption(true)
+        .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    let wasm = wasmtime::Engine::new(&config).map_err(|e| setup("wasmtime", e))?;
+    let component =
+        Component::new(&wasm, bytes).map_err(|e| setup("the component does not compile", e))?;
+    let mut linker = Linker::<CallCtx>::new(&wasm);
+    wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(|e| setup("linking WASI", e))?;
+    kv::add_to_linker::<CallCtx, HasSelf<KvView>>(&mut linker, |c| &mut c.kv)
+        .map_err(|e| setup("linking kv", e))?;
+    let instance_pre = linker.instantiate_pre(&component).map_err(|e| {
+        setup(
+            "the component imports something this host does not supply",
+            e,
+        )
+    })?;
+    let pre = WorldPre::new(instance_pre).map_err(|e| {
+        setup(
+            "the component does not export the leasehold:engine world",
+            e,
+        )
+    })?;
+    // One clock per compiled component, for the life of the process.
+    let clock = wasm.weak();
+    std::thread::Builder::new()
+        .name("leasehold-deadline".into())
+        .spawn(move || {
+            while let Some(engine) = clock.upgrade() {
+                engine.increment_epoch();
+                drop(engine);
+                std::thread::sleep(TICK);
+            }
+        })
+        .map_err(|e| Error::Setup(format!("cannot start the deadline clock: {e}")))?;
+    Ok(Compiled { wasm, pre })
+}
+
+struct Shared {
+    compiled: Arc<Compiled>,
+    db: redb::Database,
+    limits: Limits,
+    durability: Durability,
+}
+
+/// A Leasehold engine over one database. Cheap to clone; share it between
+/// threads.
+#[derive(Clone)]
+pub struct Engine {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("limits", &self.shared.limits)
+            .field("durability", &self.shared.durability)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Engine {
+    pub fn builder() -> EngineBuilder {
+        EngineBuilder::default()
+    }
+
+    /// Opens (or creates) a database file with the embedded guest and
+    /// default limits.
+    pub fn open(path: impl AsRef<Path>) -> Result<Engine, Error> {
+        Self::builder().open(path)
+    }
+
+    /// An in-memory database with the embedded guest and default limits.
+    pub fn in_memory() -> Result<Engine, Error> {
+        Self::builder().in_memory()
+    }
+
+    /// A handle on one tenant: every call through it sees only that
+    /// tenant's keys.
+    pub fn tenant(&self, name: &str) -> Result<Tenant, Error> {
+        let prefix = storage::tenant_prefix(name)?;
+        Ok(Tenant::new(self.clone(), name.to_owned(), prefix))
+    }
+
+    pub fn limits(&self) -> &Limits {
+        &self.shared.limits
+    }
+}
+
+/// Whether a call writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    Read,
+    Write,
+}
+
+/// What a guest answer needs for the commit decision.
+pub(crate) trait Answer {
+    fn is_error(&self) -> bool;
+}
+
+impl<T, E> Answer for Result<T, E> {
+    fn is_error(&self) -> bool {
+        self.is_err()
+    }
+}
+
+/// One call's store data: storage view, an empty WASI context, memory cap.
+pub(crate) struct CallCtx {
+    kv: KvView,
+    wasi: WasiCtx,
+    table: ResourceTable,
+    memory_cap: usize,
+}
+
+impl WasiView for CallCtx {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl ResourceLimiter for CallCtx {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if desired > self.memory_cap {
+            self.kv
+                .violation
+                .get_or_insert(Error::Sandbox(SandboxError::Memory {
+                    cap: self.memory_cap,
+                }));
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(desired <= 100_000)
+    }
+}
+
+impl Engine {
+    /// Runs one exported call in one transaction of its own.
+    pub(crate) fn call<R: Answer>(
+        &self,
+        tenant: &Tenant,
+        verb: &'static str,
+        mode: Mode,
+        f: impl FnOnce(&World, &mut Store<CallCtx>) -> wasmtime::Result<R>,
+    ) -> Result<R, Error> {
+        let span = tracing::debug_span!("leasehold.call", tenant = tenant.name(), verb);
+        let _entered = span.enter();
+        let started = Instant::now();
+        let out = self.run(tenant, verb, mode, f);
+        tracing::debug!(
+            outcome = match &out {
+                Ok(r) if r.is_error() => "declined",
+                Ok(_) => "ok",
+                Err(_) => "failed",
+            },
+            micros = started.elapsed().as_micros() as u64,
+            "call finished"
+        );
+        out
+    }
+
+    fn run<R: Answer>(
+        &self,
+        tenant: &Tenant,
+        verb: &'static str,
+        mode: Mode,
+        f: impl FnOnce(&World, &mut Store<CallCtx>) -> wasmtime::Result<R>,
+    ) -> Result<R, Error> {
+        let s = &self.shared;
+        let limits = s.limits;
+        let deadline = if verb == "check" {
+            limits.check_deadline
+        } else {
+            limits.deadline
+        };
+        let ctx = CallCtx {
+            kv: KvView {
+                txn: Txn::Idle,
+                prefix: tenant.prefix().to_vec(),
+                prefix_end: storage::prefix_end(tenant.prefix()),
+                limits,
+                violation: None,
+            },
+            // Nothing granted: no files, environment, arguments or sockets.
+            wasi: WasiCtx::builder().build(),
+            table: ResourceTable::new(),
+            memory_cap: limits.memory_bytes,
+        };
+        let mut store = Store::new(&s.compiled.wasm, ctx);
+        store.limiter(|c| c);
+        store.set_epoch_deadline(ticks(deadline));
+        store.epoch_deadline_trap();
+        let world = match s.compiled.pre.instantiate(&mut store) {
+            Ok(w) => w,
+            Err(e) => {
+                return Err(store
+                    .into_data()
+                    .kv
+                    .violation
+                    .unwrap_or_else(|| instantiate_error(e)));
+            }
+        };
+        // Begun after instantiation, so the write lock is held only while
+        // the guest runs.
+        store.data_mut().kv.txn = match mode {
+            Mode::Write => {
+                let mut w = s.db.begin_write()?;
+                if s.durability == Durability::None {
+                    w.set_durability(redb::Durability::None)?;
+                }
+                Txn::Write(w)
+            }
+            Mode::Read => Txn::Read(s.db.begin_read()?.open_table(KV_TABLE)?),
+        };
+        let answer = f(&world, &mut store);
+        let ctx = store.into_data();
+        let txn = ctx.kv.txn;
+        let abort = |txn: Txn| {
+            if let Txn::Write(w) = txn {
+                // Dropping would abort too; saying so keeps the intent plain.
+                let _ = w.abort();
+            }
+        };
+        if let Some(violation) = ctx.kv.violation {
+            abort(txn);
+            return Err(violation);
+        }
+        let answer = match answer {
+            Ok(a) => a,
+            Err(trap) => {
+                abort(txn);
+                return Err(Error::Sandbox(classify_trap(&trap, deadline)));
+            }
+        };
+        if answer.is_error() {
+            abort(txn);
+        } else if let Txn::Write(w) = txn {
+            w.commit()?;
+        }
+        Ok(answer)
+    }
+}
+
+fn ticks(d: Duration) -> u64 {
+    (d.as_micros() / TICK.as_micros()).max(1) as u64 + 1
+}
+
+fn classify_trap(e: &wasmtime::Error, deadline: Duration) -> SandboxError {
+    match e.downcast_ref::<Trap>() {
+        Some(Trap::Interrupt) => SandboxError::Deadline(deadline),
+        _ => SandboxError::Trap(format!("{e:#}")),
+    }
+}
+
+fn instantiate_error(e: wasmtime::Error) -> Error {
+    let text = format!("{e:#}");
+    if text.contains("maximum concurrent") || text.contains("limit") && text.contains("instance") {
+        Error::Sandbox(SandboxError::Busy(text))
+    } else {
+        Error::Sandbox(SandboxError::Trap(text))
+    }
+}

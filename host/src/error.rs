@@ -1,0 +1,150 @@
+//! The host's one error type. It keeps apart what calls for different
+//! responses: the engine refusing (a claim ladder rung, not found), bad input,
+//! damaged data, failed storage, and a guest that broke the sandbox.
+
+use std::time::Duration;
+
+pub use leasehold_guest::model::{StoreError, TaskState};
+
+/// Why a claim, take-over or release did not happen. Each variant calls for a
+/// different response: `NotFound` means the id is wrong, `NotHeld` means the
+/// call did nothing, `AlreadyClaimed` is transient, `Excluded` and `WrongRole`
+/// are permanent.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Refusal {
+    #[error("no task {0}")]
+    NotFound(String),
+    #[error("{0} is excluded from this task")]
+    Excluded(String),
+    #[error("{0} has none of the task's candidate roles")]
+    WrongRole(String),
+    #[error("the task is already {0}")]
+    NotPending(TaskState),
+    #[error("the task is held by {0}")]
+    AlreadyClaimed(String),
+    #[error("{0} does not hold the task")]
+    NotHeld(String),
+}
+
+/// A limit of the sandbox, as a call can exceed it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SandboxError {
+    #[error("the call ran past its deadline of {0:?}")]
+    Deadline(Duration),
+    #[error("the guest asked for more than its memory cap of {cap} bytes")]
+    Memory { cap: usize },
+    #[error("the guest used a key of {size} bytes; the cap is {cap}")]
+    KeySize { size: usize, cap: usize },
+    #[error("the guest wrote a value of {size} bytes; the cap is {cap}")]
+    ValueSize { size: usize, cap: usize },
+    #[error("the guest asked one scan for {asked} entries; the cap is {cap}")]
+    ScanLength { asked: u32, cap: u32 },
+    #[error("the guest trapped: {0}")]
+    Trap(String),
+    #[error("the guest answered something the contract rules out: {0}")]
+    Malformed(String),
+    #[error("no instance slot is free ({0}); too many calls at once")]
+    Busy(String),
+}
+
+impl SandboxError {
+    /// The name of the limit exceeded, if this was one.
+    pub fn limit(&self) -> Option<&'static str> {
+        Some(match self {
+            SandboxError::Deadline(_) => "deadline",
+            SandboxError::Memory { .. } => "memory",
+            SandboxError::KeySize { .. } => "key-size",
+            SandboxError::ValueSize { .. } => "value-size",
+            SandboxError::ScanLength { .. } => "scan-length",
+            _ => return None,
+        })
+    }
+}
+
+/// Everything a Leasehold call can fail with.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The engine refused a claim, take-over or release.
+    #[error("refused: {0}")]
+    Refused(Refusal),
+    /// The engine answered a store error: not found, invalid input, a corrupt
+    /// row, or the storage import failed.
+    #[error("{0}")]
+    Store(StoreError),
+    /// The guest exceeded a limit, trapped, or answered nonsense. Its
+    /// transaction was aborted; the engine keeps serving.
+    #[error("sandbox: {0}")]
+    Sandbox(SandboxError),
+    /// The database underneath failed.
+    #[error("storage: {0}")]
+    Storage(String),
+    /// A tenant name that cannot be used.
+    #[error("invalid tenant name {name:?}: {why}")]
+    Tenant { name: String, why: &'static str },
+    /// The engine could not be set up: the component does not load or does
+    /// not implement the world, or the database cannot be opened.
+    #[error("setup: {0}")]
+    Setup(String),
+}
+
+impl Error {
+    /// Bad input from the caller (an argument or a tenant name).
+    pub fn is_invalid_input(&self) -> bool {
+        matches!(
+            self,
+            Error::Store(StoreError::Invalid(_)) | Error::Tenant { .. }
+        )
+    }
+
+    /// The engine declined: a refusal or a missing id.
+    pub fn is_refusal(&self) -> bool {
+        matches!(
+            self,
+            Error::Refused(_) | Error::Store(StoreError::NotFound(_))
+        )
+    }
+}
+
+impl From<leasehold_guest::model::ClaimError> for Error {
+    fn from(e: leasehold_guest::model::ClaimError) -> Self {
+        use leasehold_guest::model::ClaimError as C;
+        Error::Refused(match e {
+            C::NotFound(id) => Refusal::NotFound(id),
+            C::Excluded(a) => Refusal::Excluded(a),
+            C::WrongRole(a) => Refusal::WrongRole(a),
+            C::NotPending(s) => Refusal::NotPending(s),
+            C::AlreadyClaimed(h) => Refusal::AlreadyClaimed(h),
+            C::NotHeld(a) => Refusal::NotHeld(a),
+            C::Store(s) => return Error::Store(s),
+        })
+    }
+}
+
+impl From<StoreError> for Error {
+    fn from(e: StoreError) -> Self {
+        Error::Store(e)
+    }
+}
+
+macro_rules! storage_errors {
+    ($($t:ty),+) => {$(
+        impl From<$t> for Error {
+            fn from(e: $t) -> Self {
+                Error::Storage(e.to_string())
+            }
+        }
+    )+};
+}
+
+storage_errors!(
+    redb::Error,
+    redb::DatabaseError,
+    redb::TransactionError,
+    redb::TableError,
+    redb::StorageError,
+    redb::CommitError,
+    redb::SetDurabilityError
+);

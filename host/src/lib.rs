@@ -1,0 +1,35 @@
+//! The reference Leasehold host: runs the Leasehold component under wasmtime,
+//! supplies its `kv` import over a redb file, and runs each exported call in
+//! exactly one transaction, scoped to one tenant.
+//!
+//! ```no_run
+//! use leasehold_host::{Engine, QueueQuery};
+//!
+//! let engine = Engine::open("worklist.redb")?;
+//! let acme = engine.tenant("acme")?;
+//! let page = acme.queue(&QueueQuery {
+//!     roles: vec!["reviewer".into()],
+//!     actor: Some("alice".into()),
+//!     limit: 20,
+//!     after: None,
+//! })?;
+//! for task in page.tasks {
+//!     println!("{} ({:?})", task.id, task.priority);
+//! }
+//! # Ok::<(), leasehold_host::Error>(())
+//! ```
+
+mod bindings;
+mod engine;
+mod error;
+mod storage;
+mod tenant;
+
+pub use engine::{Durability, Engine, EngineBuilder, GUEST_COMPONENT, Limits};
+pub use error::{Error, Refusal, SandboxError};
+pub use leasehold_guest::model::{
+    ArmOutcome, Discrepancy, OnExpiry, Page, Phase, Priority, QueueQuery, SealOutcome, Settlement,
+    StoreError, Task, TaskState, Timer, Timestamp,
+};
+pub use storage::MAX_TENANT_BYTES;
+pub use tenant::Tenant;

@@ -1,0 +1,257 @@
+//! The `kv` import over redb, seen from one call: one transaction, one
+//! tenant's slice of one table, and the caps on what the guest may ask.
+//!
+//! Every guest key is stored behind the tenant's prefix (its length, then its
+//! name, so tenant `a` can never alias tenant `ab`), and every scan is clamped
+//! to that prefix: no key the guest can spell reaches another tenant. Sizes the
+//! guest controls are checked before they are used. A cap hit or a storage
+//! failure is recorded here and fails the call whatever the guest answers
+//! afterwards, so a guest cannot swallow it and commit.
+
+use redb::{ReadableTable, TableDefinition};
+
+use crate::bindings::kv;
+use crate::engine::Limits;
+use crate::error::{Error, SandboxError};
+
+/// The one table: tenant-prefixed guest keys to guest values.
+pub(crate) const KV_TABLE: TableDefinition<&[u8], &[u8]> = TableDefinition::new("leasehold-kv");
+
+/// The longest tenant name; keeps the prefix one length byte.
+pub const MAX_TENANT_BYTES: usize = 64;
+
+/// Checks a tenant name and answers its key prefix.
+pub(crate) fn tenant_prefix(name: &str) -> Result<Vec<u8>, Error> {
+    let why = if name.is_empty() {
+        Some("it is empty")
+    } else if name.len() > MAX_TENANT_BYTES {
+        Some("it is longer than 64 bytes")
+    } else if !name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+    {
+        Some("use only ASCII letters, digits, '-', '_' and '.'")
+    } else {
+        None
+    };
+    if let Some(why) = why {
+        return Err(Error::Tenant {
+            name: name.to_owned(),
+            why,
+        });
+    }
+    let mut prefix = Vec::with_capacity(name.len() + 1);
+    prefix.push(name.len() as u8);
+    prefix.extend_from_slice(name.as_bytes());
+    Ok(prefix)
+}
+
+/// The exclusive end of every key that starts with `prefix`. Tenant names are
+/// ASCII, so the last byte can always be incremented.
+pub(crate) fn prefix_end(prefix: &[u8]) -> Vec<u8> {
+    let mut end = prefix.to_vec();
+    if let Some(last) = end.last_mut() {
+        *last += 1;
+    }
+    end
+}
+
+/// The transaction a call runs in.
+pub(crate) enum Txn {
+    /// Not begun yet (the instance is made first, outside the write lock).
+    Idle,
+    Write(redb::WriteTransaction),
+    Read(redb::ReadOnlyTable<&'static [u8], &'static [u8]>),
+}
+
+/// What one call's guest sees of storage.
+pub(crate) struct KvView {
+    pub txn: Txn,
+    pub prefix: Vec<u8>,
+    pub prefix_end: Vec<u8>,
+    pub limits: Limits,
+    /// The first host-side failure of this call; it decides the outcome.
+    pub violation: Option<Error>,
+}
+
+impl KvView {
+    fn fail(&mut self, e: Error) {
+        self.violation.get_or_insert(e);
+    }
+
+    fn full_key(&mut self, key: &[u8]) -> Result<Vec<u8>, kv::KvError> {
+        if key.len() > self.limits.key_bytes {
+            self.fail(Error::Sandbox(SandboxError::KeySize {
+                size: key.len(),
+                cap: self.limits.key_bytes,
+            }));
+            return Err(kv::KvError::TooLarge);
+        }
+        let mut full = Vec::with_capacity(self.prefix.len() + key.len());
+        full.extend_from_slice(&self.prefix);
+        full.extend_from_slice(key);
+        Ok(full)
+    }
+
+    fn storage<E: std::fmt::Display>(&mut self, e: E) -> kv::KvError {
+        let detail = e.to_string();
+        self.fail(Error::Storage(detail.clone()));
+        kv::KvError::Storage(detail)
+    }
+}
+
+type KvResult<T> = wasmtime::Result<Result<T, kv::KvError>>;
+
+impl kv::Host for KvView {
+    fn get(&mut self, key: Vec<u8>) -> KvResult<Option<Vec<u8>>> {
+        let full = match self.full_key(&key) {
+            Ok(k) => k,
+            Err(e) => return Ok(Err(e)),
+        };
+        let found = match &self.txn {
+            Txn::Write(w) => w
+                .open_table(KV_TABLE)
+                .map_err(redb::Error::from)
+                .and_then(|t| Ok(t.get(full.as_slice())?.map(|v| v.value().to_vec()))),
+            Txn::Read(t) => t
+                .get(full.as_slice())
+                .map(|v| v.map(|v| v.value().to_vec()))
+                .map_err(redb::Error::from),
+            Txn::Idle => return Ok(Err(self.storage("no transaction"))),
+        };
+        Ok(found.map_err(|e| self.storage(e)))
+    }
+
+    fn set(&mut self, key: Vec<u8>, value: Vec<u8>) -> KvResult<()> {
+        let full = match self.full_key(&key) {
+            Ok(k) => k,
+            Err(e) => return Ok(Err(e)),
+        };
+        if value.len() > self.limits.value_bytes {
+            self.fail(Error::Sandbox(SandboxError::ValueSize {
+                size: value.len(),
+                cap: self.limits.value_bytes,
+            }));
+            return Ok(Err(kv::KvError::TooLarge));
+        }
+        let Txn::Write(w) = &self.txn else {
+            return Ok(Err(kv::KvError::ReadOnly));
+        };
+        let done = w
+            .open_table(KV_TABLE)
+            .map_err(redb::Error::from)
+            .and_then(|mut t| {
+                t.insert(full.as_slice(), value.as_slice())
+                    .map(drop)
+                    .map_err(redb::Error::from)
+            });
+        Ok(done.map_err(|e| self.storage(e)))
+    }
+
+    fn delete(&mut self, key: Vec<u8>) -> KvResult<()> {
+        let full = match self.full_key(&key) {
+            Ok(k) => k,
+            Err(e) => return Ok(Err(e)),
+        };
+        let Txn::Write(w) = &self.txn else {
+            return Ok(Err(kv::KvError::ReadOnly));
+        };
+        let done = w
+            .open_table(KV_TABLE)
+            .map_err(redb::Error::from)
+            .and_then(|mut t| {
+                t.remove(full.as_slice())
+                    .map(drop)
+                    .map_err(redb::Error::from)
+            });
+        Ok(done.map_err(|e| self.storage(e)))
+    }
+
+    fn scan(&mut self, range: kv::KeyRange, limit: u32, reverse: bool) -> KvResult<Vec<kv::Entry>> {
+        if limit > self.limits.scan_entries {
+            self.fail(Error::Sandbox(SandboxError::ScanLength {
+                asked: limit,
+                cap: self.limits.scan_entries,
+            }));
+            return Ok(Err(kv::KvError::Limit));
+        }
+        let start = match self.full_key(&range.start) {
+            Ok(k) => k,
+            Err(e) => return Ok(Err(e)),
+        };
+        // Clamped to the tenant: an end past the prefix, or none, stops at it.
+        let end = match &range.end {
+            Some(e) => match self.full_key(e) {
+                Ok(k) => k.min(self.prefix_end.clone()),
+                Err(e) => return Ok(Err(e)),
+            },
+            None => self.prefix_end.clone(),
+        };
+        if start >= end || limit == 0 {
+            return Ok(Ok(Vec::new()));
+        }
+        let strip = self.prefix.len();
+        let collect = |iter: redb::Range<'_, &'static [u8], &'static [u8]>| {
+            let take =
+                |it: &mut dyn Iterator<Item = _>| -> Result<Vec<kv::Entry>, redb::StorageError> {
+                    let mut out = Vec::new();
+                    for item in it.take(limit as usize) {
+                        let (k, v): (redb::AccessGuard<&[u8]>, redb::AccessGuard<&[u8]>) = item?;
+                        out.push(kv::Entry {
+                            key: k.value()[strip..].to_vec(),
+                            value: v.value().to_vec(),
+                        });
+                    }
+                    Ok(out)
+                };
+            if reverse {
+                take(&mut iter.rev())
+            } else {
+                take(&mut { iter })
+            }
+        };
+        let bounds = start.as_slice()..end.as_slice();
+        let found = match &self.txn {
+            Txn::Write(w) => w
+                .open_table(KV_TABLE)
+                .map_err(redb::Error::from)
+                .and_then(|t| Ok(collect(t.range(bounds)?)?)),
+            Txn::Read(t) => t
+                .range(bounds)
+                .map_err(redb::Error::from)
+                .and_then(|r| Ok(collect(r)?)),
+            Txn::Idle => return Ok(Err(self.storage("no transaction"))),
+        };
+        Ok(found.map_err(|e| self.storage(e)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tenant_prefixes_never_alias() {
+        let a = tenant_prefix("a").expect("valid");
+        let ab = tenant_prefix("ab").expect("valid");
+        assert!(
+            !ab.starts_with(&a),
+            "tenant ab's keys would fall in tenant a's range"
+        );
+        let end = prefix_end(&a);
+        assert!(ab.as_slice() >= end.as_slice() || ab.as_slice() < a.as_slice());
+    }
+
+    #[test]
+    fn tenant_names_are_checked() {
+        for bad in ["", "has space", "slash/", "é", &"x".repeat(65)] {
+            assert!(
+                matches!(tenant_prefix(bad), Err(Error::Tenant { .. })),
+                "{bad:?} accepted"
+            );
+        }
+        for good in ["acme", "a.b-c_d", &"x".repeat(64)] {
+            assert!(tenant_prefix(good).is_ok(), "{good:?} refused");
+        }
+    }
+}
