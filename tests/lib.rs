@@ -1,7 +1,9 @@
 //! Shared helpers for the integration tests: fresh engines on temp redb files
 //! and task and timer builders with sensible defaults.
 
-use leasehold_host::{Engine, OnExpiry, Priority, Task, TaskState, Tenant, Timer, Phase};
+use leasehold_host::{
+    Engine, OnExpiry, Phase, Priority, QueueQuery, Task, TaskState, Tenant, Timer,
+};
 
 /// An engine on a fresh redb file that lives as long as the returned guard.
 pub fn temp_engine() -> (Engine, tempfile::TempDir) {
@@ -92,4 +94,98 @@ pub fn timer(run: &str, effect: &str, fire_at: i64) -> Timer {
         phase: Phase::Forward,
         fire_at,
     }
+}
+
+/// The hostile fixture component (tests/fixtures/hostile), built by build.rs.
+pub static HOSTILE_COMPONENT: &[u8] = include_bytes!(env!("LEASEHOLD_HOSTILE_WASM"));
+
+/// A tenant of a fresh engine on a temp file that commits without fsync:
+/// for tests that make hundreds of writes (races, big backlogs).
+pub fn fast_tenant() -> (Tenant, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let engine = Engine::builder()
+        .durability(leasehold_host::Durability::None)
+        .open(dir.path().join("leasehold.redb"))
+        .expect("engine opens");
+    (engine.tenant("acme").expect("valid tenant"), dir)
+}
+
+/// Asserts the consistency check finds nothing: rows, indexes and counters
+/// agree.
+pub fn assert_consistent(tenant: &Tenant) {
+    let found = tenant.check().expect("the consistency check runs");
+    assert!(
+        found.is_empty(),
+        "tenant {} is inconsistent: {found:#?}",
+        tenant.name()
+    );
+}
+
+/// A queue query for `roles`, optionally as `actor`.
+pub fn query(roles: &[&str], actor: Option<&str>, limit: u32, after: Option<String>) -> QueueQuery {
+    QueueQuery {
+        roles: owned(roles),
+        actor: actor.map(str::to_owned),
+        limit,
+        after,
+    }
+}
+
+/// The ids of `tasks`, in order.
+pub fn ids(tasks: &[Task]) -> Vec<String> {
+    tasks.iter().map(|t| t.id.clone()).collect()
+}
+
+/// The `(run, effect)` identities of `timers`, in order.
+pub fn identities(timers: &[Timer]) -> Vec<(String, String)> {
+    timers
+        .iter()
+        .map(|t| (t.run.clone(), t.effect.clone()))
+        .collect()
+}
+
+/// The state of task `id`, which must exist.
+pub fn state_of(tenant: &Tenant, id: &str) -> TaskState {
+    tenant
+        .get(id)
+        .expect("get answers")
+        .unwrap_or_else(|| panic!("task {id} exists"))
+        .state
+}
+
+/// Every key and value in a database file, read raw with redb. The engine on
+/// that file must be dropped first (redb allows one opener).
+pub fn raw_contents(path: &std::path::Path) -> std::collections::BTreeMap<Vec<u8>, Vec<u8>> {
+    use redb::{ReadableDatabase, ReadableTable, TableDefinition};
+    let table: TableDefinition<&[u8], &[u8]> = TableDefinition::new(leasehold_host::KV_TABLE_NAME);
+    let db = redb::Database::create(path).expect("raw open");
+    let r = db.begin_read().expect("read");
+    let t = r.open_table(table).expect("table");
+    t.iter()
+        .expect("iter")
+        .map(|e| {
+            let (k, v) = e.expect("entry");
+            (k.value().to_vec(), v.value().to_vec())
+        })
+        .collect()
+}
+
+/// Runs `f` on the raw table of a database file, in one committed write.
+pub fn raw_write(path: &std::path::Path, f: impl FnOnce(&mut redb::Table<&[u8], &[u8]>)) {
+    use redb::TableDefinition;
+    let table: TableDefinition<&[u8], &[u8]> = TableDefinition::new(leasehold_host::KV_TABLE_NAME);
+    let db = redb::Database::create(path).expect("raw open");
+    let w = db.begin_write().expect("write");
+    {
+        let mut t = w.open_table(table).expect("table");
+        f(&mut t);
+    }
+    w.commit().expect("commit");
+}
+
+/// The full stored key of a tenant's guest key.
+pub fn tenant_key(tenant: &str, guest_key: &[u8]) -> Vec<u8> {
+    let mut k = leasehold_host::tenant_prefix(tenant).expect("valid tenant");
+    k.extend_from_slice(guest_key);
+    k
 }

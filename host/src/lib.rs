@@ -31,5 +31,5 @@ pub use leasehold_guest::model::{
     ArmOutcome, Discrepancy, OnExpiry, Page, Phase, Priority, QueueQuery, SealOutcome, Settlement,
     StoreError, Task, TaskState, Timer, Timestamp,
 };
-pub use storage::MAX_TENANT_BYTES;
+pub use storage::{KV_TABLE_NAME, MAX_TENANT_BYTES, tenant_prefix};
 pub use tenant::Tenant;

@@ -14,14 +14,17 @@ use crate::bindings::kv;
 use crate::engine::Limits;
 use crate::error::{Error, SandboxError};
 
-/// The one table: tenant-prefixed guest keys to guest values.
-pub(crate) const KV_TABLE: TableDefinition<&[u8], &[u8]> = TableDefinition::new("leasehold-kv");
+/// The name of the one redb table: tenant-prefixed guest keys to guest values.
+pub const KV_TABLE_NAME: &str = "leasehold-kv";
+
+pub(crate) const KV_TABLE: TableDefinition<&[u8], &[u8]> = TableDefinition::new(KV_TABLE_NAME);
 
 /// The longest tenant name; keeps the prefix one length byte.
 pub const MAX_TENANT_BYTES: usize = 64;
 
-/// Checks a tenant name and answers its key prefix.
-pub(crate) fn tenant_prefix(name: &str) -> Result<Vec<u8>, Error> {
+/// Checks a tenant name and answers its key prefix: every key of the tenant
+/// starts with it.
+pub fn tenant_prefix(name: &str) -> Result<Vec<u8>, Error> {
     let why = if name.is_empty() {
         Some("it is empty")
     } else if name.len() > MAX_TENANT_BYTES {

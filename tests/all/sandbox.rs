@@ -1,0 +1,323 @@
+//! The hard sandbox: a hostile or faulty component costs one failed call —
+//! never the host, never partial writes, never another tenant's keys. Every
+//! test here loads the hostile fixture (tests/fixtures/hostile) through the
+//! real host on a real redb file.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use leasehold_host::{Engine, Error, Limits, SandboxError, StoreError};
+use leasehold_tests::*;
+
+fn hostile(path: &Path, limits: Limits) -> Engine {
+    Engine::builder()
+        .component(HOSTILE_COMPONENT)
+        .limits(limits)
+        .open(path)
+        .expect("the hostile fixture implements the world")
+}
+
+fn db() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("sandbox.redb");
+    (dir, path)
+}
+
+fn quick() -> Limits {
+    Limits {
+        deadline: Duration::from_millis(300),
+        ..Limits::default()
+    }
+}
+
+fn keys_of(path: &Path) -> Vec<Vec<u8>> {
+    raw_contents(path).into_keys().collect()
+}
+
+fn sandbox_error(r: Result<impl std::fmt::Debug, Error>) -> SandboxError {
+    match r {
+        Err(Error::Sandbox(e)) => e,
+        other => panic!("expected a sandbox error, got {other:?}"),
+    }
+}
+
+/// The engine answers a plain call after a failed one: the failure cost only
+/// that call.
+fn still_serves(engine: &Engine) {
+    let t = engine.tenant("a").expect("tenant");
+    assert!(matches!(
+        t.get("wrong-id"),
+        Err(Error::Sandbox(SandboxError::Malformed(_)))
+    ));
+    assert_eq!(t.get("write").expect("a read call still works"), None);
+}
+
+#[test]
+fn a_guest_that_loops_forever_is_stopped_at_the_deadline() {
+    let (_dir, path) = db();
+    let engine = hostile(&path, quick());
+    let t = engine.tenant("a").expect("tenant");
+    let started = Instant::now();
+    let e = sandbox_error(t.get("loop"));
+    assert_eq!(e, SandboxError::Deadline(Duration::from_millis(300)));
+    assert_eq!(e.limit(), Some("deadline"));
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "the deadline did not stop the call: {:?}",
+        started.elapsed()
+    );
+    still_serves(&engine);
+}
+
+#[test]
+fn a_looping_call_does_not_hold_up_calls_on_other_threads() {
+    let (_dir, path) = db();
+    let engine = hostile(
+        &path,
+        Limits {
+            deadline: Duration::from_secs(2),
+            ..Limits::default()
+        },
+    );
+    std::thread::scope(|s| {
+        let looping = s.spawn(|| engine.tenant("a").expect("tenant").get("loop"));
+        std::thread::sleep(Duration::from_millis(100));
+        let started = Instant::now();
+        assert_eq!(
+            engine
+                .tenant("b")
+                .expect("tenant")
+                .get("write")
+                .expect("read"),
+            None
+        );
+        assert!(started.elapsed() < Duration::from_secs(1));
+        assert!(matches!(
+            looping.join().expect("thread"),
+            Err(Error::Sandbox(SandboxError::Deadline(_)))
+        ));
+    });
+}
+
+#[test]
+fn a_guest_that_allocates_without_bound_hits_the_memory_cap() {
+    let (_dir, path) = db();
+    let cap = 16 << 20;
+    let engine = hostile(
+        &path,
+        Limits {
+            memory_bytes: cap,
+            ..quick()
+        },
+    );
+    let e = sandbox_error(engine.tenant("a").expect("tenant").get("alloc"));
+    assert_eq!(e, SandboxError::Memory { cap });
+    assert_eq!(e.limit(), Some("memory"));
+    still_serves(&engine);
+}
+
+#[test]
+fn writes_commit_when_the_guest_answers_ok() {
+    // The control for the tests below: the raw check does see a write.
+    let (_dir, path) = db();
+    let engine = hostile(&path, quick());
+    engine
+        .tenant("a")
+        .expect("tenant")
+        .open(&task("write-ok", 0))
+        .expect("the fixture's plain write");
+    drop(engine);
+    assert_eq!(keys_of(&path), vec![tenant_key("a", b"hostile-ok")]);
+}
+
+#[test]
+fn a_write_followed_by_a_trap_commits_nothing() {
+    let (_dir, path) = db();
+    let engine = hostile(&path, quick());
+    let e = sandbox_error(
+        engine
+            .tenant("a")
+            .expect("tenant")
+            .open(&task("write-then-trap", 0)),
+    );
+    assert!(matches!(e, SandboxError::Trap(_)), "{e:?}");
+    still_serves(&engine);
+    drop(engine);
+    assert!(keys_of(&path).is_empty());
+}
+
+#[test]
+fn a_write_followed_by_a_deadline_commits_nothing() {
+    let (_dir, path) = db();
+    let engine = hostile(&path, quick());
+    let e = sandbox_error(
+        engine
+            .tenant("a")
+            .expect("tenant")
+            .open(&task("write-then-loop", 0)),
+    );
+    assert!(matches!(e, SandboxError::Deadline(_)), "{e:?}");
+    drop(engine);
+    assert!(keys_of(&path).is_empty());
+}
+
+#[test]
+fn a_write_followed_by_an_error_answer_commits_nothing() {
+    let (_dir, path) = db();
+    let engine = hostile(&path, quick());
+    let r = engine
+        .tenant("a")
+        .expect("tenant")
+        .open(&task("write-then-error", 0));
+    assert!(
+        matches!(r, Err(Error::Store(StoreError::Invalid(_)))),
+        "{r:?}"
+    );
+    drop(engine);
+    assert!(keys_of(&path).is_empty());
+}
+
+#[test]
+fn a_guest_that_swallows_a_refused_oversized_value_still_fails_and_commits_nothing() {
+    let (_dir, path) = db();
+    let engine = hostile(&path, quick());
+    let e = sandbox_error(
+        engine
+            .tenant("a")
+            .expect("tenant")
+            .open(&task("swallow-too-large", 0)),
+    );
+    assert_eq!(
+        e,
+        SandboxError::ValueSize {
+            size: 8 << 20,
+            cap: Limits::default().value_bytes
+        }
+    );
+    assert_eq!(e.limit(), Some("value-size"));
+    drop(engine);
+    assert!(
+        keys_of(&path).is_empty(),
+        "the write after the refusal leaked"
+    );
+}
+
+#[test]
+fn oversized_keys_and_overlong_scans_are_refused_by_name() {
+    let (_dir, path) = db();
+    let engine = hostile(&path, quick());
+    let t = engine.tenant("a").expect("tenant");
+    let key = sandbox_error(t.get("huge-key"));
+    assert_eq!(
+        key,
+        SandboxError::KeySize {
+            size: 1 << 20,
+            cap: Limits::default().key_bytes
+        }
+    );
+    let scan = sandbox_error(t.get("long-scan"));
+    assert_eq!(
+        scan,
+        SandboxError::ScanLength {
+            asked: u32::MAX,
+            cap: Limits::default().scan_entries
+        }
+    );
+    still_serves(&engine);
+}
+
+#[test]
+fn a_read_only_call_cannot_write() {
+    let (_dir, path) = db();
+    let engine = hostile(&path, quick());
+    // The fixture answers none exactly when the host refused the write as
+    // read-only.
+    assert_eq!(
+        engine
+            .tenant("a")
+            .expect("tenant")
+            .get("write")
+            .expect("read"),
+        None
+    );
+    drop(engine);
+    assert!(keys_of(&path).is_empty());
+}
+
+#[test]
+fn answers_the_contract_rules_out_are_reported_not_passed_on() {
+    let (_dir, path) = db();
+    let engine = hostile(&path, quick());
+    let t = engine.tenant("a").expect("tenant");
+    assert!(matches!(
+        sandbox_error(t.get("wrong-id")),
+        SandboxError::Malformed(m) if m.contains("someone-else")
+    ));
+    assert!(matches!(
+        sandbox_error(t.overdue(0, 3)),
+        SandboxError::Malformed(m) if m.contains("4 entries for a limit of 3")
+    ));
+}
+
+#[test]
+fn a_guest_sees_nothing_outside_its_tenant_however_it_asks() {
+    let (_dir, path) = db();
+    // The victim's data, written by the real guest. Tenant "ab" shares the
+    // hostile tenant's first letter, and "" would be every key.
+    {
+        let engine = Engine::open(&path).expect("engine");
+        for name in ["ab", "b", "a-"] {
+            let victim = engine.tenant(name).expect("tenant");
+            victim.open(&task("secret", 1)).expect("open");
+            victim.arm(&timer("run", "wake", 5)).expect("arm");
+        }
+    }
+    let before = raw_contents(&path);
+    let engine = hostile(&path, quick());
+    let t = engine.tenant("a").expect("tenant");
+    t.open(&task("write-ok", 0)).expect("own write");
+    let seen = t
+        .get("escape")
+        .expect("the probe runs")
+        .expect("the probe answers");
+    let seen: Vec<String> = serde_json::from_str(&seen.justification).expect("hex list");
+    let own = leasehold_guest::keys::to_hex(b"hostile-ok");
+    assert!(
+        !seen.is_empty(),
+        "the probe saw nothing, not even its own key"
+    );
+    assert!(
+        seen.iter().all(|k| *k == own),
+        "the guest saw keys outside its tenant: {seen:?}"
+    );
+    drop((t, engine));
+    // The other tenants' data is exactly as it was.
+    let mut after = raw_contents(&path);
+    after.remove(&tenant_key("a", b"hostile-ok"));
+    assert_eq!(after, before);
+}
+
+#[test]
+fn bytes_that_are_not_a_component_are_refused_at_setup() {
+    let (_dir, path) = db();
+    let r = Engine::builder().component(&b"not wasm"[..]).open(&path);
+    assert!(matches!(r, Err(Error::Setup(_))), "{r:?}");
+}
+
+#[test]
+fn a_component_missing_the_world_is_refused_at_setup() {
+    // A real component that exports nothing the host needs.
+    let (_dir, path) = db();
+    let empty = wasm_component_with_no_exports();
+    let r = Engine::builder().component(empty).open(&path);
+    assert!(
+        matches!(&r, Err(Error::Setup(m)) if m.contains("world")),
+        "{r:?}"
+    );
+}
+
+/// The smallest valid component: the component-model preamble and nothing
+/// else (magic, version 0x0d, layer 1).
+fn wasm_component_with_no_exports() -> Vec<u8> {
+    vec![0x00, 0x61, 0x73, 0x6d, 0x0d, 0x00, 0x01, 0x00]
+}

@@ -1,0 +1,17 @@
+//! Builds the hostile fixture component that the sandbox tests load.
+
+fn main() {
+    let manifest =
+        std::path::PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo"));
+    let workspace = manifest.parent().expect("tests/ sits in the workspace");
+    let wasm = leasehold_build::build_component(
+        workspace,
+        "leasehold-hostile",
+        &[
+            "tests/fixtures/hostile/src",
+            "tests/fixtures/hostile/Cargo.toml",
+            "wit",
+        ],
+    );
+    println!("cargo:rustc-env=LEASEHOLD_HOSTILE_WASM={}", wasm.display());
+}
