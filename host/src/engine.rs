@@ -14,7 +14,6 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use redb::ReadableDatabase;
 use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
 use wasmtime::{
     Config, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter, Store, Trap,
@@ -23,7 +22,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use crate::bindings::{World, WorldPre, kv};
 use crate::error::{Error, SandboxError};
-use crate::storage::{self, KV_TABLE, KvView, Txn};
+use crate::storage::{self, KV_TABLE, KvView};
 use crate::tenant::Tenant;
 
 /// The guest component built from `guest/` by `build.rs`.
@@ -367,13 +366,7 @@ impl Engine {
             limits.deadline
         };
         let ctx = CallCtx {
-            kv: KvView {
-                txn: Txn::Idle,
-                prefix: tenant.prefix().to_vec(),
-                prefix_end: storage::prefix_end(tenant.prefix()),
-                limits,
-                violation: None,
-            },
+            kv: KvView::new(tenant.prefix(), limits),
             // Nothing granted: no files, environment, arguments or sockets.
             wasi: WasiCtx::builder().build(),
             table: ResourceTable::new(),
@@ -395,42 +388,21 @@ impl Engine {
         };
         // Begun after instantiation, so the write lock is held only while
         // the guest runs.
-        store.data_mut().kv.txn = match mode {
-            Mode::Write => {
-                let mut w = s.db.begin_write()?;
-                if s.durability == Durability::None {
-                    w.set_durability(redb::Durability::None)?;
-                }
-                Txn::Write(w)
-            }
-            Mode::Read => Txn::Read(s.db.begin_read()?.open_table(KV_TABLE)?),
-        };
+        store.data_mut().kv.begin(&s.db, mode, s.durability)?;
         let answer = f(&world, &mut store);
-        let ctx = store.into_data();
-        let txn = ctx.kv.txn;
-        let abort = |txn: Txn| {
-            if let Txn::Write(w) = txn {
-                // Dropping would abort too; saying so keeps the intent plain.
-                let _ = w.abort();
-            }
-        };
-        if let Some(violation) = ctx.kv.violation {
-            abort(txn);
-            return Err(violation);
-        }
-        let answer = match answer {
-            Ok(a) => a,
+        let view = store.into_data().kv;
+        match answer {
             Err(trap) => {
-                abort(txn);
-                return Err(Error::Sandbox(classify_trap(&trap, deadline)));
+                // A limit the host recorded names the cause better than the
+                // trap it led to.
+                view.finish(false)?;
+                Err(Error::Sandbox(classify_trap(&trap, deadline)))
             }
-        };
-        if answer.is_error() {
-            abort(txn);
-        } else if let Txn::Write(w) = txn {
-            w.commit()?;
+            Ok(answer) => {
+                view.finish(!answer.is_error())?;
+                Ok(answer)
+            }
         }
-        Ok(answer)
     }
 }
 

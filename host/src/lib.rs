@@ -22,6 +22,7 @@
 mod bindings;
 mod engine;
 mod error;
+pub mod native;
 mod storage;
 mod tenant;
 

@@ -8,10 +8,13 @@
 //! failure is recorded here and fails the call whatever the guest answers
 //! afterwards, so a guest cannot swallow it and commit.
 
+use leasehold_guest::kv::{Entry, Kv, KvError};
 use redb::{ReadableTable, TableDefinition};
 
 use crate::bindings::kv;
-use crate::engine::Limits;
+use redb::ReadableDatabase;
+
+use crate::engine::{Durability, Limits, Mode};
 use crate::error::{Error, SandboxError};
 
 /// The name of the one redb table: tenant-prefixed guest keys to guest values.
@@ -60,7 +63,7 @@ pub(crate) fn prefix_end(prefix: &[u8]) -> Vec<u8> {
 }
 
 /// The transaction a call runs in.
-pub(crate) enum Txn {
+enum Txn {
     /// Not begun yet (the instance is made first, outside the write lock).
     Idle,
     Write(redb::WriteTransaction),
@@ -69,26 +72,73 @@ pub(crate) enum Txn {
 
 /// What one call's guest sees of storage.
 pub(crate) struct KvView {
-    pub txn: Txn,
-    pub prefix: Vec<u8>,
-    pub prefix_end: Vec<u8>,
-    pub limits: Limits,
+    txn: Txn,
+    prefix: Vec<u8>,
+    prefix_end: Vec<u8>,
+    limits: Limits,
     /// The first host-side failure of this call; it decides the outcome.
-    pub violation: Option<Error>,
+    pub(crate) violation: Option<Error>,
 }
 
 impl KvView {
+    pub(crate) fn new(prefix: &[u8], limits: Limits) -> Self {
+        KvView {
+            txn: Txn::Idle,
+            prefix: prefix.to_vec(),
+            prefix_end: prefix_end(prefix),
+            limits,
+            violation: None,
+        }
+    }
+
+    /// Begins the call's one transaction.
+    pub(crate) fn begin(
+        &mut self,
+        db: &redb::Database,
+        mode: Mode,
+        durability: Durability,
+    ) -> Result<(), Error> {
+        self.txn = match mode {
+            Mode::Write => {
+                let mut w = db.begin_write()?;
+                if durability == Durability::None {
+                    w.set_durability(redb::Durability::None)?;
+                }
+                Txn::Write(w)
+            }
+            Mode::Read => Txn::Read(db.begin_read()?.open_table(KV_TABLE)?),
+        };
+        Ok(())
+    }
+
+    /// Ends the call: commits when `commit` and nothing failed on the host's
+    /// side, aborts otherwise. A recorded violation is the call's outcome.
+    pub(crate) fn finish(self, commit: bool) -> Result<(), Error> {
+        let Txn::Write(w) = self.txn else {
+            return self.violation.map_or(Ok(()), Err);
+        };
+        match self.violation {
+            Some(v) => {
+                // Dropping would abort too; saying so keeps the intent plain.
+                let _ = w.abort();
+                Err(v)
+            }
+            None if commit => Ok(w.commit()?),
+            None => Ok(w.abort()?),
+        }
+    }
+
     fn fail(&mut self, e: Error) {
         self.violation.get_or_insert(e);
     }
 
-    fn full_key(&mut self, key: &[u8]) -> Result<Vec<u8>, kv::KvError> {
+    fn full_key(&mut self, key: &[u8]) -> Result<Vec<u8>, KvError> {
         if key.len() > self.limits.key_bytes {
             self.fail(Error::Sandbox(SandboxError::KeySize {
                 size: key.len(),
                 cap: self.limits.key_bytes,
             }));
-            return Err(kv::KvError::TooLarge);
+            return Err(KvError::TooLarge);
         }
         let mut full = Vec::with_capacity(self.prefix.len() + key.len());
         full.extend_from_slice(&self.prefix);
@@ -96,21 +146,16 @@ impl KvView {
         Ok(full)
     }
 
-    fn storage<E: std::fmt::Display>(&mut self, e: E) -> kv::KvError {
+    fn storage<E: std::fmt::Display>(&mut self, e: E) -> KvError {
         let detail = e.to_string();
         self.fail(Error::Storage(detail.clone()));
-        kv::KvError::Storage(detail)
+        KvError::Storage(detail)
     }
 }
 
-type KvResult<T> = wasmtime::Result<Result<T, kv::KvError>>;
-
-impl kv::Host for KvView {
-    fn get(&mut self, key: Vec<u8>) -> KvResult<Option<Vec<u8>>> {
-        let full = match self.full_key(&key) {
-            Ok(k) => k,
-            Err(e) => return Ok(Err(e)),
-        };
+impl Kv for KvView {
+    fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, KvError> {
+        let full = self.full_key(key)?;
         let found = match &self.txn {
             Txn::Write(w) => w
                 .open_table(KV_TABLE)
@@ -120,44 +165,38 @@ impl kv::Host for KvView {
                 .get(full.as_slice())
                 .map(|v| v.map(|v| v.value().to_vec()))
                 .map_err(redb::Error::from),
-            Txn::Idle => return Ok(Err(self.storage("no transaction"))),
+            Txn::Idle => return Err(self.storage("no transaction")),
         };
-        Ok(found.map_err(|e| self.storage(e)))
+        found.map_err(|e| self.storage(e))
     }
 
-    fn set(&mut self, key: Vec<u8>, value: Vec<u8>) -> KvResult<()> {
-        let full = match self.full_key(&key) {
-            Ok(k) => k,
-            Err(e) => return Ok(Err(e)),
-        };
+    fn set(&mut self, key: &[u8], value: &[u8]) -> Result<(), KvError> {
+        let full = self.full_key(key)?;
         if value.len() > self.limits.value_bytes {
             self.fail(Error::Sandbox(SandboxError::ValueSize {
                 size: value.len(),
                 cap: self.limits.value_bytes,
             }));
-            return Ok(Err(kv::KvError::TooLarge));
+            return Err(KvError::TooLarge);
         }
         let Txn::Write(w) = &self.txn else {
-            return Ok(Err(kv::KvError::ReadOnly));
+            return Err(KvError::ReadOnly);
         };
         let done = w
             .open_table(KV_TABLE)
             .map_err(redb::Error::from)
             .and_then(|mut t| {
-                t.insert(full.as_slice(), value.as_slice())
+                t.insert(full.as_slice(), value)
                     .map(drop)
                     .map_err(redb::Error::from)
             });
-        Ok(done.map_err(|e| self.storage(e)))
+        done.map_err(|e| self.storage(e))
     }
 
-    fn delete(&mut self, key: Vec<u8>) -> KvResult<()> {
-        let full = match self.full_key(&key) {
-            Ok(k) => k,
-            Err(e) => return Ok(Err(e)),
-        };
+    fn delete(&mut self, key: &[u8]) -> Result<(), KvError> {
+        let full = self.full_key(key)?;
         let Txn::Write(w) = &self.txn else {
-            return Ok(Err(kv::KvError::ReadOnly));
+            return Err(KvError::ReadOnly);
         };
         let done = w
             .open_table(KV_TABLE)
@@ -167,46 +206,42 @@ impl kv::Host for KvView {
                     .map(drop)
                     .map_err(redb::Error::from)
             });
-        Ok(done.map_err(|e| self.storage(e)))
+        done.map_err(|e| self.storage(e))
     }
 
-    fn scan(&mut self, range: kv::KeyRange, limit: u32, reverse: bool) -> KvResult<Vec<kv::Entry>> {
+    fn scan(
+        &mut self,
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: u32,
+        reverse: bool,
+    ) -> Result<Vec<Entry>, KvError> {
         if limit > self.limits.scan_entries {
             self.fail(Error::Sandbox(SandboxError::ScanLength {
                 asked: limit,
                 cap: self.limits.scan_entries,
             }));
-            return Ok(Err(kv::KvError::Limit));
+            return Err(KvError::Limit);
         }
-        let start = match self.full_key(&range.start) {
-            Ok(k) => k,
-            Err(e) => return Ok(Err(e)),
-        };
+        let start = self.full_key(start)?;
         // Clamped to the tenant: an end past the prefix, or none, stops at it.
-        let end = match &range.end {
-            Some(e) => match self.full_key(e) {
-                Ok(k) => k.min(self.prefix_end.clone()),
-                Err(e) => return Ok(Err(e)),
-            },
+        let end = match end {
+            Some(e) => self.full_key(e)?.min(self.prefix_end.clone()),
             None => self.prefix_end.clone(),
         };
         if start >= end || limit == 0 {
-            return Ok(Ok(Vec::new()));
+            return Ok(Vec::new());
         }
         let strip = self.prefix.len();
         let collect = |iter: redb::Range<'_, &'static [u8], &'static [u8]>| {
-            let take =
-                |it: &mut dyn Iterator<Item = _>| -> Result<Vec<kv::Entry>, redb::StorageError> {
-                    let mut out = Vec::new();
-                    for item in it.take(limit as usize) {
-                        let (k, v): (redb::AccessGuard<&[u8]>, redb::AccessGuard<&[u8]>) = item?;
-                        out.push(kv::Entry {
-                            key: k.value()[strip..].to_vec(),
-                            value: v.value().to_vec(),
-                        });
-                    }
-                    Ok(out)
-                };
+            let take = |it: &mut dyn Iterator<Item = _>| -> Result<Vec<Entry>, redb::StorageError> {
+                let mut out = Vec::new();
+                for item in it.take(limit as usize) {
+                    let (k, v): (redb::AccessGuard<&[u8]>, redb::AccessGuard<&[u8]>) = item?;
+                    out.push((k.value()[strip..].to_vec(), v.value().to_vec()));
+                }
+                Ok(out)
+            };
             if reverse {
                 take(&mut iter.rev())
             } else {
@@ -223,9 +258,51 @@ impl kv::Host for KvView {
                 .range(bounds)
                 .map_err(redb::Error::from)
                 .and_then(|r| Ok(collect(r)?)),
-            Txn::Idle => return Ok(Err(self.storage("no transaction"))),
+            Txn::Idle => return Err(self.storage("no transaction")),
         };
-        Ok(found.map_err(|e| self.storage(e)))
+        found.map_err(|e| self.storage(e))
+    }
+}
+
+/// The WIT import is the same store: a failure the guest can see is the inner
+/// error; nothing here traps (a violation already fails the call).
+impl kv::Host for KvView {
+    fn get(&mut self, key: Vec<u8>) -> wasmtime::Result<Result<Option<Vec<u8>>, kv::KvError>> {
+        Ok(Kv::get(self, &key).map_err(to_wit))
+    }
+
+    fn set(&mut self, key: Vec<u8>, value: Vec<u8>) -> wasmtime::Result<Result<(), kv::KvError>> {
+        Ok(Kv::set(self, &key, &value).map_err(to_wit))
+    }
+
+    fn delete(&mut self, key: Vec<u8>) -> wasmtime::Result<Result<(), kv::KvError>> {
+        Ok(Kv::delete(self, &key).map_err(to_wit))
+    }
+
+    fn scan(
+        &mut self,
+        range: kv::KeyRange,
+        limit: u32,
+        reverse: bool,
+    ) -> wasmtime::Result<Result<Vec<kv::Entry>, kv::KvError>> {
+        let found = Kv::scan(self, &range.start, range.end.as_deref(), limit, reverse);
+        Ok(found
+            .map(|entries| {
+                entries
+                    .into_iter()
+                    .map(|(key, value)| kv::Entry { key, value })
+                    .collect()
+            })
+            .map_err(to_wit))
+    }
+}
+
+fn to_wit(e: KvError) -> kv::KvError {
+    match e {
+        KvError::ReadOnly => kv::KvError::ReadOnly,
+        KvError::TooLarge => kv::KvError::TooLarge,
+        KvError::Limit => kv::KvError::Limit,
+        KvError::Storage(d) => kv::KvError::Storage(d),
     }
 }
 
