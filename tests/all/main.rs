@@ -1,4 +1,14 @@
 //! Every integration test, in one binary so the suite links once. Each module
 //! drives the real component through the real host on real redb files.
 
+mod concurrency;
+mod consistency;
+mod isolation;
+mod persistence;
+mod queue;
+mod runs;
+mod sandbox;
 mod smoke;
+mod tasks;
+mod timers;
+mod validation;

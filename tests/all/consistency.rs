@@ -1,0 +1,218 @@
+//! The consistency check finds damage done behind the engine's back: each
+//! test writes to the redb file directly, the way a bad migration, a bug in
+//! another guest version or a hand edit would, and expects `check` to name it.
+
+use std::path::{Path, PathBuf};
+
+use leasehold_guest::schema;
+use leasehold_host::{Discrepancy, Engine, Error, StoreError};
+use leasehold_tests::*;
+
+const TENANT: &str = "acme";
+
+/// A tenant with tasks and timers in every structure, on a file.
+fn seeded() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("check.redb");
+    let engine = Engine::open(&path).expect("engine");
+    let t = engine.tenant(TENANT).expect("tenant");
+    t.open(&task("t1", 1).roles(&["r"]).in_case("c").due(10))
+        .expect("open");
+    t.open(&task("t2", 2).in_case("c")).expect("open");
+    t.open(&task("t3", 3).due(5)).expect("open");
+    t.claim("t2", "bob", &[]).expect("claim");
+    t.settle("t3", leasehold_host::Settlement::Completed)
+        .expect("settle");
+    t.arm(&timer("run-1", "a", 5)).expect("arm");
+    t.arm(&timer("run-1", "b", 7)).expect("arm");
+    t.claim_due(5, 1, 1000).expect("sweep");
+    assert_eq!(t.check().expect("check"), Vec::<Discrepancy>::new());
+    // The other tenant must not be blamed for this one's damage.
+    let other = engine.tenant("other").expect("tenant");
+    other.open(&task("t1", 1)).expect("open");
+    (dir, path)
+}
+
+fn check(path: &Path, tenant: &str) -> Vec<Discrepancy> {
+    Engine::open(path)
+        .expect("engine")
+        .tenant(tenant)
+        .expect("tenant")
+        .check()
+        .expect("the check runs")
+}
+
+fn key(guest_key: leasehold_guest::keys::Key) -> Vec<u8> {
+    tenant_key(TENANT, guest_key.as_bytes())
+}
+
+fn counter(path: &Path, name: &str) -> u64 {
+    let raw = raw_contents(path);
+    let v = raw
+        .get(&key(schema::counter(name)))
+        .expect("counter exists");
+    u64::from_be_bytes(v.as_slice().try_into().expect("8 bytes"))
+}
+
+fn assert_finds(found: &[Discrepancy], structure: &str, subject: &str) {
+    assert!(
+        found
+            .iter()
+            .any(|d| d.structure == structure && d.subject == subject),
+        "expected a {structure} finding about {subject}, got {found:?}"
+    );
+}
+
+#[test]
+fn a_task_row_deleted_behind_its_indexes_back_is_found() {
+    let (_dir, path) = seeded();
+    raw_write(&path, |t| {
+        t.remove(key(schema::task("t1")).as_slice())
+            .expect("remove");
+    });
+    let found = check(&path, TENANT);
+    // Its queue, overdue and case entries now point at nothing, and the
+    // open counter counts a task that is gone: four findings, no more.
+    for index in ["queue-index", "overdue-index", "case-index"] {
+        assert_finds(&found, index, "t1");
+    }
+    assert!(
+        found.iter().any(|d| d.structure == "open-count"),
+        "{found:?}"
+    );
+    assert_eq!(found.len(), 4, "{found:?}");
+    assert!(check(&path, "other").is_empty());
+}
+
+#[test]
+fn an_index_entry_left_behind_is_found() {
+    let (_dir, path) = seeded();
+    // t2 is claimed, so it must not be in the queue.
+    let pos = schema::queue_position(2, 2, "t2");
+    raw_write(&path, |t| {
+        t.insert(
+            key(schema::queue_any().raw(pos.as_bytes())).as_slice(),
+            &[][..],
+        )
+        .expect("insert");
+    });
+    let found = check(&path, TENANT);
+    assert_finds(&found, "queue-index", "t2");
+    assert_eq!(found.len(), 1, "{found:?}");
+}
+
+#[test]
+fn a_missing_index_entry_is_found() {
+    let (_dir, path) = seeded();
+    raw_write(&path, |t| {
+        t.remove(key(schema::overdue_entry(10, "t1")).as_slice())
+            .expect("remove");
+    });
+    let found = check(&path, TENANT);
+    assert_finds(&found, "overdue-index", "t1");
+    assert_eq!(found.len(), 1, "{found:?}");
+}
+
+#[test]
+fn an_open_counter_off_by_one_is_found() {
+    let (_dir, path) = seeded();
+    let n = counter(&path, schema::OPEN_TASKS);
+    raw_write(&path, |t| {
+        t.insert(
+            key(schema::counter(schema::OPEN_TASKS)).as_slice(),
+            (n + 1).to_be_bytes().as_slice(),
+        )
+        .expect("insert");
+    });
+    let found = check(&path, TENANT);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].structure, "open-count");
+    assert!(
+        found[0].detail.contains(&format!("says {}", n + 1)),
+        "{found:?}"
+    );
+}
+
+#[test]
+fn a_timer_counter_off_by_one_is_found() {
+    let (_dir, path) = seeded();
+    let n = counter(&path, schema::ARMED_TIMERS);
+    raw_write(&path, |t| {
+        t.insert(
+            key(schema::counter(schema::ARMED_TIMERS)).as_slice(),
+            (n - 1).to_be_bytes().as_slice(),
+        )
+        .expect("insert");
+    });
+    let found = check(&path, TENANT);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].structure, "pending-count");
+}
+
+#[test]
+fn a_missing_due_entry_is_found() {
+    let (_dir, path) = seeded();
+    // run-1/b was never claimed: its entry sits at its fire time.
+    raw_write(&path, |t| {
+        t.remove(key(schema::due_entry(7, "run-1", "b")).as_slice())
+            .expect("remove");
+    });
+    let found = check(&path, TENANT);
+    assert_finds(&found, "due-index", "run-1/b");
+    assert_eq!(found.len(), 1, "{found:?}");
+}
+
+#[test]
+fn a_row_that_does_not_decode_is_found_and_refused_not_defaulted() {
+    let (_dir, path) = seeded();
+    raw_write(&path, |t| {
+        t.insert(
+            key(schema::task("t2")).as_slice(),
+            &b"{\"id\":\"t2\",\"state\":"[..],
+        )
+        .expect("insert");
+    });
+    let found = check(&path, TENANT);
+    assert!(
+        found
+            .iter()
+            .any(|d| d.structure == "task" && d.subject == "t2" && d.detail.contains("decode")),
+        "{found:?}"
+    );
+    let t = Engine::open(&path)
+        .expect("engine")
+        .tenant(TENANT)
+        .expect("tenant");
+    let r = t.get("t2");
+    assert!(
+        matches!(r, Err(Error::Store(StoreError::Corrupt(ref d))) if d.contains("t2")),
+        "{r:?}"
+    );
+    let r = t.claim("t2", "bob", &[]);
+    assert!(
+        matches!(r, Err(Error::Store(StoreError::Corrupt(_)))),
+        "{r:?}"
+    );
+}
+
+#[test]
+fn a_keyspace_in_an_unknown_layout_is_refused() {
+    let (_dir, path) = seeded();
+    raw_write(&path, |t| {
+        t.insert(key(schema::layout()).as_slice(), &b"99"[..])
+            .expect("insert");
+    });
+    let t = Engine::open(&path)
+        .expect("engine")
+        .tenant(TENANT)
+        .expect("tenant");
+    for r in [t.open_count().map(drop), t.open(&task("t9", 1)).map(drop)] {
+        assert!(
+            matches!(&r, Err(Error::Store(StoreError::Corrupt(d))) if d.contains("99")),
+            "{r:?}"
+        );
+    }
+    let found = t.check().expect("check");
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].structure, "layout");
+}
