@@ -3,6 +3,7 @@
 
 mod concurrency;
 mod consistency;
+mod crash;
 mod isolation;
 mod persistence;
 mod queue;

@@ -1,0 +1,54 @@
+//! The child process of the crash test: performs a stream of mutating calls on
+//! a database file and prints one line per call the engine acknowledged, so
+//! the parent knows exactly what was promised before it kills this process.
+//!
+//! Usage: `crash-writer DB FIRST` — ids start at `FIRST`, the stream never
+//! ends on its own.
+
+use std::io::Write;
+
+use leasehold_host::{Engine, Settlement};
+use leasehold_tests::{TaskExt, task, timer};
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let (Some(db), Some(first)) = (args.next(), args.next()) else {
+        eprintln!("usage: crash-writer DB FIRST");
+        std::process::exit(2);
+    };
+    let first: u64 = first.parse().expect("FIRST is a number");
+    let engine = Engine::open(&db).expect("the database opens");
+    let t = engine.tenant("crash").expect("tenant");
+    let mut out = std::io::stdout().lock();
+    let mut ack = |line: String| {
+        writeln!(out, "{line}").expect("stdout");
+        out.flush().expect("stdout");
+    };
+    for i in first.. {
+        let id = format!("t{i}");
+        let due = i as i64;
+        t.open(
+            &task(&id, i as i64)
+                .roles(&["r"])
+                .in_case(&format!("c{}", i % 7))
+                .due(due),
+        )
+        .expect("open");
+        ack(format!("open {id}"));
+        if i % 3 == 0 {
+            t.claim(&id, "w", &["r"]).expect("claim");
+            ack(format!("claim {id}"));
+        }
+        if i % 4 == 0 {
+            t.settle(&id, Settlement::Completed).expect("settle");
+            ack(format!("settle {id}"));
+        }
+        let run = format!("run-{i}");
+        t.arm(&timer(&run, "wake", i as i64)).expect("arm");
+        ack(format!("arm {run}"));
+        if i % 10 == 0 {
+            let n = t.claim_due(i as i64, 5, 60_000).expect("sweep").len();
+            ack(format!("sweep {n}"));
+        }
+    }
+}
