@@ -321,3 +321,20 @@ fn a_component_missing_the_world_is_refused_at_setup() {
 fn wasm_component_with_no_exports() -> Vec<u8> {
     vec![0x00, 0x61, 0x73, 0x6d, 0x0d, 0x00, 0x01, 0x00]
 }
+
+#[test]
+fn the_guest_is_granted_no_environment_arguments_files_input_or_network() {
+    let (_dir, path) = db();
+    let engine = hostile(&path, quick());
+    let found = engine
+        .tenant("a")
+        .expect("tenant")
+        .get("wasi")
+        .expect("the probe runs")
+        .expect("the probe answers");
+    let found: serde_json::Value = serde_json::from_str(&found.justification).expect("json");
+    assert_eq!(
+        found,
+        serde_json::json!({"env": 0, "args": 0, "files": 0, "stdin": 0, "network": false})
+    );
+}
