@@ -5,7 +5,7 @@
 //! so memory stays flat however large the tenant is; it never repairs
 //! anything, only reports.
 
-use crate::keys::{Elem, Key};
+use crate::keys::{self, Elem, Key};
 use crate::kv::Kv;
 use crate::model::{Discrepancy, StoreError};
 use crate::schema;
@@ -66,7 +66,10 @@ fn check_tasks<K: Kv + ?Sized>(kv: &mut K, f: &mut Findings) -> Result<(), Store
     let mut pending = 0u64;
     let prefix = schema::tasks();
     store::walk(kv, &prefix, |kv, key, value| {
-        let id = match store::suffix(&key, &prefix)?.as_slice() {
+        let Some(elems) = decoded(f, "task", &key, &prefix) else {
+            return Ok(!f.full());
+        };
+        let id = match elems.as_slice() {
             [Elem::Str(id)] => id.clone(),
             other => {
                 f.add("task", &text(other), "a task key has the wrong shape");
@@ -110,6 +113,17 @@ fn check_tasks<K: Kv + ?Sized>(kv: &mut K, f: &mut Findings) -> Result<(), Store
     Ok(())
 }
 
+/// The tuple after `prefix` in `key`, or a finding when it does not decode.
+fn decoded(f: &mut Findings, structure: &str, key: &[u8], prefix: &Key) -> Option<Vec<Elem>> {
+    match store::suffix(key, prefix) {
+        Ok(elems) => Some(elems),
+        Err(_) => {
+            f.add(structure, &keys::to_hex(key), "the key does not decode");
+            None
+        }
+    }
+}
+
 /// Names the index a key belongs to, for findings.
 fn index_name(key: &[u8]) -> &'static str {
     let starts = |p: Key| key.starts_with(p.as_bytes());
@@ -141,7 +155,9 @@ fn check_task_indexes<K: Kv + ?Sized>(kv: &mut K, f: &mut Findings) -> Result<()
     ] {
         store::walk(kv, &prefix, |kv, key, _| {
             let structure = index_name(&key);
-            let elems = store::suffix(&key, &prefix)?;
+            let Some(elems) = decoded(f, structure, &key, &prefix) else {
+                return Ok(!f.full());
+            };
             let Some(id) = indexed_id(&elems) else {
                 f.add(structure, &text(&elems), "an entry has the wrong shape");
                 return Ok(!f.full());
@@ -171,7 +187,10 @@ fn check_timers<K: Kv + ?Sized>(kv: &mut K, f: &mut Findings) -> Result<(), Stor
     let mut armed = 0u64;
     let prefix = schema::timers();
     store::walk(kv, &prefix, |kv, key, value| {
-        let subject = text(&store::suffix(&key, &prefix)?);
+        let Some(elems) = decoded(f, "timer", &key, &prefix) else {
+            return Ok(!f.full());
+        };
+        let subject = text(&elems);
         armed += 1;
         match store::decode_timer(&value) {
             Err(e) => f.add("timer", &subject, format!("the row does not decode: {e}")),
@@ -200,7 +219,9 @@ fn check_timers<K: Kv + ?Sized>(kv: &mut K, f: &mut Findings) -> Result<(), Stor
     }
     let due = schema::due();
     store::walk(kv, &due, |kv, key, _| {
-        let elems = store::suffix(&key, &due)?;
+        let Some(elems) = decoded(f, "due-index", &key, &due) else {
+            return Ok(!f.full());
+        };
         let [Elem::Int(_), Elem::Str(run), Elem::Str(effect)] = elems.as_slice() else {
             f.add("due-index", &text(&elems), "an entry has the wrong shape");
             return Ok(!f.full());

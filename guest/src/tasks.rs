@@ -53,8 +53,11 @@ fn ladder(row: &TaskRow, actor: &str, roles: &[String]) -> Result<(), ClaimError
     Ok(())
 }
 
+/// Only checks the layout mark, never writes it: these verbs change an
+/// existing row, whose `open` wrote the mark, and a refusal (`not-found` on a
+/// fresh keyspace) must write nothing.
 fn load_for_claim<K: Kv + ?Sized>(kv: &mut K, id: &str) -> Result<TaskRow, ClaimError> {
-    store::check_layout(kv, true)?;
+    store::check_layout(kv, false)?;
     store::load_task(kv, id)?.ok_or_else(|| ClaimError::NotFound(id.to_owned()))
 }
 
@@ -156,7 +159,8 @@ pub fn settle<K: Kv + ?Sized>(
     settlement: Settlement,
 ) -> Result<bool, StoreError> {
     validate::name("id", id)?;
-    store::check_layout(kv, true)?;
+    // As in `load_for_claim`: a `not-found` must not write the layout mark.
+    store::check_layout(kv, false)?;
     let row = store::load_task(kv, id)?.ok_or_else(|| StoreError::NotFound(id.to_owned()))?;
     settle_row(kv, &row, settlement)
 }
@@ -193,7 +197,8 @@ pub(crate) fn withdraw_awaited<K: Kv + ?Sized>(
 
 pub fn escalate<K: Kv + ?Sized>(kv: &mut K, id: &str) -> Result<Task, StoreError> {
     validate::name("id", id)?;
-    store::check_layout(kv, true)?;
+    // As in `load_for_claim`: a `not-found` must not write the layout mark.
+    store::check_layout(kv, false)?;
     let row = store::load_task(kv, id)?.ok_or_else(|| StoreError::NotFound(id.to_owned()))?;
     // A decided task stays decided: the decision that won the race against
     // the escalation sweep is the outcome everybody wanted.
@@ -391,12 +396,14 @@ pub fn queue<K: Kv + ?Sized>(kv: &mut K, query: &QueueQuery) -> Result<Page, Sto
         }
         tasks.push((pos, task));
     }
-    Ok(page(tasks, query.limit, 'q'))
+    let more = tasks.len() > query.limit as usize;
+    tasks.truncate(query.limit as usize);
+    Ok(page(tasks, more, 'q'))
 }
 
-fn page(mut found: Vec<(Vec<u8>, Task)>, limit: u32, verb: char) -> Page {
-    let more = found.len() > limit as usize;
-    found.truncate(limit as usize);
+/// A page of `found` (positions and tasks, in order); `more` says whether at
+/// least one more task follows the last one.
+fn page(found: Vec<(Vec<u8>, Task)>, more: bool, verb: char) -> Page {
     let next = if more {
         found
             .last()
@@ -433,8 +440,10 @@ pub fn for_case<K: Kv + ?Sized>(
         None => prefix.as_bytes().to_vec(),
     };
     let entries = kv.scan(&start, Some(&prefix.prefix_end()), limit + 1, false)?;
-    let mut found = Vec::with_capacity(entries.len());
-    for (k, _) in entries {
+    // The entry past the limit only says that more follow; its row is not read.
+    let more = entries.len() > limit as usize;
+    let mut found = Vec::with_capacity(limit as usize);
+    for (k, _) in entries.into_iter().take(limit as usize) {
         let pos = k
             .strip_prefix(prefix.as_bytes())
             .ok_or_else(|| bad_entry("case"))?
@@ -445,5 +454,5 @@ pub fn for_case<K: Kv + ?Sized>(
         };
         found.push((pos, store::indexed_task(kv, &id, "the case index")?));
     }
-    Ok(page(found, limit, 'c'))
+    Ok(page(found, more, 'c'))
 }

@@ -45,7 +45,8 @@ pub fn claim_due<K: Kv + ?Sized>(
     validate::limit("limit", limit)?;
     validate::lease(lease_ms)?;
     store::check_layout(kv, true)?;
-    let lease_until = now + i64::from(lease_ms);
+    // Clamped so a lease never ends past the last instant a caller can name.
+    let lease_until = (now + i64::from(lease_ms)).min(validate::MAX_TIMESTAMP);
     let prefix = schema::due();
     let end = prefix.clone().int(now).prefix_end();
     let mut start = prefix.as_bytes().to_vec();

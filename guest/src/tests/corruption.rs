@@ -1,0 +1,462 @@
+//! Damage: a row that does not decode is `corrupt`, never a default; an
+//! unknown layout is refused; and the consistency check finds each kind of
+//! injected damage while staying quiet on a healthy store.
+
+use super::*;
+use crate::model::{ClaimError, QueueQuery, Settlement};
+use crate::schema;
+use crate::store::TaskRow;
+use crate::{runs, tasks, timers};
+
+#[track_caller]
+fn corrupt_detail(e: StoreError) -> String {
+    match e {
+        StoreError::Corrupt(d) => d,
+        other => panic!("expected corrupt, got {other:?}"),
+    }
+}
+
+#[track_caller]
+fn claim_corrupt_detail(e: ClaimError) -> String {
+    match e {
+        ClaimError::Store(StoreError::Corrupt(d)) => d,
+        other => panic!("expected corrupt, got {other:?}"),
+    }
+}
+
+/// The findings as `(structure, subject)` pairs, sorted.
+fn findings(kv: &mut MemKv) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = check::check(kv)
+        .expect("the check runs")
+        .into_iter()
+        .map(|d| (d.structure, d.subject))
+        .collect();
+    out.sort();
+    out
+}
+
+fn found(list: &[(&str, &str)]) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = list
+        .iter()
+        .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
+        .collect();
+    out.sort();
+    out
+}
+
+/// Every kind of row and index, in every state.
+fn mixed_workload(kv: &mut MemKv) {
+    let approver = names(&["approver"]);
+    open(kv, task("open").roles(&["approver"]).in_case("c").due(50));
+    open(
+        kv,
+        task("anyone")
+            .in_case("c")
+            .due(60)
+            .priority(Priority::Urgent),
+    );
+    open(kv, task("held").roles(&["approver", "lead"]).due(70));
+    open(
+        kv,
+        task("escalated")
+            .roles(&["approver"])
+            .escalating_to(&["lead"])
+            .due(80),
+    );
+    open(
+        kv,
+        task("released")
+            .roles(&["approver"])
+            .escalating_to(&["lead"])
+            .due(90),
+    );
+    open(kv, task("done").in_case("c").of_run("r2"));
+    open(kv, task("withdrawn").of_run("r2"));
+    tasks::claim(kv, "held", "bob", &approver).expect("claims");
+    tasks::escalate(kv, "escalated").expect("escalates");
+    tasks::escalate(kv, "released").expect("escalates");
+    tasks::claim(kv, "released", "bob", &approver).expect("claims");
+    tasks::release(kv, "released", "bob").expect("releases");
+    tasks::claim(kv, "done", "ann", &[]).expect("claims");
+    tasks::settle(kv, "done", Settlement::Completed).expect("settles");
+    tasks::withdraw_run(kv, "r2", &names(&["withdrawn"])).expect("withdraws");
+    arm(kv, timer("r1", "a", 10));
+    arm(kv, timer("r1", "b", 20));
+    arm(kv, timer("r2", "a", 30));
+    arm(kv, timer("r3", "a", 40));
+    timers::claim_due(kv, 25, 1, 1_000).expect("claims r1/a");
+    timers::disarm(kv, "r1", "b").expect("disarms");
+    runs::seal(kv, "r3", &[]).expect("seals");
+}
+
+// ---- corrupt rows are never read as defaults ----------------------------
+
+#[test]
+fn a_task_row_that_does_not_decode_is_corrupt_never_a_default() {
+    let mut kv = MemKv::new();
+    open(&mut kv, task("t").roles(&["a"]));
+    for garbage in [&b"not json"[..], b"{}", b"", br#"{"id":"t"}"#] {
+        kv.map
+            .insert(schema::task("t").into_bytes(), garbage.to_vec());
+        let d = corrupt_detail(fails_cleanly(&mut kv, |kv| tasks::get(kv, "t")));
+        assert!(d.contains('t'), "{d}");
+        claim_corrupt_detail(fails_cleanly(&mut kv, |kv| {
+            tasks::claim(kv, "t", "bob", &names(&["a"]))
+        }));
+        claim_corrupt_detail(fails_cleanly(&mut kv, |kv| {
+            tasks::take_over(kv, "t", "bob", "ann", &names(&["a"]))
+        }));
+        claim_corrupt_detail(fails_cleanly(&mut kv, |kv| tasks::release(kv, "t", "bob")));
+        corrupt_detail(fails_cleanly(&mut kv, |kv| {
+            tasks::settle(kv, "t", Settlement::Completed)
+        }));
+        corrupt_detail(fails_cleanly(&mut kv, |kv| tasks::escalate(kv, "t")));
+        corrupt_detail(fails_cleanly(&mut kv, |kv| tasks::open(kv, &task("t"))));
+        corrupt_detail(fails_cleanly(&mut kv, |kv| {
+            tasks::withdraw_run(kv, "run-1", &names(&["t"]))
+        }));
+        // The queue index still lists it: reading the queue meets the row.
+        corrupt_detail(fails_cleanly(&mut kv, |kv| {
+            tasks::queue(
+                kv,
+                &QueueQuery {
+                    roles: names(&["a"]),
+                    actor: None,
+                    limit: 10,
+                    after: None,
+                },
+            )
+        }));
+    }
+}
+
+#[test]
+fn a_task_row_stored_under_another_id_is_corrupt() {
+    let mut kv = MemKv::new();
+    open(&mut kv, task("t"));
+    open(&mut kv, task("u"));
+    let u = kv
+        .map
+        .get(schema::task("u").as_bytes())
+        .cloned()
+        .expect("u has a row");
+    kv.map.insert(schema::task("t").into_bytes(), u);
+    let d = corrupt_detail(fails_cleanly(&mut kv, |kv| tasks::get(kv, "t")));
+    assert!(d.contains("another id"), "{d}");
+    claim_corrupt_detail(fails_cleanly(&mut kv, |kv| {
+        tasks::claim(kv, "t", "bob", &[])
+    }));
+}
+
+#[test]
+fn a_timer_row_that_does_not_decode_is_corrupt() {
+    let mut kv = MemKv::new();
+    arm(&mut kv, timer("r", "e", 10));
+    kv.map
+        .insert(schema::timer("r", "e").into_bytes(), b"{oops".to_vec());
+    corrupt_detail(fails_cleanly(&mut kv, |kv| {
+        timers::claim_due(kv, 10, 10, 100)
+    }));
+    corrupt_detail(fails_cleanly(&mut kv, |kv| timers::disarm(kv, "r", "e")));
+    corrupt_detail(fails_cleanly(&mut kv, |kv| {
+        timers::arm(kv, &timer("r", "e", 5))
+    }));
+    corrupt_detail(fails_cleanly(&mut kv, |kv| timers::disarm_run(kv, "r")));
+}
+
+#[test]
+fn a_counter_of_the_wrong_width_is_corrupt() {
+    let mut kv = MemKv::new();
+    open(&mut kv, task("t"));
+    kv.map.insert(
+        schema::counter(schema::OPEN_TASKS).into_bytes(),
+        vec![1, 2, 3],
+    );
+    corrupt_detail(fails_cleanly(&mut kv, tasks::open_count));
+    kv.map.insert(
+        schema::counter(schema::ARMED_TIMERS).into_bytes(),
+        vec![0; 9],
+    );
+    corrupt_detail(fails_cleanly(&mut kv, timers::pending_count));
+}
+
+#[test]
+fn an_index_entry_without_a_row_is_corrupt_for_the_reads() {
+    let mut kv = MemKv::new();
+    open(&mut kv, task("t").in_case("c").due(5));
+    open(&mut kv, task("u"));
+    kv.map.remove(schema::task("t").as_bytes());
+    let query = QueueQuery {
+        roles: vec![],
+        actor: None,
+        limit: 10,
+        after: None,
+    };
+    let d = corrupt_detail(fails_cleanly(&mut kv, |kv| tasks::queue(kv, &query)));
+    assert!(d.contains("no row"), "{d}");
+    corrupt_detail(fails_cleanly(&mut kv, |kv| {
+        tasks::for_case(kv, "c", 10, None)
+    }));
+    corrupt_detail(fails_cleanly(&mut kv, |kv| tasks::overdue(kv, 10, 10)));
+}
+
+#[test]
+fn a_due_entry_without_a_timer_row_is_corrupt_for_claim_due() {
+    let mut kv = MemKv::new();
+    arm(&mut kv, timer("r", "e", 10));
+    kv.map.remove(schema::timer("r", "e").as_bytes());
+    let d = corrupt_detail(fails_cleanly(&mut kv, |kv| {
+        timers::claim_due(kv, 10, 10, 100)
+    }));
+    assert!(d.contains("no row"), "{d}");
+}
+
+#[test]
+fn a_due_entry_at_the_wrong_instant_is_corrupt_for_claim_due() {
+    let mut kv = MemKv::new();
+    arm(&mut kv, timer("r", "e", 10));
+    kv.map.remove(schema::due_entry(10, "r", "e").as_bytes());
+    kv.map
+        .insert(schema::due_entry(5, "r", "e").into_bytes(), Vec::new());
+    corrupt_detail(fails_cleanly(&mut kv, |kv| {
+        timers::claim_due(kv, 10, 10, 100)
+    }));
+}
+
+#[test]
+fn an_unknown_layout_version_is_corrupt_for_every_verb() {
+    let mut kv = MemKv::new();
+    mixed_workload(&mut kv);
+    kv.map.insert(schema::layout().into_bytes(), b"2".to_vec());
+    let d = corrupt_detail(fails_cleanly(&mut kv, |kv| tasks::get(kv, "open")));
+    assert!(d.contains("layout"), "{d}");
+    corrupt_detail(fails_cleanly(&mut kv, |kv| tasks::open(kv, &task("new"))));
+    corrupt_detail(fails_cleanly(&mut kv, |kv| tasks::open(kv, &task("open"))));
+    claim_corrupt_detail(fails_cleanly(&mut kv, |kv| {
+        tasks::claim(kv, "open", "bob", &names(&["approver"]))
+    }));
+    claim_corrupt_detail(fails_cleanly(&mut kv, |kv| {
+        tasks::take_over(kv, "held", "bob", "ann", &names(&["approver"]))
+    }));
+    claim_corrupt_detail(fails_cleanly(&mut kv, |kv| {
+        tasks::release(kv, "held", "bob")
+    }));
+    corrupt_detail(fails_cleanly(&mut kv, |kv| {
+        tasks::settle(kv, "open", Settlement::Completed)
+    }));
+    corrupt_detail(fails_cleanly(&mut kv, |kv| tasks::escalate(kv, "open")));
+    corrupt_detail(fails_cleanly(&mut kv, |kv| {
+        tasks::withdraw_run(kv, "run-1", &names(&["open"]))
+    }));
+    corrupt_detail(fails_cleanly(&mut kv, |kv| {
+        tasks::queue(
+            kv,
+            &QueueQuery {
+                roles: vec![],
+                actor: None,
+                limit: 10,
+                after: None,
+            },
+        )
+    }));
+    corrupt_detail(fails_cleanly(&mut kv, |kv| {
+        tasks::for_case(kv, "c", 10, None)
+    }));
+    corrupt_detail(fails_cleanly(&mut kv, tasks::open_count));
+    corrupt_detail(fails_cleanly(&mut kv, |kv| tasks::overdue(kv, 100, 10)));
+    corrupt_detail(fails_cleanly(&mut kv, |kv| {
+        timers::arm(kv, &timer("r9", "a", 1))
+    }));
+    corrupt_detail(fails_cleanly(&mut kv, |kv| {
+        timers::claim_due(kv, 10_000, 10, 10)
+    }));
+    corrupt_detail(fails_cleanly(&mut kv, |kv| timers::disarm(kv, "r1", "a")));
+    corrupt_detail(fails_cleanly(&mut kv, |kv| timers::disarm_run(kv, "r1")));
+    corrupt_detail(fails_cleanly(&mut kv, timers::pending_count));
+    corrupt_detail(fails_cleanly(&mut kv, timers::next_due));
+    corrupt_detail(fails_cleanly(&mut kv, |kv| runs::seal(kv, "r1", &[])));
+    corrupt_detail(fails_cleanly(&mut kv, |kv| runs::is_sealed(kv, "r3")));
+    assert_eq!(findings(&mut kv), found(&[("layout", "meta/layout")]));
+}
+
+// ---- the consistency check ----------------------------------------------
+
+#[test]
+fn the_check_finds_nothing_on_a_healthy_store_after_a_mixed_workload() {
+    let mut kv = MemKv::new();
+    assert_healthy(&mut kv);
+    mixed_workload(&mut kv);
+    assert_healthy(&mut kv);
+}
+
+#[test]
+fn the_check_finds_a_task_row_deleted_behind_its_indexes() {
+    let mut kv = MemKv::new();
+    mixed_workload(&mut kv);
+    // "open": queue-role approver, overdue at 50, case c; and it was pending.
+    kv.map.remove(schema::task("open").as_bytes());
+    assert_eq!(
+        findings(&mut kv),
+        found(&[
+            ("case-index", "open"),
+            ("open-count", schema::OPEN_TASKS),
+            ("overdue-index", "open"),
+            ("queue-index", "open"),
+        ])
+    );
+}
+
+#[test]
+fn the_check_finds_an_index_entry_left_behind() {
+    let mut kv = MemKv::new();
+    mixed_workload(&mut kv);
+    // "held" was in the approver and lead queues before bob claimed it.
+    let pos = schema::queue_position(Priority::Normal.rank(), 1_000, "held");
+    kv.map.insert(
+        schema::queue_role("lead").raw(pos.as_bytes()).into_bytes(),
+        Vec::new(),
+    );
+    assert_eq!(findings(&mut kv), found(&[("queue-index", "held")]));
+    // And an overdue entry at a stale instant.
+    let mut kv = MemKv::new();
+    mixed_workload(&mut kv);
+    kv.map
+        .insert(schema::overdue_entry(49, "open").into_bytes(), Vec::new());
+    assert_eq!(findings(&mut kv), found(&[("overdue-index", "open")]));
+}
+
+#[test]
+fn the_check_finds_a_missing_index_entry() {
+    let mut kv = MemKv::new();
+    mixed_workload(&mut kv);
+    kv.map.remove(schema::overdue_entry(50, "open").as_bytes());
+    assert_eq!(findings(&mut kv), found(&[("overdue-index", "open")]));
+    let mut kv = MemKv::new();
+    mixed_workload(&mut kv);
+    let pos = schema::queue_position(Priority::Urgent.rank(), 1_000, "anyone");
+    kv.map
+        .remove(schema::queue_any().raw(pos.as_bytes()).as_bytes());
+    assert_eq!(findings(&mut kv), found(&[("queue-index", "anyone")]));
+}
+
+#[test]
+fn the_check_finds_the_open_counter_off_by_one_either_way() {
+    for delta in [1i64, -1] {
+        let mut kv = MemKv::new();
+        mixed_workload(&mut kv);
+        let n = tasks::open_count(&mut kv).expect("open-count");
+        let off = n.checked_add_signed(delta).expect("in range");
+        kv.map.insert(
+            schema::counter(schema::OPEN_TASKS).into_bytes(),
+            off.to_be_bytes().to_vec(),
+        );
+        assert_eq!(
+            findings(&mut kv),
+            found(&[("open-count", schema::OPEN_TASKS)])
+        );
+    }
+}
+
+#[test]
+fn the_check_finds_the_timer_counter_off_by_one_either_way() {
+    for delta in [1i64, -1] {
+        let mut kv = MemKv::new();
+        mixed_workload(&mut kv);
+        let n = timers::pending_count(&mut kv).expect("pending-count");
+        let off = n.checked_add_signed(delta).expect("in range");
+        kv.map.insert(
+            schema::counter(schema::ARMED_TIMERS).into_bytes(),
+            off.to_be_bytes().to_vec(),
+        );
+        assert_eq!(
+            findings(&mut kv),
+            found(&[("pending-count", schema::ARMED_TIMERS)])
+        );
+    }
+}
+
+#[test]
+fn the_check_finds_a_row_that_does_not_decode() {
+    let mut kv = MemKv::new();
+    mixed_workload(&mut kv);
+    kv.map
+        .insert(schema::task("done").into_bytes(), b"{broken".to_vec());
+    assert_eq!(findings(&mut kv), found(&[("task", "done")]));
+    let mut kv = MemKv::new();
+    mixed_workload(&mut kv);
+    kv.map
+        .insert(schema::timer("r2", "a").into_bytes(), b"[]".to_vec());
+    assert_eq!(findings(&mut kv), found(&[("timer", "r2/a")]));
+}
+
+#[test]
+fn the_check_finds_a_row_whose_fields_contradict_its_indexes() {
+    // A row that decodes but says something its index entries do not.
+    let mut kv = MemKv::new();
+    mixed_workload(&mut kv);
+    let bytes = kv
+        .map
+        .get(schema::task("open").as_bytes())
+        .cloned()
+        .expect("a row");
+    let mut row: TaskRow = serde_json::from_slice(&bytes).expect("decodes");
+    row.task.due_at = Some(51);
+    kv.map.insert(
+        schema::task("open").into_bytes(),
+        serde_json::to_vec(&row).expect("encodes"),
+    );
+    // The entry at 51 is missing, the one at 50 is not implied.
+    let got = findings(&mut kv);
+    assert_eq!(
+        got,
+        found(&[("overdue-index", "open"), ("overdue-index", "open")])
+    );
+}
+
+#[test]
+fn the_check_finds_a_missing_due_entry() {
+    let mut kv = MemKv::new();
+    mixed_workload(&mut kv);
+    // r1/a is held until 25 + 1000.
+    kv.map
+        .remove(schema::due_entry(1_025, "r1", "a").as_bytes());
+    assert_eq!(findings(&mut kv), found(&[("due-index", "r1/a")]));
+}
+
+#[test]
+fn the_check_finds_a_due_entry_left_behind() {
+    let mut kv = MemKv::new();
+    mixed_workload(&mut kv);
+    // r1/a's entry from before it was claimed, at its fire time.
+    kv.map
+        .insert(schema::due_entry(10, "r1", "a").into_bytes(), Vec::new());
+    // And one for a timer that was disarmed.
+    kv.map
+        .insert(schema::due_entry(20, "r1", "b").into_bytes(), Vec::new());
+    assert_eq!(
+        findings(&mut kv),
+        found(&[("due-index", "10/r1/a"), ("due-index", "20/r1/b")])
+    );
+}
+
+#[test]
+fn the_check_never_passes_over_a_key_that_does_not_decode() {
+    // A key under a known structure whose tuple is cut short. The check may
+    // list it or refuse to go on, but it must not call the store healthy.
+    for prefix in [
+        schema::tasks(),
+        schema::queue_any(),
+        schema::overdue(),
+        schema::timers(),
+        schema::due(),
+    ] {
+        let mut kv = MemKv::new();
+        mixed_workload(&mut kv);
+        kv.map
+            .insert(prefix.raw(&[0x15, 1, 2]).into_bytes(), Vec::new());
+        match check::check(&mut kv) {
+            Ok(found) => assert!(!found.is_empty(), "a damaged key passed the check"),
+            Err(e) => assert!(matches!(e, StoreError::Corrupt(_)), "{e:?}"),
+        }
+    }
+}

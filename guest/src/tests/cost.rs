@@ -1,0 +1,252 @@
+//! What the verbs cost, in kv calls: every bound here holds however large the
+//! backlog, so each test builds a large one the verb must not walk.
+
+use super::*;
+use crate::kv::Calls;
+use crate::model::QueueQuery;
+use crate::{tasks, timers};
+
+/// Runs `f` with the call counters reset, answering its result and the calls
+/// it made.
+fn counted<T>(kv: &mut MemKv, f: impl FnOnce(&mut MemKv) -> T) -> (T, Calls) {
+    kv.calls = Calls::default();
+    let out = f(kv);
+    (out, kv.calls)
+}
+
+#[test]
+fn open_count_reads_one_counter_however_many_tasks() {
+    let mut kv = MemKv::new();
+    for i in 0..3_000 {
+        open(&mut kv, task(&format!("t{i}")).roles(&["a"]));
+    }
+    let (n, calls) = counted(&mut kv, tasks::open_count);
+    assert_eq!(n, Ok(3_000));
+    // The layout mark and the counter.
+    assert_eq!(calls.scans, 0);
+    assert!(calls.reads() <= 2, "{calls:?}");
+}
+
+#[test]
+fn pending_count_reads_one_counter_however_many_timers() {
+    let mut kv = MemKv::new();
+    for i in 0..3_000 {
+        arm(&mut kv, timer(&format!("r{}", i % 7), &format!("e{i}"), i));
+    }
+    let (n, calls) = counted(&mut kv, timers::pending_count);
+    assert_eq!(n, Ok(3_000));
+    assert_eq!(calls.scans, 0);
+    assert!(calls.reads() <= 2, "{calls:?}");
+}
+
+#[test]
+fn queue_for_a_narrow_role_reads_o_limit_entries_despite_a_large_backlog() {
+    let mut kv = MemKv::new();
+    // 10,000 urgent tasks for other roles: ahead of the narrow role's tasks
+    // in any single global order, so an unindexed walk would read them all.
+    for i in 0..10_000 {
+        open(
+            &mut kv,
+            task(&format!("other-{i:05}"))
+                .roles(&[&format!("role-{}", i % 20), "busy"])
+                .priority(Priority::Urgent)
+                .created(i64::from(i)),
+        );
+    }
+    for i in 0..10 {
+        open(
+            &mut kv,
+            task(&format!("narrow-{i}"))
+                .roles(&["narrow"])
+                .priority(Priority::Low)
+                .created(50_000 + i64::from(i)),
+        );
+    }
+    let query = QueueQuery {
+        roles: names(&["narrow"]),
+        actor: Some("ann".into()),
+        limit: 10,
+        after: None,
+    };
+    let (page, calls) = counted(&mut kv, |kv| tasks::queue(kv, &query));
+    let page = page.expect("queue");
+    assert_eq!(page.tasks.len(), 10);
+    assert_eq!(page.next, None);
+    assert!(page.tasks.iter().all(|t| t.id.starts_with("narrow-")));
+    // Layout, 10 entries of the narrow index, none of the open-to-anyone
+    // one, and 10 rows: about 21.
+    assert!(calls.reads() < 60, "{calls:?}");
+
+    // A page of 3 out of the 10 costs O(3), not O(10).
+    let query = QueueQuery { limit: 3, ..query };
+    let (page, calls) = counted(&mut kv, |kv| tasks::queue(kv, &query));
+    assert_eq!(page.expect("queue").tasks.len(), 3);
+    assert!(calls.reads() < 20, "{calls:?}");
+}
+
+#[test]
+fn queue_reads_o_limit_times_roles_entries() {
+    let mut kv = MemKv::new();
+    for i in 0..3_000 {
+        open(
+            &mut kv,
+            task(&format!("t{i:05}"))
+                .roles(&[["a", "b", "c"][i % 3]])
+                .created(i as i64),
+        );
+    }
+    for i in 0..1_000 {
+        open(&mut kv, task(&format!("any{i:05}")).created(i as i64));
+    }
+    let query = QueueQuery {
+        roles: names(&["a", "b", "c"]),
+        actor: None,
+        limit: 10,
+        after: None,
+    };
+    let (page, calls) = counted(&mut kv, |kv| tasks::queue(kv, &query));
+    let page = page.expect("queue");
+    assert_eq!(page.tasks.len(), 10);
+    assert!(page.next.is_some());
+    // Four indexes read at most limit + 1 entries each, plus limit + 1 rows
+    // and the layout mark: (10 + 1) * 4 + 11 + 1 = 56.
+    assert!(calls.reads() <= 56, "{calls:?}");
+    // A later page costs the same, wherever it starts.
+    let query = QueueQuery {
+        after: page.next,
+        ..query
+    };
+    let (page, calls) = counted(&mut kv, |kv| tasks::queue(kv, &query));
+    assert_eq!(page.expect("queue").tasks.len(), 10);
+    assert!(calls.reads() <= 56, "{calls:?}");
+}
+
+#[test]
+fn for_case_reads_o_limit_entries_despite_other_cases() {
+    let mut kv = MemKv::new();
+    for i in 0..10_000 {
+        // Cases that sort on both sides of "case-1", one sharing its prefix.
+        let case = ["case-0", "case-10", "case-2"][i % 3];
+        open(
+            &mut kv,
+            task(&format!("o{i:05}")).in_case(case).created(i as i64),
+        );
+    }
+    for i in 0..10 {
+        open(
+            &mut kv,
+            task(&format!("mine-{i}")).in_case("case-1").created(i),
+        );
+    }
+    let (page, calls) = counted(&mut kv, |kv| tasks::for_case(kv, "case-1", 10, None));
+    let page = page.expect("for-case");
+    assert_eq!(page.tasks.len(), 10);
+    assert_eq!(page.next, None);
+    // Layout, up to 11 index entries, 10 rows.
+    assert!(calls.reads() <= 22, "{calls:?}");
+    let (page, calls) = counted(&mut kv, |kv| tasks::for_case(kv, "case-1", 4, None));
+    assert_eq!(page.expect("for-case").tasks.len(), 4);
+    // Layout, 5 entries (one to know whether more follow), their 5 rows.
+    assert!(calls.reads() <= 11, "{calls:?}");
+}
+
+#[test]
+fn overdue_reads_o_limit_entries() {
+    let mut kv = MemKv::new();
+    for i in 0..3_000 {
+        open(&mut kv, task(&format!("t{i:05}")).due(i));
+    }
+    let (found, calls) = counted(&mut kv, |kv| tasks::overdue(kv, 10_000, 5));
+    assert_eq!(found.expect("overdue").len(), 5);
+    assert!(calls.reads() <= 11, "{calls:?}");
+}
+
+/// The "done when" of the held-timers issue: 10,000 timers held under
+/// unexpired leases, one due timer, and `claim_due(now, 1, lease)` answers
+/// exactly that timer after reading a handful of entries.
+#[test]
+fn claim_due_finds_the_one_due_timer_behind_ten_thousand_held_ones_in_a_handful_of_reads() {
+    const LEASE: u32 = 600_000;
+    let mut kv = MemKv::new();
+    for i in 0..10_000 {
+        arm(
+            &mut kv,
+            timer(&format!("held-{}", i % 50), &format!("e{i:05}"), 100),
+        );
+    }
+    // Ten sweeps at 100 hold every one of them until 600,100.
+    for _ in 0..10 {
+        let got = timers::claim_due(&mut kv, 100, 1000, LEASE).expect("claim-due");
+        assert_eq!(got.len(), 1000);
+    }
+    assert!(
+        timers::claim_due(&mut kv, 100, 1000, LEASE)
+            .expect("claim-due")
+            .is_empty()
+    );
+    // Fires after every held timer's fire time, and sorts after them by run:
+    // a sweep that walked timers by fire time would pass all 10,000 first.
+    arm(&mut kv, timer("zz-due", "wake", 150));
+
+    let (got, calls) = counted(&mut kv, |kv| timers::claim_due(kv, 200, 1, LEASE));
+    assert_eq!(got.expect("claim-due"), [timer("zz-due", "wake", 150)]);
+    // Held timers sit in the due index at their lease expiry (600,100), past
+    // `now`, so the scan of entries at or before 200 meets only the due one.
+    // What is read: the layout mark (1 get), the one due-index entry (1
+    // scanned), its timer row (1 get), its run's sealed mark (1 get) = 4.
+    // The bound of 8 leaves room for a changed layout check, never for a
+    // walk: one held timer read would already be a bug, hence `scanned`.
+    assert_eq!(calls.scanned, 1, "{calls:?}");
+    assert!(calls.reads() <= 8, "{calls:?}");
+
+    // With nothing due, a sweep reads nothing of the due index at all.
+    let (got, calls) = counted(&mut kv, |kv| timers::claim_due(kv, 200, 1000, LEASE));
+    assert!(got.expect("claim-due").is_empty());
+    assert_eq!(calls.scanned, 0, "{calls:?}");
+    assert!(calls.reads() <= 2, "{calls:?}");
+    assert_eq!(timers::next_due(&mut kv), Ok(Some(100 + i64::from(LEASE))));
+}
+
+#[test]
+fn claim_due_reads_o_limit_entries_however_many_timers_are_due() {
+    let mut kv = MemKv::new();
+    for i in 0..5_000 {
+        arm(&mut kv, timer("r", &format!("e{i:05}"), i));
+    }
+    let (got, calls) = counted(&mut kv, |kv| timers::claim_due(kv, 10_000, 10, 1_000));
+    assert_eq!(got.expect("claim-due").len(), 10);
+    // Layout, 10 entries, 10 rows, one sealed mark (one run).
+    assert_eq!(calls.scanned, 10, "{calls:?}");
+    assert!(calls.reads() <= 25, "{calls:?}");
+}
+
+#[test]
+fn next_due_reads_one_entry() {
+    let mut kv = MemKv::new();
+    for i in 0..3_000 {
+        arm(&mut kv, timer("r", &format!("e{i:05}"), 3_000 - i));
+    }
+    let (at, calls) = counted(&mut kv, timers::next_due);
+    assert_eq!(at, Ok(Some(1)));
+    assert!(calls.reads() <= 2, "{calls:?}");
+}
+
+#[test]
+fn claim_and_settle_touch_only_their_own_task() {
+    let mut kv = MemKv::new();
+    for i in 0..3_000 {
+        open(&mut kv, task(&format!("t{i:05}")).roles(&["a"]).due(i));
+    }
+    let (t, calls) = counted(&mut kv, |kv| {
+        tasks::claim(kv, "t01500", "bob", &names(&["a"]))
+    });
+    t.expect("claims");
+    assert_eq!(calls.scans, 0, "{calls:?}");
+    assert!(calls.reads() <= 4, "{calls:?}");
+    let (moved, calls) = counted(&mut kv, |kv| {
+        tasks::settle(kv, "t01500", crate::model::Settlement::Completed)
+    });
+    assert_eq!(moved, Ok(true));
+    assert_eq!(calls.scans, 0, "{calls:?}");
+    assert!(calls.reads() <= 4, "{calls:?}");
+}

@@ -1,0 +1,684 @@
+//! Random sequences of operations over a small pool of ids, actors, roles and
+//! times, applied both to [`MemKv`] through the verbs and to a plain reference
+//! model. After every operation the answers agree, the consistency check is
+//! empty, the counters match the model, and a call that answered an error
+//! left the map exactly as it was.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use proptest::prelude::*;
+use proptest::test_runner::TestCaseError;
+
+use super::*;
+use crate::model::{ArmOutcome, ClaimError, Page, QueueQuery, SealOutcome, Settlement};
+use crate::{runs, tasks, timers};
+
+const IDS: [&str; 4] = ["t0", "t1", "t2", "t3"];
+const RUNS: [&str; 3] = ["r0", "r1", "r2"];
+const ACTORS: [&str; 3] = ["ann", "bob", "cy"];
+const ROLES: [&str; 3] = ["x", "y", "z"];
+const EFFECTS: [&str; 3] = ["e0", "e1", "e2"];
+const CASES: [&str; 2] = ["c0", "c1"];
+const PRIORITIES: [Priority; 4] = [
+    Priority::Low,
+    Priority::Normal,
+    Priority::High,
+    Priority::Urgent,
+];
+const SETTLEMENTS: [Settlement; 3] = [
+    Settlement::Completed,
+    Settlement::Expired,
+    Settlement::Withdrawn,
+];
+
+#[derive(Clone, Debug)]
+enum Op {
+    Open {
+        id: usize,
+        run: usize,
+        case: Option<usize>,
+        roles: Vec<usize>,
+        escalate_to: Vec<usize>,
+        excluded: Vec<usize>,
+        priority: usize,
+        created: i64,
+        due: Option<i64>,
+    },
+    Claim {
+        id: usize,
+        actor: usize,
+        roles: Vec<usize>,
+    },
+    Release {
+        id: usize,
+        actor: usize,
+    },
+    TakeOver {
+        id: usize,
+        from: usize,
+        actor: usize,
+        roles: Vec<usize>,
+    },
+    Settle {
+        id: usize,
+        settlement: usize,
+    },
+    Escalate {
+        id: usize,
+    },
+    WithdrawRun {
+        run: usize,
+        awaited: Vec<usize>,
+    },
+    Arm {
+        run: usize,
+        effect: usize,
+        fire_at: i64,
+    },
+    ClaimDue {
+        now: i64,
+        limit: u32,
+        lease: u32,
+    },
+    Disarm {
+        run: usize,
+        effect: usize,
+    },
+    DisarmRun {
+        run: usize,
+    },
+    Seal {
+        run: usize,
+        awaited: Vec<usize>,
+    },
+    /// The mark of a seal that raced a sweep, written without retiring.
+    SealBehindItsBack {
+        run: usize,
+    },
+    Queue {
+        roles: Vec<usize>,
+        actor: Option<usize>,
+        limit: u32,
+    },
+    Overdue {
+        now: i64,
+        limit: u32,
+    },
+    ForCase {
+        case: usize,
+        limit: u32,
+    },
+    Invalid {
+        which: usize,
+    },
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let few = || proptest::collection::vec(0..3usize, 0..4);
+    prop_oneof![
+        4 => (
+            0..IDS.len(),
+            0..RUNS.len(),
+            proptest::option::of(0..CASES.len()),
+            few(),
+            few(),
+            proptest::collection::vec(0..3usize, 0..2),
+            0..4usize,
+            0..40i64,
+            proptest::option::of(0..100i64),
+        )
+            .prop_map(
+                |(id, run, case, roles, escalate_to, excluded, priority, created, due)| Op::Open {
+                    id,
+                    run,
+                    case,
+                    roles,
+                    escalate_to,
+                    excluded,
+                    priority,
+                    created,
+                    due,
+                }
+            ),
+        6 => (0..IDS.len(), 0..3usize, few())
+            .prop_map(|(id, actor, roles)| Op::Claim { id, actor, roles }),
+        4 => (0..IDS.len(), 0..3usize).prop_map(|(id, actor)| Op::Release { id, actor }),
+        3 => (0..IDS.len(), 0..3usize, 0..3usize, few()).prop_map(|(id, from, actor, roles)| {
+            Op::TakeOver {
+                id,
+                from,
+                actor,
+                roles,
+            }
+        }),
+        2 => (0..IDS.len(), 0..3usize).prop_map(|(id, settlement)| Op::Settle { id, settlement }),
+        3 => (0..IDS.len()).prop_map(|id| Op::Escalate { id }),
+        1 => (0..RUNS.len(), proptest::collection::vec(0..IDS.len(), 0..4))
+            .prop_map(|(run, awaited)| Op::WithdrawRun { run, awaited }),
+        4 => (0..RUNS.len(), 0..EFFECTS.len(), 0..100i64)
+            .prop_map(|(run, effect, fire_at)| Op::Arm { run, effect, fire_at }),
+        4 => (0..150i64, 1..4u32, 1..60u32)
+            .prop_map(|(now, limit, lease)| Op::ClaimDue { now, limit, lease }),
+        1 => (0..RUNS.len(), 0..EFFECTS.len())
+            .prop_map(|(run, effect)| Op::Disarm { run, effect }),
+        1 => (0..RUNS.len()).prop_map(|run| Op::DisarmRun { run }),
+        1 => (0..RUNS.len(), proptest::collection::vec(0..IDS.len(), 0..4))
+            .prop_map(|(run, awaited)| Op::Seal { run, awaited }),
+        1 => (0..RUNS.len()).prop_map(|run| Op::SealBehindItsBack { run }),
+        2 => (few(), proptest::option::of(0..3usize), 1..4u32)
+            .prop_map(|(roles, actor, limit)| Op::Queue { roles, actor, limit }),
+        1 => (0..120i64, 1..4u32).prop_map(|(now, limit)| Op::Overdue { now, limit }),
+        1 => (0..CASES.len(), 1..4u32).prop_map(|(case, limit)| Op::ForCase { case, limit }),
+        1 => (0..INVALID_CALLS).prop_map(|which| Op::Invalid { which }),
+    ]
+}
+
+fn pick(pool: &[&str], list: &[usize]) -> Vec<String> {
+    list.iter().map(|&i| pool[i].to_owned()).collect()
+}
+
+fn dedup(list: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for s in list {
+        if !out.contains(s) {
+            out.push(s.clone());
+        }
+    }
+    out
+}
+
+/// What the contract says, in plain structs.
+#[derive(Default)]
+struct Model {
+    /// Each task with whether it was ever escalated.
+    tasks: BTreeMap<String, (Task, bool)>,
+    /// Each timer with its lease.
+    timers: BTreeMap<(String, String), (Timer, Option<i64>)>,
+    sealed: BTreeSet<String>,
+}
+
+impl Model {
+    fn ladder(t: &Task, actor: &str, roles: &[String]) -> Result<(), ClaimError> {
+        if t.excluded_actors.iter().any(|a| a == actor) {
+            return Err(ClaimError::Excluded(actor.to_owned()));
+        }
+        if !t.candidate_roles.is_empty() && !t.candidate_roles.iter().any(|r| roles.contains(r)) {
+            return Err(ClaimError::WrongRole(actor.to_owned()));
+        }
+        if !t.state.is_pending() {
+            return Err(ClaimError::NotPending(t.state));
+        }
+        Ok(())
+    }
+
+    fn open(&mut self, t: &Task) -> Result<Task, StoreError> {
+        if let Some((found, _)) = self.tasks.get(&t.id) {
+            return Ok(found.clone());
+        }
+        let t = Task {
+            candidate_roles: dedup(&t.candidate_roles),
+            escalate_to: dedup(&t.escalate_to),
+            excluded_actors: dedup(&t.excluded_actors),
+            ..t.clone()
+        };
+        self.tasks.insert(t.id.clone(), (t.clone(), false));
+        Ok(t)
+    }
+
+    fn claim(&mut self, id: &str, actor: &str, roles: &[String]) -> Result<Task, ClaimError> {
+        let Some((t, _)) = self.tasks.get_mut(id) else {
+            return Err(ClaimError::NotFound(id.to_owned()));
+        };
+        Self::ladder(t, actor, roles)?;
+        if t.state == TaskState::Claimed {
+            let holder = t.assignee.clone().unwrap_or_default();
+            return if holder == actor {
+                Ok(t.clone())
+            } else {
+                Err(ClaimError::AlreadyClaimed(holder))
+            };
+        }
+        t.state = TaskState::Claimed;
+        t.assignee = Some(actor.to_owned());
+        Ok(t.clone())
+    }
+
+    fn take_over(
+        &mut self,
+        id: &str,
+        from: &str,
+        actor: &str,
+        roles: &[String],
+    ) -> Result<Task, ClaimError> {
+        let Some((t, _)) = self.tasks.get_mut(id) else {
+            return Err(ClaimError::NotFound(id.to_owned()));
+        };
+        Self::ladder(t, actor, roles)?;
+        if t.state != TaskState::Claimed || t.assignee.as_deref() != Some(from) {
+            return Err(ClaimError::NotHeld(from.to_owned()));
+        }
+        t.assignee = Some(actor.to_owned());
+        Ok(t.clone())
+    }
+
+    fn release(&mut self, id: &str, actor: &str) -> Result<(), ClaimError> {
+        let Some((t, ever)) = self.tasks.get_mut(id) else {
+            return Err(ClaimError::NotFound(id.to_owned()));
+        };
+        if t.state != TaskState::Claimed || t.assignee.as_deref() != Some(actor) {
+            return Err(ClaimError::NotHeld(actor.to_owned()));
+        }
+        t.assignee = None;
+        t.state = if *ever {
+            TaskState::Escalated
+        } else {
+            TaskState::Open
+        };
+        Ok(())
+    }
+
+    fn settle(&mut self, id: &str, s: Settlement) -> Result<bool, StoreError> {
+        let Some((t, _)) = self.tasks.get_mut(id) else {
+            return Err(StoreError::NotFound(id.to_owned()));
+        };
+        if !t.state.is_pending() {
+            return Ok(false);
+        }
+        t.state = s.state();
+        Ok(true)
+    }
+
+    fn escalate(&mut self, id: &str) -> Result<Task, StoreError> {
+        let Some((t, ever)) = self.tasks.get_mut(id) else {
+            return Err(StoreError::NotFound(id.to_owned()));
+        };
+        if t.state.is_pending() {
+            *ever = true;
+            t.state = TaskState::Escalated;
+            t.assignee = None;
+            if !t.candidate_roles.is_empty() {
+                for r in t.escalate_to.clone() {
+                    if !t.candidate_roles.contains(&r) {
+                        t.candidate_roles.push(r);
+                    }
+                }
+            }
+        }
+        Ok(t.clone())
+    }
+
+    fn withdraw(&mut self, run: &str, awaited: &[String]) -> u32 {
+        let mut moved = 0;
+        for id in dedup(awaited) {
+            if let Some((t, _)) = self.tasks.get_mut(&id)
+                && t.run == run
+                && t.state.is_pending()
+            {
+                t.state = TaskState::Withdrawn;
+                moved += 1;
+            }
+        }
+        moved
+    }
+
+    fn arm(&mut self, t: &Timer) -> ArmOutcome {
+        if self.sealed.contains(&t.run) {
+            return ArmOutcome::RunSealed;
+        }
+        let key = (t.run.clone(), t.effect.clone());
+        if self.timers.contains_key(&key) {
+            return ArmOutcome::AlreadyArmed;
+        }
+        self.timers.insert(key, (t.clone(), None));
+        ArmOutcome::Armed
+    }
+
+    fn claimable_at(entry: &(Timer, Option<i64>)) -> i64 {
+        entry.1.unwrap_or(entry.0.fire_at)
+    }
+
+    fn claim_due(&mut self, now: i64, limit: u32, lease: u32) -> Vec<Timer> {
+        let mut due: Vec<(i64, String, String)> = self
+            .timers
+            .iter()
+            .filter(|(_, e)| Self::claimable_at(e) <= now)
+            .map(|((r, f), e)| (Self::claimable_at(e), r.clone(), f.clone()))
+            .collect();
+        due.sort();
+        let mut out = Vec::new();
+        for (_, run, effect) in due {
+            if out.len() == limit as usize {
+                break;
+            }
+            let key = (run, effect);
+            if self.sealed.contains(&key.0) {
+                self.timers.remove(&key);
+                continue;
+            }
+            if let Some(entry) = self.timers.get_mut(&key) {
+                entry.1 = Some(now + i64::from(lease));
+                out.push(entry.0.clone());
+            }
+        }
+        out
+    }
+
+    fn disarm_run(&mut self, run: &str) -> u32 {
+        let before = self.timers.len();
+        self.timers.retain(|(r, _), _| r != run);
+        (before - self.timers.len()) as u32
+    }
+
+    fn queue(&self, roles: &[String], actor: Option<&str>) -> Vec<String> {
+        let mut found: Vec<&Task> = self
+            .tasks
+            .values()
+            .map(|(t, _)| t)
+            .filter(|t| t.state.is_queued() && t.admits_roles(roles))
+            .filter(|t| actor.is_none_or(|a| !t.excluded_actors.iter().any(|x| x == a)))
+            .collect();
+        found.sort_by_key(|t| (t.priority.rank(), t.created_at, t.id.clone()));
+        found.into_iter().map(|t| t.id.clone()).collect()
+    }
+
+    fn overdue(&self, now: i64, limit: u32) -> Vec<Task> {
+        let mut found: Vec<(i64, Task)> = self
+            .tasks
+            .values()
+            .filter(|(t, ever)| matches!(t.state, TaskState::Open | TaskState::Claimed) && !*ever)
+            .filter_map(|(t, _)| t.due_at.filter(|d| *d <= now).map(|d| (d, t.clone())))
+            .collect();
+        found.sort_by(|a, b| (a.0, &a.1.id).cmp(&(b.0, &b.1.id)));
+        found
+            .into_iter()
+            .take(limit as usize)
+            .map(|(_, t)| t)
+            .collect()
+    }
+
+    fn for_case(&self, case: &str) -> Vec<String> {
+        let mut found: Vec<&Task> = self
+            .tasks
+            .values()
+            .map(|(t, _)| t)
+            .filter(|t| t.case.as_deref() == Some(case))
+            .collect();
+        found.sort_by_key(|t| (t.created_at, t.id.clone()));
+        found.into_iter().map(|t| t.id.clone()).collect()
+    }
+
+    fn next_due(&self) -> Option<i64> {
+        self.timers.values().map(Self::claimable_at).min()
+    }
+
+    fn pending_tasks(&self) -> u64 {
+        self.tasks
+            .values()
+            .filter(|(t, _)| t.state.is_pending())
+            .count() as u64
+    }
+}
+
+/// Pages through a paged read, checking the paging rules, answering the ids.
+fn page_through(
+    limit: u32,
+    mut read: impl FnMut(Option<String>) -> Result<Page, StoreError>,
+) -> Result<Vec<String>, TestCaseError> {
+    let mut out = Vec::new();
+    let mut after = None;
+    for _ in 0..100 {
+        let had_cursor = after.is_some();
+        let page = read(after).map_err(|e| TestCaseError::fail(format!("read failed: {e}")))?;
+        prop_assert!(page.tasks.len() <= limit as usize);
+        prop_assert!(!had_cursor || !page.tasks.is_empty(), "next led nowhere");
+        prop_assert!(page.next.is_none() || page.tasks.len() == limit as usize);
+        out.extend(ids(&page.tasks));
+        match page.next {
+            Some(next) => after = Some(next),
+            None => return Ok(out),
+        }
+    }
+    Err(TestCaseError::fail("paging did not end"))
+}
+
+const INVALID_CALLS: usize = 10;
+
+/// One call with an invalid input; answers the `Debug` of its result.
+fn invalid_call(kv: &mut MemKv, which: usize) -> String {
+    match which {
+        0 => format!("{:?}", tasks::claim(kv, "t0", "", &[])),
+        1 => format!("{:?}", timers::claim_due(kv, 10, 1, 0)),
+        2 => format!(
+            "{:?}",
+            tasks::queue(
+                kv,
+                &QueueQuery {
+                    roles: vec![],
+                    actor: None,
+                    limit: 0,
+                    after: None,
+                },
+            )
+        ),
+        3 => format!("{:?}", timers::arm(kv, &timer("r0", "e0", -1))),
+        4 => format!(
+            "{:?}",
+            tasks::open(
+                kv,
+                &Task {
+                    state: TaskState::Claimed,
+                    ..task("t0")
+                }
+            )
+        ),
+        5 => format!("{:?}", runs::seal(kv, "", &[])),
+        6 => format!("{:?}", tasks::overdue(kv, 10, 1001)),
+        7 => format!("{:?}", tasks::for_case(kv, "c0", 1, Some("q00"))),
+        8 => format!("{:?}", tasks::take_over(kv, "t0", "", "ann", &[])),
+        _ => format!("{:?}", tasks::withdraw_run(kv, "r0", &names(&["t0", ""]))),
+    }
+}
+
+/// Applies one operation to both sides and compares the answers. Answers
+/// whether the real call returned an error.
+fn apply(kv: &mut MemKv, model: &mut Model, op: &Op) -> Result<bool, TestCaseError> {
+    let failed = match op {
+        Op::Open {
+            id,
+            run,
+            case,
+            roles,
+            escalate_to,
+            excluded,
+            priority,
+            created,
+            due,
+        } => {
+            let t = Task {
+                id: IDS[*id].to_owned(),
+                run: RUNS[*run].to_owned(),
+                case: case.map(|c| CASES[c].to_owned()),
+                candidate_roles: pick(&ROLES, roles),
+                escalate_to: pick(&ROLES, escalate_to),
+                excluded_actors: pick(&ACTORS, excluded),
+                priority: PRIORITIES[*priority],
+                created_at: *created,
+                due_at: *due,
+                ..task("unused")
+            };
+            let real = tasks::open(kv, &t);
+            prop_assert_eq!(&real, &model.open(&t));
+            real.is_err()
+        }
+        Op::Claim { id, actor, roles } => {
+            let roles = pick(&ROLES, roles);
+            let real = tasks::claim(kv, IDS[*id], ACTORS[*actor], &roles);
+            prop_assert_eq!(&real, &model.claim(IDS[*id], ACTORS[*actor], &roles));
+            real.is_err()
+        }
+        Op::Release { id, actor } => {
+            let real = tasks::release(kv, IDS[*id], ACTORS[*actor]);
+            prop_assert_eq!(&real, &model.release(IDS[*id], ACTORS[*actor]));
+            real.is_err()
+        }
+        Op::TakeOver {
+            id,
+            from,
+            actor,
+            roles,
+        } => {
+            let roles = pick(&ROLES, roles);
+            let (id, from, actor) = (IDS[*id], ACTORS[*from], ACTORS[*actor]);
+            let real = tasks::take_over(kv, id, from, actor, &roles);
+            prop_assert_eq!(&real, &model.take_over(id, from, actor, &roles));
+            real.is_err()
+        }
+        Op::Settle { id, settlement } => {
+            let s = SETTLEMENTS[*settlement];
+            let real = tasks::settle(kv, IDS[*id], s);
+            prop_assert_eq!(&real, &model.settle(IDS[*id], s));
+            real.is_err()
+        }
+        Op::Escalate { id } => {
+            let real = tasks::escalate(kv, IDS[*id]);
+            prop_assert_eq!(&real, &model.escalate(IDS[*id]));
+            real.is_err()
+        }
+        Op::WithdrawRun { run, awaited } => {
+            let awaited = pick(&IDS, awaited);
+            let real = tasks::withdraw_run(kv, RUNS[*run], &awaited);
+            prop_assert_eq!(&real, &Ok(model.withdraw(RUNS[*run], &awaited)));
+            real.is_err()
+        }
+        Op::Arm {
+            run,
+            effect,
+            fire_at,
+        } => {
+            let t = timer(RUNS[*run], EFFECTS[*effect], *fire_at);
+            let real = timers::arm(kv, &t);
+            prop_assert_eq!(&real, &Ok(model.arm(&t)));
+            real.is_err()
+        }
+        Op::ClaimDue { now, limit, lease } => {
+            let real = timers::claim_due(kv, *now, *limit, *lease);
+            prop_assert_eq!(&real, &Ok(model.claim_due(*now, *limit, *lease)));
+            real.is_err()
+        }
+        Op::Disarm { run, effect } => {
+            let (run, effect) = (RUNS[*run], EFFECTS[*effect]);
+            let real = timers::disarm(kv, run, effect);
+            let existed = model
+                .timers
+                .remove(&(run.to_owned(), effect.to_owned()))
+                .is_some();
+            prop_assert_eq!(&real, &Ok(existed));
+            real.is_err()
+        }
+        Op::DisarmRun { run } => {
+            let real = timers::disarm_run(kv, RUNS[*run]);
+            prop_assert_eq!(&real, &Ok(model.disarm_run(RUNS[*run])));
+            real.is_err()
+        }
+        Op::Seal { run, awaited } => {
+            let (run, awaited) = (RUNS[*run], pick(&IDS, awaited));
+            let real = runs::seal(kv, run, &awaited);
+            model.sealed.insert(run.to_owned());
+            let expected = SealOutcome {
+                timers_disarmed: model.disarm_run(run),
+                tasks_withdrawn: model.withdraw(run, &awaited),
+            };
+            prop_assert_eq!(&real, &Ok(expected));
+            real.is_err()
+        }
+        Op::SealBehindItsBack { run } => {
+            kv.map
+                .insert(crate::schema::sealed(RUNS[*run]).into_bytes(), Vec::new());
+            model.sealed.insert(RUNS[*run].to_owned());
+            false
+        }
+        Op::Queue {
+            roles,
+            actor,
+            limit,
+        } => {
+            let roles = pick(&ROLES, roles);
+            let actor = actor.map(|a| ACTORS[a]);
+            let got = page_through(*limit, |after| {
+                tasks::queue(
+                    kv,
+                    &QueueQuery {
+                        roles: roles.clone(),
+                        actor: actor.map(str::to_owned),
+                        limit: *limit,
+                        after,
+                    },
+                )
+            })?;
+            prop_assert_eq!(got, model.queue(&roles, actor));
+            false
+        }
+        Op::Overdue { now, limit } => {
+            let real = tasks::overdue(kv, *now, *limit);
+            prop_assert_eq!(&real, &Ok(model.overdue(*now, *limit)));
+            false
+        }
+        Op::ForCase { case, limit } => {
+            let got = page_through(*limit, |after| {
+                tasks::for_case(kv, CASES[*case], *limit, after.as_deref())
+            })?;
+            prop_assert_eq!(got, model.for_case(CASES[*case]));
+            false
+        }
+        Op::Invalid { which } => {
+            let answer = invalid_call(kv, *which);
+            prop_assert!(answer.contains("Invalid"), "{}", answer);
+            true
+        }
+    };
+    Ok(failed)
+}
+
+/// Everything the model says about the store, checked against it.
+fn verify(kv: &mut MemKv, model: &Model) -> Result<(), TestCaseError> {
+    let found = check::check(kv).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    prop_assert!(found.is_empty(), "the check found {:?}", found);
+    prop_assert_eq!(tasks::open_count(kv), Ok(model.pending_tasks()));
+    prop_assert_eq!(timers::pending_count(kv), Ok(model.timers.len() as u64));
+    prop_assert_eq!(timers::next_due(kv), Ok(model.next_due()));
+    for id in IDS {
+        let expected = model.tasks.get(id).map(|(t, _)| t.clone());
+        prop_assert_eq!(tasks::get(kv, id), Ok(expected));
+    }
+    for run in RUNS {
+        prop_assert_eq!(runs::is_sealed(kv, run), Ok(model.sealed.contains(run)));
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 256,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn random_operations_agree_with_the_reference_model_and_keep_the_store_consistent(
+        ops in proptest::collection::vec(op(), 1..60)
+    ) {
+        let mut kv = MemKv::new();
+        let mut model = Model::default();
+        for op in &ops {
+            let before = kv.map.clone();
+            let calls = kv.calls;
+            let failed = apply(&mut kv, &mut model, op)?;
+            if failed {
+                prop_assert!(kv.map == before, "{:?} failed and changed the store", op);
+                prop_assert_eq!(kv.calls.sets, calls.sets, "{:?} failed after a set", op);
+                prop_assert_eq!(kv.calls.deletes, calls.deletes, "{:?} failed after a delete", op);
+            }
+            verify(&mut kv, &model)?;
+        }
+    }
+}
