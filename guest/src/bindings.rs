@@ -67,150 +67,7 @@ struct Component;
 
 export!(Component);
 
-macro_rules! same_enum {
-    ($wit:ty, $model:ty, $($v:ident),+) => {
-        impl From<$wit> for $model {
-            fn from(v: $wit) -> Self {
-                match v { $(<$wit>::$v => <$model>::$v),+ }
-            }
-        }
-        impl From<$model> for $wit {
-            fn from(v: $model) -> Self {
-                match v { $(<$model>::$v => <$wit>::$v),+ }
-            }
-        }
-    };
-}
-
-same_enum!(wit::Priority, model::Priority, Low, Normal, High, Urgent);
-same_enum!(
-    wit::TaskState,
-    model::TaskState,
-    Open,
-    Claimed,
-    Escalated,
-    Completed,
-    Expired,
-    Withdrawn
-);
-same_enum!(wit::OnExpiry, model::OnExpiry, Deny, Escalate, Proceed);
-same_enum!(
-    wit::Settlement,
-    model::Settlement,
-    Completed,
-    Expired,
-    Withdrawn
-);
-same_enum!(wit::Phase, model::Phase, Forward, Compensating);
-same_enum!(
-    wit::ArmOutcome,
-    model::ArmOutcome,
-    Armed,
-    AlreadyArmed,
-    RunSealed
-);
-
-impl From<wit::Task> for model::Task {
-    fn from(t: wit::Task) -> Self {
-        model::Task {
-            id: t.id,
-            run: t.run,
-            case: t.case,
-            kind: t.kind,
-            justification: t.justification,
-            candidate_roles: t.candidate_roles,
-            assignee: t.assignee,
-            priority: t.priority.into(),
-            state: t.state.into(),
-            on_expiry: t.on_expiry.into(),
-            escalate_to: t.escalate_to,
-            excluded_actors: t.excluded_actors,
-            created_at: t.created_at,
-            due_at: t.due_at,
-        }
-    }
-}
-
-impl From<model::Task> for wit::Task {
-    fn from(t: model::Task) -> Self {
-        wit::Task {
-            id: t.id,
-            run: t.run,
-            case: t.case,
-            kind: t.kind,
-            justification: t.justification,
-            candidate_roles: t.candidate_roles,
-            assignee: t.assignee,
-            priority: t.priority.into(),
-            state: t.state.into(),
-            on_expiry: t.on_expiry.into(),
-            escalate_to: t.escalate_to,
-            excluded_actors: t.excluded_actors,
-            created_at: t.created_at,
-            due_at: t.due_at,
-        }
-    }
-}
-
-impl From<wit::Timer> for model::Timer {
-    fn from(t: wit::Timer) -> Self {
-        model::Timer {
-            run: t.run,
-            case: t.case,
-            effect: t.effect,
-            step: t.step,
-            phase: t.phase.into(),
-            fire_at: t.fire_at,
-        }
-    }
-}
-
-impl From<model::Timer> for wit::Timer {
-    fn from(t: model::Timer) -> Self {
-        wit::Timer {
-            run: t.run,
-            case: t.case,
-            effect: t.effect,
-            step: t.step,
-            phase: t.phase.into(),
-            fire_at: t.fire_at,
-        }
-    }
-}
-
-impl From<model::Page> for wit::Page {
-    fn from(p: model::Page) -> Self {
-        wit::Page {
-            tasks: p.tasks.into_iter().map(Into::into).collect(),
-            next: p.next,
-        }
-    }
-}
-
-impl From<model::StoreError> for wit::StoreError {
-    fn from(e: model::StoreError) -> Self {
-        match e {
-            model::StoreError::NotFound(s) => wit::StoreError::NotFound(s),
-            model::StoreError::Invalid(s) => wit::StoreError::Invalid(s),
-            model::StoreError::Corrupt(s) => wit::StoreError::Corrupt(s),
-            model::StoreError::Storage(s) => wit::StoreError::Storage(s),
-        }
-    }
-}
-
-impl From<model::ClaimError> for wit::ClaimError {
-    fn from(e: model::ClaimError) -> Self {
-        match e {
-            model::ClaimError::NotFound(s) => wit::ClaimError::NotFound(s),
-            model::ClaimError::Excluded(s) => wit::ClaimError::Excluded(s),
-            model::ClaimError::WrongRole(s) => wit::ClaimError::WrongRole(s),
-            model::ClaimError::NotPending(s) => wit::ClaimError::NotPending(s.into()),
-            model::ClaimError::AlreadyClaimed(s) => wit::ClaimError::AlreadyClaimed(s),
-            model::ClaimError::NotHeld(s) => wit::ClaimError::NotHeld(s),
-            model::ClaimError::Store(s) => wit::ClaimError::Store(s.into()),
-        }
-    }
-}
+crate::wit_conversions!(wit);
 
 /// Runs a domain call over the host store and converts both sides.
 fn call<T, E, U: From<T>, F: From<E>>(f: impl FnOnce(&mut HostKv) -> Result<T, E>) -> Result<U, F> {
@@ -312,12 +169,7 @@ impl timers_api::Guest for Component {
 
 impl runs_api::Guest for Component {
     fn seal(run: String, awaited: Vec<String>) -> Result<wit::SealOutcome, wit::StoreError> {
-        call(|kv| crate::runs::seal(kv, &run, &awaited)).map(|o: model::SealOutcome| {
-            wit::SealOutcome {
-                timers_disarmed: o.timers_disarmed,
-                tasks_withdrawn: o.tasks_withdrawn,
-            }
-        })
+        call(|kv| crate::runs::seal(kv, &run, &awaited))
     }
 
     fn is_sealed(run: String) -> Result<bool, wit::StoreError> {
@@ -327,14 +179,7 @@ impl runs_api::Guest for Component {
 
 impl admin_api::Guest for Component {
     fn check() -> Result<Vec<wit::Discrepancy>, wit::StoreError> {
-        call(crate::check::check).map(|ds: Vec<model::Discrepancy>| {
-            ds.into_iter()
-                .map(|d| wit::Discrepancy {
-                    structure: d.structure,
-                    subject: d.subject,
-                    detail: d.detail,
-                })
-                .collect()
-        })
+        call(crate::check::check)
+            .map(|ds: Vec<model::Discrepancy>| ds.into_iter().map(Into::into).collect())
     }
 }

@@ -12,6 +12,7 @@
 //! inputs over the same storage make the same writes.
 
 pub mod check;
+mod convert;
 pub mod keys;
 pub mod kv;
 pub mod model;

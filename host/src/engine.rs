@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 
 use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
 use wasmtime::{
-    Config, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter, Store, Trap,
+    Config, Enabled, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter, Store,
+    Trap,
 };
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
@@ -27,6 +28,8 @@ use crate::tenant::Tenant;
 
 /// The guest component built from `guest/` by `build.rs`.
 pub static GUEST_COMPONENT: &[u8] = include_bytes!(env!("LEASEHOLD_GUEST_WASM"));
+
+const KEEP_RESIDENT: usize = 4 << 20;
 
 /// How often the deadline clock ticks; deadlines are accurate to one tick.
 const TICK: Duration = Duration::from_millis(5);
@@ -172,7 +175,10 @@ fn compile(bytes: &[u8], limits: &Limits) -> Result<Compiled, Error> {
         .total_stacks(limits.concurrent_calls)
         .max_memory_size(limits.memory_bytes)
         .max_memories_per_component(4)
-        .max_core_instances_per_component(16);
+        .max_core_instances_per_component(16)
+        .linear_memory_keep_resident(KEEP_RESIDENT)
+        .table_keep_resident(KEEP_RESIDENT)
+        .pagemap_scan(Enabled::Auto);
     let mut config = Config::new();
     config
         .wasm_component_model(true)

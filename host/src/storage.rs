@@ -62,7 +62,9 @@ pub(crate) fn prefix_end(prefix: &[u8]) -> Vec<u8> {
     end
 }
 
-/// The transaction a call runs in.
+/// The transaction a call runs in. One per call, moved once: the size of the
+/// write variant does not matter.
+#[allow(clippy::large_enum_variant)]
 enum Txn {
     /// Not begun yet (the instance is made first, outside the write lock).
     Idle,

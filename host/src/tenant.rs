@@ -10,7 +10,7 @@ use leasehold_guest::model::{
     Task, Timer, Timestamp,
 };
 
-use crate::bindings::{self, WitQueueQuery, wit};
+use crate::bindings::{WitQueueQuery, wit};
 use crate::engine::{Engine, Mode};
 use crate::error::{Error, SandboxError};
 
@@ -89,7 +89,7 @@ impl Tenant {
 
     /// Creates a task; first open wins (see the contract).
     pub fn open(&self, task: &Task) -> Result<Task, Error> {
-        let t = bindings::task_to_wit(task);
+        let t = wit::Task::from(task.clone());
         let a = self.engine.call(self, "open", Mode::Write, |w, s| {
             w.leasehold_engine_tasks().call_open(s, &t)
         })?;
@@ -198,7 +198,7 @@ impl Tenant {
     }
 
     pub fn arm(&self, timer: &Timer) -> Result<ArmOutcome, Error> {
-        let t = bindings::timer_to_wit(timer);
+        let t = wit::Timer::from(timer.clone());
         let a = self.engine.call(self, "arm", Mode::Write, |w, s| {
             w.leasehold_engine_timers().call_arm(s, &t)
         })?;

@@ -1,0 +1,97 @@
+//! Conversions between the domain types and a set of WIT-generated types.
+//!
+//! The component (wit-bindgen) and the host (wasmtime's `bindgen!`) each
+//! generate their own copy of the `types` interface; both have the same field
+//! and variant names, so one macro writes every `From` in both directions for
+//! either side, and the two boundaries cannot drift apart.
+
+/// Writes `From` conversions, both ways, between `$crate::model` and the
+/// generated types module that `$wit` names in the calling scope (bring it in
+/// with `use …::leasehold::engine::types as wit;`).
+#[macro_export]
+macro_rules! wit_conversions {
+    ($wit:ident) => {
+        $crate::wit_conversions!(@enum $wit, Priority, Low, Normal, High, Urgent);
+        $crate::wit_conversions!(@enum $wit, TaskState, Open, Claimed, Escalated, Completed, Expired, Withdrawn);
+        $crate::wit_conversions!(@enum $wit, OnExpiry, Deny, Escalate, Proceed);
+        $crate::wit_conversions!(@enum $wit, Settlement, Completed, Expired, Withdrawn);
+        $crate::wit_conversions!(@enum $wit, Phase, Forward, Compensating);
+        $crate::wit_conversions!(@enum $wit, ArmOutcome, Armed, AlreadyArmed, RunSealed);
+        $crate::wit_conversions!(@record $wit, Task,
+            id, run, case, kind, justification, candidate_roles, assignee; priority, state,
+            on_expiry; escalate_to, excluded_actors, created_at, due_at);
+        $crate::wit_conversions!(@record $wit, Timer, run, case, effect, step; phase; fire_at);
+        $crate::wit_conversions!(@record $wit, SealOutcome, timers_disarmed, tasks_withdrawn;;);
+        $crate::wit_conversions!(@record $wit, Discrepancy, structure, subject, detail;;);
+        $crate::wit_conversions!(@variant $wit, StoreError, NotFound, Invalid, Corrupt, Storage;);
+        $crate::wit_conversions!(@variant $wit, ClaimError,
+            NotFound, Excluded, WrongRole, AlreadyClaimed, NotHeld; NotPending, Store);
+
+        impl From<$wit::Page> for $crate::model::Page {
+            fn from(p: $wit::Page) -> Self {
+                $crate::model::Page {
+                    tasks: p.tasks.into_iter().map(Into::into).collect(),
+                    next: p.next,
+                }
+            }
+        }
+        impl From<$crate::model::Page> for $wit::Page {
+            fn from(p: $crate::model::Page) -> Self {
+                $wit::Page {
+                    tasks: p.tasks.into_iter().map(Into::into).collect(),
+                    next: p.next,
+                }
+            }
+        }
+    };
+    (@enum $wit:ident, $name:ident, $($v:ident),+) => {
+        impl From<$wit::$name> for $crate::model::$name {
+            fn from(v: $wit::$name) -> Self {
+                match v { $($wit::$name::$v => $crate::model::$name::$v),+ }
+            }
+        }
+        impl From<$crate::model::$name> for $wit::$name {
+            fn from(v: $crate::model::$name) -> Self {
+                match v { $($crate::model::$name::$v => $wit::$name::$v),+ }
+            }
+        }
+    };
+    // Fields before the first `;` move as they are, between the two `;` they
+    // convert, after the second they move as they are again.
+    (@record $wit:ident, $name:ident, $($same:ident),*; $($conv:ident),*; $($rest:ident),*) => {
+        impl From<$wit::$name> for $crate::model::$name {
+            fn from(r: $wit::$name) -> Self {
+                $crate::model::$name {
+                    $($same: r.$same,)* $($conv: r.$conv.into(),)* $($rest: r.$rest,)*
+                }
+            }
+        }
+        impl From<$crate::model::$name> for $wit::$name {
+            fn from(r: $crate::model::$name) -> Self {
+                $wit::$name {
+                    $($same: r.$same,)* $($conv: r.$conv.into(),)* $($rest: r.$rest,)*
+                }
+            }
+        }
+    };
+    // Variants before the `;` carry their payload as it is, after it they
+    // convert it.
+    (@variant $wit:ident, $name:ident, $($same:ident),*; $($conv:ident),*) => {
+        impl From<$wit::$name> for $crate::model::$name {
+            fn from(e: $wit::$name) -> Self {
+                match e {
+                    $($wit::$name::$same(x) => $crate::model::$name::$same(x),)*
+                    $($wit::$name::$conv(x) => $crate::model::$name::$conv(x.into()),)*
+                }
+            }
+        }
+        impl From<$crate::model::$name> for $wit::$name {
+            fn from(e: $crate::model::$name) -> Self {
+                match e {
+                    $($crate::model::$name::$same(x) => $wit::$name::$same(x),)*
+                    $($crate::model::$name::$conv(x) => $wit::$name::$conv(x.into()),)*
+                }
+            }
+        }
+    };
+}

@@ -1,0 +1,1287 @@
+//! What the sandbox costs, and how cost grows with the backlog.
+//!
+//! `cargo bench -p leasehold-host` runs everything and prints the tables that
+//! BENCHMARKS.md quotes: per-verb throughput and latency for the product (the
+//! component through the host), the same rules compiled natively over the same
+//! redb layer, and a raw redb insert + commit; the fixed per-call cost of the
+//! sandbox; four backlog-scaling ratios; and read latency beside a writer.
+//! Every figure is the median of repeated runs, with the min and max beside it.
+//! Positional arguments pick sections (`verbs`, `fixed`, `scaling`,
+//! `concurrency`); none means all.
+//!
+//! Without `--bench` (as `cargo test` runs it) it makes a smoke pass: tiny
+//! sizes, a few calls, every answer checked, so the benchmark cannot rot.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail, ensure};
+use leasehold_guest::kv::Kv;
+use leasehold_guest::{tasks, timers};
+use leasehold_host::native::{NativeEngine, NativeTenant};
+use leasehold_host::{
+    ArmOutcome, Durability, Engine, Error, OnExpiry, Page, Phase, Priority, QueueQuery, Settlement,
+    Task, TaskState, Tenant, Timer,
+};
+use redb::{ReadableDatabase, TableDefinition};
+
+const TENANT: &str = "acme";
+
+/// Sizes of one pass. The full run must finish in about ten minutes on a
+/// two-core machine; the smoke pass in seconds in the dev profile.
+#[derive(Clone, Copy, Debug)]
+struct Sizes {
+    smoke: bool,
+    /// Repetitions of every measurement; figures are their median.
+    runs: usize,
+    /// Calls per run of a per-verb measurement, by durability.
+    calls_none: usize,
+    calls_immediate: usize,
+    /// Tasks behind the `queue` page of the per-verb table.
+    queue_backlog: usize,
+    /// Timers the `claim-due` measurements cycle through.
+    timer_pool: usize,
+    /// Calls per run of the fixed-cost and scaling measurements.
+    read_calls: usize,
+    write_calls: usize,
+    queue_small: usize,
+    queue_large: usize,
+    count_small: usize,
+    count_large: usize,
+    held_large: usize,
+    case_small: usize,
+    case_large: usize,
+    /// How long each concurrency run reads.
+    concurrency_for: Duration,
+}
+
+const FULL: Sizes = Sizes {
+    smoke: false,
+    runs: 5,
+    calls_none: 1000,
+    calls_immediate: 200,
+    queue_backlog: 1000,
+    timer_pool: 1000,
+    read_calls: 2000,
+    write_calls: 50,
+    queue_small: 1_000,
+    queue_large: 100_000,
+    count_small: 100,
+    count_large: 100_000,
+    held_large: 10_000,
+    case_small: 10,
+    case_large: 100_000,
+    concurrency_for: Duration::from_secs(2),
+};
+
+const SMOKE: Sizes = Sizes {
+    smoke: true,
+    runs: 2,
+    calls_none: 5,
+    calls_immediate: 3,
+    queue_backlog: 60,
+    timer_pool: 200,
+    read_calls: 5,
+    write_calls: 3,
+    queue_small: 20,
+    queue_large: 200,
+    count_small: 10,
+    count_large: 200,
+    held_large: 150,
+    case_small: 10,
+    case_large: 200,
+    concurrency_for: Duration::from_millis(200),
+};
+
+impl Sizes {
+    fn calls(&self, d: Durability) -> usize {
+        match d {
+            Durability::None => self.calls_none,
+            Durability::Immediate => self.calls_immediate,
+        }
+    }
+}
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let sizes = if args.iter().any(|a| a == "--bench") {
+        FULL
+    } else {
+        SMOKE
+    };
+    const SECTIONS: [&str; 4] = ["verbs", "fixed", "scaling", "concurrency"];
+    let picked: Vec<&str> = args
+        .iter()
+        .map(String::as_str)
+        .filter(|a| SECTIONS.contains(a))
+        .collect();
+    let wanted = |s: &str| picked.is_empty() || picked.contains(&s);
+
+    let scratch = tempfile::Builder::new()
+        .prefix("leasehold-bench-")
+        .tempdir()
+        .context("a scratch directory")?;
+    let mut bench = Bench {
+        sizes,
+        scratch: scratch.path().to_owned(),
+        files: 0,
+        targets: Vec::new(),
+    };
+    println!(
+        "# Leasehold benchmark{}\n\n{} runs per figure; each cell is the median of the runs, \
+         with (min–max). Cores: {}. Scratch files in {}.\n",
+        if sizes.smoke {
+            " — smoke pass (tiny sizes, not a measurement)"
+        } else {
+            ""
+        },
+        sizes.runs,
+        std::thread::available_parallelism().map_or(0, usize::from),
+        scratch.path().display(),
+    );
+    // Compile the component once, outside every timed section.
+    let started = Instant::now();
+    Engine::in_memory()?.tenant(TENANT)?.open_count()?;
+    println!(
+        "Compiling the component took {:.2} s (once per process).\n",
+        started.elapsed().as_secs_f64()
+    );
+
+    if wanted("verbs") {
+        bench.verbs()?;
+    }
+    if wanted("fixed") {
+        bench.fixed_cost()?;
+    }
+    if wanted("scaling") {
+        bench.scaling()?;
+    }
+    if wanted("concurrency") {
+        bench.concurrency()?;
+    }
+    bench.print_targets();
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Statistics
+
+/// Median, min and max of one figure over the runs.
+#[derive(Clone, Copy, Debug)]
+struct Spread {
+    median: f64,
+    min: f64,
+    max: f64,
+}
+
+impl Spread {
+    fn of(xs: &[f64]) -> Spread {
+        let mut v = xs.to_vec();
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        let median = if n == 0 {
+            f64::NAN
+        } else if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        };
+        Spread {
+            median,
+            min: v.first().copied().unwrap_or(f64::NAN),
+            max: v.last().copied().unwrap_or(f64::NAN),
+        }
+    }
+
+    fn us(&self) -> String {
+        format!("{} ({}–{})", us(self.median), us(self.min), us(self.max))
+    }
+
+    fn rate(&self) -> String {
+        format!(
+            "{} ({}–{})",
+            rate(self.median),
+            rate(self.min),
+            rate(self.max)
+        )
+    }
+}
+
+/// Microseconds, with as many decimals as make sense for the size.
+fn us(x: f64) -> String {
+    if x < 10.0 {
+        format!("{x:.2}")
+    } else if x < 100.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.0}")
+    }
+}
+
+/// Calls per second, to three significant figures.
+fn rate(x: f64) -> String {
+    if x >= 10_000.0 {
+        format!("{:.0}k", x / 1000.0)
+    } else if x >= 1000.0 {
+        format!("{:.1}k", x / 1000.0)
+    } else {
+        format!("{x:.0}")
+    }
+}
+
+/// One run: the latency of each call, in microseconds.
+struct Run(Vec<f64>);
+
+impl Run {
+    fn quantile(&self, q: f64) -> f64 {
+        let mut v = self.0.clone();
+        v.sort_by(f64::total_cmp);
+        if v.is_empty() {
+            return f64::NAN;
+        }
+        v[((v.len() - 1) as f64 * q).round() as usize]
+    }
+
+    fn p50(&self) -> f64 {
+        self.quantile(0.5)
+    }
+
+    fn p99(&self) -> f64 {
+        self.quantile(0.99)
+    }
+
+    fn max(&self) -> f64 {
+        self.quantile(1.0)
+    }
+
+    /// Calls per second over the whole run.
+    fn rate(&self) -> f64 {
+        let total: f64 = self.0.iter().sum();
+        self.0.len() as f64 / (total / 1e6)
+    }
+}
+
+/// Figures over repeated runs.
+struct Runs(Vec<Run>);
+
+impl Runs {
+    fn spread(&self, f: impl Fn(&Run) -> f64) -> Spread {
+        Spread::of(&self.0.iter().map(f).collect::<Vec<_>>())
+    }
+    fn p50(&self) -> Spread {
+        self.spread(Run::p50)
+    }
+    fn p99(&self) -> Spread {
+        self.spread(Run::p99)
+    }
+    fn rate(&self) -> Spread {
+        self.spread(Run::rate)
+    }
+}
+
+/// Times `calls` calls of `f`, each alone; `f` checks its own answer after
+/// the clock stops (it returns the check to run).
+fn time_calls<C: FnOnce() -> Result<()>>(
+    calls: usize,
+    mut f: impl FnMut(usize) -> Result<C>,
+) -> Result<Run> {
+    let mut out = Vec::with_capacity(calls);
+    for i in 0..calls {
+        let started = Instant::now();
+        let check = f(i)?;
+        out.push(started.elapsed().as_secs_f64() * 1e6);
+        check()?;
+    }
+    Ok(Run(out))
+}
+
+// ---------------------------------------------------------------------------
+// The engines under test
+
+/// The product or the native build, over one redb file.
+enum Driver {
+    Product(Tenant),
+    Native(NativeTenant),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Product,
+    Native,
+    Raw,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Product => "product",
+            Kind::Native => "native",
+            Kind::Raw => "raw",
+        }
+    }
+}
+
+fn strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+impl Driver {
+    fn open(kind: Kind, path: &Path, durability: Durability) -> Result<Driver> {
+        Ok(match kind {
+            Kind::Product => Driver::Product(
+                Engine::builder()
+                    .durability(durability)
+                    .open(path)?
+                    .tenant(TENANT)?,
+            ),
+            Kind::Native => Driver::Native(NativeEngine::open(path, durability)?.tenant(TENANT)?),
+            Kind::Raw => bail!("the raw baseline has no driver"),
+        })
+    }
+
+    fn open_task(&self, t: &Task) -> Result<Task, Error> {
+        match self {
+            Driver::Product(p) => p.open(t),
+            Driver::Native(n) => n.write(|kv| tasks::open(kv, t)),
+        }
+    }
+
+    fn claim(&self, id: &str, actor: &str, roles: &[String]) -> Result<Task, Error> {
+        match self {
+            Driver::Product(p) => p.claim(id, actor, &strs(roles)),
+            Driver::Native(n) => n.write(|kv| tasks::claim(kv, id, actor, roles)),
+        }
+    }
+
+    fn settle(&self, id: &str) -> Result<bool, Error> {
+        match self {
+            Driver::Product(p) => p.settle(id, Settlement::Completed),
+            Driver::Native(n) => n.write(|kv| tasks::settle(kv, id, Settlement::Completed)),
+        }
+    }
+
+    fn escalate(&self, id: &str) -> Result<Task, Error> {
+        match self {
+            Driver::Product(p) => p.escalate(id),
+            Driver::Native(n) => n.write(|kv| tasks::escalate(kv, id)),
+        }
+    }
+
+    fn queue(&self, q: &QueueQuery) -> Result<Page, Error> {
+        match self {
+            Driver::Product(p) => p.queue(q),
+            Driver::Native(n) => n.read(|kv| tasks::queue(kv, q)),
+        }
+    }
+
+    fn for_case(&self, case: &str, limit: u32) -> Result<Page, Error> {
+        match self {
+            Driver::Product(p) => p.for_case(case, limit, None),
+            Driver::Native(n) => n.read(|kv| tasks::for_case(kv, case, limit, None)),
+        }
+    }
+
+    fn open_count(&self) -> Result<u64, Error> {
+        match self {
+            Driver::Product(p) => p.open_count(),
+            Driver::Native(n) => n.read(|kv| tasks::open_count(kv)),
+        }
+    }
+
+    fn arm(&self, t: &Timer) -> Result<ArmOutcome, Error> {
+        match self {
+            Driver::Product(p) => p.arm(t),
+            Driver::Native(n) => n.write(|kv| timers::arm(kv, t)),
+        }
+    }
+
+    fn claim_due(&self, now: i64, limit: u32, lease_ms: u32) -> Result<Vec<Timer>, Error> {
+        match self {
+            Driver::Product(p) => p.claim_due(now, limit, lease_ms),
+            Driver::Native(n) => n.write(|kv| timers::claim_due(kv, now, limit, lease_ms)),
+        }
+    }
+
+    /// The consistency check (product only; the smoke pass runs it after
+    /// every measurement, so the benchmark never times a broken database).
+    fn check(&self) -> Result<()> {
+        if let Driver::Product(p) = self {
+            let found = p.check()?;
+            ensure!(
+                found.is_empty(),
+                "the benchmark left discrepancies: {found:?}"
+            );
+        }
+        Ok(())
+    }
+}
+
+/// The floor: one small insert and a commit per call, on redb directly.
+struct Raw {
+    db: redb::Database,
+    durability: Durability,
+}
+
+const RAW_TABLE: TableDefinition<&[u8], &[u8]> = TableDefinition::new("raw");
+/// About the size of an index entry plus a small row.
+const RAW_VALUE: [u8; 96] = [7; 96];
+
+impl Raw {
+    fn open(path: &Path, durability: Durability) -> Result<Raw> {
+        let db = redb::Database::create(path)?;
+        let w = db.begin_write()?;
+        w.open_table(RAW_TABLE)?;
+        w.commit()?;
+        Ok(Raw { db, durability })
+    }
+
+    fn key(i: usize) -> [u8; 16] {
+        let mut k = *b"raw-key-00000000";
+        k[8..].copy_from_slice(format!("{i:08}").as_bytes());
+        k
+    }
+
+    fn insert(&self, i: usize) -> Result<()> {
+        let mut w = self.db.begin_write()?;
+        if self.durability == Durability::None {
+            w.set_durability(redb::Durability::None)?;
+        }
+        w.open_table(RAW_TABLE)?
+            .insert(Self::key(i).as_slice(), RAW_VALUE.as_slice())?;
+        w.commit()?;
+        Ok(())
+    }
+
+    fn get(&self, i: usize) -> Result<bool> {
+        let r = self.db.begin_read()?;
+        let t = r.open_table(RAW_TABLE)?;
+        Ok(t.get(Self::key(i).as_slice())?.is_some())
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Workload shapes
+
+const REVIEWER: &str = "reviewer";
+const ALICE: &str = "alice";
+
+/// A realistic task: one role, an escalation audience, an excluded actor, a
+/// case, a due date and a small justification.
+fn task(id: String, created_at: i64, role: &str, case: String) -> Task {
+    Task {
+        id,
+        run: format!("run-{}", created_at % 64),
+        case: Some(case),
+        kind: "approve-payment".into(),
+        justification: r#"{"amount":1250,"currency":"EUR","reason":"invoice 4711 exceeds the auto-approval limit"}"#.into(),
+        candidate_roles: vec![role.into()],
+        assignee: None,
+        priority: [Priority::Low, Priority::Normal, Priority::High, Priority::Urgent]
+            [(created_at % 4) as usize],
+        state: TaskState::Open,
+        on_expiry: OnExpiry::Escalate,
+        escalate_to: vec!["manager".into()],
+        excluded_actors: vec!["mallory".into()],
+        created_at,
+        due_at: Some(created_at + 86_400_000),
+    }
+}
+
+fn reviewer_task(i: usize) -> Task {
+    task(
+        format!("task-{i:07}"),
+        1_000 + i as i64,
+        REVIEWER,
+        format!("case-{}", i / 10),
+    )
+}
+
+fn timer(i: usize, fire_at: i64) -> Timer {
+    Timer {
+        run: format!("run-{}", i % 64),
+        case: Some(format!("case-{}", i / 10)),
+        effect: format!("wake-{i:07}"),
+        step: 1,
+        phase: Phase::Forward,
+        fire_at,
+    }
+}
+
+/// Where the `claim-due` measurements sweep: every pool timer fired long
+/// before; each call's `now` is one millisecond after the last one's, with a
+/// one-millisecond lease, so what a call claims is claimable again by the
+/// next call and every call finds a full page, while the held timers' leases
+/// (seven days) outlast the whole run.
+const SWEEP_FROM: i64 = 10_000_000;
+const LONG_LEASE: u32 = 604_800_000;
+
+/// Seeds a database through the native build of the rules (the same code and
+/// the same keyspace the component writes), in one transaction.
+fn seed(path: &Path, f: impl FnOnce(&mut dyn Kv) -> Result<(), Error>) -> Result<()> {
+    let native = NativeEngine::open(path, Durability::Immediate)?;
+    native.tenant(TENANT)?.write(f)?;
+    Ok(())
+}
+
+fn seed_tasks(kv: &mut dyn Kv, tasks: impl Iterator<Item = Task>) -> Result<(), Error> {
+    for t in tasks {
+        tasks::open(kv, &t)?;
+    }
+    Ok(())
+}
+
+/// `held` timers claimed under a long lease, then `pool` due ones.
+fn seed_timers(kv: &mut dyn Kv, held: usize, pool: usize) -> Result<(), Error> {
+    for i in 0..held {
+        timers::arm(kv, &timer(i, i as i64))?;
+    }
+    let mut claimed = 0;
+    while claimed < held {
+        let n = timers::claim_due(kv, held as i64, 1000, LONG_LEASE)?.len();
+        if n == 0 {
+            break;
+        }
+        claimed += n;
+    }
+    for i in held..held + pool {
+        timers::arm(kv, &timer(i, 1_000_000 + i as i64))?;
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// The sections
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Verb {
+    Open,
+    Claim,
+    Settle,
+    Escalate,
+    Queue,
+    Arm,
+    ClaimDue,
+}
+
+impl Verb {
+    const ALL: [Verb; 7] = [
+        Verb::Open,
+        Verb::Claim,
+        Verb::Settle,
+        Verb::Escalate,
+        Verb::Queue,
+        Verb::Arm,
+        Verb::ClaimDue,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Verb::Open => "open",
+            Verb::Claim => "claim",
+            Verb::Settle => "settle",
+            Verb::Escalate => "escalate",
+            Verb::Queue => "queue (limit 50)",
+            Verb::Arm => "arm",
+            Verb::ClaimDue => "claim-due (limit 100)",
+        }
+    }
+
+    fn reads_only(self) -> bool {
+        self == Verb::Queue
+    }
+}
+
+fn reviewer_query(limit: u32) -> QueueQuery {
+    QueueQuery {
+        roles: vec![REVIEWER.into()],
+        actor: Some(ALICE.into()),
+        limit,
+        after: None,
+    }
+}
+
+/// Results of one verb under one durability, per engine.
+struct VerbRow {
+    verb: Verb,
+    durability: Durability,
+    product: Runs,
+    native: Runs,
+    raw: Runs,
+}
+
+struct Target {
+    what: String,
+    goal: String,
+    measured: String,
+    met: bool,
+}
+
+struct Bench {
+    sizes: Sizes,
+    scratch: PathBuf,
+    files: usize,
+    targets: Vec<Target>,
+}
+
+impl Bench {
+    /// A path no earlier measurement used.
+    fn fresh_file(&mut self) -> PathBuf {
+        self.files += 1;
+        self.scratch.join(format!("bench-{}.redb", self.files))
+    }
+
+    fn target(&mut self, what: impl Into<String>, goal: &str, measured: String, met: bool) {
+        self.targets.push(Target {
+            what: what.into(),
+            goal: goal.into(),
+            measured,
+            met,
+        });
+    }
+
+    /// Seeds what `verb` needs for `calls` calls.
+    fn seed_for(&self, verb: Verb, path: &Path, calls: usize) -> Result<()> {
+        let s = self.sizes;
+        match verb {
+            Verb::Open | Verb::Arm => seed(path, |_| Ok(())),
+            Verb::Claim | Verb::Escalate => {
+                seed(path, |kv| seed_tasks(kv, (0..calls).map(reviewer_task)))
+            }
+            Verb::Settle => seed(path, |kv| {
+                let roles = [REVIEWER.to_owned()];
+                for i in 0..calls {
+                    let t = reviewer_task(i);
+                    tasks::open(kv, &t)?;
+                    tasks::claim(kv, &t.id, ALICE, &roles)?;
+                }
+                Ok(())
+            }),
+            Verb::Queue => seed(path, |kv| {
+                seed_tasks(kv, (0..s.queue_backlog).map(reviewer_task))
+            }),
+            Verb::ClaimDue => seed(path, |kv| seed_timers(kv, 0, s.timer_pool)),
+        }
+    }
+
+    /// Runs `calls` calls of `verb`, timing each.
+    fn run_verb(&self, d: &Driver, verb: Verb, calls: usize) -> Result<Run> {
+        let roles = vec![REVIEWER.to_owned()];
+        let query = reviewer_query(50);
+        match verb {
+            Verb::Open => time_calls(calls, |i| {
+                let t = reviewer_task(i);
+                let got = d.open_task(&t)?;
+                Ok(move || {
+                    ensure!(got == t, "open answered another task");
+                    Ok(())
+                })
+            }),
+            Verb::Claim => time_calls(calls, |i| {
+                let got = d.claim(&format!("task-{i:07}"), ALICE, &roles)?;
+                Ok(move || {
+                    ensure!(got.state == TaskState::Claimed, "claim did not claim");
+                    Ok(())
+                })
+            }),
+            Verb::Settle => time_calls(calls, |i| {
+                let moved = d.settle(&format!("task-{i:07}"))?;
+                Ok(move || {
+                    ensure!(moved, "settle did not move a claimed task");
+                    Ok(())
+                })
+            }),
+            Verb::Escalate => time_calls(calls, |i| {
+                let got = d.escalate(&format!("task-{i:07}"))?;
+                Ok(move || {
+                    ensure!(got.state == TaskState::Escalated, "escalate did not");
+                    Ok(())
+                })
+            }),
+            Verb::Queue => time_calls(calls, |_| {
+                let page = d.queue(&query)?;
+                Ok(move || {
+                    ensure!(page.tasks.len() == 50, "queue page of {}", page.tasks.len());
+                    Ok(())
+                })
+            }),
+            Verb::Arm => time_calls(calls, |i| {
+                let got = d.arm(&timer(i, 5_000 + i as i64))?;
+                Ok(move || {
+                    ensure!(got == ArmOutcome::Armed, "arm answered {got:?}");
+                    Ok(())
+                })
+            }),
+            Verb::ClaimDue => time_calls(calls, |i| {
+                let got = d.claim_due(SWEEP_FROM + i as i64, 100, 1)?;
+                Ok(move || {
+                    ensure!(got.len() == 100, "claim-due claimed {}", got.len());
+                    Ok(())
+                })
+            }),
+        }
+    }
+
+    /// One run of `verb` on `kind`, on a fresh file.
+    fn verb_run(&mut self, verb: Verb, kind: Kind, durability: Durability) -> Result<Run> {
+        let calls = self.sizes.calls(durability);
+        let path = self.fresh_file();
+        let run = if kind == Kind::Raw {
+            let raw = Raw::open(&path, durability)?;
+            if verb.reads_only() {
+                for i in 0..calls {
+                    raw.insert(i)?;
+                }
+                time_calls(calls, |i| {
+                    let found = raw.get(i)?;
+                    Ok(move || {
+                        ensure!(found, "raw key {i} missing");
+                        Ok(())
+                    })
+                })?
+            } else {
+                time_calls(calls, |i| {
+                    raw.insert(i)?;
+                    Ok(|| Ok(()))
+                })?
+            }
+        } else {
+            self.seed_for(verb, &path, calls)?;
+            let d = Driver::open(kind, &path, durability)?;
+            // Page the file in and warm the instance pool before the clock.
+            for _ in 0..3 {
+                d.open_count()?;
+            }
+            let run = self.run_verb(&d, verb, calls)?;
+            if self.sizes.smoke {
+                d.check()?;
+            }
+            run
+        };
+        std::fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
+        Ok(run)
+    }
+
+    fn verbs(&mut self) -> Result<()> {
+        let mut rows = Vec::new();
+        for durability in [Durability::None, Durability::Immediate] {
+            for verb in Verb::ALL {
+                let mut per_kind: [Vec<Run>; 3] = Default::default();
+                // Interleaved, so a slow spell of the machine hits every
+                // engine alike.
+                for _ in 0..self.sizes.runs {
+                    for (k, kind) in [Kind::Product, Kind::Native, Kind::Raw].iter().enumerate() {
+                        let run = self.verb_run(verb, *kind, durability).with_context(|| {
+                            format!("{} on {} ({durability:?})", verb.name(), kind.name())
+                        })?;
+                        per_kind[k].push(run);
+                    }
+                }
+                let [product, native, raw] = per_kind;
+                eprintln!("  measured {} ({durability:?})", verb.name());
+                rows.push(VerbRow {
+                    verb,
+                    durability,
+                    product: Runs(product),
+                    native: Runs(native),
+                    raw: Runs(raw),
+                });
+            }
+        }
+        self.print_verbs(&rows);
+        Ok(())
+    }
+
+    fn print_verbs(&mut self, rows: &[VerbRow]) {
+        let s = self.sizes;
+        println!("## 1. Per-verb throughput and latency\n");
+        println!(
+            "Single thread, a fresh redb file per run, {} calls per run under Durability::None \
+             and {} under Durability::Immediate. *product*: the Wasm component through the host; \
+             *native*: the same rules compiled natively over the same redb layer, one \
+             transaction per call; *raw*: one {}-byte insert + commit per call on redb directly \
+             (for the read verb `queue`: one read transaction and one point get). `queue` reads \
+             the first page of {} queued tasks; `claim-due` claims 100 of a pool of {} due \
+             timers.\n",
+            s.calls_none,
+            s.calls_immediate,
+            RAW_VALUE.len() + 16,
+            s.queue_backlog,
+            s.timer_pool
+        );
+        println!(
+            "Ratios are of throughput (calls/s, medians): product/native 0.5 means the sandbox \
+             halves throughput; product/raw 0.25 means a call costs four raw commits.\n"
+        );
+        for durability in [Durability::None, Durability::Immediate] {
+            println!("### Durability::{durability:?}\n");
+            println!(
+                "| verb | product calls/s | native calls/s | raw calls/s | product/native | product/raw |"
+            );
+            println!("| --- | --- | --- | --- | --- | --- |");
+            for r in rows.iter().filter(|r| r.durability == durability) {
+                let (p, n, w) = (r.product.rate(), r.native.rate(), r.raw.rate());
+                println!(
+                    "| {} | {} | {} | {} | {:.2} | {:.2} |",
+                    r.verb.name(),
+                    p.rate(),
+                    n.rate(),
+                    w.rate(),
+                    p.median / n.median,
+                    p.median / w.median,
+                );
+            }
+            println!();
+            println!("Latency per call, µs (p50 and p99 within a run):\n");
+            println!(
+                "| verb | product p50 | native p50 | raw p50 | product p99 | native p99 | raw p99 |"
+            );
+            println!("| --- | --- | --- | --- | --- | --- | --- |");
+            for r in rows.iter().filter(|r| r.durability == durability) {
+                println!(
+                    "| {} | {} | {} | {} | {} | {} | {} |",
+                    r.verb.name(),
+                    r.product.p50().us(),
+                    r.native.p50().us(),
+                    r.raw.p50().us(),
+                    r.product.p99().us(),
+                    r.native.p99().us(),
+                    r.raw.p99().us(),
+                );
+            }
+            println!();
+        }
+        for r in rows {
+            let (p, n, w) = (
+                r.product.rate().median,
+                r.native.rate().median,
+                r.raw.rate().median,
+            );
+            let name = r.verb.name();
+            match r.durability {
+                Durability::None if matches!(r.verb, Verb::Open | Verb::Claim) => {
+                    self.target(
+                        format!("{name}, None: product vs raw insert+commit"),
+                        "≤ 4× the time (product/raw ≥ 0.25)",
+                        format!("{:.2}× the time (product/raw {:.2})", w / p, p / w),
+                        p / w >= 0.25,
+                    );
+                    self.target(
+                        format!("{name}, None: product vs native"),
+                        "product/native ≥ 0.5",
+                        format!("{:.2}", p / n),
+                        p / n >= 0.5,
+                    );
+                }
+                Durability::Immediate if !r.verb.reads_only() => self.target(
+                    format!("{name}, Immediate: product vs raw"),
+                    "product/raw ≥ 0.8",
+                    format!("{:.2}", p / w),
+                    p / w >= 0.8,
+                ),
+                _ => {}
+            }
+        }
+    }
+
+    /// Item 2: `open-count` through the component and natively; the
+    /// difference is what instantiation and the boundary cost per call.
+    fn fixed_cost(&mut self) -> Result<()> {
+        let s = self.sizes;
+        let path = self.fresh_file();
+        seed(&path, |kv| seed_tasks(kv, (0..10).map(reviewer_task)))?;
+        let mut product = Vec::new();
+        let mut native = Vec::new();
+        for _ in 0..s.runs {
+            for (kind, out) in [(Kind::Product, &mut product), (Kind::Native, &mut native)] {
+                let d = Driver::open(kind, &path, Durability::None)?;
+                for _ in 0..100 {
+                    d.open_count()?;
+                }
+                out.push(time_calls(s.read_calls * 5, |_| {
+                    let n = d.open_count()?;
+                    Ok(move || {
+                        ensure!(n == 10, "open-count answered {n}");
+                        Ok(())
+                    })
+                })?);
+            }
+        }
+        let diffs: Vec<f64> = product
+            .iter()
+            .zip(&native)
+            .map(|(p, n)| p.p50() - n.p50())
+            .collect();
+        let (product, native, fixed) = (Runs(product), Runs(native), Spread::of(&diffs));
+        println!("## 2. Fixed per-call cost of the sandbox\n");
+        println!(
+            "`open-count` (one counter read) on a read snapshot, {} calls per run. The \
+             difference of the p50s is what a fresh instance from the pre-instantiated \
+             component (pooling allocator, nothing compiled per call) plus the boundary \
+             crossing costs per call.\n",
+            s.read_calls * 5
+        );
+        println!("| | p50 µs | p99 µs | calls/s |");
+        println!("| --- | --- | --- | --- |");
+        println!(
+            "| product | {} | {} | {} |",
+            product.p50().us(),
+            product.p99().us(),
+            product.rate().rate()
+        );
+        println!(
+            "| native | {} | {} | {} |",
+            native.p50().us(),
+            native.p99().us(),
+            native.rate().rate()
+        );
+        println!(
+            "| **sandbox cost per call** (product p50 − native p50) | {} | | |",
+            fixed.us()
+        );
+        println!();
+        self.target(
+            "fixed per-call cost of the sandbox",
+            "≤ 10 µs median",
+            format!("{} µs", us(fixed.median)),
+            fixed.median <= 10.0,
+        );
+        Ok(())
+    }
+
+    /// Item 3: each verb at a small and a large backlog, on the product and
+    /// (for reference) natively; the figure is the ratio of the p50s.
+    fn scaling(&mut self) -> Result<()> {
+        let s = self.sizes;
+        println!("## 3. Scaling with the backlog\n");
+        println!(
+            "Each figure is the p50 latency of one call, µs, median (min–max) over {} runs of \
+             {} calls ({} for `claim-due`, which writes), Durability::None. Ratio = large / \
+             small, of the medians.\n",
+            s.runs, s.read_calls, s.write_calls
+        );
+        println!(
+            "| measurement | small | large | product small | product large | product ratio | native small | native large | native ratio |"
+        );
+        println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+
+        // `queue` for a role that matches 10 tasks, beside many open tasks
+        // offered to other roles.
+        let auditor = |i: usize| {
+            task(
+                format!("audit-{i:03}"),
+                500 + i as i64,
+                "auditor",
+                format!("audit-case-{i}"),
+            )
+        };
+        let others = |n: usize| {
+            (0..n).map(|i| {
+                task(
+                    format!("other-{i:07}"),
+                    1_000 + i as i64,
+                    &format!("team-{}", i % 20),
+                    format!("case-{}", i / 10),
+                )
+            })
+        };
+        let query = QueueQuery {
+            roles: vec!["auditor".into()],
+            actor: Some(ALICE.into()),
+            limit: 50,
+            after: None,
+        };
+        self.scale_case(
+            "`queue` for a role matching 10 tasks; open tasks of other roles",
+            (s.queue_small, s.queue_large),
+            |kv, n| seed_tasks(kv, (0..10).map(auditor).chain(others(n))),
+            s.read_calls,
+            |d, _| {
+                let page = d.queue(&query)?;
+                ensure!(page.tasks.len() == 10, "queue page of {}", page.tasks.len());
+                Ok(())
+            },
+        )?;
+
+        self.scale_case(
+            "`open-count`; pending tasks",
+            (s.count_small, s.count_large),
+            |kv, n| seed_tasks(kv, others(n)),
+            s.read_calls,
+            |d, n| {
+                let got = d.open_count()?;
+                ensure!(got == n as u64, "open-count answered {got}, expected {n}");
+                Ok(())
+            },
+        )?;
+
+        self.scale_case(
+            "`claim-due` (limit 100); timers held under unexpired leases",
+            (0, s.held_large),
+            |kv, n| seed_timers(kv, n, s.timer_pool),
+            s.write_calls,
+            // Each measured call sweeps at a later `now` (see SWEEP_FROM);
+            // the call counter lives in the closure.
+            {
+                let mut call = 0i64;
+                move |d, _| {
+                    call += 1;
+                    let got = d.claim_due(SWEEP_FROM + call, 100, 1)?;
+                    ensure!(got.len() == 100, "claim-due claimed {}", got.len());
+                    Ok(())
+                }
+            },
+        )?;
+
+        let target_case = |i: usize| {
+            task(
+                format!("target-{i:03}"),
+                500 + i as i64,
+                REVIEWER,
+                "case-target".into(),
+            )
+        };
+        self.scale_case(
+            "`for-case` page (limit 50) of a 10-task case; tasks in other cases",
+            (s.case_small, s.case_large),
+            |kv, n| seed_tasks(kv, (0..10).map(target_case).chain(others(n))),
+            s.read_calls,
+            |d, _| {
+                let page = d.for_case("case-target", 50)?;
+                ensure!(
+                    page.tasks.len() == 10,
+                    "for-case page of {}",
+                    page.tasks.len()
+                );
+                Ok(())
+            },
+        )?;
+        println!();
+        Ok(())
+    }
+
+    /// Seeds a small and a large database with `seed(kv, n)`, then times
+    /// `call(driver, n)` on each, product and native.
+    fn scale_case(
+        &mut self,
+        what: &str,
+        (small, large): (usize, usize),
+        seed_with: impl Fn(&mut dyn Kv, usize) -> Result<(), Error>,
+        calls: usize,
+        mut call: impl FnMut(&Driver, usize) -> Result<()>,
+    ) -> Result<()> {
+        let mut p50 = |kind: Kind, path: &Path, n: usize| -> Result<Spread> {
+            let mut runs = Vec::new();
+            for _ in 0..self.sizes.runs {
+                let d = Driver::open(kind, path, Durability::None)?;
+                d.open_count()?;
+                runs.push(time_calls(calls, |_| {
+                    call(&d, n)?;
+                    Ok(|| Ok(()))
+                })?);
+                if self.sizes.smoke {
+                    d.check()?;
+                }
+            }
+            Ok(Runs(runs).p50())
+        };
+        let mut figures = Vec::new();
+        let mut paths = Vec::new();
+        for n in [small, large] {
+            self.files += 1;
+            let path = self.scratch.join(format!("bench-{}.redb", self.files));
+            let started = Instant::now();
+            seed(&path, |kv| seed_with(kv, n))?;
+            eprintln!(
+                "  seeded {n} for {what} in {:.1} s",
+                started.elapsed().as_secs_f64()
+            );
+            paths.push(path);
+        }
+        for kind in [Kind::Product, Kind::Native] {
+            for (path, n) in paths.iter().zip([small, large]) {
+                figures.push(p50(kind, path, n)?);
+            }
+        }
+        for path in paths {
+            std::fs::remove_file(&path)?;
+        }
+        let [ps, pl, ns, nl] = [figures[0], figures[1], figures[2], figures[3]];
+        let (pr, nr) = (pl.median / ps.median, nl.median / ns.median);
+        println!(
+            "| {what} | {small} | {large} | {} | {} | **{pr:.2}** | {} | {} | {nr:.2} |",
+            ps.us(),
+            pl.us(),
+            ns.us(),
+            nl.us(),
+        );
+        self.target(
+            format!("scaling: {what}, {small} → {large}"),
+            "product ratio ≤ 1.5",
+            format!("{pr:.2}"),
+            pr <= 1.5,
+        );
+        Ok(())
+    }
+
+    /// Item 4: read latency from two threads, alone and beside a writer that
+    /// commits with an fsync each call.
+    fn concurrency(&mut self) -> Result<()> {
+        let s = self.sizes;
+        let path = self.fresh_file();
+        let backlog = 1000.min(s.queue_backlog);
+        seed(&path, |kv| seed_tasks(kv, (0..backlog).map(reviewer_task)))?;
+        let tenant = Engine::builder()
+            .durability(Durability::Immediate)
+            .open(&path)?
+            .tenant(TENANT)?;
+        let mut alone = Vec::new();
+        let mut beside = Vec::new();
+        let mut writes = Vec::new();
+        for run in 0..s.runs {
+            alone.push(read_phase(&tenant, backlog, s.concurrency_for, None)?.0);
+            let (reads, wrote) =
+                read_phase(&tenant, backlog, s.concurrency_for, Some(run * 1_000_000))?;
+            beside.push(reads);
+            writes.push(wrote.context("the writer's run")?);
+        }
+        if s.smoke {
+            let found = tenant.check()?;
+            ensure!(
+                found.is_empty(),
+                "discrepancies after the concurrency run: {found:?}"
+            );
+        }
+        let (alone, beside, writes) = (Runs(alone), Runs(beside), Runs(writes));
+        println!("## 4. Reads beside a writer\n");
+        println!(
+            "Two threads read for {:.1} s (each call one of `get`, `queue` (limit 10), \
+             `open-count`, in turn) on the product engine, Durability::Immediate, {backlog} \
+             queued tasks; then the same with a third thread opening tasks as fast as it can, \
+             every commit an fsync. Reads run on snapshots and should not wait for the \
+             writer.\n",
+            s.concurrency_for.as_secs_f64()
+        );
+        println!("| | reads/s (both threads) | read p50 µs | read p99 µs | read max µs |");
+        println!("| --- | --- | --- | --- | --- |");
+        for (name, r) in [("readers alone", &alone), ("beside a writer", &beside)] {
+            println!(
+                "| {name} | {} | {} | {} | {} |",
+                r.spread(|r| r.0.len() as f64 / s.concurrency_for.as_secs_f64())
+                    .rate(),
+                r.p50().us(),
+                r.p99().us(),
+                r.spread(Run::max).us(),
+            );
+        }
+        println!(
+            "\nThe writer meanwhile: {} opens/s, p50 {} µs, p99 {} µs per commit.\n",
+            writes
+                .spread(|r| r.0.len() as f64 / s.concurrency_for.as_secs_f64())
+                .rate(),
+            writes.p50().us(),
+            writes.p99().us(),
+        );
+        std::fs::remove_file(&path)?;
+        Ok(())
+    }
+
+    fn print_targets(&self) {
+        if self.targets.is_empty() {
+            return;
+        }
+        println!("## Targets (Durability::None unless named)\n");
+        println!("| target | goal | measured | met |");
+        println!("| --- | --- | --- | --- |");
+        for t in &self.targets {
+            println!(
+                "| {} | {} | {} | {} |",
+                t.what,
+                t.goal,
+                t.measured,
+                if t.met { "yes" } else { "**no**" }
+            );
+        }
+        println!();
+    }
+}
+
+/// Two readers for `length`; with `writer_from`, a third thread opens tasks
+/// (ids from that number on) until the readers stop. Answers the readers'
+/// latencies, merged, and the writer's.
+fn read_phase(
+    tenant: &Tenant,
+    backlog: usize,
+    length: Duration,
+    writer_from: Option<usize>,
+) -> Result<(Run, Option<Run>)> {
+    let stop = Arc::new(AtomicBool::new(false));
+    std::thread::scope(|scope| -> Result<(Run, Option<Run>)> {
+        let writer = writer_from.map(|from| {
+            let stop = stop.clone();
+            scope.spawn(move || -> Result<Run> {
+                let mut out = Vec::new();
+                let mut i = from;
+                while !stop.load(Ordering::Relaxed) {
+                    let t = task(
+                        format!("written-{i:09}"),
+                        2_000_000 + i as i64,
+                        REVIEWER,
+                        "written".into(),
+                    );
+                    let started = Instant::now();
+                    tenant.open(&t)?;
+                    out.push(started.elapsed().as_secs_f64() * 1e6);
+                    i += 1;
+                }
+                Ok(Run(out))
+            })
+        });
+        let readers: Vec<_> = (0..2)
+            .map(|r| {
+                scope.spawn(move || -> Result<Vec<f64>> {
+                    let query = reviewer_query(10);
+                    let ends = Instant::now() + length;
+                    let mut out = Vec::new();
+                    let mut i = r;
+                    while Instant::now() < ends {
+                        let started = Instant::now();
+                        match i % 3 {
+                            0 => {
+                                let id = format!("task-{:07}", (i * 7919) % backlog);
+                                ensure!(tenant.get(&id)?.is_some(), "no task {id}");
+                            }
+                            1 => {
+                                let page = tenant.queue(&query)?;
+                                ensure!(page.tasks.len() == 10, "short queue page");
+                            }
+                            _ => {
+                                ensure!(tenant.open_count()? >= backlog as u64, "open-count");
+                            }
+                        }
+                        out.push(started.elapsed().as_secs_f64() * 1e6);
+                        i += 1;
+                    }
+                    Ok(out)
+                })
+            })
+            .collect();
+        let joined: Vec<_> = readers.into_iter().map(|r| r.join()).collect();
+        // Stop the writer before any error ends the scope, which waits for it.
+        stop.store(true, Ordering::Relaxed);
+        let wrote = match writer.map(|w| w.join()) {
+            None => None,
+            Some(Ok(got)) => Some(got?),
+            Some(Err(_)) => bail!("the writer panicked"),
+        };
+        let mut reads = Vec::new();
+        for r in joined {
+            match r {
+                Ok(got) => reads.extend(got?),
+                Err(_) => bail!("a reader panicked"),
+            }
+        }
+        Ok((Run(reads), wrote))
+    })
+}

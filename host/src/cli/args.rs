@@ -1,0 +1,233 @@
+//! The command line, as clap derive types. Parsing only: nothing here opens a
+//! database or calls the engine.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use leasehold_host::{Settlement, Timestamp};
+
+use super::time::{parse_lease, parse_time};
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0  done
+  1  the engine refused (claim refused, not found, not held...); `check` found discrepancies
+  2  usage or input error (the message says what was wrong and where)
+  3  storage or sandbox failure
+
+Times are RFC 3339 (2026-05-04T09:00:00Z, any offset) or integer milliseconds
+since 1970. Durations are written with a unit: 30s, 5m, 1500ms.";
+
+/// A human-task worklist and durable-timer engine whose rules run as a
+/// sandboxed WebAssembly component over a local redb file.
+#[derive(Debug, Parser)]
+#[command(name = "leasehold", version, after_help = EXIT_CODES)]
+pub struct Cli {
+    /// Database file [default: leasehold.redb in the current folder]
+    #[arg(long, global = true, env = "LEASEHOLD_DB", value_name = "PATH")]
+    pub db: Option<PathBuf>,
+
+    /// The tenant every call is scoped to
+    #[arg(long, global = true, default_value = "default", value_name = "NAME")]
+    pub tenant: String,
+
+    /// Print exact JSON for scripts instead of tables and sentences; errors
+    /// go to stderr as a JSON object
+    #[arg(long, global = true)]
+    pub json: bool,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Open, read, claim and settle one task
+    #[command(subcommand)]
+    Task(TaskCommand),
+    /// Queued tasks an actor with these roles may claim, urgent first
+    Queue(QueueArgs),
+    /// Tasks past their due time that still await expiry, earliest first
+    Overdue {
+        /// The instant to compare due times with [default: the current clock]
+        #[arg(long, value_name = "TIME", value_parser = parse_time)]
+        now: Option<Timestamp>,
+        /// Most tasks to list (1-1000)
+        #[arg(long, default_value_t = 20, value_name = "N")]
+        limit: u32,
+    },
+    /// Every task of a case, in any state, oldest first
+    Case {
+        case: String,
+        /// Most tasks on this page (1-1000)
+        #[arg(long, default_value_t = 20, value_name = "N")]
+        limit: u32,
+        /// Continue after this cursor, as printed by the previous page
+        #[arg(long, value_name = "CURSOR")]
+        after: Option<String>,
+    },
+    /// Arm, sweep and disarm durable timers
+    #[command(subcommand)]
+    Timer(TimerCommand),
+    /// Seal a run, or ask whether it is sealed
+    #[command(subcommand)]
+    Run(RunCommand),
+    /// Pending tasks, armed timers and the next due instant for the tenant
+    Stats,
+    /// Run the consistency check; exits 1 when it finds any discrepancy
+    Check,
+    /// Walk through a short narrated scenario on a fresh database (a
+    /// temporary file unless --db names a new one)
+    Demo,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TaskCommand {
+    /// Open a task from JSON (a file, or standard input for - or nothing)
+    ///
+    /// Required fields: id, run, kind. Optional: case, justification (any
+    /// JSON document, inline or as a string of its text; default {}),
+    /// candidate_roles, escalate_to, excluded_actors (default empty),
+    /// priority (low|normal|high|urgent, default normal), on_expiry
+    /// (deny|escalate|proceed, default deny), created_at (default now),
+    /// due_at. Times are RFC 3339 strings or integer milliseconds. If the id
+    /// exists, the stored task stands unchanged (first open wins).
+    Open {
+        /// JSON file holding the task; - or nothing reads standard input
+        #[arg(value_name = "FILE|-")]
+        file: Option<PathBuf>,
+    },
+    /// Show one task
+    Get { id: String },
+    /// Reserve a task for an actor
+    Claim {
+        id: String,
+        #[arg(long, value_name = "A")]
+        actor: String,
+        /// The actor's roles (repeat, or list several after one --role)
+        #[arg(long = "role", value_name = "R", num_args = 1..)]
+        roles: Vec<String>,
+    },
+    /// Give back a task the actor holds
+    Release {
+        id: String,
+        #[arg(long, value_name = "A")]
+        actor: String,
+    },
+    /// Move a claim from one holder to another actor
+    TakeOver {
+        id: String,
+        /// Who must hold the task now (compare-and-swap)
+        #[arg(long, value_name = "B")]
+        from: String,
+        #[arg(long, value_name = "A")]
+        actor: String,
+        /// The new holder's roles (repeat, or list several after one --role)
+        #[arg(long = "role", value_name = "R", num_args = 1..)]
+        roles: Vec<String>,
+    },
+    /// Settle a pending task; a task already settled is left as it stands
+    Settle {
+        id: String,
+        #[arg(value_enum)]
+        settlement: SettlementArg,
+    },
+    /// Escalate a pending task: clear its holder and widen its audience
+    Escalate { id: String },
+    /// Withdraw the listed tasks that belong to RUN and are still pending
+    WithdrawRun {
+        run: String,
+        #[arg(required = true, value_name = "ID")]
+        ids: Vec<String>,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct QueueArgs {
+    /// The caller's roles (repeat, or list several after one --role); with
+    /// none, only tasks open to anyone are shown
+    #[arg(long = "role", value_name = "R", num_args = 1..)]
+    pub roles: Vec<String>,
+    /// Hide tasks that exclude this actor
+    #[arg(long, value_name = "A")]
+    pub actor: Option<String>,
+    /// Most tasks on this page (1-1000)
+    #[arg(long, default_value_t = 20, value_name = "N")]
+    pub limit: u32,
+    /// Continue after this cursor, as printed by the previous page
+    #[arg(long, value_name = "CURSOR")]
+    pub after: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TimerCommand {
+    /// Arm a timer from JSON (a file, or standard input for - or nothing)
+    ///
+    /// Required fields: run, effect, fire_at (RFC 3339 or integer
+    /// milliseconds). Optional: case, step (default 0), phase
+    /// (forward|compensating, default forward). Re-arming an existing
+    /// (run, effect) changes nothing.
+    Arm {
+        /// JSON file holding the timer; - or nothing reads standard input
+        #[arg(value_name = "FILE|-")]
+        file: Option<PathBuf>,
+    },
+    /// Claim the timers due now, each under a lease (claim-due)
+    Sweep {
+        /// The sweep's instant [default: the current clock]
+        #[arg(long, value_name = "TIME", value_parser = parse_time)]
+        now: Option<Timestamp>,
+        /// Most timers to claim (1-1000)
+        #[arg(long, default_value_t = 100, value_name = "N")]
+        limit: u32,
+        /// How long the claim holds before another sweep may take the timer
+        #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = parse_lease)]
+        lease: u32,
+    },
+    /// Retire one timer
+    Disarm { run: String, effect: String },
+    /// Retire every timer of a run
+    DisarmRun { run: String },
+    /// When the next timer becomes claimable
+    Next,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RunCommand {
+    /// Seal a run: retire its timers and withdraw its pending awaited tasks
+    Seal {
+        run: String,
+        /// Tasks the run awaits, withdrawn if still pending
+        #[arg(long = "awaited", value_name = "ID", num_args = 1..)]
+        awaited: Vec<String>,
+    },
+    /// Whether a run is sealed
+    Sealed { run: String },
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum SettlementArg {
+    Completed,
+    Expired,
+    Withdrawn,
+}
+
+impl From<SettlementArg> for Settlement {
+    fn from(s: SettlementArg) -> Self {
+        match s {
+            SettlementArg::Completed => Settlement::Completed,
+            SettlementArg::Expired => Settlement::Expired,
+            SettlementArg::Withdrawn => Settlement::Withdrawn,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        super::Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,226 @@
+//! One arm per subcommand: open the tenant, make the call(s), and say what
+//! happened as a [`Report`]. Nothing here prints or picks an exit code.
+
+use std::path::{Path, PathBuf};
+
+use leasehold_host::{Engine, Error, QueueQuery, StoreError, TaskState, Tenant, Timer};
+
+use super::args::{Cli, Command, QueueArgs, RunCommand, TaskCommand, TimerCommand};
+use super::error::CliError;
+use super::input::{TaskInput, TimerInput, invalid_document, parse, read_source};
+use super::output::{Report, roles};
+use super::time;
+
+/// Where the database lives when neither `--db` nor `LEASEHOLD_DB` says.
+pub const DEFAULT_DB: &str = "leasehold.redb";
+
+pub fn db_path(cli: &Cli) -> PathBuf {
+    cli.db.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_DB))
+}
+
+fn tenant(cli: &Cli) -> Result<Tenant, CliError> {
+    let engine = Engine::open(db_path(cli))?;
+    Ok(engine.tenant(&cli.tenant)?)
+}
+
+fn strs(list: &[String]) -> Vec<&str> {
+    list.iter().map(String::as_str).collect()
+}
+
+/// Runs every subcommand but `demo`, which narrates as it goes.
+pub fn run(cli: &Cli) -> Result<Report, CliError> {
+    match &cli.command {
+        Command::Task(verb) => task(cli, verb),
+        Command::Queue(args) => queue(cli, args),
+        Command::Overdue { now, limit } => {
+            let now = now.unwrap_or_else(time::now);
+            let tasks = tenant(cli)?.overdue(now, *limit)?;
+            Ok(Report::Overdue { tasks, now })
+        }
+        Command::Case { case, limit, after } => {
+            let page = tenant(cli)?.for_case(case, *limit, after.as_deref())?;
+            let empty = match after {
+                Some(_) => format!("Case {case} has no more tasks after that cursor."),
+                None => format!("Case {case} has no tasks."),
+            };
+            Ok(Report::Page { page, empty })
+        }
+        Command::Timer(verb) => timer(cli, verb),
+        Command::Run(RunCommand::Seal { run, awaited }) => {
+            let outcome = tenant(cli)?.seal(run, &strs(awaited))?;
+            Ok(Report::Sealed {
+                run: run.clone(),
+                outcome,
+            })
+        }
+        Command::Run(RunCommand::Sealed { run }) => Ok(Report::IsSealed {
+            run: run.clone(),
+            sealed: tenant(cli)?.is_sealed(run)?,
+        }),
+        Command::Stats => {
+            let t = tenant(cli)?;
+            Ok(Report::Stats {
+                tenant: cli.tenant.clone(),
+                open_count: t.open_count()?,
+                pending_count: t.pending_count()?,
+                next_due: t.next_due()?,
+                now: time::now(),
+            })
+        }
+        Command::Check => Ok(Report::Check {
+            discrepancies: tenant(cli)?.check()?,
+        }),
+        // The demo narrates as it goes rather than answering one report.
+        Command::Demo => Err(CliError::Failed(
+            "demo is run by demo::run, not commands::run".into(),
+        )),
+    }
+}
+
+fn task(cli: &Cli, verb: &TaskCommand) -> Result<Report, CliError> {
+    match verb {
+        TaskCommand::Open { file } => {
+            let source = read_source(file.as_deref(), "a task")?;
+            let input: TaskInput = parse(&source, "a task")?;
+            let task = input.into_task(time::now())?;
+            let t = tenant(cli)?;
+            // Only for the sentence: `open` answers the stored task either
+            // way, and a race here changes nothing but the wording.
+            let invalid = |e| invalid_document(&source, "the task", e);
+            let existed = t.get(&task.id).map_err(invalid)?.is_some();
+            let stored = t.open(&task).map_err(invalid)?;
+            let headline = if existed {
+                format!(
+                    "Task {} already exists; the first open wins, so it stands as stored:",
+                    stored.id
+                )
+            } else {
+                format!("Opened task {}.", stored.id)
+            };
+            Ok(Report::Task {
+                task: stored,
+                headline,
+            })
+        }
+        TaskCommand::Get { id } => {
+            let task = tenant(cli)?
+                .get(id)?
+                .ok_or_else(|| Error::Store(StoreError::NotFound(id.clone())))?;
+            Ok(Report::Task {
+                headline: format!("Task {id}:"),
+                task,
+            })
+        }
+        TaskCommand::Claim { id, actor, roles } => {
+            let task = tenant(cli)?.claim(id, actor, &strs(roles))?;
+            Ok(Report::Task {
+                headline: format!("{actor} holds {id}."),
+                task,
+            })
+        }
+        TaskCommand::Release { id, actor } => {
+            tenant(cli)?.release(id, actor)?;
+            Ok(Report::Released {
+                id: id.clone(),
+                actor: actor.clone(),
+            })
+        }
+        TaskCommand::TakeOver {
+            id,
+            from,
+            actor,
+            roles,
+        } => {
+            let task = tenant(cli)?.take_over(id, from, actor, &strs(roles))?;
+            Ok(Report::Task {
+                headline: format!("{actor} took {id} over from {from}."),
+                task,
+            })
+        }
+        TaskCommand::Settle { id, settlement } => {
+            let settlement = (*settlement).into();
+            let settled = tenant(cli)?.settle(id, settlement)?;
+            Ok(Report::Settled {
+                id: id.clone(),
+                settlement,
+                settled,
+            })
+        }
+        TaskCommand::Escalate { id } => {
+            let task = tenant(cli)?.escalate(id)?;
+            let headline = if task.state == TaskState::Escalated {
+                format!(
+                    "Escalated {id}: no one holds it, and it is offered to {}.",
+                    roles(&task.candidate_roles)
+                )
+            } else {
+                format!(
+                    "{id} is already {}; escalation left it as it stands.",
+                    task.state
+                )
+            };
+            Ok(Report::Task { task, headline })
+        }
+        TaskCommand::WithdrawRun { run, ids } => {
+            let withdrawn = tenant(cli)?.withdraw_run(run, &strs(ids))?;
+            Ok(Report::Withdrawn {
+                run: run.clone(),
+                withdrawn,
+            })
+        }
+    }
+}
+
+fn queue(cli: &Cli, args: &QueueArgs) -> Result<Report, CliError> {
+    let query = QueueQuery {
+        roles: args.roles.clone(),
+        actor: args.actor.clone(),
+        limit: args.limit,
+        after: args.after.clone(),
+    };
+    let page = tenant(cli)?.queue(&query)?;
+    let who = match &args.actor {
+        Some(a) => format!("{a} with roles {}", roles(&args.roles)),
+        None => format!("roles {}", roles(&args.roles)),
+    };
+    let more = if args.after.is_some() { " more" } else { "" };
+    Ok(Report::Page {
+        page,
+        empty: format!("No{more} queued tasks for {who}."),
+    })
+}
+
+fn timer(cli: &Cli, verb: &TimerCommand) -> Result<Report, CliError> {
+    match verb {
+        TimerCommand::Arm { file } => {
+            let source = read_source(file.as_deref().map(Path::new), "a timer")?;
+            let timer = Timer::from(parse::<TimerInput>(&source, "a timer")?);
+            let outcome = tenant(cli)?
+                .arm(&timer)
+                .map_err(|e| invalid_document(&source, "the timer", e))?;
+            Ok(Report::Armed { timer, outcome })
+        }
+        TimerCommand::Sweep { now, limit, lease } => {
+            let now = now.unwrap_or_else(time::now);
+            let timers = tenant(cli)?.claim_due(now, *limit, *lease)?;
+            Ok(Report::Swept {
+                timers,
+                now,
+                lease_ms: *lease,
+            })
+        }
+        TimerCommand::Disarm { run, effect } => Ok(Report::Disarmed {
+            run: run.clone(),
+            effect: effect.clone(),
+            existed: tenant(cli)?.disarm(run, effect)?,
+        }),
+        TimerCommand::DisarmRun { run } => Ok(Report::DisarmedRun {
+            run: run.clone(),
+            disarmed: tenant(cli)?.disarm_run(run)?,
+        }),
+        TimerCommand::Next => Ok(Report::NextDue {
+            next_due: tenant(cli)?.next_due()?,
+            now: time::now(),
+        }),
+    }
+}

@@ -1,0 +1,11 @@
+//! The `leasehold` command line over the host library: parse the arguments,
+//! make the calls, render the answer for a person or a script, and pick the
+//! exit code. It reads the clock and the files; the engine does neither.
+
+pub mod args;
+pub mod commands;
+pub mod demo;
+pub mod error;
+pub mod input;
+pub mod output;
+pub mod time;

@@ -1,0 +1,128 @@
+//! Times and durations as a person types them, and as the CLI prints them.
+//!
+//! The engine only knows milliseconds since the Unix epoch and never reads a
+//! clock; this module is where the CLI turns RFC 3339 text, integer
+//! milliseconds and `30s`-style durations into those numbers. Range checks
+//! stay with the engine, so there is one rule and one message for them.
+
+use jiff::{Span, SpanRelativeTo, Timestamp as Instant};
+use leasehold_guest::validate::MAX_LEASE_MS;
+use leasehold_host::Timestamp;
+
+/// What a time argument may look like, for error messages.
+pub const TIME_FORMS: &str =
+    "an RFC 3339 time like 2026-05-04T09:00:00Z or integer milliseconds since 1970";
+
+/// The current clock, in the engine's unit. The CLI reads the clock so the
+/// engine never has to.
+pub fn now() -> Timestamp {
+    Instant::now().as_millisecond()
+}
+
+/// RFC 3339 (any offset) or integer milliseconds since the epoch.
+pub fn parse_time(text: &str) -> Result<Timestamp, String> {
+    let text = text.trim();
+    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
+        return text
+            .parse::<i64>()
+            .map_err(|_| format!("{text:?} is too large for milliseconds since 1970"));
+    }
+    text.parse::<Instant>()
+        .map(Instant::as_millisecond)
+        .map_err(|e| format!("{text:?} is not {TIME_FORMS} ({e})"))
+}
+
+/// A lease such as `30s`, `5m` or `1500ms`, in whole milliseconds.
+pub fn parse_lease(text: &str) -> Result<u32, String> {
+    let forms = "a duration like 30s, 5m or 1500ms";
+    let span: Span = text
+        .trim()
+        .parse()
+        .map_err(|e| format!("{text:?} is not {forms} ({e})"))?;
+    // A lease is a length of time, not a calendar step: a day is 24 hours,
+    // and months or years are refused rather than guessed at.
+    let d = span
+        .to_duration(SpanRelativeTo::days_are_24_hours())
+        .map_err(|e| format!("{text:?} is not {forms} ({e})"))?;
+    if d.is_negative() {
+        return Err(format!("{text:?} is negative"));
+    }
+    let ms = d.as_millis();
+    if ms < 1 {
+        // A zero lease would let two sweepers take one timer.
+        return Err(format!("{text:?} is shorter than one millisecond"));
+    }
+    match u32::try_from(ms) {
+        Ok(ms) if ms <= MAX_LEASE_MS => Ok(ms),
+        _ => Err(format!("{text:?} is longer than the 7-day maximum lease")),
+    }
+}
+
+/// RFC 3339 in UTC; milliseconds only when there are any.
+pub fn format_time(ms: Timestamp) -> String {
+    match Instant::from_millisecond(ms) {
+        Ok(t) => t.to_string(),
+        // Out of the calendar's range: the raw number still says something.
+        Err(_) => format!("{ms} ms"),
+    }
+}
+
+/// How far `then` is from `now`, roughly: `in 5m`, `3h ago`, `now`.
+pub fn relative(then: Timestamp, now: Timestamp) -> String {
+    let diff = then.saturating_sub(now);
+    let secs = diff.unsigned_abs() / 1000;
+    let span = match secs {
+        0 => return "now".to_owned(),
+        1..60 => format!("{secs}s"),
+        60..3600 => format!("{}m", secs / 60),
+        3600..86400 => format!("{}h", secs / 3600),
+        _ => format!("{}d", secs / 86400),
+    };
+    if diff < 0 {
+        format!("{span} ago")
+    } else {
+        format!("in {span}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_and_milliseconds_name_the_same_instant() {
+        assert_eq!(parse_time("1970-01-01T00:00:01Z"), Ok(1000));
+        assert_eq!(parse_time("1970-01-01T01:00:01+01:00"), Ok(1000));
+        assert_eq!(parse_time("1000"), Ok(1000));
+        assert_eq!(format_time(1000), "1970-01-01T00:00:01Z");
+        assert_eq!(format_time(1500), "1970-01-01T00:00:01.5Z");
+    }
+
+    #[test]
+    fn a_time_without_an_offset_is_refused_with_the_accepted_forms() {
+        let e = parse_time("2026-05-04 09:00").expect_err("no offset");
+        assert!(e.contains("RFC 3339"), "{e}");
+        assert!(parse_time("tomorrow").is_err());
+        assert!(parse_time("").is_err());
+    }
+
+    #[test]
+    fn leases_need_a_unit_and_a_sane_length() {
+        assert_eq!(parse_lease("30s"), Ok(30_000));
+        assert_eq!(parse_lease("5m"), Ok(300_000));
+        assert_eq!(parse_lease("1500ms"), Ok(1_500));
+        assert!(parse_lease("30").is_err());
+        assert!(parse_lease("0s").is_err());
+        assert!(parse_lease("-5s").is_err());
+        assert_eq!(parse_lease("1d"), Ok(86_400_000));
+        assert!(parse_lease("8 days").is_err());
+        assert!(parse_lease("1 month").is_err());
+    }
+
+    #[test]
+    fn relative_times_read_as_distances() {
+        assert_eq!(relative(1000, 1000), "now");
+        assert_eq!(relative(301_000, 1000), "in 5m");
+        assert_eq!(relative(0, 7_200_000), "2h ago");
+    }
+}

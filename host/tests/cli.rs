@@ -1,0 +1,905 @@
+//! The `leasehold` binary, run for real: every subcommand's success, its
+//! refusal (exit 1) where the engine can refuse, a bad input (exit 2), and
+//! its `--json` output parsed back. Each test has a database of its own.
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use assert_cmd::cargo::cargo_bin_cmd;
+use predicates::prelude::*;
+use predicates::str::contains;
+use serde_json::Value;
+use tempfile::TempDir;
+
+/// A scratch folder holding one database file (created on first use).
+struct Scratch {
+    dir: TempDir,
+    db: PathBuf,
+}
+
+fn scratch() -> Scratch {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("test.redb");
+    Scratch { dir, db }
+}
+
+impl Scratch {
+    /// The binary on this database, run from the scratch folder so that a
+    /// default path could never land in the source tree.
+    fn cmd(&self) -> Command {
+        let mut c = cargo_bin_cmd!("leasehold");
+        c.current_dir(self.dir.path())
+            .env_remove("LEASEHOLD_DB")
+            .arg("--db")
+            .arg(&self.db);
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> Command {
+        let mut c = self.cmd();
+        c.args(args);
+        c
+    }
+
+    /// Runs with `--json`, expects exit 0, and parses stdout.
+    fn json(&self, args: &[&str]) -> Value {
+        let out = self.run(args).arg("--json").assert().success();
+        parse(&out.get_output().stdout)
+    }
+
+    /// Runs with `--json`, expects `code`, and parses the error on stderr.
+    fn json_error(&self, args: &[&str], code: i32) -> Value {
+        let out = self.run(args).arg("--json").assert().code(code);
+        let out = out.get_output();
+        assert!(out.stdout.is_empty(), "an error prints nothing on stdout");
+        parse(&out.stderr)
+    }
+
+    fn open(&self, task: &str) -> Value {
+        let out = self
+            .run(&["task", "open", "--json"])
+            .write_stdin(task)
+            .assert()
+            .success();
+        parse(&out.get_output().stdout)
+    }
+
+    fn arm(&self, timer: &str) -> Value {
+        let out = self
+            .run(&["timer", "arm", "--json"])
+            .write_stdin(timer)
+            .assert()
+            .success();
+        parse(&out.get_output().stdout)
+    }
+
+    fn file(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.dir.path().join(name);
+        std::fs::write(&path, text).expect("write input file");
+        path
+    }
+}
+
+fn parse(bytes: &[u8]) -> Value {
+    let text = String::from_utf8_lossy(bytes);
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+/// No user mistake may end in a panic or a backtrace.
+fn no_panic() -> impl Predicate<str> {
+    contains("panicked")
+        .not()
+        .and(contains("RUST_BACKTRACE").not())
+}
+
+const APPROVAL: &str = r#"{
+  "id": "pay-1", "run": "inv-1", "case": "acme", "kind": "approve-payment",
+  "justification": {"amount": 12.50},
+  "candidate_roles": ["approver"], "excluded_actors": ["alice"],
+  "escalate_to": ["finance-lead"], "priority": "high",
+  "created_at": "2026-05-04T09:00:00Z", "due_at": "2026-05-04T09:30:00+00:00"
+}"#;
+
+/// 2026-05-04T09:00:00Z in milliseconds.
+const NINE: i64 = 1_777_885_200_000;
+
+// ---- task open ------------------------------------------------------------
+
+#[test]
+fn task_open_reads_friendly_json_from_a_file_and_answers_the_stored_task() {
+    let s = scratch();
+    let file = s.file("task.json", APPROVAL);
+    s.run(&["task", "open"])
+        .arg(&file)
+        .assert()
+        .success()
+        .stdout(contains("Opened task pay-1."))
+        .stdout(contains("not alice").not())
+        .stdout(contains("excluded      alice"));
+    let stored = s.json(&["task", "get", "pay-1"]);
+    assert_eq!(stored["state"], "open");
+    assert_eq!(stored["priority"], "high");
+    assert_eq!(stored["on_expiry"], "deny", "the default policy");
+    assert_eq!(stored["created_at"], NINE);
+    assert_eq!(stored["due_at"], NINE + 30 * 60_000);
+    assert_eq!(
+        stored["justification"], r#"{"amount": 12.50}"#,
+        "the document's exact text"
+    );
+    assert_eq!(stored["assignee"], Value::Null);
+}
+
+#[test]
+fn task_open_keeps_the_first_task_when_the_id_exists() {
+    let s = scratch();
+    let first = s.open(APPROVAL);
+    let second = APPROVAL.replace(r#""priority": "high""#, r#""priority": "low""#);
+    s.run(&["task", "open", "-"])
+        .write_stdin(second.clone())
+        .assert()
+        .success()
+        .stdout(contains("already exists; the first open wins"));
+    assert_eq!(s.open(&second), first, "the stored task, unchanged");
+}
+
+#[test]
+fn task_open_reads_back_what_task_get_prints() {
+    let s = scratch();
+    let printed = s.open(APPROVAL);
+    let mut copy = printed.clone();
+    copy["id"] = "pay-2".into();
+    let reopened = s.open(&copy.to_string());
+    assert_eq!(reopened, copy, "the JSON shape round-trips");
+}
+
+#[test]
+fn task_open_names_the_field_line_and_problem_of_bad_json() {
+    let s = scratch();
+    let cases = [
+        (
+            "{\"id\":\"t\",\"run\":\"r\",\"kind\":\"k\",\n\"due_at\":\"tomorrow\"}",
+            vec!["line 2", "field `due_at`", "RFC 3339"],
+        ),
+        (
+            r#"{"id":"t","run":"r","kind":"k","priority":"hgih"}"#,
+            vec!["field `priority`", "unknown variant `hgih`"],
+        ),
+        (
+            r#"{"id":"t","run":"r","kind":"k","prioritty":"high"}"#,
+            vec!["unknown field `prioritty`"],
+        ),
+        (
+            r#"{"id":"t","run":"r","kind":"k","candidate_roles":["a",7]}"#,
+            vec!["field `candidate_roles[1]`", "expected a string"],
+        ),
+        (r#"{"run":"r","kind":"k"}"#, vec!["missing field `id`"]),
+        (r#"{"id":"t","run":"r""#, vec!["EOF while parsing"]),
+        ("", vec!["standard input is empty"]),
+        (
+            r#"{"id":"t","run":"r","kind":"k","candidate_roles":[""]}"#,
+            vec!["the task is invalid", "candidate_roles[0] is empty"],
+        ),
+        (
+            r#"{"id":"t","run":"r","kind":"k","justification":"not json"}"#,
+            vec!["justification is not a JSON document"],
+        ),
+    ];
+    for (input, expected) in cases {
+        let mut assert = s
+            .run(&["task", "open"])
+            .write_stdin(input)
+            .assert()
+            .code(2)
+            .stderr(no_panic());
+        for text in expected {
+            assert = assert.stderr(contains(text));
+        }
+    }
+    s.run(&["task", "open", "missing.json"])
+        .assert()
+        .code(2)
+        .stderr(contains("cannot read a task from missing.json"));
+    let e = s.json_error(&["task", "open"], 2);
+    assert_eq!(e["error"], "invalid");
+    assert_eq!(e["exit"], 2);
+}
+
+// ---- task get ---------------------------------------------------------------
+
+#[test]
+fn task_get_shows_a_task_or_refuses_an_unknown_id() {
+    let s = scratch();
+    let opened = s.open(APPROVAL);
+    s.run(&["task", "get", "pay-1"])
+        .assert()
+        .success()
+        .stdout(contains("state         open"));
+    assert_eq!(s.json(&["task", "get", "pay-1"]), opened);
+    s.run(&["task", "get", "nope"])
+        .assert()
+        .code(1)
+        .stderr(contains("not found: nope"));
+    let e = s.json_error(&["task", "get", "nope"], 1);
+    assert_eq!(
+        (e["error"].as_str(), e["detail"].as_str()),
+        (Some("not_found"), Some("nope"))
+    );
+    s.run(&["task", "get", ""])
+        .assert()
+        .code(2)
+        .stderr(contains("id is empty"));
+}
+
+// ---- task claim / release / take-over ----------------------------------------
+
+#[test]
+fn task_claim_walks_the_ladder_in_order() {
+    let s = scratch();
+    s.open(APPROVAL);
+    let claimed = s.json(&[
+        "task", "claim", "pay-1", "--actor", "bob", "--role", "approver",
+    ]);
+    assert_eq!(
+        (claimed["state"].as_str(), claimed["assignee"].as_str()),
+        (Some("claimed"), Some("bob"))
+    );
+    // Barred before busy: alice is told she is excluded, not that bob holds it.
+    s.run(&[
+        "task", "claim", "pay-1", "--actor", "alice", "--role", "approver",
+    ])
+    .assert()
+    .code(1)
+    .stderr(contains("refused: alice is excluded from this task"));
+    let e = s.json_error(
+        &[
+            "task", "claim", "pay-1", "--actor", "dave", "--role", "clerk", "intern",
+        ],
+        1,
+    );
+    assert_eq!(e["error"], "wrong_role");
+    let e = s.json_error(
+        &[
+            "task", "claim", "pay-1", "--actor", "carol", "--role", "approver",
+        ],
+        1,
+    );
+    assert_eq!(
+        (e["error"].as_str(), e["detail"].as_str()),
+        (Some("already_claimed"), Some("bob"))
+    );
+    // The holder claiming again is idempotent success.
+    s.run(&[
+        "task", "claim", "pay-1", "--actor", "bob", "--role", "approver",
+    ])
+    .assert()
+    .success()
+    .stdout(contains("bob holds pay-1."));
+    s.run(&["task", "claim", "pay-1", "--role", "approver"])
+        .assert()
+        .code(2)
+        .stderr(contains("--actor"));
+    s.run(&[
+        "task", "claim", "pay-1", "--actor", "", "--role", "approver",
+    ])
+    .assert()
+    .code(2)
+    .stderr(contains("actor is empty"));
+}
+
+#[test]
+fn task_release_gives_back_only_the_holders_claim() {
+    let s = scratch();
+    s.open(APPROVAL);
+    s.run(&[
+        "task", "claim", "pay-1", "--actor", "bob", "--role", "approver",
+    ])
+    .assert()
+    .success();
+    s.run(&["task", "release", "pay-1", "--actor", "carol"])
+        .assert()
+        .code(1)
+        .stderr(contains("carol does not hold the task"));
+    let released = s.json(&["task", "release", "pay-1", "--actor", "bob"]);
+    assert_eq!(released["released"], true);
+    assert_eq!(s.json(&["task", "get", "pay-1"])["state"], "open");
+    s.run(&["task", "release", "pay-1", "--actor", "bob"])
+        .assert()
+        .code(1)
+        .stderr(contains("bob does not hold the task"));
+    s.run(&["task", "release", "pay-1"]).assert().code(2);
+}
+
+#[test]
+fn task_take_over_is_a_compare_and_swap_on_the_holder() {
+    let s = scratch();
+    s.open(APPROVAL);
+    s.run(&[
+        "task", "claim", "pay-1", "--actor", "bob", "--role", "approver",
+    ])
+    .assert()
+    .success();
+    let e = s.json_error(
+        &[
+            "task",
+            "take-over",
+            "pay-1",
+            "--from",
+            "zoe",
+            "--actor",
+            "carol",
+            "--role",
+            "approver",
+        ],
+        1,
+    );
+    assert_eq!(
+        (e["error"].as_str(), e["detail"].as_str()),
+        (Some("not_held"), Some("zoe"))
+    );
+    s.run(&[
+        "task",
+        "take-over",
+        "pay-1",
+        "--from",
+        "bob",
+        "--actor",
+        "carol",
+        "--role",
+        "approver",
+    ])
+    .assert()
+    .success()
+    .stdout(contains("carol took pay-1 over from bob."));
+    let task = s.json(&[
+        "task",
+        "take-over",
+        "pay-1",
+        "--from",
+        "carol",
+        "--actor",
+        "dan",
+        "--role",
+        "approver",
+    ]);
+    assert_eq!(task["assignee"], "dan");
+    s.run(&[
+        "task",
+        "take-over",
+        "pay-1",
+        "--from",
+        "dan",
+        "--actor",
+        "erin",
+        "--role",
+        "",
+    ])
+    .assert()
+    .code(2)
+    .stderr(contains("roles[0] is empty"));
+}
+
+// ---- task settle / escalate / withdraw-run -----------------------------------
+
+#[test]
+fn task_settle_moves_a_pending_task_once() {
+    let s = scratch();
+    s.open(APPROVAL);
+    s.run(&["task", "settle", "pay-1", "completed"])
+        .assert()
+        .success()
+        .stdout(contains("Settled pay-1 as completed."));
+    let late = s.json(&["task", "settle", "pay-1", "expired"]);
+    assert_eq!(
+        late,
+        serde_json::json!({"id": "pay-1", "settlement": "expired", "settled": false})
+    );
+    assert_eq!(s.json(&["task", "get", "pay-1"])["state"], "completed");
+    s.run(&["task", "settle", "nope", "completed"])
+        .assert()
+        .code(1)
+        .stderr(contains("not found: nope"));
+    s.run(&["task", "settle", "pay-1", "done"])
+        .assert()
+        .code(2)
+        .stderr(contains("possible values: completed, expired, withdrawn"));
+}
+
+#[test]
+fn task_escalate_widens_the_audience_and_clears_the_holder() {
+    let s = scratch();
+    s.open(APPROVAL);
+    s.run(&[
+        "task", "claim", "pay-1", "--actor", "bob", "--role", "approver",
+    ])
+    .assert()
+    .success();
+    s.run(&["task", "escalate", "pay-1"])
+        .assert()
+        .success()
+        .stdout(contains("offered to approver, finance-lead"));
+    let task = s.json(&["task", "escalate", "pay-1"]);
+    assert_eq!(task["state"], "escalated");
+    assert_eq!(task["assignee"], Value::Null);
+    assert_eq!(
+        task["candidate_roles"],
+        serde_json::json!(["approver", "finance-lead"])
+    );
+    s.run(&["task", "escalate", "nope"]).assert().code(1);
+    s.run(&["task", "escalate", "bad\u{7}id"])
+        .assert()
+        .code(2)
+        .stderr(contains("control character"));
+}
+
+#[test]
+fn task_withdraw_run_settles_only_the_runs_pending_tasks() {
+    let s = scratch();
+    s.open(APPROVAL);
+    s.open(r#"{"id":"other","run":"inv-2","kind":"k"}"#);
+    let moved = s.json(&["task", "withdraw-run", "inv-1", "pay-1", "other", "ghost"]);
+    assert_eq!(moved, serde_json::json!({"run": "inv-1", "withdrawn": 1}));
+    s.run(&["task", "withdraw-run", "inv-1", "pay-1"])
+        .assert()
+        .success()
+        .stdout(contains("Withdrew 0 pending tasks of run inv-1."));
+    assert_eq!(s.json(&["task", "get", "other"])["state"], "open");
+    s.run(&["task", "withdraw-run", "inv-1"])
+        .assert()
+        .code(2)
+        .stderr(contains("<ID>"));
+}
+
+// ---- queue / overdue / case ---------------------------------------------------
+
+fn backlog(s: &Scratch) {
+    for (id, priority, minute) in [
+        ("low-1", "low", 1),
+        ("urgent-1", "urgent", 2),
+        ("normal-1", "normal", 3),
+        ("high-1", "high", 4),
+    ] {
+        s.open(&format!(
+            r#"{{"id":"{id}","run":"r","case":"c","kind":"k","priority":"{priority}","candidate_roles":["approver"],"created_at":{},"due_at":{}}}"#,
+            NINE + minute * 60_000,
+            NINE + (10 + minute) * 60_000,
+        ));
+    }
+    s.open(&format!(
+        r#"{{"id":"barred","run":"r","case":"c","kind":"k","priority":"urgent","excluded_actors":["alice"],"created_at":{NINE}}}"#
+    ));
+}
+
+fn ids(page: &Value) -> Vec<String> {
+    page.as_array()
+        .expect("a list of tasks")
+        .iter()
+        .map(|t| t["id"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[test]
+fn queue_pages_in_priority_order_and_hides_what_a_claim_would_refuse() {
+    let s = scratch();
+    backlog(&s);
+    let page = s.json(&[
+        "queue", "--role", "approver", "--actor", "alice", "--limit", "3",
+    ]);
+    assert_eq!(ids(&page["tasks"]), ["urgent-1", "high-1", "normal-1"]);
+    let cursor = page["next"].as_str().expect("a next cursor").to_owned();
+    let rest = s.json(&[
+        "queue", "--role", "approver", "--actor", "alice", "--after", &cursor,
+    ]);
+    assert_eq!(ids(&rest["tasks"]), ["low-1"]);
+    assert_eq!(rest["next"], Value::Null);
+    s.run(&["queue", "--role", "approver", "--limit", "2"])
+        .assert()
+        .success()
+        .stdout(contains("barred").and(contains("urgent-1")))
+        .stdout(contains("More follow: --after "));
+    s.run(&["queue", "--role", "nobody", "--actor", "alice"])
+        .assert()
+        .success()
+        .stdout(contains("No queued tasks for alice with roles nobody."));
+    s.run(&["queue", "--role", "approver", "--limit", "0"])
+        .assert()
+        .code(2)
+        .stderr(contains("limit is 0"));
+    s.run(&["queue", "--role", "approver", "--after", "not-a-cursor"])
+        .assert()
+        .code(2)
+        .stderr(no_panic());
+}
+
+#[test]
+fn overdue_compares_due_times_with_the_given_now() {
+    let s = scratch();
+    backlog(&s);
+    let due = s.json(&["overdue", "--now", "2026-05-04T09:12:00Z"]);
+    assert_eq!(ids(&due), ["low-1", "urgent-1"]);
+    let by_ms = s.json(&["overdue", "--now", &(NINE + 12 * 60_000).to_string()]);
+    assert_eq!(
+        by_ms, due,
+        "RFC 3339 and milliseconds name the same instant"
+    );
+    s.run(&["overdue", "--now", "2026-05-04T09:00:00Z"])
+        .assert()
+        .success()
+        .stdout(contains("Nothing is overdue at 2026-05-04T09:00:00Z."));
+    s.run(&["overdue", "--now", "2026-05-04T09:20:00Z"])
+        .assert()
+        .success()
+        .stdout(contains("4 tasks overdue"));
+    s.run(&["overdue", "--now", "tomorrow"])
+        .assert()
+        .code(2)
+        .stderr(contains("--now").and(contains("RFC 3339")));
+    s.run(&["overdue", "--limit", "1001"])
+        .assert()
+        .code(2)
+        .stderr(contains("limit is 1001"));
+}
+
+#[test]
+fn case_lists_every_task_of_a_case_oldest_first() {
+    let s = scratch();
+    backlog(&s);
+    s.run(&["task", "settle", "low-1", "completed"])
+        .assert()
+        .success();
+    let page = s.json(&["case", "c"]);
+    assert_eq!(
+        ids(&page["tasks"]),
+        ["barred", "low-1", "urgent-1", "normal-1", "high-1"]
+    );
+    s.run(&["case", "c", "--limit", "1"])
+        .assert()
+        .success()
+        .stdout(contains("barred").and(contains("More follow")));
+    s.run(&["case", "elsewhere"])
+        .assert()
+        .success()
+        .stdout(contains("Case elsewhere has no tasks."));
+    s.run(&["case", "c", "--limit", "none"])
+        .assert()
+        .code(2)
+        .stderr(contains("--limit"));
+}
+
+// ---- timers ---------------------------------------------------------------------
+
+#[test]
+fn timer_arm_keeps_the_first_arming_and_refuses_bad_json() {
+    let s = scratch();
+    let file = s.file(
+        "timer.json",
+        r#"{"run":"r1","effect":"remind","fire_at":"2026-05-04T09:30:00Z"}"#,
+    );
+    s.run(&["timer", "arm"])
+        .arg(&file)
+        .assert()
+        .success()
+        .stdout(contains("Armed r1/remind to fire at 2026-05-04T09:30:00Z."));
+    let again = s.arm(r#"{"run":"r1","effect":"remind","fire_at":5}"#);
+    assert_eq!(
+        again,
+        serde_json::json!({"run": "r1", "effect": "remind", "outcome": "already_armed"})
+    );
+    s.run(&["run", "seal", "r2"]).assert().success();
+    assert_eq!(
+        s.arm(r#"{"run":"r2","effect":"e","fire_at":5}"#)["outcome"],
+        "run_sealed"
+    );
+    s.run(&["timer", "arm"])
+        .write_stdin(r#"{"run":"r1","effect":"e"}"#)
+        .assert()
+        .code(2)
+        .stderr(contains("missing field `fire_at`"));
+    s.run(&["timer", "arm"])
+        .write_stdin(r#"{"run":"r1","effect":"e","fire_at":5,"phase":"backwards"}"#)
+        .assert()
+        .code(2)
+        .stderr(contains("field `phase`").and(contains("forward")));
+    s.run(&["timer", "arm"])
+        .write_stdin(r#"{"run":"r1","effect":"e","fire_at":-5}"#)
+        .assert()
+        .code(2)
+        .stderr(contains("the timer is invalid: fire_at is -5"));
+}
+
+#[test]
+fn timer_sweep_claims_due_timers_once_under_a_lease() {
+    let s = scratch();
+    s.arm(&format!(
+        r#"{{"run":"r1","effect":"early","fire_at":{NINE}}}"#
+    ));
+    s.arm(&format!(
+        r#"{{"run":"r1","effect":"late","fire_at":{}}}"#,
+        NINE + 3_600_000
+    ));
+    let now = (NINE + 60_000).to_string();
+    let swept = s.json(&["timer", "sweep", "--now", &now, "--lease", "30s"]);
+    assert_eq!(swept.as_array().map(Vec::len), Some(1));
+    assert_eq!(swept[0]["effect"], "early");
+    assert_eq!(swept[0]["fire_at"], NINE);
+    // Held under its lease: a second sweep at the same instant gets nothing.
+    s.run(&["timer", "sweep", "--now", &now])
+        .assert()
+        .success()
+        .stdout(contains("No timers due at 2026-05-04T09:01:00Z."));
+    // The lease lapsed: the timer is claimable again.
+    s.run(&["timer", "sweep", "--now", "2026-05-04T09:01:30Z"])
+        .assert()
+        .success()
+        .stdout(contains("early").and(contains(
+            "Claimed 1 timer, leased until 2026-05-04T09:02:00Z",
+        )));
+    s.run(&["timer", "sweep", "--lease", "30"])
+        .assert()
+        .code(2)
+        .stderr(contains("--lease").and(contains("30s")));
+    s.run(&["timer", "sweep", "--lease", "8d"])
+        .assert()
+        .code(2)
+        .stderr(contains("7-day"));
+    s.run(&["timer", "sweep", "--limit", "0"]).assert().code(2);
+}
+
+#[test]
+fn timer_disarm_and_disarm_run_retire_timers() {
+    let s = scratch();
+    for effect in ["a", "b", "c"] {
+        s.arm(&format!(
+            r#"{{"run":"r1","effect":"{effect}","fire_at":{NINE}}}"#
+        ));
+    }
+    s.run(&["timer", "disarm", "r1", "a"])
+        .assert()
+        .success()
+        .stdout(contains("Disarmed r1/a."));
+    assert_eq!(
+        s.json(&["timer", "disarm", "r1", "a"]),
+        serde_json::json!({"run": "r1", "effect": "a", "disarmed": false})
+    );
+    assert_eq!(
+        s.json(&["timer", "disarm-run", "r1"]),
+        serde_json::json!({"run": "r1", "disarmed": 2})
+    );
+    s.run(&["timer", "disarm-run", "r1"])
+        .assert()
+        .success()
+        .stdout(contains("Disarmed 0 timers of run r1."));
+    s.run(&["timer", "disarm", "r1", ""])
+        .assert()
+        .code(2)
+        .stderr(contains("effect is empty"));
+    s.run(&["timer", "disarm-run", ""]).assert().code(2);
+}
+
+#[test]
+fn timer_next_says_when_a_sweeper_should_wake() {
+    let s = scratch();
+    assert_eq!(
+        s.json(&["timer", "next"]),
+        serde_json::json!({"next_due": null})
+    );
+    s.run(&["timer", "next"])
+        .assert()
+        .success()
+        .stdout(contains("No timers are armed."));
+    s.arm(&format!(r#"{{"run":"r1","effect":"a","fire_at":{NINE}}}"#));
+    assert_eq!(s.json(&["timer", "next"])["next_due"], NINE);
+    s.run(&["timer", "next"])
+        .assert()
+        .success()
+        .stdout(contains("Next timer due at 2026-05-04T09:00:00Z"));
+    s.run(&["timer", "next", "extra"]).assert().code(2);
+}
+
+// ---- runs -------------------------------------------------------------------------
+
+#[test]
+fn run_seal_retires_timers_and_withdraws_awaited_tasks() {
+    let s = scratch();
+    s.open(APPROVAL);
+    s.arm(&format!(
+        r#"{{"run":"inv-1","effect":"remind","fire_at":{NINE}}}"#
+    ));
+    let sealed = s.json(&["run", "seal", "inv-1", "--awaited", "pay-1", "ghost"]);
+    assert_eq!(
+        sealed,
+        serde_json::json!({"run": "inv-1", "timers_disarmed": 1, "tasks_withdrawn": 1})
+    );
+    s.run(&["run", "seal", "inv-1", "--awaited", "pay-1"])
+        .assert()
+        .success()
+        .stdout(contains(
+            "Sealed run inv-1: 0 timers retired, 0 tasks withdrawn.",
+        ));
+    assert_eq!(s.json(&["task", "get", "pay-1"])["state"], "withdrawn");
+    assert_eq!(
+        s.json(&["run", "sealed", "inv-1"]),
+        serde_json::json!({"run": "inv-1", "sealed": true})
+    );
+    s.run(&["run", "sealed", "inv-2"])
+        .assert()
+        .success()
+        .stdout(contains("Run inv-2 is not sealed."));
+    s.run(&["run", "seal", ""])
+        .assert()
+        .code(2)
+        .stderr(contains("run is empty"));
+    s.run(&["run", "sealed", ""]).assert().code(2);
+}
+
+// ---- stats / check --------------------------------------------------------------
+
+#[test]
+fn stats_counts_pending_tasks_and_armed_timers_per_tenant() {
+    let s = scratch();
+    s.open(APPROVAL);
+    s.arm(&format!(
+        r#"{{"run":"inv-1","effect":"remind","fire_at":{NINE}}}"#
+    ));
+    assert_eq!(
+        s.json(&["stats"]),
+        serde_json::json!({"tenant": "default", "open_count": 1, "pending_count": 1, "next_due": NINE})
+    );
+    let other = s.json(&["stats", "--tenant", "globex"]);
+    assert_eq!(
+        (
+            other["open_count"].as_u64(),
+            other["pending_count"].as_u64()
+        ),
+        (Some(0), Some(0))
+    );
+    s.run(&["stats"])
+        .assert()
+        .success()
+        .stdout(contains("pending tasks  1").and(contains("armed timers   1")));
+    s.run(&["--tenant", "", "stats"])
+        .assert()
+        .code(2)
+        .stderr(contains("invalid tenant name"));
+}
+
+#[test]
+fn check_exits_one_when_a_counter_disagrees_with_the_rows() {
+    let s = scratch();
+    s.open(APPROVAL);
+    s.run(&["check"])
+        .assert()
+        .success()
+        .stdout(contains("Consistent"));
+    assert_eq!(s.json(&["check"]), serde_json::json!([]));
+    skew_open_count(&s.db, "default", 99);
+    s.run(&["check"])
+        .assert()
+        .code(1)
+        .stdout(contains("the counter says 99").and(contains("1 discrepancy found.")));
+    let out = s.run(&["check", "--json"]).assert().code(1);
+    let found = parse(&out.get_output().stdout);
+    assert_eq!(found.as_array().map(Vec::len), Some(1));
+    assert_eq!(found[0]["subject"], "open-tasks");
+    s.run(&["check", "--tenant", "a\u{1}b"]).assert().code(2);
+}
+
+/// Writes a wrong value into the tenant's open-task counter, as damage would.
+fn skew_open_count(db: &Path, tenant: &str, value: u64) {
+    use leasehold_guest::schema;
+    let table = redb::TableDefinition::<&[u8], &[u8]>::new(leasehold_host::KV_TABLE_NAME);
+    let mut key = leasehold_host::tenant_prefix(tenant).expect("tenant prefix");
+    key.extend_from_slice(schema::counter(schema::OPEN_TASKS).as_bytes());
+    let db = redb::Database::open(db).expect("open the database");
+    let w = db.begin_write().expect("write");
+    {
+        let mut t = w.open_table(table).expect("table");
+        t.insert(key.as_slice(), value.to_be_bytes().as_slice())
+            .expect("insert");
+    }
+    w.commit().expect("commit");
+}
+
+// ---- global behaviour ---------------------------------------------------------------
+
+#[test]
+fn a_database_that_cannot_be_opened_is_a_storage_failure() {
+    let s = scratch();
+    std::fs::write(&s.db, b"this is not a redb file, just text").expect("write");
+    s.run(&["stats"])
+        .assert()
+        .code(3)
+        .stderr(contains("cannot open").and(no_panic()));
+    let e = s.json_error(&["stats"], 3);
+    assert_eq!(e["error"], "setup");
+}
+
+#[test]
+fn the_database_comes_from_leasehold_db_when_db_is_not_given() {
+    let s = scratch();
+    let mut c = cargo_bin_cmd!("leasehold");
+    c.current_dir(s.dir.path())
+        .env("LEASEHOLD_DB", &s.db)
+        .args(["task", "open"])
+        .write_stdin(APPROVAL)
+        .assert()
+        .success();
+    assert!(s.db.exists());
+    assert!(!s.dir.path().join("leasehold.redb").exists());
+    assert_eq!(s.json(&["task", "get", "pay-1"])["id"], "pay-1");
+}
+
+#[test]
+fn tenants_do_not_see_each_others_tasks() {
+    let s = scratch();
+    s.open(APPROVAL);
+    s.run(&["--tenant", "globex", "task", "get", "pay-1"])
+        .assert()
+        .code(1);
+}
+
+#[test]
+fn help_lists_the_exit_codes_and_usage_errors_exit_two() {
+    let s = scratch();
+    s.run(&["--help"])
+        .assert()
+        .success()
+        .stdout(contains("Exit codes:").and(contains("storage or sandbox failure")));
+    s.run(&["check", "--help"])
+        .assert()
+        .success()
+        .stdout(contains("exits 1 when it finds any discrepancy"));
+    s.run(&["frobnicate"]).assert().code(2).stderr(no_panic());
+    s.run(&[]).assert().code(2);
+}
+
+// ---- demo -----------------------------------------------------------------------------
+
+#[test]
+fn demo_walks_through_the_scenario_on_a_temporary_database() {
+    let s = scratch();
+    let mut c = cargo_bin_cmd!("leasehold");
+    c.current_dir(s.dir.path())
+        .env_remove("LEASEHOLD_DB")
+        .arg("demo");
+    let out = c.assert().success().stderr("");
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    for sentence in [
+        "a fresh database in a temporary file",
+        "erin  → pay-1002, pay-1001, kyc-77, note-5",
+        "alice (approver) → refused: alice is excluded from this task",
+        "carol (approver) → refused: the task is held by bob",
+        "Exactly one winner",
+        "settle expired   → false",
+        "escalate kyc-77 → escalated, offered to compliance, compliance-lead",
+        "already armed",
+        "sweeper-3 at 10:00:10 → nothing",
+        "each delivered exactly once",
+        "seal invoice-1002 → 1 timer retired, 1 task withdrawn",
+        "arm invoice-1002/escalate-to-cfo → run sealed",
+        "pending tasks 2, armed timers 0, consistency check: clean",
+    ] {
+        assert!(text.contains(sentence), "missing {sentence:?} in:\n{text}");
+    }
+    let winners = text.matches("→ holds pay-1002").count();
+    assert_eq!(winners, 1, "one claim race winner in:\n{text}");
+    assert!(
+        !s.dir.path().join("leasehold.redb").exists(),
+        "the demo leaves no database behind"
+    );
+}
+
+#[test]
+fn demo_keeps_its_database_where_db_names_a_new_file_and_never_reuses_one() {
+    let s = scratch();
+    s.run(&["demo"]).assert().success();
+    let page = s.json(&["case", "acme"]);
+    assert_eq!(ids(&page["tasks"]), ["pay-1001", "pay-1002"]);
+    s.run(&["demo"])
+        .assert()
+        .code(2)
+        .stderr(contains("the demo needs a fresh database"));
+    s.run(&["demo", "--json"])
+        .assert()
+        .code(2)
+        .stderr(contains("no JSON form"));
+}

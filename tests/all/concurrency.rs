@@ -1,0 +1,185 @@
+//! Races through one engine from many threads: each call is one serialized
+//! transaction, so a compare-and-set decided inside the guest has exactly one
+//! winner however the calls interleave.
+
+use std::collections::HashSet;
+use std::sync::Barrier;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use leasehold_host::{Error, Refusal, Settlement, Task, TaskState};
+use leasehold_tests::*;
+
+const CLAIMERS: usize = 8;
+const ROUNDS: usize = 100;
+
+#[test]
+fn eight_threads_racing_to_claim_one_task_leave_exactly_one_winner_every_round() {
+    let (t, _dir) = fast_tenant();
+    for round in 0..ROUNDS {
+        let id = format!("t{round}");
+        t.open(&task(&id, round as i64).roles(&["reviewer"]))
+            .expect("open");
+        let barrier = Barrier::new(CLAIMERS);
+        let results: Vec<(String, Result<Task, Error>)> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..CLAIMERS)
+                .map(|i| {
+                    let (t, id, barrier) = (&t, &id, &barrier);
+                    s.spawn(move || {
+                        let actor = format!("actor-{i}");
+                        barrier.wait();
+                        let r = t.claim(id, &actor, &["reviewer"]);
+                        (actor, r)
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("claimer thread"))
+                .collect()
+        });
+        let winners: Vec<&String> = results
+            .iter()
+            .filter(|(_, r)| r.is_ok())
+            .map(|(a, _)| a)
+            .collect();
+        assert_eq!(winners.len(), 1, "round {round}: winners {winners:?}");
+        let winner = winners[0].clone();
+        for (actor, r) in &results {
+            match r {
+                Ok(task) => assert_eq!(task.assignee.as_ref(), Some(&winner)),
+                Err(Error::Refused(Refusal::AlreadyClaimed(holder))) => assert_eq!(
+                    holder, &winner,
+                    "round {round}: {actor} was told the wrong holder"
+                ),
+                Err(e) => panic!("round {round}: {actor} got {e:?}"),
+            }
+        }
+        let stored = t.get(&id).expect("get").expect("exists");
+        assert_eq!(stored.state, TaskState::Claimed);
+        assert_eq!(stored.assignee, Some(winner));
+    }
+    assert_eq!(t.open_count().expect("count"), ROUNDS as u64);
+    assert_consistent(&t);
+}
+
+#[test]
+fn a_claim_racing_an_expiry_settle_always_ends_expired() {
+    let (t, _dir) = fast_tenant();
+    for round in 0..200 {
+        let id = format!("t{round}");
+        t.open(&task(&id, round).due(0)).expect("open");
+        let barrier = Barrier::new(2);
+        let (claimed, settled) = std::thread::scope(|s| {
+            let claimer = s.spawn(|| {
+                barrier.wait();
+                t.claim(&id, "alice", &[])
+            });
+            let expirer = s.spawn(|| {
+                barrier.wait();
+                t.settle(&id, Settlement::Expired)
+            });
+            (
+                claimer.join().expect("claimer thread"),
+                expirer.join().expect("expirer thread"),
+            )
+        });
+        assert!(
+            settled.expect("settle answers"),
+            "round {round}: a claim must never settle the task, so expiry wins"
+        );
+        let stored = t.get(&id).expect("get").expect("exists");
+        assert_eq!(stored.state, TaskState::Expired, "round {round}");
+        match claimed {
+            Ok(_) => assert_eq!(stored.assignee.as_deref(), Some("alice")),
+            Err(Error::Refused(Refusal::NotPending(TaskState::Expired))) => {
+                assert_eq!(stored.assignee, None)
+            }
+            Err(e) => panic!("round {round}: the claim got {e:?}"),
+        }
+    }
+    assert_eq!(t.open_count().expect("count"), 0);
+    assert!(t.overdue(1, 10).expect("overdue").is_empty());
+    assert_consistent(&t);
+}
+
+#[test]
+fn racing_take_overs_from_one_holder_move_the_claim_exactly_once() {
+    let (t, _dir) = fast_tenant();
+    for round in 0..50 {
+        let id = format!("t{round}");
+        t.open(&task(&id, round)).expect("open");
+        t.claim(&id, "alice", &[]).expect("alice claims");
+        let barrier = Barrier::new(4);
+        let results: Vec<Result<Task, Error>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..4)
+                .map(|i| {
+                    let (t, id, barrier) = (&t, &id, &barrier);
+                    s.spawn(move || {
+                        barrier.wait();
+                        t.take_over(id, "alice", &format!("actor-{i}"), &[])
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("thread"))
+                .collect()
+        });
+        let won: Vec<&Task> = results.iter().filter_map(|r| r.as_ref().ok()).collect();
+        assert_eq!(won.len(), 1, "round {round}");
+        for r in &results {
+            if let Err(e) = r {
+                assert!(
+                    matches!(e, Error::Refused(Refusal::NotHeld(from)) if from == "alice"),
+                    "round {round}: {e:?}"
+                );
+            }
+        }
+        let stored = t.get(&id).expect("get").expect("exists");
+        assert_eq!(stored.assignee, won[0].assignee);
+    }
+    assert_consistent(&t);
+}
+
+#[test]
+fn four_racing_sweepers_deliver_each_of_1000_timers_exactly_once() {
+    let (t, _dir) = fast_tenant();
+    for i in 0..1000 {
+        t.arm(&timer(&format!("run-{}", i % 13), &format!("e{i}"), i))
+            .expect("arm");
+    }
+    assert_eq!(t.pending_count().expect("count"), 1000);
+    let barrier = Barrier::new(4);
+    let handed_out = AtomicUsize::new(0);
+    let delivered: Vec<Vec<(String, String)>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..4)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut mine = Vec::new();
+                    barrier.wait();
+                    loop {
+                        let got = t.claim_due(5_000, 7, 600_000).expect("claim-due answers");
+                        mine.extend(identities(&got));
+                        // A timer handed out twice could keep the sweep going
+                        // for ever; more than were armed is proof enough.
+                        let so_far = handed_out.fetch_add(got.len(), Ordering::SeqCst) + got.len();
+                        if got.is_empty() || so_far > 1000 {
+                            return mine;
+                        }
+                    }
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("sweeper thread"))
+            .collect()
+    });
+    let total: usize = delivered.iter().map(Vec::len).sum();
+    let distinct: HashSet<&(String, String)> = delivered.iter().flatten().collect();
+    assert_eq!(total, 1000, "every timer delivered, none twice");
+    assert_eq!(distinct.len(), 1000);
+    assert!(t.claim_due(5_000, 1000, 1).expect("sweep").is_empty());
+    assert_eq!(t.pending_count().expect("count"), 1000);
+    assert_consistent(&t);
+}
