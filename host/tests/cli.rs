@@ -678,6 +678,8 @@ fn timer_disarm_and_disarm_run_retire_timers() {
 #[test]
 fn timer_next_says_when_a_sweeper_should_wake() {
     let s = scratch();
+    // A write creates the database; reads never do.
+    s.run(&["timer", "disarm-run", "r0"]).assert().success();
     assert_eq!(
         s.json(&["timer", "next"]),
         serde_json::json!({"next_due": null})
@@ -811,6 +813,28 @@ fn a_database_that_cannot_be_opened_is_a_storage_failure() {
         .stderr(contains("cannot open").and(no_panic()));
     let e = s.json_error(&["stats"], 3);
     assert_eq!(e["error"], "setup");
+}
+
+#[test]
+fn a_reading_command_on_a_missing_database_says_so_and_creates_nothing() {
+    let s = scratch();
+    for args in [
+        &["stats"][..],
+        &["check"],
+        &["task", "get", "t1"],
+        &["queue", "--role", "r"],
+        &["timer", "next"],
+    ] {
+        s.run(args)
+            .assert()
+            .code(2)
+            .stderr(contains("no database at").and(no_panic()));
+    }
+    assert!(!s.db.exists(), "a read created the database");
+    // A command that writes creates it.
+    s.open(APPROVAL);
+    assert!(s.db.exists());
+    s.run(&["stats"]).assert().success();
 }
 
 #[test]

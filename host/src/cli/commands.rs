@@ -19,8 +19,32 @@ pub fn db_path(cli: &Cli) -> PathBuf {
 }
 
 fn tenant(cli: &Cli) -> Result<Tenant, CliError> {
-    let engine = Engine::open(db_path(cli))?;
+    let path = db_path(cli);
+    // Opening creates the file: a command that only reads must not leave an
+    // empty database behind a mistyped path and report it as empty.
+    if !writes(&cli.command) && !path.exists() {
+        return Err(CliError::Input(format!(
+            "there is no database at {} (a command that writes creates it; check --db or LEASEHOLD_DB)",
+            path.display()
+        )));
+    }
+    let engine = Engine::open(path)?;
     Ok(engine.tenant(&cli.tenant)?)
+}
+
+/// Whether a command may write (and so may create the database).
+fn writes(command: &Command) -> bool {
+    !matches!(
+        command,
+        Command::Task(TaskCommand::Get { .. })
+            | Command::Queue(_)
+            | Command::Overdue { .. }
+            | Command::Case { .. }
+            | Command::Timer(TimerCommand::Next)
+            | Command::Run(RunCommand::Sealed { .. })
+            | Command::Stats
+            | Command::Check
+    )
 }
 
 fn strs(list: &[String]) -> Vec<&str> {
