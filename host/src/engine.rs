@@ -176,9 +176,23 @@ fn compile(bytes: &[u8], limits: &Limits) -> Result<Compiled, Error> {
         .max_memory_size(limits.memory_bytes)
         .max_memories_per_component(4)
         .max_core_instances_per_component(16)
-        .linear_memory_keep_resident(KEEP_RESIDENT)
-        .table_keep_resident(KEEP_RESIDENT)
-        .pagemap_scan(Enabled::Auto);
+        .linear_memory_keep_resident(
+            std::env::var("LH_KEEP")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(KEEP_RESIDENT),
+        )
+        .table_keep_resident(
+            std::env::var("LH_TKEEP")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(KEEP_RESIDENT),
+        )
+        .pagemap_scan(if std::env::var("LH_PAGEMAP").is_ok_and(|v| v == "0") {
+            Enabled::No
+        } else {
+            Enabled::Auto
+        });
     let mut config = Config::new();
     config
         .wasm_component_model(true)
@@ -425,7 +439,9 @@ fn classify_trap(e: &wasmtime::Error, deadline: Duration) -> SandboxError {
 
 fn instantiate_error(e: wasmtime::Error) -> Error {
     let text = format!("{e:#}");
-    if text.contains("maximum concurrent") || text.contains("limit") && text.contains("instance") {
+    if e.downcast_ref::<wasmtime::PoolConcurrencyLimitError>()
+        .is_some()
+    {
         Error::Sandbox(SandboxError::Busy(text))
     } else {
         Error::Sandbox(SandboxError::Trap(text))

@@ -100,6 +100,41 @@ fn a_looping_call_does_not_hold_up_calls_on_other_threads() {
 }
 
 #[test]
+fn a_call_past_the_concurrency_limit_is_refused_as_busy_not_queued() {
+    let (_dir, path) = db();
+    let engine = hostile(
+        &path,
+        Limits {
+            deadline: Duration::from_secs(2),
+            concurrent_calls: 1,
+            ..Limits::default()
+        },
+    );
+    std::thread::scope(|s| {
+        let looping = s.spawn(|| engine.tenant("a").expect("tenant").get("loop"));
+        std::thread::sleep(Duration::from_millis(300));
+        let r = engine.tenant("b").expect("tenant").get("write");
+        assert!(
+            matches!(r, Err(Error::Sandbox(SandboxError::Busy(_)))),
+            "{r:?}"
+        );
+        assert!(matches!(
+            looping.join().expect("thread"),
+            Err(Error::Sandbox(SandboxError::Deadline(_)))
+        ));
+    });
+    // The slot is free again.
+    assert_eq!(
+        engine
+            .tenant("b")
+            .expect("tenant")
+            .get("write")
+            .expect("read"),
+        None
+    );
+}
+
+#[test]
 fn a_guest_that_allocates_without_bound_hits_the_memory_cap() {
     let (_dir, path) = db();
     let cap = 16 << 20;
