@@ -12,7 +12,6 @@ mod generated {
     });
 }
 
-pub(crate) use generated::Engine as World;
 pub(crate) use generated::EnginePre as WorldPre;
 pub(crate) use generated::exports::leasehold::engine::tasks::QueueQuery as WitQueueQuery;
 pub(crate) use generated::leasehold::engine::kv;

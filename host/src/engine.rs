@@ -14,14 +14,18 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
+use wasmtime::component::types::ComponentItem;
+use wasmtime::component::{
+    Component, ComponentExportIndex, ComponentNamedList, HasSelf, Instance, InstancePre, Lift,
+    Linker, Lower, ResourceTable,
+};
 use wasmtime::{
     Config, Enabled, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter, Store,
     Trap,
 };
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
-use crate::bindings::{World, WorldPre, kv};
+use crate::bindings::{WorldPre, kv};
 use crate::error::{Error, SandboxError};
 use crate::storage::{self, KV_TABLE, KvView};
 use crate::tenant::Tenant;
@@ -29,7 +33,17 @@ use crate::tenant::Tenant;
 /// The guest component built from `guest/` by `build.rs`.
 pub static GUEST_COMPONENT: &[u8] = include_bytes!(env!("LEASEHOLD_GUEST_WASM"));
 
-const KEEP_RESIDENT: usize = 4 << 20;
+/// How much of a pool slot's linear memory stays mapped between calls. The
+/// next call in the slot then takes no page faults: with Linux's
+/// `PAGEMAP_SCAN` (6.7 and later) only the pages the last call dirtied are
+/// restored from the image; without it the lowest pages are reset with
+/// `memset`, which costs about what unmapping and faulting them back did.
+/// Calls of the shipped guest touch far less; pages beyond this are still
+/// unmapped after each call.
+const MEMORY_KEEP_RESIDENT: usize = 4 << 20;
+
+/// The same for tables; the guest's are a few hundred entries.
+const TABLE_KEEP_RESIDENT: usize = 64 << 10;
 
 /// How often the deadline clock ticks; deadlines are accurate to one tick.
 const TICK: Duration = Duration::from_millis(5);
@@ -142,7 +156,10 @@ impl EngineBuilder {
 /// overlong calls.
 pub(crate) struct Compiled {
     wasm: wasmtime::Engine,
-    pre: WorldPre<CallCtx>,
+    pre: InstancePre<CallCtx>,
+    /// Every exported function by its WIT name, which is the verb a call
+    /// names (unique across the world's interfaces).
+    exports: HashMap<String, ComponentExportIndex>,
 }
 
 /// Compiling takes far longer than everything else an engine does, and the
@@ -176,23 +193,11 @@ fn compile(bytes: &[u8], limits: &Limits) -> Result<Compiled, Error> {
         .max_memory_size(limits.memory_bytes)
         .max_memories_per_component(4)
         .max_core_instances_per_component(16)
-        .linear_memory_keep_resident(
-            std::env::var("LH_KEEP")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(KEEP_RESIDENT),
-        )
-        .table_keep_resident(
-            std::env::var("LH_TKEEP")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(KEEP_RESIDENT),
-        )
-        .pagemap_scan(if std::env::var("LH_PAGEMAP").is_ok_and(|v| v == "0") {
-            Enabled::No
-        } else {
-            Enabled::Auto
-        });
+        // Resetting a slot in place instead of unmapping it halves the fixed
+        // cost of a call (see BENCHMARKS.md).
+        .linear_memory_keep_resident(MEMORY_KEEP_RESIDENT)
+        .table_keep_resident(TABLE_KEEP_RESIDENT)
+        .pagemap_scan(Enabled::Auto);
     let mut config = Config::new();
     config
         .wasm_component_model(true)
@@ -211,12 +216,13 @@ fn compile(bytes: &[u8], limits: &Limits) -> Result<Compiled, Error> {
             e,
         )
     })?;
-    let pre = WorldPre::new(instance_pre).map_err(|e| {
+    WorldPre::new(instance_pre.clone()).map_err(|e| {
         setup(
             "the component does not export the leasehold:engine world",
             e,
         )
     })?;
+    let exports = export_indices(&component, &wasm)?;
     // One clock per compiled component, for the life of the process.
     let clock = wasm.weak();
     std::thread::Builder::new()
@@ -229,7 +235,44 @@ fn compile(bytes: &[u8], limits: &Limits) -> Result<Compiled, Error> {
             }
         })
         .map_err(|e| Error::Setup(format!("cannot start the deadline clock: {e}")))?;
-    Ok(Compiled { wasm, pre })
+    Ok(Compiled {
+        wasm,
+        pre: instance_pre,
+        exports,
+    })
+}
+
+/// Finds each function the world's interfaces export, so that a call looks
+/// up and type-checks only the one it runs.
+fn export_indices(
+    component: &Component,
+    wasm: &wasmtime::Engine,
+) -> Result<HashMap<String, ComponentExportIndex>, Error> {
+    let mut out = HashMap::new();
+    for (interface, item) in component.component_type().exports(wasm) {
+        let ComponentItem::ComponentInstance(ty) = item.ty else {
+            continue;
+        };
+        if !interface.starts_with("leasehold:engine/") {
+            continue;
+        }
+        let Some(parent) = component.get_export_index(None, interface) else {
+            continue;
+        };
+        for (name, item) in ty.exports(wasm) {
+            if !matches!(item.ty, ComponentItem::ComponentFunc(_)) {
+                continue;
+            }
+            if let Some(index) = component.get_export_index(Some(&parent), name)
+                && out.insert(name.to_owned(), index).is_some()
+            {
+                return Err(Error::Setup(format!(
+                    "the component exports two functions named {name}"
+                )));
+            }
+        }
+    }
+    Ok(out)
 }
 
 struct Shared {
@@ -304,7 +347,10 @@ impl<T, E> Answer for Result<T, E> {
 /// One call's store data: storage view, an empty WASI context, memory cap.
 pub(crate) struct CallCtx {
     kv: KvView,
-    wasi: WasiCtx,
+    /// Made on first use: the rules never call WASI (Rust's std links it
+    /// in), and making a context (clocks, random sources) on every call
+    /// cost about a microsecond.
+    wasi: Option<WasiCtx>,
     table: ResourceTable,
     memory_cap: usize,
 }
@@ -312,9 +358,34 @@ pub(crate) struct CallCtx {
 impl WasiView for CallCtx {
     fn ctx(&mut self) -> WasiCtxView<'_> {
         WasiCtxView {
-            ctx: &mut self.wasi,
+            // Nothing granted: no files, environment, arguments or sockets.
+            ctx: self.wasi.get_or_insert_with(|| WasiCtx::builder().build()),
             table: &mut self.table,
         }
+    }
+}
+
+/// The export a call runs, on the call's fresh instance.
+pub(crate) struct Export {
+    instance: Instance,
+    index: ComponentExportIndex,
+}
+
+impl Export {
+    /// Calls the export with `params` and answers its one result. Only this
+    /// function's types are checked against the component's: loading the
+    /// typed handles of all twenty-one exports, as the generated bindings
+    /// do, cost about 3.5 µs per call.
+    pub(crate) fn call<P, R>(&self, store: &mut Store<CallCtx>, params: P) -> wasmtime::Result<R>
+    where
+        P: ComponentNamedList + Lower,
+        (R,): ComponentNamedList + Lift,
+    {
+        let func = self
+            .instance
+            .get_typed_func::<P, (R,)>(&mut *store, &self.index)?;
+        let (answer,) = func.call(&mut *store, params)?;
+        Ok(answer)
     }
 }
 
@@ -353,7 +424,7 @@ impl Engine {
         tenant: &Tenant,
         verb: &'static str,
         mode: Mode,
-        f: impl FnOnce(&World, &mut Store<CallCtx>) -> wasmtime::Result<R>,
+        f: impl FnOnce(&Export, &mut Store<CallCtx>) -> wasmtime::Result<R>,
     ) -> Result<R, Error> {
         let span = tracing::debug_span!("leasehold.call", tenant = tenant.name(), verb);
         let _entered = span.enter();
@@ -376,7 +447,7 @@ impl Engine {
         tenant: &Tenant,
         verb: &'static str,
         mode: Mode,
-        f: impl FnOnce(&World, &mut Store<CallCtx>) -> wasmtime::Result<R>,
+        f: impl FnOnce(&Export, &mut Store<CallCtx>) -> wasmtime::Result<R>,
     ) -> Result<R, Error> {
         let s = &self.shared;
         let limits = s.limits;
@@ -385,10 +456,14 @@ impl Engine {
         } else {
             limits.deadline
         };
+        let Some(&index) = s.compiled.exports.get(verb) else {
+            return Err(Error::Setup(format!(
+                "the component does not export {verb}"
+            )));
+        };
         let ctx = CallCtx {
             kv: KvView::new(tenant.prefix(), limits),
-            // Nothing granted: no files, environment, arguments or sockets.
-            wasi: WasiCtx::builder().build(),
+            wasi: None,
             table: ResourceTable::new(),
             memory_cap: limits.memory_bytes,
         };
@@ -396,8 +471,8 @@ impl Engine {
         store.limiter(|c| c);
         store.set_epoch_deadline(ticks(deadline));
         store.epoch_deadline_trap();
-        let world = match s.compiled.pre.instantiate(&mut store) {
-            Ok(w) => w,
+        let instance = match s.compiled.pre.instantiate(&mut store) {
+            Ok(i) => i,
             Err(e) => {
                 return Err(store
                     .into_data()
@@ -409,8 +484,10 @@ impl Engine {
         // Begun after instantiation, so the write lock is held only while
         // the guest runs.
         store.data_mut().kv.begin(&s.db, mode, s.durability)?;
-        let answer = f(&world, &mut store);
-        let view = store.into_data().kv;
+        let answer = f(&Export { instance, index }, &mut store);
+        // The transaction ends before the instance is torn down, so a writer
+        // releases the write lock as soon as it can.
+        let view = store.data_mut().kv.take();
         match answer {
             Err(trap) => {
                 // A limit the host recorded names the cause better than the

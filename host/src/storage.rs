@@ -113,6 +113,21 @@ impl KvView {
         Ok(())
     }
 
+    /// Moves the call's transaction and outcome out, leaving an idle view
+    /// behind (the store that held it is about to be torn down).
+    pub(crate) fn take(&mut self) -> KvView {
+        std::mem::replace(
+            self,
+            KvView {
+                txn: Txn::Idle,
+                prefix: Vec::new(),
+                prefix_end: Vec::new(),
+                limits: self.limits,
+                violation: None,
+            },
+        )
+    }
+
     /// Ends the call: commits when `commit` and nothing failed on the host's
     /// side, aborts otherwise. A recorded violation is the call's outcome.
     pub(crate) fn finish(self, commit: bool) -> Result<(), Error> {

@@ -4,6 +4,10 @@
 //! checked for what the contract rules out (a task under another id, more
 //! entries than the limit asked for) before they reach the caller: a faulty
 //! or hostile guest is reported as a sandbox failure, never passed on.
+//!
+//! A call names its export by the verb and spells the answer's WIT type;
+//! the arguments and the answer are checked against the component's
+//! signature of that one function when the call runs.
 
 use leasehold_guest::model::{
     ArmOutcome, ClaimError, Discrepancy, Page, QueueQuery, SealOutcome, Settlement, StoreError,
@@ -90,31 +94,31 @@ impl Tenant {
     /// Creates a task; first open wins (see the contract).
     pub fn open(&self, task: &Task) -> Result<Task, Error> {
         let t = wit::Task::from(task.clone());
-        let a = self.engine.call(self, "open", Mode::Write, |w, s| {
-            w.leasehold_engine_tasks().call_open(s, &t)
-        })?;
+        let a: StoreAnswer<wit::Task> = self
+            .engine
+            .call(self, "open", Mode::Write, |x, s| x.call(s, (&t,)))?;
         same_task(store(a)?, &task.id)
     }
 
     pub fn get(&self, id: &str) -> Result<Option<Task>, Error> {
-        let a = self.engine.call(self, "get", Mode::Read, |w, s| {
-            w.leasehold_engine_tasks().call_get(s, id)
-        })?;
+        let a: StoreAnswer<Option<wit::Task>> =
+            self.engine
+                .call(self, "get", Mode::Read, |x, s| x.call(s, (id,)))?;
         store(a)?.map(|t| same_task(t, id)).transpose()
     }
 
     pub fn claim(&self, id: &str, actor: &str, roles: &[&str]) -> Result<Task, Error> {
         let roles = strings(roles);
-        let a = self.engine.call(self, "claim", Mode::Write, |w, s| {
-            w.leasehold_engine_tasks().call_claim(s, id, actor, &roles)
+        let a: ClaimAnswer<wit::Task> = self.engine.call(self, "claim", Mode::Write, |x, s| {
+            x.call(s, (id, actor, roles.as_slice()))
         })?;
         same_task(claim(a)?, id)
     }
 
     pub fn release(&self, id: &str, actor: &str) -> Result<(), Error> {
-        let a = self.engine.call(self, "release", Mode::Write, |w, s| {
-            w.leasehold_engine_tasks().call_release(s, id, actor)
-        })?;
+        let a: ClaimAnswer<()> = self
+            .engine
+            .call(self, "release", Mode::Write, |x, s| x.call(s, (id, actor)))?;
         claim(a)
     }
 
@@ -126,37 +130,36 @@ impl Tenant {
         roles: &[&str],
     ) -> Result<Task, Error> {
         let roles = strings(roles);
-        let a = self.engine.call(self, "take-over", Mode::Write, |w, s| {
-            w.leasehold_engine_tasks()
-                .call_take_over(s, id, from, actor, &roles)
-        })?;
+        let a: ClaimAnswer<wit::Task> =
+            self.engine.call(self, "take-over", Mode::Write, |x, s| {
+                x.call(s, (id, from, actor, roles.as_slice()))
+            })?;
         same_task(claim(a)?, id)
     }
 
     /// Compare-and-set from pending: `true` when this call settled the task.
     pub fn settle(&self, id: &str, settlement: Settlement) -> Result<bool, Error> {
-        let a = self.engine.call(self, "settle", Mode::Write, |w, s| {
-            w.leasehold_engine_tasks()
-                .call_settle(s, id, settlement.into())
+        let settlement = wit::Settlement::from(settlement);
+        let a: StoreAnswer<bool> = self.engine.call(self, "settle", Mode::Write, |x, s| {
+            x.call(s, (id, settlement))
         })?;
         store(a)
     }
 
     pub fn withdraw_run(&self, run: &str, awaited: &[&str]) -> Result<u32, Error> {
         let awaited = strings(awaited);
-        let a = self
+        let a: StoreAnswer<u32> = self
             .engine
-            .call(self, "withdraw-run", Mode::Write, |w, s| {
-                w.leasehold_engine_tasks()
-                    .call_withdraw_run(s, run, &awaited)
+            .call(self, "withdraw-run", Mode::Write, |x, s| {
+                x.call(s, (run, awaited.as_slice()))
             })?;
         store(a)
     }
 
     pub fn escalate(&self, id: &str) -> Result<Task, Error> {
-        let a = self.engine.call(self, "escalate", Mode::Write, |w, s| {
-            w.leasehold_engine_tasks().call_escalate(s, id)
-        })?;
+        let a: StoreAnswer<wit::Task> =
+            self.engine
+                .call(self, "escalate", Mode::Write, |x, s| x.call(s, (id,)))?;
         same_task(store(a)?, id)
     }
 
@@ -167,41 +170,41 @@ impl Tenant {
             limit: query.limit,
             after: query.after.clone(),
         };
-        let a = self.engine.call(self, "queue", Mode::Read, |w, s| {
-            w.leasehold_engine_tasks().call_queue(s, &q)
-        })?;
+        let a: StoreAnswer<wit::Page> = self
+            .engine
+            .call(self, "queue", Mode::Read, |x, s| x.call(s, (&q,)))?;
         page(store(a)?, query.limit, "queue")
     }
 
     pub fn for_case(&self, case: &str, limit: u32, after: Option<&str>) -> Result<Page, Error> {
-        let a = self.engine.call(self, "for-case", Mode::Read, |w, s| {
-            w.leasehold_engine_tasks()
-                .call_for_case(s, case, limit, after)
-        })?;
+        let a: StoreAnswer<wit::Page> =
+            self.engine.call(self, "for-case", Mode::Read, |x, s| {
+                x.call(s, (case, limit, after))
+            })?;
         page(store(a)?, limit, "for-case")
     }
 
     /// Pending tasks (claimed ones count). One counter read.
     pub fn open_count(&self) -> Result<u64, Error> {
-        let a = self.engine.call(self, "open-count", Mode::Read, |w, s| {
-            w.leasehold_engine_tasks().call_open_count(s)
-        })?;
+        let a: StoreAnswer<u64> = self
+            .engine
+            .call(self, "open-count", Mode::Read, |x, s| x.call(s, ()))?;
         store(a)
     }
 
     pub fn overdue(&self, now: Timestamp, limit: u32) -> Result<Vec<Task>, Error> {
-        let a = self.engine.call(self, "overdue", Mode::Read, |w, s| {
-            w.leasehold_engine_tasks().call_overdue(s, now, limit)
-        })?;
+        let a: StoreAnswer<Vec<wit::Task>> =
+            self.engine
+                .call(self, "overdue", Mode::Read, |x, s| x.call(s, (now, limit)))?;
         let tasks = at_most(store(a)?, limit, "overdue")?;
         Ok(tasks.into_iter().map(Into::into).collect())
     }
 
     pub fn arm(&self, timer: &Timer) -> Result<ArmOutcome, Error> {
         let t = wit::Timer::from(timer.clone());
-        let a = self.engine.call(self, "arm", Mode::Write, |w, s| {
-            w.leasehold_engine_timers().call_arm(s, &t)
-        })?;
+        let a: StoreAnswer<wit::ArmOutcome> =
+            self.engine
+                .call(self, "arm", Mode::Write, |x, s| x.call(s, (&t,)))?;
         Ok(store(a)?.into())
     }
 
@@ -212,66 +215,65 @@ impl Tenant {
         limit: u32,
         lease_ms: u32,
     ) -> Result<Vec<Timer>, Error> {
-        let a = self.engine.call(self, "claim-due", Mode::Write, |w, s| {
-            w.leasehold_engine_timers()
-                .call_claim_due(s, now, limit, lease_ms)
-        })?;
+        let a: StoreAnswer<Vec<wit::Timer>> =
+            self.engine.call(self, "claim-due", Mode::Write, |x, s| {
+                x.call(s, (now, limit, lease_ms))
+            })?;
         let timers = at_most(store(a)?, limit, "claim-due")?;
         Ok(timers.into_iter().map(Into::into).collect())
     }
 
     pub fn disarm(&self, run: &str, effect: &str) -> Result<bool, Error> {
-        let a = self.engine.call(self, "disarm", Mode::Write, |w, s| {
-            w.leasehold_engine_timers().call_disarm(s, run, effect)
-        })?;
+        let a: StoreAnswer<bool> = self
+            .engine
+            .call(self, "disarm", Mode::Write, |x, s| x.call(s, (run, effect)))?;
         store(a)
     }
 
     pub fn disarm_run(&self, run: &str) -> Result<u32, Error> {
-        let a = self.engine.call(self, "disarm-run", Mode::Write, |w, s| {
-            w.leasehold_engine_timers().call_disarm_run(s, run)
-        })?;
+        let a: StoreAnswer<u32> = self
+            .engine
+            .call(self, "disarm-run", Mode::Write, |x, s| x.call(s, (run,)))?;
         store(a)
     }
 
     /// Armed timers. One counter read.
     pub fn pending_count(&self) -> Result<u64, Error> {
-        let a = self
+        let a: StoreAnswer<u64> = self
             .engine
-            .call(self, "pending-count", Mode::Read, |w, s| {
-                w.leasehold_engine_timers().call_pending_count(s)
-            })?;
+            .call(self, "pending-count", Mode::Read, |x, s| x.call(s, ()))?;
         store(a)
     }
 
     pub fn next_due(&self) -> Result<Option<Timestamp>, Error> {
-        let a = self.engine.call(self, "next-due", Mode::Read, |w, s| {
-            w.leasehold_engine_timers().call_next_due(s)
-        })?;
+        let a: StoreAnswer<Option<Timestamp>> =
+            self.engine
+                .call(self, "next-due", Mode::Read, |x, s| x.call(s, ()))?;
         store(a)
     }
 
     pub fn seal(&self, run: &str, awaited: &[&str]) -> Result<SealOutcome, Error> {
         let awaited = strings(awaited);
-        let a = self.engine.call(self, "seal", Mode::Write, |w, s| {
-            w.leasehold_engine_runs().call_seal(s, run, &awaited)
-        })?;
+        let a: StoreAnswer<wit::SealOutcome> =
+            self.engine.call(self, "seal", Mode::Write, |x, s| {
+                x.call(s, (run, awaited.as_slice()))
+            })?;
         Ok(store(a)?.into())
     }
 
     pub fn is_sealed(&self, run: &str) -> Result<bool, Error> {
-        let a = self.engine.call(self, "is-sealed", Mode::Read, |w, s| {
-            w.leasehold_engine_runs().call_is_sealed(s, run)
-        })?;
+        let a: StoreAnswer<bool> = self
+            .engine
+            .call(self, "is-sealed", Mode::Read, |x, s| x.call(s, (run,)))?;
         store(a)
     }
 
     /// The consistency check: every discrepancy between this tenant's rows
     /// and its indexes and counters. Empty means consistent.
     pub fn check(&self) -> Result<Vec<Discrepancy>, Error> {
-        let a = self.engine.call(self, "check", Mode::Read, |w, s| {
-            w.leasehold_engine_admin().call_check(s)
-        })?;
+        let a: StoreAnswer<Vec<wit::Discrepancy>> =
+            self.engine
+                .call(self, "check", Mode::Read, |x, s| x.call(s, ()))?;
         Ok(store(a)?.into_iter().map(Into::into).collect())
     }
 }
