@@ -358,7 +358,9 @@ pub(crate) struct CallCtx {
 impl WasiView for CallCtx {
     fn ctx(&mut self) -> WasiCtxView<'_> {
         WasiCtxView {
-            // Nothing granted: no files, environment, arguments or sockets.
+            // No files, environment, arguments, input or sockets; only the
+            // clocks and random source every WASI context has, which the rules
+            // never read (time is always an argument).
             ctx: self.wasi.get_or_insert_with(|| WasiCtx::builder().build()),
             table: &mut self.table,
         }
