@@ -15,34 +15,74 @@ use exports::leasehold::engine::timers as timers_api;
 use leasehold::engine::kv as host_kv;
 use leasehold::engine::types as wit;
 
-use crate::kv::{Entry, Kv, KvError};
+use crate::kv::{self, Entry, KvError, Snapshot, Write};
 use crate::model;
+#[allow(unused_imports)]
+use crate::prelude::*;
 
-/// The host's `kv` import as a [`Kv`].
-struct HostKv;
+// The component links no std, so it brings its allocator and says what a
+// panic does: it traps, and the host fails the call with nothing committed.
+#[global_allocator]
+static ALLOCATOR: dlmalloc::GlobalDlmalloc = dlmalloc::GlobalDlmalloc;
 
-impl From<host_kv::KvError> for KvError {
-    fn from(e: host_kv::KvError) -> Self {
-        match e {
-            host_kv::KvError::ReadOnly => KvError::ReadOnly,
-            host_kv::KvError::TooLarge => KvError::TooLarge,
-            host_kv::KvError::Limit => KvError::Limit,
-            host_kv::KvError::Storage(d) => KvError::Storage(d),
-        }
-    }
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
+    core::arch::wasm32::unreachable()
 }
 
-impl Kv for HostKv {
+/// The canonical ABI's allocator entry point. On `wasm32-wasip2` Rust's std
+/// defines it; without std the component must, over the global allocator.
+///
+/// # Safety
+///
+/// Called only by the component model's lifting and lowering, with the
+/// arguments the canonical ABI guarantees.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cabi_realloc(
+    old_ptr: *mut u8,
+    old_len: usize,
+    align: usize,
+    new_len: usize,
+) -> *mut u8 {
+    use alloc::alloc::{Layout, alloc as allocate, realloc};
+    if new_len == 0 {
+        return align as *mut u8;
+    }
+    // SAFETY: the canonical ABI passes a power-of-two `align` and, with a
+    // non-zero `old_len`, a pointer this allocator handed out with that size.
+    let ptr = unsafe {
+        if old_len == 0 {
+            allocate(Layout::from_size_align_unchecked(new_len, align))
+        } else {
+            realloc(
+                old_ptr,
+                Layout::from_size_align_unchecked(old_len, align),
+                new_len,
+            )
+        }
+    };
+    if ptr.is_null() {
+        core::arch::wasm32::unreachable();
+    }
+    ptr
+}
+
+// `memcmp` and its kin come from the C library the target ships; those
+// routines touch nothing of WASI, so no WASI import comes with them.
+#[link(name = "c")]
+unsafe extern "C" {}
+
+/// The host's `kv` import as the snapshot under the call's buffer. Reads
+/// cannot fail here: a host that cannot answer traps the call.
+struct HostKv;
+
+impl Snapshot for HostKv {
     fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, KvError> {
-        Ok(host_kv::get(key)?)
+        Ok(host_kv::get(key))
     }
 
-    fn set(&mut self, key: &[u8], value: &[u8]) -> Result<(), KvError> {
-        Ok(host_kv::set(key, value)?)
-    }
-
-    fn delete(&mut self, key: &[u8]) -> Result<(), KvError> {
-        Ok(host_kv::delete(key)?)
+    fn get_many(&mut self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>, KvError> {
+        Ok(host_kv::get_many(keys))
     }
 
     fn scan(
@@ -56,7 +96,7 @@ impl Kv for HostKv {
             start: start.to_vec(),
             end: end.map(<[u8]>::to_vec),
         };
-        Ok(host_kv::scan(&range, limit, reverse)?
+        Ok(host_kv::scan(&range, limit, reverse)
             .into_iter()
             .map(|e| (e.key, e.value))
             .collect())
@@ -69,9 +109,23 @@ export!(Component);
 
 crate::wit_conversions!(wit);
 
-/// Runs a domain call over the host store and converts both sides.
-fn call<T, E, U: From<T>, F: From<E>>(f: impl FnOnce(&mut HostKv) -> Result<T, E>) -> Result<U, F> {
-    f(&mut HostKv).map(U::from).map_err(F::from)
+/// Runs a domain call over the host's snapshot and the call's buffer, hands
+/// the host the batch when the call succeeded, and converts both sides.
+fn call<T, E, U: From<T>, F: From<E>>(
+    f: impl FnOnce(&mut kv::Buffered<HostKv>) -> Result<T, E>,
+) -> Result<U, F> {
+    let (answer, batch) = kv::buffered(HostKv, f);
+    if !batch.is_empty() {
+        let batch: Vec<host_kv::Write> = batch
+            .into_iter()
+            .map(|w| match w {
+                Write::Put(key, value) => host_kv::Write::Put(host_kv::Entry { key, value }),
+                Write::Delete(key) => host_kv::Write::Delete(key),
+            })
+            .collect();
+        host_kv::stage(&batch);
+    }
+    answer.map(U::from).map_err(F::from)
 }
 
 impl tasks_api::Guest for Component {

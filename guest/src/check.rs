@@ -8,6 +8,8 @@
 use crate::keys::{self, Elem, Key};
 use crate::kv::Kv;
 use crate::model::{Discrepancy, StoreError};
+#[allow(unused_imports)]
+use crate::prelude::*;
 use crate::schema;
 use crate::store;
 

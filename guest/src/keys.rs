@@ -8,7 +8,9 @@
 //! terminator (so `"a"` sorts before `"ab"`, and no string can run into the
 //! element after it). This module never interprets what a key means.
 
-use std::fmt;
+#[allow(unused_imports)]
+use crate::prelude::*;
+use core::fmt;
 
 const TAG_STR: u8 = 0x02;
 const TAG_INT: u8 = 0x15;

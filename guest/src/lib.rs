@@ -9,7 +9,24 @@
 //! [`kv::MemKv`] in unit tests, or against any other [`kv::Kv`].
 //!
 //! The rules never read a clock, a random source or the environment: the same
-//! inputs over the same storage make the same writes.
+//! inputs over the same storage make the same writes. Compiled to wasm the
+//! crate is `no_std` (with an allocator of its own), so the component imports
+//! nothing but its storage: no WASI, and one core instance to set up per call.
+
+#![cfg_attr(target_arch = "wasm32", no_std)]
+
+extern crate alloc;
+
+/// What std's prelude would bring, for the `no_std` build.
+#[allow(unused_imports)]
+mod prelude {
+    pub use alloc::borrow::ToOwned;
+    pub use alloc::boxed::Box;
+    pub use alloc::format;
+    pub use alloc::string::{String, ToString};
+    pub use alloc::vec;
+    pub use alloc::vec::Vec;
+}
 
 pub mod check;
 mod convert;

@@ -4,7 +4,9 @@
 //! shape of stored rows and of the host's CLI input, so a field renamed here is
 //! a storage format change: add fields, never rename them.
 
-use std::fmt;
+#[allow(unused_imports)]
+use crate::prelude::*;
+use core::fmt;
 
 use serde::{Deserialize, Serialize};
 
@@ -206,7 +208,7 @@ impl fmt::Display for StoreError {
     }
 }
 
-impl std::error::Error for StoreError {}
+impl core::error::Error for StoreError {}
 
 impl From<crate::kv::KvError> for StoreError {
     fn from(e: crate::kv::KvError) -> Self {
@@ -241,7 +243,7 @@ impl fmt::Display for ClaimError {
     }
 }
 
-impl std::error::Error for ClaimError {}
+impl core::error::Error for ClaimError {}
 
 impl From<StoreError> for ClaimError {
     fn from(e: StoreError) -> Self {

@@ -4,6 +4,8 @@
 
 use crate::kv::Kv;
 use crate::model::{SealOutcome, StoreError};
+#[allow(unused_imports)]
+use crate::prelude::*;
 use crate::schema;
 use crate::store;
 use crate::tasks;

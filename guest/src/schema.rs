@@ -20,6 +20,8 @@
 
 use crate::keys::Key;
 use crate::model::Timestamp;
+#[allow(unused_imports)]
+use crate::prelude::*;
 
 /// The layout this component reads and writes. A keyspace with another
 /// version is refused as corrupt rather than misread.

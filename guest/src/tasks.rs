@@ -2,9 +2,14 @@
 //! settlement as compare-and-set, escalation, and the indexed reads.
 //!
 //! Each verb checks its inputs, then existence, then its own rules, and only
-//! then writes, so a call that returns an error has written nothing. Every
-//! write goes through [`store::write_task`], which keeps the indexes and the
-//! open counter in step with the row.
+//! then writes; and since every write goes to the call's buffer, a call that
+//! returns an error hands the host nothing to commit. Every write goes through
+//! [`store::write_task`], which keeps the indexes and the open counter in step
+//! with the row. Each verb asks for the rows it will need in one batched read
+//! first, so a host on the network pays one round trip, not one per key.
+
+#[allow(unused_imports)]
+use crate::prelude::*;
 
 use crate::keys::{self, Elem, Key};
 use crate::kv::Kv;
@@ -17,11 +22,16 @@ use crate::validate;
 
 /// `open`: first open wins.
 pub fn open<K: Kv + ?Sized>(kv: &mut K, task: &Task) -> Result<Task, StoreError> {
-    let task = validate::new_task(task)?;
-    store::check_layout(kv, true)?;
+    let task = validate::task_input(task)?;
+    store::prefetch_task(kv, &task.id)?;
+    store::check_layout(kv, false)?;
     if let Some(found) = store::load_task(kv, &task.id)? {
         return Ok(found.task);
     }
+    // Only a new task must be open and unheld: a repeat of an existing id
+    // answers the stored task whatever this copy says.
+    validate::new_task(&task)?;
+    store::check_layout(kv, true)?;
     let row = TaskRow {
         task,
         ever_escalated: false,
@@ -32,6 +42,7 @@ pub fn open<K: Kv + ?Sized>(kv: &mut K, task: &Task) -> Result<Task, StoreError>
 
 pub fn get<K: Kv + ?Sized>(kv: &mut K, id: &str) -> Result<Option<Task>, StoreError> {
     validate::name("id", id)?;
+    kv.prefetch(&[schema::layout().into_bytes(), schema::task(id).into_bytes()])?;
     store::check_layout(kv, false)?;
     Ok(store::load_task(kv, id)?.map(|r| r.task))
 }
@@ -54,9 +65,9 @@ fn ladder(row: &TaskRow, actor: &str, roles: &[String]) -> Result<(), ClaimError
 }
 
 /// Only checks the layout mark, never writes it: these verbs change an
-/// existing row, whose `open` wrote the mark, and a refusal (`not-found` on a
-/// fresh keyspace) must write nothing.
+/// existing row, whose `open` wrote the mark.
 fn load_for_claim<K: Kv + ?Sized>(kv: &mut K, id: &str) -> Result<TaskRow, ClaimError> {
+    store::prefetch_task(kv, id)?;
     store::check_layout(kv, false)?;
     store::load_task(kv, id)?.ok_or_else(|| ClaimError::NotFound(id.to_owned()))
 }
@@ -159,7 +170,7 @@ pub fn settle<K: Kv + ?Sized>(
     settlement: Settlement,
 ) -> Result<bool, StoreError> {
     validate::name("id", id)?;
-    // As in `load_for_claim`: a `not-found` must not write the layout mark.
+    store::prefetch_task(kv, id)?;
     store::check_layout(kv, false)?;
     let row = store::load_task(kv, id)?.ok_or_else(|| StoreError::NotFound(id.to_owned()))?;
     settle_row(kv, &row, settlement)
@@ -183,6 +194,12 @@ pub(crate) fn withdraw_awaited<K: Kv + ?Sized>(
     run: &str,
     awaited: &[String],
 ) -> Result<u32, StoreError> {
+    let mut keys: Vec<Vec<u8>> = awaited
+        .iter()
+        .map(|id| schema::task(id).into_bytes())
+        .collect();
+    keys.push(schema::counter(schema::OPEN_TASKS).into_bytes());
+    kv.prefetch(&keys)?;
     let mut moved = 0;
     for id in awaited {
         if let Some(row) = store::load_task(kv, id)?
@@ -197,7 +214,7 @@ pub(crate) fn withdraw_awaited<K: Kv + ?Sized>(
 
 pub fn escalate<K: Kv + ?Sized>(kv: &mut K, id: &str) -> Result<Task, StoreError> {
     validate::name("id", id)?;
-    // As in `load_for_claim`: a `not-found` must not write the layout mark.
+    store::prefetch_task(kv, id)?;
     store::check_layout(kv, false)?;
     let row = store::load_task(kv, id)?.ok_or_else(|| StoreError::NotFound(id.to_owned()))?;
     // A decided task stays decided: the decision that won the race against
@@ -221,6 +238,10 @@ pub fn escalate<K: Kv + ?Sized>(kv: &mut K, id: &str) -> Result<Task, StoreError
 }
 
 pub fn open_count<K: Kv + ?Sized>(kv: &mut K) -> Result<u64, StoreError> {
+    kv.prefetch(&[
+        schema::layout().into_bytes(),
+        schema::counter(schema::OPEN_TASKS).into_bytes(),
+    ])?;
     store::check_layout(kv, false)?;
     store::read_counter(kv, schema::OPEN_TASKS)
 }
@@ -236,14 +257,14 @@ pub fn overdue<K: Kv + ?Sized>(
     let prefix = schema::overdue();
     let end = prefix.clone().int(now).prefix_end();
     let entries = kv.scan(prefix.as_bytes(), Some(&end), limit, false)?;
-    let mut out = Vec::with_capacity(entries.len());
+    let mut ids = Vec::with_capacity(entries.len());
     for (k, _) in entries {
         match store::suffix(&k, &prefix)?.as_slice() {
-            [Elem::Int(_), Elem::Str(id)] => out.push(store::indexed_task(kv, id, "overdue")?),
+            [Elem::Int(_), Elem::Str(id)] => ids.push(id.clone()),
             _ => return Err(bad_entry("overdue")),
         }
     }
-    Ok(out)
+    store::indexed_tasks(kv, &ids, "overdue")
 }
 
 fn bad_entry(index: &str) -> StoreError {
@@ -361,44 +382,84 @@ pub fn queue<K: Kv + ?Sized>(kv: &mut K, query: &QueueQuery) -> Result<Page, Sto
         .chain([schema::queue_any()])
         .map(|p| Stream::new(p, after.as_deref()))
         .collect();
+    let limit = query.limit as usize;
     let mut tasks: Vec<(Vec<u8>, Task)> = Vec::new();
-    while tasks.len() <= query.limit as usize {
-        let mut smallest: Option<Vec<u8>> = None;
-        for s in &mut streams {
-            if let Some(h) = s.head(kv, chunk)?
-                && smallest.as_deref().is_none_or(|m| h < m)
-            {
-                smallest = Some(h.to_vec());
+    let mut exhausted = false;
+    // Positions are taken from the merge in runs and their rows read in one
+    // batch per run. Without an actor nothing is dropped, so the position
+    // past the page only says that more follow and its row is not read; with
+    // one, tasks that exclude the actor are dropped and the merge reads on.
+    while tasks.len() <= limit && !exhausted {
+        let mut positions = Vec::new();
+        while positions.len() < limit + 1 - tasks.len() {
+            match next_position(kv, &mut streams, chunk)? {
+                Some(pos) => positions.push(pos),
+                None => {
+                    exhausted = true;
+                    break;
+                }
             }
         }
-        let Some(pos) = smallest else { break };
-        // A task offered to several of the caller's roles sits at the same
-        // position in each of their indexes: take it once.
-        for s in &mut streams {
-            if s.buffered.last() == Some(&pos) {
+        let spare = match &query.actor {
+            None if tasks.len() + positions.len() > limit => positions.pop(),
+            _ => None,
+        };
+        let mut ids = Vec::with_capacity(positions.len());
+        for pos in &positions {
+            ids.push(
+                match keys::decode(pos)
+                    .map_err(|_| bad_entry("queue"))?
+                    .as_slice()
+                {
+                    [Elem::Int(_), Elem::Int(_), Elem::Str(id)] => id.clone(),
+                    _ => return Err(bad_entry("queue")),
+                },
+            );
+        }
+        let found = store::indexed_tasks(kv, &ids, "the queue index")?;
+        for (pos, task) in positions.into_iter().zip(found) {
+            if query
+                .actor
+                .as_ref()
+                .is_some_and(|a| task.excluded_actors.contains(a))
+            {
+                continue;
+            }
+            tasks.push((pos, task));
+        }
+        if spare.is_some() {
+            return Ok(page(tasks, true, 'q'));
+        }
+    }
+    let more = tasks.len() > limit;
+    tasks.truncate(limit);
+    Ok(page(tasks, more, 'q'))
+}
+
+/// The next position of the k-way merge, taken from every stream it heads:
+/// a task offered to several of the caller's roles sits at the same position
+/// in each of their indexes, and is taken once.
+fn next_position<K: Kv + ?Sized>(
+    kv: &mut K,
+    streams: &mut [Stream],
+    chunk: u32,
+) -> Result<Option<Vec<u8>>, StoreError> {
+    let mut smallest: Option<Vec<u8>> = None;
+    for s in streams.iter_mut() {
+        if let Some(h) = s.head(kv, chunk)?
+            && smallest.as_deref().is_none_or(|m| h < m)
+        {
+            smallest = Some(h.to_vec());
+        }
+    }
+    if let Some(pos) = &smallest {
+        for s in streams.iter_mut() {
+            if s.buffered.last() == Some(pos) {
                 s.buffered.pop();
             }
         }
-        let id = match keys::decode(&pos)
-            .map_err(|_| bad_entry("queue"))?
-            .as_slice()
-        {
-            [Elem::Int(_), Elem::Int(_), Elem::Str(id)] => id.clone(),
-            _ => return Err(bad_entry("queue")),
-        };
-        let task = store::indexed_task(kv, &id, "the queue index")?;
-        if query
-            .actor
-            .as_ref()
-            .is_some_and(|a| task.excluded_actors.contains(a))
-        {
-            continue;
-        }
-        tasks.push((pos, task));
     }
-    let more = tasks.len() > query.limit as usize;
-    tasks.truncate(query.limit as usize);
-    Ok(page(tasks, more, 'q'))
+    Ok(smallest)
 }
 
 /// A page of `found` (positions and tasks, in order); `more` says whether at
@@ -442,17 +503,19 @@ pub fn for_case<K: Kv + ?Sized>(
     let entries = kv.scan(&start, Some(&prefix.prefix_end()), limit + 1, false)?;
     // The entry past the limit only says that more follow; its row is not read.
     let more = entries.len() > limit as usize;
-    let mut found = Vec::with_capacity(limit as usize);
+    let mut positions = Vec::with_capacity(limit as usize);
+    let mut ids = Vec::with_capacity(limit as usize);
     for (k, _) in entries.into_iter().take(limit as usize) {
         let pos = k
             .strip_prefix(prefix.as_bytes())
             .ok_or_else(|| bad_entry("case"))?
             .to_vec();
-        let id = match store::suffix(&k, &prefix)?.as_slice() {
-            [Elem::Int(_), Elem::Str(id)] => id.clone(),
+        match store::suffix(&k, &prefix)?.as_slice() {
+            [Elem::Int(_), Elem::Str(id)] => ids.push(id.clone()),
             _ => return Err(bad_entry("case")),
         };
-        found.push((pos, store::indexed_task(kv, &id, "the case index")?));
+        positions.push(pos);
     }
-    Ok(page(found, more, 'c'))
+    let tasks = store::indexed_tasks(kv, &ids, "the case index")?;
+    Ok(page(positions.into_iter().zip(tasks).collect(), more, 'c'))
 }

@@ -7,7 +7,9 @@
 //! timers are held, a held timer can never hide a due one, and a dead
 //! sweeper's timers come back by themselves when the lease lapses.
 
-use std::collections::BTreeMap;
+#[allow(unused_imports)]
+use crate::prelude::*;
+use alloc::collections::BTreeMap;
 
 use crate::keys::Elem;
 use crate::kv::Kv;
@@ -18,6 +20,12 @@ use crate::validate;
 
 pub fn arm<K: Kv + ?Sized>(kv: &mut K, timer: &Timer) -> Result<ArmOutcome, StoreError> {
     validate::timer(timer)?;
+    kv.prefetch(&[
+        schema::layout().into_bytes(),
+        schema::sealed(&timer.run).into_bytes(),
+        schema::timer(&timer.run, &timer.effect).into_bytes(),
+        schema::counter(schema::ARMED_TIMERS).into_bytes(),
+    ])?;
     store::check_layout(kv, true)?;
     if store::is_sealed(kv, &timer.run)? {
         return Ok(ArmOutcome::RunSealed);
@@ -44,53 +52,72 @@ pub fn claim_due<K: Kv + ?Sized>(
     validate::timestamp("now", now)?;
     validate::limit("limit", limit)?;
     validate::lease(lease_ms)?;
+    kv.prefetch(&[
+        schema::layout().into_bytes(),
+        schema::counter(schema::ARMED_TIMERS).into_bytes(),
+    ])?;
     store::check_layout(kv, true)?;
-    // Clamped so a lease never ends past the last instant a caller can name.
-    let lease_until = (now + i64::from(lease_ms)).min(validate::MAX_TIMESTAMP);
+    // Never clamped: a lease is as long as it was asked to be, even when it
+    // ends past the last instant a caller can name (s64 has room).
+    let lease_until = now + i64::from(lease_ms);
     let prefix = schema::due();
     let end = prefix.clone().int(now).prefix_end();
     let mut start = prefix.as_bytes().to_vec();
     let mut sealed: BTreeMap<String, bool> = BTreeMap::new();
     let mut out = Vec::new();
-    // Each pass claims what it reads; only timers of sealed runs (retired,
+    // Each pass claims what it reads, with one batched read of the timers'
+    // rows and one of their runs' seals; only timers of sealed runs (retired,
     // not returned) make another pass necessary.
     while out.len() < limit as usize {
         let want = limit - out.len() as u32;
         let entries = kv.scan(&start, Some(&end), want, false)?;
         let exhausted = entries.len() < want as usize;
+        let mut listed = Vec::with_capacity(entries.len());
         for (k, _) in &entries {
-            let (at, run, effect) = match store::suffix(k, &prefix)?.as_slice() {
+            match store::suffix(k, &prefix)?.as_slice() {
                 [Elem::Int(at), Elem::Str(run), Elem::Str(effect)] => {
-                    (*at, run.clone(), effect.clone())
+                    listed.push((*at, run.clone(), effect.clone()));
                 }
                 _ => {
                     return Err(StoreError::Corrupt(
                         "an entry of the due index has the wrong shape".into(),
                     ));
                 }
-            };
-            let row = store::load_timer(kv, &run, &effect)?.ok_or_else(|| {
+            }
+        }
+        let mut runs: Vec<&String> = listed
+            .iter()
+            .map(|(_, run, _)| run)
+            .filter(|run| !sealed.contains_key(*run))
+            .collect();
+        runs.sort();
+        runs.dedup();
+        let marks: Vec<Vec<u8>> = runs
+            .iter()
+            .map(|r| schema::sealed(r).into_bytes())
+            .collect();
+        let known: Vec<String> = runs.into_iter().cloned().collect();
+        if !marks.is_empty() {
+            for (run, mark) in known.into_iter().zip(kv.get_many(&marks)?) {
+                sealed.insert(run, mark.is_some());
+            }
+        }
+        let rows = store::load_timers(kv, listed.iter().map(|(_, r, e)| (r.as_str(), e.as_str())))?;
+        for ((at, run, effect), row) in listed.iter().zip(rows) {
+            let row = row.ok_or_else(|| {
                 StoreError::Corrupt(format!(
                     "the due index lists timer {run}/{effect}, which has no row"
                 ))
             })?;
-            if row.claimable_at() != at {
+            if row.claimable_at() != *at {
                 return Err(StoreError::Corrupt(format!(
                     "the due index lists timer {run}/{effect} at {at}, its row at {}",
                     row.claimable_at()
                 )));
             }
-            let run_sealed = match sealed.get(&run) {
-                Some(&s) => s,
-                None => {
-                    let s = store::is_sealed(kv, &run)?;
-                    sealed.insert(run.clone(), s);
-                    s
-                }
-            };
             // A sealed run can record no wake-up: retired here, or it would
             // be claimed and fail once per lease period for ever.
-            if run_sealed {
+            if sealed.get(run).copied().unwrap_or(false) {
                 store::retire_timer(kv, &row)?;
                 continue;
             }
@@ -115,6 +142,11 @@ pub fn claim_due<K: Kv + ?Sized>(
 pub fn disarm<K: Kv + ?Sized>(kv: &mut K, run: &str, effect: &str) -> Result<bool, StoreError> {
     validate::name("run", run)?;
     validate::name("effect", effect)?;
+    kv.prefetch(&[
+        schema::layout().into_bytes(),
+        schema::timer(run, effect).into_bytes(),
+        schema::counter(schema::ARMED_TIMERS).into_bytes(),
+    ])?;
     store::check_layout(kv, true)?;
     match store::load_timer(kv, run, effect)? {
         Some(row) => {
@@ -145,6 +177,10 @@ pub(crate) fn retire_run<K: Kv + ?Sized>(kv: &mut K, run: &str) -> Result<u32, S
 }
 
 pub fn pending_count<K: Kv + ?Sized>(kv: &mut K) -> Result<u64, StoreError> {
+    kv.prefetch(&[
+        schema::layout().into_bytes(),
+        schema::counter(schema::ARMED_TIMERS).into_bytes(),
+    ])?;
     store::check_layout(kv, false)?;
     store::read_counter(kv, schema::ARMED_TIMERS)
 }

@@ -4,6 +4,9 @@
 //! argument to fix. Lists are deduplicated here (first occurrence kept, in
 //! order) so that no verb stores or indexes the same role twice.
 
+#[allow(unused_imports)]
+use crate::prelude::*;
+
 use crate::model::{StoreError, Task, TaskState, Timer, Timestamp};
 
 pub const MAX_NAME_BYTES: usize = 256;
@@ -93,8 +96,10 @@ pub fn justification(text: &str) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// A task as `open` accepts it, with its lists deduplicated.
-pub fn new_task(task: &Task) -> Result<Task, StoreError> {
+/// A task's fields under the input rules, with its lists deduplicated. What
+/// only a *new* task must satisfy is [`new_task`], checked once the id is
+/// known to be free (first open wins, whatever the copy says).
+pub fn task_input(task: &Task) -> Result<Task, StoreError> {
     name("id", &task.id)?;
     name("run", &task.run)?;
     if let Some(case) = &task.case {
@@ -109,15 +114,8 @@ pub fn new_task(task: &Task) -> Result<Task, StoreError> {
     if let Some(due) = task.due_at {
         timestamp("due-at", due)?;
     }
-    if task.state != TaskState::Open {
-        return Err(invalid(format!(
-            "state is {}: a new task must be open",
-            task.state
-        )));
-    }
     if let Some(a) = &task.assignee {
         name("assignee", a)?;
-        return Err(invalid("assignee is set: a new task must have none"));
     }
     Ok(Task {
         candidate_roles,
@@ -125,6 +123,20 @@ pub fn new_task(task: &Task) -> Result<Task, StoreError> {
         excluded_actors,
         ..task.clone()
     })
+}
+
+/// What a task must be to be created: open, held by nobody.
+pub fn new_task(task: &Task) -> Result<(), StoreError> {
+    if task.state != TaskState::Open {
+        return Err(invalid(format!(
+            "state is {}: a new task must be open",
+            task.state
+        )));
+    }
+    if task.assignee.is_some() {
+        return Err(invalid("assignee is set: a new task must have none"));
+    }
+    Ok(())
 }
 
 pub fn timer(t: &Timer) -> Result<(), StoreError> {

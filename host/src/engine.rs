@@ -1,20 +1,19 @@
-//! The engine: a compiled component, a redb file, and the rule that each
-//! exported call runs in exactly one transaction.
+//! The engine: a compiled component, a storage backend, and the rule that
+//! each exported call runs in exactly one transaction.
 //!
 //! The component is compiled once (and shared by every engine in the process
 //! built from the same bytes and sizes); each call gets a fresh `Store` and
 //! instance from a pre-instantiated handle, so no guest memory outlives a call
-//! and nothing leaks between tenants. A call commits when the guest answers
-//! `ok`, and aborts on an error answer, a trap, a deadline, a memory cap or a
-//! storage failure.
+//! and nothing leaks between tenants. A call commits only when the guest
+//! answered `ok`, the answer passed the host's checks and nothing broke a
+//! limit; otherwise its staged writes are dropped and nothing is written.
 
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
 use std::path::Path;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
-use wasmtime::component::types::ComponentItem;
+use sha2::{Digest, Sha256};
 use wasmtime::component::{
     Component, ComponentExportIndex, ComponentNamedList, HasSelf, Instance, InstancePre, Lift,
     Linker, Lower, ResourceTable,
@@ -27,8 +26,11 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use crate::bindings::{WorldPre, kv};
 use crate::error::{Error, SandboxError};
-use crate::storage::{self, KV_TABLE, KvView};
+use crate::storage::redb::RedbBackend;
+use crate::storage::{self, Backend};
 use crate::tenant::Tenant;
+use crate::verbs::Verb;
+use crate::view::KvView;
 
 /// The guest component built from `guest/` by `build.rs`.
 pub static GUEST_COMPONENT: &[u8] = include_bytes!(env!("LEASEHOLD_GUEST_WASM"));
@@ -49,7 +51,7 @@ const TABLE_KEEP_RESIDENT: usize = 64 << 10;
 const TICK: Duration = Duration::from_millis(5);
 
 /// The sandbox's limits. Every one has a safe default.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
     /// Wall-clock budget of one call (epoch interruption).
     pub deadline: Duration,
@@ -61,8 +63,17 @@ pub struct Limits {
     pub key_bytes: usize,
     /// Largest value the guest may write.
     pub value_bytes: usize,
-    /// Most entries one scan may ask for.
+    /// Most entries one scan may ask for, and most keys one `get-many`.
     pub scan_entries: u32,
+    /// Most bytes (keys and values) one scan may hand the guest.
+    pub scan_bytes: usize,
+    /// Most bytes all of a call's reads together may hand the guest.
+    pub call_read_bytes: usize,
+    /// Most bytes (keys and values) one call may write.
+    pub call_write_bytes: usize,
+    /// How long a writing call waits for the writer ahead of it before it
+    /// answers [`Error::LockTimeout`]. Not part of the call's deadline.
+    pub lock_wait: Duration,
     /// Instances that can run at once (pooling allocator slots).
     pub concurrent_calls: u32,
 }
@@ -76,6 +87,10 @@ impl Default for Limits {
             key_bytes: 4096,
             value_bytes: 4 << 20,
             scan_entries: 4096,
+            scan_bytes: 16 << 20,
+            call_read_bytes: 64 << 20,
+            call_write_bytes: 16 << 20,
+            lock_wait: Duration::from_secs(5),
             concurrent_calls: 128,
         }
     }
@@ -118,33 +133,25 @@ impl EngineBuilder {
         self
     }
 
-    /// Opens (or creates) a database file.
+    /// Opens (or creates) a redb database file.
     pub fn open(self, path: impl AsRef<Path>) -> Result<Engine, Error> {
-        let path = path.as_ref();
-        let db = redb::Database::create(path)
-            .map_err(|e| Error::Setup(format!("cannot open {}: {e}", path.display())))?;
-        self.build(db)
+        let backend = RedbBackend::open(path.as_ref(), self.durability)?;
+        self.build(Arc::new(backend))
     }
 
-    /// A database that lives in memory and is gone with the engine.
+    /// A redb database that lives in memory and is gone with the engine.
     pub fn in_memory(self) -> Result<Engine, Error> {
-        let db = redb::Database::builder()
-            .create_with_backend(redb::backends::InMemoryBackend::new())
-            .map_err(|e| Error::Setup(format!("cannot create an in-memory database: {e}")))?;
-        self.build(db)
+        let backend = RedbBackend::in_memory(self.durability)?;
+        self.build(Arc::new(backend))
     }
 
-    fn build(self, db: redb::Database) -> Result<Engine, Error> {
-        // The table must exist before a read transaction can open it.
-        let w = db.begin_write()?;
-        w.open_table(KV_TABLE)?;
-        w.commit()?;
+    fn build(self, backend: Arc<dyn Backend>) -> Result<Engine, Error> {
         let bytes = self.component.unwrap_or_else(|| Arc::from(GUEST_COMPONENT));
         let compiled = compiled(&bytes, &self.limits)?;
         Ok(Engine {
             shared: Arc::new(Shared {
                 compiled,
-                db,
+                backend,
                 limits: self.limits,
                 durability: self.durability,
             }),
@@ -153,33 +160,52 @@ impl EngineBuilder {
 }
 
 /// A compiled component, ready to instantiate, with the clock that ends
-/// overlong calls.
+/// overlong calls. The clock runs while the component is in use and stops
+/// when the last engine using it is dropped.
 pub(crate) struct Compiled {
     wasm: wasmtime::Engine,
     pre: InstancePre<CallCtx>,
-    /// Every exported function by its WIT name, which is the verb a call
-    /// names (unique across the world's interfaces).
-    exports: HashMap<String, ComponentExportIndex>,
+    /// The export of every verb, by [`Verb::index`].
+    exports: Vec<ComponentExportIndex>,
 }
 
-/// Compiling takes far longer than everything else an engine does, and the
-/// result depends only on the bytes and the sizes the pool is built for.
+/// What makes two compilations interchangeable: the bytes (by SHA-256, which
+/// no two different components share in practice) and the pool's sizes.
+type CacheKey = ([u8; 32], usize, u32);
+
+/// Compiling takes far longer than everything else an engine does. The cache
+/// holds no component alive: an entry whose engines are all gone is dead and
+/// is compiled again when next asked for.
 fn compiled(bytes: &[u8], limits: &Limits) -> Result<Arc<Compiled>, Error> {
-    static CACHE: OnceLock<Mutex<HashMap<u64, Arc<Compiled>>>> = OnceLock::new();
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    bytes.hash(&mut h);
-    (limits.memory_bytes, limits.concurrent_calls).hash(&mut h);
-    let key = h.finish();
+    static CACHE: OnceLock<Mutex<HashMap<CacheKey, Weak<Compiled>>>> = OnceLock::new();
+    let key: CacheKey = (
+        Sha256::digest(bytes).into(),
+        limits.memory_bytes,
+        limits.concurrent_calls,
+    );
     let cache = CACHE.get_or_init(Default::default);
-    let mut cache = cache
-        .lock()
-        .map_err(|_| Error::Setup("compile cache poisoned".into()))?;
-    if let Some(c) = cache.get(&key) {
-        return Ok(c.clone());
+    let mut cache = cache.lock().unwrap_or_else(|p| p.into_inner());
+    cache.retain(|_, c| c.strong_count() > 0);
+    if let Some(c) = cache.get(&key).and_then(Weak::upgrade) {
+        return Ok(c);
     }
     let c = Arc::new(compile(bytes, limits)?);
-    cache.insert(key, c.clone());
+    cache.insert(key, Arc::downgrade(&c));
     Ok(c)
+}
+
+/// How many compiled components are alive in this process.
+#[doc(hidden)]
+pub fn compiled_components() -> usize {
+    LIVE.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+static LIVE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+impl Drop for Compiled {
+    fn drop(&mut self) {
+        LIVE.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 fn compile(bytes: &[u8], limits: &Limits) -> Result<Compiled, Error> {
@@ -222,8 +248,9 @@ fn compile(bytes: &[u8], limits: &Limits) -> Result<Compiled, Error> {
             e,
         )
     })?;
-    let exports = export_indices(&component, &wasm)?;
-    // One clock per compiled component, for the life of the process.
+    let exports = export_indices(&component)?;
+    // One clock per compiled component; it stops once nothing holds the
+    // wasmtime engine any more.
     let clock = wasm.weak();
     std::thread::Builder::new()
         .name("leasehold-deadline".into())
@@ -235,6 +262,7 @@ fn compile(bytes: &[u8], limits: &Limits) -> Result<Compiled, Error> {
             }
         })
         .map_err(|e| Error::Setup(format!("cannot start the deadline clock: {e}")))?;
+    LIVE.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     Ok(Compiled {
         wasm,
         pre: instance_pre,
@@ -242,42 +270,29 @@ fn compile(bytes: &[u8], limits: &Limits) -> Result<Compiled, Error> {
     })
 }
 
-/// Finds each function the world's interfaces export, so that a call looks
-/// up and type-checks only the one it runs.
-fn export_indices(
-    component: &Component,
-    wasm: &wasmtime::Engine,
-) -> Result<HashMap<String, ComponentExportIndex>, Error> {
-    let mut out = HashMap::new();
-    for (interface, item) in component.component_type().exports(wasm) {
-        let ComponentItem::ComponentInstance(ty) = item.ty else {
-            continue;
-        };
-        if !interface.starts_with("leasehold:engine/") {
-            continue;
-        }
-        let Some(parent) = component.get_export_index(None, interface) else {
-            continue;
-        };
-        for (name, item) in ty.exports(wasm) {
-            if !matches!(item.ty, ComponentItem::ComponentFunc(_)) {
-                continue;
-            }
-            if let Some(index) = component.get_export_index(Some(&parent), name)
-                && out.insert(name.to_owned(), index).is_some()
-            {
-                return Err(Error::Setup(format!(
-                    "the component exports two functions named {name}"
-                )));
-            }
-        }
-    }
-    Ok(out)
+/// Finds the export of every verb, so that a call type-checks only the one
+/// function it runs.
+fn export_indices(component: &Component) -> Result<Vec<ComponentExportIndex>, Error> {
+    Verb::ALL
+        .iter()
+        .map(|verb| {
+            let interface = verb.interface_name();
+            component
+                .get_export_index(None, &interface)
+                .and_then(|parent| component.get_export_index(Some(&parent), verb.name()))
+                .ok_or_else(|| {
+                    Error::Setup(format!(
+                        "the component does not export {} from {interface}",
+                        verb.name()
+                    ))
+                })
+        })
+        .collect()
 }
 
 struct Shared {
     compiled: Arc<Compiled>,
-    db: redb::Database,
+    backend: Arc<dyn Backend>,
     limits: Limits,
     durability: Durability,
 }
@@ -317,30 +332,12 @@ impl Engine {
     /// A handle on one tenant: every call through it sees only that
     /// tenant's keys.
     pub fn tenant(&self, name: &str) -> Result<Tenant, Error> {
-        let prefix = storage::tenant_prefix(name)?;
-        Ok(Tenant::new(self.clone(), name.to_owned(), prefix))
+        storage::check_tenant(name)?;
+        Ok(Tenant::new(self.clone(), name.to_owned()))
     }
 
     pub fn limits(&self) -> &Limits {
         &self.shared.limits
-    }
-}
-
-/// Whether a call writes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Mode {
-    Read,
-    Write,
-}
-
-/// What a guest answer needs for the commit decision.
-pub(crate) trait Answer {
-    fn is_error(&self) -> bool;
-}
-
-impl<T, E> Answer for Result<T, E> {
-    fn is_error(&self) -> bool {
-        self.is_err()
     }
 }
 
@@ -399,11 +396,9 @@ impl ResourceLimiter for CallCtx {
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
         if desired > self.memory_cap {
-            self.kv
-                .violation
-                .get_or_insert(Error::Sandbox(SandboxError::Memory {
-                    cap: self.memory_cap,
-                }));
+            self.kv.fail(Error::Sandbox(SandboxError::Memory {
+                cap: self.memory_cap,
+            }));
             return Ok(false);
         }
         Ok(true)
@@ -420,22 +415,25 @@ impl ResourceLimiter for CallCtx {
 }
 
 impl Engine {
-    /// Runs one exported call in one transaction of its own.
-    pub(crate) fn call<R: Answer>(
+    /// Runs one exported call in one transaction of its own. `f` makes the
+    /// call; `check` turns its answer into the caller's, refusing what the
+    /// contract rules out. The call's writes commit only if `check` accepts.
+    pub(crate) fn call<R, T>(
         &self,
         tenant: &Tenant,
-        verb: &'static str,
-        mode: Mode,
+        verb: Verb,
         f: impl FnOnce(&Export, &mut Store<CallCtx>) -> wasmtime::Result<R>,
-    ) -> Result<R, Error> {
-        let span = tracing::debug_span!("leasehold.call", tenant = tenant.name(), verb);
+        check: impl FnOnce(R) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        let span =
+            tracing::debug_span!("leasehold.call", tenant = tenant.name(), verb = verb.name());
         let _entered = span.enter();
         let started = Instant::now();
-        let out = self.run(tenant, verb, mode, f);
+        let out = self.run(tenant, verb, f, check);
         tracing::debug!(
             outcome = match &out {
-                Ok(r) if r.is_error() => "declined",
                 Ok(_) => "ok",
+                Err(e) if e.is_refusal() || e.is_invalid_input() => "declined",
                 Err(_) => "failed",
             },
             micros = started.elapsed().as_micros() as u64,
@@ -444,27 +442,28 @@ impl Engine {
         out
     }
 
-    fn run<R: Answer>(
+    fn run<R, T>(
         &self,
         tenant: &Tenant,
-        verb: &'static str,
-        mode: Mode,
+        verb: Verb,
         f: impl FnOnce(&Export, &mut Store<CallCtx>) -> wasmtime::Result<R>,
-    ) -> Result<R, Error> {
+        check: impl FnOnce(R) -> Result<T, Error>,
+    ) -> Result<T, Error> {
         let s = &self.shared;
         let limits = s.limits;
-        let deadline = if verb == "check" {
+        let deadline = if verb.is_long() {
             limits.check_deadline
         } else {
             limits.deadline
         };
-        let Some(&index) = s.compiled.exports.get(verb) else {
-            return Err(Error::Setup(format!(
-                "the component does not export {verb}"
-            )));
-        };
+        // The turn to write comes first, with its own bound: a call waiting
+        // for the writer ahead of it holds no instance slot and spends none
+        // of its deadline.
+        let txn = s
+            .backend
+            .begin(tenant.name(), verb.mode(), limits.lock_wait)?;
         let ctx = CallCtx {
-            kv: KvView::new(tenant.prefix(), limits),
+            kv: KvView::new(txn, verb.mode(), limits),
             wasi: None,
             table: ResourceTable::new(),
             memory_cap: limits.memory_bytes,
@@ -473,35 +472,31 @@ impl Engine {
         store.limiter(|c| c);
         store.set_epoch_deadline(ticks(deadline));
         store.epoch_deadline_trap();
-        let instance = match s.compiled.pre.instantiate(&mut store) {
-            Ok(i) => i,
-            Err(e) => {
-                return Err(store
-                    .into_data()
-                    .kv
-                    .violation
-                    .unwrap_or_else(|| instantiate_error(e)));
+        let answer = match s.compiled.pre.instantiate(&mut store) {
+            Ok(instance) => {
+                let export = Export {
+                    instance,
+                    index: s.compiled.exports[verb.index()],
+                };
+                f(&export, &mut store)
             }
+            Err(e) => Err(e),
         };
-        // Begun after instantiation, so the write lock is held only while
-        // the guest runs.
-        store.data_mut().kv.begin(&s.db, mode, s.durability)?;
-        let answer = f(&Export { instance, index }, &mut store);
         // The transaction ends before the instance is torn down, so a writer
-        // releases the write lock as soon as it can.
-        let view = store.data_mut().kv.take();
-        match answer {
-            Err(trap) => {
-                // A limit the host recorded names the cause better than the
-                // trap it led to.
-                view.finish(false)?;
-                Err(Error::Sandbox(classify_trap(&trap, deadline)))
-            }
-            Ok(answer) => {
-                view.finish(!answer.is_error())?;
-                Ok(answer)
-            }
+        // gives up its turn as soon as it can.
+        let outcome = store.data_mut().kv.take();
+        let txn = outcome
+            .txn
+            .ok_or_else(|| Error::Setup("the call lost its transaction".into()))?;
+        if let Some(v) = outcome.violation {
+            // A limit the host recorded names the cause better than the trap
+            // it led to.
+            return Err(v);
         }
+        let answer = answer.map_err(|trap| Error::Sandbox(classify_trap(trap, deadline)))?;
+        let answer = check(answer)?;
+        txn.commit(outcome.batch)?;
+        Ok(answer)
     }
 }
 
@@ -509,20 +504,15 @@ fn ticks(d: Duration) -> u64 {
     (d.as_micros() / TICK.as_micros()).max(1) as u64 + 1
 }
 
-fn classify_trap(e: &wasmtime::Error, deadline: Duration) -> SandboxError {
-    match e.downcast_ref::<Trap>() {
-        Some(Trap::Interrupt) => SandboxError::Deadline(deadline),
-        _ => SandboxError::Trap(format!("{e:#}")),
-    }
-}
-
-fn instantiate_error(e: wasmtime::Error) -> Error {
+fn classify_trap(e: wasmtime::Error, deadline: Duration) -> SandboxError {
     let text = format!("{e:#}");
     if e.downcast_ref::<wasmtime::PoolConcurrencyLimitError>()
         .is_some()
     {
-        Error::Sandbox(SandboxError::Busy(text))
-    } else {
-        Error::Sandbox(SandboxError::Trap(text))
+        return SandboxError::Busy(text);
+    }
+    match e.downcast_ref::<Trap>() {
+        Some(Trap::Interrupt) => SandboxError::Deadline(deadline),
+        _ => SandboxError::Trap(text),
     }
 }

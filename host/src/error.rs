@@ -2,6 +2,7 @@
 //! responses: the engine refusing (a claim ladder rung, not found), bad input,
 //! damaged data, failed storage, and a guest that broke the sandbox.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 pub use leasehold_guest::model::{StoreError, TaskState};
@@ -41,6 +42,18 @@ pub enum SandboxError {
     ValueSize { size: usize, cap: usize },
     #[error("the guest asked one scan for {asked} entries; the cap is {cap}")]
     ScanLength { asked: u32, cap: u32 },
+    #[error("the guest asked one get-many for {asked} keys; the cap is {cap}")]
+    GetManyLength { asked: usize, cap: u32 },
+    #[error("one scan read more than its budget of {cap} bytes")]
+    ScanBytes { cap: usize },
+    #[error("the call read more than its budget of {cap} bytes")]
+    ReadBytes { cap: usize },
+    #[error("the call's writes came to {size} bytes; the budget is {cap}")]
+    WriteBytes { size: usize, cap: usize },
+    #[error("the guest staged a second batch of writes in one call")]
+    SecondBatch,
+    #[error("the guest staged writes in a read-only call")]
+    WriteInReadCall,
     #[error("the guest trapped: {0}")]
     Trap(String),
     #[error("the guest answered something the contract rules out: {0}")]
@@ -58,6 +71,10 @@ impl SandboxError {
             SandboxError::KeySize { .. } => "key-size",
             SandboxError::ValueSize { .. } => "value-size",
             SandboxError::ScanLength { .. } => "scan-length",
+            SandboxError::GetManyLength { .. } => "get-many-length",
+            SandboxError::ScanBytes { .. } => "scan-bytes",
+            SandboxError::ReadBytes { .. } => "read-bytes",
+            SandboxError::WriteBytes { .. } => "write-bytes",
             _ => return None,
         })
     }
@@ -80,7 +97,21 @@ pub enum Error {
     Sandbox(SandboxError),
     /// The database underneath failed.
     #[error("storage: {0}")]
-    Storage(String),
+    Storage(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// A database file could not be opened.
+    #[error("cannot open {}: {source}", path.display())]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// A writing call waited this long for the writer ahead of it and gave
+    /// up. Nothing was done; try again.
+    #[error("the database is busy: no turn to write within {0:?}")]
+    LockTimeout(Duration),
+    /// A writing call on a database opened read-only.
+    #[error("the database is open read-only")]
+    ReadOnly,
     /// A tenant name that cannot be used.
     #[error("invalid tenant name {name:?}: {why}")]
     Tenant { name: String, why: &'static str },
@@ -96,6 +127,16 @@ impl Error {
         matches!(
             self,
             Error::Store(StoreError::Invalid(_)) | Error::Tenant { .. }
+        )
+    }
+
+    /// Nothing was done and the same call may succeed if made again.
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            Error::LockTimeout(_)
+                | Error::Refused(Refusal::AlreadyClaimed(_))
+                | Error::Sandbox(SandboxError::Busy(_))
         )
     }
 
@@ -129,22 +170,8 @@ impl From<StoreError> for Error {
     }
 }
 
-macro_rules! storage_errors {
-    ($($t:ty),+) => {$(
-        impl From<$t> for Error {
-            fn from(e: $t) -> Self {
-                Error::Storage(e.to_string())
-            }
-        }
-    )+};
+impl From<redb::Error> for Error {
+    fn from(e: redb::Error) -> Self {
+        Error::Storage(Box::new(e))
+    }
 }
-
-storage_errors!(
-    redb::Error,
-    redb::DatabaseError,
-    redb::TransactionError,
-    redb::TableError,
-    redb::StorageError,
-    redb::CommitError,
-    redb::SetDurabilityError
-);

@@ -1,6 +1,6 @@
 //! The reference Leasehold host: runs the Leasehold component under wasmtime,
-//! supplies its `kv` import over a redb file, and runs each exported call in
-//! exactly one transaction, scoped to one tenant.
+//! supplies its `kv` import over a storage backend (a redb file), and runs
+//! each exported call in exactly one transaction, scoped to one tenant.
 //!
 //! ```no_run
 //! use leasehold_host::{Engine, QueueQuery};
@@ -25,12 +25,17 @@ mod error;
 pub mod native;
 mod storage;
 mod tenant;
+mod verbs;
+mod view;
 
+#[doc(hidden)]
+pub use engine::compiled_components;
 pub use engine::{Durability, Engine, EngineBuilder, GUEST_COMPONENT, Limits};
 pub use error::{Error, Refusal, SandboxError};
 pub use leasehold_guest::model::{
     ArmOutcome, Discrepancy, OnExpiry, Page, Phase, Priority, QueueQuery, SealOutcome, Settlement,
     StoreError, Task, TaskState, Timer, Timestamp,
 };
-pub use storage::{KV_TABLE_NAME, MAX_TENANT_BYTES, tenant_prefix};
+pub use storage::MAX_TENANT_BYTES;
+pub use storage::redb::{KV_TABLE_NAME, tenant_prefix};
 pub use tenant::Tenant;

@@ -1,6 +1,6 @@
 //! The same rules compiled natively: the guest's domain code called directly
-//! over the same redb storage layer, one transaction per call, with no
-//! component, no instance and no boundary.
+//! over the same storage backend and the same write buffer, one transaction
+//! per call, with no component, no instance and no boundary.
 //!
 //! This is not the product (it has no sandbox: no deadline, no memory cap, no
 //! isolation from a faulty rule); it exists so the benchmark can say what the
@@ -8,19 +8,19 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
-use leasehold_guest::kv::Kv;
+use leasehold_guest::kv::{self, Entry, Kv, KvError, Snapshot};
 
-use crate::engine::{Durability, Limits, Mode};
+use crate::engine::Durability;
 use crate::error::Error;
-use crate::storage::{self, KV_TABLE, KvView};
+use crate::storage::redb::RedbBackend;
+use crate::storage::{Backend, Mode, Txn, check_tenant};
 
 /// A database run by the native build of the rules.
 #[derive(Clone)]
 pub struct NativeEngine {
-    db: Arc<redb::Database>,
-    limits: Limits,
-    durability: Durability,
+    backend: Arc<RedbBackend>,
 }
 
 impl std::fmt::Debug for NativeEngine {
@@ -31,23 +31,16 @@ impl std::fmt::Debug for NativeEngine {
 
 impl NativeEngine {
     pub fn open(path: impl AsRef<Path>, durability: Durability) -> Result<Self, Error> {
-        let path = path.as_ref();
-        let db = redb::Database::create(path)
-            .map_err(|e| Error::Setup(format!("cannot open {}: {e}", path.display())))?;
-        let w = db.begin_write()?;
-        w.open_table(KV_TABLE)?;
-        w.commit()?;
         Ok(NativeEngine {
-            db: Arc::new(db),
-            limits: Limits::default(),
-            durability,
+            backend: Arc::new(RedbBackend::open(path.as_ref(), durability)?),
         })
     }
 
     pub fn tenant(&self, name: &str) -> Result<NativeTenant, Error> {
+        check_tenant(name)?;
         Ok(NativeTenant {
             engine: self.clone(),
-            prefix: storage::tenant_prefix(name)?,
+            name: name.to_owned(),
         })
     }
 }
@@ -56,12 +49,42 @@ impl NativeEngine {
 #[derive(Clone, Debug)]
 pub struct NativeTenant {
     engine: NativeEngine,
-    prefix: Vec<u8>,
+    name: String,
+}
+
+/// A backend transaction as the snapshot under the guest's buffer.
+struct TxnSnapshot<'a>(&'a mut dyn Txn);
+
+fn kv_error(e: Error) -> KvError {
+    KvError::Storage(e.to_string())
+}
+
+impl Snapshot for TxnSnapshot<'_> {
+    fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, KvError> {
+        self.0.get(key).map_err(kv_error)
+    }
+
+    fn get_many(&mut self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>, KvError> {
+        self.0.get_many(keys).map_err(kv_error)
+    }
+
+    fn scan(
+        &mut self,
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: u32,
+        reverse: bool,
+    ) -> Result<Vec<Entry>, KvError> {
+        self.0
+            .scan(start, end, limit, reverse, usize::MAX)
+            .map(|(entries, _)| entries)
+            .map_err(kv_error)
+    }
 }
 
 impl NativeTenant {
     /// Runs a domain call (e.g. `|kv| leasehold_guest::tasks::claim(kv, ..)`)
-    /// in one write transaction: committed on `Ok`, aborted on `Err`.
+    /// in one write transaction: committed on `Ok`, nothing written on `Err`.
     pub fn write<T, E: Into<Error>>(
         &self,
         f: impl FnOnce(&mut dyn Kv) -> Result<T, E>,
@@ -82,11 +105,13 @@ impl NativeTenant {
         mode: Mode,
         f: impl FnOnce(&mut dyn Kv) -> Result<T, E>,
     ) -> Result<T, Error> {
-        let e = &self.engine;
-        let mut view = KvView::new(&self.prefix, e.limits);
-        view.begin(&e.db, mode, e.durability)?;
-        let answer = f(&mut view);
-        view.finish(answer.is_ok())?;
-        answer.map_err(Into::into)
+        let mut txn = self
+            .engine
+            .backend
+            .begin(&self.name, mode, Duration::from_secs(5))?;
+        let (answer, batch) = kv::buffered(TxnSnapshot(txn.as_mut()), |kv| f(kv));
+        let answer = answer.map_err(Into::into)?;
+        txn.commit(batch)?;
+        Ok(answer)
     }
 }

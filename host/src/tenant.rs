@@ -5,9 +5,11 @@
 //! entries than the limit asked for) before they reach the caller: a faulty
 //! or hostile guest is reported as a sandbox failure, never passed on.
 //!
-//! A call names its export by the verb and spells the answer's WIT type;
-//! the arguments and the answer are checked against the component's
-//! signature of that one function when the call runs.
+//! A call names its verb (see [`crate::verbs`]) and spells the answer's WIT
+//! type; the arguments and the answer are checked against the component's
+//! signature of that one function when the call runs. The answer is checked
+//! before the call's writes commit, so a faulty guest's answer commits
+//! nothing.
 
 use leasehold_guest::model::{
     ArmOutcome, ClaimError, Discrepancy, Page, QueueQuery, SealOutcome, Settlement, StoreError,
@@ -15,15 +17,15 @@ use leasehold_guest::model::{
 };
 
 use crate::bindings::{WitQueueQuery, wit};
-use crate::engine::{Engine, Mode};
+use crate::engine::Engine;
 use crate::error::{Error, SandboxError};
+use crate::verbs::Verb;
 
 /// One tenant of an [`Engine`]. Cheap to clone; share it between threads.
 #[derive(Clone, Debug)]
 pub struct Tenant {
     engine: Engine,
     name: String,
-    prefix: Vec<u8>,
 }
 
 fn strings(list: &[&str]) -> Vec<String> {
@@ -75,51 +77,51 @@ fn claim<T>(a: ClaimAnswer<T>) -> Result<T, Error> {
 }
 
 impl Tenant {
-    pub(crate) fn new(engine: Engine, name: String, prefix: Vec<u8>) -> Self {
-        Tenant {
-            engine,
-            name,
-            prefix,
-        }
+    pub(crate) fn new(engine: Engine, name: String) -> Self {
+        Tenant { engine, name }
     }
 
     pub fn name(&self) -> &str {
         &self.name
     }
 
-    pub(crate) fn prefix(&self) -> &[u8] {
-        &self.prefix
-    }
-
     /// Creates a task; first open wins (see the contract).
     pub fn open(&self, task: &Task) -> Result<Task, Error> {
         let t = wit::Task::from(task.clone());
-        let a: StoreAnswer<wit::Task> = self
-            .engine
-            .call(self, "open", Mode::Write, |x, s| x.call(s, (&t,)))?;
-        same_task(store(a)?, &task.id)
+        self.engine.call(
+            self,
+            Verb::Open,
+            |x, s| x.call(s, (&t,)),
+            |a: StoreAnswer<wit::Task>| same_task(store(a)?, &task.id),
+        )
     }
 
     pub fn get(&self, id: &str) -> Result<Option<Task>, Error> {
-        let a: StoreAnswer<Option<wit::Task>> =
-            self.engine
-                .call(self, "get", Mode::Read, |x, s| x.call(s, (id,)))?;
-        store(a)?.map(|t| same_task(t, id)).transpose()
+        self.engine.call(
+            self,
+            Verb::Get,
+            |x, s| x.call(s, (id,)),
+            |a: StoreAnswer<Option<wit::Task>>| store(a)?.map(|t| same_task(t, id)).transpose(),
+        )
     }
 
     pub fn claim(&self, id: &str, actor: &str, roles: &[&str]) -> Result<Task, Error> {
         let roles = strings(roles);
-        let a: ClaimAnswer<wit::Task> = self.engine.call(self, "claim", Mode::Write, |x, s| {
-            x.call(s, (id, actor, roles.as_slice()))
-        })?;
-        same_task(claim(a)?, id)
+        self.engine.call(
+            self,
+            Verb::Claim,
+            |x, s| x.call(s, (id, actor, roles.as_slice())),
+            |a: ClaimAnswer<wit::Task>| same_task(claim(a)?, id),
+        )
     }
 
     pub fn release(&self, id: &str, actor: &str) -> Result<(), Error> {
-        let a: ClaimAnswer<()> = self
-            .engine
-            .call(self, "release", Mode::Write, |x, s| x.call(s, (id, actor)))?;
-        claim(a)
+        self.engine.call(
+            self,
+            Verb::Release,
+            |x, s| x.call(s, (id, actor)),
+            claim::<()>,
+        )
     }
 
     pub fn take_over(
@@ -130,37 +132,51 @@ impl Tenant {
         roles: &[&str],
     ) -> Result<Task, Error> {
         let roles = strings(roles);
-        let a: ClaimAnswer<wit::Task> =
-            self.engine.call(self, "take-over", Mode::Write, |x, s| {
-                x.call(s, (id, from, actor, roles.as_slice()))
-            })?;
-        same_task(claim(a)?, id)
+        self.engine.call(
+            self,
+            Verb::TakeOver,
+            |x, s| x.call(s, (id, from, actor, roles.as_slice())),
+            |a: ClaimAnswer<wit::Task>| same_task(claim(a)?, id),
+        )
     }
 
     /// Compare-and-set from pending: `true` when this call settled the task.
     pub fn settle(&self, id: &str, settlement: Settlement) -> Result<bool, Error> {
         let settlement = wit::Settlement::from(settlement);
-        let a: StoreAnswer<bool> = self.engine.call(self, "settle", Mode::Write, |x, s| {
-            x.call(s, (id, settlement))
-        })?;
-        store(a)
+        self.engine.call(
+            self,
+            Verb::Settle,
+            |x, s| x.call(s, (id, settlement)),
+            store::<bool>,
+        )
     }
 
     pub fn withdraw_run(&self, run: &str, awaited: &[&str]) -> Result<u32, Error> {
         let awaited = strings(awaited);
-        let a: StoreAnswer<u32> = self
-            .engine
-            .call(self, "withdraw-run", Mode::Write, |x, s| {
-                x.call(s, (run, awaited.as_slice()))
-            })?;
-        store(a)
+        self.engine.call(
+            self,
+            Verb::WithdrawRun,
+            |x, s| x.call(s, (run, awaited.as_slice())),
+            |a: StoreAnswer<u32>| {
+                let moved = store(a)?;
+                if moved as usize > awaited.len() {
+                    return Err(malformed(format!(
+                        "withdraw-run moved {moved} of {} awaited tasks",
+                        awaited.len()
+                    )));
+                }
+                Ok(moved)
+            },
+        )
     }
 
     pub fn escalate(&self, id: &str) -> Result<Task, Error> {
-        let a: StoreAnswer<wit::Task> =
-            self.engine
-                .call(self, "escalate", Mode::Write, |x, s| x.call(s, (id,)))?;
-        same_task(store(a)?, id)
+        self.engine.call(
+            self,
+            Verb::Escalate,
+            |x, s| x.call(s, (id,)),
+            |a: StoreAnswer<wit::Task>| same_task(store(a)?, id),
+        )
     }
 
     pub fn queue(&self, query: &QueueQuery) -> Result<Page, Error> {
@@ -170,42 +186,49 @@ impl Tenant {
             limit: query.limit,
             after: query.after.clone(),
         };
-        let a: StoreAnswer<wit::Page> = self
-            .engine
-            .call(self, "queue", Mode::Read, |x, s| x.call(s, (&q,)))?;
-        page(store(a)?, query.limit, "queue")
+        self.engine.call(
+            self,
+            Verb::Queue,
+            |x, s| x.call(s, (&q,)),
+            |a: StoreAnswer<wit::Page>| page(store(a)?, query.limit, "queue"),
+        )
     }
 
     pub fn for_case(&self, case: &str, limit: u32, after: Option<&str>) -> Result<Page, Error> {
-        let a: StoreAnswer<wit::Page> =
-            self.engine.call(self, "for-case", Mode::Read, |x, s| {
-                x.call(s, (case, limit, after))
-            })?;
-        page(store(a)?, limit, "for-case")
+        self.engine.call(
+            self,
+            Verb::ForCase,
+            |x, s| x.call(s, (case, limit, after)),
+            |a: StoreAnswer<wit::Page>| page(store(a)?, limit, "for-case"),
+        )
     }
 
     /// Pending tasks (claimed ones count). One counter read.
     pub fn open_count(&self) -> Result<u64, Error> {
-        let a: StoreAnswer<u64> = self
-            .engine
-            .call(self, "open-count", Mode::Read, |x, s| x.call(s, ()))?;
-        store(a)
+        self.engine
+            .call(self, Verb::OpenCount, |x, s| x.call(s, ()), store::<u64>)
     }
 
     pub fn overdue(&self, now: Timestamp, limit: u32) -> Result<Vec<Task>, Error> {
-        let a: StoreAnswer<Vec<wit::Task>> =
-            self.engine
-                .call(self, "overdue", Mode::Read, |x, s| x.call(s, (now, limit)))?;
-        let tasks = at_most(store(a)?, limit, "overdue")?;
-        Ok(tasks.into_iter().map(Into::into).collect())
+        self.engine.call(
+            self,
+            Verb::Overdue,
+            |x, s| x.call(s, (now, limit)),
+            |a: StoreAnswer<Vec<wit::Task>>| {
+                let tasks = at_most(store(a)?, limit, "overdue")?;
+                Ok(tasks.into_iter().map(Into::into).collect())
+            },
+        )
     }
 
     pub fn arm(&self, timer: &Timer) -> Result<ArmOutcome, Error> {
         let t = wit::Timer::from(timer.clone());
-        let a: StoreAnswer<wit::ArmOutcome> =
-            self.engine
-                .call(self, "arm", Mode::Write, |x, s| x.call(s, (&t,)))?;
-        Ok(store(a)?.into())
+        self.engine.call(
+            self,
+            Verb::Arm,
+            |x, s| x.call(s, (&t,)),
+            |a: StoreAnswer<wit::ArmOutcome>| Ok(store(a)?.into()),
+        )
     }
 
     /// Claims up to `limit` due timers under a lease of `lease_ms`.
@@ -215,65 +238,93 @@ impl Tenant {
         limit: u32,
         lease_ms: u32,
     ) -> Result<Vec<Timer>, Error> {
-        let a: StoreAnswer<Vec<wit::Timer>> =
-            self.engine.call(self, "claim-due", Mode::Write, |x, s| {
-                x.call(s, (now, limit, lease_ms))
-            })?;
-        let timers = at_most(store(a)?, limit, "claim-due")?;
-        Ok(timers.into_iter().map(Into::into).collect())
+        self.engine.call(
+            self,
+            Verb::ClaimDue,
+            |x, s| x.call(s, (now, limit, lease_ms)),
+            |a: StoreAnswer<Vec<wit::Timer>>| {
+                let timers: Vec<Timer> = at_most(store(a)?, limit, "claim-due")?
+                    .into_iter()
+                    .map(Into::into)
+                    .collect();
+                for (i, t) in timers.iter().enumerate() {
+                    if timers[..i]
+                        .iter()
+                        .any(|u| u.run == t.run && u.effect == t.effect)
+                    {
+                        return Err(malformed(format!(
+                            "claim-due answered timer {}/{} twice",
+                            t.run, t.effect
+                        )));
+                    }
+                }
+                Ok(timers)
+            },
+        )
     }
 
     pub fn disarm(&self, run: &str, effect: &str) -> Result<bool, Error> {
-        let a: StoreAnswer<bool> = self
-            .engine
-            .call(self, "disarm", Mode::Write, |x, s| x.call(s, (run, effect)))?;
-        store(a)
+        self.engine.call(
+            self,
+            Verb::Disarm,
+            |x, s| x.call(s, (run, effect)),
+            store::<bool>,
+        )
     }
 
     pub fn disarm_run(&self, run: &str) -> Result<u32, Error> {
-        let a: StoreAnswer<u32> = self
-            .engine
-            .call(self, "disarm-run", Mode::Write, |x, s| x.call(s, (run,)))?;
-        store(a)
+        self.engine.call(
+            self,
+            Verb::DisarmRun,
+            |x, s| x.call(s, (run,)),
+            store::<u32>,
+        )
     }
 
     /// Armed timers. One counter read.
     pub fn pending_count(&self) -> Result<u64, Error> {
-        let a: StoreAnswer<u64> = self
-            .engine
-            .call(self, "pending-count", Mode::Read, |x, s| x.call(s, ()))?;
-        store(a)
+        self.engine
+            .call(self, Verb::PendingCount, |x, s| x.call(s, ()), store::<u64>)
     }
 
     pub fn next_due(&self) -> Result<Option<Timestamp>, Error> {
-        let a: StoreAnswer<Option<Timestamp>> =
-            self.engine
-                .call(self, "next-due", Mode::Read, |x, s| x.call(s, ()))?;
-        store(a)
+        self.engine.call(
+            self,
+            Verb::NextDue,
+            |x, s| x.call(s, ()),
+            store::<Option<Timestamp>>,
+        )
     }
 
     pub fn seal(&self, run: &str, awaited: &[&str]) -> Result<SealOutcome, Error> {
         let awaited = strings(awaited);
-        let a: StoreAnswer<wit::SealOutcome> =
-            self.engine.call(self, "seal", Mode::Write, |x, s| {
-                x.call(s, (run, awaited.as_slice()))
-            })?;
-        Ok(store(a)?.into())
+        self.engine.call(
+            self,
+            Verb::Seal,
+            |x, s| x.call(s, (run, awaited.as_slice())),
+            |a: StoreAnswer<wit::SealOutcome>| Ok(store(a)?.into()),
+        )
     }
 
     pub fn is_sealed(&self, run: &str) -> Result<bool, Error> {
-        let a: StoreAnswer<bool> = self
-            .engine
-            .call(self, "is-sealed", Mode::Read, |x, s| x.call(s, (run,)))?;
-        store(a)
+        self.engine.call(
+            self,
+            Verb::IsSealed,
+            |x, s| x.call(s, (run,)),
+            store::<bool>,
+        )
     }
 
     /// The consistency check: every discrepancy between this tenant's rows
     /// and its indexes and counters. Empty means consistent.
     pub fn check(&self) -> Result<Vec<Discrepancy>, Error> {
-        let a: StoreAnswer<Vec<wit::Discrepancy>> =
-            self.engine
-                .call(self, "check", Mode::Read, |x, s| x.call(s, ()))?;
-        Ok(store(a)?.into_iter().map(Into::into).collect())
+        self.engine.call(
+            self,
+            Verb::Check,
+            |x, s| x.call(s, ()),
+            |a: StoreAnswer<Vec<wit::Discrepancy>>| {
+                Ok(store(a)?.into_iter().map(Into::into).collect())
+            },
+        )
     }
 }

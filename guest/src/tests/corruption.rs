@@ -5,7 +5,7 @@
 use super::*;
 use crate::model::{ClaimError, QueueQuery, Settlement};
 use crate::schema;
-use crate::store::TaskRow;
+use crate::store::{self, TaskRow};
 use crate::{runs, tasks, timers};
 
 #[track_caller]
@@ -399,11 +399,11 @@ fn the_check_finds_a_row_whose_fields_contradict_its_indexes() {
         .get(schema::task("open").as_bytes())
         .cloned()
         .expect("a row");
-    let mut row: TaskRow = serde_json::from_slice(&bytes).expect("decodes");
+    let mut row: TaskRow = store::decode_task(&bytes).expect("decodes");
     row.task.due_at = Some(51);
     kv.map.insert(
         schema::task("open").into_bytes(),
-        serde_json::to_vec(&row).expect("encodes"),
+        store::encode_row(&row).expect("encodes"),
     );
     // The entry at 51 is missing, the one at 50 is not implied.
     let got = findings(&mut kv);

@@ -466,7 +466,7 @@ fn invalid_call(kv: &mut MemKv, which: usize) -> String {
             tasks::open(
                 kv,
                 &Task {
-                    state: TaskState::Claimed,
+                    kind: String::new(),
                     ..task("t0")
                 }
             )

@@ -91,16 +91,39 @@ fn inputs_are_checked_before_existence_so_a_bad_reopen_is_invalid() {
     let mut kv = MemKv::new();
     open(&mut kv, task("t"));
     let t = Task {
-        state: TaskState::Claimed,
-        assignee: Some("bob".into()),
-        ..task("t")
-    };
-    invalid_reason(fails_cleanly(&mut kv, |kv| tasks::open(kv, &t)));
-    let t = Task {
         justification: "not json".into(),
         ..task("t")
     };
     invalid_reason(fails_cleanly(&mut kv, |kv| tasks::open(kv, &t)));
+}
+
+/// The contract's order is inputs, then existence, then the verb's own
+/// rules: that a *new* task must be open and unheld is one of `open`'s own
+/// rules, so a repeat of an existing id answers the stored task whatever
+/// state or assignee the repeat's copy carries.
+#[test]
+fn reopening_an_existing_id_with_a_claimed_copy_answers_the_stored_task() {
+    let mut kv = MemKv::new();
+    let stored = open(&mut kv, task("t"));
+    let before = kv.map.clone();
+    let copy = Task {
+        state: TaskState::Claimed,
+        assignee: Some("bob".into()),
+        ..task("t")
+    };
+    assert_eq!(
+        tasks::open(&mut kv, &copy).expect("first open wins"),
+        stored
+    );
+    let copy = Task {
+        state: TaskState::Completed,
+        ..task("t")
+    };
+    assert_eq!(
+        tasks::open(&mut kv, &copy).expect("first open wins"),
+        stored
+    );
+    assert_eq!(kv.map, before, "a repeated open wrote");
 }
 
 #[test]

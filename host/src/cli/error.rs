@@ -106,7 +106,9 @@ impl CliError {
             Error::Sandbox(_) => ("sandbox", None),
             Error::Storage(_) => ("storage", None),
             Error::Tenant { .. } => ("invalid_tenant", None),
-            Error::Setup(_) => ("setup", None),
+            Error::Setup(_) | Error::Open { .. } => ("setup", None),
+            Error::LockTimeout(_) => ("busy", None),
+            Error::ReadOnly => ("read_only", None),
             _ => ("error", None),
         }
     }

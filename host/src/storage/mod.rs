@@ -1,0 +1,80 @@
+//! Storage behind the component's `kv` import, independent of the WIT
+//! bindings: what a backend must do for one call, and the backends.
+//!
+//! A backend serves one tenant's keys inside one transaction: snapshot reads
+//! (`get`, `get_many`, ordered `scan`), then, when the call committed, one
+//! batch of writes applied atomically. The guest keeps its own writes until
+//! then, so a backend needs no read-your-writes and no undo. Keys here are the
+//! guest's keys; how a backend keeps tenants apart (a key prefix in redb) is
+//! its own business, and no key the guest can spell reaches another tenant.
+
+pub mod redb;
+
+use std::time::Duration;
+
+pub use leasehold_guest::kv::{Entry, Write};
+
+use crate::error::Error;
+
+/// Whether a call writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Runs on a snapshot; never waits for a writer, never writes.
+    Read,
+    /// Runs in the one write transaction of its call.
+    Write,
+}
+
+/// The longest tenant name.
+pub const MAX_TENANT_BYTES: usize = 64;
+
+/// Checks a tenant name: 1–64 bytes of ASCII letters, digits, `-`, `_`, `.`.
+pub fn check_tenant(name: &str) -> Result<(), Error> {
+    let why = if name.is_empty() {
+        Some("it is empty")
+    } else if name.len() > MAX_TENANT_BYTES {
+        Some("it is longer than 64 bytes")
+    } else if !name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+    {
+        Some("use only ASCII letters, digits, '-', '_' and '.'")
+    } else {
+        None
+    };
+    match why {
+        Some(why) => Err(Error::Tenant {
+            name: name.to_owned(),
+            why,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// A store of many tenants' ordered keys.
+pub trait Backend: Send + Sync + 'static {
+    /// Begins one call's transaction on `tenant`'s keys. A write transaction
+    /// waits at most `lock_wait` for the writer before it answers
+    /// [`Error::LockTimeout`].
+    fn begin(&self, tenant: &str, mode: Mode, lock_wait: Duration) -> Result<Box<dyn Txn>, Error>;
+}
+
+/// One call's transaction on one tenant's keys.
+pub trait Txn: Send {
+    fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, Error>;
+    fn get_many(&mut self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>, Error>;
+    /// Up to `limit` entries with `start <= key < end`, in key order or its
+    /// reverse, stopping early (answering what it has and `true`) once the
+    /// entries hold more than `max_bytes`.
+    fn scan(
+        &mut self,
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: u32,
+        reverse: bool,
+        max_bytes: usize,
+    ) -> Result<(Vec<Entry>, bool), Error>;
+    /// Applies `batch` and commits; a read transaction accepts only an empty
+    /// batch. Dropping a transaction without committing aborts it.
+    fn commit(self: Box<Self>, batch: Vec<Write>) -> Result<(), Error>;
+}

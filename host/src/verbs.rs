@@ -1,0 +1,99 @@
+//! Every exported function of the world, declared once: its interface, its
+//! WIT name and whether it writes. The engine resolves each one's export
+//! when it compiles the component, so a call names its verb by value, never
+//! by a string looked up at call time, and a writing verb cannot be run on a
+//! read snapshot.
+
+use crate::storage::Mode;
+
+/// The WIT package every interface below belongs to.
+pub(crate) const PACKAGE: &str = "leasehold:engine";
+pub(crate) const VERSION: &str = "0.2.0";
+
+macro_rules! verbs {
+    ($($verb:ident => $interface:literal $name:literal $mode:ident,)+) => {
+        /// One exported function of the `leasehold:engine/engine` world.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub(crate) enum Verb {
+            $($verb,)+
+        }
+
+        impl Verb {
+            pub(crate) const ALL: &[Verb] = &[$(Verb::$verb,)+];
+
+            /// The exporting interface, e.g. `tasks`.
+            pub(crate) fn interface(self) -> &'static str {
+                match self {
+                    $(Verb::$verb => $interface,)+
+                }
+            }
+
+            /// The function's WIT name, e.g. `take-over`.
+            pub(crate) fn name(self) -> &'static str {
+                match self {
+                    $(Verb::$verb => $name,)+
+                }
+            }
+
+            /// Whether the verb may write: a read verb runs on a snapshot.
+            pub(crate) fn mode(self) -> Mode {
+                match self {
+                    $(Verb::$verb => Mode::$mode,)+
+                }
+            }
+        }
+    };
+}
+
+verbs! {
+    Open => "tasks" "open" Write,
+    Get => "tasks" "get" Read,
+    Claim => "tasks" "claim" Write,
+    Release => "tasks" "release" Write,
+    TakeOver => "tasks" "take-over" Write,
+    Settle => "tasks" "settle" Write,
+    WithdrawRun => "tasks" "withdraw-run" Write,
+    Escalate => "tasks" "escalate" Write,
+    Queue => "tasks" "queue" Read,
+    ForCase => "tasks" "for-case" Read,
+    OpenCount => "tasks" "open-count" Read,
+    Overdue => "tasks" "overdue" Read,
+    Arm => "timers" "arm" Write,
+    ClaimDue => "timers" "claim-due" Write,
+    Disarm => "timers" "disarm" Write,
+    DisarmRun => "timers" "disarm-run" Write,
+    PendingCount => "timers" "pending-count" Read,
+    NextDue => "timers" "next-due" Read,
+    Seal => "runs" "seal" Write,
+    IsSealed => "runs" "is-sealed" Read,
+    Check => "admin" "check" Read,
+}
+
+impl Verb {
+    /// The verb's place in [`Verb::ALL`], which indexes per-verb tables.
+    pub(crate) fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The interface's full name, e.g. `leasehold:engine/tasks@0.2.0`.
+    pub(crate) fn interface_name(self) -> String {
+        format!("{PACKAGE}/{}@{VERSION}", self.interface())
+    }
+
+    /// Walks the whole tenant, so it runs under the longer deadline.
+    pub(crate) fn is_long(self) -> bool {
+        self == Verb::Check
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_verb_sits_at_its_index() {
+        for (i, v) in Verb::ALL.iter().enumerate() {
+            assert_eq!(v.index(), i, "{v:?}");
+        }
+    }
+}

@@ -1,0 +1,198 @@
+//! What one call's guest sees of storage: the `kv` import over the call's one
+//! transaction, with every size the guest controls checked before it is used.
+//!
+//! Reads go to the transaction; the guest's batch of writes is only staged
+//! here, and the engine applies it after the export has answered `ok` and the
+//! answer has passed its checks. A cap or budget overrun, or a storage
+//! failure, is recorded and traps the call, so no guest can swallow one and
+//! commit: the recorded error is the call's outcome.
+
+use crate::bindings::kv;
+use crate::engine::Limits;
+use crate::error::{Error, SandboxError};
+use crate::storage::{Mode, Txn, Write};
+
+/// One call's view of storage.
+pub(crate) struct KvView {
+    txn: Option<Box<dyn Txn>>,
+    mode: Mode,
+    limits: Limits,
+    /// Bytes of keys and values handed to the guest so far.
+    read_bytes: usize,
+    staged: Option<Vec<Write>>,
+    /// The first host-side failure of this call; it decides the outcome.
+    violation: Option<Error>,
+}
+
+/// What a call left behind once its guest has finished.
+pub(crate) struct Outcome {
+    pub(crate) txn: Option<Box<dyn Txn>>,
+    pub(crate) batch: Vec<Write>,
+    pub(crate) violation: Option<Error>,
+}
+
+impl KvView {
+    pub(crate) fn new(txn: Box<dyn Txn>, mode: Mode, limits: Limits) -> Self {
+        KvView {
+            txn: Some(txn),
+            mode,
+            limits,
+            read_bytes: 0,
+            staged: None,
+            violation: None,
+        }
+    }
+
+    /// Records a failure the host saw first (the memory cap, say).
+    pub(crate) fn fail(&mut self, e: Error) {
+        self.violation.get_or_insert(e);
+    }
+
+    /// Moves the transaction, the staged batch and the outcome out.
+    pub(crate) fn take(&mut self) -> Outcome {
+        Outcome {
+            txn: self.txn.take(),
+            batch: self.staged.take().unwrap_or_default(),
+            violation: self.violation.take(),
+        }
+    }
+
+    /// Records `e` as the call's outcome and answers the trap that ends it.
+    fn trap(&mut self, e: Error) -> wasmtime::Error {
+        let text = e.to_string();
+        self.fail(e);
+        wasmtime::Error::msg(text)
+    }
+
+    fn check_key(&mut self, key: &[u8]) -> wasmtime::Result<()> {
+        if key.len() > self.limits.key_bytes {
+            return Err(self.trap(Error::Sandbox(SandboxError::KeySize {
+                size: key.len(),
+                cap: self.limits.key_bytes,
+            })));
+        }
+        Ok(())
+    }
+
+    /// Counts bytes handed to the guest against the call's read budget.
+    fn count_read(&mut self, bytes: usize) -> wasmtime::Result<()> {
+        self.read_bytes = self.read_bytes.saturating_add(bytes);
+        if self.read_bytes > self.limits.call_read_bytes {
+            return Err(self.trap(Error::Sandbox(SandboxError::ReadBytes {
+                cap: self.limits.call_read_bytes,
+            })));
+        }
+        Ok(())
+    }
+
+    fn txn(&mut self) -> wasmtime::Result<&mut Box<dyn Txn>> {
+        match self.txn {
+            Some(ref mut t) => Ok(t),
+            None => Err(wasmtime::Error::msg("storage used after the call ended")),
+        }
+    }
+
+    fn stored<T>(&mut self, r: Result<T, Error>) -> wasmtime::Result<T> {
+        r.map_err(|e| self.trap(e))
+    }
+}
+
+fn value_bytes(v: &Option<Vec<u8>>) -> usize {
+    v.as_ref().map_or(0, Vec::len)
+}
+
+impl kv::Host for KvView {
+    fn get(&mut self, key: Vec<u8>) -> wasmtime::Result<Option<Vec<u8>>> {
+        self.check_key(&key)?;
+        let found = self.txn()?.get(&key);
+        let found = self.stored(found)?;
+        self.count_read(value_bytes(&found))?;
+        Ok(found)
+    }
+
+    fn get_many(&mut self, keys: Vec<Vec<u8>>) -> wasmtime::Result<Vec<Option<Vec<u8>>>> {
+        if keys.len() > self.limits.scan_entries as usize {
+            return Err(self.trap(Error::Sandbox(SandboxError::GetManyLength {
+                asked: keys.len(),
+                cap: self.limits.scan_entries,
+            })));
+        }
+        for k in &keys {
+            self.check_key(k)?;
+        }
+        let found = self.txn()?.get_many(&keys);
+        let found = self.stored(found)?;
+        self.count_read(found.iter().map(value_bytes).sum())?;
+        Ok(found)
+    }
+
+    fn scan(
+        &mut self,
+        range: kv::KeyRange,
+        limit: u32,
+        reverse: bool,
+    ) -> wasmtime::Result<Vec<kv::Entry>> {
+        if limit > self.limits.scan_entries {
+            return Err(self.trap(Error::Sandbox(SandboxError::ScanLength {
+                asked: limit,
+                cap: self.limits.scan_entries,
+            })));
+        }
+        self.check_key(&range.start)?;
+        if let Some(end) = &range.end {
+            self.check_key(end)?;
+        }
+        let cap = self.limits.scan_bytes;
+        let found = self
+            .txn()?
+            .scan(&range.start, range.end.as_deref(), limit, reverse, cap);
+        let (entries, over) = self.stored(found)?;
+        if over {
+            return Err(self.trap(Error::Sandbox(SandboxError::ScanBytes { cap })));
+        }
+        self.count_read(entries.iter().map(|(k, v)| k.len() + v.len()).sum())?;
+        Ok(entries
+            .into_iter()
+            .map(|(key, value)| kv::Entry { key, value })
+            .collect())
+    }
+
+    fn stage(&mut self, batch: Vec<kv::Write>) -> wasmtime::Result<()> {
+        if self.staged.is_some() {
+            return Err(self.trap(Error::Sandbox(SandboxError::SecondBatch)));
+        }
+        if self.mode == Mode::Read && !batch.is_empty() {
+            return Err(self.trap(Error::Sandbox(SandboxError::WriteInReadCall)));
+        }
+        let mut size = 0usize;
+        let mut out = Vec::with_capacity(batch.len());
+        for w in batch {
+            match w {
+                kv::Write::Put(kv::Entry { key, value }) => {
+                    self.check_key(&key)?;
+                    if value.len() > self.limits.value_bytes {
+                        return Err(self.trap(Error::Sandbox(SandboxError::ValueSize {
+                            size: value.len(),
+                            cap: self.limits.value_bytes,
+                        })));
+                    }
+                    size = size.saturating_add(key.len() + value.len());
+                    out.push(Write::Put(key, value));
+                }
+                kv::Write::Delete(key) => {
+                    self.check_key(&key)?;
+                    size = size.saturating_add(key.len());
+                    out.push(Write::Delete(key));
+                }
+            }
+        }
+        if size > self.limits.call_write_bytes {
+            return Err(self.trap(Error::Sandbox(SandboxError::WriteBytes {
+                size,
+                cap: self.limits.call_write_bytes,
+            })));
+        }
+        self.staged = Some(out);
+        Ok(())
+    }
+}
