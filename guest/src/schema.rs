@@ -1,7 +1,7 @@
 //! Where everything lives in the tenant's keyspace.
 //!
 //! Every key is a tuple (see [`crate::keys`]) whose first element names the
-//! structure. Rows hold JSON; index entries hold nothing (the key is the
+//! structure. Rows hold postcard (see [`crate::store::encode_row`]); index entries hold nothing (the key is the
 //! entry); counters hold a big-endian `u64`. Only this module spells a key, so
 //! the layout can be read in one place:
 //!
@@ -24,8 +24,9 @@ use crate::model::Timestamp;
 use crate::prelude::*;
 
 /// The layout this component reads and writes. A keyspace with another
-/// version is refused as corrupt rather than misread.
-pub const LAYOUT_VERSION: &str = "1";
+/// version is refused as corrupt rather than misread. Layout 1 (Leasehold
+/// 0.1) held rows as JSON; layout 2 holds them as postcard.
+pub const LAYOUT_VERSION: &str = "2";
 
 pub const OPEN_TASKS: &str = "open-tasks";
 pub const ARMED_TIMERS: &str = "armed-timers";

@@ -361,3 +361,101 @@ pub fn walk<K: Kv + ?Sized>(
         start.push(0);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kv::MemKv;
+    use crate::model::{OnExpiry, Phase, Priority};
+
+    fn full_task() -> Task {
+        Task {
+            id: "t-1".into(),
+            run: "r".into(),
+            case: Some("c é".into()),
+            kind: "approve".into(),
+            justification: r#"{"why":[1]}"#.into(),
+            candidate_roles: vec!["reviewer".into()],
+            assignee: Some("alice".into()),
+            priority: Priority::Urgent,
+            state: TaskState::Claimed,
+            on_expiry: OnExpiry::Escalate,
+            escalate_to: vec!["lead".into()],
+            excluded_actors: vec!["mallory".into()],
+            created_at: 5,
+            due_at: Some(253_402_300_799_999),
+        }
+    }
+
+    #[test]
+    fn rows_round_trip_and_leftover_bytes_are_refused() {
+        let row = TaskRow {
+            task: full_task(),
+            ever_escalated: true,
+        };
+        let mut bytes = encode_row(&row).expect("encodes");
+        assert_eq!(decode_task(&bytes).expect("decodes"), row);
+        bytes.push(0);
+        assert!(decode_task(&bytes).is_err(), "a row with bytes left over");
+        let timer = TimerRow {
+            timer: Timer {
+                run: "r".into(),
+                case: None,
+                effect: "e".into(),
+                step: 3,
+                phase: Phase::Compensating,
+                fire_at: 42,
+            },
+            lease_until: Some(253_402_300_799_999 + 604_800_000),
+        };
+        let bytes = encode_row(&timer).expect("encodes");
+        assert_eq!(decode_timer(&bytes).expect("decodes"), timer);
+        assert!(decode_timer(&bytes[..bytes.len() - 1]).is_err());
+        assert!(decode_task(b"").is_err());
+    }
+
+    /// The stored form is part of layout 2: a change to it must be a new
+    /// layout, so these bytes are pinned.
+    #[test]
+    fn the_layout_2_row_bytes_are_pinned() {
+        let row = TaskRow {
+            task: Task {
+                id: "t".into(),
+                run: "r".into(),
+                case: None,
+                kind: "k".into(),
+                justification: "{}".into(),
+                candidate_roles: vec!["a".into()],
+                assignee: None,
+                priority: Priority::High,
+                state: TaskState::Escalated,
+                on_expiry: OnExpiry::Proceed,
+                escalate_to: vec![],
+                excluded_actors: vec![],
+                created_at: 300,
+                due_at: Some(-1),
+            },
+            ever_escalated: true,
+        };
+        assert_eq!(
+            encode_row(&row).expect("encodes"),
+            [
+                1, b't', 1, b'r', 0, 1, b'k', 2, b'{', b'}', 1, 1, b'a', 0, 2, 2, 2, 0, 0, 0xD8,
+                0x04, 1, 1, 1
+            ]
+        );
+    }
+
+    #[test]
+    fn a_keyspace_in_the_0_1_layout_is_refused_by_name_never_misread() {
+        let mut kv = MemKv::new();
+        kv.map.insert(schema::layout().into_bytes(), b"1".to_vec());
+        match check_layout(&mut kv, true) {
+            Err(StoreError::Corrupt(d)) => {
+                assert!(d.contains("layout 1") && d.contains("0.1"), "{d}");
+            }
+            other => panic!("expected corrupt, got {other:?}"),
+        }
+        assert_eq!(kv.map.len(), 1, "the refusal wrote");
+    }
+}

@@ -11,6 +11,7 @@ use crate::check;
 use crate::kv::MemKv;
 use crate::model::{Discrepancy, OnExpiry, Phase, Priority, StoreError, Task, TaskState, Timer};
 
+mod buffer;
 mod corruption;
 mod cost;
 mod error_paths;

@@ -516,3 +516,82 @@ fn classify_trap(e: wasmtime::Error, deadline: Duration) -> SandboxError {
         _ => SandboxError::Trap(text),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Threads of this process that run a deadline clock.
+    fn clocks() -> usize {
+        std::fs::read_dir("/proc/self/task")
+            .map(|tasks| {
+                tasks
+                    .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+                    .filter(|name| name.starts_with("leasehold-dead"))
+                    .count()
+            })
+            .unwrap_or(0)
+    }
+
+    /// Sizes no other test uses, so this test's compilation is its own.
+    fn own_limits() -> Limits {
+        Limits {
+            memory_bytes: 48 << 20,
+            concurrent_calls: 3,
+            ..Limits::default()
+        }
+    }
+
+    static SERIAL: Mutex<()> = Mutex::new(());
+
+    #[test]
+    fn a_compiled_component_and_its_clock_go_when_the_last_engine_does() {
+        let _one_at_a_time = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+        let before = clocks();
+        let a = Engine::builder()
+            .limits(own_limits())
+            .in_memory()
+            .expect("engine");
+        let b = Engine::builder()
+            .limits(own_limits())
+            .in_memory()
+            .expect("engine");
+        assert!(
+            Arc::ptr_eq(&a.shared.compiled, &b.shared.compiled),
+            "the same bytes and sizes compile once"
+        );
+        assert_eq!(clocks(), before + 1);
+        let compiled = Arc::downgrade(&a.shared.compiled);
+        drop((a, b));
+        assert!(compiled.upgrade().is_none(), "the cache kept the component");
+        let waited = Instant::now();
+        while clocks() > before && waited.elapsed() < Duration::from_secs(2) {
+            std::thread::sleep(TICK);
+        }
+        assert_eq!(clocks(), before, "the deadline clock outlived its engines");
+    }
+
+    #[test]
+    fn components_that_differ_in_any_byte_never_share_a_compilation() {
+        // Serialised with the test above, which counts clocks.
+        let _one_at_a_time = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+        // The same component with a custom section appended: valid, and
+        // different bytes.
+        let mut other = GUEST_COMPONENT.to_vec();
+        other.extend_from_slice(&[0, 5, 4, b'n', b'o', b't', b'e']);
+        let limits = Limits {
+            concurrent_calls: 5,
+            ..own_limits()
+        };
+        let a = Engine::builder()
+            .limits(limits)
+            .in_memory()
+            .expect("engine");
+        let b = Engine::builder()
+            .limits(limits)
+            .component(other)
+            .in_memory()
+            .expect("engine");
+        assert!(!Arc::ptr_eq(&a.shared.compiled, &b.shared.compiled));
+    }
+}

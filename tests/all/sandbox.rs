@@ -49,7 +49,7 @@ fn still_serves(engine: &Engine) {
         t.get("wrong-id"),
         Err(Error::Sandbox(SandboxError::Malformed(_)))
     ));
-    assert_eq!(t.get("write").expect("a read call still works"), None);
+    assert_eq!(t.get("plain").expect("a read call still works"), None);
 }
 
 #[test]
@@ -87,7 +87,7 @@ fn a_looping_call_does_not_hold_up_calls_on_other_threads() {
             engine
                 .tenant("b")
                 .expect("tenant")
-                .get("write")
+                .get("plain")
                 .expect("read"),
             None
         );
@@ -113,7 +113,7 @@ fn a_call_past_the_concurrency_limit_is_refused_as_busy_not_queued() {
     std::thread::scope(|s| {
         let looping = s.spawn(|| engine.tenant("a").expect("tenant").get("loop"));
         std::thread::sleep(Duration::from_millis(300));
-        let r = engine.tenant("b").expect("tenant").get("write");
+        let r = engine.tenant("b").expect("tenant").get("plain");
         assert!(
             matches!(r, Err(Error::Sandbox(SandboxError::Busy(_)))),
             "{r:?}"
@@ -128,7 +128,7 @@ fn a_call_past_the_concurrency_limit_is_refused_as_busy_not_queued() {
         engine
             .tenant("b")
             .expect("tenant")
-            .get("write")
+            .get("plain")
             .expect("read"),
         None
     );
@@ -213,14 +213,14 @@ fn a_write_followed_by_an_error_answer_commits_nothing() {
 }
 
 #[test]
-fn a_guest_that_swallows_a_refused_oversized_value_still_fails_and_commits_nothing() {
+fn a_guest_that_stages_an_oversized_value_fails_by_name_and_commits_nothing() {
     let (_dir, path) = db();
     let engine = hostile(&path, quick());
     let e = sandbox_error(
         engine
             .tenant("a")
             .expect("tenant")
-            .open(&task("swallow-too-large", 0)),
+            .open(&task("stage-too-large", 0)),
     );
     assert_eq!(
         e,
@@ -230,11 +230,228 @@ fn a_guest_that_swallows_a_refused_oversized_value_still_fails_and_commits_nothi
         }
     );
     assert_eq!(e.limit(), Some("value-size"));
+    still_serves(&engine);
     drop(engine);
+    assert!(keys_of(&path).is_empty());
+}
+
+#[test]
+fn a_guest_that_stages_twice_in_one_call_fails_and_commits_nothing() {
+    let (_dir, path) = db();
+    let engine = hostile(&path, quick());
+    let e = sandbox_error(
+        engine
+            .tenant("a")
+            .expect("tenant")
+            .open(&task("stage-twice", 0)),
+    );
+    assert_eq!(e, SandboxError::SecondBatch);
+    drop(engine);
+    assert!(keys_of(&path).is_empty());
+}
+
+/// The host checks an answer before it decides to commit: a faulty
+/// component whose write verb answers something the contract rules out
+/// (another task's id, more timers than the limit) leaves nothing behind,
+/// not its writes and a `Malformed` for the caller.
+#[test]
+fn a_write_verb_whose_answer_the_contract_rules_out_commits_nothing() {
+    let (_dir, path) = db();
+    let engine = hostile(&path, quick());
+    let t = engine.tenant("a").expect("tenant");
+    let malformed = |r: Result<(), Error>, what: &str| match r {
+        Err(Error::Sandbox(SandboxError::Malformed(m))) => {
+            assert!(m.contains(what), "{m}");
+        }
+        other => panic!("expected malformed, got {other:?}"),
+    };
+    malformed(t.open(&task("wrong-id", 0)).map(drop), "someone-else");
+    malformed(t.claim("t", "ann", &[]).map(drop), "someone-else");
+    malformed(t.escalate("t").map(drop), "someone-else");
+    malformed(
+        t.claim_due(10, 3, 1000).map(drop),
+        "4 entries for a limit of 3",
+    );
+    drop((t, engine));
     assert!(
         keys_of(&path).is_empty(),
-        "the write after the refusal leaked"
+        "a call refused as malformed committed its writes"
     );
+}
+
+/// What one call can make the host hold is bounded by byte budgets, not only
+/// by counts: a scan of big values, a flood of reads and a flood of writes
+/// each fail by name, and the host stays up and small.
+#[test]
+fn byte_budgets_bound_what_one_call_can_make_the_host_hold() {
+    let (_dir, path) = db();
+    let limits = Limits {
+        scan_bytes: 4 << 20,
+        call_read_bytes: 8 << 20,
+        call_write_bytes: 16 << 20,
+        ..quick()
+    };
+    let engine = hostile(&path, limits);
+    let t = engine.tenant("a").expect("tenant");
+    for i in 0..6 {
+        t.open(&task(&format!("big-{i}"), 0))
+            .expect("a 1 MiB value is within every cap");
+    }
+    assert_eq!(
+        sandbox_error(t.get("big-scan")),
+        SandboxError::ScanBytes { cap: 4 << 20 }
+    );
+    let read = sandbox_error(t.get("read-flood"));
+    assert_eq!(read, SandboxError::ReadBytes { cap: 8 << 20 });
+    assert_eq!(read.limit(), Some("read-bytes"));
+    let wrote = sandbox_error(t.open(&task("write-flood", 0)));
+    assert!(
+        matches!(wrote, SandboxError::WriteBytes { cap, .. } if cap == 16 << 20),
+        "{wrote:?}"
+    );
+    assert!(matches!(
+        sandbox_error(t.get("long-get-many")),
+        SandboxError::GetManyLength { asked: 100_000, .. }
+    ));
+    still_serves(&engine);
+    drop((t, engine));
+    let keys = keys_of(&path);
+    assert_eq!(keys.len(), 6, "only the six big values are stored");
+    // The whole test process, with every test beside it, stays far below
+    // what the unbounded calls above would have needed.
+    if let Some(peak) = peak_rss_bytes() {
+        assert!(peak < 2 << 30, "peak resident memory {peak} bytes");
+    }
+}
+
+/// The process's peak resident memory, where the OS reports it.
+fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// A writer's deadline measures its own work, not its wait for the writer
+/// ahead of it: a call that queued behind a long write still gets its whole
+/// budget.
+#[test]
+fn a_writers_deadline_starts_when_its_turn_to_write_does() {
+    let (_dir, path) = db();
+    let engine = hostile(
+        &path,
+        Limits {
+            deadline: Duration::from_millis(1000),
+            ..Limits::default()
+        },
+    );
+    std::thread::scope(|s| {
+        let holder = s.spawn(|| {
+            engine
+                .tenant("a")
+                .expect("tenant")
+                .open(&task("write-then-loop", 0))
+        });
+        std::thread::sleep(Duration::from_millis(100));
+        // Waits about 900 ms for the turn, then works 500 ms: past its
+        // deadline if the wait counted, well within it if not.
+        let queued = engine
+            .tenant("b")
+            .expect("tenant")
+            .open(&task("work-500", 0));
+        assert!(queued.is_ok(), "{queued:?}");
+        assert!(matches!(
+            holder.join().expect("thread"),
+            Err(Error::Sandbox(SandboxError::Deadline(_)))
+        ));
+    });
+}
+
+/// Waiting for the writer has a bound of its own, and running out of it is
+/// its own, retryable error, which wrote nothing.
+#[test]
+fn a_writer_that_waits_past_the_lock_wait_is_told_the_database_is_busy() {
+    let (_dir, path) = db();
+    let engine = hostile(
+        &path,
+        Limits {
+            deadline: Duration::from_millis(1500),
+            lock_wait: Duration::from_millis(200),
+            ..Limits::default()
+        },
+    );
+    std::thread::scope(|s| {
+        let holder = s.spawn(|| {
+            engine
+                .tenant("a")
+                .expect("tenant")
+                .open(&task("write-then-loop", 0))
+        });
+        std::thread::sleep(Duration::from_millis(100));
+        let started = Instant::now();
+        let r = engine
+            .tenant("b")
+            .expect("tenant")
+            .open(&task("write-ok", 0));
+        match r {
+            Err(e @ Error::LockTimeout(_)) => assert!(e.is_retryable()),
+            other => panic!("expected a lock timeout, got {other:?}"),
+        }
+        assert!(started.elapsed() < Duration::from_millis(1200));
+        // Reads never wait for the writer.
+        assert_eq!(
+            engine
+                .tenant("b")
+                .expect("tenant")
+                .get("plain")
+                .expect("read"),
+            None
+        );
+        holder
+            .join()
+            .expect("thread")
+            .expect_err("the holder loops");
+    });
+    drop(engine);
+    assert!(keys_of(&path).is_empty());
+}
+
+/// Writers queued for their turn hold no instance slot, so a burst of them
+/// never starves readers of slots.
+#[test]
+fn readers_beside_a_burst_of_writers_never_fail() {
+    let (_dir, path) = db();
+    let engine = hostile(
+        &path,
+        Limits {
+            concurrent_calls: 3,
+            deadline: Duration::from_secs(2),
+            lock_wait: Duration::from_secs(30),
+            ..Limits::default()
+        },
+    );
+    let writers_done = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for w in 0..8 {
+            let engine = &engine;
+            let writers_done = &writers_done;
+            s.spawn(move || {
+                let t = engine.tenant("w").expect("tenant");
+                for i in 0..3 {
+                    t.open(&task(&format!("work-20-{w}-{i}"), 0))
+                        .expect("a queued writer waits for its turn");
+                }
+                writers_done.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            });
+        }
+        let mut reads = 0;
+        while writers_done.load(std::sync::atomic::Ordering::SeqCst) < 8 {
+            let r = engine.tenant("r").expect("tenant").get("plain");
+            assert!(matches!(r, Ok(None)), "a read beside the writers: {r:?}");
+            reads += 1;
+        }
+        assert!(reads > 0);
+    });
 }
 
 #[test]
@@ -265,16 +482,8 @@ fn oversized_keys_and_overlong_scans_are_refused_by_name() {
 fn a_read_only_call_cannot_write() {
     let (_dir, path) = db();
     let engine = hostile(&path, quick());
-    // The fixture answers none exactly when the host refused the write as
-    // read-only.
-    assert_eq!(
-        engine
-            .tenant("a")
-            .expect("tenant")
-            .get("write")
-            .expect("read"),
-        None
-    );
+    let e = sandbox_error(engine.tenant("a").expect("tenant").get("write"));
+    assert_eq!(e, SandboxError::WriteInReadCall);
     drop(engine);
     assert!(keys_of(&path).is_empty());
 }

@@ -227,7 +227,7 @@ fn a_due_entry_at_the_wrong_instant_is_corrupt_for_claim_due() {
 fn an_unknown_layout_version_is_corrupt_for_every_verb() {
     let mut kv = MemKv::new();
     mixed_workload(&mut kv);
-    kv.map.insert(schema::layout().into_bytes(), b"2".to_vec());
+    kv.map.insert(schema::layout().into_bytes(), b"3".to_vec());
     let d = corrupt_detail(fails_cleanly(&mut kv, |kv| tasks::get(kv, "open")));
     assert!(d.contains("layout"), "{d}");
     corrupt_detail(fails_cleanly(&mut kv, |kv| tasks::open(kv, &task("new"))));

@@ -122,6 +122,61 @@ fn two_sweeps_at_one_instant_never_receive_one_timer() {
     assert!(first.iter().all(|t| !second.contains(t)));
 }
 
+/// At the last instant a caller can name, a lease still lasts as long as it
+/// was asked to: clamped to that instant it would end at once, and the next
+/// sweep at the same instant would take timers another sweeper holds.
+#[test]
+fn two_sweeps_at_the_last_instant_never_share_a_timer() {
+    let end = crate::validate::MAX_TIMESTAMP;
+    let mut kv = MemKv::new();
+    for i in 0..6 {
+        arm(
+            &mut kv,
+            timer(&format!("r{}", i % 2), &format!("e{i}"), end - i),
+        );
+    }
+    let first = claim_due(&mut kv, end, 3);
+    let second = claim_due(&mut kv, end, 100);
+    assert_eq!(first.len(), 3);
+    assert_eq!(second.len(), 3);
+    assert!(
+        first.iter().all(|t| !second.contains(t)),
+        "{first:?} {second:?}"
+    );
+    assert!(
+        claim_due(&mut kv, end, 100).is_empty(),
+        "a held timer was handed out again"
+    );
+    // The lease ends past the last nameable instant, as computed.
+    assert_eq!(next_due(&mut kv), Some(end + 1000));
+    assert_healthy(&mut kv);
+}
+
+/// Retiring sealed runs' timers makes a sweep read on; it must never come
+/// back to a timer it has just claimed.
+#[test]
+fn one_sweep_at_the_last_instant_never_returns_a_timer_twice() {
+    let end = crate::validate::MAX_TIMESTAMP;
+    let mut kv = MemKv::new();
+    for i in 0..4 {
+        arm(&mut kv, timer("sealed", &format!("s{i}"), end - 10 + i));
+    }
+    for i in 0..4 {
+        arm(&mut kv, timer("live", &format!("l{i}"), end - 10 + i));
+    }
+    kv.map
+        .insert(schema::sealed("sealed").into_bytes(), Vec::new());
+    let got = claim_due(&mut kv, end, 3);
+    let mut unique = got.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), got.len(), "{got:?}");
+    let rest = claim_due(&mut kv, end, 100);
+    assert_eq!(got.len() + rest.len(), 4);
+    assert!(got.iter().all(|t| !rest.contains(t)));
+    assert_healthy(&mut kv);
+}
+
 #[test]
 fn a_timer_due_later_than_now_is_never_returned() {
     let mut kv = MemKv::new();
