@@ -23,7 +23,56 @@ use crate::prelude::*;
 // The component links no std, so it brings its allocator and says what a
 // panic does: it traps, and the host fails the call with nothing committed.
 #[global_allocator]
-static ALLOCATOR: dlmalloc::GlobalDlmalloc = dlmalloc::GlobalDlmalloc;
+static ALLOCATOR: talc::cell::TalcSyncCell<ArenaThenGrow, talc::wasm::WasmBinning> =
+    talc::cell::TalcSyncCell::new_wasm(ArenaThenGrow { arena_claimed: false });
+
+/// Most calls allocate from here: it lies inside the memory the component
+/// starts with, so they never grow the memory. A call that grows it makes the
+/// host change the slot's protection twice (grow, then reset), which costs
+/// far more than the call itself.
+const ARENA_BYTES: usize = 512 << 10;
+
+static mut ARENA: [core::mem::MaybeUninit<u8>; ARENA_BYTES] =
+    [core::mem::MaybeUninit::uninit(); ARENA_BYTES];
+
+const WASM_PAGE: usize = 64 << 10;
+
+/// The arena first, then pages grown on demand for what does not fit.
+#[derive(Debug)]
+struct ArenaThenGrow {
+    arena_claimed: bool,
+}
+
+// SAFETY: `acquire` allocates nothing and hands the allocator only memory
+// nothing else uses: the arena, once, and freshly grown pages.
+unsafe impl talc::source::Source for ArenaThenGrow {
+    fn acquire<B: talc::base::binning::Binning>(
+        talc: &mut talc::base::Talc<Self, B>,
+        layout: core::alloc::Layout,
+    ) -> Result<(), ()> {
+        if !talc.source.arena_claimed {
+            talc.source.arena_claimed = true;
+            // SAFETY: the arena is this allocator's alone, claimed once.
+            if unsafe { talc.claim((&raw mut ARENA).cast::<u8>(), ARENA_BYTES) }.is_some() {
+                return Ok(());
+            }
+        }
+        // Room for the allocation with its alignment and the heap's own
+        // bookkeeping.
+        let want = layout
+            .size()
+            .saturating_add(layout.align())
+            .saturating_add(256);
+        let pages = want / WASM_PAGE + 1;
+        let previous = core::arch::wasm32::memory_grow(0, pages);
+        if previous == usize::MAX {
+            return Err(());
+        }
+        // SAFETY: the pages were just grown and nothing else knows them.
+        let claimed = unsafe { talc.claim((previous * WASM_PAGE) as *mut u8, pages * WASM_PAGE) };
+        claimed.map(drop).ok_or(())
+    }
+}
 
 #[panic_handler]
 fn panic(_: &core::panic::PanicInfo<'_>) -> ! {

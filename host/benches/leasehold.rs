@@ -23,7 +23,7 @@ use leasehold_guest::kv::Kv;
 use leasehold_guest::{tasks, timers};
 use leasehold_host::native::{NativeEngine, NativeTenant};
 use leasehold_host::{
-    ArmOutcome, Durability, Engine, Error, OnExpiry, Page, Phase, Priority, QueueQuery, Settlement,
+    ArmOutcome, Durability, Engine, Error, Limits, OnExpiry, Page, Phase, Priority, QueueQuery, Settlement,
     Task, TaskState, Tenant, Timer,
 };
 use redb::{ReadableDatabase, TableDefinition};
@@ -146,7 +146,7 @@ fn main() -> Result<()> {
     );
     // Compile the component once, outside every timed section.
     let started = Instant::now();
-    Engine::in_memory()?.tenant(TENANT)?.open_count()?;
+    Engine::builder().limits(bench_limits()).in_memory()?.tenant(TENANT)?.open_count()?;
     println!(
         "Compiling the component took {:.2} s (once per process).\n",
         started.elapsed().as_secs_f64()
@@ -334,12 +334,27 @@ fn strs(v: &[String]) -> Vec<&str> {
     v.iter().map(String::as_str).collect()
 }
 
+/// The default limits, except that `LEASEHOLD_BENCH_SLOTS` may shrink the
+/// instance pool: valgrind cannot reserve the default pool's address space,
+/// so profiling under callgrind needs a few slots only.
+fn bench_limits() -> Limits {
+    let mut limits = Limits::default();
+    if let Some(slots) = std::env::var("LEASEHOLD_BENCH_SLOTS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+    {
+        limits.concurrent_calls = slots;
+    }
+    limits
+}
+
 impl Driver {
     fn open(kind: Kind, path: &Path, durability: Durability) -> Result<Driver> {
         Ok(match kind {
             Kind::Product => Driver::Product(
                 Engine::builder()
                     .durability(durability)
+                    .limits(bench_limits())
                     .open(path)?
                     .tenant(TENANT)?,
             ),

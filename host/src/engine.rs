@@ -42,10 +42,10 @@ pub static GUEST_COMPONENT: &[u8] = include_bytes!(env!("LEASEHOLD_GUEST_WASM"))
 /// `memset`, which costs about what unmapping and faulting them back did.
 /// Calls of the shipped guest touch far less; pages beyond this are still
 /// unmapped after each call.
-const MEMORY_KEEP_RESIDENT: usize = 4 << 20;
+const MEMORY_KEEP_RESIDENT: usize = 1 << 20;
 
 /// The same for tables; the guest's are a few hundred entries.
-const TABLE_KEEP_RESIDENT: usize = 64 << 10;
+const TABLE_KEEP_RESIDENT: usize = 8 << 10;
 
 /// How often the deadline clock ticks; deadlines are accurate to one tick.
 const TICK: Duration = Duration::from_millis(5);
@@ -482,6 +482,7 @@ impl Engine {
             }
             Err(e) => Err(e),
         };
+
         // The transaction ends before the instance is torn down, so a writer
         // gives up its turn as soon as it can.
         let outcome = store.data_mut().kv.take();
