@@ -24,7 +24,9 @@ use crate::prelude::*;
 // panic does: it traps, and the host fails the call with nothing committed.
 #[global_allocator]
 static ALLOCATOR: talc::cell::TalcSyncCell<ArenaThenGrow, talc::wasm::WasmBinning> =
-    talc::cell::TalcSyncCell::new_wasm(ArenaThenGrow { arena_claimed: false });
+    talc::cell::TalcSyncCell::new_wasm(ArenaThenGrow {
+        arena_claimed: false,
+    });
 
 /// Most calls allocate from here: it lies inside the memory the component
 /// starts with, so they never grow the memory. A call that grows it makes the

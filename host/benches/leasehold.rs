@@ -23,8 +23,8 @@ use leasehold_guest::kv::Kv;
 use leasehold_guest::{tasks, timers};
 use leasehold_host::native::{NativeEngine, NativeTenant};
 use leasehold_host::{
-    ArmOutcome, Durability, Engine, Error, Limits, OnExpiry, Page, Phase, Priority, QueueQuery, Settlement,
-    Task, TaskState, Tenant, Timer,
+    ArmOutcome, Durability, Engine, Error, Limits, OnExpiry, Page, Phase, Priority, QueueQuery,
+    Settlement, Task, TaskState, Tenant, Timer,
 };
 use redb::{ReadableDatabase, TableDefinition};
 
@@ -146,7 +146,11 @@ fn main() -> Result<()> {
     );
     // Compile the component once, outside every timed section.
     let started = Instant::now();
-    Engine::builder().limits(bench_limits()).in_memory()?.tenant(TENANT)?.open_count()?;
+    Engine::builder()
+        .limits(bench_limits())
+        .in_memory()?
+        .tenant(TENANT)?
+        .open_count()?;
     println!(
         "Compiling the component took {:.2} s (once per process).\n",
         started.elapsed().as_secs_f64()

@@ -26,6 +26,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use crate::bindings::{WorldPre, kv};
 use crate::error::{Error, SandboxError};
+use crate::storage::file::Access;
 use crate::storage::redb::RedbBackend;
 use crate::storage::{self, Backend};
 use crate::tenant::Tenant;
@@ -113,6 +114,8 @@ pub struct EngineBuilder {
     limits: Limits,
     durability: Durability,
     component: Option<Arc<[u8]>>,
+    access: Access,
+    file_wait: Duration,
 }
 
 impl EngineBuilder {
@@ -133,29 +136,61 @@ impl EngineBuilder {
         self
     }
 
-    /// Opens (or creates) a redb database file.
+    /// Opens the file for reading only: it is never created, repaired or
+    /// written, read permission is enough, and other read-only engines may
+    /// have it open at once. A writing verb answers [`Error::ReadOnly`].
+    /// Applies to [`open`](Self::open), not to an in-memory database.
+    pub fn read_only(mut self) -> Self {
+        self.access = Access::ReadOnly;
+        self
+    }
+
+    /// How long [`open`](Self::open) waits while another process has the
+    /// file open, before it answers busy ([`OpenError::Busy`]). Zero, the
+    /// default, tries once.
+    ///
+    /// [`OpenError::Busy`]: crate::OpenError::Busy
+    pub fn file_wait(mut self, wait: Duration) -> Self {
+        self.file_wait = wait;
+        self
+    }
+
+    /// Opens a redb database file, creating it if the path does not exist
+    /// (unless read-only). An existing file that is empty or not a
+    /// Leasehold database is refused, never initialized.
     pub fn open(self, path: impl AsRef<Path>) -> Result<Engine, Error> {
-        let backend = RedbBackend::open(path.as_ref(), self.durability)?;
-        self.build(Arc::new(backend))
+        // Compiled before the file is opened: the file stays locked while
+        // the engine lives, and other processes may be waiting for it.
+        let compiled = self.compile()?;
+        let backend =
+            RedbBackend::open(path.as_ref(), self.durability, self.access, self.file_wait)?;
+        Ok(self.build(compiled, Arc::new(backend)))
     }
 
     /// A redb database that lives in memory and is gone with the engine.
     pub fn in_memory(self) -> Result<Engine, Error> {
+        let compiled = self.compile()?;
         let backend = RedbBackend::in_memory(self.durability)?;
-        self.build(Arc::new(backend))
+        Ok(self.build(compiled, Arc::new(backend)))
     }
 
-    fn build(self, backend: Arc<dyn Backend>) -> Result<Engine, Error> {
-        let bytes = self.component.unwrap_or_else(|| Arc::from(GUEST_COMPONENT));
-        let compiled = compiled(&bytes, &self.limits)?;
-        Ok(Engine {
+    fn compile(&self) -> Result<Arc<Compiled>, Error> {
+        let bytes = self
+            .component
+            .clone()
+            .unwrap_or_else(|| Arc::from(GUEST_COMPONENT));
+        compiled(&bytes, &self.limits)
+    }
+
+    fn build(self, compiled: Arc<Compiled>, backend: Arc<dyn Backend>) -> Engine {
+        Engine {
             shared: Arc::new(Shared {
                 compiled,
                 backend,
                 limits: self.limits,
                 durability: self.durability,
             }),
-        })
+        }
     }
 }
 
@@ -456,6 +491,9 @@ impl Engine {
         } else {
             limits.deadline
         };
+        if verb.mode() == storage::Mode::Write && s.backend.read_only() {
+            return Err(Error::ReadOnly { verb: verb.name() });
+        }
         // The turn to write comes first, with its own bound: a call waiting
         // for the writer ahead of it holds no instance slot and spends none
         // of its deadline.

@@ -2,7 +2,6 @@
 //! responses: the engine refusing (a claim ladder rung, not found), bad input,
 //! damaged data, failed storage, and a guest that broke the sandbox.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 pub use leasehold_guest::model::{StoreError, TaskState};
@@ -98,25 +97,22 @@ pub enum Error {
     /// The database underneath failed.
     #[error("storage: {0}")]
     Storage(#[source] Box<dyn std::error::Error + Send + Sync>),
-    /// A database file could not be opened.
-    #[error("cannot open {}: {source}", path.display())]
-    Open {
-        path: PathBuf,
-        #[source]
-        source: Box<dyn std::error::Error + Send + Sync>,
-    },
+    /// The database file could not be opened: busy, missing, empty, not a
+    /// database, or refused by the file system.
+    #[error(transparent)]
+    Open(#[from] crate::storage::file::OpenError),
     /// A writing call waited this long for the writer ahead of it and gave
     /// up. Nothing was done; try again.
     #[error("the database is busy: no turn to write within {0:?}")]
     LockTimeout(Duration),
-    /// A writing call on a database opened read-only.
-    #[error("the database is open read-only")]
-    ReadOnly,
+    /// A writing verb was called on an engine opened read-only.
+    #[error("the database is open read-only, and {verb} writes")]
+    ReadOnly { verb: &'static str },
     /// A tenant name that cannot be used.
     #[error("invalid tenant name {name:?}: {why}")]
     Tenant { name: String, why: &'static str },
     /// The engine could not be set up: the component does not load or does
-    /// not implement the world, or the database cannot be opened.
+    /// not implement the world.
     #[error("setup: {0}")]
     Setup(String),
 }

@@ -37,5 +37,6 @@ pub use leasehold_guest::model::{
     StoreError, Task, TaskState, Timer, Timestamp,
 };
 pub use storage::MAX_TENANT_BYTES;
+pub use storage::file::OpenError;
 pub use storage::redb::{KV_TABLE_NAME, tenant_prefix};
 pub use tenant::Tenant;

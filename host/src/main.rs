@@ -1,9 +1,10 @@
 //! The `leasehold` binary: parse, run, print, and map the outcome to an exit
 //! code (0 done, 1 refused, 2 bad usage or input, 3 storage or sandbox
-//! failure). Everything else lives in `cli/`.
+//! failure, 4 the database stayed busy). Everything else lives in `cli/`.
 
 mod cli;
 
+use std::ffi::OsString;
 use std::io::{ErrorKind, Write};
 use std::process::ExitCode;
 
@@ -13,8 +14,10 @@ use cli::args::{Cli, Command};
 use cli::error::CliError;
 
 fn main() -> ExitCode {
-    // clap prints its own usage errors and exits 2 (0 for --help).
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage(&e),
+    };
     let mut stdout = std::io::stdout().lock();
     let outcome = match cli.command {
         Command::Demo => cli::demo::run(&cli, &mut stdout).map(|()| 0),
@@ -39,15 +42,36 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         // A reader that went away (`| head`) is not a failure worth a word.
         Err(CliError::Output(e)) if e.kind() == ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-        Err(e) => {
-            let text = if cli.json {
-                serde_json::to_string(&e.report()).unwrap_or_else(|_| e.message())
-            } else {
-                format!("error: {}", e.message())
-            };
-            // Nothing better to do if stderr is gone too.
-            let _ = writeln!(std::io::stderr(), "{text}");
-            ExitCode::from(e.exit_code())
-        }
+        Err(e) => fail(&e, cli.json),
     }
+}
+
+/// Arguments that do not parse. clap prints help and its own errors, except
+/// that under `--json` an error is one JSON object like every other.
+fn usage(e: &clap::Error) -> ExitCode {
+    if e.use_stderr() && json_requested(std::env::args_os()) {
+        return fail(&CliError::from(e), true);
+    }
+    // Nothing better to do if the terminal is gone.
+    let _ = e.print();
+    ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(cli::error::BAD_INPUT))
+}
+
+/// Whether `--json` was given, from the raw arguments: the parse that would
+/// say so failed. Anything after `--` is a value, not a flag.
+fn json_requested(args: impl Iterator<Item = OsString>) -> bool {
+    args.skip(1)
+        .take_while(|a| a != "--")
+        .any(|a| a == "--json")
+}
+
+fn fail(e: &CliError, json: bool) -> ExitCode {
+    let text = if json {
+        serde_json::to_string(&e.report()).unwrap_or_else(|_| e.message())
+    } else {
+        format!("error: {}", e.message())
+    };
+    // Nothing better to do if stderr is gone too.
+    let _ = writeln!(std::io::stderr(), "{text}");
+    ExitCode::from(e.exit_code())
 }

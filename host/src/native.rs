@@ -14,6 +14,7 @@ use leasehold_guest::kv::{self, Entry, Kv, KvError, Snapshot};
 
 use crate::engine::Durability;
 use crate::error::Error;
+use crate::storage::file::Access;
 use crate::storage::redb::RedbBackend;
 use crate::storage::{Backend, Mode, Txn, check_tenant};
 
@@ -32,7 +33,12 @@ impl std::fmt::Debug for NativeEngine {
 impl NativeEngine {
     pub fn open(path: impl AsRef<Path>, durability: Durability) -> Result<Self, Error> {
         Ok(NativeEngine {
-            backend: Arc::new(RedbBackend::open(path.as_ref(), durability)?),
+            backend: Arc::new(RedbBackend::open(
+                path.as_ref(),
+                durability,
+                Access::Write,
+                Duration::ZERO,
+            )?),
         })
     }
 

@@ -3,6 +3,8 @@
 //! its `--json` output parsed back. Each test has a database of its own.
 
 use std::path::{Path, PathBuf};
+use std::process::{Output, Stdio};
+use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
 use assert_cmd::cargo::cargo_bin_cmd;
@@ -804,15 +806,41 @@ fn skew_open_count(db: &Path, tenant: &str, value: u64) {
 // ---- global behaviour ---------------------------------------------------------------
 
 #[test]
-fn a_database_that_cannot_be_opened_is_a_storage_failure() {
+fn a_file_that_is_not_a_database_is_refused_and_left_unchanged() {
     let s = scratch();
-    std::fs::write(&s.db, b"this is not a redb file, just text").expect("write");
+    let text = b"this is not a redb file, just text";
+    std::fs::write(&s.db, text).expect("write");
     s.run(&["stats"])
         .assert()
         .code(3)
-        .stderr(contains("cannot open").and(no_panic()));
+        .stderr(contains("is not a database").and(no_panic()));
+    s.run(&["task", "escalate", "t1"])
+        .assert()
+        .code(3)
+        .stderr(contains("is not a database").and(no_panic()));
     let e = s.json_error(&["stats"], 3);
-    assert_eq!(e["error"], "setup");
+    assert_eq!(e["error"], "not_a_database");
+    assert_eq!(std::fs::read(&s.db).expect("read"), text);
+}
+
+#[test]
+fn an_empty_file_is_refused_not_turned_into_a_database() {
+    let s = scratch();
+    std::fs::write(&s.db, b"").expect("write");
+    s.run(&["stats"])
+        .assert()
+        .code(3)
+        .stderr(contains("is an empty file (0 bytes), not a database").and(no_panic()));
+    // Not by a writing command either: only a missing path is created.
+    s.run(&["task", "open"])
+        .write_stdin(APPROVAL)
+        .assert()
+        .code(3)
+        .stderr(contains("empty file"));
+    let e = s.json_error(&["timer", "next"], 3);
+    assert_eq!(e["error"], "empty_file");
+    assert_eq!(e["detail"].as_str(), s.db.to_str());
+    assert_eq!(std::fs::metadata(&s.db).expect("metadata").len(), 0);
 }
 
 #[test]
@@ -823,7 +851,10 @@ fn a_reading_command_on_a_missing_database_says_so_and_creates_nothing() {
         &["check"],
         &["task", "get", "t1"],
         &["queue", "--role", "r"],
+        &["overdue"],
+        &["case", "acme"],
         &["timer", "next"],
+        &["run", "sealed", "inv-1"],
     ] {
         s.run(args)
             .assert()
@@ -831,6 +862,8 @@ fn a_reading_command_on_a_missing_database_says_so_and_creates_nothing() {
             .stderr(contains("no database at").and(no_panic()));
     }
     assert!(!s.db.exists(), "a read created the database");
+    let e = s.json_error(&["stats"], 2);
+    assert_eq!(e["error"], "no_database");
     // A command that writes creates it.
     s.open(APPROVAL);
     assert!(s.db.exists());
@@ -867,13 +900,350 @@ fn help_lists_the_exit_codes_and_usage_errors_exit_two() {
     s.run(&["--help"])
         .assert()
         .success()
-        .stdout(contains("Exit codes:").and(contains("storage or sandbox failure")));
+        .stdout(contains("Exit codes:").and(contains("storage or sandbox failure")))
+        .stdout(contains("4  busy").and(contains("[default: 5s]")));
     s.run(&["check", "--help"])
         .assert()
         .success()
         .stdout(contains("exits 1 when it finds any discrepancy"));
     s.run(&["frobnicate"]).assert().code(2).stderr(no_panic());
     s.run(&[]).assert().code(2);
+}
+
+// ---- reading commands do not write ---------------------------------------------------
+
+/// Every command that only reads, over the data [`reading_fixture`] makes.
+const READING: &[&[&str]] = &[
+    &["task", "get", "pay-1"],
+    &["queue", "--role", "approver"],
+    &["case", "acme"],
+    &["overdue", "--now", "2026-05-04T10:00:00Z"],
+    &["stats"],
+    &["check"],
+    &["timer", "next"],
+    &["run", "sealed", "inv-1"],
+];
+
+/// A database with a task and a timer in it, so every reading command has
+/// something to read.
+fn reading_fixture() -> Scratch {
+    let s = scratch();
+    s.open(APPROVAL);
+    s.arm(&format!(
+        r#"{{"run":"inv-1","effect":"remind","fire_at":{NINE}}}"#
+    ));
+    s
+}
+
+#[test]
+fn reading_commands_leave_the_files_bytes_unchanged() {
+    let s = reading_fixture();
+    let before = std::fs::read(&s.db).expect("read");
+    for args in READING {
+        s.run(args).assert().success();
+        s.run(args).arg("--json").assert().success();
+        let after = std::fs::read(&s.db).expect("read");
+        assert!(after == before, "{args:?} changed the file's bytes");
+    }
+}
+
+/// A process holding the file read-only keeps every writer out (`--wait 0s`
+/// makes the attempt once), so a command that succeeds beside it took no
+/// write lock: unlike file permissions, this holds when the tests run as root.
+#[test]
+fn reading_commands_never_open_the_file_for_writing() {
+    let s = reading_fixture();
+    let reader = redb::ReadOnlyDatabase::open(&s.db).expect("open read-only");
+    for args in READING {
+        s.run(&["--wait", "0s"]).args(*args).assert().success();
+    }
+    let e = s.json_error(&["--wait", "0s", "task", "escalate", "pay-1"], 4);
+    assert_eq!(e["error"], "busy", "the reader does keep writers out");
+    drop(reader);
+}
+
+/// A file with mode 0444. Root may write any file, so when the tests run as
+/// root the commands run as `nobody` (through `setpriv`), for whom the file
+/// is as read-only as for any user; a writing command under the same
+/// identity shows that the permission really bites.
+#[cfg(unix)]
+#[test]
+fn reading_commands_work_on_a_file_the_user_may_only_read() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let s = reading_fixture();
+    let mode = |path: &Path, mode| {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod")
+    };
+    mode(&s.db, 0o444);
+    mode(s.dir.path(), 0o755);
+    // The test made the file, so it is owned by the test's user.
+    let root = std::fs::metadata(&s.db).expect("metadata").uid() == 0;
+    let setpriv = Path::new("/usr/bin/setpriv");
+    if root && !setpriv.exists() {
+        eprintln!("running as root without setpriv: the permission part of this test cannot bite");
+    }
+    let as_reader = |args: &[&str]| {
+        let mut c = if root && setpriv.exists() {
+            let mut c = std::process::Command::new(setpriv);
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+                .arg(env!("CARGO_BIN_EXE_leasehold"));
+            c
+        } else {
+            std::process::Command::new(env!("CARGO_BIN_EXE_leasehold"))
+        };
+        c.current_dir(s.dir.path())
+            .env_remove("LEASEHOLD_DB")
+            .arg("--db")
+            .arg(&s.db)
+            .args(args);
+        Command::from_std(c)
+    };
+    for args in READING {
+        as_reader(args).assert().success();
+    }
+    if !root || setpriv.exists() {
+        as_reader(&["task", "escalate", "pay-1"])
+            .assert()
+            .code(3)
+            .stderr(contains("Permission denied"));
+    }
+}
+
+// ---- two operators at once -------------------------------------------------------------
+
+/// The binary on the scratch database, as a plain process that can run
+/// beside others.
+fn spawn(s: &Scratch, args: &[&str]) -> std::process::Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_leasehold"))
+        .current_dir(s.dir.path())
+        .env_remove("LEASEHOLD_DB")
+        .arg("--db")
+        .arg(&s.db)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn leasehold")
+}
+
+#[test]
+fn eight_claims_at_once_give_one_holder_and_seven_already_claimed() {
+    let s = scratch();
+    s.open(APPROVAL);
+    let actors: Vec<String> = (1..=8).map(|i| format!("approver-{i}")).collect();
+    let children: Vec<_> = actors
+        .iter()
+        .map(|a| {
+            spawn(
+                &s,
+                &[
+                    "--json", "task", "claim", "pay-1", "--actor", a, "--role", "approver",
+                ],
+            )
+        })
+        .collect();
+    let outputs: Vec<Output> = children
+        .into_iter()
+        .map(|c| c.wait_with_output().expect("wait"))
+        .collect();
+    let said: Vec<String> = outputs
+        .iter()
+        .map(|o| {
+            format!(
+                "{:?}: {}",
+                o.status.code(),
+                String::from_utf8_lossy(&o.stderr)
+            )
+        })
+        .collect();
+    let (won, lost): (Vec<&Output>, Vec<&Output>) =
+        outputs.iter().partition(|o| o.status.success());
+    assert_eq!(won.len(), 1, "one claim wins: {said:#?}");
+    let holder = parse(&won[0].stdout)["assignee"].clone();
+    for o in lost {
+        assert_eq!(o.status.code(), Some(1), "{said:#?}");
+        let e = parse(&o.stderr);
+        assert_eq!(e["error"], "already_claimed", "{said:#?}");
+        assert_eq!(e["detail"], holder);
+    }
+    assert_eq!(s.json(&["task", "get", "pay-1"])["assignee"], holder);
+}
+
+#[test]
+fn a_database_held_past_wait_exits_busy_with_its_own_code() {
+    let s = scratch();
+    s.open(APPROVAL);
+    let held = redb::Database::open(&s.db).expect("hold the database");
+    // Longer than the process takes to start, so only a wait accounts for it.
+    let wait = Duration::from_millis(1500);
+    let started = Instant::now();
+    let e = s.json_error(
+        &[
+            "--wait", "1500ms", "task", "claim", "pay-1", "--actor", "bob", "--role", "approver",
+        ],
+        4,
+    );
+    assert!(started.elapsed() >= wait, "it gave up before --wait");
+    assert_eq!(e["error"], "busy");
+    assert_eq!(e["detail"].as_str(), s.db.to_str());
+    let message = e["message"].as_str().unwrap_or_default();
+    assert!(message.contains("held it for all of 1.5s"), "{message}");
+    s.run(&["--wait", "300ms", "stats"])
+        .assert()
+        .code(4)
+        .stderr(contains("is busy").and(contains("--wait")));
+    drop(held);
+    s.run(&["--wait", "0s", "stats"]).assert().success();
+}
+
+#[test]
+fn a_second_operator_waits_for_the_database_by_default() {
+    let s = scratch();
+    s.open(APPROVAL);
+    let held = redb::Database::open(&s.db).expect("hold the database");
+    let hold = Duration::from_millis(1500);
+    let started = Instant::now();
+    let release = std::thread::spawn(move || {
+        std::thread::sleep(hold);
+        drop(held);
+    });
+    let claimed = s.json(&[
+        "task", "claim", "pay-1", "--actor", "bob", "--role", "approver",
+    ]);
+    assert_eq!(claimed["assignee"], "bob");
+    assert!(started.elapsed() >= hold, "it ran while the file was held");
+    release.join().expect("release");
+}
+
+// ---- --json means JSON -------------------------------------------------------------------
+
+/// Runs `args` with `--json` first or last, and answers the one JSON object
+/// on stderr, checking it is all there is and that its exit is the exit.
+fn one_json_error(s: &Scratch, args: &[&str], json_first: bool) -> Value {
+    let mut c = s.cmd();
+    if json_first {
+        c.arg("--json");
+    }
+    c.args(args);
+    if !json_first {
+        c.arg("--json");
+    }
+    let out = c.output().expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.stdout.is_empty(), "{args:?}: stdout {:?}", out.stdout);
+    assert_eq!(
+        stderr.lines().count(),
+        1,
+        "{args:?}: not one line on stderr: {stderr}"
+    );
+    let e = parse(&out.stderr);
+    assert_eq!(
+        e["exit"].as_i64().map(|c| c as i32),
+        out.status.code(),
+        "{args:?}: {stderr}"
+    );
+    assert!(
+        e["message"].as_str().is_some_and(|m| !m.is_empty()),
+        "{args:?}: {stderr}"
+    );
+    e
+}
+
+#[test]
+fn every_argument_error_under_json_is_one_json_object_on_stderr() {
+    let s = scratch();
+    s.open(APPROVAL);
+    let cases: &[&[&str]] = &[
+        &[],
+        &["frobnicate"],
+        &["task"],
+        &["task", "frobnicate"],
+        &["task", "claim"],
+        &["task", "claim", "pay-1"],
+        &["task", "claim", "pay-1", "--actr", "bob"],
+        &["task", "claim", "pay-1", "--actor"],
+        &["task", "settle", "pay-1", "done"],
+        &["task", "settle", "pay-1"],
+        &["task", "withdraw-run", "inv-1"],
+        &["task", "get", "pay-1", "extra"],
+        &["queue", "--limit", "-1"],
+        &["queue", "--limit=-1"],
+        &["queue", "--limit", "ten"],
+        &["queue", "--limit"],
+        &["overdue", "--now", "tomorrow"],
+        &["overdue", "--now", "2026-05-04 09:00"],
+        &["case"],
+        &["case", "acme", "--limit", "0"],
+        &["timer"],
+        &["timer", "sweep", "--lease", "30"],
+        &["timer", "sweep", "--lease", "8d"],
+        &["timer", "sweep", "--limit", "5000000000"],
+        &["timer", "disarm", "inv-1"],
+        &["run"],
+        &["run", "seal"],
+        &["stats", "extra"],
+        &["check", "--frobnicate"],
+        &["--tenant"],
+        &["--wait", "soon", "stats"],
+        &["--wait", "-1s", "stats"],
+        &["--db"],
+        &["help", "frobnicate"],
+    ];
+    for args in cases {
+        for json_first in [true, false] {
+            let e = one_json_error(&s, args, json_first);
+            assert_eq!(e["exit"], 2, "{args:?}");
+            assert_eq!(e["error"], "usage", "{args:?}");
+        }
+    }
+    let e = one_json_error(&s, &["queue", "--limit", "-1"], false);
+    assert_eq!(e["detail"], "--limit <N>");
+    // Without --json, clap's own text, as before.
+    s.run(&["queue", "--limit", "-1"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::starts_with("error: ").and(contains("try '--help'")));
+    // After `--` it is a value, not the flag.
+    s.run(&["task", "frobnicate", "--", "--json"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::starts_with("error: "));
+}
+
+#[test]
+fn a_limit_out_of_range_is_refused_with_the_real_range() {
+    let s = scratch();
+    s.open(APPROVAL);
+    for verb in [
+        &["queue"][..],
+        &["overdue"],
+        &["case", "acme"],
+        &["timer", "sweep"],
+    ] {
+        for bad in [
+            &["--limit", "-1"][..],
+            &["--limit=-1"],
+            &["--limit", "0"],
+            &["--limit", "1001"],
+            &["--limit", "4294967296"],
+        ] {
+            let args = [verb, bad].concat();
+            let e = s.json_error(&args, 2);
+            let message = e["message"].as_str().unwrap_or_default();
+            assert!(message.contains("outside 1..=1000"), "{args:?}: {message}");
+            assert!(!message.contains("4294967295"), "{args:?}: {message}");
+        }
+    }
+    s.run(&["queue", "--limit", "-1"])
+        .assert()
+        .code(2)
+        .stderr(contains("limit is -1, outside 1..=1000"));
+    // A time before 1970 is a range error too, with the engine's range.
+    s.run(&["overdue", "--now", "-1"])
+        .assert()
+        .code(2)
+        .stderr(contains("outside 0..=253402300799999"));
 }
 
 // ---- demo -----------------------------------------------------------------------------

@@ -2,18 +2,21 @@
 //! database or calls the engine.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use leasehold_guest::validate::MAX_LIMIT;
 use leasehold_host::{Settlement, Timestamp};
 
-use super::time::{parse_lease, parse_time};
+use super::time::{parse_lease, parse_time, parse_wait};
 
 const EXIT_CODES: &str = "\
 Exit codes:
   0  done
   1  the engine refused (claim refused, not found, not held...); `check` found discrepancies
   2  usage or input error (the message says what was wrong and where)
-  3  storage or sandbox failure
+  3  storage or sandbox failure; a database file that is empty, damaged or not one
+  4  busy: another process kept the database open for longer than --wait
 
 Times are RFC 3339 (2026-05-04T09:00:00Z, any offset) or integer milliseconds
 since 1970. Durations are written with a unit: 30s, 5m, 1500ms.";
@@ -36,6 +39,17 @@ pub struct Cli {
     #[arg(long, global = true)]
     pub json: bool,
 
+    /// How long to wait while another process has the database open, before
+    /// giving up with exit code 4
+    #[arg(
+        long,
+        global = true,
+        default_value = "5s",
+        value_name = "DURATION",
+        value_parser = parse_wait
+    )]
+    pub wait: Duration,
+
     #[command(subcommand)]
     pub command: Command,
 }
@@ -50,17 +64,29 @@ pub enum Command {
     /// Tasks past their due time that still await expiry, earliest first
     Overdue {
         /// The instant to compare due times with [default: the current clock]
-        #[arg(long, value_name = "TIME", value_parser = parse_time)]
+        #[arg(long, value_name = "TIME", value_parser = parse_time, allow_negative_numbers = true)]
         now: Option<Timestamp>,
         /// Most tasks to list (1-1000)
-        #[arg(long, default_value_t = 20, value_name = "N")]
+        #[arg(
+            long,
+            default_value_t = 20,
+            value_name = "N",
+            value_parser = parse_limit,
+            allow_negative_numbers = true
+        )]
         limit: u32,
     },
     /// Every task of a case, in any state, oldest first
     Case {
         case: String,
         /// Most tasks on this page (1-1000)
-        #[arg(long, default_value_t = 20, value_name = "N")]
+        #[arg(
+            long,
+            default_value_t = 20,
+            value_name = "N",
+            value_parser = parse_limit,
+            allow_negative_numbers = true
+        )]
         limit: u32,
         /// Continue after this cursor, as printed by the previous page
         #[arg(long, value_name = "CURSOR")]
@@ -152,7 +178,13 @@ pub struct QueueArgs {
     #[arg(long, value_name = "A")]
     pub actor: Option<String>,
     /// Most tasks on this page (1-1000)
-    #[arg(long, default_value_t = 20, value_name = "N")]
+    #[arg(
+        long,
+        default_value_t = 20,
+        value_name = "N",
+        value_parser = parse_limit,
+        allow_negative_numbers = true
+    )]
     pub limit: u32,
     /// Continue after this cursor, as printed by the previous page
     #[arg(long, value_name = "CURSOR")]
@@ -175,10 +207,16 @@ pub enum TimerCommand {
     /// Claim the timers due now, each under a lease (claim-due)
     Sweep {
         /// The sweep's instant [default: the current clock]
-        #[arg(long, value_name = "TIME", value_parser = parse_time)]
+        #[arg(long, value_name = "TIME", value_parser = parse_time, allow_negative_numbers = true)]
         now: Option<Timestamp>,
         /// Most timers to claim (1-1000)
-        #[arg(long, default_value_t = 100, value_name = "N")]
+        #[arg(
+            long,
+            default_value_t = 100,
+            value_name = "N",
+            value_parser = parse_limit,
+            allow_negative_numbers = true
+        )]
         limit: u32,
         /// How long the claim holds before another sweep may take the timer
         #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = parse_lease)]
@@ -205,6 +243,20 @@ pub enum RunCommand {
     Sealed { run: String },
 }
 
+/// A page size or scan length: any whole number is read, so that one out of
+/// range is refused with the range the engine accepts, not the type's.
+pub fn parse_limit(text: &str) -> Result<u32, String> {
+    let range = format!("1..={MAX_LIMIT}");
+    let n: i128 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is not a whole number in {range}"))?;
+    u32::try_from(n)
+        .ok()
+        .filter(|n| (1..=MAX_LIMIT).contains(n))
+        .ok_or_else(|| format!("limit is {n}, outside {range}"))
+}
+
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum SettlementArg {
     Completed,
@@ -229,5 +281,17 @@ mod tests {
     #[test]
     fn the_command_line_is_well_formed() {
         super::Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn a_limit_out_of_range_is_refused_with_the_engines_range() {
+        use super::parse_limit;
+        assert_eq!(parse_limit("1"), Ok(1));
+        assert_eq!(parse_limit("1000"), Ok(1000));
+        for bad in ["0", "1001", "-1", "4294967296", "99999999999999999999999"] {
+            let e = parse_limit(bad).expect_err(bad);
+            assert!(e.contains("1..=1000"), "{bad}: {e}");
+        }
+        assert!(parse_limit("ten").expect_err("ten").contains("1..=1000"));
     }
 }

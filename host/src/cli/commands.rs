@@ -19,16 +19,14 @@ pub fn db_path(cli: &Cli) -> PathBuf {
 }
 
 fn tenant(cli: &Cli) -> Result<Tenant, CliError> {
-    let path = db_path(cli);
-    // Opening creates the file: a command that only reads must not leave an
-    // empty database behind a mistyped path and report it as empty.
-    if !writes(&cli.command) && !path.exists() {
-        return Err(CliError::Input(format!(
-            "there is no database at {} (a command that writes creates it; check --db or LEASEHOLD_DB)",
-            path.display()
-        )));
+    let mut engine = Engine::builder().file_wait(cli.wait);
+    // A command that only reads opens the file read-only: it never creates,
+    // repairs or changes it, works on a file the user may only read, and
+    // runs beside other readers.
+    if !writes(&cli.command) {
+        engine = engine.read_only();
     }
-    let engine = Engine::open(path)?;
+    let engine = engine.open(db_path(cli))?;
     Ok(engine.tenant(&cli.tenant)?)
 }
 

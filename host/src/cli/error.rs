@@ -2,9 +2,11 @@
 //!
 //! The mapping is the CLI's contract with scripts: 1 when the engine refused
 //! (a claim ladder rung, an unknown id), 2 when the caller's input was wrong,
-//! 3 when storage or the sandbox failed. It lives here and nowhere else.
+//! 3 when storage or the sandbox failed or the file is no database, 4 when
+//! another process kept the database busy. It lives here and nowhere else.
 
-use leasehold_host::{Error, Refusal, StoreError};
+use clap::error::{ContextKind, ContextValue, ErrorKind};
+use leasehold_host::{Error, OpenError, Refusal, StoreError};
 use serde::Serialize;
 
 /// Exit code: the engine refused, or `check` found discrepancies.
@@ -13,11 +15,19 @@ pub const REFUSED: u8 = 1;
 pub const BAD_INPUT: u8 = 2;
 /// Exit code: storage or sandbox failure.
 pub const FAILED: u8 = 3;
+/// Exit code: another process had the database open for the whole `--wait`.
+pub const BUSY: u8 = 4;
 
 #[derive(Debug)]
 pub enum CliError {
     /// The engine (or the database under it) answered an error.
     Engine(Error),
+    /// The arguments do not parse: clap's error, in the CLI's shape.
+    Usage {
+        message: String,
+        /// The argument or subcommand at fault, as clap names it.
+        argument: Option<String>,
+    },
     /// Input the CLI itself found wrong, before or instead of a call.
     Input(String),
     /// Writing the answer failed.
@@ -39,12 +49,49 @@ impl From<Error> for CliError {
     }
 }
 
+impl From<&clap::Error> for CliError {
+    fn from(e: &clap::Error) -> Self {
+        let message = if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+            // clap's text here is the whole help page.
+            "a subcommand is missing (--help lists them)".to_owned()
+        } else {
+            one_line(&e.render().to_string())
+        };
+        // For a missing subcommand clap names the parent; that is no detail.
+        let at_fault = match e.kind() {
+            ErrorKind::InvalidSubcommand => ContextKind::InvalidSubcommand,
+            _ => ContextKind::InvalidArg,
+        };
+        let argument = match e.get(at_fault) {
+            Some(ContextValue::String(s)) => Some(s.clone()),
+            Some(ContextValue::Strings(list)) => Some(list.join(", ")),
+            _ => None,
+        };
+        CliError::Usage { message, argument }
+    }
+}
+
+/// clap's rendered error without its prefix, usage block and help pointer,
+/// on one line: the tips stay, since they name the fix.
+fn one_line(rendered: &str) -> String {
+    let text = rendered.trim().strip_prefix("error: ").unwrap_or(rendered);
+    text.split("\n\n")
+        .map(str::trim)
+        .filter(|p| {
+            !p.is_empty() && !p.starts_with("Usage:") && !p.starts_with("For more information")
+        })
+        .map(|p| p.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 /// An error as `--json` prints it on stderr.
 #[derive(Debug, Serialize)]
 pub struct ErrorReport<'a> {
     /// A stable, machine-readable name: `excluded`, `not_found`, `invalid`...
     pub error: &'static str,
-    /// The variant's payload where it has one (the holder, the state, the id).
+    /// The variant's payload where it has one (the holder, the state, the
+    /// id, the argument, the database path).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<&'a str>,
     pub message: String,
@@ -54,16 +101,35 @@ pub struct ErrorReport<'a> {
 impl CliError {
     pub fn exit_code(&self) -> u8 {
         match self {
+            CliError::Engine(Error::Open(OpenError::Busy { .. }) | Error::LockTimeout(_)) => BUSY,
+            CliError::Engine(Error::Open(OpenError::Missing { .. })) => BAD_INPUT,
             CliError::Engine(e) if e.is_refusal() => REFUSED,
             CliError::Engine(e) if e.is_invalid_input() => BAD_INPUT,
             CliError::Engine(_) | CliError::Output(_) | CliError::Failed(_) => FAILED,
-            CliError::Input(_) => BAD_INPUT,
+            CliError::Usage { .. } | CliError::Input(_) => BAD_INPUT,
         }
     }
 
     pub fn message(&self) -> String {
         match self {
-            CliError::Engine(e) => e.to_string(),
+            CliError::Engine(e) => {
+                let mut text = with_sources(e);
+                // What the operator can do about it, where that is not plain.
+                if let Error::Open(open) = e {
+                    text.push_str(match open {
+                        OpenError::Busy { .. } => " (--wait sets how long to wait)",
+                        OpenError::Missing { .. } => {
+                            " (a command that writes creates it; check --db or LEASEHOLD_DB)"
+                        }
+                        OpenError::NeedsRecovery { .. } => {
+                            " (any command that writes repairs it, under --wait like any other)"
+                        }
+                        _ => "",
+                    });
+                }
+                text
+            }
+            CliError::Usage { message, .. } => message.clone(),
             CliError::Input(m) => m.clone(),
             CliError::Output(e) => format!("cannot write the answer: {e}"),
             CliError::Failed(m) => m.clone(),
@@ -82,6 +148,7 @@ impl CliError {
 
     fn kind(&self) -> (&'static str, Option<&str>) {
         let e = match self {
+            CliError::Usage { argument, .. } => return ("usage", argument.as_deref()),
             CliError::Input(_) => return ("invalid", None),
             CliError::Output(_) => return ("output", None),
             CliError::Failed(_) => return ("failed", None),
@@ -103,13 +170,56 @@ impl CliError {
                 StoreError::Corrupt(d) => ("corrupt", Some(d)),
                 StoreError::Storage(d) => ("storage", Some(d)),
             },
+            Error::Open(open) => open_kind(open),
+            Error::ReadOnly { verb } => ("read_only", Some(verb)),
+            Error::LockTimeout(_) => ("busy", None),
             Error::Sandbox(_) => ("sandbox", None),
             Error::Storage(_) => ("storage", None),
             Error::Tenant { .. } => ("invalid_tenant", None),
-            Error::Setup(_) | Error::Open { .. } => ("setup", None),
-            Error::LockTimeout(_) => ("busy", None),
-            Error::ReadOnly => ("read_only", None),
+            Error::Setup(_) => ("setup", None),
             _ => ("error", None),
         }
+    }
+}
+
+/// The name of an open failure, and the path it was about.
+fn open_kind(e: &OpenError) -> (&'static str, Option<&str>) {
+    let (name, path) = match e {
+        OpenError::Busy { path, .. } => ("busy", path),
+        OpenError::Missing { path } => ("no_database", path),
+        OpenError::Empty { path } => ("empty_file", path),
+        OpenError::NotADatabase { path, .. } => ("not_a_database", path),
+        OpenError::NotLeasehold { path } => ("not_leasehold", path),
+        OpenError::NeedsRecovery { path } => ("needs_recovery", path),
+        OpenError::Io { path, .. } => ("cannot_open", path),
+        OpenError::Storage { path, .. } => ("storage", path),
+        _ => return ("cannot_open", None),
+    };
+    (name, path.to_str())
+}
+
+/// The error and each error under it, as one sentence.
+fn with_sources(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_clap_error_becomes_one_line_without_usage() {
+        let rendered = "error: unexpected argument '--actr' found\n\n  tip: a similar argument exists: '--actor'\n\nUsage: leasehold task claim --actor <A> <ID>\n\nFor more information, try '--help'.\n";
+        assert_eq!(
+            one_line(rendered),
+            "unexpected argument '--actr' found; tip: a similar argument exists: '--actor'"
+        );
     }
 }

@@ -5,6 +5,8 @@
 //! milliseconds and `30s`-style durations into those numbers. Range checks
 //! stay with the engine, so there is one rule and one message for them.
 
+use std::time::Duration;
+
 use jiff::{Span, SpanRelativeTo, Timestamp as Instant};
 use leasehold_guest::validate::MAX_LEASE_MS;
 use leasehold_host::Timestamp;
@@ -19,10 +21,12 @@ pub fn now() -> Timestamp {
     Instant::now().as_millisecond()
 }
 
-/// RFC 3339 (any offset) or integer milliseconds since the epoch.
+/// RFC 3339 (any offset) or integer milliseconds since the epoch. A negative
+/// number is read as one, so the engine's range check names the real range.
 pub fn parse_time(text: &str) -> Result<Timestamp, String> {
     let text = text.trim();
-    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
         return text
             .parse::<i64>()
             .map_err(|_| format!("{text:?} is too large for milliseconds since 1970"));
@@ -32,22 +36,27 @@ pub fn parse_time(text: &str) -> Result<Timestamp, String> {
         .map_err(|e| format!("{text:?} is not {TIME_FORMS} ({e})"))
 }
 
-/// A lease such as `30s`, `5m` or `1500ms`, in whole milliseconds.
-pub fn parse_lease(text: &str) -> Result<u32, String> {
+/// A length of time with a unit, in whole milliseconds; never negative.
+fn parse_duration_ms(text: &str) -> Result<i128, String> {
     let forms = "a duration like 30s, 5m or 1500ms";
     let span: Span = text
         .trim()
         .parse()
         .map_err(|e| format!("{text:?} is not {forms} ({e})"))?;
-    // A lease is a length of time, not a calendar step: a day is 24 hours,
-    // and months or years are refused rather than guessed at.
+    // A length of time, not a calendar step: a day is 24 hours, and months
+    // or years are refused rather than guessed at.
     let d = span
         .to_duration(SpanRelativeTo::days_are_24_hours())
         .map_err(|e| format!("{text:?} is not {forms} ({e})"))?;
     if d.is_negative() {
         return Err(format!("{text:?} is negative"));
     }
-    let ms = d.as_millis();
+    Ok(d.as_millis())
+}
+
+/// A lease such as `30s`, `5m` or `1500ms`, in whole milliseconds.
+pub fn parse_lease(text: &str) -> Result<u32, String> {
+    let ms = parse_duration_ms(text)?;
     if ms < 1 {
         // A zero lease would let two sweepers take one timer.
         return Err(format!("{text:?} is shorter than one millisecond"));
@@ -56,6 +65,15 @@ pub fn parse_lease(text: &str) -> Result<u32, String> {
         Ok(ms) if ms <= MAX_LEASE_MS => Ok(ms),
         _ => Err(format!("{text:?} is longer than the 7-day maximum lease")),
     }
+}
+
+/// How long to wait for a database another process has open: `5s`, `0s`
+/// (do not wait), `1500ms`.
+pub fn parse_wait(text: &str) -> Result<Duration, String> {
+    let ms = parse_duration_ms(text)?;
+    u64::try_from(ms)
+        .map(Duration::from_millis)
+        .map_err(|_| format!("{text:?} is too long a wait"))
 }
 
 /// RFC 3339 in UTC; milliseconds only when there are any.
@@ -117,6 +135,21 @@ mod tests {
         assert_eq!(parse_lease("1d"), Ok(86_400_000));
         assert!(parse_lease("8 days").is_err());
         assert!(parse_lease("1 month").is_err());
+    }
+
+    #[test]
+    fn a_wait_may_be_zero_but_needs_a_unit() {
+        assert_eq!(parse_wait("0s"), Ok(Duration::ZERO));
+        assert_eq!(parse_wait("1500ms"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_wait("2m"), Ok(Duration::from_secs(120)));
+        assert!(parse_wait("5").is_err());
+        assert!(parse_wait("-1s").is_err());
+    }
+
+    #[test]
+    fn a_negative_time_is_read_as_a_number_for_the_range_check() {
+        assert_eq!(parse_time("-5"), Ok(-5));
+        assert!(parse_time("-").is_err());
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! guest's keys; how a backend keeps tenants apart (a key prefix in redb) is
 //! its own business, and no key the guest can spell reaches another tenant.
 
+pub mod file;
 pub mod redb;
 
 use std::time::Duration;
@@ -53,6 +54,12 @@ pub fn check_tenant(name: &str) -> Result<(), Error> {
 
 /// A store of many tenants' ordered keys.
 pub trait Backend: Send + Sync + 'static {
+    /// Whether every call must be a read: a writing verb is refused before
+    /// it begins.
+    fn read_only(&self) -> bool {
+        false
+    }
+
     /// Begins one call's transaction on `tenant`'s keys. A write transaction
     /// waits at most `lock_wait` for the writer before it answers
     /// [`Error::LockTimeout`].

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 
+use super::file::{self, Access, Db};
 use super::{Backend, Entry, Mode, Txn, Write, check_tenant};
 use crate::engine::Durability;
 use crate::error::Error;
@@ -20,7 +21,7 @@ use crate::error::Error;
 /// The name of the one redb table: tenant-prefixed guest keys to guest values.
 pub const KV_TABLE_NAME: &str = "leasehold-kv";
 
-const KV_TABLE: TableDefinition<&[u8], &[u8]> = TableDefinition::new(KV_TABLE_NAME);
+pub(crate) const KV_TABLE: TableDefinition<&[u8], &[u8]> = TableDefinition::new(KV_TABLE_NAME);
 
 /// Answers the key prefix of a tenant: every key of the tenant starts with it.
 pub fn tenant_prefix(name: &str) -> Result<Vec<u8>, Error> {
@@ -43,39 +44,36 @@ fn prefix_end(prefix: &[u8]) -> Vec<u8> {
 
 /// A redb database serving Leasehold calls.
 pub struct RedbBackend {
-    db: redb::Database,
+    db: Db,
     durability: Durability,
     gate: Arc<Gate>,
 }
 
 impl RedbBackend {
-    /// Opens (or creates) a database file.
-    pub fn open(path: &Path, durability: Durability) -> Result<Self, Error> {
-        let db = redb::Database::create(path).map_err(|e| Error::Open {
-            path: path.to_owned(),
-            source: Box::new(redb::Error::from(e)),
-        })?;
-        Self::new(db, durability)
+    /// Opens a database file (see [`file::open`]): created when the path
+    /// does not exist and `access` allows it, refused when it is empty or
+    /// not Leasehold's; waits up to `file_wait` while another process holds
+    /// it.
+    pub fn open(
+        path: &Path,
+        durability: Durability,
+        access: Access,
+        file_wait: Duration,
+    ) -> Result<Self, Error> {
+        Ok(Self::new(file::open(path, access, file_wait)?, durability))
     }
 
     /// A database that lives in memory and is gone with the backend.
     pub fn in_memory(durability: Durability) -> Result<Self, Error> {
-        let db = redb::Database::builder()
-            .create_with_backend(redb::backends::InMemoryBackend::new())
-            .map_err(storage)?;
-        Self::new(db, durability)
+        Ok(Self::new(file::in_memory()?, durability))
     }
 
-    fn new(db: redb::Database, durability: Durability) -> Result<Self, Error> {
-        // The table must exist before a read transaction can open it.
-        let w = db.begin_write().map_err(storage)?;
-        w.open_table(KV_TABLE).map_err(storage)?;
-        w.commit().map_err(storage)?;
-        Ok(RedbBackend {
+    fn new(db: Db, durability: Durability) -> Self {
+        RedbBackend {
             db,
             durability,
             gate: Arc::new(Gate::default()),
-        })
+        }
     }
 }
 
@@ -84,23 +82,32 @@ fn storage(e: impl Into<redb::Error>) -> Error {
 }
 
 impl Backend for RedbBackend {
+    fn read_only(&self) -> bool {
+        self.db.is_read_only()
+    }
+
     fn begin(&self, tenant: &str, mode: Mode, lock_wait: Duration) -> Result<Box<dyn Txn>, Error> {
         let prefix = tenant_prefix(tenant)?;
         let end = prefix_end(&prefix);
         let keys = Keys { prefix, end };
         match mode {
             Mode::Read => {
-                let table = self
-                    .db
-                    .begin_read()
+                let snapshot = match &self.db {
+                    Db::Write(db) => db.begin_read(),
+                    Db::ReadOnly(db) => db.begin_read(),
+                };
+                let table = snapshot
                     .map_err(storage)?
                     .open_table(KV_TABLE)
                     .map_err(storage)?;
                 Ok(Box::new(ReadTxn { table, keys }))
             }
             Mode::Write => {
+                let Db::Write(db) = &self.db else {
+                    return Err(Error::ReadOnly { verb: "this call" });
+                };
                 let permit = Gate::enter(&self.gate, lock_wait)?;
-                let mut txn = self.db.begin_write().map_err(storage)?;
+                let mut txn = db.begin_write().map_err(storage)?;
                 if self.durability == Durability::None {
                     txn.set_durability(redb::Durability::None)
                         .map_err(storage)?;
@@ -242,7 +249,7 @@ impl Txn for ReadTxn {
         if batch.is_empty() {
             Ok(())
         } else {
-            Err(Error::ReadOnly)
+            Err(Error::ReadOnly { verb: "this call" })
         }
     }
 }
