@@ -90,6 +90,31 @@ impl Verb {
 mod tests {
     use super::*;
 
+    /// The WIT says of each exported function whether it writes; the table
+    /// must agree, or a writing verb would run on a read snapshot.
+    #[test]
+    fn every_verbs_mode_is_what_the_wit_documents() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../wit");
+        for verb in Verb::ALL {
+            let text = std::fs::read_to_string(dir.join(format!("{}.wit", verb.interface())))
+                .expect("the interface's WIT file");
+            let decl = format!("    {}: func(", verb.name());
+            let at = text
+                .find(&decl)
+                .unwrap_or_else(|| panic!("{} is not in the WIT", verb.name()));
+            let doc = &text[..at];
+            let doc = &doc[doc.rfind("\n\n").unwrap_or(0)..];
+            let documented = if doc.contains("/// Writes:") {
+                Mode::Write
+            } else if doc.contains("/// Reads only:") {
+                Mode::Read
+            } else {
+                panic!("the WIT does not say whether {} writes", verb.name())
+            };
+            assert_eq!(verb.mode(), documented, "{}", verb.name());
+        }
+    }
+
     #[test]
     fn every_verb_sits_at_its_index() {
         for (i, v) in Verb::ALL.iter().enumerate() {
