@@ -116,6 +116,8 @@ pub struct EngineBuilder {
     component: Option<Arc<[u8]>>,
     access: Access,
     file_wait: Duration,
+    /// Unset means on.
+    no_group_commit: bool,
 }
 
 impl EngineBuilder {
@@ -133,6 +135,16 @@ impl EngineBuilder {
     /// component that implements the `leasehold:engine/engine` world.
     pub fn component(mut self, bytes: impl Into<Arc<[u8]>>) -> Self {
         self.component = Some(bytes.into());
+        self
+    }
+
+    /// Whether write calls that arrive while a commit is being made durable
+    /// share the next commit (on by default). Every call is still its own
+    /// all-or-nothing unit, and none is acknowledged before the commit that
+    /// covers it is durable; off, every write call commits alone, which is
+    /// there to measure what grouping buys.
+    pub fn group_commit(mut self, on: bool) -> Self {
+        self.no_group_commit = !on;
         self
     }
 
@@ -162,15 +174,20 @@ impl EngineBuilder {
         // Compiled before the file is opened: the file stays locked while
         // the engine lives, and other processes may be waiting for it.
         let compiled = self.compile()?;
-        let backend =
-            RedbBackend::open(path.as_ref(), self.durability, self.access, self.file_wait)?;
+        let backend = RedbBackend::open(
+            path.as_ref(),
+            self.durability,
+            self.access,
+            self.file_wait,
+            !self.no_group_commit,
+        )?;
         Ok(self.build(compiled, Arc::new(backend)))
     }
 
     /// A redb database that lives in memory and is gone with the engine.
     pub fn in_memory(self) -> Result<Engine, Error> {
         let compiled = self.compile()?;
-        let backend = RedbBackend::in_memory(self.durability)?;
+        let backend = RedbBackend::in_memory(self.durability, !self.no_group_commit)?;
         Ok(self.build(compiled, Arc::new(backend)))
     }
 
@@ -534,7 +551,11 @@ impl Engine {
         }
         let answer = answer.map_err(|trap| Error::Sandbox(classify_trap(trap, deadline)))?;
         let answer = check(answer)?;
-        txn.commit(outcome.batch)?;
+        let pending = txn.commit(outcome.batch)?;
+        // The instance slot is free before the call waits for its commit to
+        // be durable (with group commit, possibly another call's fsync).
+        drop(store);
+        pending.wait()?;
         Ok(answer)
     }
 }

@@ -38,6 +38,7 @@ impl NativeEngine {
                 durability,
                 Access::Write,
                 Duration::ZERO,
+                true,
             )?),
         })
     }
@@ -117,7 +118,7 @@ impl NativeTenant {
             .begin(&self.name, mode, Duration::from_secs(5))?;
         let (answer, batch) = kv::buffered(TxnSnapshot(txn.as_mut()), |kv| f(kv));
         let answer = answer.map_err(Into::into)?;
-        txn.commit(batch)?;
+        txn.commit(batch)?.wait()?;
         Ok(answer)
     }
 }

@@ -9,10 +9,12 @@
 //! its own business, and no key the guest can spell reaches another tenant.
 
 pub mod file;
+pub(crate) mod group;
 pub mod redb;
 
 use std::time::Duration;
 
+pub use group::Pending;
 pub use leasehold_guest::kv::{Entry, Write};
 
 use crate::error::Error;
@@ -82,6 +84,8 @@ pub trait Txn: Send {
         max_bytes: usize,
     ) -> Result<(Vec<Entry>, bool), Error>;
     /// Applies `batch` and commits; a read transaction accepts only an empty
-    /// batch. Dropping a transaction without committing aborts it.
-    fn commit(self: Box<Self>, batch: Vec<Write>) -> Result<(), Error>;
+    /// batch. The commit may still be becoming durable when this returns:
+    /// the call is acknowledged only after [`Pending::wait`]. Dropping a
+    /// transaction without committing adds nothing.
+    fn commit(self: Box<Self>, batch: Vec<Write>) -> Result<Pending, Error>;
 }

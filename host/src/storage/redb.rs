@@ -3,18 +3,19 @@
 //!
 //! The prefix is the tenant name's length, then the name, so tenant `a` can
 //! never alias tenant `ab`, and every scan is clamped to the prefix. Writers
-//! queue at a gate of our own before redb's write lock, so that a call waits
-//! for the writer a bounded time and says so, instead of blocking inside
-//! redb for as long as the writers ahead of it take.
+//! take turns at a [`Writer`] of our own before redb's write lock: a call
+//! waits for its turn a bounded time and says so, instead of blocking inside
+//! redb, and calls that queue while a commit is flushing share the next one.
 
 use std::path::Path;
-use std::sync::{Arc, Condvar, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 
 use super::file::{self, Access, Db};
-use super::{Backend, Entry, Mode, Txn, Write, check_tenant};
+use super::group::{Turn, Writer};
+use super::{Backend, Entry, Mode, Pending, Txn, Write, check_tenant};
 use crate::engine::Durability;
 use crate::error::Error;
 
@@ -46,7 +47,7 @@ fn prefix_end(prefix: &[u8]) -> Vec<u8> {
 pub struct RedbBackend {
     db: Db,
     durability: Durability,
-    gate: Arc<Gate>,
+    writer: Arc<Writer>,
 }
 
 impl RedbBackend {
@@ -59,20 +60,25 @@ impl RedbBackend {
         durability: Durability,
         access: Access,
         file_wait: Duration,
+        group_commit: bool,
     ) -> Result<Self, Error> {
-        Ok(Self::new(file::open(path, access, file_wait)?, durability))
+        Ok(Self::new(
+            file::open(path, access, file_wait)?,
+            durability,
+            group_commit,
+        ))
     }
 
     /// A database that lives in memory and is gone with the backend.
-    pub fn in_memory(durability: Durability) -> Result<Self, Error> {
-        Ok(Self::new(file::in_memory()?, durability))
+    pub fn in_memory(durability: Durability, group_commit: bool) -> Result<Self, Error> {
+        Ok(Self::new(file::in_memory()?, durability, group_commit))
     }
 
-    fn new(db: Db, durability: Durability) -> Self {
+    fn new(db: Db, durability: Durability, group_commit: bool) -> Self {
         RedbBackend {
             db,
             durability,
-            gate: Arc::new(Gate::default()),
+            writer: Writer::new(group_commit),
         }
     }
 }
@@ -106,17 +112,15 @@ impl Backend for RedbBackend {
                 let Db::Write(db) = &self.db else {
                     return Err(Error::ReadOnly { verb: "this call" });
                 };
-                let permit = Gate::enter(&self.gate, lock_wait)?;
-                let mut txn = db.begin_write().map_err(storage)?;
-                if self.durability == Durability::None {
-                    txn.set_durability(redb::Durability::None)
-                        .map_err(storage)?;
-                }
-                Ok(Box::new(WriteTxn {
-                    txn,
-                    keys,
-                    _permit: permit,
-                }))
+                let turn = Writer::enter(&self.writer, lock_wait, || {
+                    let mut txn = db.begin_write().map_err(storage)?;
+                    if self.durability == Durability::None {
+                        txn.set_durability(redb::Durability::None)
+                            .map_err(storage)?;
+                    }
+                    Ok(txn)
+                })?;
+                Ok(Box::new(WriteTxn { turn, keys }))
             }
         }
     }
@@ -245,9 +249,9 @@ impl Txn for ReadTxn {
         )
     }
 
-    fn commit(self: Box<Self>, batch: Vec<Write>) -> Result<(), Error> {
+    fn commit(self: Box<Self>, batch: Vec<Write>) -> Result<Pending, Error> {
         if batch.is_empty() {
-            Ok(())
+            Ok(Pending::done())
         } else {
             Err(Error::ReadOnly { verb: "this call" })
         }
@@ -255,20 +259,18 @@ impl Txn for ReadTxn {
 }
 
 struct WriteTxn {
-    // Dropped before the permit: the next writer finds redb's lock free.
-    txn: redb::WriteTransaction,
+    turn: Turn,
     keys: Keys,
-    _permit: Permit,
 }
 
 impl Txn for WriteTxn {
     fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
-        let table = self.txn.open_table(KV_TABLE).map_err(storage)?;
+        let table = self.turn.txn().open_table(KV_TABLE).map_err(storage)?;
         get_in(&table, &self.keys, key)
     }
 
     fn get_many(&mut self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>, Error> {
-        let table = self.txn.open_table(KV_TABLE).map_err(storage)?;
+        let table = self.turn.txn().open_table(KV_TABLE).map_err(storage)?;
         keys.iter().map(|k| get_in(&table, &self.keys, k)).collect()
     }
 
@@ -280,69 +282,30 @@ impl Txn for WriteTxn {
         reverse: bool,
         max_bytes: usize,
     ) -> Result<(Vec<Entry>, bool), Error> {
-        let table = self.txn.open_table(KV_TABLE).map_err(storage)?;
+        let table = self.turn.txn().open_table(KV_TABLE).map_err(storage)?;
         scan_in(&table, &self.keys, start, end, limit, reverse, max_bytes)
     }
 
-    fn commit(self: Box<Self>, batch: Vec<Write>) -> Result<(), Error> {
-        let WriteTxn { txn, keys, _permit } = *self;
-        // A call that changed nothing has nothing to make durable.
-        if batch.is_empty() {
-            return txn.abort().map_err(storage);
-        }
-        {
-            let mut table = txn.open_table(KV_TABLE).map_err(storage)?;
-            for w in &batch {
-                match w {
-                    Write::Put(k, v) => {
-                        table
-                            .insert(keys.full(k).as_slice(), v.as_slice())
-                            .map_err(storage)?;
-                    }
-                    Write::Delete(k) => {
-                        table.remove(keys.full(k).as_slice()).map_err(storage)?;
+    fn commit(self: Box<Self>, batch: Vec<Write>) -> Result<Pending, Error> {
+        let WriteTxn { turn, keys } = *self;
+        let wrote = !batch.is_empty();
+        turn.commit(
+            |txn| {
+                let mut table = txn.open_table(KV_TABLE)?;
+                for w in &batch {
+                    match w {
+                        Write::Put(k, v) => {
+                            table.insert(keys.full(k).as_slice(), v.as_slice())?;
+                        }
+                        Write::Delete(k) => {
+                            table.remove(keys.full(k).as_slice())?;
+                        }
                     }
                 }
-            }
-        }
-        txn.commit().map_err(storage)
-    }
-}
-
-/// The writer's turn: one holder at a time, waited for a bounded time.
-#[derive(Default)]
-struct Gate {
-    busy: Mutex<bool>,
-    freed: Condvar,
-}
-
-struct Permit(Arc<Gate>);
-
-impl Gate {
-    fn enter(gate: &Arc<Gate>, wait: Duration) -> Result<Permit, Error> {
-        let deadline = Instant::now() + wait;
-        let mut busy = gate.busy.lock().unwrap_or_else(|p| p.into_inner());
-        while *busy {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Err(Error::LockTimeout(wait));
-            }
-            busy = gate
-                .freed
-                .wait_timeout(busy, left)
-                .unwrap_or_else(|p| p.into_inner())
-                .0;
-        }
-        *busy = true;
-        Ok(Permit(gate.clone()))
-    }
-}
-
-impl Drop for Permit {
-    fn drop(&mut self) {
-        let mut busy = self.0.busy.lock().unwrap_or_else(|p| p.into_inner());
-        *busy = false;
-        self.0.freed.notify_one();
+                Ok(())
+            },
+            wrote,
+        )
     }
 }
 
@@ -373,17 +336,5 @@ mod tests {
         for good in ["acme", "a.b-c_d", &"x".repeat(64)] {
             assert!(tenant_prefix(good).is_ok(), "{good:?} refused");
         }
-    }
-
-    #[test]
-    fn a_writer_waits_for_the_gate_a_bounded_time() {
-        let gate = Arc::new(Gate::default());
-        let held = Gate::enter(&gate, Duration::ZERO).expect("free");
-        let started = Instant::now();
-        let again = Gate::enter(&gate, Duration::from_millis(30));
-        assert!(matches!(again, Err(Error::LockTimeout(_))));
-        assert!(started.elapsed() >= Duration::from_millis(30));
-        drop(held);
-        assert!(Gate::enter(&gate, Duration::ZERO).is_ok());
     }
 }
