@@ -148,3 +148,73 @@ fn a_killed_writer_loses_no_acknowledged_call_and_leaves_the_indexes_consistent(
     }
     assert!(!promised.opened.is_empty());
 }
+
+/// Group commit keeps the promise: with eight threads writing at once, so
+/// that their calls share commits, a kill at a random point loses no call
+/// any thread was told had succeeded, applies no call in part, and leaves
+/// every index and counter consistent, round after round.
+#[test]
+fn eight_writer_threads_killed_at_random_lose_no_acknowledged_call() {
+    let seed = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(1, |d| d.as_nanos() as u64)
+        | 1;
+    println!("crash test seed {seed}");
+    let mut rng = Rng(seed);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("crash-threads.redb");
+    let mut opened: Vec<String> = Vec::new();
+    let mut claimed: Vec<String> = Vec::new();
+    for round in 0..20u64 {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_crash-writer"))
+            .arg(&db)
+            .arg(round.to_string())
+            .arg("8")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the writer starts");
+        let mut lines = BufReader::new(child.stdout.take().expect("piped")).lines();
+        let kill_after = 1 + rng.below(120);
+        let mut acked = Vec::new();
+        while (acked.len() as u64) < kill_after {
+            match lines.next() {
+                Some(line) => acked.push(line.expect("utf-8")),
+                None => panic!("the writer stopped by itself (seed {seed})"),
+            }
+        }
+        std::thread::sleep(Duration::from_micros(rng.below(3000)));
+        child.kill().expect("SIGKILL");
+        child.wait().expect("reaped");
+        acked.extend(lines.map_while(Result::ok));
+        for line in acked {
+            match line.split_once(' ') {
+                Some(("open", id)) => opened.push(id.to_owned()),
+                Some(("claim", id)) => claimed.push(id.to_owned()),
+                _ => panic!("unknown ack {line} (seed {seed})"),
+            }
+        }
+        let engine = Engine::open(&db).expect("the file reopens after the kill");
+        let t = engine.tenant("crash").expect("tenant");
+        for id in &opened {
+            assert!(
+                t.get(id).expect("get").is_some(),
+                "acknowledged task {id} is gone (seed {seed}, round {round})"
+            );
+        }
+        for id in &claimed {
+            let task = t.get(id).expect("get").expect("claimed tasks exist");
+            assert_eq!(
+                (task.state, task.assignee.as_deref()),
+                (TaskState::Claimed, Some("w")),
+                "acknowledged claim of {id} is gone (seed {seed}, round {round})"
+            );
+        }
+        assert_eq!(
+            t.check().expect("check"),
+            vec![],
+            "inconsistent after the kill (seed {seed}, round {round})"
+        );
+    }
+    assert!(!opened.is_empty());
+}

@@ -2,8 +2,10 @@
 //! a database file and prints one line per call the engine acknowledged, so
 //! the parent knows exactly what was promised before it kills this process.
 //!
-//! Usage: `crash-writer DB FIRST` — ids start at `FIRST`, the stream never
-//! ends on its own.
+//! Usage: `crash-writer DB FIRST [THREADS]` — ids start at `FIRST`, the
+//! stream never ends on its own. With THREADS, that many threads write at
+//! once (so their calls share commits), each opening and claiming tasks of
+//! its own and printing `open ID` / `claim ID` as each call is acknowledged.
 
 use std::io::Write;
 
@@ -18,6 +20,10 @@ fn main() {
     };
     let first: u64 = first.parse().expect("FIRST is a number");
     let engine = Engine::open(&db).expect("the database opens");
+    if let Some(threads) = args.next() {
+        let threads: u64 = threads.parse().expect("THREADS is a number");
+        many_writers(&engine, first, threads);
+    }
     let t = engine.tenant("crash").expect("tenant");
     let mut out = std::io::stdout().lock();
     let mut ack = |line: String| {
@@ -51,4 +57,25 @@ fn main() {
             ack(format!("sweep {n}"));
         }
     }
+}
+
+/// `threads` writers at once, each on tasks of its own.
+fn many_writers(engine: &Engine, first: u64, threads: u64) -> ! {
+    std::thread::scope(|s| {
+        for w in 0..threads {
+            let t = engine.tenant("crash").expect("tenant");
+            s.spawn(move || {
+                for i in 0.. {
+                    let id = format!("t{}-{w}-{i}", first);
+                    t.open(&task(&id, i).roles(&["r"]).due(i)).expect("open");
+                    println!("open {id}");
+                    if i % 2 == 0 {
+                        t.claim(&id, "w", &["r"]).expect("claim");
+                        println!("claim {id}");
+                    }
+                }
+            });
+        }
+    });
+    std::process::exit(0)
 }
