@@ -56,6 +56,8 @@ struct Sizes {
     case_large: usize,
     /// How long each concurrency run reads.
     concurrency_for: Duration,
+    /// Durable claims per writer thread in each group-commit run.
+    group_claims: usize,
 }
 
 const FULL: Sizes = Sizes {
@@ -75,6 +77,7 @@ const FULL: Sizes = Sizes {
     case_small: 10,
     case_large: 100_000,
     concurrency_for: Duration::from_secs(2),
+    group_claims: 300,
 };
 
 const SMOKE: Sizes = Sizes {
@@ -94,6 +97,7 @@ const SMOKE: Sizes = Sizes {
     case_small: 10,
     case_large: 200,
     concurrency_for: Duration::from_millis(200),
+    group_claims: 4,
 };
 
 impl Sizes {
@@ -112,7 +116,7 @@ fn main() -> Result<()> {
     } else {
         SMOKE
     };
-    const SECTIONS: [&str; 4] = ["verbs", "fixed", "scaling", "concurrency"];
+    const SECTIONS: [&str; 5] = ["verbs", "fixed", "scaling", "concurrency", "group"];
     let picked: Vec<&str> = args
         .iter()
         .map(String::as_str)
@@ -167,6 +171,9 @@ fn main() -> Result<()> {
     }
     if wanted("concurrency") {
         bench.concurrency()?;
+    }
+    if wanted("group") {
+        bench.group_commit()?;
     }
     bench.print_targets();
     Ok(())
@@ -286,6 +293,48 @@ impl Runs {
     fn rate(&self) -> Spread {
         self.spread(Run::rate)
     }
+}
+
+/// One burst of claims from many threads.
+struct Burst {
+    /// Claims per second, all threads together, over the burst's wall time.
+    rate: f64,
+    /// Every call's latency.
+    latency: Run,
+}
+
+/// `threads` threads claim `claims` distinct tasks each, all at once.
+fn claim_burst(tenant: &Tenant, threads: usize, claims: usize) -> Result<Burst> {
+    let start = std::sync::Barrier::new(threads);
+    let started = Instant::now();
+    let runs: Vec<Result<Run>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|w| {
+                let start = &start;
+                s.spawn(move || {
+                    start.wait();
+                    time_calls(claims, |i| {
+                        let got = tenant.claim(&task_id(w * claims + i), ALICE, &[REVIEWER])?;
+                        ensure!(got.state == TaskState::Claimed, "claim did not claim");
+                        Ok(())
+                    })
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| bail!("a claimer panicked")))
+            .collect()
+    });
+    let wall = started.elapsed().as_secs_f64();
+    let mut all = Vec::new();
+    for run in runs {
+        all.extend(run?.0);
+    }
+    Ok(Burst {
+        rate: (threads * claims) as f64 / wall,
+        latency: Run(all),
+    })
 }
 
 /// Times `calls` calls of `f` (which checks its own answer: a comparison or
@@ -1287,6 +1336,87 @@ impl Bench {
 
     /// Item 4: read latency from two threads, alone and beside a writer that
     /// commits with an fsync each call.
+    /// Durable claims from 1, 2, 4 and 8 writer threads at once, with group
+    /// commit on and off (`Durability::Immediate`: every commit an fsync).
+    fn group_commit(&mut self) -> Result<()> {
+        let s = self.sizes;
+        let threads = [1usize, 2, 4, 8];
+        let mut rows = Vec::new();
+        for &n in &threads {
+            let mut on = Vec::new();
+            let mut off = Vec::new();
+            for _ in 0..s.runs.min(5) {
+                for (grouped, out) in [(true, &mut on), (false, &mut off)] {
+                    let path = self.fresh_file();
+                    let claims = s.group_claims;
+                    seed(&path, |kv| {
+                        seed_tasks(kv, (0..n * claims).map(reviewer_task))
+                    })?;
+                    let tenant = Engine::builder()
+                        .durability(Durability::Immediate)
+                        .group_commit(grouped)
+                        .limits(bench_limits())
+                        .open(&path)?
+                        .tenant(TENANT)?;
+                    out.push(claim_burst(&tenant, n, claims)?);
+                    if s.smoke {
+                        ensure!(tenant.check()?.is_empty(), "inconsistent after the burst");
+                    }
+                }
+            }
+            rows.push((n, on, off));
+        }
+        println!("## 5. Durable claims from many threads: group commit\n");
+        println!(
+            "Each run: N threads claim {} distinct tasks each, as fast as they can, on one \
+             database file under Durability::Immediate (every commit one fsync). *on*: calls \
+             that queue while a commit is flushing share the next one; *off*: every call \
+             commits alone (`EngineBuilder::group_commit(false)`). Median of {} runs, with \
+             (min–max); latency per call within a run, µs.\n",
+            s.group_claims,
+            s.runs.min(5)
+        );
+        println!(
+            "| writer threads | claims/s on | claims/s off | on/off | p50 on | p50 off | p99 on | p99 off |"
+        );
+        println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
+        let mut one = None;
+        let mut four = None;
+        for (n, on, off) in &rows {
+            let rate = |b: &[Burst]| Spread::of(&b.iter().map(|x| x.rate).collect::<Vec<_>>());
+            let p = |b: &[Burst], q: f64| {
+                Spread::of(&b.iter().map(|x| x.latency.quantile(q)).collect::<Vec<_>>())
+            };
+            let (r_on, r_off) = (rate(on), rate(off));
+            println!(
+                "| {n} | {} | {} | {:.2} | {} | {} | {} | {} |",
+                r_on.rate(),
+                r_off.rate(),
+                r_on.median / r_off.median,
+                p(on, 0.5).us(),
+                p(off, 0.5).us(),
+                p(on, 0.99).us(),
+                p(off, 0.99).us(),
+            );
+            if *n == 1 {
+                one = Some(r_on.median);
+            }
+            if *n == 4 {
+                four = Some(r_on.median);
+            }
+        }
+        println!();
+        if let (Some(one), Some(four)) = (one, four) {
+            self.target(
+                "durable claims, 4 writer threads vs 1 (group commit)",
+                "≥ 3× the 1-thread rate",
+                format!("{:.2}×", four / one),
+                four / one >= 3.0,
+            );
+        }
+        Ok(())
+    }
+
     fn concurrency(&mut self) -> Result<()> {
         let s = self.sizes;
         let path = self.fresh_file();
