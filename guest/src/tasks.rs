@@ -536,6 +536,9 @@ fn queue_input(query: &QueueQuery) -> Result<(Vec<String>, Option<Vec<u8>>), Sto
     Ok((roles, after))
 }
 
+/// Queued rows with their positions in queue order.
+type Positioned = Vec<(Vec<u8>, TaskRow)>;
+
 /// The tasks of a queue page after `after` that `actor` may take, with their
 /// positions: the first `limit`, and possibly one more (read with an actor,
 /// whose tasks are only known once their rows are), and whether at least one
@@ -546,7 +549,7 @@ fn walk_queue<K: Kv + ?Sized>(
     actor: Option<&str>,
     after: Option<&[u8]>,
     limit: usize,
-) -> Result<(Vec<(Vec<u8>, TaskRow)>, bool), StoreError> {
+) -> Result<(Positioned, bool), StoreError> {
     // As many entries per scan as a page of `limit` needs: one more than it
     // shows, so a page that is exactly full knows whether more follow.
     let chunk = limit as u32 + 1;
@@ -557,7 +560,7 @@ fn walk_queue<K: Kv + ?Sized>(
         .map(|p| Stream::new(p, after))
         .collect();
     let want = limit + 1;
-    let mut found: Vec<(Vec<u8>, TaskRow)> = Vec::new();
+    let mut found: Positioned = Vec::new();
     let mut exhausted = false;
     // Positions are taken from the merge in runs and their rows read in one
     // batch per run. Without an actor nothing is dropped, so the position
