@@ -40,18 +40,20 @@ fn two_tenants_with_the_same_task_ids_never_see_each_others_tasks() {
     );
     assert_eq!(a.get("t1").expect("get").expect("a's t1").kind, "acme-kind");
 
-    a.claim("t1", "alice", &["reviewer"]).expect("claim in a");
+    a.claim("t1", "alice", &["reviewer"], None)
+        .expect("claim in a");
     assert_eq!(
         b.get("t1").expect("get").expect("b's t1").state,
         TaskState::Open
     );
-    b.claim("t1", "bob", &["reviewer"])
+    b.claim("t1", "bob", &["reviewer"], None)
         .expect("b's t1 is free although a's is held");
     assert!(matches!(
-        b.claim("only-a", "bob", &["reviewer"]),
+        b.claim("only-a", "bob", &["reviewer"], None),
         Err(leasehold_host::Error::Refused(Refusal::NotFound(_)))
     ));
-    b.settle("t1", Settlement::Completed).expect("settle in b");
+    b.settle("t1", Settlement::Completed, None)
+        .expect("settle in b");
     assert_eq!(state_of(&a, "t1"), TaskState::Claimed);
     assert_eq!(a.open_count().expect("count"), 2);
     assert_eq!(b.open_count().expect("count"), 0);

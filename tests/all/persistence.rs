@@ -16,8 +16,8 @@ fn tasks_counters_timers_and_seals_survive_dropping_and_reopening_the_engine() {
             t.open(&task(&format!("t{i}"), i).roles(&["reviewer"]).due(100))
                 .expect("open");
         }
-        t.claim("t0", "alice", &["reviewer"]).expect("claim");
-        t.settle("t1", Settlement::Completed).expect("settle");
+        t.claim("t0", "alice", &["reviewer"], None).expect("claim");
+        t.settle("t1", Settlement::Completed, None).expect("settle");
         t.open(
             &task("esc", 50)
                 .roles(&["reviewer"])
@@ -47,7 +47,7 @@ fn tasks_counters_timers_and_seals_survive_dropping_and_reopening_the_engine() {
     );
     assert_eq!(state_of(&t, "t1"), TaskState::Completed);
     assert!(matches!(
-        t.claim("t0", "bob", &["reviewer"]),
+        t.claim("t0", "bob", &["reviewer"], None),
         Err(Error::Refused(Refusal::AlreadyClaimed(holder))) if holder == "alice"
     ));
     let page = t
@@ -104,7 +104,7 @@ fn a_refused_call_leaves_nothing_on_disk() {
         bad.state = TaskState::Completed;
         assert!(t.open(&bad).is_err());
         t.open(&task("t2", 1).excluding(&["bob"])).expect("open");
-        assert!(t.claim("t2", "bob", &[]).is_err());
+        assert!(t.claim("t2", "bob", &[], None).is_err());
     }
     let engine = Engine::open(&path).expect("engine reopens");
     let t = engine.tenant("acme").expect("tenant");

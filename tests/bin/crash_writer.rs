@@ -36,11 +36,11 @@ fn main() {
         .expect("open");
         ack(format!("open {id}"));
         if i % 3 == 0 {
-            t.claim(&id, "w", &["r"]).expect("claim");
+            t.claim(&id, "w", &["r"], None).expect("claim");
             ack(format!("claim {id}"));
         }
         if i % 4 == 0 {
-            t.settle(&id, Settlement::Completed).expect("settle");
+            t.settle(&id, Settlement::Completed, None).expect("settle");
             ack(format!("settle {id}"));
         }
         let run = format!("run-{i}");
