@@ -315,7 +315,7 @@ fn a_renewal_racing_a_reclaim_either_keeps_the_claim_or_loses_it_never_both() {
                 assert_eq!(stored.assignee.as_deref(), Some("alice"));
             }
             Err(Error::Refused(Refusal::NotHeld(a))) if a == "alice" => {
-                assert_eq!(ids(&reclaimed), [id.clone()], "round {round}");
+                assert_eq!(ids(&reclaimed), std::slice::from_ref(&id), "round {round}");
                 assert_eq!(stored.state, TaskState::Open);
             }
             Err(e) => panic!("round {round}: the renewal got {e:?}"),
