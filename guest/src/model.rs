@@ -145,9 +145,10 @@ pub struct Lease {
 impl Lease {
     /// When the lease ends. Never clamped: a lease is as long as it was
     /// asked to be, even past the last instant a caller can name (s64 has
-    /// room for any valid `now` plus any valid `lease_ms`).
+    /// room for any valid `now` plus any valid `lease_ms`). Saturating only
+    /// so that an unchecked `now` cannot overflow; the verbs check it first.
     pub fn end(self) -> Timestamp {
-        self.now + i64::from(self.lease_ms)
+        self.now.saturating_add(i64::from(self.lease_ms))
     }
 }
 

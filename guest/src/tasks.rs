@@ -321,6 +321,7 @@ pub(crate) fn withdraw_awaited<K: Kv + ?Sized>(
         .map(|id| schema::task(id).into_bytes())
         .collect();
     keys.push(schema::counter(schema::OPEN_TASKS).into_bytes());
+    keys.push(schema::counter(schema::LEASED_CLAIMS).into_bytes());
     kv.prefetch(&keys)?;
     let mut moved = 0;
     for id in awaited {

@@ -152,3 +152,30 @@ fn tenants_whose_names_extend_each_other_stay_apart() {
         assert_consistent(t);
     }
 }
+
+#[test]
+fn a_sweep_or_claim_next_in_one_tenant_never_moves_another_tenants_tasks() {
+    let (engine, _dir) = temp_engine();
+    let (a, b) = two_tenants(&engine);
+    let lease = leasehold_host::Lease {
+        now: 0,
+        lease_ms: 10,
+    };
+    for t in [&a, &b] {
+        t.open(&task("t1", 1)).expect("open");
+        t.claim("t1", "alice", &[], Some(lease)).expect("claim");
+        t.open(&task("t2", 2)).expect("open");
+    }
+    assert_eq!(ids(&a.reclaim_lapsed(100, 10).expect("reclaim")), ["t1"]);
+    assert_eq!(b.leased_count().expect("count"), 1);
+    assert_eq!(b.next_lease_end().expect("next"), Some(10));
+    assert_eq!(state_of(&b, "t1"), TaskState::Claimed);
+    let q = query(&[], Some("bob"), 1, None);
+    assert_eq!(
+        b.claim_next(&q, None).expect("claim-next").map(|t| t.id),
+        Some("t2".to_owned())
+    );
+    assert_eq!(state_of(&a, "t2"), TaskState::Open);
+    assert_consistent(&a);
+    assert_consistent(&b);
+}

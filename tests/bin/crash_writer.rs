@@ -7,7 +7,7 @@
 
 use std::io::Write;
 
-use leasehold_host::{Engine, Settlement};
+use leasehold_host::{Engine, Lease, Settlement};
 use leasehold_tests::{TaskExt, task, timer};
 
 fn main() {
@@ -36,7 +36,13 @@ fn main() {
         .expect("open");
         ack(format!("open {id}"));
         if i % 3 == 0 {
-            t.claim(&id, "w", &["r"], None).expect("claim");
+            // Every other claim under a lease too long to lapse, so the kill
+            // also lands amid lease-index and leased-counter writes.
+            let lease = (i % 6 == 0).then_some(Lease {
+                now: i as i64,
+                lease_ms: 604_800_000,
+            });
+            t.claim(&id, "w", &["r"], lease).expect("claim");
             ack(format!("claim {id}"));
         }
         if i % 4 == 0 {
