@@ -28,6 +28,7 @@ pub fn task(id: &str, created_at: i64) -> Task {
         justification: r#"{"why":"test"}"#.to_owned(),
         candidate_roles: Vec::new(),
         assignee: None,
+        lease_until: None,
         priority: Priority::Normal,
         state: TaskState::Open,
         on_expiry: OnExpiry::Deny,

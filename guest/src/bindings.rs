@@ -179,6 +179,15 @@ fn call<T, E, U: From<T>, F: From<E>>(
     answer.map(U::from).map_err(F::from)
 }
 
+fn queue_query(q: tasks_api::QueueQuery) -> model::QueueQuery {
+    model::QueueQuery {
+        roles: q.roles,
+        actor: q.actor,
+        limit: q.limit,
+        after: q.after,
+    }
+}
+
 impl tasks_api::Guest for Component {
     fn open(task: wit::Task) -> Result<wit::Task, wit::StoreError> {
         call(|kv| crate::tasks::open(kv, &task.into()))
@@ -188,8 +197,14 @@ impl tasks_api::Guest for Component {
         call(|kv| crate::tasks::get(kv, &id)).map(|t: Option<model::Task>| t.map(Into::into))
     }
 
-    fn claim(id: String, actor: String, roles: Vec<String>) -> Result<wit::Task, wit::ClaimError> {
-        call(|kv| crate::tasks::claim(kv, &id, &actor, &roles))
+    fn claim(
+        id: String,
+        actor: String,
+        roles: Vec<String>,
+        lease: Option<wit::Lease>,
+    ) -> Result<wit::Task, wit::ClaimError> {
+        let lease = lease.map(model::Lease::from);
+        call(|kv| crate::tasks::claim(kv, &id, &actor, &roles, lease.as_ref()))
     }
 
     fn release(id: String, actor: String) -> Result<(), wit::ClaimError> {
@@ -201,12 +216,42 @@ impl tasks_api::Guest for Component {
         from: String,
         actor: String,
         roles: Vec<String>,
+        lease: Option<wit::Lease>,
     ) -> Result<wit::Task, wit::ClaimError> {
-        call(|kv| crate::tasks::take_over(kv, &id, &from, &actor, &roles))
+        let lease = lease.map(model::Lease::from);
+        call(|kv| crate::tasks::take_over(kv, &id, &from, &actor, &roles, lease.as_ref()))
     }
 
-    fn settle(id: String, settlement: wit::Settlement) -> Result<bool, wit::StoreError> {
-        call(|kv| crate::tasks::settle(kv, &id, settlement.into()))
+    fn renew(
+        id: String,
+        actor: String,
+        now: i64,
+        lease_ms: u32,
+    ) -> Result<wit::Task, wit::ClaimError> {
+        call(|kv| crate::tasks::renew(kv, &id, &actor, now, lease_ms))
+    }
+
+    fn reclaim_lapsed(now: i64, limit: u32) -> Result<Vec<wit::Task>, wit::StoreError> {
+        call(|kv| crate::tasks::reclaim_lapsed(kv, now, limit))
+            .map(|ts: Vec<model::Task>| ts.into_iter().map(Into::into).collect())
+    }
+
+    fn claim_next(
+        q: tasks_api::QueueQuery,
+        lease: Option<wit::Lease>,
+    ) -> Result<Option<wit::Task>, wit::StoreError> {
+        let query = queue_query(q);
+        let lease = lease.map(model::Lease::from);
+        call(|kv| crate::tasks::claim_next(kv, &query, lease.as_ref()))
+            .map(|t: Option<model::Task>| t.map(Into::into))
+    }
+
+    fn settle(
+        id: String,
+        settlement: wit::Settlement,
+        holder: Option<String>,
+    ) -> Result<bool, wit::ClaimError> {
+        call(|kv| crate::tasks::settle(kv, &id, settlement.into(), holder.as_deref()))
     }
 
     fn withdraw_run(run: String, awaited: Vec<String>) -> Result<u32, wit::StoreError> {
@@ -218,12 +263,7 @@ impl tasks_api::Guest for Component {
     }
 
     fn queue(q: tasks_api::QueueQuery) -> Result<wit::Page, wit::StoreError> {
-        let query = model::QueueQuery {
-            roles: q.roles,
-            actor: q.actor,
-            limit: q.limit,
-            after: q.after,
-        };
+        let query = queue_query(q);
         call(|kv| crate::tasks::queue(kv, &query))
     }
 
@@ -237,6 +277,14 @@ impl tasks_api::Guest for Component {
 
     fn open_count() -> Result<u64, wit::StoreError> {
         call(crate::tasks::open_count)
+    }
+
+    fn leased_count() -> Result<u64, wit::StoreError> {
+        call(crate::tasks::leased_count)
+    }
+
+    fn next_lease_end() -> Result<Option<i64>, wit::StoreError> {
+        call(crate::tasks::next_lease_end)
     }
 
     fn overdue(now: i64, limit: u32) -> Result<Vec<wit::Task>, wit::StoreError> {

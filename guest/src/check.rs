@@ -66,6 +66,7 @@ pub fn check<K: Kv + ?Sized>(kv: &mut K) -> Result<Vec<Discrepancy>, StoreError>
 
 fn check_tasks<K: Kv + ?Sized>(kv: &mut K, f: &mut Findings) -> Result<(), StoreError> {
     let mut pending = 0u64;
+    let mut leased = 0u64;
     let prefix = schema::tasks();
     store::walk(kv, &prefix, |kv, key, value| {
         let Some(elems) = decoded(f, "task", &key, &prefix) else {
@@ -93,6 +94,16 @@ fn check_tasks<K: Kv + ?Sized>(kv: &mut K, f: &mut Findings) -> Result<(), Store
             );
         }
         pending += u64::from(row.task.state.is_pending());
+        leased += u64::from(row.is_leased());
+        // Only a claim is held: a lease on anything else would be a lease
+        // no index entry stands for.
+        if row.task.lease_until.is_some() && !row.is_leased() {
+            f.add(
+                "task",
+                &id,
+                format!("a {} task carries a lease", row.task.state),
+            );
+        }
         for k in row.index_keys() {
             if kv.get(&k)?.is_none() {
                 f.add(
@@ -110,6 +121,14 @@ fn check_tasks<K: Kv + ?Sized>(kv: &mut K, f: &mut Findings) -> Result<(), Store
             "open-count",
             schema::OPEN_TASKS,
             format!("the counter says {counted}; {pending} pending task rows exist"),
+        );
+    }
+    let counted = store::read_counter(kv, schema::LEASED_CLAIMS)?;
+    if counted != leased && !f.full() {
+        f.add(
+            "leased-count",
+            schema::LEASED_CLAIMS,
+            format!("the counter says {counted}; {leased} task rows hold a leased claim"),
         );
     }
     Ok(())
@@ -135,6 +154,8 @@ fn index_name(key: &[u8]) -> &'static str {
         "overdue-index"
     } else if starts(schema::cases()) {
         "case-index"
+    } else if starts(schema::leases()) {
+        "lease-index"
     } else {
         "index"
     }
@@ -154,6 +175,7 @@ fn check_task_indexes<K: Kv + ?Sized>(kv: &mut K, f: &mut Findings) -> Result<()
         schema::queue_any(),
         schema::overdue(),
         schema::cases(),
+        schema::leases(),
     ] {
         store::walk(kv, &prefix, |kv, key, _| {
             let structure = index_name(&key);

@@ -19,7 +19,8 @@ macro_rules! wit_conversions {
         $crate::wit_conversions!(@enum $wit, ArmOutcome, Armed, AlreadyArmed, RunSealed);
         $crate::wit_conversions!(@record $wit, Task,
             id, run, case, kind, justification, candidate_roles, assignee; priority, state,
-            on_expiry; escalate_to, excluded_actors, created_at, due_at);
+            on_expiry; escalate_to, excluded_actors, created_at, due_at, lease_until);
+        $crate::wit_conversions!(@record $wit, Lease, now, lease_ms;;);
         $crate::wit_conversions!(@record $wit, Timer, run, case, effect, step; phase; fire_at);
         $crate::wit_conversions!(@record $wit, SealOutcome, timers_disarmed, tasks_withdrawn;;);
         $crate::wit_conversions!(@record $wit, Discrepancy, structure, subject, detail;;);

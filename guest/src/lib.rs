@@ -1,8 +1,8 @@
 //! Leasehold's rules, as plain Rust over an ordered key-value store.
 //!
 //! Everything that matters (the claim ladder, take-over and settlement as
-//! compare-and-swap and compare-and-set, escalation, timer leases, sealed runs,
-//! every index and counter) lives in the domain modules below, generic over
+//! compare-and-swap and compare-and-set, escalation, leased claims and their
+//! reclaiming, timer leases, sealed runs, every index and counter) lives in the domain modules below, generic over
 //! [`kv::Kv`]. Compiled to `wasm32-wasip2`, the private `bindings` module
 //! adapts them to the WIT world `leasehold:engine/engine`, with the host's
 //! `kv` import as the store; compiled natively, the same code runs against

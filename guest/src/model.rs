@@ -114,6 +114,9 @@ pub struct Task {
     pub justification: String,
     pub candidate_roles: Vec<String>,
     pub assignee: Option<String>,
+    /// When the holder's lease ends; set only while the task is claimed
+    /// under a lease.
+    pub lease_until: Option<Timestamp>,
     pub priority: Priority,
     pub state: TaskState,
     pub on_expiry: OnExpiry,
@@ -128,6 +131,24 @@ impl Task {
     /// state): not excluded, and a candidate role matches or none is named.
     pub fn admits_roles(&self, roles: &[String]) -> bool {
         self.candidate_roles.is_empty() || self.candidate_roles.iter().any(|r| roles.contains(r))
+    }
+}
+
+/// A claim that lapses unless renewed (WIT `lease`): held until
+/// `now + lease_ms`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lease {
+    pub now: Timestamp,
+    pub lease_ms: u32,
+}
+
+impl Lease {
+    /// When the lease ends. Never clamped: a lease is as long as it was
+    /// asked to be, even past the last instant a caller can name (s64 has
+    /// room for any valid `now` plus any valid `lease_ms`). Saturating only
+    /// so that an unchecked `now` cannot overflow; the verbs check it first.
+    pub fn end(self) -> Timestamp {
+        self.now.saturating_add(i64::from(self.lease_ms))
     }
 }
 

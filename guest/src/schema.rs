@@ -12,6 +12,7 @@
 //! | `("queue-role", role, rank, created-at, id)` | queued task offered to `role` |
 //! | `("queue-any", rank, created-at, id)` | queued task offered to anyone |
 //! | `("overdue", due-at, id)` | task awaiting expiry |
+//! | `("lease", lease-until, id)` | task claimed under a lease, at its end |
 //! | `("case", case, created-at, id)` | every task of a case |
 //! | `("count", name)` | counter |
 //! | `("timer", run, effect)` | timer row; its range per run is the run's index |
@@ -30,6 +31,7 @@ pub const LAYOUT_VERSION: &str = "2";
 
 pub const OPEN_TASKS: &str = "open-tasks";
 pub const ARMED_TIMERS: &str = "armed-timers";
+pub const LEASED_CLAIMS: &str = "leased-claims";
 
 pub fn layout() -> Key {
     Key::new().str("meta").str("layout")
@@ -70,6 +72,14 @@ pub fn overdue() -> Key {
 
 pub fn overdue_entry(due_at: Timestamp, id: &str) -> Key {
     overdue().int(due_at).str(id)
+}
+
+pub fn leases() -> Key {
+    Key::new().str("lease")
+}
+
+pub fn lease_entry(until: Timestamp, id: &str) -> Key {
+    leases().int(until).str(id)
 }
 
 /// A position in case order: the cursor of `for-case`.

@@ -35,6 +35,11 @@ impl TaskRow {
         matches!(self.task.state, TaskState::Open | TaskState::Claimed) && !self.ever_escalated
     }
 
+    /// Held under a lease: in the lease index, and counted as leased.
+    pub fn is_leased(&self) -> bool {
+        self.task.state == TaskState::Claimed && self.task.lease_until.is_some()
+    }
+
     /// Every index key this row implies.
     pub fn index_keys(&self) -> Vec<Vec<u8>> {
         let t = &self.task;
@@ -50,6 +55,9 @@ impl TaskRow {
         }
         if let Some(due) = t.due_at.filter(|_| self.awaits_expiry()) {
             out.push(schema::overdue_entry(due, &t.id).into_bytes());
+        }
+        if let Some(until) = t.lease_until.filter(|_| self.is_leased()) {
+            out.push(schema::lease_entry(until, &t.id).into_bytes());
         }
         if let Some(case) = &t.case {
             out.push(
@@ -139,12 +147,13 @@ pub fn add_to_counter<K: Kv + ?Sized>(
 }
 
 /// Reads ahead, in one round trip, what a verb on one task may need: the
-/// layout mark, the task's row and the open counter.
+/// layout mark, the task's row and the counters [`write_task`] may move.
 pub fn prefetch_task<K: Kv + ?Sized>(kv: &mut K, id: &str) -> Result<(), StoreError> {
     Ok(kv.prefetch(&[
         schema::layout().into_bytes(),
         schema::task(id).into_bytes(),
         schema::counter(schema::OPEN_TASKS).into_bytes(),
+        schema::counter(schema::LEASED_CLAIMS).into_bytes(),
     ])?)
 }
 
@@ -178,6 +187,18 @@ pub fn indexed_tasks<K: Kv + ?Sized>(
     ids: &[String],
     index: &str,
 ) -> Result<Vec<Task>, StoreError> {
+    Ok(indexed_rows(kv, ids, index)?
+        .into_iter()
+        .map(|r| r.task)
+        .collect())
+}
+
+/// [`indexed_tasks`], answering the whole rows.
+pub fn indexed_rows<K: Kv + ?Sized>(
+    kv: &mut K,
+    ids: &[String],
+    index: &str,
+) -> Result<Vec<TaskRow>, StoreError> {
     if ids.is_empty() {
         return Ok(Vec::new());
     }
@@ -186,7 +207,7 @@ pub fn indexed_tasks<K: Kv + ?Sized>(
     ids.iter()
         .zip(values)
         .map(|(id, v)| match v {
-            Some(bytes) => task_from(id, &bytes).map(|r| r.task),
+            Some(bytes) => task_from(id, &bytes),
             None => Err(corrupt(format!(
                 "{index} lists task {id}, which has no row"
             ))),
@@ -224,8 +245,8 @@ fn decode_row<T: for<'de> Deserialize<'de>>(bytes: &[u8]) -> Result<T, RowError>
     }
 }
 
-/// Writes a task row and moves its index entries and the open counter from
-/// what `old` implied to what `new` implies.
+/// Writes a task row and moves its index entries and counters from what
+/// `old` implied to what `new` implies.
 pub fn write_task<K: Kv + ?Sized>(
     kv: &mut K,
     old: Option<&TaskRow>,
@@ -242,7 +263,13 @@ pub fn write_task<K: Kv + ?Sized>(
     }
     let was = old.is_some_and(|r| r.task.state.is_pending());
     let is = new.task.state.is_pending();
-    add_to_counter(kv, schema::OPEN_TASKS, i64::from(is) - i64::from(was))
+    add_to_counter(kv, schema::OPEN_TASKS, i64::from(is) - i64::from(was))?;
+    let was = old.is_some_and(TaskRow::is_leased);
+    add_to_counter(
+        kv,
+        schema::LEASED_CLAIMS,
+        i64::from(new.is_leased()) - i64::from(was),
+    )
 }
 
 pub fn load_timer<K: Kv + ?Sized>(
@@ -377,6 +404,7 @@ mod tests {
             justification: r#"{"why":[1]}"#.into(),
             candidate_roles: vec!["reviewer".into()],
             assignee: Some("alice".into()),
+            lease_until: Some(253_402_300_799_999 + 604_800_000),
             priority: Priority::Urgent,
             state: TaskState::Claimed,
             on_expiry: OnExpiry::Escalate,
@@ -427,6 +455,7 @@ mod tests {
                 justification: "{}".into(),
                 candidate_roles: vec!["a".into()],
                 assignee: None,
+                lease_until: None,
                 priority: Priority::High,
                 state: TaskState::Escalated,
                 on_expiry: OnExpiry::Proceed,
@@ -440,8 +469,20 @@ mod tests {
         assert_eq!(
             encode_row(&row).expect("encodes"),
             [
-                1, b't', 1, b'r', 0, 1, b'k', 2, b'{', b'}', 1, 1, b'a', 0, 2, 2, 2, 0, 0, 0xD8,
+                1, b't', 1, b'r', 0, 1, b'k', 2, b'{', b'}', 1, 1, b'a', 0, 0, 2, 2, 2, 0, 0, 0xD8,
                 0x04, 1, 1, 1
+            ]
+        );
+        // A leased claim: the holder, then the lease end as a zigzag varint.
+        let mut leased = row;
+        leased.task.state = TaskState::Claimed;
+        leased.task.assignee = Some("b".into());
+        leased.task.lease_until = Some(5);
+        assert_eq!(
+            encode_row(&leased).expect("encodes"),
+            [
+                1, b't', 1, b'r', 0, 1, b'k', 2, b'{', b'}', 1, 1, b'a', 1, 1, b'b', 1, 10, 2, 1,
+                2, 0, 0, 0xD8, 0x04, 1, 1, 1
             ]
         );
     }

@@ -1,5 +1,12 @@
 //! The worklist verbs: the claim ladder, take-over as compare-and-swap,
-//! settlement as compare-and-set, escalation, and the indexed reads.
+//! settlement as compare-and-set, escalation, leased claims, and the indexed
+//! reads.
+//!
+//! A leased claim's row carries its lease end, and the row implies an entry
+//! in the lease index at that instant (see [`TaskRow::index_keys`]), so
+//! whatever ends or moves a lease (renew, release, settle, escalate, a new
+//! claim) moves the entry with it: `reclaim-lapsed` reads only entries at or
+//! before `now`, and never sees a lease that no longer holds.
 //!
 //! Each verb checks its inputs, then existence, then its own rules, and only
 //! then writes; and since every write goes to the call's buffer, a call that
@@ -14,7 +21,7 @@ use crate::prelude::*;
 use crate::keys::{self, Elem, Key};
 use crate::kv::Kv;
 use crate::model::{
-    ClaimError, Page, QueueQuery, Settlement, StoreError, Task, TaskState, Timestamp,
+    ClaimError, Lease, Page, QueueQuery, Settlement, StoreError, Task, TaskState, Timestamp,
 };
 use crate::schema;
 use crate::store::{self, TaskRow};
@@ -72,12 +79,44 @@ fn load_for_claim<K: Kv + ?Sized>(kv: &mut K, id: &str) -> Result<TaskRow, Claim
     store::load_task(kv, id)?.ok_or_else(|| ClaimError::NotFound(id.to_owned()))
 }
 
-fn hand_to<K: Kv + ?Sized>(kv: &mut K, row: &TaskRow, actor: &str) -> Result<Task, ClaimError> {
+/// Gives the task to `actor`, held under `lease` or, without one, until
+/// released.
+fn hand_to<K: Kv + ?Sized>(
+    kv: &mut K,
+    row: &TaskRow,
+    actor: &str,
+    lease: Option<&Lease>,
+) -> Result<Task, StoreError> {
     let mut next = row.clone();
     next.task.state = TaskState::Claimed;
     next.task.assignee = Some(actor.to_owned());
+    next.task.lease_until = lease.map(|l| l.end());
     store::write_task(kv, Some(row), &next)?;
     Ok(next.task)
+}
+
+/// A repeat claim by the holder: a lease sets the new end; without one
+/// nothing changes, so a retried unleased claim never cuts a lease short or
+/// makes it endless.
+fn reclaim_by_holder<K: Kv + ?Sized>(
+    kv: &mut K,
+    row: &TaskRow,
+    lease: Option<&Lease>,
+) -> Result<Task, StoreError> {
+    match lease {
+        Some(l) if row.task.lease_until != Some(l.end()) => {
+            let mut next = row.clone();
+            next.task.lease_until = Some(l.end());
+            store::write_task(kv, Some(row), &next)?;
+            Ok(next.task)
+        }
+        _ => Ok(row.task.clone()),
+    }
+}
+
+/// Whether `actor` holds the task now.
+fn held_by(row: &TaskRow, actor: &str) -> bool {
+    row.task.state == TaskState::Claimed && row.task.assignee.as_deref() == Some(actor)
 }
 
 pub fn claim<K: Kv + ?Sized>(
@@ -85,19 +124,23 @@ pub fn claim<K: Kv + ?Sized>(
     id: &str,
     actor: &str,
     roles: &[String],
+    lease: Option<&Lease>,
 ) -> Result<Task, ClaimError> {
     validate::name("id", id)?;
     validate::name("actor", actor)?;
     let roles = validate::names("roles", roles)?;
+    validate::claim_lease(lease)?;
     let row = load_for_claim(kv, id)?;
     ladder(&row, actor, &roles)?;
     match (&row.task.state, &row.task.assignee) {
-        (TaskState::Claimed, Some(holder)) if holder == actor => Ok(row.task),
+        (TaskState::Claimed, Some(holder)) if holder == actor => {
+            Ok(reclaim_by_holder(kv, &row, lease)?)
+        }
         (TaskState::Claimed, Some(holder)) => Err(ClaimError::AlreadyClaimed(holder.clone())),
         (TaskState::Claimed, None) => Err(ClaimError::Store(StoreError::Corrupt(format!(
             "task {id} is claimed by nobody"
         )))),
-        _ => hand_to(kv, &row, actor),
+        _ => Ok(hand_to(kv, &row, actor, lease)?),
     }
 }
 
@@ -107,49 +150,117 @@ pub fn take_over<K: Kv + ?Sized>(
     from: &str,
     actor: &str,
     roles: &[String],
+    lease: Option<&Lease>,
 ) -> Result<Task, ClaimError> {
     validate::name("id", id)?;
     validate::name("from", from)?;
     validate::name("actor", actor)?;
     let roles = validate::names("roles", roles)?;
+    validate::claim_lease(lease)?;
     let row = load_for_claim(kv, id)?;
     // A take-over is a claim: the ladder does not thin because the previous
     // holder left.
     ladder(&row, actor, &roles)?;
     // The compare-and-swap: a take-over decided from a stale view must not
     // displace whoever holds the task now, and an unheld task takes `claim`.
-    let held_by_from =
-        row.task.state == TaskState::Claimed && row.task.assignee.as_deref() == Some(from);
-    if !held_by_from {
+    if !held_by(&row, from) {
         return Err(ClaimError::NotHeld(from.to_owned()));
     }
     if from == actor {
-        return Ok(row.task);
+        return Ok(reclaim_by_holder(kv, &row, lease)?);
     }
-    hand_to(kv, &row, actor)
+    Ok(hand_to(kv, &row, actor, lease)?)
+}
+
+/// The row put back in the queue it came from, unheld: what `release` and
+/// `reclaim-lapsed` both do.
+fn returned(row: &TaskRow) -> TaskRow {
+    let mut next = row.clone();
+    next.task.assignee = None;
+    next.task.lease_until = None;
+    next.task.state = if row.ever_escalated {
+        TaskState::Escalated
+    } else {
+        TaskState::Open
+    };
+    next
 }
 
 pub fn release<K: Kv + ?Sized>(kv: &mut K, id: &str, actor: &str) -> Result<(), ClaimError> {
     validate::name("id", id)?;
     validate::name("actor", actor)?;
     let row = load_for_claim(kv, id)?;
-    let held = row.task.state == TaskState::Claimed && row.task.assignee.as_deref() == Some(actor);
-    if !held {
+    if !held_by(&row, actor) {
         return Err(ClaimError::NotHeld(actor.to_owned()));
     }
-    let mut next = row.clone();
-    next.task.assignee = None;
-    next.task.state = if row.ever_escalated {
-        TaskState::Escalated
-    } else {
-        TaskState::Open
-    };
-    store::write_task(kv, Some(&row), &next)?;
+    store::write_task(kv, Some(&row), &returned(&row))?;
     Ok(())
 }
 
-/// Moves a pending task to `state`, keeping its assignee. Answers whether it
-/// moved; a settled task stays as it stands.
+pub fn renew<K: Kv + ?Sized>(
+    kv: &mut K,
+    id: &str,
+    actor: &str,
+    now: Timestamp,
+    lease_ms: u32,
+) -> Result<Task, ClaimError> {
+    validate::name("id", id)?;
+    validate::name("actor", actor)?;
+    let lease = Lease { now, lease_ms };
+    validate::claim_lease(Some(&lease))?;
+    let row = load_for_claim(kv, id)?;
+    // A claim without a lease cannot be renewed into one: how a task is held
+    // is decided when it is claimed.
+    if !held_by(&row, actor) || row.task.lease_until.is_none() {
+        return Err(ClaimError::NotHeld(actor.to_owned()));
+    }
+    Ok(reclaim_by_holder(kv, &row, Some(&lease))?)
+}
+
+/// `reclaim-lapsed`: the lease index up to `now` is exactly the set of
+/// lapsed leases, so the scan reads only what it moves.
+pub fn reclaim_lapsed<K: Kv + ?Sized>(
+    kv: &mut K,
+    now: Timestamp,
+    limit: u32,
+) -> Result<Vec<Task>, StoreError> {
+    validate::timestamp("now", now)?;
+    validate::limit("limit", limit)?;
+    kv.prefetch(&[
+        schema::layout().into_bytes(),
+        schema::counter(schema::OPEN_TASKS).into_bytes(),
+        schema::counter(schema::LEASED_CLAIMS).into_bytes(),
+    ])?;
+    store::check_layout(kv, false)?;
+    let prefix = schema::leases();
+    let end = prefix.clone().int(now).prefix_end();
+    let entries = kv.scan(prefix.as_bytes(), Some(&end), limit, false)?;
+    let mut listed = Vec::with_capacity(entries.len());
+    for (k, _) in entries {
+        match store::suffix(&k, &prefix)?.as_slice() {
+            [Elem::Int(at), Elem::Str(id)] => listed.push((*at, id.clone())),
+            _ => return Err(bad_entry("lease")),
+        }
+    }
+    let ids: Vec<String> = listed.iter().map(|(_, id)| id.clone()).collect();
+    let rows = store::indexed_rows(kv, &ids, "the lease index")?;
+    let mut moved = Vec::with_capacity(rows.len());
+    for ((at, id), row) in listed.into_iter().zip(rows) {
+        if !row.is_leased() || row.task.lease_until != Some(at) {
+            return Err(StoreError::Corrupt(format!(
+                "the lease index lists task {id} at {at}; the row is {} with lease until {:?}",
+                row.task.state, row.task.lease_until
+            )));
+        }
+        let next = returned(&row);
+        store::write_task(kv, Some(&row), &next)?;
+        moved.push(next.task);
+    }
+    Ok(moved)
+}
+
+/// Moves a pending task to `state`, keeping its assignee; its lease, if
+/// any, ends. Answers whether it moved; a settled task stays as it stands.
 fn settle_row<K: Kv + ?Sized>(
     kv: &mut K,
     row: &TaskRow,
@@ -160,6 +271,7 @@ fn settle_row<K: Kv + ?Sized>(
     }
     let mut next = row.clone();
     next.task.state = settlement.state();
+    next.task.lease_until = None;
     store::write_task(kv, Some(row), &next)?;
     Ok(true)
 }
@@ -168,12 +280,22 @@ pub fn settle<K: Kv + ?Sized>(
     kv: &mut K,
     id: &str,
     settlement: Settlement,
-) -> Result<bool, StoreError> {
+    holder: Option<&str>,
+) -> Result<bool, ClaimError> {
     validate::name("id", id)?;
-    store::prefetch_task(kv, id)?;
-    store::check_layout(kv, false)?;
-    let row = store::load_task(kv, id)?.ok_or_else(|| StoreError::NotFound(id.to_owned()))?;
-    settle_row(kv, &row, settlement)
+    if let Some(h) = holder {
+        validate::name("holder", h)?;
+    }
+    let row = load_for_claim(kv, id)?;
+    // A decision made under a claim counts only while that claim stands: a
+    // holder whose lease lapsed and was reclaimed must not settle a task
+    // someone else now holds.
+    if let Some(h) = holder
+        && !held_by(&row, h)
+    {
+        return Err(ClaimError::NotHeld(h.to_owned()));
+    }
+    Ok(settle_row(kv, &row, settlement)?)
 }
 
 pub fn withdraw_run<K: Kv + ?Sized>(
@@ -199,6 +321,7 @@ pub(crate) fn withdraw_awaited<K: Kv + ?Sized>(
         .map(|id| schema::task(id).into_bytes())
         .collect();
     keys.push(schema::counter(schema::OPEN_TASKS).into_bytes());
+    keys.push(schema::counter(schema::LEASED_CLAIMS).into_bytes());
     kv.prefetch(&keys)?;
     let mut moved = 0;
     for id in awaited {
@@ -226,6 +349,7 @@ pub fn escalate<K: Kv + ?Sized>(kv: &mut K, id: &str) -> Result<Task, StoreError
     next.ever_escalated = true;
     next.task.state = TaskState::Escalated;
     next.task.assignee = None;
+    next.task.lease_until = None;
     if !next.task.candidate_roles.is_empty() {
         for role in &row.task.escalate_to {
             if !next.task.candidate_roles.contains(role) {
@@ -244,6 +368,28 @@ pub fn open_count<K: Kv + ?Sized>(kv: &mut K) -> Result<u64, StoreError> {
     ])?;
     store::check_layout(kv, false)?;
     store::read_counter(kv, schema::OPEN_TASKS)
+}
+
+pub fn leased_count<K: Kv + ?Sized>(kv: &mut K) -> Result<u64, StoreError> {
+    kv.prefetch(&[
+        schema::layout().into_bytes(),
+        schema::counter(schema::LEASED_CLAIMS).into_bytes(),
+    ])?;
+    store::check_layout(kv, false)?;
+    store::read_counter(kv, schema::LEASED_CLAIMS)
+}
+
+pub fn next_lease_end<K: Kv + ?Sized>(kv: &mut K) -> Result<Option<Timestamp>, StoreError> {
+    store::check_layout(kv, false)?;
+    let prefix = schema::leases();
+    let first = kv.scan(prefix.as_bytes(), Some(&prefix.prefix_end()), 1, false)?;
+    match first.first() {
+        None => Ok(None),
+        Some((k, _)) => match store::suffix(k, &prefix)?.as_slice() {
+            [Elem::Int(at), Elem::Str(_)] => Ok(Some(*at)),
+            _ => Err(bad_entry("lease")),
+        },
+    }
 }
 
 pub fn overdue<K: Kv + ?Sized>(
@@ -360,6 +506,21 @@ impl Stream {
 /// (rank, created-at, id), so the merge reads each only as far as the page
 /// needs: O(limit × roles) entries however large the backlog.
 pub fn queue<K: Kv + ?Sized>(kv: &mut K, query: &QueueQuery) -> Result<Page, StoreError> {
+    let (roles, after) = queue_input(query)?;
+    store::check_layout(kv, false)?;
+    let limit = query.limit as usize;
+    let (mut found, more) =
+        walk_queue(kv, &roles, query.actor.as_deref(), after.as_deref(), limit)?;
+    found.truncate(limit);
+    let tasks = found
+        .into_iter()
+        .map(|(pos, row)| (pos, row.task))
+        .collect();
+    Ok(page(tasks, more, 'q'))
+}
+
+/// The checked roles (deduplicated) and cursor of a queue query.
+fn queue_input(query: &QueueQuery) -> Result<(Vec<String>, Option<Vec<u8>>), StoreError> {
     let roles = validate::names("roles", &query.roles)?;
     if let Some(actor) = &query.actor {
         validate::name("actor", actor)?;
@@ -373,25 +534,42 @@ pub fn queue<K: Kv + ?Sized>(kv: &mut K, query: &QueueQuery) -> Result<Page, Sto
         )?),
         None => None,
     };
-    store::check_layout(kv, false)?;
+    Ok((roles, after))
+}
 
-    let chunk = query.limit + 1;
+/// Queued rows with their positions in queue order.
+type Positioned = Vec<(Vec<u8>, TaskRow)>;
+
+/// The tasks of a queue page after `after` that `actor` may take, with their
+/// positions: the first `limit`, and possibly one more (read with an actor,
+/// whose tasks are only known once their rows are), and whether at least one
+/// more than `limit` follows.
+fn walk_queue<K: Kv + ?Sized>(
+    kv: &mut K,
+    roles: &[String],
+    actor: Option<&str>,
+    after: Option<&[u8]>,
+    limit: usize,
+) -> Result<(Positioned, bool), StoreError> {
+    // As many entries per scan as a page of `limit` needs: one more than it
+    // shows, so a page that is exactly full knows whether more follow.
+    let chunk = limit as u32 + 1;
     let mut streams: Vec<Stream> = roles
         .iter()
         .map(|r| schema::queue_role(r))
         .chain([schema::queue_any()])
-        .map(|p| Stream::new(p, after.as_deref()))
+        .map(|p| Stream::new(p, after))
         .collect();
-    let limit = query.limit as usize;
-    let mut tasks: Vec<(Vec<u8>, Task)> = Vec::new();
+    let want = limit + 1;
+    let mut found: Positioned = Vec::new();
     let mut exhausted = false;
     // Positions are taken from the merge in runs and their rows read in one
     // batch per run. Without an actor nothing is dropped, so the position
     // past the page only says that more follow and its row is not read; with
     // one, tasks that exclude the actor are dropped and the merge reads on.
-    while tasks.len() <= limit && !exhausted {
+    while found.len() < want && !exhausted {
         let mut positions = Vec::new();
-        while positions.len() < limit + 1 - tasks.len() {
+        while positions.len() < want - found.len() {
             match next_position(kv, &mut streams, chunk)? {
                 Some(pos) => positions.push(pos),
                 None => {
@@ -400,8 +578,8 @@ pub fn queue<K: Kv + ?Sized>(kv: &mut K, query: &QueueQuery) -> Result<Page, Sto
                 }
             }
         }
-        let spare = match &query.actor {
-            None if tasks.len() + positions.len() > limit => positions.pop(),
+        let spare = match actor {
+            None if found.len() + positions.len() > limit => positions.pop(),
             _ => None,
         };
         let mut ids = Vec::with_capacity(positions.len());
@@ -416,24 +594,52 @@ pub fn queue<K: Kv + ?Sized>(kv: &mut K, query: &QueueQuery) -> Result<Page, Sto
                 },
             );
         }
-        let found = store::indexed_tasks(kv, &ids, "the queue index")?;
-        for (pos, task) in positions.into_iter().zip(found) {
-            if query
-                .actor
-                .as_ref()
-                .is_some_and(|a| task.excluded_actors.contains(a))
-            {
+        let rows = store::indexed_rows(kv, &ids, "the queue index")?;
+        for (pos, row) in positions.into_iter().zip(rows) {
+            if actor.is_some_and(|a| row.task.excluded_actors.iter().any(|x| x == a)) {
                 continue;
             }
-            tasks.push((pos, task));
+            found.push((pos, row));
         }
         if spare.is_some() {
-            return Ok(page(tasks, true, 'q'));
+            return Ok((found, true));
         }
     }
-    let more = tasks.len() > limit;
-    tasks.truncate(limit);
-    Ok(page(tasks, more, 'q'))
+    let more = found.len() > limit;
+    Ok((found, more))
+}
+
+/// `claim-next`: the head of the caller's queue, claimed in the same call.
+/// The call reads the queue inside its own transaction, so the head it sees
+/// is free, and it never has a stale head to be refused over. It reads what
+/// a one-task page reads, and so shares the page's bound.
+pub fn claim_next<K: Kv + ?Sized>(
+    kv: &mut K,
+    query: &QueueQuery,
+    lease: Option<&Lease>,
+) -> Result<Option<Task>, StoreError> {
+    let (roles, after) = queue_input(query)?;
+    let actor = query
+        .actor
+        .as_deref()
+        .ok_or_else(|| validate::invalid("actor is required: claim-next claims for it"))?;
+    validate::claim_lease(lease)?;
+    kv.prefetch(&[
+        schema::layout().into_bytes(),
+        schema::counter(schema::LEASED_CLAIMS).into_bytes(),
+    ])?;
+    store::check_layout(kv, false)?;
+    let (found, _) = walk_queue(kv, &roles, Some(actor), after.as_deref(), 1)?;
+    let Some((_, row)) = found.into_iter().next() else {
+        return Ok(None);
+    };
+    if !row.task.state.is_queued() {
+        return Err(StoreError::Corrupt(format!(
+            "the queue index lists task {}, which is {}",
+            row.task.id, row.task.state
+        )));
+    }
+    hand_to(kv, &row, actor, lease).map(Some)
 }
 
 /// The next position of the k-way merge, taken from every stream it heads:

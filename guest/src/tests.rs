@@ -12,6 +12,7 @@ use crate::kv::MemKv;
 use crate::model::{Discrepancy, OnExpiry, Phase, Priority, StoreError, Task, TaskState, Timer};
 
 mod buffer;
+mod claim_leases;
 mod corruption;
 mod cost;
 mod error_paths;
@@ -36,6 +37,7 @@ pub(super) fn task(id: &str) -> Task {
         justification: "{}".to_owned(),
         candidate_roles: Vec::new(),
         assignee: None,
+        lease_until: None,
         priority: Priority::Normal,
         state: TaskState::Open,
         on_expiry: OnExpiry::Deny,

@@ -7,7 +7,7 @@
 #[allow(unused_imports)]
 use crate::prelude::*;
 
-use crate::model::{StoreError, Task, TaskState, Timer, Timestamp};
+use crate::model::{Lease, StoreError, Task, TaskState, Timer, Timestamp};
 
 pub const MAX_NAME_BYTES: usize = 256;
 pub const MAX_LIST: usize = 256;
@@ -59,8 +59,18 @@ pub fn limit(field: &str, n: u32) -> Result<(), StoreError> {
 pub fn lease(ms: u32) -> Result<(), StoreError> {
     if !(1..=MAX_LEASE_MS).contains(&ms) {
         return Err(invalid(format!(
-            "lease-ms is {ms}, outside 1..={MAX_LEASE_MS} (0 would let two sweepers take one timer)"
+            "lease-ms is {ms}, outside 1..={MAX_LEASE_MS} (0 would end a lease as it begins, \
+             letting two holders take one timer or task)"
         )));
+    }
+    Ok(())
+}
+
+/// A claim's lease: the same rules as a timer lease's `now` and `lease-ms`.
+pub fn claim_lease(lease: Option<&Lease>) -> Result<(), StoreError> {
+    if let Some(l) = lease {
+        timestamp("now", l.now)?;
+        self::lease(l.lease_ms)?;
     }
     Ok(())
 }
@@ -135,6 +145,9 @@ pub fn new_task(task: &Task) -> Result<(), StoreError> {
     }
     if task.assignee.is_some() {
         return Err(invalid("assignee is set: a new task must have none"));
+    }
+    if task.lease_until.is_some() {
+        return Err(invalid("lease-until is set: a new task must have none"));
     }
     Ok(())
 }

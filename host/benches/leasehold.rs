@@ -314,7 +314,8 @@ fn claim_burst(tenant: &Tenant, threads: usize, claims: usize) -> Result<Burst> 
                 s.spawn(move || {
                     start.wait();
                     time_calls(claims, |i| {
-                        let got = tenant.claim(&task_id(w * claims + i), ALICE, &[REVIEWER])?;
+                        let got =
+                            tenant.claim(&task_id(w * claims + i), ALICE, &[REVIEWER], None)?;
                         ensure!(got.state == TaskState::Claimed, "claim did not claim");
                         Ok(())
                     })
@@ -425,15 +426,22 @@ impl Driver {
 
     fn claim(&self, id: &str, actor: &str, roles: &[String]) -> Result<Task, Error> {
         match self {
-            Driver::Product(p) => p.claim(id, actor, &strs(roles)),
-            Driver::Native(n) => n.write(|kv| tasks::claim(kv, id, actor, roles)),
+            Driver::Product(p) => p.claim(id, actor, &strs(roles), None),
+            Driver::Native(n) => n.write(|kv| tasks::claim(kv, id, actor, roles, None)),
+        }
+    }
+
+    fn claim_next(&self, q: &QueueQuery) -> Result<Option<Task>, Error> {
+        match self {
+            Driver::Product(p) => p.claim_next(q, None),
+            Driver::Native(n) => n.write(|kv| tasks::claim_next(kv, q, None)),
         }
     }
 
     fn settle(&self, id: &str) -> Result<bool, Error> {
         match self {
-            Driver::Product(p) => p.settle(id, Settlement::Completed),
-            Driver::Native(n) => n.write(|kv| tasks::settle(kv, id, Settlement::Completed)),
+            Driver::Product(p) => p.settle(id, Settlement::Completed, None),
+            Driver::Native(n) => n.write(|kv| tasks::settle(kv, id, Settlement::Completed, None)),
         }
     }
 
@@ -563,6 +571,7 @@ fn task(id: String, created_at: i64, role: &str, case: String) -> Task {
         justification: r#"{"amount":1250,"currency":"EUR","reason":"invoice 4711 exceeds the auto-approval limit"}"#.into(),
         candidate_roles: vec![role.into()],
         assignee: None,
+        lease_until: None,
         priority: [Priority::Low, Priority::Normal, Priority::High, Priority::Urgent]
             [(created_at % 4) as usize],
         state: TaskState::Open,
@@ -650,17 +659,23 @@ enum Verb {
     Settle,
     Escalate,
     Queue,
+    ClaimNext,
+    /// What a caller does without `claim-next`: a one-task page, then a
+    /// claim of its head, two calls timed as one.
+    QueueClaim,
     Arm,
     ClaimDue,
 }
 
 impl Verb {
-    const ALL: [Verb; 7] = [
+    const ALL: [Verb; 9] = [
         Verb::Open,
         Verb::Claim,
         Verb::Settle,
         Verb::Escalate,
         Verb::Queue,
+        Verb::ClaimNext,
+        Verb::QueueClaim,
         Verb::Arm,
         Verb::ClaimDue,
     ];
@@ -672,9 +687,17 @@ impl Verb {
             Verb::Settle => "settle",
             Verb::Escalate => "escalate",
             Verb::Queue => "queue (limit 50)",
+            Verb::ClaimNext => "claim-next",
+            Verb::QueueClaim => "queue+claim (limit 1, then its head)",
             Verb::Arm => "arm",
             Verb::ClaimDue => "claim-due (limit 100)",
         }
+    }
+
+    /// One call of the component per measured call, so comparable with one
+    /// raw commit; `queue+claim` is two.
+    fn is_one_call(self) -> bool {
+        self != Verb::QueueClaim
     }
 
     /// As a command-line filter names it.
@@ -785,7 +808,7 @@ impl Bench {
         let s = self.sizes;
         match verb {
             Verb::Open | Verb::Arm => seed(path, |_| Ok(())),
-            Verb::Claim | Verb::Escalate => {
+            Verb::Claim | Verb::Escalate | Verb::ClaimNext | Verb::QueueClaim => {
                 seed(path, |kv| seed_tasks(kv, (0..calls).map(reviewer_task)))
             }
             Verb::Settle => seed(path, |kv| {
@@ -793,7 +816,7 @@ impl Bench {
                 for i in 0..calls {
                     let t = reviewer_task(i);
                     tasks::open(kv, &t)?;
-                    tasks::claim(kv, &t.id, ALICE, &roles)?;
+                    tasks::claim(kv, &t.id, ALICE, &roles, None)?;
                 }
                 Ok(())
             }),
@@ -834,6 +857,23 @@ impl Bench {
             Verb::Queue => {
                 let page = d.queue(&reviewer_query(50))?;
                 ensure!(page.tasks.len() == 50, "queue page of {}", page.tasks.len());
+            }
+            Verb::ClaimNext => {
+                let got = d.claim_next(&reviewer_query(1))?;
+                let got = got.context("claim-next found the queue empty")?;
+                ensure!(
+                    got.state == TaskState::Claimed && got.assignee.as_deref() == Some(ALICE),
+                    "claim-next answered {} as {} by {:?}",
+                    got.id,
+                    got.state,
+                    got.assignee
+                );
+            }
+            Verb::QueueClaim => {
+                let page = d.queue(&reviewer_query(1))?;
+                let head = page.tasks.first().context("the queue is empty")?;
+                let got = d.claim(&head.id, ALICE, &[REVIEWER.to_owned()])?;
+                ensure!(got.state == TaskState::Claimed, "claim did not claim");
             }
             Verb::Arm => {
                 let got = d.arm(&timer(i, 5_000 + i as i64))?;
@@ -967,9 +1007,12 @@ impl Bench {
              *native*: the same rules compiled natively over the same redb layer, one \
              transaction per call; *raw*: one {}-byte insert + commit per call on redb directly \
              (for the read verb `queue`: one read transaction and one point get). `queue` reads \
-             the first page of {} queued tasks; `claim-due` claims 100 of a pool of {} due \
-             timers. The three engines run side by side on three files, taking turns {TURN} calls \
-             at a time, so a slow spell of the machine or its disk hits all three alike.\n",
+             the first page of {} queued tasks; `claim-next` claims the head of a queue of as \
+             many tasks as the run makes calls, beside `queue+claim`, the two calls a caller \
+             makes without it (a one-task page, then a claim of its head, timed together as one \
+             call); `claim-due` claims 100 of a pool of {} due timers. The three engines run \
+             side by side on three files, taking turns {TURN} calls at a time, so a slow spell \
+             of the machine or its disk hits all three alike.\n",
             s.calls_none,
             s.calls_immediate,
             RAW_VALUE.len() + 16,
@@ -1048,12 +1091,13 @@ impl Bench {
                         p / n >= 0.5,
                     );
                 }
-                Durability::Immediate if !r.verb.reads_only() => self.target(
-                    format!("{name}, Immediate: product vs raw"),
-                    "product/raw ≥ 0.8",
-                    format!("{:.2}", p / w),
-                    p / w >= 0.8,
-                ),
+                Durability::Immediate if !r.verb.reads_only() && r.verb.is_one_call() => self
+                    .target(
+                        format!("{name}, Immediate: product vs raw"),
+                        "product/raw ≥ 0.8",
+                        format!("{:.2}", p / w),
+                        p / w >= 0.8,
+                    ),
                 _ => {}
             }
         }

@@ -425,7 +425,7 @@ pub(crate) struct Export {
 impl Export {
     /// Calls the export with `params` and answers its one result. Only this
     /// function's types are checked against the component's: loading the
-    /// typed handles of all twenty-one exports, as the generated bindings
+    /// typed handles of every export, as the generated bindings
     /// do, cost about 3.5 µs per call.
     pub(crate) fn call<P, R>(&self, store: &mut Store<CallCtx>, params: P) -> wasmtime::Result<R>
     where

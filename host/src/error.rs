@@ -6,8 +6,8 @@ use std::time::Duration;
 
 pub use leasehold_guest::model::{StoreError, TaskState};
 
-/// Why a claim, take-over or release did not happen. Each variant calls for a
-/// different response: `NotFound` means the id is wrong, `NotHeld` means the
+/// Why a claim, take-over, release, renewal or holder-checked settlement did
+/// not happen. Each variant calls for a different response: `NotFound` means the id is wrong, `NotHeld` means the
 /// call did nothing, `AlreadyClaimed` is transient, `Excluded` and `WrongRole`
 /// are permanent.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -83,7 +83,8 @@ impl SandboxError {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// The engine refused a claim, take-over or release.
+    /// The engine refused a claim, take-over, release, renewal or
+    /// holder-checked settlement.
     #[error("refused: {0}")]
     Refused(Refusal),
     /// The engine answered a store error: not found, invalid input, a corrupt

@@ -33,8 +33,8 @@ pub use engine::compiled_components;
 pub use engine::{Durability, Engine, EngineBuilder, GUEST_COMPONENT, Limits};
 pub use error::{Error, Refusal, SandboxError};
 pub use leasehold_guest::model::{
-    ArmOutcome, Discrepancy, OnExpiry, Page, Phase, Priority, QueueQuery, SealOutcome, Settlement,
-    StoreError, Task, TaskState, Timer, Timestamp,
+    ArmOutcome, Discrepancy, Lease, OnExpiry, Page, Phase, Priority, QueueQuery, SealOutcome,
+    Settlement, StoreError, Task, TaskState, Timer, Timestamp,
 };
 pub use storage::MAX_TENANT_BYTES;
 pub use storage::file::OpenError;

@@ -1,9 +1,10 @@
 //! The typed verbs, one method per WIT export, scoped to one tenant.
 //!
 //! Each method is one call of the component in one transaction. Answers are
-//! checked for what the contract rules out (a task under another id, more
-//! entries than the limit asked for) before they reach the caller: a faulty
-//! or hostile guest is reported as a sandbox failure, never passed on.
+//! checked for what the contract rules out (a task under another id, a claim
+//! answered for someone else, more entries than the limit asked for, one
+//! task twice) before they reach the caller: a faulty or hostile guest is
+//! reported as a sandbox failure, never passed on.
 //!
 //! A call names its verb (see [`crate::verbs`]) and spells the answer's WIT
 //! type; the arguments and the answer are checked against the component's
@@ -12,8 +13,8 @@
 //! nothing.
 
 use leasehold_guest::model::{
-    ArmOutcome, ClaimError, Discrepancy, Page, QueueQuery, SealOutcome, Settlement, StoreError,
-    Task, Timer, Timestamp,
+    ArmOutcome, ClaimError, Discrepancy, Lease, Page, QueueQuery, SealOutcome, Settlement,
+    StoreError, Task, TaskState, Timer, Timestamp,
 };
 
 use crate::bindings::{WitQueueQuery, wit};
@@ -47,6 +48,33 @@ fn same_task(task: wit::Task, id: &str) -> Result<Task, Error> {
     Ok(task.into())
 }
 
+/// A claim's answer must be the task, now held by the claimant.
+fn held_task(task: wit::Task, id: &str, actor: &str) -> Result<Task, Error> {
+    let task = same_task(task, id)?;
+    held(task, actor)
+}
+
+fn held(task: Task, actor: &str) -> Result<Task, Error> {
+    if task.state != TaskState::Claimed || task.assignee.as_deref() != Some(actor) {
+        return Err(malformed(format!(
+            "answered task {} as {} by {:?}, not claimed by {actor}",
+            task.id, task.state, task.assignee
+        )));
+    }
+    Ok(task)
+}
+
+/// Tasks a verb moved must be distinct: one task moved twice in one call is
+/// no answer the rules can give.
+fn distinct(tasks: &[Task], what: &str) -> Result<(), Error> {
+    for (i, t) in tasks.iter().enumerate() {
+        if tasks[..i].iter().any(|u| u.id == t.id) {
+            return Err(malformed(format!("{what} answered task {} twice", t.id)));
+        }
+    }
+    Ok(())
+}
+
 fn at_most<T>(list: Vec<T>, limit: u32, what: &str) -> Result<Vec<T>, Error> {
     if list.len() > limit as usize {
         return Err(malformed(format!(
@@ -74,6 +102,15 @@ fn store<T>(a: StoreAnswer<T>) -> Result<T, Error> {
 
 fn claim<T>(a: ClaimAnswer<T>) -> Result<T, Error> {
     a.map_err(|e| Error::from(ClaimError::from(e)))
+}
+
+fn wit_query(query: &QueueQuery) -> WitQueueQuery {
+    WitQueueQuery {
+        roles: query.roles.clone(),
+        actor: query.actor.clone(),
+        limit: query.limit,
+        after: query.after.clone(),
+    }
 }
 
 impl Tenant {
@@ -105,13 +142,22 @@ impl Tenant {
         )
     }
 
-    pub fn claim(&self, id: &str, actor: &str, roles: &[&str]) -> Result<Task, Error> {
+    /// Reserves the task for `actor`: under `lease` until its end, or
+    /// without one until released.
+    pub fn claim(
+        &self,
+        id: &str,
+        actor: &str,
+        roles: &[&str],
+        lease: Option<Lease>,
+    ) -> Result<Task, Error> {
         let roles = strings(roles);
+        let lease = lease.map(wit::Lease::from);
         self.engine.call(
             self,
             Verb::Claim,
-            |x, s| x.call(s, (id, actor, roles.as_slice())),
-            |a: ClaimAnswer<wit::Task>| same_task(claim(a)?, id),
+            |x, s| x.call(s, (id, actor, roles.as_slice(), lease)),
+            |a: ClaimAnswer<wit::Task>| held_task(claim(a)?, id, actor),
         )
     }
 
@@ -124,30 +170,109 @@ impl Tenant {
         )
     }
 
+    /// Moves a claim from `from` to `actor`, who holds it under `lease` or,
+    /// without one, until released.
     pub fn take_over(
         &self,
         id: &str,
         from: &str,
         actor: &str,
         roles: &[&str],
+        lease: Option<Lease>,
     ) -> Result<Task, Error> {
         let roles = strings(roles);
+        let lease = lease.map(wit::Lease::from);
         self.engine.call(
             self,
             Verb::TakeOver,
-            |x, s| x.call(s, (id, from, actor, roles.as_slice())),
-            |a: ClaimAnswer<wit::Task>| same_task(claim(a)?, id),
+            |x, s| x.call(s, (id, from, actor, roles.as_slice(), lease)),
+            |a: ClaimAnswer<wit::Task>| held_task(claim(a)?, id, actor),
+        )
+    }
+
+    /// The holder of a leased claim moves its end to `now + lease_ms`.
+    pub fn renew(
+        &self,
+        id: &str,
+        actor: &str,
+        now: Timestamp,
+        lease_ms: u32,
+    ) -> Result<Task, Error> {
+        self.engine.call(
+            self,
+            Verb::Renew,
+            |x, s| x.call(s, (id, actor, now, lease_ms)),
+            |a: ClaimAnswer<wit::Task>| held_task(claim(a)?, id, actor),
+        )
+    }
+
+    /// Returns up to `limit` tasks whose lease ended at or before `now` to
+    /// the queue, answering them as they now stand.
+    pub fn reclaim_lapsed(&self, now: Timestamp, limit: u32) -> Result<Vec<Task>, Error> {
+        self.engine.call(
+            self,
+            Verb::ReclaimLapsed,
+            |x, s| x.call(s, (now, limit)),
+            |a: StoreAnswer<Vec<wit::Task>>| {
+                let tasks: Vec<Task> = at_most(store(a)?, limit, "reclaim-lapsed")?
+                    .into_iter()
+                    .map(Into::into)
+                    .collect();
+                distinct(&tasks, "reclaim-lapsed")?;
+                if let Some(t) = tasks
+                    .iter()
+                    .find(|t| !t.state.is_queued() || t.assignee.is_some())
+                {
+                    return Err(malformed(format!(
+                        "reclaim-lapsed answered task {} as {} by {:?}, not back in the queue",
+                        t.id, t.state, t.assignee
+                    )));
+                }
+                Ok(tasks)
+            },
+        )
+    }
+
+    /// Claims the head of `query`'s queue for `query.actor` (required), under
+    /// `lease` if given; `None` when the queue is empty.
+    pub fn claim_next(
+        &self,
+        query: &QueueQuery,
+        lease: Option<Lease>,
+    ) -> Result<Option<Task>, Error> {
+        let q = wit_query(query);
+        let lease = lease.map(wit::Lease::from);
+        self.engine.call(
+            self,
+            Verb::ClaimNext,
+            |x, s| x.call(s, (&q, lease)),
+            |a: StoreAnswer<Option<wit::Task>>| match store(a)? {
+                None => Ok(None),
+                Some(t) => {
+                    // Only an actor can hold a task; without one the guest
+                    // must have answered `invalid`.
+                    let actor = query.actor.as_deref().unwrap_or_default();
+                    held(t.into(), actor).map(Some)
+                }
+            },
         )
     }
 
     /// Compare-and-set from pending: `true` when this call settled the task.
-    pub fn settle(&self, id: &str, settlement: Settlement) -> Result<bool, Error> {
+    /// With `holder`, the task must be claimed by exactly that actor, else
+    /// [`Refusal::NotHeld`](crate::Refusal::NotHeld) and nothing changes.
+    pub fn settle(
+        &self,
+        id: &str,
+        settlement: Settlement,
+        holder: Option<&str>,
+    ) -> Result<bool, Error> {
         let settlement = wit::Settlement::from(settlement);
         self.engine.call(
             self,
             Verb::Settle,
-            |x, s| x.call(s, (id, settlement)),
-            store::<bool>,
+            |x, s| x.call(s, (id, settlement, holder)),
+            claim::<bool>,
         )
     }
 
@@ -180,12 +305,7 @@ impl Tenant {
     }
 
     pub fn queue(&self, query: &QueueQuery) -> Result<Page, Error> {
-        let q = WitQueueQuery {
-            roles: query.roles.clone(),
-            actor: query.actor.clone(),
-            limit: query.limit,
-            after: query.after.clone(),
-        };
+        let q = wit_query(query);
         self.engine.call(
             self,
             Verb::Queue,
@@ -207,6 +327,22 @@ impl Tenant {
     pub fn open_count(&self) -> Result<u64, Error> {
         self.engine
             .call(self, Verb::OpenCount, |x, s| x.call(s, ()), store::<u64>)
+    }
+
+    /// Tasks claimed under a lease, lapsed or not. One counter read.
+    pub fn leased_count(&self) -> Result<u64, Error> {
+        self.engine
+            .call(self, Verb::LeasedCount, |x, s| x.call(s, ()), store::<u64>)
+    }
+
+    /// The earliest lease end among leased claims.
+    pub fn next_lease_end(&self) -> Result<Option<Timestamp>, Error> {
+        self.engine.call(
+            self,
+            Verb::NextLeaseEnd,
+            |x, s| x.call(s, ()),
+            store::<Option<Timestamp>>,
+        )
     }
 
     pub fn overdue(&self, now: Timestamp, limit: u32) -> Result<Vec<Task>, Error> {

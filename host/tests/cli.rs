@@ -275,7 +275,7 @@ fn task_claim_walks_the_ladder_in_order() {
     ])
     .assert()
     .success()
-    .stdout(contains("bob holds pay-1."));
+    .stdout(contains("bob holds pay-1 until released."));
     s.run(&["task", "claim", "pay-1", "--role", "approver"])
         .assert()
         .code(2)
@@ -380,6 +380,216 @@ fn task_take_over_is_a_compare_and_swap_on_the_holder() {
     .stderr(contains("roles[0] is empty"));
 }
 
+// ---- leases: task claim --lease / renew / reclaim / claim-next ------------------
+
+#[test]
+fn task_claim_with_a_lease_holds_until_its_end_and_task_renew_moves_it() {
+    let s = scratch();
+    s.open(APPROVAL);
+    let now = NINE.to_string();
+    s.run(&[
+        "task", "claim", "pay-1", "--actor", "bob", "--role", "approver", "--lease", "5m", "--now",
+        &now,
+    ])
+    .assert()
+    .success()
+    .stdout(
+        contains("bob holds pay-1 until 2026-05-04T09:05:00Z")
+            .and(contains("lease until   2026-05-04T09:05:00Z")),
+    );
+    assert_eq!(
+        s.json(&["task", "get", "pay-1"])["lease_until"],
+        NINE + 300_000
+    );
+    let stats = s.json(&["stats"]);
+    assert_eq!(
+        (
+            stats["leased_count"].as_u64(),
+            stats["next_lease_end"].as_i64()
+        ),
+        (Some(1), Some(NINE + 300_000))
+    );
+    s.run(&["stats"]).assert().success().stdout(
+        contains("leased claims   1").and(contains("next lease end  2026-05-04T09:05:00Z")),
+    );
+    let renewed = s.json(&[
+        "task",
+        "renew",
+        "pay-1",
+        "--actor",
+        "bob",
+        "--lease",
+        "10m",
+        "--now",
+        "2026-05-04T09:04:00Z",
+    ]);
+    assert_eq!(renewed["lease_until"], NINE + 840_000);
+    let e = s.json_error(
+        &[
+            "task", "renew", "pay-1", "--actor", "carol", "--lease", "1m",
+        ],
+        1,
+    );
+    assert_eq!(
+        (e["error"].as_str(), e["detail"].as_str()),
+        (Some("not_held"), Some("carol"))
+    );
+    // A lease needs a length; --now alone means nothing.
+    s.run(&["task", "renew", "pay-1", "--actor", "bob"])
+        .assert()
+        .code(2)
+        .stderr(contains("--lease"));
+    s.run(&[
+        "task", "claim", "pay-1", "--actor", "bob", "--role", "approver", "--now", &now,
+    ])
+    .assert()
+    .code(2)
+    .stderr(contains("--lease"));
+    s.run(&[
+        "task", "claim", "pay-1", "--actor", "bob", "--role", "approver", "--lease", "0s",
+    ])
+    .assert()
+    .code(2)
+    .stderr(contains("shorter than one millisecond"));
+}
+
+#[test]
+fn task_take_over_with_a_lease_gives_the_new_holder_that_lease() {
+    let s = scratch();
+    s.open(APPROVAL);
+    s.run(&[
+        "task", "claim", "pay-1", "--actor", "bob", "--role", "approver", "--lease", "1m",
+    ])
+    .assert()
+    .success();
+    let task = s.json(&[
+        "task",
+        "take-over",
+        "pay-1",
+        "--from",
+        "bob",
+        "--actor",
+        "carol",
+        "--role",
+        "approver",
+        "--lease",
+        "2m",
+        "--now",
+        &NINE.to_string(),
+    ]);
+    assert_eq!(
+        (task["assignee"].as_str(), task["lease_until"].as_i64()),
+        (Some("carol"), Some(NINE + 120_000))
+    );
+}
+
+#[test]
+fn task_reclaim_returns_lapsed_claims_to_the_queue() {
+    let s = scratch();
+    s.open(APPROVAL);
+    s.run(&[
+        "task",
+        "claim",
+        "pay-1",
+        "--actor",
+        "bob",
+        "--role",
+        "approver",
+        "--lease",
+        "30s",
+        "--now",
+        &NINE.to_string(),
+    ])
+    .assert()
+    .success();
+    s.run(&["task", "reclaim", "--now", "2026-05-04T09:00:29Z"])
+        .assert()
+        .success()
+        .stdout(contains("No leases had lapsed at 2026-05-04T09:00:29Z."));
+    s.run(&["task", "reclaim", "--now", "2026-05-04T09:00:30Z"])
+        .assert()
+        .success()
+        .stdout(contains("pay-1").and(contains("Returned 1 task to the queue")));
+    let task = s.json(&["task", "get", "pay-1"]);
+    assert_eq!(
+        (task["state"].as_str(), task["assignee"].as_str()),
+        (Some("open"), None)
+    );
+    assert_eq!(task["lease_until"], Value::Null);
+    let again = s.json(&["task", "reclaim", "--now", "2026-05-04T10:00:00Z"]);
+    assert_eq!(again, serde_json::json!([]));
+    s.run(&["task", "reclaim", "--limit", "0"]).assert().code(2);
+}
+
+#[test]
+fn task_settle_with_a_holder_refuses_anyone_who_does_not_hold_the_task() {
+    let s = scratch();
+    s.open(APPROVAL);
+    s.run(&[
+        "task", "claim", "pay-1", "--actor", "bob", "--role", "approver",
+    ])
+    .assert()
+    .success();
+    let e = s.json_error(
+        &["task", "settle", "pay-1", "completed", "--holder", "carol"],
+        1,
+    );
+    assert_eq!(
+        (e["error"].as_str(), e["detail"].as_str()),
+        (Some("not_held"), Some("carol"))
+    );
+    assert_eq!(s.json(&["task", "get", "pay-1"])["state"], "claimed");
+    s.run(&["task", "settle", "pay-1", "completed", "--holder", "bob"])
+        .assert()
+        .success()
+        .stdout(contains("Settled pay-1 as completed."));
+}
+
+#[test]
+fn task_claim_next_claims_the_head_of_the_queue_or_says_it_is_empty() {
+    let s = scratch();
+    s.open(APPROVAL);
+    s.open(r#"{"id": "pay-2", "run": "inv-2", "kind": "approve-payment", "candidate_roles": ["approver"], "priority": "urgent", "created_at": 5}"#);
+    let first = s.json(&[
+        "task",
+        "claim-next",
+        "--actor",
+        "bob",
+        "--role",
+        "approver",
+        "--lease",
+        "1m",
+        "--now",
+        &NINE.to_string(),
+    ]);
+    assert_eq!(
+        (
+            first["id"].as_str(),
+            first["assignee"].as_str(),
+            first["lease_until"].as_i64()
+        ),
+        (Some("pay-2"), Some("bob"), Some(NINE + 60_000))
+    );
+    s.run(&["task", "claim-next", "--actor", "bob", "--role", "approver"])
+        .assert()
+        .success()
+        .stdout(contains(
+            "bob holds pay-1, the first task of the queue, until released.",
+        ));
+    s.run(&["task", "claim-next", "--actor", "bob", "--role", "approver"])
+        .assert()
+        .success()
+        .stdout(contains("No queued tasks for bob with roles approver"));
+    assert_eq!(
+        s.json(&["task", "claim-next", "--actor", "bob", "--role", "approver"]),
+        Value::Null
+    );
+    s.run(&["task", "claim-next", "--role", "approver"])
+        .assert()
+        .code(2)
+        .stderr(contains("--actor"));
+}
+
 // ---- task settle / escalate / withdraw-run -----------------------------------
 
 #[test]
@@ -399,7 +609,7 @@ fn task_settle_moves_a_pending_task_once() {
     s.run(&["task", "settle", "nope", "completed"])
         .assert()
         .code(1)
-        .stderr(contains("not found: nope"));
+        .stderr(contains("no task nope"));
     s.run(&["task", "settle", "pay-1", "done"])
         .assert()
         .code(2)
@@ -746,7 +956,14 @@ fn stats_counts_pending_tasks_and_armed_timers_per_tenant() {
     ));
     assert_eq!(
         s.json(&["stats"]),
-        serde_json::json!({"tenant": "default", "open_count": 1, "pending_count": 1, "next_due": NINE})
+        serde_json::json!({
+            "tenant": "default",
+            "open_count": 1,
+            "leased_count": 0,
+            "next_lease_end": null,
+            "pending_count": 1,
+            "next_due": NINE
+        })
     );
     let other = s.json(&["stats", "--tenant", "globex"]);
     assert_eq!(
@@ -756,10 +973,12 @@ fn stats_counts_pending_tasks_and_armed_timers_per_tenant() {
         ),
         (Some(0), Some(0))
     );
-    s.run(&["stats"])
-        .assert()
-        .success()
-        .stdout(contains("pending tasks  1").and(contains("armed timers   1")));
+    s.run(&["stats"]).assert().success().stdout(
+        contains("pending tasks   1")
+            .and(contains("leased claims   0"))
+            .and(contains("next lease end  none"))
+            .and(contains("armed timers    1")),
+    );
     s.run(&["--tenant", "", "stats"])
         .assert()
         .code(2)

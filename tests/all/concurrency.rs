@@ -27,7 +27,7 @@ fn eight_threads_racing_to_claim_one_task_leave_exactly_one_winner_every_round()
                     s.spawn(move || {
                         let actor = format!("actor-{i}");
                         barrier.wait();
-                        let r = t.claim(id, &actor, &["reviewer"]);
+                        let r = t.claim(id, &actor, &["reviewer"], None);
                         (actor, r)
                     })
                 })
@@ -72,11 +72,11 @@ fn a_claim_racing_an_expiry_settle_always_ends_expired() {
         let (claimed, settled) = std::thread::scope(|s| {
             let claimer = s.spawn(|| {
                 barrier.wait();
-                t.claim(&id, "alice", &[])
+                t.claim(&id, "alice", &[], None)
             });
             let expirer = s.spawn(|| {
                 barrier.wait();
-                t.settle(&id, Settlement::Expired)
+                t.settle(&id, Settlement::Expired, None)
             });
             (
                 claimer.join().expect("claimer thread"),
@@ -108,7 +108,7 @@ fn racing_take_overs_from_one_holder_move_the_claim_exactly_once() {
     for round in 0..50 {
         let id = format!("t{round}");
         t.open(&task(&id, round)).expect("open");
-        t.claim(&id, "alice", &[]).expect("alice claims");
+        t.claim(&id, "alice", &[], None).expect("alice claims");
         let barrier = Barrier::new(4);
         let results: Vec<Result<Task, Error>> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..4)
@@ -116,7 +116,7 @@ fn racing_take_overs_from_one_holder_move_the_claim_exactly_once() {
                     let (t, id, barrier) = (&t, &id, &barrier);
                     s.spawn(move || {
                         barrier.wait();
-                        t.take_over(id, "alice", &format!("actor-{i}"), &[])
+                        t.take_over(id, "alice", &format!("actor-{i}"), &[], None)
                     })
                 })
                 .collect();
@@ -234,7 +234,10 @@ fn calls_that_fail_inside_a_shared_commit_leave_nothing_and_the_rest_commit() {
         })
         .collect();
     assert_eq!(ok.load(Ordering::SeqCst), expected.len());
-    assert_eq!(keys, expected, "a failed call's write leaked, or an ok one is missing");
+    assert_eq!(
+        keys, expected,
+        "a failed call's write leaked, or an ok one is missing"
+    );
 }
 
 /// The same through the real rules: opens that succeed and opens refused as
@@ -273,6 +276,146 @@ fn many_threads_of_valid_and_invalid_opens_leave_a_consistent_durable_store() {
     for w in 0..8 {
         for i in (1..25).step_by(2) {
             assert_eq!(t.get(&format!("t{w}-{i}")).expect("get"), None);
+        }
+    }
+    assert_consistent(&t);
+}
+
+#[test]
+fn eight_threads_calling_claim_next_on_one_queue_of_100_tasks_claim_each_exactly_once() {
+    let (t, _dir) = fast_tenant();
+    for i in 0..100 {
+        t.open(&task(&format!("t{i:03}"), i).roles(&["reviewer"]))
+            .expect("open");
+    }
+    let barrier = Barrier::new(CLAIMERS);
+    let claimed: Vec<(String, Vec<Task>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..CLAIMERS)
+            .map(|i| {
+                let (t, barrier) = (&t, &barrier);
+                s.spawn(move || {
+                    let actor = format!("actor-{i}");
+                    let q = query(&["reviewer"], Some(&actor), 1, None);
+                    let mut mine = Vec::new();
+                    barrier.wait();
+                    // Every call must answer: a task, or none once the queue
+                    // is empty. A refusal because another caller took the
+                    // head would be an error here.
+                    while let Some(got) = t.claim_next(&q, None).expect("claim-next answers") {
+                        mine.push(got);
+                        assert!(mine.len() <= 100, "{actor} was handed too many");
+                    }
+                    (actor, mine)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("claimer thread"))
+            .collect()
+    });
+    let mut seen = HashSet::new();
+    for (actor, tasks) in &claimed {
+        for got in tasks {
+            assert!(seen.insert(got.id.clone()), "{} handed out twice", got.id);
+            assert_eq!(got.assignee.as_ref(), Some(actor));
+            let stored = t.get(&got.id).expect("get").expect("exists");
+            assert_eq!(stored.state, TaskState::Claimed);
+            assert_eq!(stored.assignee.as_ref(), Some(actor), "{}", got.id);
+        }
+    }
+    assert_eq!(seen.len(), 100, "every task claimed exactly once");
+    assert!(
+        t.queue(&query(&["reviewer"], None, 10, None))
+            .expect("queue")
+            .tasks
+            .is_empty()
+    );
+    assert_eq!(t.open_count().expect("count"), 100);
+    assert_consistent(&t);
+}
+
+#[test]
+fn four_racing_sweepers_return_each_of_200_lapsed_tasks_exactly_once() {
+    let (t, _dir) = fast_tenant();
+    for i in 0..200 {
+        let id = format!("t{i:03}");
+        t.open(&task(&id, i)).expect("open");
+        let lease = leasehold_host::Lease {
+            now: i,
+            lease_ms: 10,
+        };
+        t.claim(&id, "gone", &[], Some(lease)).expect("claim");
+    }
+    let barrier = Barrier::new(4);
+    let moved: Vec<Vec<String>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..4)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut mine = Vec::new();
+                    barrier.wait();
+                    loop {
+                        let got = t.reclaim_lapsed(1_000, 7).expect("reclaim answers");
+                        if got.is_empty() || mine.len() > 200 {
+                            return mine;
+                        }
+                        mine.extend(ids(&got));
+                    }
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("sweeper thread"))
+            .collect()
+    });
+    let total: usize = moved.iter().map(Vec::len).sum();
+    let distinct: HashSet<&String> = moved.iter().flatten().collect();
+    assert_eq!(total, 200, "every task moved, none twice");
+    assert_eq!(distinct.len(), 200);
+    assert_eq!(t.leased_count().expect("count"), 0);
+    assert_consistent(&t);
+}
+
+#[test]
+fn a_renewal_racing_a_reclaim_either_keeps_the_claim_or_loses_it_never_both() {
+    let (t, _dir) = fast_tenant();
+    for round in 0..100 {
+        let id = format!("t{round}");
+        t.open(&task(&id, round)).expect("open");
+        let lease = leasehold_host::Lease {
+            now: 0,
+            lease_ms: 100,
+        };
+        t.claim(&id, "alice", &[], Some(lease)).expect("claim");
+        let barrier = Barrier::new(2);
+        let (renewed, reclaimed) = std::thread::scope(|s| {
+            let renewer = s.spawn(|| {
+                barrier.wait();
+                t.renew(&id, "alice", 150, 100)
+            });
+            let sweeper = s.spawn(|| {
+                barrier.wait();
+                t.reclaim_lapsed(150, 1000)
+            });
+            (
+                renewer.join().expect("renewer thread"),
+                sweeper.join().expect("sweeper thread"),
+            )
+        });
+        let reclaimed = reclaimed.expect("reclaim answers");
+        let stored = t.get(&id).expect("get").expect("exists");
+        match renewed {
+            Ok(task) => {
+                assert_eq!(task.lease_until, Some(250), "round {round}");
+                assert!(reclaimed.is_empty(), "round {round}: moved after renewal");
+                assert_eq!(stored.assignee.as_deref(), Some("alice"));
+            }
+            Err(Error::Refused(Refusal::NotHeld(a))) if a == "alice" => {
+                assert_eq!(ids(&reclaimed), std::slice::from_ref(&id), "round {round}");
+                assert_eq!(stored.state, TaskState::Open);
+            }
+            Err(e) => panic!("round {round}: the renewal got {e:?}"),
         }
     }
     assert_consistent(&t);

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use leasehold_guest::schema;
-use leasehold_host::{Discrepancy, Engine, Error, StoreError};
+use leasehold_host::{Discrepancy, Engine, Error, Lease, StoreError};
 use leasehold_tests::*;
 
 const TENANT: &str = "acme";
@@ -20,8 +20,15 @@ fn seeded() -> (tempfile::TempDir, PathBuf) {
         .expect("open");
     t.open(&task("t2", 2).in_case("c")).expect("open");
     t.open(&task("t3", 3).due(5)).expect("open");
-    t.claim("t2", "bob", &[]).expect("claim");
-    t.settle("t3", leasehold_host::Settlement::Completed)
+    t.open(&task("t4", 4)).expect("open");
+    t.claim("t2", "bob", &[], None).expect("claim");
+    // Held by ann until 150.
+    let lease = Lease {
+        now: 100,
+        lease_ms: 50,
+    };
+    t.claim("t4", "ann", &[], Some(lease)).expect("claim");
+    t.settle("t3", leasehold_host::Settlement::Completed, None)
         .expect("settle");
     t.arm(&timer("run-1", "a", 5)).expect("arm");
     t.arm(&timer("run-1", "b", 7)).expect("arm");
@@ -150,6 +157,65 @@ fn a_timer_counter_off_by_one_is_found() {
 }
 
 #[test]
+fn a_missing_lease_entry_is_found() {
+    let (_dir, path) = seeded();
+    raw_write(&path, |t| {
+        t.remove(key(schema::lease_entry(150, "t4")).as_slice())
+            .expect("remove");
+    });
+    let found = check(&path, TENANT);
+    assert_finds(&found, "lease-index", "t4");
+    assert_eq!(found.len(), 1, "{found:?}");
+}
+
+#[test]
+fn a_lease_entry_left_behind_is_found_and_never_reclaims_its_task() {
+    let (_dir, path) = seeded();
+    // t2 is held without a lease; t4's lease ends at 150, not at 120.
+    raw_write(&path, |t| {
+        for entry in [
+            schema::lease_entry(120, "t2"),
+            schema::lease_entry(120, "t4"),
+        ] {
+            t.insert(key(entry).as_slice(), &[][..]).expect("insert");
+        }
+    });
+    let found = check(&path, TENANT);
+    assert_finds(&found, "lease-index", "t2");
+    assert_finds(&found, "lease-index", "t4");
+    assert_eq!(found.len(), 2, "{found:?}");
+    // A sweep meets the stray entry first and refuses: it never hands a
+    // holder's task to the queue on the word of an entry its row denies.
+    let t = Engine::open(&path)
+        .expect("engine")
+        .tenant(TENANT)
+        .expect("tenant");
+    let r = t.reclaim_lapsed(130, 10);
+    assert!(
+        matches!(&r, Err(Error::Store(StoreError::Corrupt(d))) if d.contains("t2")),
+        "{r:?}"
+    );
+    assert_eq!(state_of(&t, "t2"), leasehold_host::TaskState::Claimed);
+}
+
+#[test]
+fn a_leased_counter_off_by_one_is_found() {
+    let (_dir, path) = seeded();
+    let n = counter(&path, schema::LEASED_CLAIMS);
+    assert_eq!(n, 1);
+    raw_write(&path, |t| {
+        t.insert(
+            key(schema::counter(schema::LEASED_CLAIMS)).as_slice(),
+            (n + 1).to_be_bytes().as_slice(),
+        )
+        .expect("insert");
+    });
+    let found = check(&path, TENANT);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].structure, "leased-count");
+}
+
+#[test]
 fn a_missing_due_entry_is_found() {
     let (_dir, path) = seeded();
     // run-1/b was never claimed: its entry sits at its fire time.
@@ -188,7 +254,7 @@ fn a_row_that_does_not_decode_is_found_and_refused_not_defaulted() {
         matches!(r, Err(Error::Store(StoreError::Corrupt(ref d))) if d.contains("t2")),
         "{r:?}"
     );
-    let r = t.claim("t2", "bob", &[]);
+    let r = t.claim("t2", "bob", &[], None);
     assert!(
         matches!(r, Err(Error::Store(StoreError::Corrupt(_)))),
         "{r:?}"

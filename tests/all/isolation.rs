@@ -40,18 +40,20 @@ fn two_tenants_with_the_same_task_ids_never_see_each_others_tasks() {
     );
     assert_eq!(a.get("t1").expect("get").expect("a's t1").kind, "acme-kind");
 
-    a.claim("t1", "alice", &["reviewer"]).expect("claim in a");
+    a.claim("t1", "alice", &["reviewer"], None)
+        .expect("claim in a");
     assert_eq!(
         b.get("t1").expect("get").expect("b's t1").state,
         TaskState::Open
     );
-    b.claim("t1", "bob", &["reviewer"])
+    b.claim("t1", "bob", &["reviewer"], None)
         .expect("b's t1 is free although a's is held");
     assert!(matches!(
-        b.claim("only-a", "bob", &["reviewer"]),
+        b.claim("only-a", "bob", &["reviewer"], None),
         Err(leasehold_host::Error::Refused(Refusal::NotFound(_)))
     ));
-    b.settle("t1", Settlement::Completed).expect("settle in b");
+    b.settle("t1", Settlement::Completed, None)
+        .expect("settle in b");
     assert_eq!(state_of(&a, "t1"), TaskState::Claimed);
     assert_eq!(a.open_count().expect("count"), 2);
     assert_eq!(b.open_count().expect("count"), 0);
@@ -149,4 +151,31 @@ fn tenants_whose_names_extend_each_other_stay_apart() {
         assert_eq!(t.claim_due(10, 100, 1).expect("sweep").len(), i + 1);
         assert_consistent(t);
     }
+}
+
+#[test]
+fn a_sweep_or_claim_next_in_one_tenant_never_moves_another_tenants_tasks() {
+    let (engine, _dir) = temp_engine();
+    let (a, b) = two_tenants(&engine);
+    let lease = leasehold_host::Lease {
+        now: 0,
+        lease_ms: 10,
+    };
+    for t in [&a, &b] {
+        t.open(&task("t1", 1)).expect("open");
+        t.claim("t1", "alice", &[], Some(lease)).expect("claim");
+        t.open(&task("t2", 2)).expect("open");
+    }
+    assert_eq!(ids(&a.reclaim_lapsed(100, 10).expect("reclaim")), ["t1"]);
+    assert_eq!(b.leased_count().expect("count"), 1);
+    assert_eq!(b.next_lease_end().expect("next"), Some(10));
+    assert_eq!(state_of(&b, "t1"), TaskState::Claimed);
+    let q = query(&[], Some("bob"), 1, None);
+    assert_eq!(
+        b.claim_next(&q, None).expect("claim-next").map(|t| t.id),
+        Some("t2".to_owned())
+    );
+    assert_eq!(state_of(&a, "t2"), TaskState::Open);
+    assert_consistent(&a);
+    assert_consistent(&b);
 }

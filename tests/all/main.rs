@@ -6,6 +6,7 @@ mod concurrency;
 mod consistency;
 mod crash;
 mod isolation;
+mod leases;
 mod persistence;
 mod queue;
 mod runs;

@@ -1,7 +1,7 @@
 //! What a call commits is on disk: dropping the engine and opening the same
 //! file again finds tasks, counters, indexes, leases and seals as they were.
 
-use leasehold_host::{ArmOutcome, Engine, Error, Refusal, Settlement, TaskState};
+use leasehold_host::{ArmOutcome, Engine, Error, Lease, Refusal, Settlement, TaskState};
 use leasehold_tests::*;
 
 #[test]
@@ -16,8 +16,8 @@ fn tasks_counters_timers_and_seals_survive_dropping_and_reopening_the_engine() {
             t.open(&task(&format!("t{i}"), i).roles(&["reviewer"]).due(100))
                 .expect("open");
         }
-        t.claim("t0", "alice", &["reviewer"]).expect("claim");
-        t.settle("t1", Settlement::Completed).expect("settle");
+        t.claim("t0", "alice", &["reviewer"], None).expect("claim");
+        t.settle("t1", Settlement::Completed, None).expect("settle");
         t.open(
             &task("esc", 50)
                 .roles(&["reviewer"])
@@ -25,6 +25,13 @@ fn tasks_counters_timers_and_seals_survive_dropping_and_reopening_the_engine() {
         )
         .expect("open");
         t.escalate("esc").expect("escalate");
+        t.open(&task("leased", 60).roles(&["clerk"])).expect("open");
+        let lease = Lease {
+            now: 0,
+            lease_ms: 2_000,
+        };
+        t.claim("leased", "carol", &["clerk"], Some(lease))
+            .expect("claim");
         t.arm(&timer("r", "held", 10)).expect("arm");
         t.arm(&timer("r", "later", 500)).expect("arm");
         t.arm(&timer("z-sealed", "x", 10)).expect("arm");
@@ -39,7 +46,7 @@ fn tasks_counters_timers_and_seals_survive_dropping_and_reopening_the_engine() {
 
     let engine = Engine::open(&path).expect("engine reopens the file");
     let t = engine.tenant("acme").expect("tenant");
-    assert_eq!(t.open_count().expect("count"), 6);
+    assert_eq!(t.open_count().expect("count"), 7);
     assert_eq!(state_of(&t, "t0"), TaskState::Claimed);
     assert_eq!(
         t.get("t0").expect("get").expect("t0").assignee.as_deref(),
@@ -47,7 +54,7 @@ fn tasks_counters_timers_and_seals_survive_dropping_and_reopening_the_engine() {
     );
     assert_eq!(state_of(&t, "t1"), TaskState::Completed);
     assert!(matches!(
-        t.claim("t0", "bob", &["reviewer"]),
+        t.claim("t0", "bob", &["reviewer"], None),
         Err(Error::Refused(Refusal::AlreadyClaimed(holder))) if holder == "alice"
     ));
     let page = t
@@ -81,6 +88,14 @@ fn tasks_counters_timers_and_seals_survive_dropping_and_reopening_the_engine() {
         t.arm(&timer("r", "held", 1)).expect("re-arm"),
         ArmOutcome::AlreadyArmed
     );
+    assert_eq!(t.leased_count().expect("leased"), 1);
+    assert_eq!(t.next_lease_end().expect("next"), Some(2_000));
+    assert!(t.reclaim_lapsed(1_999, 10).expect("reclaim").is_empty());
+    assert_eq!(
+        ids(&t.reclaim_lapsed(2_000, 10).expect("reclaim")),
+        ["leased"],
+        "the claim's lease survived"
+    );
     let after_lease = t.claim_due(1_010, 10, 1).expect("sweep");
     assert_eq!(
         identities(&after_lease),
@@ -104,7 +119,7 @@ fn a_refused_call_leaves_nothing_on_disk() {
         bad.state = TaskState::Completed;
         assert!(t.open(&bad).is_err());
         t.open(&task("t2", 1).excluding(&["bob"])).expect("open");
-        assert!(t.claim("t2", "bob", &[]).is_err());
+        assert!(t.claim("t2", "bob", &[], None).is_err());
     }
     let engine = Engine::open(&path).expect("engine reopens");
     let t = engine.tenant("acme").expect("tenant");

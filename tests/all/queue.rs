@@ -112,11 +112,13 @@ fn only_open_and_escalated_tasks_are_queued() {
         t.open(&task(id, i as i64).roles(&["reviewer"]))
             .expect("open");
     }
-    t.claim("claimed", "alice", &["reviewer"]).expect("claim");
+    t.claim("claimed", "alice", &["reviewer"], None)
+        .expect("claim");
     t.escalate("esc").expect("escalate");
-    t.settle("done", Settlement::Completed).expect("settle");
+    t.settle("done", Settlement::Completed, None)
+        .expect("settle");
     t.escalate("esc-claimed").expect("escalate");
-    t.claim("esc-claimed", "alice", &["reviewer"])
+    t.claim("esc-claimed", "alice", &["reviewer"], None)
         .expect("claim");
     let page = t
         .queue(&query(&["reviewer"], None, 10, None))
@@ -196,8 +198,9 @@ fn a_cursor_stays_valid_after_the_task_it_points_at_leaves_the_queue() {
         .expect("queue");
     assert_eq!(ids(&first.tasks), ["t00", "t01", "t02", "t03", "t04"]);
     // The task the cursor names is claimed, and the one after it settled.
-    t.claim("t04", "alice", &["reviewer"]).expect("claim");
-    t.settle("t05", Settlement::Withdrawn).expect("settle");
+    t.claim("t04", "alice", &["reviewer"], None).expect("claim");
+    t.settle("t05", Settlement::Withdrawn, None)
+        .expect("settle");
     let second = t
         .queue(&query(&["reviewer"], None, 5, first.next.clone()))
         .expect("the cursor still names a position");
@@ -298,8 +301,8 @@ fn for_case_lists_every_task_of_the_case_in_any_state_by_created_at_then_id() {
         .expect("open");
     t.open(&task("other-case", 0).in_case("c2")).expect("open");
     t.open(&task("no-case", 0)).expect("open");
-    t.claim("a", "alice", &[]).expect("claim");
-    t.settle("b", Settlement::Expired).expect("settle");
+    t.claim("a", "alice", &[], None).expect("claim");
+    t.settle("b", Settlement::Expired, None).expect("settle");
     t.escalate("late").expect("escalate");
     let page = t.for_case("c1", 10, None).expect("for-case");
     assert_eq!(ids(&page.tasks), ["z", "a", "b", "late"]);
@@ -328,8 +331,9 @@ fn for_case_pages_without_gap_or_overlap() {
             .expect("open");
     }
     // Settling some must not change what the case lists.
-    t.settle("k03", Settlement::Completed).expect("settle");
-    t.claim("k04", "alice", &[]).expect("claim");
+    t.settle("k03", Settlement::Completed, None)
+        .expect("settle");
+    t.claim("k04", "alice", &[], None).expect("claim");
     expected.sort_by_key(|t| (t.created_at, t.id.clone()));
     let mut seen = Vec::new();
     let mut after: Option<String> = None;
@@ -364,17 +368,18 @@ fn open_count_counts_pending_tasks_across_claim_release_escalate_and_settle() {
     assert_eq!(count(), 4);
     t.open(&task("t0", 0)).expect("a repeat open");
     assert_eq!(count(), 4, "a repeat open adds nothing");
-    t.claim("t0", "alice", &[]).expect("claim");
+    t.claim("t0", "alice", &[], None).expect("claim");
     assert_eq!(count(), 4, "a held task is still a decision waiting");
     t.escalate("t1").expect("escalate");
     assert_eq!(count(), 4);
     t.release("t0", "alice").expect("release");
     assert_eq!(count(), 4);
-    t.settle("t0", Settlement::Completed).expect("settle");
+    t.settle("t0", Settlement::Completed, None).expect("settle");
     assert_eq!(count(), 3);
-    t.settle("t0", Settlement::Expired).expect("settle again");
+    t.settle("t0", Settlement::Expired, None)
+        .expect("settle again");
     assert_eq!(count(), 3, "a losing settle moves nothing");
-    t.settle("t1", Settlement::Expired)
+    t.settle("t1", Settlement::Expired, None)
         .expect("settle escalated");
     assert_eq!(count(), 2);
     t.escalate("t1").expect("escalate settled");
@@ -393,11 +398,12 @@ fn overdue_lists_open_and_claimed_tasks_due_by_now_earliest_first_then_id() {
     t.open(&task("b", 0).due(100)).expect("open");
     t.open(&task("a", 0).due(100)).expect("open");
     t.open(&task("held", 0).due(200)).expect("open");
-    t.claim("held", "alice", &[]).expect("claim");
+    t.claim("held", "alice", &[], None).expect("claim");
     t.open(&task("now", 0).due(250)).expect("open");
     t.open(&task("never", 0)).expect("open");
     t.open(&task("done", 0).due(50)).expect("open");
-    t.settle("done", Settlement::Completed).expect("settle");
+    t.settle("done", Settlement::Completed, None)
+        .expect("settle");
     let due = t.overdue(250, 10).expect("overdue");
     assert_eq!(
         ids(&due),
@@ -427,7 +433,7 @@ fn an_escalated_task_is_never_overdue_not_when_claimed_nor_when_released() {
     assert_eq!(ids(&t.overdue(100, 10).expect("overdue")), ["t1", "t2"]);
     t.escalate("t1").expect("escalate");
     assert_eq!(ids(&t.overdue(100, 10).expect("overdue")), ["t2"]);
-    t.claim("t1", "mona", &["manager"]).expect("claim");
+    t.claim("t1", "mona", &["manager"], None).expect("claim");
     assert_eq!(
         ids(&t.overdue(100, 10).expect("overdue")),
         ["t2"],
@@ -435,8 +441,9 @@ fn an_escalated_task_is_never_overdue_not_when_claimed_nor_when_released() {
     );
     t.release("t1", "mona").expect("release");
     assert_eq!(ids(&t.overdue(100, 10).expect("overdue")), ["t2"]);
-    t.claim("t1", "mona", &["manager"]).expect("claim again");
-    t.settle("t2", Settlement::Expired).expect("settle");
+    t.claim("t1", "mona", &["manager"], None)
+        .expect("claim again");
+    t.settle("t2", Settlement::Expired, None).expect("settle");
     assert!(t.overdue(1_000, 10).expect("overdue").is_empty());
     assert_consistent(&t);
 }

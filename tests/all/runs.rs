@@ -9,11 +9,12 @@ fn seal_withdraws_exactly_the_awaited_pending_tasks_and_retires_the_runs_timers(
     let (t, _dir) = temp_tenant();
     t.open(&task("open", 1).in_run("r")).expect("open");
     t.open(&task("claimed", 2).in_run("r")).expect("open");
-    t.claim("claimed", "alice", &[]).expect("claim");
+    t.claim("claimed", "alice", &[], None).expect("claim");
     t.open(&task("esc", 3).in_run("r")).expect("open");
     t.escalate("esc").expect("escalate");
     t.open(&task("done", 4).in_run("r")).expect("open");
-    t.settle("done", Settlement::Completed).expect("settle");
+    t.settle("done", Settlement::Completed, None)
+        .expect("settle");
     t.open(&task("unawaited", 5).in_run("r")).expect("open");
     t.open(&task("foreign", 6).in_run("r2")).expect("open");
     t.arm(&timer("r", "a", 10)).expect("arm");

@@ -252,8 +252,9 @@ fn a_guest_that_stages_twice_in_one_call_fails_and_commits_nothing() {
 
 /// The host checks an answer before it decides to commit: a faulty
 /// component whose write verb answers something the contract rules out
-/// (another task's id, more timers than the limit) leaves nothing behind,
-/// not its writes and a `Malformed` for the caller.
+/// (another task's id, more timers than the limit, one task twice, a claim
+/// nobody holds) leaves nothing behind, not its writes and a `Malformed` for
+/// the caller.
 #[test]
 fn a_write_verb_whose_answer_the_contract_rules_out_commits_nothing() {
     let (_dir, path) = db();
@@ -266,11 +267,20 @@ fn a_write_verb_whose_answer_the_contract_rules_out_commits_nothing() {
         other => panic!("expected malformed, got {other:?}"),
     };
     malformed(t.open(&task("wrong-id", 0)).map(drop), "someone-else");
-    malformed(t.claim("t", "ann", &[]).map(drop), "someone-else");
+    malformed(t.claim("t", "ann", &[], None).map(drop), "someone-else");
     malformed(t.escalate("t").map(drop), "someone-else");
     malformed(
         t.claim_due(10, 3, 1000).map(drop),
         "4 entries for a limit of 3",
+    );
+    malformed(
+        t.reclaim_lapsed(10, 5).map(drop),
+        "reclaim-lapsed answered task twice twice",
+    );
+    malformed(
+        t.claim_next(&query(&[], Some("ann"), 1, None), None)
+            .map(drop),
+        "not claimed by ann",
     );
     drop((t, engine));
     assert!(

@@ -19,7 +19,8 @@ fn stored(t: &Tenant, id: &str) -> Task {
 fn held_by_alice(t: &Tenant, id: &str) -> Task {
     t.open(&task(id, 10).roles(&["reviewer"]).excluding(&["bob"]))
         .expect("open");
-    t.claim(id, "alice", &["reviewer"]).expect("alice claims")
+    t.claim(id, "alice", &["reviewer"], None)
+        .expect("alice claims")
 }
 
 // ---- open / get ----
@@ -47,8 +48,8 @@ fn first_open_wins_and_a_second_open_returns_the_stored_task_unchanged() {
 fn first_open_wins_even_after_the_task_has_moved_on() {
     let (t, _dir) = temp_tenant();
     t.open(&task("t1", 10)).expect("open");
-    t.claim("t1", "alice", &[]).expect("claim");
-    t.settle("t1", Settlement::Completed).expect("settle");
+    t.claim("t1", "alice", &[], None).expect("claim");
+    t.settle("t1", Settlement::Completed, None).expect("settle");
     let again = t.open(&task("t1", 10)).expect("reopen answers");
     assert_eq!(again.state, TaskState::Completed, "a reopen never revives");
     assert_eq!(again.assignee.as_deref(), Some("alice"));
@@ -120,7 +121,7 @@ fn get_answers_none_for_an_unknown_id_and_the_stored_task_for_a_known_one() {
 fn claiming_an_unknown_task_is_not_found() {
     let (t, _dir) = temp_tenant();
     assert_eq!(
-        refusal(t.claim("ghost", "alice", &["reviewer"])),
+        refusal(t.claim("ghost", "alice", &["reviewer"], None)),
         Refusal::NotFound("ghost".into())
     );
 }
@@ -131,17 +132,18 @@ fn excluded_outranks_wrong_role_not_pending_and_already_claimed() {
     held_by_alice(&t, "held");
     // bob is excluded, lacks the role, and the task is held by alice.
     assert_eq!(
-        refusal(t.claim("held", "bob", &["clerk"])),
+        refusal(t.claim("held", "bob", &["clerk"], None)),
         Refusal::Excluded("bob".into())
     );
     assert_eq!(
-        refusal(t.claim("held", "bob", &["reviewer"])),
+        refusal(t.claim("held", "bob", &["reviewer"], None)),
         Refusal::Excluded("bob".into())
     );
     // ... and once it is settled, excluded still comes first.
-    t.settle("held", Settlement::Completed).expect("settle");
+    t.settle("held", Settlement::Completed, None)
+        .expect("settle");
     assert_eq!(
-        refusal(t.claim("held", "bob", &["clerk"])),
+        refusal(t.claim("held", "bob", &["clerk"], None)),
         Refusal::Excluded("bob".into())
     );
 }
@@ -151,17 +153,17 @@ fn wrong_role_outranks_not_pending_and_already_claimed() {
     let (t, _dir) = temp_tenant();
     held_by_alice(&t, "held");
     assert_eq!(
-        refusal(t.claim("held", "carol", &["clerk"])),
+        refusal(t.claim("held", "carol", &["clerk"], None)),
         Refusal::WrongRole("carol".into())
     );
     assert_eq!(
-        refusal(t.claim("held", "carol", &[])),
+        refusal(t.claim("held", "carol", &[], None)),
         Refusal::WrongRole("carol".into()),
         "no roles at all admits only tasks open to anyone"
     );
-    t.settle("held", Settlement::Expired).expect("settle");
+    t.settle("held", Settlement::Expired, None).expect("settle");
     assert_eq!(
-        refusal(t.claim("held", "carol", &["clerk"])),
+        refusal(t.claim("held", "carol", &["clerk"], None)),
         Refusal::WrongRole("carol".into())
     );
 }
@@ -175,14 +177,14 @@ fn not_pending_outranks_already_claimed_and_names_the_state() {
         ("w", Settlement::Withdrawn),
     ] {
         held_by_alice(&t, id);
-        assert!(t.settle(id, settlement).expect("settle"));
+        assert!(t.settle(id, settlement, None).expect("settle"));
         // The settled task keeps alice as assignee, but it is no longer held.
         assert_eq!(
-            refusal(t.claim(id, "dave", &["reviewer"])),
+            refusal(t.claim(id, "dave", &["reviewer"], None)),
             Refusal::NotPending(settlement.state())
         );
         assert_eq!(
-            refusal(t.claim(id, "alice", &["reviewer"])),
+            refusal(t.claim(id, "alice", &["reviewer"], None)),
             Refusal::NotPending(settlement.state()),
             "the former holder's re-claim of a settled task is not idempotent success"
         );
@@ -194,7 +196,7 @@ fn a_task_held_by_another_is_already_claimed_naming_the_holder() {
     let (t, _dir) = temp_tenant();
     held_by_alice(&t, "t1");
     assert_eq!(
-        refusal(t.claim("t1", "dave", &["reviewer", "clerk"])),
+        refusal(t.claim("t1", "dave", &["reviewer", "clerk"], None)),
         Refusal::AlreadyClaimed("alice".into())
     );
     assert_eq!(stored(&t, "t1").assignee.as_deref(), Some("alice"));
@@ -205,7 +207,9 @@ fn a_task_held_by_another_is_already_claimed_naming_the_holder() {
 fn a_reclaim_by_the_holder_is_idempotent_success() {
     let (t, _dir) = temp_tenant();
     let first = held_by_alice(&t, "t1");
-    let again = t.claim("t1", "alice", &["reviewer"]).expect("re-claim");
+    let again = t
+        .claim("t1", "alice", &["reviewer"], None)
+        .expect("re-claim");
     assert_eq!(again, first);
     assert_eq!(again.state, TaskState::Claimed);
     assert_eq!(stored(&t, "t1"), first);
@@ -218,7 +222,7 @@ fn a_claim_takes_an_open_task_out_of_the_queue_and_names_the_assignee() {
     let (t, _dir) = temp_tenant();
     t.open(&task("t1", 10).roles(&["reviewer"])).expect("open");
     let claimed = t
-        .claim("t1", "alice", &["clerk", "reviewer"])
+        .claim("t1", "alice", &["clerk", "reviewer"], None)
         .expect("claim");
     assert_eq!(claimed.state, TaskState::Claimed);
     assert_eq!(claimed.assignee.as_deref(), Some("alice"));
@@ -234,7 +238,9 @@ fn a_claim_takes_an_open_task_out_of_the_queue_and_names_the_assignee() {
 fn a_task_with_no_candidate_roles_is_claimable_by_anyone() {
     let (t, _dir) = temp_tenant();
     t.open(&task("t1", 10)).expect("open");
-    let claimed = t.claim("t1", "zed", &[]).expect("claim with no roles");
+    let claimed = t
+        .claim("t1", "zed", &[], None)
+        .expect("claim with no roles");
     assert_eq!(claimed.assignee.as_deref(), Some("zed"));
 }
 
@@ -244,8 +250,8 @@ fn a_refused_claim_writes_nothing() {
     t.open(&task("t1", 10).roles(&["reviewer"]).excluding(&["bob"]))
         .expect("open");
     let before = stored(&t, "t1");
-    let _ = refusal(t.claim("t1", "bob", &["reviewer"]));
-    let _ = refusal(t.claim("t1", "carol", &["clerk"]));
+    let _ = refusal(t.claim("t1", "bob", &["reviewer"], None));
+    let _ = refusal(t.claim("t1", "carol", &["clerk"], None));
     assert_eq!(stored(&t, "t1"), before);
     assert_eq!(t.open_count().expect("count"), 1);
     assert_consistent(&t);
@@ -258,13 +264,13 @@ fn take_over_moves_the_claim_from_the_holder_to_the_actor() {
     let (t, _dir) = temp_tenant();
     held_by_alice(&t, "t1");
     let moved = t
-        .take_over("t1", "alice", "dave", &["reviewer"])
+        .take_over("t1", "alice", "dave", &["reviewer"], None)
         .expect("take over");
     assert_eq!(moved.state, TaskState::Claimed);
     assert_eq!(moved.assignee.as_deref(), Some("dave"));
     assert_eq!(stored(&t, "t1"), moved);
     assert_eq!(
-        refusal(t.claim("t1", "alice", &["reviewer"])),
+        refusal(t.claim("t1", "alice", &["reviewer"], None)),
         Refusal::AlreadyClaimed("dave".into())
     );
     assert_eq!(t.open_count().expect("count"), 1);
@@ -275,32 +281,32 @@ fn take_over_moves_the_claim_from_the_holder_to_the_actor() {
 fn take_over_runs_the_claim_ladder_for_the_actor_before_the_compare_and_swap() {
     let (t, _dir) = temp_tenant();
     assert_eq!(
-        refusal(t.take_over("ghost", "alice", "dave", &["reviewer"])),
+        refusal(t.take_over("ghost", "alice", "dave", &["reviewer"], None)),
         Refusal::NotFound("ghost".into())
     );
     held_by_alice(&t, "t1");
     // Each of these would also fail the swap (from is not the holder), and
     // the ladder rung must win.
     assert_eq!(
-        refusal(t.take_over("t1", "mallory", "bob", &["clerk"])),
+        refusal(t.take_over("t1", "mallory", "bob", &["clerk"], None)),
         Refusal::Excluded("bob".into())
     );
     assert_eq!(
-        refusal(t.take_over("t1", "mallory", "carol", &["clerk"])),
+        refusal(t.take_over("t1", "mallory", "carol", &["clerk"], None)),
         Refusal::WrongRole("carol".into())
     );
     // A barred actor is refused even when `from` really is the holder.
     assert_eq!(
-        refusal(t.take_over("t1", "alice", "bob", &["reviewer"])),
+        refusal(t.take_over("t1", "alice", "bob", &["reviewer"], None)),
         Refusal::Excluded("bob".into())
     );
     assert_eq!(
-        refusal(t.take_over("t1", "alice", "carol", &["clerk"])),
+        refusal(t.take_over("t1", "alice", "carol", &["clerk"], None)),
         Refusal::WrongRole("carol".into())
     );
-    t.settle("t1", Settlement::Completed).expect("settle");
+    t.settle("t1", Settlement::Completed, None).expect("settle");
     assert_eq!(
-        refusal(t.take_over("t1", "alice", "dave", &["reviewer"])),
+        refusal(t.take_over("t1", "alice", "dave", &["reviewer"], None)),
         Refusal::NotPending(TaskState::Completed),
         "a settled task is not pending, even though it still names alice"
     );
@@ -313,7 +319,7 @@ fn take_over_from_someone_who_does_not_hold_the_task_is_not_held() {
     let (t, _dir) = temp_tenant();
     held_by_alice(&t, "t1");
     assert_eq!(
-        refusal(t.take_over("t1", "erin", "dave", &["reviewer"])),
+        refusal(t.take_over("t1", "erin", "dave", &["reviewer"], None)),
         Refusal::NotHeld("erin".into())
     );
     assert_eq!(
@@ -334,17 +340,17 @@ fn take_over_of_an_unheld_task_is_not_held() {
     )
     .expect("open");
     assert_eq!(
-        refusal(t.take_over("open", "alice", "dave", &["reviewer"])),
+        refusal(t.take_over("open", "alice", "dave", &["reviewer"], None)),
         Refusal::NotHeld("alice".into())
     );
     assert_eq!(
-        refusal(t.take_over("open", "dave", "dave", &["reviewer"])),
+        refusal(t.take_over("open", "dave", "dave", &["reviewer"], None)),
         Refusal::NotHeld("dave".into()),
         "from == actor on a task nobody holds is not success: use claim"
     );
     t.escalate("open").expect("escalate");
     assert_eq!(
-        refusal(t.take_over("open", "alice", "dave", &["manager"])),
+        refusal(t.take_over("open", "alice", "dave", &["manager"], None)),
         Refusal::NotHeld("alice".into())
     );
     let now = stored(&t, "open");
@@ -358,7 +364,7 @@ fn take_over_from_oneself_is_idempotent_success() {
     let (t, _dir) = temp_tenant();
     let held = held_by_alice(&t, "t1");
     let same = t
-        .take_over("t1", "alice", "alice", &["reviewer"])
+        .take_over("t1", "alice", "alice", &["reviewer"], None)
         .expect("self take-over");
     assert_eq!(same, held);
     assert_eq!(stored(&t, "t1"), held);
@@ -401,7 +407,7 @@ fn only_the_holder_may_release_and_the_task_goes_back_to_open() {
 fn a_settled_task_cannot_be_released_even_by_its_last_holder() {
     let (t, _dir) = temp_tenant();
     held_by_alice(&t, "t1");
-    t.settle("t1", Settlement::Completed).expect("settle");
+    t.settle("t1", Settlement::Completed, None).expect("settle");
     assert_eq!(
         refusal(t.release("t1", "alice")),
         Refusal::NotHeld("alice".into())
@@ -420,9 +426,10 @@ fn a_released_task_returns_to_escalated_if_it_was_ever_escalated() {
             .due(100),
     )
     .expect("open");
-    t.claim("t1", "alice", &["reviewer"]).expect("claim");
+    t.claim("t1", "alice", &["reviewer"], None).expect("claim");
     t.escalate("t1").expect("escalate");
-    t.claim("t1", "mona", &["manager"]).expect("manager claims");
+    t.claim("t1", "mona", &["manager"], None)
+        .expect("manager claims");
     t.release("t1", "mona").expect("release");
     let now = stored(&t, "t1");
     assert_eq!(now.state, TaskState::Escalated);
@@ -445,12 +452,16 @@ fn a_released_task_returns_to_escalated_if_it_was_ever_escalated() {
 fn settle_moves_a_pending_task_once_then_answers_false_and_keeps_the_assignee() {
     let (t, _dir) = temp_tenant();
     held_by_alice(&t, "t1");
-    assert!(t.settle("t1", Settlement::Completed).expect("settle"));
+    assert!(t.settle("t1", Settlement::Completed, None).expect("settle"));
     assert!(
-        !t.settle("t1", Settlement::Expired).expect("second settle"),
+        !t.settle("t1", Settlement::Expired, None)
+            .expect("second settle"),
         "the loser of a settle race must be told"
     );
-    assert!(!t.settle("t1", Settlement::Completed).expect("third settle"));
+    assert!(
+        !t.settle("t1", Settlement::Completed, None)
+            .expect("third settle")
+    );
     let now = stored(&t, "t1");
     assert_eq!(now.state, TaskState::Completed, "the winner stands");
     assert_eq!(now.assignee.as_deref(), Some("alice"));
@@ -471,7 +482,7 @@ fn settle_accepts_every_pending_state() {
         ("claimed", Settlement::Expired),
         ("esc", Settlement::Completed),
     ] {
-        assert!(t.settle(id, s).expect("settle"), "{id} is pending");
+        assert!(t.settle(id, s, None).expect("settle"), "{id} is pending");
         assert_eq!(state_of(&t, id), s.state());
     }
     assert_eq!(t.open_count().expect("count"), 0);
@@ -481,10 +492,13 @@ fn settle_accepts_every_pending_state() {
 #[test]
 fn settling_an_unknown_task_is_not_found() {
     let (t, _dir) = temp_tenant();
-    assert!(matches!(
-        t.settle("ghost", Settlement::Completed),
-        Err(Error::Store(StoreError::NotFound(id))) if id == "ghost"
-    ));
+    // A claim-error since settle may check the holder: the same not-found
+    // rung as claim's.
+    let r = t.settle("ghost", Settlement::Completed, None);
+    assert!(
+        matches!(&r, Err(e @ Error::Refused(Refusal::NotFound(id))) if id == "ghost" && e.is_refusal()),
+        "{r:?}"
+    );
 }
 
 // ---- withdraw-run ----
@@ -494,11 +508,12 @@ fn withdraw_run_settles_only_the_runs_still_pending_awaited_tasks() {
     let (t, _dir) = temp_tenant();
     t.open(&task("a-open", 10).in_run("r")).expect("open");
     t.open(&task("a-claimed", 11).in_run("r")).expect("open");
-    t.claim("a-claimed", "alice", &[]).expect("claim");
+    t.claim("a-claimed", "alice", &[], None).expect("claim");
     t.open(&task("a-esc", 12).in_run("r")).expect("open");
     t.escalate("a-esc").expect("escalate");
     t.open(&task("a-done", 13).in_run("r")).expect("open");
-    t.settle("a-done", Settlement::Completed).expect("settle");
+    t.settle("a-done", Settlement::Completed, None)
+        .expect("settle");
     t.open(&task("a-unawaited", 14).in_run("r")).expect("open");
     t.open(&task("b-other", 15).in_run("r2")).expect("open");
 
@@ -547,7 +562,7 @@ fn escalation_sets_escalated_clears_the_assignee_and_widens_the_audience_in_orde
             .excluding(&["bob"]),
     )
     .expect("open");
-    t.claim("t1", "alice", &["reviewer"]).expect("claim");
+    t.claim("t1", "alice", &["reviewer"], None).expect("claim");
     let esc = t.escalate("t1").expect("escalate");
     assert_eq!(esc.state, TaskState::Escalated);
     assert_eq!(esc.assignee, None);
@@ -558,7 +573,7 @@ fn escalation_sets_escalated_clears_the_assignee_and_widens_the_audience_in_orde
     assert_eq!(esc.excluded_actors, ["bob"], "exclusions are unchanged");
     assert_eq!(stored(&t, "t1"), esc);
     assert_eq!(
-        refusal(t.claim("t1", "bob", &["director"])),
+        refusal(t.claim("t1", "bob", &["director"], None)),
         Refusal::Excluded("bob".into()),
         "a widened audience does not readmit an excluded actor"
     );
@@ -601,8 +616,8 @@ fn escalating_a_settled_task_changes_nothing() {
             .escalating_to(&["manager"]),
     )
     .expect("open");
-    t.claim("t1", "alice", &["reviewer"]).expect("claim");
-    t.settle("t1", Settlement::Completed).expect("settle");
+    t.claim("t1", "alice", &["reviewer"], None).expect("claim");
+    t.settle("t1", Settlement::Completed, None).expect("settle");
     let before = stored(&t, "t1");
     let answer = t.escalate("t1").expect("escalate a settled task");
     assert_eq!(answer, before, "the task as it stands");

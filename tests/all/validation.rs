@@ -2,7 +2,7 @@
 //! empty, control-character or out-of-range input to every verb is
 //! `invalid(reason)` naming the field, and changes nothing on disk.
 
-use leasehold_host::{Engine, Error, QueueQuery, Settlement, StoreError, Task, Tenant};
+use leasehold_host::{Engine, Error, Lease, QueueQuery, Settlement, StoreError, Task, Tenant};
 use leasehold_tests::*;
 
 type Call = Box<dyn Fn(&Tenant) -> Result<(), Error>>;
@@ -24,6 +24,19 @@ fn query(f: impl FnOnce(&mut QueueQuery)) -> QueueQuery {
     };
     f(&mut q);
     q
+}
+
+fn lease(now: i64, lease_ms: u32) -> Option<Lease> {
+    Some(Lease { now, lease_ms })
+}
+
+/// A query `claim-next` accepts, changed by `f`.
+fn next_query(f: impl FnOnce(&mut QueueQuery)) -> QueueQuery {
+    query(|q| {
+        q.actor = Some("alice".into());
+        q.limit = 1;
+        f(q);
+    })
 }
 
 fn opening(f: impl Fn(&mut Task) + 'static) -> Call {
@@ -89,54 +102,194 @@ fn bad_calls() -> Vec<(&'static str, &'static str, Call)> {
             "assignee",
             opening(|t| t.assignee = Some("alice".into())),
         ),
+        ("open", "lease-until", opening(|t| t.lease_until = Some(5))),
         ("get", "id", Box::new(|t| t.get("").map(drop))),
         ("get", "id", Box::new(|t| t.get(&long()).map(drop))),
         (
             "claim",
             "id",
-            Box::new(|t| t.claim("\n", "alice", &["r"]).map(drop)),
+            Box::new(|t| t.claim("\n", "alice", &["r"], None).map(drop)),
         ),
         (
             "claim",
             "actor",
-            Box::new(|t| t.claim("t1", "", &["r"]).map(drop)),
+            Box::new(|t| t.claim("t1", "", &["r"], None).map(drop)),
         ),
         (
             "claim",
             "roles[0]",
-            Box::new(|t| t.claim("t1", "alice", &[""]).map(drop)),
+            Box::new(|t| t.claim("t1", "alice", &[""], None).map(drop)),
         ),
         (
             "claim",
             "roles",
-            Box::new(|t| t.claim("t1", "alice", &many()).map(drop)),
+            Box::new(|t| t.claim("t1", "alice", &many(), None).map(drop)),
+        ),
+        (
+            "claim",
+            "now",
+            Box::new(|t| t.claim("t1", "alice", &["r"], lease(-1, 10)).map(drop)),
+        ),
+        (
+            "claim",
+            "now",
+            Box::new(|t| {
+                t.claim("t1", "alice", &["r"], lease(253_402_300_800_000, 10))
+                    .map(drop)
+            }),
+        ),
+        (
+            "claim",
+            "lease-ms",
+            Box::new(|t| t.claim("t1", "alice", &["r"], lease(0, 0)).map(drop)),
+        ),
+        (
+            "claim",
+            "lease-ms",
+            Box::new(|t| {
+                t.claim("t1", "alice", &["r"], lease(0, 604_800_001))
+                    .map(drop)
+            }),
         ),
         ("release", "id", Box::new(|t| t.release("", "alice"))),
         ("release", "actor", Box::new(|t| t.release("t1", &long()))),
         (
             "take-over",
             "id",
-            Box::new(|t| t.take_over("", "bob", "alice", &["r"]).map(drop)),
+            Box::new(|t| t.take_over("", "bob", "alice", &["r"], None).map(drop)),
         ),
         (
             "take-over",
             "from",
-            Box::new(|t| t.take_over("t1", "", "alice", &["r"]).map(drop)),
+            Box::new(|t| t.take_over("t1", "", "alice", &["r"], None).map(drop)),
         ),
         (
             "take-over",
             "actor",
-            Box::new(|t| t.take_over("t1", "bob", "\u{85}", &["r"]).map(drop)),
+            Box::new(|t| t.take_over("t1", "bob", "\u{85}", &["r"], None).map(drop)),
         ),
         (
             "take-over",
             "roles",
-            Box::new(|t| t.take_over("t1", "bob", "alice", &many()).map(drop)),
+            Box::new(|t| t.take_over("t1", "bob", "alice", &many(), None).map(drop)),
+        ),
+        (
+            "take-over",
+            "lease-ms",
+            Box::new(|t| {
+                t.take_over("t2", "bob", "alice", &[], lease(0, 0))
+                    .map(drop)
+            }),
+        ),
+        (
+            "take-over",
+            "now",
+            Box::new(|t| {
+                t.take_over("t2", "bob", "alice", &[], lease(-1, 5))
+                    .map(drop)
+            }),
+        ),
+        (
+            "renew",
+            "id",
+            Box::new(|t| t.renew("", "carol", 0, 10).map(drop)),
+        ),
+        (
+            "renew",
+            "actor",
+            Box::new(|t| t.renew("t3", &long(), 0, 10).map(drop)),
+        ),
+        (
+            "renew",
+            "now",
+            Box::new(|t| t.renew("t3", "carol", -1, 10).map(drop)),
+        ),
+        (
+            "renew",
+            "lease-ms",
+            Box::new(|t| t.renew("t3", "carol", 0, 0).map(drop)),
+        ),
+        (
+            "renew",
+            "lease-ms",
+            Box::new(|t| t.renew("t3", "carol", 0, 604_800_001).map(drop)),
+        ),
+        (
+            "reclaim-lapsed",
+            "now",
+            Box::new(|t| t.reclaim_lapsed(-1, 10).map(drop)),
+        ),
+        (
+            "reclaim-lapsed",
+            "now",
+            Box::new(|t| t.reclaim_lapsed(i64::MAX, 10).map(drop)),
+        ),
+        (
+            "reclaim-lapsed",
+            "limit",
+            Box::new(|t| t.reclaim_lapsed(10_000, 0).map(drop)),
+        ),
+        (
+            "reclaim-lapsed",
+            "limit",
+            Box::new(|t| t.reclaim_lapsed(10_000, 1001).map(drop)),
+        ),
+        (
+            "claim-next",
+            "actor",
+            Box::new(|t| {
+                t.claim_next(&next_query(|q| q.actor = None), None)
+                    .map(drop)
+            }),
+        ),
+        (
+            "claim-next",
+            "actor",
+            Box::new(|t| {
+                t.claim_next(&next_query(|q| q.actor = Some("\n".into())), None)
+                    .map(drop)
+            }),
+        ),
+        (
+            "claim-next",
+            "roles[0]",
+            Box::new(|t| {
+                t.claim_next(&next_query(|q| q.roles = vec![String::new()]), None)
+                    .map(drop)
+            }),
+        ),
+        (
+            "claim-next",
+            "limit",
+            Box::new(|t| t.claim_next(&next_query(|q| q.limit = 0), None).map(drop)),
+        ),
+        (
+            "claim-next",
+            "after",
+            Box::new(|t| {
+                t.claim_next(&next_query(|q| q.after = Some("zz".into())), None)
+                    .map(drop)
+            }),
+        ),
+        (
+            "claim-next",
+            "lease-ms",
+            Box::new(|t| t.claim_next(&next_query(|_| {}), lease(0, 0)).map(drop)),
+        ),
+        (
+            "claim-next",
+            "now",
+            Box::new(|t| t.claim_next(&next_query(|_| {}), lease(-7, 10)).map(drop)),
         ),
         (
             "settle",
             "id",
-            Box::new(|t| t.settle("", Settlement::Completed).map(drop)),
+            Box::new(|t| t.settle("", Settlement::Completed, None).map(drop)),
+        ),
+        (
+            "settle",
+            "holder",
+            Box::new(|t| t.settle("t3", Settlement::Completed, Some("")).map(drop)),
         ),
         (
             "withdraw-run",
@@ -303,7 +456,10 @@ fn seed(t: &Tenant) {
     t.open(&task("t1", 1).roles(&["r"]).in_case("c").due(10))
         .expect("open");
     t.open(&task("t2", 2)).expect("open");
-    t.claim("t2", "bob", &[]).expect("claim");
+    t.claim("t2", "bob", &[], None).expect("claim");
+    t.open(&task("t3", 3).roles(&["r"])).expect("open");
+    t.claim("t3", "carol", &["r"], lease(0, 100))
+        .expect("claim");
     t.arm(&timer("run-1", "wake", 5)).expect("arm");
     t.arm(&timer("run-2", "wake", 50)).expect("arm");
     t.claim_due(5, 1, 1000).expect("sweep");
@@ -326,7 +482,7 @@ fn every_bad_input_to_every_verb_is_invalid_by_name_and_changes_nothing() {
     let verbs: std::collections::BTreeSet<_> = calls.iter().map(|(v, _, _)| *v).collect();
     assert_eq!(
         verbs.len(),
-        17,
+        20,
         "every verb of the contract has a bad input here"
     );
     for (verb, field, call) in &calls {
@@ -359,7 +515,7 @@ fn a_list_counts_each_entry_once_and_keeps_the_first_occurrence() {
     assert_eq!(stored.candidate_roles, ["b", "a", "c"]);
     assert_eq!(stored.excluded_actors, ["x"]);
     // The limit applies to the list as given, before duplicates fold.
-    let r = t.claim("t1", "alice", &["b"; 257]);
+    let r = t.claim("t1", "alice", &["b"; 257], None);
     assert!(
         matches!(r, Err(Error::Store(StoreError::Invalid(_)))),
         "{r:?}"
@@ -371,12 +527,13 @@ fn names_are_stored_and_compared_verbatim() {
     let (t, _dir) = temp_tenant();
     t.open(&task(" t1 ", 1).roles(&["Reviewer"])).expect("open");
     assert!(t.get("t1").expect("get").is_none(), "ids are not trimmed");
-    let r = t.claim(" t1 ", "alice", &["reviewer"]);
+    let r = t.claim(" t1 ", "alice", &["reviewer"], None);
     assert!(
         matches!(r, Err(Error::Refused(_))),
         "roles are not case-folded: {r:?}"
     );
-    t.claim(" t1 ", "alice", &["Reviewer"]).expect("exact role");
+    t.claim(" t1 ", "alice", &["Reviewer"], None)
+        .expect("exact role");
 }
 
 #[test]

@@ -9,7 +9,7 @@
 
 use std::io::Write;
 
-use leasehold_host::{Engine, Settlement};
+use leasehold_host::{Engine, Lease, Settlement};
 use leasehold_tests::{TaskExt, task, timer};
 
 fn main() {
@@ -42,11 +42,17 @@ fn main() {
         .expect("open");
         ack(format!("open {id}"));
         if i % 3 == 0 {
-            t.claim(&id, "w", &["r"]).expect("claim");
+            // Every other claim under a lease too long to lapse, so the kill
+            // also lands amid lease-index and leased-counter writes.
+            let lease = (i % 6 == 0).then_some(Lease {
+                now: i as i64,
+                lease_ms: 604_800_000,
+            });
+            t.claim(&id, "w", &["r"], lease).expect("claim");
             ack(format!("claim {id}"));
         }
         if i % 4 == 0 {
-            t.settle(&id, Settlement::Completed).expect("settle");
+            t.settle(&id, Settlement::Completed, None).expect("settle");
             ack(format!("settle {id}"));
         }
         let run = format!("run-{i}");
@@ -70,7 +76,7 @@ fn many_writers(engine: &Engine, first: u64, threads: u64) -> ! {
                     t.open(&task(&id, i).roles(&["r"]).due(i)).expect("open");
                     println!("open {id}");
                     if i % 2 == 0 {
-                        t.claim(&id, "w", &["r"]).expect("claim");
+                        t.claim(&id, "w", &["r"], None).expect("claim");
                         println!("claim {id}");
                     }
                 }

@@ -3,7 +3,7 @@
 //! injected damage while staying quiet on a healthy store.
 
 use super::*;
-use crate::model::{ClaimError, QueueQuery, Settlement};
+use crate::model::{ClaimError, Lease, QueueQuery, Settlement};
 use crate::schema;
 use crate::store::{self, TaskRow};
 use crate::{runs, tasks, timers};
@@ -72,13 +72,20 @@ fn mixed_workload(kv: &mut MemKv) {
     );
     open(kv, task("done").in_case("c").of_run("r2"));
     open(kv, task("withdrawn").of_run("r2"));
-    tasks::claim(kv, "held", "bob", &approver).expect("claims");
+    open(kv, task("leased").roles(&["approver"]));
+    tasks::claim(kv, "held", "bob", &approver, None).expect("claims");
+    // Held by cy until 150.
+    let lease = Lease {
+        now: 100,
+        lease_ms: 50,
+    };
+    tasks::claim(kv, "leased", "cy", &approver, Some(&lease)).expect("claims");
     tasks::escalate(kv, "escalated").expect("escalates");
     tasks::escalate(kv, "released").expect("escalates");
-    tasks::claim(kv, "released", "bob", &approver).expect("claims");
+    tasks::claim(kv, "released", "bob", &approver, None).expect("claims");
     tasks::release(kv, "released", "bob").expect("releases");
-    tasks::claim(kv, "done", "ann", &[]).expect("claims");
-    tasks::settle(kv, "done", Settlement::Completed).expect("settles");
+    tasks::claim(kv, "done", "ann", &[], None).expect("claims");
+    tasks::settle(kv, "done", Settlement::Completed, None).expect("settles");
     tasks::withdraw_run(kv, "r2", &names(&["withdrawn"])).expect("withdraws");
     arm(kv, timer("r1", "a", 10));
     arm(kv, timer("r1", "b", 20));
@@ -101,14 +108,14 @@ fn a_task_row_that_does_not_decode_is_corrupt_never_a_default() {
         let d = corrupt_detail(fails_cleanly(&mut kv, |kv| tasks::get(kv, "t")));
         assert!(d.contains('t'), "{d}");
         claim_corrupt_detail(fails_cleanly(&mut kv, |kv| {
-            tasks::claim(kv, "t", "bob", &names(&["a"]))
+            tasks::claim(kv, "t", "bob", &names(&["a"]), None)
         }));
         claim_corrupt_detail(fails_cleanly(&mut kv, |kv| {
-            tasks::take_over(kv, "t", "bob", "ann", &names(&["a"]))
+            tasks::take_over(kv, "t", "bob", "ann", &names(&["a"]), None)
         }));
         claim_corrupt_detail(fails_cleanly(&mut kv, |kv| tasks::release(kv, "t", "bob")));
-        corrupt_detail(fails_cleanly(&mut kv, |kv| {
-            tasks::settle(kv, "t", Settlement::Completed)
+        claim_corrupt_detail(fails_cleanly(&mut kv, |kv| {
+            tasks::settle(kv, "t", Settlement::Completed, None)
         }));
         corrupt_detail(fails_cleanly(&mut kv, |kv| tasks::escalate(kv, "t")));
         corrupt_detail(fails_cleanly(&mut kv, |kv| tasks::open(kv, &task("t"))));
@@ -144,7 +151,7 @@ fn a_task_row_stored_under_another_id_is_corrupt() {
     let d = corrupt_detail(fails_cleanly(&mut kv, |kv| tasks::get(kv, "t")));
     assert!(d.contains("another id"), "{d}");
     claim_corrupt_detail(fails_cleanly(&mut kv, |kv| {
-        tasks::claim(kv, "t", "bob", &[])
+        tasks::claim(kv, "t", "bob", &[], None)
     }));
 }
 
@@ -224,6 +231,39 @@ fn a_due_entry_at_the_wrong_instant_is_corrupt_for_claim_due() {
 }
 
 #[test]
+fn a_lease_entry_without_a_row_is_corrupt_for_reclaim_lapsed() {
+    let mut kv = MemKv::new();
+    mixed_workload(&mut kv);
+    kv.map
+        .insert(schema::lease_entry(120, "ghost").into_bytes(), Vec::new());
+    let d = corrupt_detail(fails_cleanly(&mut kv, |kv| {
+        tasks::reclaim_lapsed(kv, 1_000, 10)
+    }));
+    assert!(d.contains("ghost") && d.contains("no row"), "{d}");
+}
+
+#[test]
+fn a_lease_entry_the_row_does_not_hold_is_corrupt_for_reclaim_lapsed() {
+    // The row says the lease ends at 150; an entry at 120 is not its lease,
+    // and nor is an entry for a task that is not claimed.
+    let mut kv = MemKv::new();
+    mixed_workload(&mut kv);
+    kv.map
+        .insert(schema::lease_entry(120, "leased").into_bytes(), Vec::new());
+    let d = corrupt_detail(fails_cleanly(&mut kv, |kv| {
+        tasks::reclaim_lapsed(kv, 130, 10)
+    }));
+    assert!(d.contains("leased") && d.contains("120"), "{d}");
+    let mut kv = MemKv::new();
+    mixed_workload(&mut kv);
+    kv.map
+        .insert(schema::lease_entry(5, "open").into_bytes(), Vec::new());
+    corrupt_detail(fails_cleanly(&mut kv, |kv| {
+        tasks::reclaim_lapsed(kv, 10, 10)
+    }));
+}
+
+#[test]
 fn an_unknown_layout_version_is_corrupt_for_every_verb() {
     let mut kv = MemKv::new();
     mixed_workload(&mut kv);
@@ -233,17 +273,37 @@ fn an_unknown_layout_version_is_corrupt_for_every_verb() {
     corrupt_detail(fails_cleanly(&mut kv, |kv| tasks::open(kv, &task("new"))));
     corrupt_detail(fails_cleanly(&mut kv, |kv| tasks::open(kv, &task("open"))));
     claim_corrupt_detail(fails_cleanly(&mut kv, |kv| {
-        tasks::claim(kv, "open", "bob", &names(&["approver"]))
+        tasks::claim(kv, "open", "bob", &names(&["approver"]), None)
     }));
     claim_corrupt_detail(fails_cleanly(&mut kv, |kv| {
-        tasks::take_over(kv, "held", "bob", "ann", &names(&["approver"]))
+        tasks::take_over(kv, "held", "bob", "ann", &names(&["approver"]), None)
     }));
     claim_corrupt_detail(fails_cleanly(&mut kv, |kv| {
         tasks::release(kv, "held", "bob")
     }));
-    corrupt_detail(fails_cleanly(&mut kv, |kv| {
-        tasks::settle(kv, "open", Settlement::Completed)
+    claim_corrupt_detail(fails_cleanly(&mut kv, |kv| {
+        tasks::settle(kv, "open", Settlement::Completed, None)
     }));
+    claim_corrupt_detail(fails_cleanly(&mut kv, |kv| {
+        tasks::renew(kv, "leased", "cy", 120, 50)
+    }));
+    corrupt_detail(fails_cleanly(&mut kv, |kv| {
+        tasks::reclaim_lapsed(kv, 1_000, 10)
+    }));
+    corrupt_detail(fails_cleanly(&mut kv, |kv| {
+        tasks::claim_next(
+            kv,
+            &QueueQuery {
+                roles: names(&["approver"]),
+                actor: Some("ann".into()),
+                limit: 1,
+                after: None,
+            },
+            None,
+        )
+    }));
+    corrupt_detail(fails_cleanly(&mut kv, tasks::leased_count));
+    corrupt_detail(fails_cleanly(&mut kv, tasks::next_lease_end));
     corrupt_detail(fails_cleanly(&mut kv, |kv| tasks::escalate(kv, "open")));
     corrupt_detail(fails_cleanly(&mut kv, |kv| {
         tasks::withdraw_run(kv, "run-1", &names(&["open"]))
@@ -414,6 +474,67 @@ fn the_check_finds_a_row_whose_fields_contradict_its_indexes() {
 }
 
 #[test]
+fn the_check_finds_a_missing_lease_entry() {
+    let mut kv = MemKv::new();
+    mixed_workload(&mut kv);
+    kv.map.remove(schema::lease_entry(150, "leased").as_bytes());
+    assert_eq!(findings(&mut kv), found(&[("lease-index", "leased")]));
+}
+
+#[test]
+fn the_check_finds_a_lease_entry_left_behind() {
+    let mut kv = MemKv::new();
+    mixed_workload(&mut kv);
+    // The entry of an earlier lease of the same claim, and one for a task
+    // held without a lease.
+    kv.map
+        .insert(schema::lease_entry(120, "leased").into_bytes(), Vec::new());
+    kv.map
+        .insert(schema::lease_entry(120, "held").into_bytes(), Vec::new());
+    assert_eq!(
+        findings(&mut kv),
+        found(&[("lease-index", "held"), ("lease-index", "leased")])
+    );
+}
+
+#[test]
+fn the_check_finds_the_leased_counter_off_by_one_either_way() {
+    for delta in [1i64, -1] {
+        let mut kv = MemKv::new();
+        mixed_workload(&mut kv);
+        let n = tasks::leased_count(&mut kv).expect("leased-count");
+        assert_eq!(n, 1);
+        let off = n.checked_add_signed(delta).expect("in range");
+        kv.map.insert(
+            schema::counter(schema::LEASED_CLAIMS).into_bytes(),
+            off.to_be_bytes().to_vec(),
+        );
+        assert_eq!(
+            findings(&mut kv),
+            found(&[("leased-count", schema::LEASED_CLAIMS)])
+        );
+    }
+}
+
+#[test]
+fn the_check_finds_a_lease_on_a_task_that_is_not_claimed() {
+    let mut kv = MemKv::new();
+    mixed_workload(&mut kv);
+    let bytes = kv
+        .map
+        .get(schema::task("done").as_bytes())
+        .cloned()
+        .expect("a row");
+    let mut row: TaskRow = store::decode_task(&bytes).expect("decodes");
+    row.task.lease_until = Some(40);
+    kv.map.insert(
+        schema::task("done").into_bytes(),
+        store::encode_row(&row).expect("encodes"),
+    );
+    assert_eq!(findings(&mut kv), found(&[("task", "done")]));
+}
+
+#[test]
 fn the_check_finds_a_missing_due_entry() {
     let mut kv = MemKv::new();
     mixed_workload(&mut kv);
@@ -449,6 +570,7 @@ fn the_check_never_passes_over_a_key_that_does_not_decode() {
         schema::overdue(),
         schema::timers(),
         schema::due(),
+        schema::leases(),
     ] {
         let mut kv = MemKv::new();
         mixed_workload(&mut kv);

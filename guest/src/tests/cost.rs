@@ -311,15 +311,170 @@ fn claim_and_settle_touch_only_their_own_task() {
         open(&mut kv, task(&format!("t{i:05}")).roles(&["a"]).due(i));
     }
     let (t, calls) = counted(&mut kv, |kv| {
-        tasks::claim(kv, "t01500", "bob", &names(&["a"]))
+        tasks::claim(kv, "t01500", "bob", &names(&["a"]), None)
     });
     t.expect("claims");
     assert_eq!(calls.scans, 0, "{calls:?}");
     assert!(calls.reads() <= 4, "{calls:?}");
     let (moved, calls) = counted(&mut kv, |kv| {
-        tasks::settle(kv, "t01500", crate::model::Settlement::Completed)
+        tasks::settle(kv, "t01500", crate::model::Settlement::Completed, None)
     });
     assert_eq!(moved, Ok(true));
     assert_eq!(calls.scans, 0, "{calls:?}");
     assert!(calls.reads() <= 4, "{calls:?}");
+}
+
+/// The "done when" of the leased-claims issue: 10,000 tasks held under live
+/// leases and 10 whose leases lapsed, and `reclaim_lapsed` moves exactly the
+/// 10 after reading their 10 lease entries and rows, never the live ones.
+#[test]
+fn reclaim_lapsed_reads_o_limit_entries_beside_ten_thousand_live_leases() {
+    use crate::model::Lease;
+    let mut kv = MemKv::new();
+    let live = Lease {
+        now: 1_000,
+        lease_ms: 600_000,
+    };
+    for i in 0..10_000 {
+        let id = format!("live-{i:05}");
+        open(&mut kv, task(&id).roles(&["a"]));
+        tasks::claim(&mut kv, &id, "holder", &names(&["a"]), Some(&live)).expect("claims");
+    }
+    // Lapsed at 1,500..1,509: ahead of every live lease (601,000) in the
+    // lease index, and behind them by id, so a walk by id would pass all
+    // 10,000 first.
+    for i in 0..10 {
+        let id = format!("zz-lapsed-{i}");
+        open(&mut kv, task(&id).roles(&["a"]));
+        let short = Lease {
+            now: 1_000 + i,
+            lease_ms: 500,
+        };
+        tasks::claim(&mut kv, &id, "gone", &names(&["a"]), Some(&short)).expect("claims");
+    }
+    assert_eq!(tasks::leased_count(&mut kv), Ok(10_010));
+
+    let (moved, calls) = counted(&mut kv, |kv| {
+        kv.call(|kv| tasks::reclaim_lapsed(kv, 2_000, 10))
+    });
+    let moved = moved.expect("reclaim-lapsed");
+    assert_eq!(
+        ids(&moved),
+        (0..10)
+            .map(|i| format!("zz-lapsed-{i}"))
+            .collect::<Vec<_>>()
+    );
+    assert!(moved.iter().all(|t| t.state == TaskState::Open));
+    // Counted as the component runs it, over the call's buffer: the layout
+    // mark and two counters (one batch), the 10 lapsed entries (one scan:
+    // the live ones sit past `now`), their 10 rows (one batch).
+    assert_eq!(calls.scanned, 10, "{calls:?}");
+    assert!(calls.reads() <= 25, "{calls:?}");
+    assert!(calls.round_trips() <= 3, "{calls:?}");
+
+    // With nothing lapsed, a sweep reads nothing of the lease index.
+    let (moved, calls) = counted(&mut kv, |kv| {
+        kv.call(|kv| tasks::reclaim_lapsed(kv, 2_000, 1000))
+    });
+    assert!(moved.expect("reclaim-lapsed").is_empty());
+    assert_eq!(calls.scanned, 0, "{calls:?}");
+    assert!(calls.reads() <= 3, "{calls:?}");
+    assert_eq!(tasks::leased_count(&mut kv), Ok(10_000));
+    assert_eq!(tasks::next_lease_end(&mut kv), Ok(Some(live.end())));
+}
+
+#[test]
+fn reclaim_lapsed_reads_o_limit_entries_however_many_have_lapsed() {
+    use crate::model::Lease;
+    let mut kv = MemKv::new();
+    for i in 0..3_000 {
+        let id = format!("t{i:05}");
+        open(&mut kv, task(&id));
+        let lease = Lease {
+            now: i64::from(i),
+            lease_ms: 1,
+        };
+        tasks::claim(&mut kv, &id, "bob", &[], Some(&lease)).expect("claims");
+    }
+    let (moved, calls) = counted(&mut kv, |kv| {
+        kv.call(|kv| tasks::reclaim_lapsed(kv, 10_000, 4))
+    });
+    assert_eq!(
+        ids(&moved.expect("reclaim-lapsed")),
+        ["t00000", "t00001", "t00002", "t00003"]
+    );
+    assert_eq!(calls.scanned, 4, "{calls:?}");
+    assert!(calls.reads() <= 11, "{calls:?}");
+}
+
+#[test]
+fn next_lease_end_and_leased_count_read_one_entry_each() {
+    use crate::model::Lease;
+    let mut kv = MemKv::new();
+    for i in 0..3_000 {
+        let id = format!("t{i:05}");
+        open(&mut kv, task(&id));
+        let lease = Lease {
+            now: 3_000 - i64::from(i),
+            lease_ms: 10,
+        };
+        tasks::claim(&mut kv, &id, "bob", &[], Some(&lease)).expect("claims");
+    }
+    let (at, calls) = counted(&mut kv, tasks::next_lease_end);
+    assert_eq!(at, Ok(Some(11)));
+    assert!(calls.reads() <= 2, "{calls:?}");
+    let (n, calls) = counted(&mut kv, tasks::leased_count);
+    assert_eq!(n, Ok(3_000));
+    assert_eq!(calls.scans, 0, "{calls:?}");
+    assert!(calls.reads() <= 2, "{calls:?}");
+}
+
+/// `claim-next` costs what a one-task `queue` page costs (plus the claim's
+/// counter), however large the backlog, with or without tasks ahead that
+/// exclude the caller. Both are counted as the component runs them, over the
+/// call's buffer, so a read the buffer answers costs nothing.
+#[test]
+fn claim_next_reads_no_more_than_a_one_task_queue_page() {
+    use crate::model::Lease;
+    let mut kv = MemKv::new();
+    for i in 0..3_000 {
+        let t = task(&format!("t{i:05}"))
+            .roles(&[["a", "b"][i % 2]])
+            .created(i as i64);
+        // A few tasks at the head exclude ann.
+        let t = if i < 3 { t.excluding(&["ann"]) } else { t };
+        open(&mut kv, t);
+    }
+    for i in 0..1_000 {
+        open(&mut kv, task(&format!("any{i:05}")).created(5_000 + i));
+    }
+    let query = QueueQuery {
+        roles: names(&["a", "b"]),
+        actor: Some("ann".into()),
+        limit: 1,
+        after: None,
+    };
+    let (page, page_calls) = counted(&mut kv, |kv| kv.call(|kv| tasks::queue(kv, &query)));
+    assert_eq!(ids(&page.expect("queue").tasks), ["t00003"]);
+    let lease = Lease {
+        now: 10,
+        lease_ms: 1_000,
+    };
+    let (got, calls) = counted(&mut kv, |kv| {
+        kv.call(|kv| tasks::claim_next(kv, &query, Some(&lease)))
+    });
+    let got = got.expect("claim-next").expect("a task");
+    assert_eq!(got.id, "t00003");
+    assert_eq!(got.assignee.as_deref(), Some("ann"));
+    // The same reads, plus the leased counter the claim moves (in the same
+    // batch as the layout mark).
+    assert!(
+        calls.reads() <= page_calls.reads() + 1,
+        "{calls:?} against a page's {page_calls:?}"
+    );
+    assert!(
+        calls.round_trips() <= page_calls.round_trips(),
+        "{calls:?} against a page's {page_calls:?}"
+    );
+    assert!(calls.reads() < 30, "{calls:?}");
 }

@@ -75,10 +75,10 @@ fn populated() -> MemKv {
         );
     }
     let approver = names(&["approver"]);
-    tasks::claim(&mut kv, "held", "bob", &approver).expect("claims");
+    tasks::claim(&mut kv, "held", "bob", &approver, None).expect("claims");
     tasks::escalate(&mut kv, "escalated").expect("escalates");
-    tasks::claim(&mut kv, "settled", "bob", &approver).expect("claims");
-    tasks::settle(&mut kv, "settled", Settlement::Completed).expect("settles");
+    tasks::claim(&mut kv, "settled", "bob", &approver, None).expect("claims");
+    tasks::settle(&mut kv, "settled", Settlement::Completed, None).expect("settles");
     arm(&mut kv, timer("r1", "a", 10));
     arm(&mut kv, timer("r1", "b", 100));
     assert_eq!(
@@ -247,35 +247,35 @@ fn invalid_input_cases() -> Vec<Case> {
         case("get: empty id", INV, |kv| tasks::get(kv, "")),
         case("get: long id", INV, move |kv| tasks::get(kv, &l)),
         case("claim: empty id", INV, |kv| {
-            tasks::claim(kv, "", "bob", &[])
+            tasks::claim(kv, "", "bob", &[], None)
         }),
         case("claim: empty actor", INV, |kv| {
-            tasks::claim(kv, "open", "", &[])
+            tasks::claim(kv, "open", "", &[], None)
         }),
         case("claim: control role", INV, |kv| {
-            tasks::claim(kv, "open", "bob", &names(&["approver", "\t"]))
+            tasks::claim(kv, "open", "bob", &names(&["approver", "\t"]), None)
         }),
         case("claim: 257 roles", INV, move |kv| {
-            tasks::claim(kv, "open", "bob", &m)
+            tasks::claim(kv, "open", "bob", &m, None)
         }),
         case("take-over: empty from", INV, |kv| {
-            tasks::take_over(kv, "held", "", "dave", &names(&["approver"]))
+            tasks::take_over(kv, "held", "", "dave", &names(&["approver"]), None)
         }),
         case("take-over: empty actor", INV, |kv| {
-            tasks::take_over(kv, "held", "bob", "", &names(&["approver"]))
+            tasks::take_over(kv, "held", "bob", "", &names(&["approver"]), None)
         }),
         case("take-over: empty id", INV, |kv| {
-            tasks::take_over(kv, "", "bob", "dave", &names(&["approver"]))
+            tasks::take_over(kv, "", "bob", "dave", &names(&["approver"]), None)
         }),
         case("take-over: empty role", INV, |kv| {
-            tasks::take_over(kv, "held", "bob", "dave", &names(&[""]))
+            tasks::take_over(kv, "held", "bob", "dave", &names(&[""]), None)
         }),
         case("release: empty id", INV, |kv| tasks::release(kv, "", "bob")),
         case("release: control actor", INV, |kv| {
             tasks::release(kv, "held", "b\u{7f}ob")
         }),
         case("settle: empty id", INV, |kv| {
-            tasks::settle(kv, "", Settlement::Completed)
+            tasks::settle(kv, "", Settlement::Completed, None)
         }),
         case("withdraw-run: empty run", INV, |kv| {
             tasks::withdraw_run(kv, "", &names(&["open"]))
@@ -369,40 +369,40 @@ fn refusal_cases() -> Vec<Case> {
     let clerk = || names(&["clerk"]);
     vec![
         case("claim: not found", "NotFound", move |kv| {
-            tasks::claim(kv, "nope", "bob", &approver())
+            tasks::claim(kv, "nope", "bob", &approver(), None)
         }),
         case("claim: excluded", "Excluded", move |kv| {
-            tasks::claim(kv, "held", "mallory", &clerk())
+            tasks::claim(kv, "held", "mallory", &clerk(), None)
         }),
         case("claim: wrong role", "WrongRole", move |kv| {
-            tasks::claim(kv, "settled", "carol", &clerk())
+            tasks::claim(kv, "settled", "carol", &clerk(), None)
         }),
         case("claim: not pending", "NotPending", move |kv| {
-            tasks::claim(kv, "settled", "bob", &approver())
+            tasks::claim(kv, "settled", "bob", &approver(), None)
         }),
         case("claim: already claimed", "AlreadyClaimed", move |kv| {
-            tasks::claim(kv, "held", "dave", &approver())
+            tasks::claim(kv, "held", "dave", &approver(), None)
         }),
         case("take-over: not found", "NotFound", move |kv| {
-            tasks::take_over(kv, "nope", "bob", "dave", &approver())
+            tasks::take_over(kv, "nope", "bob", "dave", &approver(), None)
         }),
         case("take-over: excluded", "Excluded", move |kv| {
-            tasks::take_over(kv, "held", "bob", "mallory", &approver())
+            tasks::take_over(kv, "held", "bob", "mallory", &approver(), None)
         }),
         case("take-over: wrong role", "WrongRole", move |kv| {
-            tasks::take_over(kv, "held", "bob", "carol", &clerk())
+            tasks::take_over(kv, "held", "bob", "carol", &clerk(), None)
         }),
         case("take-over: not pending", "NotPending", move |kv| {
-            tasks::take_over(kv, "settled", "bob", "dave", &approver())
+            tasks::take_over(kv, "settled", "bob", "dave", &approver(), None)
         }),
         case("take-over: held by another", "NotHeld", move |kv| {
-            tasks::take_over(kv, "held", "carol", "dave", &approver())
+            tasks::take_over(kv, "held", "carol", "dave", &approver(), None)
         }),
         case("take-over: unheld", "NotHeld", move |kv| {
-            tasks::take_over(kv, "open", "bob", "dave", &approver())
+            tasks::take_over(kv, "open", "bob", "dave", &approver(), None)
         }),
         case("take-over: escalated, unheld", "NotHeld", move |kv| {
-            tasks::take_over(kv, "escalated", "bob", "bob", &names(&["lead"]))
+            tasks::take_over(kv, "escalated", "bob", "bob", &names(&["lead"]), None)
         }),
         case("release: not found", "NotFound", |kv| {
             tasks::release(kv, "nope", "bob")
@@ -417,7 +417,7 @@ fn refusal_cases() -> Vec<Case> {
             tasks::release(kv, "settled", "bob")
         }),
         case("settle: not found", "NotFound", |kv| {
-            tasks::settle(kv, "nope", Settlement::Withdrawn)
+            tasks::settle(kv, "nope", Settlement::Withdrawn, None)
         }),
         case("escalate: not found", "NotFound", |kv| {
             tasks::escalate(kv, "nope")

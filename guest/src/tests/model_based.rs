@@ -10,7 +10,7 @@ use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 
 use super::*;
-use crate::model::{ArmOutcome, ClaimError, Page, QueueQuery, SealOutcome, Settlement};
+use crate::model::{ArmOutcome, ClaimError, Lease, Page, QueueQuery, SealOutcome, Settlement};
 use crate::{runs, tasks, timers};
 
 const IDS: [&str; 4] = ["t0", "t1", "t2", "t3"];
@@ -48,6 +48,7 @@ enum Op {
         id: usize,
         actor: usize,
         roles: Vec<usize>,
+        lease: Option<Lease>,
     },
     Release {
         id: usize,
@@ -58,10 +59,26 @@ enum Op {
         from: usize,
         actor: usize,
         roles: Vec<usize>,
+        lease: Option<Lease>,
     },
     Settle {
         id: usize,
         settlement: usize,
+        holder: Option<usize>,
+    },
+    Renew {
+        id: usize,
+        actor: usize,
+        lease: Lease,
+    },
+    ReclaimLapsed {
+        now: i64,
+        limit: u32,
+    },
+    ClaimNext {
+        roles: Vec<usize>,
+        actor: usize,
+        lease: Option<Lease>,
     },
     Escalate {
         id: usize,
@@ -113,6 +130,11 @@ enum Op {
     },
 }
 
+/// A lease over the same small span of time as the timer leases.
+fn lease() -> impl Strategy<Value = Lease> {
+    (0..150i64, 1..60u32).prop_map(|(now, lease_ms)| Lease { now, lease_ms })
+}
+
 fn op() -> impl Strategy<Value = Op> {
     let few = || proptest::collection::vec(0..3usize, 0..4);
     prop_oneof![
@@ -140,18 +162,30 @@ fn op() -> impl Strategy<Value = Op> {
                     due,
                 }
             ),
-        6 => (0..IDS.len(), 0..3usize, few())
-            .prop_map(|(id, actor, roles)| Op::Claim { id, actor, roles }),
+        6 => (0..IDS.len(), 0..3usize, few(), proptest::option::of(lease()))
+            .prop_map(|(id, actor, roles, lease)| Op::Claim { id, actor, roles, lease }),
         4 => (0..IDS.len(), 0..3usize).prop_map(|(id, actor)| Op::Release { id, actor }),
-        3 => (0..IDS.len(), 0..3usize, 0..3usize, few()).prop_map(|(id, from, actor, roles)| {
-            Op::TakeOver {
+        3 => (
+            0..IDS.len(),
+            0..3usize,
+            0..3usize,
+            few(),
+            proptest::option::of(lease())
+        )
+            .prop_map(|(id, from, actor, roles, lease)| Op::TakeOver {
                 id,
                 from,
                 actor,
                 roles,
-            }
-        }),
-        2 => (0..IDS.len(), 0..3usize).prop_map(|(id, settlement)| Op::Settle { id, settlement }),
+                lease,
+            }),
+        2 => (0..IDS.len(), 0..3usize, proptest::option::of(0..3usize))
+            .prop_map(|(id, settlement, holder)| Op::Settle { id, settlement, holder }),
+        3 => (0..IDS.len(), 0..3usize, lease())
+            .prop_map(|(id, actor, lease)| Op::Renew { id, actor, lease }),
+        3 => (0..220i64, 1..4u32).prop_map(|(now, limit)| Op::ReclaimLapsed { now, limit }),
+        3 => (few(), 0..3usize, proptest::option::of(lease()))
+            .prop_map(|(roles, actor, lease)| Op::ClaimNext { roles, actor, lease }),
         3 => (0..IDS.len()).prop_map(|id| Op::Escalate { id }),
         1 => (0..RUNS.len(), proptest::collection::vec(0..IDS.len(), 0..4))
             .prop_map(|(run, awaited)| Op::WithdrawRun { run, awaited }),
@@ -225,21 +259,30 @@ impl Model {
         Ok(t)
     }
 
-    fn claim(&mut self, id: &str, actor: &str, roles: &[String]) -> Result<Task, ClaimError> {
+    fn claim(
+        &mut self,
+        id: &str,
+        actor: &str,
+        roles: &[String],
+        lease: Option<Lease>,
+    ) -> Result<Task, ClaimError> {
         let Some((t, _)) = self.tasks.get_mut(id) else {
             return Err(ClaimError::NotFound(id.to_owned()));
         };
         Self::ladder(t, actor, roles)?;
         if t.state == TaskState::Claimed {
             let holder = t.assignee.clone().unwrap_or_default();
-            return if holder == actor {
-                Ok(t.clone())
-            } else {
-                Err(ClaimError::AlreadyClaimed(holder))
-            };
+            if holder != actor {
+                return Err(ClaimError::AlreadyClaimed(holder));
+            }
+            if let Some(l) = lease {
+                t.lease_until = Some(l.now + i64::from(l.lease_ms));
+            }
+            return Ok(t.clone());
         }
         t.state = TaskState::Claimed;
         t.assignee = Some(actor.to_owned());
+        t.lease_until = lease.map(|l| l.now + i64::from(l.lease_ms));
         Ok(t.clone())
     }
 
@@ -249,6 +292,7 @@ impl Model {
         from: &str,
         actor: &str,
         roles: &[String],
+        lease: Option<Lease>,
     ) -> Result<Task, ClaimError> {
         let Some((t, _)) = self.tasks.get_mut(id) else {
             return Err(ClaimError::NotFound(id.to_owned()));
@@ -257,8 +301,22 @@ impl Model {
         if t.state != TaskState::Claimed || t.assignee.as_deref() != Some(from) {
             return Err(ClaimError::NotHeld(from.to_owned()));
         }
+        let end = lease.map(|l| l.now + i64::from(l.lease_ms));
+        if from != actor || end.is_some() {
+            t.lease_until = end;
+        }
         t.assignee = Some(actor.to_owned());
         Ok(t.clone())
+    }
+
+    fn put_back(t: &mut Task, ever: bool) {
+        t.assignee = None;
+        t.lease_until = None;
+        t.state = if ever {
+            TaskState::Escalated
+        } else {
+            TaskState::Open
+        };
     }
 
     fn release(&mut self, id: &str, actor: &str) -> Result<(), ClaimError> {
@@ -268,23 +326,71 @@ impl Model {
         if t.state != TaskState::Claimed || t.assignee.as_deref() != Some(actor) {
             return Err(ClaimError::NotHeld(actor.to_owned()));
         }
-        t.assignee = None;
-        t.state = if *ever {
-            TaskState::Escalated
-        } else {
-            TaskState::Open
-        };
+        Self::put_back(t, *ever);
         Ok(())
     }
 
-    fn settle(&mut self, id: &str, s: Settlement) -> Result<bool, StoreError> {
+    fn renew(&mut self, id: &str, actor: &str, lease: Lease) -> Result<Task, ClaimError> {
         let Some((t, _)) = self.tasks.get_mut(id) else {
-            return Err(StoreError::NotFound(id.to_owned()));
+            return Err(ClaimError::NotFound(id.to_owned()));
         };
+        if t.state != TaskState::Claimed
+            || t.assignee.as_deref() != Some(actor)
+            || t.lease_until.is_none()
+        {
+            return Err(ClaimError::NotHeld(actor.to_owned()));
+        }
+        t.lease_until = Some(lease.now + i64::from(lease.lease_ms));
+        Ok(t.clone())
+    }
+
+    fn reclaim_lapsed(&mut self, now: i64, limit: u32) -> Vec<Task> {
+        let mut lapsed: Vec<(i64, String)> = self
+            .tasks
+            .values()
+            .filter(|(t, _)| t.state == TaskState::Claimed)
+            .filter_map(|(t, _)| {
+                t.lease_until
+                    .filter(|e| *e <= now)
+                    .map(|e| (e, t.id.clone()))
+            })
+            .collect();
+        lapsed.sort();
+        lapsed
+            .into_iter()
+            .take(limit as usize)
+            .filter_map(|(_, id)| {
+                let (t, ever) = self.tasks.get_mut(&id)?;
+                Self::put_back(t, *ever);
+                Some(t.clone())
+            })
+            .collect()
+    }
+
+    fn claim_next(&mut self, roles: &[String], actor: &str, lease: Option<Lease>) -> Option<Task> {
+        let head = self.queue(roles, Some(actor)).into_iter().next()?;
+        self.claim(&head, actor, roles, lease).ok()
+    }
+
+    fn settle(
+        &mut self,
+        id: &str,
+        s: Settlement,
+        holder: Option<&str>,
+    ) -> Result<bool, ClaimError> {
+        let Some((t, _)) = self.tasks.get_mut(id) else {
+            return Err(ClaimError::NotFound(id.to_owned()));
+        };
+        if let Some(h) = holder
+            && (t.state != TaskState::Claimed || t.assignee.as_deref() != Some(h))
+        {
+            return Err(ClaimError::NotHeld(h.to_owned()));
+        }
         if !t.state.is_pending() {
             return Ok(false);
         }
         t.state = s.state();
+        t.lease_until = None;
         Ok(true)
     }
 
@@ -296,6 +402,7 @@ impl Model {
             *ever = true;
             t.state = TaskState::Escalated;
             t.assignee = None;
+            t.lease_until = None;
             if !t.candidate_roles.is_empty() {
                 for r in t.escalate_to.clone() {
                     if !t.candidate_roles.contains(&r) {
@@ -315,6 +422,7 @@ impl Model {
                 && t.state.is_pending()
             {
                 t.state = TaskState::Withdrawn;
+                t.lease_until = None;
                 moved += 1;
             }
         }
@@ -411,6 +519,21 @@ impl Model {
         self.timers.values().map(Self::claimable_at).min()
     }
 
+    fn leased_tasks(&self) -> u64 {
+        self.tasks
+            .values()
+            .filter(|(t, _)| t.state == TaskState::Claimed && t.lease_until.is_some())
+            .count() as u64
+    }
+
+    fn next_lease_end(&self) -> Option<i64> {
+        self.tasks
+            .values()
+            .filter(|(t, _)| t.state == TaskState::Claimed)
+            .filter_map(|(t, _)| t.lease_until)
+            .min()
+    }
+
     fn pending_tasks(&self) -> u64 {
         self.tasks
             .values()
@@ -441,12 +564,12 @@ fn page_through(
     Err(TestCaseError::fail("paging did not end"))
 }
 
-const INVALID_CALLS: usize = 10;
+const INVALID_CALLS: usize = 14;
 
 /// One call with an invalid input; answers the `Debug` of its result.
 fn invalid_call(kv: &mut MemKv, which: usize) -> String {
     match which {
-        0 => format!("{:?}", tasks::claim(kv, "t0", "", &[])),
+        0 => format!("{:?}", tasks::claim(kv, "t0", "", &[], None)),
         1 => format!("{:?}", timers::claim_due(kv, 10, 1, 0)),
         2 => format!(
             "{:?}",
@@ -474,7 +597,26 @@ fn invalid_call(kv: &mut MemKv, which: usize) -> String {
         5 => format!("{:?}", runs::seal(kv, "", &[])),
         6 => format!("{:?}", tasks::overdue(kv, 10, 1001)),
         7 => format!("{:?}", tasks::for_case(kv, "c0", 1, Some("q00"))),
-        8 => format!("{:?}", tasks::take_over(kv, "t0", "", "ann", &[])),
+        8 => format!("{:?}", tasks::take_over(kv, "t0", "", "ann", &[], None)),
+        9 => format!("{:?}", tasks::renew(kv, "t0", "ann", 10, 0)),
+        10 => format!("{:?}", tasks::reclaim_lapsed(kv, -1, 5)),
+        11 => format!(
+            "{:?}",
+            tasks::claim_next(
+                kv,
+                &QueueQuery {
+                    roles: vec![],
+                    actor: None,
+                    limit: 1,
+                    after: None,
+                },
+                None,
+            )
+        ),
+        12 => format!(
+            "{:?}",
+            tasks::settle(kv, "t0", Settlement::Completed, Some(""))
+        ),
         _ => format!("{:?}", tasks::withdraw_run(kv, "r0", &names(&["t0", ""]))),
     }
 }
@@ -510,10 +652,18 @@ fn apply(kv: &mut MemKv, model: &mut Model, op: &Op) -> Result<bool, TestCaseErr
             prop_assert_eq!(&real, &model.open(&t));
             real.is_err()
         }
-        Op::Claim { id, actor, roles } => {
+        Op::Claim {
+            id,
+            actor,
+            roles,
+            lease,
+        } => {
             let roles = pick(&ROLES, roles);
-            let real = tasks::claim(kv, IDS[*id], ACTORS[*actor], &roles);
-            prop_assert_eq!(&real, &model.claim(IDS[*id], ACTORS[*actor], &roles));
+            let real = tasks::claim(kv, IDS[*id], ACTORS[*actor], &roles, lease.as_ref());
+            prop_assert_eq!(
+                &real,
+                &model.claim(IDS[*id], ACTORS[*actor], &roles, *lease)
+            );
             real.is_err()
         }
         Op::Release { id, actor } => {
@@ -526,17 +676,50 @@ fn apply(kv: &mut MemKv, model: &mut Model, op: &Op) -> Result<bool, TestCaseErr
             from,
             actor,
             roles,
+            lease,
         } => {
             let roles = pick(&ROLES, roles);
             let (id, from, actor) = (IDS[*id], ACTORS[*from], ACTORS[*actor]);
-            let real = tasks::take_over(kv, id, from, actor, &roles);
-            prop_assert_eq!(&real, &model.take_over(id, from, actor, &roles));
+            let real = tasks::take_over(kv, id, from, actor, &roles, lease.as_ref());
+            prop_assert_eq!(&real, &model.take_over(id, from, actor, &roles, *lease));
             real.is_err()
         }
-        Op::Settle { id, settlement } => {
+        Op::Settle {
+            id,
+            settlement,
+            holder,
+        } => {
             let s = SETTLEMENTS[*settlement];
-            let real = tasks::settle(kv, IDS[*id], s);
-            prop_assert_eq!(&real, &model.settle(IDS[*id], s));
+            let holder = holder.map(|h| ACTORS[h]);
+            let real = tasks::settle(kv, IDS[*id], s, holder);
+            prop_assert_eq!(&real, &model.settle(IDS[*id], s, holder));
+            real.is_err()
+        }
+        Op::Renew { id, actor, lease } => {
+            let (id, actor) = (IDS[*id], ACTORS[*actor]);
+            let real = tasks::renew(kv, id, actor, lease.now, lease.lease_ms);
+            prop_assert_eq!(&real, &model.renew(id, actor, *lease));
+            real.is_err()
+        }
+        Op::ReclaimLapsed { now, limit } => {
+            let real = tasks::reclaim_lapsed(kv, *now, *limit);
+            prop_assert_eq!(&real, &Ok(model.reclaim_lapsed(*now, *limit)));
+            real.is_err()
+        }
+        Op::ClaimNext {
+            roles,
+            actor,
+            lease,
+        } => {
+            let roles = pick(&ROLES, roles);
+            let query = QueueQuery {
+                roles: roles.clone(),
+                actor: Some(ACTORS[*actor].to_owned()),
+                limit: 1,
+                after: None,
+            };
+            let real = tasks::claim_next(kv, &query, lease.as_ref());
+            prop_assert_eq!(&real, &Ok(model.claim_next(&roles, ACTORS[*actor], *lease)));
             real.is_err()
         }
         Op::Escalate { id } => {
@@ -644,6 +827,8 @@ fn verify(kv: &mut MemKv, model: &Model) -> Result<(), TestCaseError> {
     let found = check::check(kv).map_err(|e| TestCaseError::fail(e.to_string()))?;
     prop_assert!(found.is_empty(), "the check found {:?}", found);
     prop_assert_eq!(tasks::open_count(kv), Ok(model.pending_tasks()));
+    prop_assert_eq!(tasks::leased_count(kv), Ok(model.leased_tasks()));
+    prop_assert_eq!(tasks::next_lease_end(kv), Ok(model.next_lease_end()));
     prop_assert_eq!(timers::pending_count(kv), Ok(model.timers.len() as u64));
     prop_assert_eq!(timers::next_due(kv), Ok(model.next_due()));
     for id in IDS {

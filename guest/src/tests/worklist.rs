@@ -6,7 +6,7 @@ use crate::model::{ClaimError, Settlement};
 use crate::tasks;
 
 fn claim(kv: &mut MemKv, id: &str, actor: &str, roles: &[&str]) -> Result<Task, ClaimError> {
-    tasks::claim(kv, id, actor, &names(roles))
+    tasks::claim(kv, id, actor, &names(roles), None)
 }
 
 fn take_over(
@@ -16,7 +16,7 @@ fn take_over(
     actor: &str,
     roles: &[&str],
 ) -> Result<Task, ClaimError> {
-    tasks::take_over(kv, id, from, actor, &names(roles))
+    tasks::take_over(kv, id, from, actor, &names(roles), None)
 }
 
 fn open_count(kv: &mut MemKv) -> u64 {
@@ -191,7 +191,7 @@ fn get_answers_the_stored_task_or_none() {
 fn settled_while_bob_held_it(kv: &mut MemKv, settlement: Settlement) {
     open(kv, task("t").roles(&["approver"]).excluding(&["mallory"]));
     claim(kv, "t", "bob", &["approver"]).expect("bob claims");
-    assert_eq!(tasks::settle(kv, "t", settlement), Ok(true));
+    assert_eq!(tasks::settle(kv, "t", settlement, None), Ok(true));
 }
 
 /// The same task, still held by bob.
@@ -504,7 +504,7 @@ fn only_the_holder_of_a_claimed_task_may_release_it() {
     let e = fails_cleanly(&mut kv, |kv| tasks::release(kv, "t", "carol"));
     assert_eq!(e, ClaimError::NotHeld("carol".into()));
     // A settled task keeps its assignee, but nobody holds it any more.
-    tasks::settle(&mut kv, "t", Settlement::Completed).expect("settles");
+    tasks::settle(&mut kv, "t", Settlement::Completed, None).expect("settles");
     let e = fails_cleanly(&mut kv, |kv| tasks::release(kv, "t", "bob"));
     assert_eq!(e, ClaimError::NotHeld("bob".into()));
 }
@@ -548,7 +548,10 @@ fn release_returns_an_escalated_task_to_escalated_with_its_audience_widened() {
 fn settle_is_compare_and_set_from_pending() {
     let mut kv = MemKv::new();
     open(&mut kv, task("t"));
-    assert_eq!(tasks::settle(&mut kv, "t", Settlement::Completed), Ok(true));
+    assert_eq!(
+        tasks::settle(&mut kv, "t", Settlement::Completed, None),
+        Ok(true)
+    );
     assert_eq!(stored(&mut kv, "t").state, TaskState::Completed);
     // The loser of the race never overwrites the winner.
     for s in [
@@ -556,7 +559,9 @@ fn settle_is_compare_and_set_from_pending() {
         Settlement::Withdrawn,
         Settlement::Completed,
     ] {
-        assert!(!writes_nothing(&mut kv, |kv| tasks::settle(kv, "t", s)));
+        assert!(!writes_nothing(&mut kv, |kv| tasks::settle(
+            kv, "t", s, None
+        )));
         assert_eq!(stored(&mut kv, "t").state, TaskState::Completed);
     }
     assert_eq!(open_count(&mut kv), 0);
@@ -573,15 +578,15 @@ fn settle_moves_every_pending_state() {
     tasks::escalate(&mut kv, "escalated").expect("escalates");
     assert_eq!(open_count(&mut kv), 3);
     assert_eq!(
-        tasks::settle(&mut kv, "open", Settlement::Expired),
+        tasks::settle(&mut kv, "open", Settlement::Expired, None),
         Ok(true)
     );
     assert_eq!(
-        tasks::settle(&mut kv, "claimed", Settlement::Completed),
+        tasks::settle(&mut kv, "claimed", Settlement::Completed, None),
         Ok(true)
     );
     assert_eq!(
-        tasks::settle(&mut kv, "escalated", Settlement::Withdrawn),
+        tasks::settle(&mut kv, "escalated", Settlement::Withdrawn, None),
         Ok(true)
     );
     assert_eq!(stored(&mut kv, "open").state, TaskState::Expired);
@@ -596,7 +601,10 @@ fn settle_keeps_the_assignee() {
     let mut kv = MemKv::new();
     open(&mut kv, task("t"));
     claim(&mut kv, "t", "bob", &[]).expect("claims");
-    assert_eq!(tasks::settle(&mut kv, "t", Settlement::Completed), Ok(true));
+    assert_eq!(
+        tasks::settle(&mut kv, "t", Settlement::Completed, None),
+        Ok(true)
+    );
     let t = stored(&mut kv, "t");
     assert_eq!(t.state, TaskState::Completed);
     assert_eq!(t.assignee.as_deref(), Some("bob"));
@@ -605,11 +613,15 @@ fn settle_keeps_the_assignee() {
 #[test]
 fn settling_an_unknown_task_is_not_found() {
     let mut kv = MemKv::new();
-    let e = fails_cleanly(&mut kv, |kv| tasks::settle(kv, "t", Settlement::Completed));
-    assert_eq!(e, StoreError::NotFound("t".into()));
+    let e = fails_cleanly(&mut kv, |kv| {
+        tasks::settle(kv, "t", Settlement::Completed, None)
+    });
+    assert_eq!(e, ClaimError::NotFound("t".into()));
     open(&mut kv, task("u"));
-    let e = fails_cleanly(&mut kv, |kv| tasks::settle(kv, "t", Settlement::Expired));
-    assert_eq!(e, StoreError::NotFound("t".into()));
+    let e = fails_cleanly(&mut kv, |kv| {
+        tasks::settle(kv, "t", Settlement::Expired, None)
+    });
+    assert_eq!(e, ClaimError::NotFound("t".into()));
 }
 
 // ---- withdraw-run -------------------------------------------------------
@@ -623,7 +635,7 @@ fn withdraw_run_moves_only_that_runs_pending_awaited_tasks() {
     open(&mut kv, task("other-run").of_run("r2"));
     claim(&mut kv, "claimed", "bob", &[]).expect("claims");
     tasks::escalate(&mut kv, "escalated").expect("escalates");
-    tasks::settle(&mut kv, "completed", Settlement::Completed).expect("settles");
+    tasks::settle(&mut kv, "completed", Settlement::Completed, None).expect("settles");
     let awaited = names(&[
         "open",
         "claimed",
@@ -701,7 +713,7 @@ fn escalating_a_settled_task_is_a_no_op() {
     let mut kv = MemKv::new();
     open(&mut kv, task("t").roles(&["a"]).escalating_to(&["b"]));
     claim(&mut kv, "t", "bob", &["a"]).expect("claims");
-    tasks::settle(&mut kv, "t", Settlement::Completed).expect("settles");
+    tasks::settle(&mut kv, "t", Settlement::Completed, None).expect("settles");
     let before = stored(&mut kv, "t");
     let t = writes_nothing(&mut kv, |kv| tasks::escalate(kv, "t"));
     assert_eq!(t, before);
@@ -761,9 +773,9 @@ fn open_count_counts_pending_tasks_through_every_transition() {
     claim(&mut kv, "a", "bob", &[]).expect("claims");
     tasks::release(&mut kv, "a", "bob").expect("releases");
     assert_eq!(open_count(&mut kv), 5);
-    tasks::settle(&mut kv, "a", Settlement::Completed).expect("settles");
+    tasks::settle(&mut kv, "a", Settlement::Completed, None).expect("settles");
     assert_eq!(open_count(&mut kv), 4);
-    tasks::settle(&mut kv, "a", Settlement::Expired).expect("settle is a no-op");
+    tasks::settle(&mut kv, "a", Settlement::Expired, None).expect("settle is a no-op");
     assert_eq!(open_count(&mut kv), 4);
     tasks::escalate(&mut kv, "a").expect("escalate is a no-op");
     assert_eq!(open_count(&mut kv), 4);
@@ -842,7 +854,7 @@ fn settled_tasks_are_not_overdue() {
         ("w", Settlement::Withdrawn),
     ] {
         open(&mut kv, task(id).due(5));
-        tasks::settle(&mut kv, id, s).expect("settles");
+        tasks::settle(&mut kv, id, s, None).expect("settles");
     }
     assert!(
         tasks::overdue(&mut kv, 1_000, 100)
@@ -860,7 +872,7 @@ fn overdue_with_a_limit_stops_there_and_the_rest_follow_after_settling() {
     let first = tasks::overdue(&mut kv, 100, 3).expect("overdue");
     assert_eq!(ids(&first), ["t0", "t1", "t2"]);
     for t in &first {
-        tasks::settle(&mut kv, &t.id, Settlement::Expired).expect("settles");
+        tasks::settle(&mut kv, &t.id, Settlement::Expired, None).expect("settles");
     }
     let next = tasks::overdue(&mut kv, 100, 3).expect("overdue");
     assert_eq!(ids(&next), ["t3", "t4", "t5"]);

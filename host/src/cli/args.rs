@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use leasehold_guest::validate::MAX_LIMIT;
-use leasehold_host::{Settlement, Timestamp};
+use leasehold_host::{Lease, Settlement, Timestamp};
 
 use super::time::{parse_lease, parse_time, parse_wait};
 
@@ -98,7 +98,8 @@ pub enum Command {
     /// Seal a run, or ask whether it is sealed
     #[command(subcommand)]
     Run(RunCommand),
-    /// Pending tasks, armed timers and the next due instant for the tenant
+    /// Pending and leased tasks, armed timers, and the next due timer and
+    /// lease end for the tenant
     Stats,
     /// Run the consistency check; exits 1 when it finds any discrepancy
     Check,
@@ -125,7 +126,7 @@ pub enum TaskCommand {
     },
     /// Show one task
     Get { id: String },
-    /// Reserve a task for an actor
+    /// Reserve a task for an actor, until released or under a lease
     Claim {
         id: String,
         #[arg(long, value_name = "A")]
@@ -133,6 +134,48 @@ pub enum TaskCommand {
         /// The actor's roles (repeat, or list several after one --role)
         #[arg(long = "role", value_name = "R", num_args = 1..)]
         roles: Vec<String>,
+        #[command(flatten)]
+        lease: LeaseArgs,
+    },
+    /// Claim the first task of the actor's queue (same order and eligibility
+    /// as `queue`); says so when the queue is empty
+    ClaimNext {
+        #[arg(long, value_name = "A")]
+        actor: String,
+        /// The actor's roles (repeat, or list several after one --role)
+        #[arg(long = "role", value_name = "R", num_args = 1..)]
+        roles: Vec<String>,
+        #[command(flatten)]
+        lease: LeaseArgs,
+    },
+    /// Extend the lease of a task the actor holds under one, to end a lease
+    /// from now
+    Renew {
+        id: String,
+        #[arg(long, value_name = "A")]
+        actor: String,
+        /// How long from now the lease holds
+        #[arg(long, value_name = "DURATION", value_parser = parse_lease)]
+        lease: u32,
+        /// When the new lease starts [default: the current clock]
+        #[arg(long, value_name = "TIME", value_parser = parse_time, allow_negative_numbers = true)]
+        now: Option<Timestamp>,
+    },
+    /// Put the tasks whose lease ended at or before now back in the queue
+    /// (reclaim-lapsed)
+    Reclaim {
+        /// The sweep's instant [default: the current clock]
+        #[arg(long, value_name = "TIME", value_parser = parse_time, allow_negative_numbers = true)]
+        now: Option<Timestamp>,
+        /// Most tasks to move (1-1000)
+        #[arg(
+            long,
+            default_value_t = 100,
+            value_name = "N",
+            value_parser = parse_limit,
+            allow_negative_numbers = true
+        )]
+        limit: u32,
     },
     /// Give back a task the actor holds
     Release {
@@ -151,12 +194,18 @@ pub enum TaskCommand {
         /// The new holder's roles (repeat, or list several after one --role)
         #[arg(long = "role", value_name = "R", num_args = 1..)]
         roles: Vec<String>,
+        #[command(flatten)]
+        lease: LeaseArgs,
     },
     /// Settle a pending task; a task already settled is left as it stands
     Settle {
         id: String,
         #[arg(value_enum)]
         settlement: SettlementArg,
+        /// Settle only if this actor holds the task now (else refused, and
+        /// nothing changes)
+        #[arg(long, value_name = "A")]
+        holder: Option<String>,
     },
     /// Escalate a pending task: clear its holder and widen its audience
     Escalate { id: String },
@@ -166,6 +215,24 @@ pub enum TaskCommand {
         #[arg(required = true, value_name = "ID")]
         ids: Vec<String>,
     },
+}
+
+/// A claim's optional lease.
+#[derive(Clone, Copy, Debug, Args)]
+pub struct LeaseArgs {
+    /// Hold the task for this long, unless renewed (`task renew`); without
+    /// it the claim holds until released
+    #[arg(long, value_name = "DURATION", value_parser = parse_lease)]
+    pub lease: Option<u32>,
+    /// When the lease starts [default: the current clock]
+    #[arg(
+        long,
+        value_name = "TIME",
+        value_parser = parse_time,
+        allow_negative_numbers = true,
+        requires = "lease"
+    )]
+    pub now: Option<Timestamp>,
 }
 
 #[derive(Debug, Args)]
@@ -255,6 +322,16 @@ pub fn parse_limit(text: &str) -> Result<u32, String> {
         .ok()
         .filter(|n| (1..=MAX_LIMIT).contains(n))
         .ok_or_else(|| format!("limit is {n}, outside {range}"))
+}
+
+impl LeaseArgs {
+    /// The lease, starting at `--now` or else at `clock()`.
+    pub fn lease(self, clock: impl FnOnce() -> Timestamp) -> Option<Lease> {
+        self.lease.map(|lease_ms| Lease {
+            now: self.now.unwrap_or_else(clock),
+            lease_ms,
+        })
+    }
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]

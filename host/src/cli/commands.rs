@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use leasehold_host::{Engine, Error, QueueQuery, StoreError, TaskState, Tenant, Timer};
+use leasehold_host::{Engine, Error, QueueQuery, StoreError, Task, TaskState, Tenant, Timer};
 
 use super::args::{Cli, Command, QueueArgs, RunCommand, TaskCommand, TimerCommand};
 use super::error::CliError;
@@ -84,6 +84,8 @@ pub fn run(cli: &Cli) -> Result<Report, CliError> {
             Ok(Report::Stats {
                 tenant: cli.tenant.clone(),
                 open_count: t.open_count()?,
+                leased_count: t.leased_count()?,
+                next_lease_end: t.next_lease_end()?,
                 pending_count: t.pending_count()?,
                 next_due: t.next_due()?,
                 now: time::now(),
@@ -133,12 +135,53 @@ fn task(cli: &Cli, verb: &TaskCommand) -> Result<Report, CliError> {
                 task,
             })
         }
-        TaskCommand::Claim { id, actor, roles } => {
-            let task = tenant(cli)?.claim(id, actor, &strs(roles))?;
+        TaskCommand::Claim {
+            id,
+            actor,
+            roles,
+            lease,
+        } => {
+            let task = tenant(cli)?.claim(id, actor, &strs(roles), lease.lease(time::now))?;
             Ok(Report::Task {
-                headline: format!("{actor} holds {id}."),
+                headline: holds(actor, &task),
                 task,
             })
+        }
+        TaskCommand::ClaimNext {
+            actor,
+            roles,
+            lease,
+        } => {
+            let query = QueueQuery {
+                roles: roles.clone(),
+                actor: Some(actor.clone()),
+                limit: 1,
+                after: None,
+            };
+            let task = tenant(cli)?.claim_next(&query, lease.lease(time::now))?;
+            Ok(Report::ClaimedNext {
+                actor: actor.clone(),
+                roles: roles.clone(),
+                task,
+            })
+        }
+        TaskCommand::Renew {
+            id,
+            actor,
+            lease,
+            now,
+        } => {
+            let now = now.unwrap_or_else(time::now);
+            let task = tenant(cli)?.renew(id, actor, now, *lease)?;
+            Ok(Report::Task {
+                headline: holds(actor, &task),
+                task,
+            })
+        }
+        TaskCommand::Reclaim { now, limit } => {
+            let now = now.unwrap_or_else(time::now);
+            let tasks = tenant(cli)?.reclaim_lapsed(now, *limit)?;
+            Ok(Report::Reclaimed { tasks, now })
         }
         TaskCommand::Release { id, actor } => {
             tenant(cli)?.release(id, actor)?;
@@ -152,16 +195,22 @@ fn task(cli: &Cli, verb: &TaskCommand) -> Result<Report, CliError> {
             from,
             actor,
             roles,
+            lease,
         } => {
-            let task = tenant(cli)?.take_over(id, from, actor, &strs(roles))?;
+            let task =
+                tenant(cli)?.take_over(id, from, actor, &strs(roles), lease.lease(time::now))?;
             Ok(Report::Task {
                 headline: format!("{actor} took {id} over from {from}."),
                 task,
             })
         }
-        TaskCommand::Settle { id, settlement } => {
+        TaskCommand::Settle {
+            id,
+            settlement,
+            holder,
+        } => {
             let settlement = (*settlement).into();
-            let settled = tenant(cli)?.settle(id, settlement)?;
+            let settled = tenant(cli)?.settle(id, settlement, holder.as_deref())?;
             Ok(Report::Settled {
                 id: id.clone(),
                 settlement,
@@ -190,6 +239,18 @@ fn task(cli: &Cli, verb: &TaskCommand) -> Result<Report, CliError> {
                 withdrawn,
             })
         }
+    }
+}
+
+/// Who holds the task now, and until when.
+fn holds(actor: &str, task: &Task) -> String {
+    match task.lease_until {
+        Some(until) => format!(
+            "{actor} holds {} until {}; renew the lease to keep it.",
+            task.id,
+            time::format_time(until)
+        ),
+        None => format!("{actor} holds {} until released.", task.id),
     }
 }
 

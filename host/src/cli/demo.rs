@@ -83,6 +83,7 @@ fn task(id: &str, run: &str, case: &str, kind: &str, justification: &str) -> Tas
         justification: justification.into(),
         candidate_roles: Vec::new(),
         assignee: None,
+        lease_until: None,
         priority: Priority::Normal,
         state: TaskState::Open,
         on_expiry: OnExpiry::Deny,
@@ -314,14 +315,14 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<(), CliError> {
 
     // 3. The claim ladder: eligibility before availability.
     n.step("bob claims pay-1001; then three others try while he holds it.")?;
-    let bob = t.claim("pay-1001", "bob", &["approver"])?;
+    let bob = t.claim("pay-1001", "bob", &["approver"], None)?;
     n.line(&format!("bob   (approver) → holds {}", bob.id))?;
     for (actor, role) in [
         ("alice", "approver"),
         ("dave", "clerk"),
         ("carol", "approver"),
     ] {
-        let said = claim_outcome(t.claim("pay-1001", actor, &[role]))?;
+        let said = claim_outcome(t.claim("pay-1001", actor, &[role], None))?;
         n.line(&format!(
             "{actor:<5} ({role}){} → {said}",
             " ".repeat(8 - role.len())
@@ -335,7 +336,7 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<(), CliError> {
     // 4. A real race: two threads, one winner.
     n.step("carol and dan, both approvers, claim pay-1002 at the same instant.")?;
     let claimants = ["carol", "dan"];
-    let answers = race(|i| t.claim("pay-1002", claimants[i], &["approver"]))?;
+    let answers = race(|i| t.claim("pay-1002", claimants[i], &["approver"], None))?;
     let winners = answers.iter().filter(|a| a.is_ok()).count();
     let mut said = Vec::new();
     for answer in answers {
@@ -351,8 +352,8 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<(), CliError> {
 
     // 5. Settlement is compare-and-set: the first decision stands.
     n.step("bob approves pay-1001; at 09:31 an expiry job tries to expire it too.")?;
-    let decided = t.settle("pay-1001", Settlement::Completed)?;
-    let expired = t.settle("pay-1001", Settlement::Expired)?;
+    let decided = t.settle("pay-1001", Settlement::Completed, Some("bob"))?;
+    let expired = t.settle("pay-1001", Settlement::Expired, None)?;
     n.line(&format!("settle completed → {decided}"))?;
     n.line(&format!("settle expired   → {expired}"))?;
     n.outcome(&["The loser of a decision/expiry race never overwrites the winner."])?;

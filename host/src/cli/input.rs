@@ -38,6 +38,9 @@ pub struct TaskInput {
     /// Accepted so a printed task reads back; the engine refuses one set.
     #[serde(default)]
     assignee: Option<String>,
+    /// Accepted so a printed task reads back; the engine refuses one set.
+    #[serde(default, deserialize_with = "optional_time")]
+    lease_until: Option<Timestamp>,
     #[serde(default = "normal")]
     priority: Priority,
     /// Accepted so a printed task reads back; a new task must be open.
@@ -84,6 +87,7 @@ impl TaskInput {
             justification,
             candidate_roles: self.candidate_roles,
             assignee: self.assignee,
+            lease_until: self.lease_until,
             priority: self.priority,
             state: self.state,
             on_expiry: self.on_expiry,

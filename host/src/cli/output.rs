@@ -27,6 +27,16 @@ pub enum Report {
         id: String,
         actor: String,
     },
+    /// What `claim-next` took for `actor`, if the queue held anything.
+    ClaimedNext {
+        actor: String,
+        roles: Vec<String>,
+        task: Option<Task>,
+    },
+    Reclaimed {
+        tasks: Vec<Task>,
+        now: Timestamp,
+    },
     Settled {
         id: String,
         settlement: Settlement,
@@ -78,6 +88,8 @@ pub enum Report {
     Stats {
         tenant: String,
         open_count: u64,
+        leased_count: u64,
+        next_lease_end: Option<Timestamp>,
         pending_count: u64,
         next_due: Option<Timestamp>,
         now: Timestamp,
@@ -102,6 +114,8 @@ impl Report {
             Report::Released { id, actor } => {
                 serde_json::to_string(&json!({"id": id, "actor": actor, "released": true}))
             }
+            Report::ClaimedNext { task, .. } => serde_json::to_string(task),
+            Report::Reclaimed { tasks, .. } => serde_json::to_string(tasks),
             Report::Settled {
                 id,
                 settlement,
@@ -140,12 +154,16 @@ impl Report {
             Report::Stats {
                 tenant,
                 open_count,
+                leased_count,
+                next_lease_end,
                 pending_count,
                 next_due,
                 ..
             } => serde_json::to_string(&json!({
                 "tenant": tenant,
                 "open_count": open_count,
+                "leased_count": leased_count,
+                "next_lease_end": next_lease_end,
                 "pending_count": pending_count,
                 "next_due": next_due,
             })),
@@ -159,6 +177,30 @@ impl Report {
             Report::Released { id, actor } => {
                 format!("{actor} released {id}; it is back in the queue.\n")
             }
+            Report::ClaimedNext {
+                actor,
+                task: Some(task),
+                ..
+            } => {
+                let until = match task.lease_until {
+                    Some(t) => format!("until {}", format_time(t)),
+                    None => "until released".to_owned(),
+                };
+                format!(
+                    "{actor} holds {}, the first task of the queue, {until}.\n{}",
+                    task.id,
+                    task_block(task)
+                )
+            }
+            Report::ClaimedNext {
+                actor,
+                roles: r,
+                task: None,
+            } => format!(
+                "No queued tasks for {actor} with roles {}; nothing was claimed.\n",
+                roles(r)
+            ),
+            Report::Reclaimed { tasks, now } => reclaim_table(tasks, *now),
             Report::Settled {
                 id,
                 settlement,
@@ -218,13 +260,18 @@ impl Report {
             Report::Stats {
                 tenant,
                 open_count,
+                leased_count,
+                next_lease_end,
                 pending_count,
                 next_due,
                 now,
             } => {
-                let next = next_due.map_or_else(|| "none".to_owned(), |t| when(t, *now));
+                let at =
+                    |t: &Option<Timestamp>| t.map_or_else(|| "none".to_owned(), |t| when(t, *now));
                 format!(
-                    "tenant         {tenant}\npending tasks  {open_count}\narmed timers   {pending_count}\nnext due       {next}\n"
+                    "tenant          {tenant}\npending tasks   {open_count}\nleased claims   {leased_count}\nnext lease end  {}\narmed timers    {pending_count}\nnext due        {}\n",
+                    at(next_lease_end),
+                    at(next_due)
                 )
             }
             Report::Check { discrepancies } if discrepancies.is_empty() => {
@@ -301,6 +348,9 @@ fn task_block(t: &Task) -> String {
     lines.push(("kind", t.kind.clone()));
     lines.push(("roles", roles(&t.candidate_roles)));
     lines.push(("holder", t.assignee.clone().unwrap_or_else(|| "-".into())));
+    if let Some(until) = t.lease_until {
+        lines.push(("lease until", format_time(until)));
+    }
     lines.push(("excluded", or_dash(&t.excluded_actors)));
     lines.push(("escalate to", or_dash(&t.escalate_to)));
     lines.push(("on expiry", on_expiry(t.on_expiry).to_owned()));
@@ -371,6 +421,31 @@ fn overdue_table(tasks: &[Task], now: Timestamp) -> String {
     let _ = writeln!(
         out,
         "{} overdue at {}.",
+        count(tasks.len() as u64, "task", "tasks"),
+        format_time(now)
+    );
+    out
+}
+
+fn reclaim_table(tasks: &[Task], now: Timestamp) -> String {
+    if tasks.is_empty() {
+        return format!("No leases had lapsed at {}.\n", format_time(now));
+    }
+    let rows = tasks
+        .iter()
+        .map(|t| {
+            vec![
+                t.id.clone(),
+                t.state.to_string(),
+                priority(t.priority).to_owned(),
+                roles(&t.candidate_roles),
+            ]
+        })
+        .collect();
+    let mut out = table(&["ID", "STATE", "PRIORITY", "ROLES"], rows);
+    let _ = writeln!(
+        out,
+        "Returned {} to the queue: their leases ended at or before {}.",
         count(tasks.len() as u64, "task", "tasks"),
         format_time(now)
     );

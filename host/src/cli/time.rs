@@ -58,7 +58,8 @@ fn parse_duration_ms(text: &str) -> Result<i128, String> {
 pub fn parse_lease(text: &str) -> Result<u32, String> {
     let ms = parse_duration_ms(text)?;
     if ms < 1 {
-        // A zero lease would let two sweepers take one timer.
+        // A zero lease would end as it begins: two holders could take one timer
+        // or task.
         return Err(format!("{text:?} is shorter than one millisecond"));
     }
     match u32::try_from(ms) {
