@@ -20,16 +20,17 @@
 //! ```
 
 mod bindings;
+mod call;
+mod compiled;
 mod engine;
 mod error;
+#[cfg(feature = "native")]
 pub mod native;
 mod storage;
 mod tenant;
 mod verbs;
 mod view;
 
-#[doc(hidden)]
-pub use engine::compiled_components;
 pub use engine::{Durability, Engine, EngineBuilder, GUEST_COMPONENT, Limits};
 pub use error::{Error, Refusal, SandboxError};
 pub use leasehold_guest::model::{
