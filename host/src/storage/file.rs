@@ -194,31 +194,49 @@ fn create(path: &Path) -> Result<(), OpenError> {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
     };
-    let mut builder = tempfile::Builder::new();
-    builder.prefix(".leasehold-new-");
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        // What a plain create asks for; the umask applies as it would.
-        builder.permissions(fs::Permissions::from_mode(0o666));
-    }
-    let temporary = builder.tempfile_in(dir).map_err(io)?;
-    let db = redb::Database::create(temporary.path()).map_err(|e| classify(path, e))?;
-    ensure_table(&db).map_err(|source| OpenError::Storage {
-        path: path.to_owned(),
-        source,
-    })?;
-    db.close().map_err(|e| classify(path, e))?;
-    match temporary.persist_noclobber(path) {
-        Ok(_) => {}
+    let temporary = dir.join(format!(
+        ".leasehold-new-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    ));
+    let made = make_empty(&temporary, path);
+    // Linking the finished file under the name fails if the name exists.
+    let linked = made.and_then(|()| match fs::hard_link(&temporary, path) {
+        Ok(()) => Ok(()),
         // Another process made it first; its file is the database.
-        Err(e) if e.error.kind() == ErrorKind::AlreadyExists => return Ok(()),
-        Err(e) => return Err(io(e.error)),
-    }
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(io(e)),
+    });
+    let _ = fs::remove_file(&temporary);
+    linked?;
     // The name must survive a crash, as the data committed under it will.
     #[cfg(unix)]
     fs::File::open(dir).and_then(|d| d.sync_all()).map_err(io)?;
     Ok(())
+}
+
+/// Makes an empty Leasehold database at `temporary`, closed and on disk.
+fn make_empty(temporary: &Path, path: &Path) -> Result<(), OpenError> {
+    let mut options = fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // What a plain create asks for; the umask applies as it would.
+        options.mode(0o666);
+    }
+    options.open(temporary).map_err(|source| OpenError::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    let db = redb::Database::create(temporary).map_err(|e| classify(path, e))?;
+    ensure_table(&db).map_err(|source| OpenError::Storage {
+        path: path.to_owned(),
+        source,
+    })?;
+    db.close().map_err(|e| classify(path, e))
 }
 
 /// Runs `attempt` until the file is not held by another process or
