@@ -10,6 +10,7 @@ mod persistence;
 mod queue;
 mod runs;
 mod sandbox;
+mod scenarios;
 mod smoke;
 mod tasks;
 mod timers;
