@@ -1333,5 +1333,9 @@ fn component_writes_the_embedded_bytes_and_prints_their_sha256() {
 fn component_to_an_unwritable_path_is_an_input_error() {
     let s = scratch();
     let e = s.json_error(&["component", "--out", "/nonexistent-dir/x.wasm"], 2);
-    assert!(e["message"].as_str().is_some_and(|m| m.contains("cannot write")));
+    assert!(
+        e["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("cannot write"))
+    );
 }

@@ -27,7 +27,10 @@ pub fn sha256_hex() -> String {
 /// prints (so `sha256sum -c` can check the file), or a JSON object.
 pub fn write(out: &Path, json: bool, stdout: &mut dyn Write) -> Result<(), CliError> {
     std::fs::write(out, GUEST_COMPONENT).map_err(|e| {
-        CliError::Input(format!("cannot write the component to {}: {e}", out.display()))
+        CliError::Input(format!(
+            "cannot write the component to {}: {e}",
+            out.display()
+        ))
     })?;
     let sha256 = sha256_hex();
     let line = if json {
