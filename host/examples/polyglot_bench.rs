@@ -6,6 +6,8 @@
 
 use std::time::Instant;
 
+use sha2::{Digest, Sha256};
+
 use leasehold_host::{
     Durability, Engine, Error, OnExpiry, Priority, QueueQuery, Task, TaskState, Tenant,
 };
@@ -62,7 +64,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let tasks: usize = args.next().map_or(Ok(1000), |a| a.parse())?;
     let runs: usize = args.next().map_or(Ok(3), |a| a.parse())?;
-    println!("{tasks} tasks, median of {runs} runs");
+    let sha256: String = Sha256::digest(leasehold_host::GUEST_COMPONENT)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    println!("component sha256 {sha256}; {tasks} tasks, median of {runs} runs");
     let dir = tempfile::tempdir()?;
     for store in ["memory", "redb"] {
         let mut claims = Vec::new();
