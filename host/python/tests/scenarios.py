@@ -16,8 +16,17 @@ import leasehold as lh
 SCENARIO_DIR = Path(__file__).resolve().parents[3] / "tests" / "scenarios"
 DEFAULT_TENANT = "acme"
 TASK_DEFAULTS = {
-    "case": None, "justification": "{}", "candidate-roles": [], "assignee": None, "priority": "normal",
-    "state": "open", "on-expiry": "deny", "escalate-to": [], "excluded-actors": [], "created-at": 0, "due-at": None,
+    "case": None,
+    "justification": "{}",
+    "candidate-roles": [],
+    "assignee": None,
+    "priority": "normal",
+    "state": "open",
+    "on-expiry": "deny",
+    "escalate-to": [],
+    "excluded-actors": [],
+    "created-at": 0,
+    "due-at": None,
 }
 TIMER_DEFAULTS = {"case": None, "step": 0, "phase": "forward"}
 CLAIM_VERBS = {"claim", "release", "take-over"}
@@ -60,7 +69,10 @@ VERBS = {
     "withdraw-run": lambda t, a: t.withdraw_run(a["run"], a["awaited"]),
     "escalate": lambda t, a: t.escalate(a["id"]),
     "queue": lambda t, a: t.queue(
-        roles=a["query"]["roles"], actor=a["query"].get("actor"), limit=a["query"]["limit"], after=a["query"].get("after")
+        roles=a["query"]["roles"],
+        actor=a["query"].get("actor"),
+        limit=a["query"]["limit"],
+        after=a["query"].get("after"),
     ),
     "for-case": lambda t, a: t.for_case(a["case"], a["limit"], a.get("after")),
     "open-count": lambda t, a: t.open_count(),

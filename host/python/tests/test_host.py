@@ -51,7 +51,11 @@ def test_an_error_answer_keeps_the_instance_and_commits_nothing():
 @pytest.mark.parametrize(
     "limits, limit, call",
     [
-        (lh.Limits(value_bytes=64), "value-size", lambda t: t.open(task("t1", justification='{"pad":"' + "x" * 200 + '"}'))),
+        (
+            lh.Limits(value_bytes=64),
+            "value-size",
+            lambda t: t.open(task("t1", justification='{"pad":"' + "x" * 200 + '"}')),
+        ),
         (lh.Limits(call_write_bytes=64), "write-bytes", lambda t: t.open(task("t1"))),
         (lh.Limits(scan_entries=2), "scan-length", lambda t: t.queue(roles=[], limit=10)),
         (lh.Limits(call_read_bytes=8), "read-bytes", lambda t: (t.open(task("t1")), t.get("t1"))),

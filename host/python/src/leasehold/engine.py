@@ -23,7 +23,7 @@ import re
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -133,9 +133,7 @@ class _Call:
         self.read_bytes += n
         if self.read_bytes > self.limits.call_read_bytes:
             self.fail(
-                SandboxError(
-                    "read-bytes", f"the call read more than its budget of {self.limits.call_read_bytes} bytes"
-                )
+                SandboxError("read-bytes", f"the call read more than its budget of {self.limits.call_read_bytes} bytes")
             )
 
     def store(self, f: Callable[[], Any]) -> Any:
@@ -273,7 +271,6 @@ class _Instance:
 
     store: wasmtime.Store
     funcs: dict[str, cm.Func]
-    made: int = field(default=1)
 
 
 class Engine:
@@ -317,9 +314,7 @@ class Engine:
     def tenant(self, name: str) -> Tenant:
         """A handle on one tenant: every call through it sees only its keys."""
         if not isinstance(name, str) or not _TENANT_NAME.fullmatch(name):
-            raise TenantError(
-                f"invalid tenant name {name!r}: use 1-64 ASCII letters, digits, '-', '_' and '.'"
-            )
+            raise TenantError(f"invalid tenant name {name!r}: use 1-64 ASCII letters, digits, '-', '_' and '.'")
         return Tenant(self, name)
 
     def instances_made(self, tenant: str) -> int:
@@ -348,7 +343,7 @@ class Engine:
                     raise LeaseholdError(f"the component does not export {verb} from {interface}")
                 funcs[verb] = func
             self._made[tenant] = self._made.get(tenant, 0) + 1
-            inst = _Instance(store, funcs, self._made[tenant])
+            inst = _Instance(store, funcs)
             self._instances[tenant] = inst
         return inst
 
@@ -458,9 +453,7 @@ def _task(r: Any) -> Task:
 
 
 def _wit_timer(t: Timer) -> cm.Record:
-    return _record(
-        run=t.run, case=t.case, effect=t.effect, step=t.step, phase=str(Phase(t.phase)), fire_at=t.fire_at
-    )
+    return _record(run=t.run, case=t.case, effect=t.effect, step=t.step, phase=str(Phase(t.phase)), fire_at=t.fire_at)
 
 
 def _timer(r: Any) -> Timer:

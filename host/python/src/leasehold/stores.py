@@ -177,9 +177,7 @@ class _SqliteTxn:
         try:
             for key, value in batch:
                 if value is None:
-                    self.db.execute(
-                        "DELETE FROM leasehold_kv WHERE tenant = ? AND key = ?", (self.tenant, key)
-                    )
+                    self.db.execute("DELETE FROM leasehold_kv WHERE tenant = ? AND key = ?", (self.tenant, key))
                 else:
                     self.db.execute(
                         "INSERT OR REPLACE INTO leasehold_kv (tenant, key, value) VALUES (?, ?, ?)",
@@ -220,9 +218,7 @@ class SqliteStore:
         )
 
     def dump(self, tenant: str) -> list[tuple[bytes, bytes]]:
-        return list(
-            self.db.execute("SELECT key, value FROM leasehold_kv WHERE tenant = ? ORDER BY key", (tenant,))
-        )
+        return list(self.db.execute("SELECT key, value FROM leasehold_kv WHERE tenant = ? ORDER BY key", (tenant,)))
 
     def close(self) -> None:
         self.db.close()
