@@ -154,6 +154,11 @@ fn export_indices(component: &Component) -> Result<Vec<ComponentExportIndex>, Er
         .collect()
 }
 
+/// Held by every unit test that makes an engine while another counts the
+/// deadline clocks of the process, so the count sees only its own.
+#[cfg(test)]
+pub(crate) static ENGINE_TESTS: Mutex<()> = Mutex::new(());
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -181,12 +186,20 @@ mod tests {
         }
     }
 
-    static SERIAL: Mutex<()> = Mutex::new(());
-
     #[test]
     fn a_compiled_component_and_its_clock_go_when_the_last_engine_does() {
-        let _one_at_a_time = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-        let before = clocks();
+        let _one_at_a_time = ENGINE_TESTS.lock().unwrap_or_else(|p| p.into_inner());
+        // No engine lives while the lock is held, but the clock of one that
+        // just went ends up to a tick later, and a new clock thread takes its
+        // name only once it runs: counts are awaited, never read once.
+        let settle = |want: usize| {
+            let waited = Instant::now();
+            while clocks() != want && waited.elapsed() < Duration::from_secs(2) {
+                std::thread::sleep(TICK);
+            }
+            clocks()
+        };
+        let before = settle(0);
         let a = Engine::builder()
             .limits(own_limits())
             .in_memory()
@@ -199,7 +212,7 @@ mod tests {
             Arc::ptr_eq(&a.shared.compiled, &b.shared.compiled),
             "the same bytes and sizes compile once"
         );
-        assert_eq!(clocks(), before + 1);
+        assert_eq!(settle(before + 1), before + 1);
         let compiled = Arc::downgrade(&a.shared.compiled);
         drop((a, b));
         assert!(compiled.upgrade().is_none(), "the cache kept the component");
@@ -213,7 +226,7 @@ mod tests {
     #[test]
     fn components_that_differ_in_any_byte_never_share_a_compilation() {
         // Serialised with the test above, which counts clocks.
-        let _one_at_a_time = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+        let _one_at_a_time = ENGINE_TESTS.lock().unwrap_or_else(|p| p.into_inner());
         // The same component with a custom section appended: valid, and
         // different bytes.
         let mut other = GUEST_COMPONENT.to_vec();

@@ -11,6 +11,7 @@ mod persistence;
 mod queue;
 mod runs;
 mod sandbox;
+mod scenarios;
 mod smoke;
 mod tasks;
 mod timers;

@@ -21,6 +21,9 @@ fn main() -> ExitCode {
     let mut stdout = std::io::stdout().lock();
     let outcome = match cli.command {
         Command::Demo => cli::demo::run(&cli, &mut stdout).map(|()| 0),
+        Command::Component { ref out } => {
+            cli::component::write(out, cli.json, &mut stdout).map(|()| 0)
+        }
         _ => cli::commands::run(&cli).and_then(|report| {
             let text = if cli.json {
                 let json = report

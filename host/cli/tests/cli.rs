@@ -1516,3 +1516,45 @@ fn demo_keeps_its_database_where_db_names_a_new_file_and_never_reuses_one() {
         .code(2)
         .stderr(contains("no JSON form"));
 }
+
+// ---- the component as a file ----------------------------------------------------------
+
+#[test]
+fn component_writes_the_embedded_bytes_and_prints_their_sha256() {
+    use sha2::{Digest, Sha256};
+    let s = scratch();
+    let out = s.dir.path().join("leasehold.wasm");
+    let printed = s
+        .cmd()
+        .args(["component", "--out"])
+        .arg(&out)
+        .assert()
+        .success();
+    let written = std::fs::read(&out).expect("the component file exists");
+    assert!(
+        written == leasehold_host::GUEST_COMPONENT,
+        "the file holds other bytes than the host embeds"
+    );
+    let hex: String = Sha256::digest(&written)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let stdout = String::from_utf8_lossy(&printed.get_output().stdout).into_owned();
+    assert_eq!(stdout, format!("{hex}  {}\n", out.display()));
+    assert!(!s.db.exists(), "writing the component opened a database");
+
+    let json = s.json(&["component", "--out", out.to_str().expect("utf-8 path")]);
+    assert_eq!(json["sha256"], hex);
+    assert_eq!(json["bytes"], written.len());
+}
+
+#[test]
+fn component_to_an_unwritable_path_is_an_input_error() {
+    let s = scratch();
+    let e = s.json_error(&["component", "--out", "/nonexistent-dir/x.wasm"], 2);
+    assert!(
+        e["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("cannot write"))
+    );
+}

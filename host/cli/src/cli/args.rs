@@ -106,6 +106,13 @@ pub enum Command {
     /// Walk through a short narrated scenario on a fresh database (a
     /// temporary file unless --db names a new one)
     Demo,
+    /// Write the component this binary embeds to a file and print its
+    /// SHA-256, so another host (JavaScript, Python) can run the same bytes
+    Component {
+        /// Where to write the .wasm file (replaced if it exists)
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -42,6 +42,7 @@ fn writes(command: &Command) -> bool {
             | Command::Run(RunCommand::Sealed { .. })
             | Command::Stats
             | Command::Check
+            | Command::Component { .. }
     )
 }
 
@@ -94,9 +95,10 @@ pub fn run(cli: &Cli) -> Result<Report, CliError> {
         Command::Check => Ok(Report::Check {
             discrepancies: tenant(cli)?.check()?,
         }),
-        // The demo narrates as it goes rather than answering one report.
-        Command::Demo => Err(CliError::Failed(
-            "demo is run by demo::run, not commands::run".into(),
+        // Neither answers a report on a database: the demo narrates as it
+        // goes, and the component is written without opening one.
+        Command::Demo | Command::Component { .. } => Err(CliError::Failed(
+            "demo and component are run by their own modules, not commands::run".into(),
         )),
     }
 }

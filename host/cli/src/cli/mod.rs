@@ -4,6 +4,7 @@
 
 pub mod args;
 pub mod commands;
+pub mod component;
 pub mod demo;
 pub mod error;
 pub mod input;

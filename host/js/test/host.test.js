@@ -1,0 +1,121 @@
+// What the JavaScript host itself promises, beyond the scenarios: limits by
+// name, a fresh instance after a trap, read calls that cannot write, tenants
+// kept apart by the store, and commits that survive reopening the file.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+
+import {
+  ClaimRefusal, MemoryStore, SandboxError, SqliteStore, StoreError, TenantError, open, DEFAULT_LIMITS,
+} from '../src/index.js';
+import { CallState, kvImport } from '../src/engine.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'leasehold-js-host-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+const task = (id, extra = {}) => ({ id, run: 'r1', kind: 'k', createdAt: 1, ...extra });
+
+test('a limit hit fails the call by name, commits nothing, and the next call gets a fresh instance', () => {
+  const store = new MemoryStore();
+  const acme = open({ store, limits: { keyBytes: 48 } }).tenant('acme');
+  acme.open(task('short'));
+  assert.equal(acme.instancesMade, 1);
+  const before = store.dump('acme');
+  assert.throws(() => acme.open(task('an-id-long-enough-to-take-its-index-keys-past-the-cap')), (e) => {
+    assert.ok(e instanceof SandboxError);
+    assert.equal(e.limit, 'key-size');
+    return true;
+  });
+  assert.deepEqual(store.dump('acme'), before);
+  assert.equal(acme.openCount(), 1);
+  assert.equal(acme.instancesMade, 2, 'the trapped instance was reused');
+  assert.equal(acme.claim('short', 'bob').assignee, 'bob');
+  assert.equal(acme.instancesMade, 2, 'a healthy instance was replaced');
+});
+
+test('an error answer keeps the instance and commits nothing', () => {
+  const store = new MemoryStore();
+  const acme = open({ store }).tenant('acme');
+  acme.open(task('t1', { excludedActors: ['alice'] }));
+  const before = store.dump('acme');
+  assert.throws(() => acme.claim('t1', 'alice'), (e) => e instanceof ClaimRefusal && e.tag === 'excluded' && e.detail === 'alice');
+  assert.throws(() => acme.settle('nope', 'completed'), (e) => e instanceof ClaimRefusal && e.tag === 'not-found');
+  assert.throws(() => acme.claim('t1', ''), (e) => e instanceof StoreError && e.tag === 'invalid');
+  assert.deepEqual(store.dump('acme'), before);
+  assert.equal(acme.instancesMade, 1);
+});
+
+test('values, scans and writes over their caps are refused by name', () => {
+  const cases = [
+    [{ valueBytes: 64 }, 'value-size', (t) => t.open(task('t1', { justification: { pad: 'x'.repeat(200) } }))],
+    [{ callWriteBytes: 64 }, 'write-bytes', (t) => t.open(task('t1'))],
+    [{ scanEntries: 2 }, 'scan-length', (t) => t.queue({ roles: [], limit: 10 })],
+    [{ callReadBytes: 8 }, 'read-bytes', (t) => { t.open(task('t1')); t.get('t1'); }],
+  ];
+  for (const [limits, limit, f] of cases) {
+    const t = open({ store: new MemoryStore(), limits }).tenant('acme');
+    assert.throws(() => f(t), (e) => e instanceof SandboxError && e.limit === limit, limit);
+  }
+});
+
+test('a read-only call that stages writes traps; a second batch traps', () => {
+  const slot = { call: new CallState(new MemoryStore().begin('acme', 'read'), 'read', DEFAULT_LIMITS) };
+  const kv = kvImport(slot);
+  kv.stage([]);
+  const write = [{ tag: 'put', val: { key: new Uint8Array([1]), value: new Uint8Array([2]) } }];
+  slot.call = new CallState(new MemoryStore().begin('acme', 'read'), 'read', DEFAULT_LIMITS);
+  assert.throws(() => kv.stage(write));
+  assert.equal(slot.call.violation.kind, 'write-in-read-call');
+  slot.call = new CallState(new MemoryStore().begin('acme', 'write'), 'write', DEFAULT_LIMITS);
+  kv.stage(write);
+  assert.throws(() => kv.stage(write));
+  assert.equal(slot.call.violation.kind, 'second-batch');
+});
+
+test('the sqlite store keeps tenants apart however the guest spells its keys', () => {
+  const store = new SqliteStore(join(dir, 'tenants.db'));
+  const key = Buffer.from('task\0t1');
+  store.putRaw('a', key, Buffer.from('A'));
+  store.putRaw('ab', key, Buffer.from('AB'));
+  const txn = store.begin('a', 'read');
+  const { entries } = txn.scan(Buffer.alloc(0), undefined, 10, false, 1 << 20);
+  txn.commit([]);
+  assert.deepEqual(entries.map(([k, v]) => [k.toString(), v.toString()]), [['task\0t1', 'A']]);
+  const engine = open({ store });
+  engine.tenant('a').open(task('t1'));
+  assert.equal(engine.tenant('ab').get('t1'), null);
+  engine.close();
+});
+
+test('a committed call survives reopening the sqlite file and a failed one left nothing', () => {
+  const path = join(dir, 'durable.db');
+  let engine = open({ store: new SqliteStore(path) });
+  engine.tenant('acme').open(task('t1', { dueAt: 253402300799999 }));
+  assert.throws(() => engine.tenant('acme').open(task('t2', { state: 'claimed', assignee: 'bob' })), StoreError);
+  engine.close();
+  engine = open({ store: new SqliteStore(path) });
+  const acme = engine.tenant('acme');
+  assert.equal(acme.get('t1').dueAt, 253402300799999);
+  assert.equal(acme.get('t2'), null);
+  assert.equal(acme.openCount(), 1);
+  assert.deepEqual(acme.check(), []);
+  engine.close();
+});
+
+test('tenant names are checked with a clear error', () => {
+  const engine = open({ store: new MemoryStore() });
+  for (const bad of ['', 'a b', 'x'.repeat(65), 'ünï']) assert.throws(() => engine.tenant(bad), TenantError);
+  assert.throws(() => open({}), TypeError);
+});
+
+test('answers are numbers where they fit and null where absent', () => {
+  const acme = open({ store: new MemoryStore() }).tenant('acme');
+  assert.equal(acme.nextDue(), null);
+  assert.equal(acme.arm({ run: 'r', effect: 'e', fireAt: 10n }), 'armed');
+  const [t] = acme.claimDue(10, 1, 604800000);
+  assert.equal(typeof t.fireAt, 'number');
+  assert.equal(acme.nextDue(), 10 + 604800000);
+  assert.equal(typeof acme.pendingCount(), 'number');
+});

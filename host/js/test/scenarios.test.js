@@ -1,0 +1,35 @@
+// The scenario suite through the JavaScript host, on both stores. Prints the
+// SHA-256 of the component it ran, as the Rust and Python runners do.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+
+import { COMPONENT_SHA256, MemoryStore, SqliteStore, open } from '../src/index.js';
+import { runScenario, scenarioFiles } from './support/scenarios.js';
+
+console.log(`scenarios: component sha256 ${COMPONENT_SHA256}`);
+
+const dir = mkdtempSync(join(tmpdir(), 'leasehold-js-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+const STORES = {
+  memory: () => new MemoryStore(),
+  sqlite: (name) => new SqliteStore(join(dir, `${name}.db`), { durability: 'none' }),
+};
+
+for (const { file, scenario } of scenarioFiles()) {
+  for (const [kind, make] of Object.entries(STORES)) {
+    test(`scenario ${scenario.name} (${file}) answers as written on the ${kind} store`, () => {
+      const store = make(scenario.name);
+      const engine = open({ store });
+      try {
+        const failures = runScenario(scenario, engine, store);
+        assert.deepEqual(failures, [], `${scenario.name}:\n${failures.join('\n')}`);
+      } finally {
+        engine.close();
+      }
+    });
+  }
+}

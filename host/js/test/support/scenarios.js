@@ -1,0 +1,157 @@
+// Runs one scenario of tests/scenarios/*.json against a tenant factory: the
+// format is in tests/scenarios/README.md. The Rust and Python runners
+// implement the same rules, so the three hosts are held to the same answers.
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+import { ClaimRefusal, StoreError } from '../../src/index.js';
+
+export const SCENARIO_DIR = new URL('../../../../tests/scenarios/', import.meta.url);
+
+export function scenarioFiles() {
+  return readdirSync(SCENARIO_DIR)
+    .filter((f) => f.endsWith('.json'))
+    .sort()
+    .map((f) => ({ file: f, scenario: JSON.parse(readFileSync(join(SCENARIO_DIR.pathname, f), 'utf8')) }));
+}
+
+const DEFAULT_TENANT = 'acme';
+const TASK_DEFAULTS = {
+  case: null, justification: '{}', 'candidate-roles': [], assignee: null, 'lease-until': null, priority: 'normal', state: 'open',
+  'on-expiry': 'deny', 'escalate-to': [], 'excluded-actors': [], 'created-at': 0, 'due-at': null,
+};
+const TIMER_DEFAULTS = { case: null, step: 0, phase: 'forward' };
+
+const camel = (k) => k.replace(/-([a-z])/g, (_, c) => c.toUpperCase());
+const kebab = (k) => k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+
+function renameKeys(v, f) {
+  if (Array.isArray(v)) return v.map((x) => renameKeys(x, f));
+  if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [f(k), renameKeys(x, f)]));
+  return typeof v === 'bigint' ? Number(v) : v;
+}
+
+const canonical = (v) => (v === undefined ? null : renameKeys(v, kebab));
+
+const CLAIM_VERBS = new Set(['claim', 'release', 'take-over', 'renew', 'settle']);
+const lease = (l) => (l ? { now: l.now, leaseMs: l['lease-ms'] } : null);
+
+function errorVariant(e, verb) {
+  if (e instanceof ClaimRefusal) return { [e.tag]: e.detail };
+  if (e instanceof StoreError) {
+    const v = { [e.tag]: e.detail };
+    return CLAIM_VERBS.has(verb) ? { store: v } : v;
+  }
+  return { host: String(e && e.stack ? e.stack : e) };
+}
+
+const VERBS = {
+  open: (t, a) => t.open(renameKeys({ ...TASK_DEFAULTS, ...a.task }, camel)),
+  get: (t, a) => t.get(a.id),
+  claim: (t, a) => t.claim(a.id, a.actor, a.roles, lease(a.lease)),
+  renew: (t, a) => t.renew(a.id, a.actor, a.now, a['lease-ms']),
+  'reclaim-lapsed': (t, a) => t.reclaimLapsed(a.now, a.limit),
+  'claim-next': (t, a) => t.claimNext(a.query, lease(a.lease)),
+  'leased-count': (t) => t.leasedCount(),
+  'next-lease-end': (t) => t.nextLeaseEnd(),
+  release: (t, a) => t.release(a.id, a.actor),
+  'take-over': (t, a) => t.takeOver(a.id, a.from, a.actor, a.roles, lease(a.lease)),
+  settle: (t, a) => t.settle(a.id, a.settlement, a.holder ?? null),
+  'withdraw-run': (t, a) => t.withdrawRun(a.run, a.awaited),
+  escalate: (t, a) => t.escalate(a.id),
+  queue: (t, a) => t.queue(a.query),
+  'for-case': (t, a) => t.forCase(a.case, a.limit, a.after ?? null),
+  'open-count': (t) => t.openCount(),
+  overdue: (t, a) => t.overdue(a.now, a.limit),
+  arm: (t, a) => t.arm(renameKeys({ ...TIMER_DEFAULTS, ...a.timer }, camel)),
+  'claim-due': (t, a) => t.claimDue(a.now, a.limit, a['lease-ms']),
+  disarm: (t, a) => t.disarm(a.run, a.effect),
+  'disarm-run': (t, a) => t.disarmRun(a.run),
+  'pending-count': (t) => t.pendingCount(),
+  'next-due': (t) => t.nextDue(),
+  seal: (t, a) => t.seal(a.run, a.awaited),
+  'is-sealed': (t, a) => t.isSealed(a.run),
+  check: (t) => t.check(),
+};
+
+/** The README's rule: objects match on the keys the expectation names, lists element by element. */
+export function matches(expected, actual) {
+  if (Array.isArray(expected)) {
+    return Array.isArray(actual) && expected.length === actual.length && expected.every((e, i) => matches(e, actual[i]));
+  }
+  if (expected && typeof expected === 'object') {
+    return !!actual && typeof actual === 'object' && !Array.isArray(actual)
+      && Object.entries(expected).every(([k, v]) => k in actual && matches(v, actual[k]));
+  }
+  return expected === actual;
+}
+
+function errorMatches(expected, actual) {
+  const [e] = Object.entries(expected ?? {});
+  const [a] = Object.entries(actual ?? {});
+  if (!e || !a || e[0] !== a[0]) return false;
+  if (e[1] === null) return true;
+  if (e[1] && typeof e[1] === 'object' && a[1] && typeof a[1] === 'object') return errorMatches(e[1], a[1]);
+  return matches(e[1], a[1]);
+}
+
+function resolve(v, vars) {
+  if (Array.isArray(v)) return v.map((x) => resolve(x, vars));
+  if (v && typeof v === 'object') {
+    const keys = Object.keys(v);
+    if (keys.length === 1 && keys[0] === '$var') {
+      if (!(v.$var in vars)) throw new Error(`no saved value ${v.$var}`);
+      return vars[v.$var];
+    }
+    return Object.fromEntries(keys.map((k) => [k, resolve(v[k], vars)]));
+  }
+  return v;
+}
+
+const atPath = (v, path) => path.split('.').reduce((x, p) => (x == null ? x : x[p]), v);
+const hex = (b) => Buffer.from(b).toString('hex');
+
+/**
+ * Runs `scenario` on `store` through `engine` and answers the failing steps.
+ */
+export function runScenario(scenario, engine, store) {
+  const failures = [];
+  const vars = {};
+  const saved = new Map();
+  const keyspace = (tenant) => JSON.stringify(store.dump(tenant).map(([k, v]) => [hex(k), hex(v)]));
+  scenario.steps.forEach((step, i) => {
+    const tenantName = step.tenant ?? DEFAULT_TENANT;
+    const at = `step ${i + 1}`;
+    if (step.call) {
+      const verb = VERBS[step.call];
+      if (!verb) throw new Error(`${at}: no verb ${step.call}`);
+      const args = resolve(step.args ?? {}, vars);
+      let got;
+      try {
+        got = { ok: canonical(verb(engine.tenant(tenantName), args)) };
+      } catch (e) {
+        got = { error: errorVariant(e, step.call) };
+      }
+      let ok = true;
+      if ('ok' in step) ok = 'ok' in got && matches(step.ok, got.ok);
+      else if ('error' in step) ok = 'error' in got && errorMatches(step.error, got.error);
+      if (!ok) {
+        const expected = 'ok' in step ? { ok: step.ok } : { error: step.error };
+        failures.push(`${at} (${step.call}): expected ${JSON.stringify(expected)}, got ${JSON.stringify(got)}`);
+      }
+      if ('ok' in got && step.save) {
+        for (const [name, path] of Object.entries(step.save)) vars[name] = atPath(got.ok, path);
+      }
+    } else if (step['raw-put']) {
+      const { key, value } = step['raw-put'];
+      store.putRaw(tenantName, Buffer.from(key, 'hex'), Buffer.from(value, 'hex'));
+    } else if (step.keyspace === 'save') {
+      saved.set(tenantName, keyspace(tenantName));
+    } else if (step.keyspace === 'unchanged') {
+      if (saved.get(tenantName) !== keyspace(tenantName)) failures.push(`${at}: tenant ${tenantName}'s keyspace changed`);
+    } else {
+      throw new Error(`${at}: no call, raw-put or keyspace`);
+    }
+  });
+  return failures;
+}

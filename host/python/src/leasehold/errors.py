@@ -1,0 +1,85 @@
+"""The errors a call can end in, one class per boundary: the engine refusing
+a claim, the engine answering a store error, the sandbox failing, and the
+store under the engine failing. Refusals and store errors carry the WIT
+variant the component answered, as ``case`` and ``detail``."""
+
+from __future__ import annotations
+
+
+class LeaseholdError(Exception):
+    """Every error this package raises on purpose."""
+
+
+_REFUSALS = {
+    "not-found": "no task {}",
+    "excluded": "{} is excluded from this task",
+    "wrong-role": "{} has none of the task's candidate roles",
+    "not-pending": "the task is already {}",
+    "already-claimed": "the task is held by {}",
+    "not-held": "{} does not hold the task",
+}
+
+
+class ClaimRefusal(LeaseholdError):
+    """A claim, take-over or release that did not happen: a rung of the claim
+    ladder, or ``not-held``. ``case`` is the WIT ``claim-error`` case, e.g.
+    ``"excluded"``, and ``detail`` its payload (an actor, holder, id or
+    task state)."""
+
+    def __init__(self, case: str, detail: str) -> None:
+        super().__init__("refused: " + _REFUSALS.get(case, case + ": {}").format(detail))
+        self.case = case
+        self.detail = detail
+
+    @property
+    def retryable(self) -> bool:
+        """Only ``already-claimed`` may go differently if tried again."""
+        return self.case == "already-claimed"
+
+
+class StoreError(LeaseholdError):
+    """The engine answered a WIT ``store-error``: ``not-found``, ``invalid``
+    (the detail names the field), ``corrupt`` or ``storage``. A claim verb's
+    ``claim-error.store`` is raised as this too."""
+
+    def __init__(self, case: str, detail: str) -> None:
+        super().__init__(f"{case}: {detail}")
+        self.case = case
+        self.detail = detail
+
+
+LIMIT_KINDS = frozenset(
+    {
+        "deadline",
+        "memory",
+        "key-size",
+        "value-size",
+        "scan-length",
+        "get-many-length",
+        "scan-bytes",
+        "read-bytes",
+        "write-bytes",
+    }
+)
+
+
+class SandboxError(LeaseholdError):
+    """The guest broke the sandbox: a limit (``limit`` names it), a trap
+    (``kind == "trap"``), writes it may not stage (``second-batch``,
+    ``write-in-read-call``) or an answer the contract rules out
+    (``malformed``). The call committed nothing, and its instance was
+    replaced when it might hold broken state."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(f"sandbox: {message}")
+        self.kind = kind
+        self.limit = kind if kind in LIMIT_KINDS else None
+
+
+class StorageFailure(LeaseholdError):
+    """The store under the engine failed (sqlite3 could not read or commit).
+    The call committed nothing."""
+
+
+class TenantError(LeaseholdError, ValueError):
+    """A tenant name this package will not scope keys by."""

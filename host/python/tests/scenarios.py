@@ -1,0 +1,184 @@
+"""Runs one scenario of tests/scenarios/*.json through a tenant of the Python
+host: the format is in tests/scenarios/README.md. The Rust and JavaScript
+runners implement the same rules, so the three hosts are held to the same
+answers."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+import leasehold as lh
+
+SCENARIO_DIR = Path(__file__).resolve().parents[3] / "tests" / "scenarios"
+DEFAULT_TENANT = "acme"
+TASK_DEFAULTS = {
+    "case": None,
+    "justification": "{}",
+    "candidate-roles": [],
+    "assignee": None,
+    "lease-until": None,
+    "priority": "normal",
+    "state": "open",
+    "on-expiry": "deny",
+    "escalate-to": [],
+    "excluded-actors": [],
+    "created-at": 0,
+    "due-at": None,
+}
+TIMER_DEFAULTS = {"case": None, "step": 0, "phase": "forward"}
+CLAIM_VERBS = {"claim", "release", "take-over", "renew", "settle"}
+
+
+def lease(a: dict) -> lh.Lease | None:
+    return lh.Lease(a["lease"]["now"], a["lease"]["lease-ms"]) if a.get("lease") else None
+
+
+def scenario_files() -> list[Path]:
+    return sorted(SCENARIO_DIR.glob("*.json"))
+
+
+def snake(d: dict) -> dict:
+    return {k.replace("-", "_"): v for k, v in d.items()}
+
+
+def canonical(v: Any) -> Any:
+    """A host value as the scenario files spell it: WIT names, kebab-case."""
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        return {f.name.replace("_", "-"): canonical(getattr(v, f.name)) for f in dataclasses.fields(v)}
+    if isinstance(v, list):
+        return [canonical(x) for x in v]
+    if isinstance(v, Enum):
+        return v.value
+    return v
+
+
+def error_variant(e: Exception, verb: str) -> dict:
+    if isinstance(e, lh.ClaimRefusal):
+        return {e.case: e.detail}
+    if isinstance(e, lh.StoreError):
+        return {"store": {e.case: e.detail}} if verb in CLAIM_VERBS else {e.case: e.detail}
+    return {"host": repr(e)}
+
+
+VERBS = {
+    "open": lambda t, a: t.open(lh.Task(**snake({**TASK_DEFAULTS, **a["task"]}))),
+    "get": lambda t, a: t.get(a["id"]),
+    "claim": lambda t, a: t.claim(a["id"], a["actor"], a["roles"], lease(a)),
+    "renew": lambda t, a: t.renew(a["id"], a["actor"], a["now"], a["lease-ms"]),
+    "reclaim-lapsed": lambda t, a: t.reclaim_lapsed(a["now"], a["limit"]),
+    "claim-next": lambda t, a: t.claim_next(
+        roles=a["query"]["roles"],
+        actor=a["query"].get("actor"),
+        limit=a["query"].get("limit", 1),
+        after=a["query"].get("after"),
+        lease=lease(a),
+    ),
+    "leased-count": lambda t, a: t.leased_count(),
+    "next-lease-end": lambda t, a: t.next_lease_end(),
+    "release": lambda t, a: t.release(a["id"], a["actor"]),
+    "take-over": lambda t, a: t.take_over(a["id"], a["from"], a["actor"], a["roles"], lease(a)),
+    "settle": lambda t, a: t.settle(a["id"], a["settlement"], a.get("holder")),
+    "withdraw-run": lambda t, a: t.withdraw_run(a["run"], a["awaited"]),
+    "escalate": lambda t, a: t.escalate(a["id"]),
+    "queue": lambda t, a: t.queue(
+        roles=a["query"]["roles"],
+        actor=a["query"].get("actor"),
+        limit=a["query"]["limit"],
+        after=a["query"].get("after"),
+    ),
+    "for-case": lambda t, a: t.for_case(a["case"], a["limit"], a.get("after")),
+    "open-count": lambda t, a: t.open_count(),
+    "overdue": lambda t, a: t.overdue(a["now"], a["limit"]),
+    "arm": lambda t, a: t.arm(lh.Timer(**snake({**TIMER_DEFAULTS, **a["timer"]}))),
+    "claim-due": lambda t, a: t.claim_due(a["now"], a["limit"], a["lease-ms"]),
+    "disarm": lambda t, a: t.disarm(a["run"], a["effect"]),
+    "disarm-run": lambda t, a: t.disarm_run(a["run"]),
+    "pending-count": lambda t, a: t.pending_count(),
+    "next-due": lambda t, a: t.next_due(),
+    "seal": lambda t, a: t.seal(a["run"], a["awaited"]),
+    "is-sealed": lambda t, a: t.is_sealed(a["run"]),
+    "check": lambda t, a: t.check(),
+}
+
+
+def matches(expected: Any, actual: Any) -> bool:
+    """Objects match on the keys the expectation names, lists element by element."""
+    if isinstance(expected, dict):
+        return isinstance(actual, dict) and all(k in actual and matches(v, actual[k]) for k, v in expected.items())
+    if isinstance(expected, list):
+        return isinstance(actual, list) and len(expected) == len(actual) and all(map(matches, expected, actual))
+    if isinstance(expected, bool) or isinstance(actual, bool):
+        return type(expected) is type(actual) and expected == actual
+    return expected == actual
+
+
+def error_matches(expected: Any, actual: Any) -> bool:
+    if not (isinstance(expected, dict) and isinstance(actual, dict) and expected and actual):
+        return False
+    (case, payload), (got_case, got) = next(iter(expected.items())), next(iter(actual.items()))
+    if case != got_case:
+        return False
+    if payload is None:
+        return True
+    if isinstance(payload, dict) and isinstance(got, dict):
+        return error_matches(payload, got)
+    return matches(payload, got)
+
+
+def resolve(v: Any, saved: dict) -> Any:
+    if isinstance(v, dict):
+        if list(v) == ["$var"]:
+            return saved[v["$var"]]
+        return {k: resolve(x, saved) for k, x in v.items()}
+    if isinstance(v, list):
+        return [resolve(x, saved) for x in v]
+    return v
+
+
+def at_path(v: Any, path: str) -> Any:
+    for part in path.split("."):
+        v = v[int(part)] if part.isdigit() else v[part]
+    return v
+
+
+def run_scenario(scenario: dict, engine: lh.Engine, store: Any) -> list[str]:
+    failures: list[str] = []
+    saved_values: dict = {}
+    keyspaces: dict = {}
+    for i, step in enumerate(scenario["steps"], start=1):
+        tenant = step.get("tenant", DEFAULT_TENANT)
+        at = f"step {i}"
+        if "call" in step:
+            verb = step["call"]
+            args = resolve(step.get("args", {}), saved_values)
+            try:
+                got = {"ok": canonical(VERBS[verb](engine.tenant(tenant), args))}
+            except lh.LeaseholdError as e:
+                got = {"error": error_variant(e, verb)}
+            if "ok" in step:
+                ok = "ok" in got and matches(step["ok"], got["ok"])
+            elif "error" in step:
+                ok = "error" in got and error_matches(step["error"], got["error"])
+            else:
+                ok = True
+            if not ok:
+                expected = {"ok": step["ok"]} if "ok" in step else {"error": step.get("error")}
+                failures.append(f"{at} ({verb}): expected {json.dumps(expected)}, got {json.dumps(got)}")
+            if "ok" in got:
+                for name, path in step.get("save", {}).items():
+                    saved_values[name] = at_path(got["ok"], path)
+        elif "raw-put" in step:
+            raw = step["raw-put"]
+            store.put_raw(tenant, bytes.fromhex(raw["key"]), bytes.fromhex(raw["value"]))
+        elif step.get("keyspace") == "save":
+            keyspaces[tenant] = store.dump(tenant)
+        elif step.get("keyspace") == "unchanged":
+            if keyspaces.get(tenant) != store.dump(tenant):
+                failures.append(f"{at}: tenant {tenant}'s keyspace changed")
+        else:
+            raise ValueError(f"{at}: no call, raw-put or keyspace")
+    return failures

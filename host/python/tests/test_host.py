@@ -1,0 +1,141 @@
+"""What the Python host itself promises, beyond the scenarios: limits by
+name, a fresh instance after a trap, read calls that cannot write, tenants
+kept apart by the store, commits that survive reopening the file, and the
+untagged values of wasmtime-py mapped to typed ones."""
+
+import pytest
+
+import leasehold as lh
+from leasehold.engine import _Call, _Kv
+from wasmtime import component as cm
+
+
+def task(id, **extra):
+    return lh.Task(id=id, run="r1", kind="k", created_at=1, **extra)
+
+
+def test_a_limit_hit_fails_by_name_commits_nothing_and_the_next_call_gets_a_fresh_instance():
+    store = lh.MemoryStore()
+    acme = lh.open(store, limits=lh.Limits(key_bytes=48)).tenant("acme")
+    acme.open(task("short"))
+    assert acme.instances_made == 1
+    before = store.dump("acme")
+    with pytest.raises(lh.SandboxError) as e:
+        acme.open(task("an-id-long-enough-to-take-its-index-keys-past-the-cap"))
+    assert e.value.limit == "key-size"
+    assert store.dump("acme") == before
+    assert acme.open_count() == 1
+    assert acme.instances_made == 2, "the trapped instance was reused"
+    assert acme.claim("short", "bob", []).assignee == "bob"
+    assert acme.instances_made == 2, "a healthy instance was replaced"
+
+
+def test_an_error_answer_keeps_the_instance_and_commits_nothing():
+    store = lh.MemoryStore()
+    acme = lh.open(store).tenant("acme")
+    acme.open(task("t1", excluded_actors=["alice"]))
+    before = store.dump("acme")
+    with pytest.raises(lh.ClaimRefusal) as refused:
+        acme.claim("t1", "alice", [])
+    assert (refused.value.case, refused.value.detail) == ("excluded", "alice")
+    with pytest.raises(lh.ClaimRefusal) as missing:
+        acme.settle("nope", lh.Settlement.COMPLETED)
+    assert missing.value.case == "not-found"
+    with pytest.raises(lh.StoreError) as invalid:
+        acme.claim("t1", "", [])
+    assert invalid.value.case == "invalid"
+    assert store.dump("acme") == before
+    assert acme.instances_made == 1
+
+
+@pytest.mark.parametrize(
+    "limits, limit, call",
+    [
+        (
+            lh.Limits(value_bytes=64),
+            "value-size",
+            lambda t: t.open(task("t1", justification='{"pad":"' + "x" * 200 + '"}')),
+        ),
+        (lh.Limits(call_write_bytes=64), "write-bytes", lambda t: t.open(task("t1"))),
+        (lh.Limits(scan_entries=2), "scan-length", lambda t: t.queue(roles=[], limit=10)),
+        (lh.Limits(call_read_bytes=8), "read-bytes", lambda t: (t.open(task("t1")), t.get("t1"))),
+    ],
+    ids=lambda v: v if isinstance(v, str) else "",
+)
+def test_values_scans_and_writes_over_their_caps_are_refused_by_name(limits, limit, call):
+    tenant = lh.open(lh.MemoryStore(), limits=limits).tenant("acme")
+    with pytest.raises(lh.SandboxError) as e:
+        call(tenant)
+    assert e.value.limit == limit
+
+
+def test_a_memory_cap_below_what_the_guest_needs_fails_the_call_not_the_host():
+    tenant = lh.open(lh.MemoryStore(), limits=lh.Limits(memory_bytes=64 << 10)).tenant("acme")
+    with pytest.raises(lh.SandboxError):
+        tenant.open_count()
+
+
+def test_a_read_only_call_that_stages_writes_traps_and_so_does_a_second_batch():
+    kv = _Kv()
+    put = cm.Record()
+    put.key, put.value = b"k", b"v"
+    kv.call = _Call(lh.MemoryStore().begin("acme", "read"), "read", lh.Limits())
+    kv.stage(None, [])
+    kv.call = _Call(lh.MemoryStore().begin("acme", "read"), "read", lh.Limits())
+    with pytest.raises(Exception):
+        kv.stage(None, [put])
+    assert kv.call.violation.kind == "write-in-read-call"
+    kv.call = _Call(lh.MemoryStore().begin("acme", "write"), "write", lh.Limits())
+    kv.stage(None, [put, b"gone"])
+    assert kv.call.staged == [(b"k", b"v"), (b"gone", None)], "put is a bare Record, delete bare bytes"
+    with pytest.raises(Exception):
+        kv.stage(None, [put])
+    assert kv.call.violation.kind == "second-batch"
+
+
+def test_the_sqlite_store_keeps_tenants_apart_however_the_guest_spells_its_keys(tmp_path):
+    store = lh.SqliteStore(str(tmp_path / "tenants.db"))
+    store.put_raw("a", b"task\0t1", b"A")
+    store.put_raw("ab", b"task\0t1", b"AB")
+    txn = store.begin("a", "read")
+    entries, over = txn.scan(b"", None, 10, False, 1 << 20)
+    txn.commit([])
+    assert (entries, over) == ([(b"task\0t1", b"A")], False)
+    engine = lh.open(store)
+    engine.tenant("a").open(task("t1"))
+    assert engine.tenant("ab").get("t1") is None
+    engine.close()
+
+
+def test_a_committed_call_survives_reopening_the_sqlite_file_and_a_failed_one_left_nothing(tmp_path):
+    path = str(tmp_path / "durable.db")
+    engine = lh.open(lh.SqliteStore(path))
+    engine.tenant("acme").open(task("t1", due_at=253402300799999))
+    with pytest.raises(lh.StoreError):
+        engine.tenant("acme").open(task("t2", state=lh.TaskState.CLAIMED, assignee="bob"))
+    engine.close()
+    engine = lh.open(lh.SqliteStore(path))
+    acme = engine.tenant("acme")
+    assert acme.get("t1").due_at == 253402300799999
+    assert acme.get("t2") is None
+    assert acme.open_count() == 1
+    assert acme.check() == []
+    engine.close()
+
+
+def test_tenant_names_are_checked_with_a_clear_error():
+    engine = lh.open(lh.MemoryStore())
+    for bad in ["", "a b", "x" * 65, "ünï"]:
+        with pytest.raises(lh.TenantError):
+            engine.tenant(bad)
+    with pytest.raises(TypeError):
+        lh.open(object())
+
+
+def test_answers_are_typed_values_with_none_where_absent():
+    acme = lh.open(lh.MemoryStore()).tenant("acme")
+    assert acme.next_due() is None
+    assert acme.arm(lh.Timer(run="r", effect="e", fire_at=10)) is lh.ArmOutcome.ARMED
+    (t,) = acme.claim_due(10, 1, 604800000)
+    assert t.phase is lh.Phase.FORWARD and t.case is None
+    assert acme.next_due() == 10 + 604800000

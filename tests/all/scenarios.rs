@@ -1,0 +1,486 @@
+//! The scenario suite, `tests/scenarios/*.json`, through the Rust host on a
+//! temp redb file. The JavaScript and Python hosts run the same files, so a
+//! host that answers differently fails the same step; the format is in
+//! `tests/scenarios/README.md`. This runner prints the SHA-256 of the
+//! component it ran, as the other two do.
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use leasehold_host::{
+    ArmOutcome, Durability, Engine, Error, Lease, QueueQuery, Refusal, Settlement, StoreError,
+    Task, Tenant, Timer,
+};
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+use leasehold_tests::{raw_contents, raw_write, tenant_key};
+
+/// The tenant a step runs as unless it names another.
+const DEFAULT_TENANT: &str = "acme";
+
+fn scenario_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios")
+}
+
+fn component_sha256() -> String {
+    Sha256::digest(leasehold_host::GUEST_COMPONENT)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// One scenario's database: an engine on a temp file that a raw step can
+/// close and reopen (redb admits one opener at a time).
+struct Db {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+    engine: Option<Engine>,
+}
+
+impl Db {
+    fn new() -> Db {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("scenario.redb");
+        let mut db = Db {
+            _dir: dir,
+            path,
+            engine: None,
+        };
+        db.reopen();
+        db
+    }
+
+    fn reopen(&mut self) {
+        self.engine = Some(
+            Engine::builder()
+                .durability(Durability::None)
+                .open(&self.path)
+                .expect("engine opens"),
+        );
+    }
+
+    fn tenant(&self, name: &str) -> Tenant {
+        self.engine
+            .as_ref()
+            .expect("the engine is open")
+            .tenant(name)
+            .expect("valid tenant")
+    }
+
+    /// Runs `f` on the closed file, then reopens it.
+    fn closed<T>(&mut self, f: impl FnOnce(&Path) -> T) -> T {
+        self.engine = None;
+        let out = f(&self.path);
+        self.reopen();
+        out
+    }
+
+    /// Every guest key and value of `tenant`, read raw.
+    fn keyspace(&mut self, tenant: &str) -> BTreeMap<Vec<u8>, Vec<u8>> {
+        let prefix = tenant_key(tenant, b"");
+        self.closed(raw_contents)
+            .into_iter()
+            .filter_map(|(k, v)| Some((k.strip_prefix(prefix.as_slice())?.to_vec(), v)))
+            .collect()
+    }
+}
+
+// ---- canonical JSON ------------------------------------------------------------------
+
+/// Renames every object key, recursively.
+fn rename_keys(v: Value, from: char, to: char) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.into_iter()
+                .map(|(k, v)| (k.replace(from, &to.to_string()), rename_keys(v, from, to)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.into_iter().map(|v| rename_keys(v, from, to)).collect()),
+        other => other,
+    }
+}
+
+/// A model value as the scenario files spell it: WIT names, kebab-case.
+fn canonical<T: serde::Serialize>(value: &T) -> Value {
+    rename_keys(
+        serde_json::to_value(value).expect("model values serialize"),
+        '_',
+        '-',
+    )
+}
+
+/// Fills the fields a scenario may leave out (the README lists them).
+fn with_defaults(given: &Value, defaults: Value) -> Value {
+    let mut out = defaults;
+    if let (Value::Object(out), Value::Object(given)) = (&mut out, given) {
+        for (k, v) in given {
+            out.insert(k.clone(), v.clone());
+        }
+    }
+    out
+}
+
+fn task_arg(v: &Value) -> Task {
+    let full = with_defaults(
+        v,
+        json!({
+            "case": null, "justification": "{}", "candidate-roles": [], "assignee": null, "lease-until": null,
+            "priority": "normal", "state": "open", "on-expiry": "deny", "escalate-to": [],
+            "excluded-actors": [], "created-at": 0, "due-at": null,
+        }),
+    );
+    serde_json::from_value(rename_keys(full, '-', '_')).expect("a task argument")
+}
+
+fn timer_arg(v: &Value) -> Timer {
+    let full = with_defaults(v, json!({"case": null, "step": 0, "phase": "forward"}));
+    serde_json::from_value(rename_keys(full, '-', '_')).expect("a timer argument")
+}
+
+fn store_error(e: &StoreError) -> Value {
+    let (case, text) = match e {
+        StoreError::NotFound(t) => ("not-found", t),
+        StoreError::Invalid(t) => ("invalid", t),
+        StoreError::Corrupt(t) => ("corrupt", t),
+        StoreError::Storage(t) => ("storage", t),
+    };
+    json!({ case: text })
+}
+
+/// An error as the WIT variant the verb answers: a claim verb's store error
+/// sits inside `claim-error.store`.
+fn error_variant(e: &Error, claim_verb: bool) -> Value {
+    match e {
+        Error::Refused(r) => match r {
+            Refusal::NotFound(t) => json!({"not-found": t}),
+            Refusal::Excluded(t) => json!({"excluded": t}),
+            Refusal::WrongRole(t) => json!({"wrong-role": t}),
+            Refusal::NotPending(s) => json!({"not-pending": s.as_str()}),
+            Refusal::AlreadyClaimed(t) => json!({"already-claimed": t}),
+            Refusal::NotHeld(t) => json!({"not-held": t}),
+            other => json!({"host": other.to_string()}),
+        },
+        Error::Store(s) if claim_verb => json!({"store": store_error(s)}),
+        Error::Store(s) => store_error(s),
+        other => json!({"host": other.to_string()}),
+    }
+}
+
+// ---- one call ------------------------------------------------------------------------
+
+struct Args<'a>(&'a Map<String, Value>);
+
+impl Args<'_> {
+    fn get(&self, name: &str) -> &Value {
+        self.0
+            .get(name)
+            .unwrap_or_else(|| panic!("argument {name} is missing"))
+    }
+    fn str(&self, name: &str) -> &str {
+        self.get(name)
+            .as_str()
+            .unwrap_or_else(|| panic!("{name} is a string"))
+    }
+    fn opt_str(&self, name: &str) -> Option<&str> {
+        self.0.get(name).and_then(Value::as_str)
+    }
+    fn strs(&self, name: &str) -> Vec<&str> {
+        self.get(name)
+            .as_array()
+            .unwrap_or_else(|| panic!("{name} is a list"))
+            .iter()
+            .map(|v| v.as_str().expect("a list of strings"))
+            .collect()
+    }
+    fn int(&self, name: &str) -> i64 {
+        self.get(name)
+            .as_i64()
+            .unwrap_or_else(|| panic!("{name} is an integer"))
+    }
+    /// An optional `lease` argument: `{"now": T, "lease-ms": N}`.
+    fn lease(&self) -> Option<Lease> {
+        self.0.get("lease").filter(|l| !l.is_null()).map(|l| Lease {
+            now: l["now"].as_i64().expect("lease.now"),
+            lease_ms: l["lease-ms"]
+                .as_u64()
+                .and_then(|n| u32::try_from(n).ok())
+                .expect("lease.lease-ms"),
+        })
+    }
+    fn u32(&self, name: &str) -> u32 {
+        u32::try_from(self.int(name)).unwrap_or_else(|_| panic!("{name} is a u32"))
+    }
+}
+
+/// A `queue-query` argument; `limit` defaults to 1 (for `claim-next`).
+fn query_arg(q: &Value) -> QueueQuery {
+    QueueQuery {
+        roles: serde_json::from_value(q["roles"].clone()).expect("roles"),
+        actor: q["actor"].as_str().map(str::to_owned),
+        limit: q["limit"]
+            .as_u64()
+            .map_or(1, |n| u32::try_from(n).expect("limit is a u32")),
+        after: q["after"].as_str().map(str::to_owned),
+    }
+}
+
+fn settlement(text: &str) -> Settlement {
+    serde_json::from_value(json!(text)).expect("a settlement")
+}
+
+fn arm_outcome(o: ArmOutcome) -> Value {
+    json!(match o {
+        ArmOutcome::Armed => "armed",
+        ArmOutcome::AlreadyArmed => "already-armed",
+        ArmOutcome::RunSealed => "run-sealed",
+    })
+}
+
+/// Makes one call and answers `Ok(answer)` or `Err(variant)`, canonical.
+fn call(t: &Tenant, verb: &str, a: &Args) -> Result<Value, Value> {
+    let claim_verb = matches!(verb, "claim" | "release" | "take-over" | "renew" | "settle");
+    let answer: Result<Value, Error> = match verb {
+        "open" => t.open(&task_arg(a.get("task"))).map(|x| canonical(&x)),
+        "get" => t.get(a.str("id")).map(|x| canonical(&x)),
+        "claim" => t
+            .claim(a.str("id"), a.str("actor"), &a.strs("roles"), a.lease())
+            .map(|x| canonical(&x)),
+        "renew" => t
+            .renew(a.str("id"), a.str("actor"), a.int("now"), a.u32("lease-ms"))
+            .map(|x| canonical(&x)),
+        "reclaim-lapsed" => t
+            .reclaim_lapsed(a.int("now"), a.u32("limit"))
+            .map(|x| canonical(&x)),
+        "claim-next" => t
+            .claim_next(&query_arg(a.get("query")), a.lease())
+            .map(|x| canonical(&x)),
+        "leased-count" => t.leased_count().map(|x| json!(x)),
+        "next-lease-end" => t.next_lease_end().map(|x| json!(x)),
+        "release" => t.release(a.str("id"), a.str("actor")).map(|()| Value::Null),
+        "take-over" => t
+            .take_over(
+                a.str("id"),
+                a.str("from"),
+                a.str("actor"),
+                &a.strs("roles"),
+                a.lease(),
+            )
+            .map(|x| canonical(&x)),
+        "settle" => t
+            .settle(
+                a.str("id"),
+                settlement(a.str("settlement")),
+                a.opt_str("holder"),
+            )
+            .map(|x| json!(x)),
+        "withdraw-run" => t
+            .withdraw_run(a.str("run"), &a.strs("awaited"))
+            .map(|x| json!(x)),
+        "escalate" => t.escalate(a.str("id")).map(|x| canonical(&x)),
+        "queue" => t.queue(&query_arg(a.get("query"))).map(|x| canonical(&x)),
+        "for-case" => t
+            .for_case(a.str("case"), a.u32("limit"), a.opt_str("after"))
+            .map(|x| canonical(&x)),
+        "open-count" => t.open_count().map(|x| json!(x)),
+        "overdue" => t
+            .overdue(a.int("now"), a.u32("limit"))
+            .map(|x| canonical(&x)),
+        "arm" => t.arm(&timer_arg(a.get("timer"))).map(arm_outcome),
+        "claim-due" => t
+            .claim_due(a.int("now"), a.u32("limit"), a.u32("lease-ms"))
+            .map(|x| canonical(&x)),
+        "disarm" => t.disarm(a.str("run"), a.str("effect")).map(|x| json!(x)),
+        "disarm-run" => t.disarm_run(a.str("run")).map(|x| json!(x)),
+        "pending-count" => t.pending_count().map(|x| json!(x)),
+        "next-due" => t.next_due().map(|x| json!(x)),
+        "seal" => t
+            .seal(a.str("run"), &a.strs("awaited"))
+            .map(|x| canonical(&x)),
+        "is-sealed" => t.is_sealed(a.str("run")).map(|x| json!(x)),
+        "check" => t.check().map(|x| canonical(&x)),
+        other => panic!("no verb {other}"),
+    };
+    answer.map_err(|e| error_variant(&e, claim_verb))
+}
+
+// ---- matching ------------------------------------------------------------------------
+
+/// The README's rule: an object matches when every key it names matches,
+/// a list when it has as many elements and each matches, anything else when
+/// it is equal.
+fn matches(expected: &Value, actual: &Value) -> bool {
+    match (expected, actual) {
+        (Value::Object(e), Value::Object(a)) => e
+            .iter()
+            .all(|(k, v)| a.get(k).is_some_and(|got| matches(v, got))),
+        (Value::Array(e), Value::Array(a)) => {
+            e.len() == a.len() && e.iter().zip(a).all(|(e, a)| matches(e, a))
+        }
+        (Value::Number(e), Value::Number(a)) => match (e.as_i64(), a.as_i64()) {
+            (Some(e), Some(a)) => e == a,
+            _ => e.as_f64() == a.as_f64(),
+        },
+        _ => expected == actual,
+    }
+}
+
+/// An expected error names one case; a `null` payload accepts any.
+fn error_matches(expected: &Value, actual: &Value) -> bool {
+    let (Some(e), Some(a)) = (expected.as_object(), actual.as_object()) else {
+        return false;
+    };
+    let (Some((case, payload)), Some((got_case, got))) = (e.iter().next(), a.iter().next()) else {
+        return false;
+    };
+    case == got_case
+        && (payload.is_null()
+            || match (payload.as_object(), got.as_object()) {
+                // A nested variant (`claim-error.store`) follows the same rule.
+                (Some(_), Some(_)) => error_matches(payload, got),
+                _ => matches(payload, got),
+            })
+}
+
+/// Replaces each `{"$var": name}` with the value saved under that name.
+fn resolve(v: &Value, vars: &Map<String, Value>) -> Value {
+    match v {
+        Value::Object(m) => match (m.len(), m.get("$var").and_then(Value::as_str)) {
+            (1, Some(name)) => vars
+                .get(name)
+                .cloned()
+                .unwrap_or_else(|| panic!("no saved value {name}")),
+            _ => Value::Object(
+                m.iter()
+                    .map(|(k, v)| (k.clone(), resolve(v, vars)))
+                    .collect(),
+            ),
+        },
+        Value::Array(a) => Value::Array(a.iter().map(|v| resolve(v, vars)).collect()),
+        other => other.clone(),
+    }
+}
+
+/// The value at a dotted path (`next`, `tasks.0.id`) of an answer.
+fn at_path<'a>(v: &'a Value, path: &str) -> &'a Value {
+    path.split('.')
+        .fold(v, |v, part| match part.parse::<usize>() {
+            Ok(i) => &v[i],
+            Err(_) => &v[part],
+        })
+}
+
+fn hex(text: &str) -> Vec<u8> {
+    assert!(text.len().is_multiple_of(2), "odd hex {text}");
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).expect("hex"))
+        .collect()
+}
+
+/// Runs one scenario and answers what went wrong, step by step.
+fn run(scenario: &Value) -> Vec<String> {
+    let mut db = Db::new();
+    let mut vars = Map::new();
+    let mut saved: BTreeMap<String, BTreeMap<Vec<u8>, Vec<u8>>> = BTreeMap::new();
+    let mut failures = Vec::new();
+    let steps = scenario["steps"].as_array().expect("steps");
+    for (i, step) in steps.iter().enumerate() {
+        let tenant = step["tenant"].as_str().unwrap_or(DEFAULT_TENANT);
+        let at = format!("step {}", i + 1);
+        if let Some(verb) = step["call"].as_str() {
+            let args = resolve(&step["args"], &vars);
+            let empty = Map::new();
+            let args = Args(args.as_object().unwrap_or(&empty));
+            let got = call(&db.tenant(tenant), verb, &args);
+            let ok = match (&got, step.get("ok"), step.get("error")) {
+                (Ok(a), Some(e), None) => matches(e, a),
+                (Err(a), None, Some(e)) => error_matches(e, a),
+                (_, None, None) => true,
+                _ => false,
+            };
+            if !ok {
+                let expected = step
+                    .get("ok")
+                    .map_or_else(|| json!({"error": step["error"]}), |e| json!({"ok": e}));
+                let got = match &got {
+                    Ok(a) => json!({"ok": a}),
+                    Err(e) => json!({"error": e}),
+                };
+                failures.push(format!("{at} ({verb}): expected {expected}, got {got}"));
+            }
+            if let (Ok(answer), Some(save)) = (&got, step["save"].as_object()) {
+                for (name, path) in save {
+                    let path = path.as_str().expect("a save path");
+                    vars.insert(name.clone(), at_path(answer, path).clone());
+                }
+            }
+        } else if let Some(raw) = step.get("raw-put") {
+            let key = tenant_key(tenant, &hex(raw["key"].as_str().expect("key hex")));
+            let value = hex(raw["value"].as_str().expect("value hex"));
+            db.closed(|path| {
+                raw_write(path, |t| {
+                    t.insert(key.as_slice(), value.as_slice())
+                        .expect("raw insert");
+                });
+            });
+        } else if let Some(what) = step["keyspace"].as_str() {
+            let now = db.keyspace(tenant);
+            match what {
+                "save" => {
+                    saved.insert(tenant.to_owned(), now);
+                }
+                "unchanged" => {
+                    if saved.get(tenant) != Some(&now) {
+                        failures.push(format!("{at}: tenant {tenant}'s keyspace changed"));
+                    }
+                }
+                other => panic!("keyspace step {other}"),
+            }
+        } else {
+            panic!("{at}: no call, raw-put or keyspace");
+        }
+    }
+    failures
+}
+
+#[test]
+fn every_scenario_answers_as_written_through_the_rust_host() {
+    // Scenario databases open and close often; this engine keeps the compiled
+    // component cached meanwhile.
+    let _compiled = Engine::builder()
+        .durability(Durability::None)
+        .in_memory()
+        .expect("engine");
+    // Written past the test harness's capture, so every run shows which bytes
+    // it tested.
+    let _ = writeln!(
+        std::io::stderr(),
+        "scenarios: component sha256 {}",
+        component_sha256()
+    );
+    let mut files: Vec<PathBuf> = std::fs::read_dir(scenario_dir())
+        .expect("tests/scenarios exists")
+        .map(|e| e.expect("dir entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no scenario files");
+    let mut failures = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).expect("read scenario");
+        let scenario: Value = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("{}: not JSON: {e}", file.display()));
+        let name = scenario["name"].as_str().unwrap_or("?").to_owned();
+        for f in run(&scenario) {
+            failures.push(format!("{name}: {f}"));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} scenario steps failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
