@@ -169,7 +169,7 @@ impl Engine {
         let outcome = store.data_mut().kv.take();
         let txn = outcome
             .txn
-            .ok_or_else(|| Error::Setup("the call lost its transaction".into()))?;
+            .ok_or_else(|| Error::setup("the call lost its transaction"))?;
         if let Some(v) = outcome.violation {
             // A limit the host recorded names the cause better than the trap
             // it led to.

@@ -74,7 +74,7 @@ pub(crate) fn compiled(bytes: &[u8], limits: &Limits) -> Result<Arc<Compiled>, E
 }
 
 fn compile(bytes: &[u8], limits: &Limits) -> Result<Compiled, Error> {
-    let setup = |what: &str, e: wasmtime::Error| Error::Setup(format!("{what}: {e:#}"));
+    let setup = |what: &str, e: wasmtime::Error| Error::setup_from(what, e);
     let mut pool = PoolingAllocationConfig::new();
     pool.total_component_instances(limits.concurrent_calls)
         .total_core_instances(limits.concurrent_calls * 8)
@@ -126,7 +126,7 @@ fn compile(bytes: &[u8], limits: &Limits) -> Result<Compiled, Error> {
                 std::thread::sleep(TICK);
             }
         })
-        .map_err(|e| Error::Setup(format!("cannot start the deadline clock: {e}")))?;
+        .map_err(|e| Error::setup_from("cannot start the deadline clock", e))?;
     Ok(Compiled {
         wasm,
         pre: instance_pre,
@@ -145,7 +145,7 @@ fn export_indices(component: &Component) -> Result<Vec<ComponentExportIndex>, Er
                 .get_export_index(None, &interface)
                 .and_then(|parent| component.get_export_index(Some(&parent), verb.name()))
                 .ok_or_else(|| {
-                    Error::Setup(format!(
+                    Error::setup(format!(
                         "the component does not export {} from {interface}",
                         verb.name()
                     ))

@@ -4,28 +4,45 @@
 
 use std::time::Duration;
 
+use leasehold_guest::model::ClaimError;
 pub use leasehold_guest::model::{StoreError, TaskState};
 
 /// Why a claim, take-over, release, renewal or holder-checked settlement did
-/// not happen. Each variant calls for a different response: `NotFound` means the id is wrong, `NotHeld` means the
-/// call did nothing, `AlreadyClaimed` is transient, `Excluded` and `WrongRole`
-/// are permanent.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+/// not happen. Each variant calls for a different response: `NotFound` means
+/// the id is wrong, `NotHeld` means the call did nothing, `AlreadyClaimed` is
+/// transient, `Excluded` and `WrongRole` are permanent.
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Refusal {
-    #[error("no task {0}")]
     NotFound(String),
-    #[error("{0} is excluded from this task")]
     Excluded(String),
-    #[error("{0} has none of the task's candidate roles")]
     WrongRole(String),
-    #[error("the task is already {0}")]
     NotPending(TaskState),
-    #[error("the task is held by {0}")]
     AlreadyClaimed(String),
-    #[error("{0} does not hold the task")]
     NotHeld(String),
 }
+
+impl From<Refusal> for ClaimError {
+    fn from(r: Refusal) -> Self {
+        match r {
+            Refusal::NotFound(id) => ClaimError::NotFound(id),
+            Refusal::Excluded(a) => ClaimError::Excluded(a),
+            Refusal::WrongRole(a) => ClaimError::WrongRole(a),
+            Refusal::NotPending(s) => ClaimError::NotPending(s),
+            Refusal::AlreadyClaimed(h) => ClaimError::AlreadyClaimed(h),
+            Refusal::NotHeld(a) => ClaimError::NotHeld(a),
+        }
+    }
+}
+
+/// Worded once, by the rules' own `ClaimError`.
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        ClaimError::from(self.clone()).fmt(f)
+    }
+}
+
+impl std::error::Error for Refusal {}
 
 /// A limit of the sandbox, as a call can exceed it.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -113,12 +130,36 @@ pub enum Error {
     #[error("invalid tenant name {name:?}: {why}")]
     Tenant { name: String, why: &'static str },
     /// The engine could not be set up: the component does not load or does
-    /// not implement the world.
-    #[error("setup: {0}")]
-    Setup(String),
+    /// not implement the world. `source` is wasmtime's reason, where it gave
+    /// one.
+    #[error("setup: {what}")]
+    Setup {
+        what: String,
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
 }
 
 impl Error {
+    /// A setup failure with no underlying error.
+    pub(crate) fn setup(what: impl Into<String>) -> Error {
+        Error::Setup {
+            what: what.into(),
+            source: None,
+        }
+    }
+
+    /// A setup failure caused by `source`.
+    pub(crate) fn setup_from(
+        what: impl Into<String>,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Error {
+        Error::Setup {
+            what: what.into(),
+            source: Some(source.into()),
+        }
+    }
+
     /// Bad input from the caller (an argument or a tenant name).
     pub fn is_invalid_input(&self) -> bool {
         matches!(

@@ -555,7 +555,7 @@ fn a_guest_sees_nothing_outside_its_tenant_however_it_asks() {
 fn bytes_that_are_not_a_component_are_refused_at_setup() {
     let (_dir, path) = db();
     let r = Engine::builder().component(&b"not wasm"[..]).open(&path);
-    assert!(matches!(r, Err(Error::Setup(_))), "{r:?}");
+    assert!(matches!(r, Err(Error::Setup { .. })), "{r:?}");
 }
 
 #[test]
@@ -565,7 +565,7 @@ fn a_component_missing_the_world_is_refused_at_setup() {
     let empty = wasm_component_with_no_exports();
     let r = Engine::builder().component(empty).open(&path);
     assert!(
-        matches!(&r, Err(Error::Setup(m)) if m.contains("world")),
+        matches!(&r, Err(Error::Setup { what, .. }) if what.contains("world")),
         "{r:?}"
     );
 }

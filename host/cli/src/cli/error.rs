@@ -176,7 +176,7 @@ impl CliError {
             Error::Sandbox(_) => ("sandbox", None),
             Error::Storage(_) => ("storage", None),
             Error::Tenant { .. } => ("invalid_tenant", None),
-            Error::Setup(_) => ("setup", None),
+            Error::Setup { .. } => ("setup", None),
             _ => ("error", None),
         }
     }
