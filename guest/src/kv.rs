@@ -142,11 +142,6 @@ impl<S: Snapshot> Buffered<S> {
         }
     }
 
-    /// How many keys the call has written so far.
-    pub fn pending(&self) -> usize {
-        self.writes.len()
-    }
-
     /// The call's writes, in key order.
     pub fn into_batch(self) -> Vec<Write> {
         self.writes
@@ -194,30 +189,9 @@ impl<S: Snapshot> Kv for Buffered<S> {
     }
 
     fn get_many(&mut self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>, KvError> {
-        let missing: Vec<Vec<u8>> = keys
-            .iter()
-            .filter(|k| self.local(k).is_none())
-            .cloned()
-            .collect();
-        let mut fetched = if missing.is_empty() {
-            Vec::new()
-        } else {
-            let values = self.source.get_many(&missing)?;
-            if values.len() != missing.len() {
-                return Err(KvError::Storage(
-                    "get-many answered another number of values than keys".to_owned(),
-                ));
-            }
-            values
-        }
-        .into_iter();
-        Ok(keys
-            .iter()
-            .map(|k| match self.local(k) {
-                Some(found) => found,
-                None => fetched.next().flatten(),
-            })
-            .collect())
+        // One batched read of what the call has neither written nor read.
+        self.prefetch(keys)?;
+        Ok(keys.iter().map(|k| self.local(k).flatten()).collect())
     }
 
     fn prefetch(&mut self, keys: &[Vec<u8>]) -> Result<(), KvError> {
