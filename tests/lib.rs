@@ -190,3 +190,85 @@ pub fn tenant_key(tenant: &str, guest_key: &[u8]) -> Vec<u8> {
     k.extend_from_slice(guest_key);
     k
 }
+
+/// A PostgreSQL database for the tests, when this machine has one.
+///
+/// `LEASEHOLD_TEST_PG` is the URL of a database the tests may create schemas
+/// in (`tests/pg-setup` makes one). Each [`pg::Schema`] is a fresh schema of
+/// it, dropped when the schema is, so tests never see each other's tables.
+pub mod pg {
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    /// The test database's URL, or `None` (after saying so in one line) when
+    /// there is none. With `LEASEHOLD_REQUIRE_PG` set, as in CI, a missing
+    /// database fails the test instead.
+    pub fn url() -> Option<String> {
+        match std::env::var("LEASEHOLD_TEST_PG") {
+            Ok(url) if !url.is_empty() => Some(url),
+            _ if std::env::var_os("LEASEHOLD_REQUIRE_PG").is_some() => {
+                panic!("LEASEHOLD_REQUIRE_PG is set but LEASEHOLD_TEST_PG names no database")
+            }
+            _ => {
+                eprintln!("skipped: no PostgreSQL here (LEASEHOLD_TEST_PG is not set)");
+                None
+            }
+        }
+    }
+
+    /// A fresh schema in the test database, dropped with this value.
+    pub struct Schema {
+        pub name: String,
+        base: String,
+        /// A URL whose connections use only this schema.
+        pub url: String,
+    }
+
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+
+    impl Schema {
+        /// A fresh schema, or `None` when there is no test database.
+        pub fn fresh() -> Option<Schema> {
+            let base = url()?;
+            Some(Schema::fresh_in(&base))
+        }
+
+        pub fn fresh_in(base: &str) -> Schema {
+            let name = format!(
+                "t_{}_{}_{}",
+                std::process::id(),
+                NEXT.fetch_add(1, Ordering::Relaxed),
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.subsec_nanos())
+                    .unwrap_or(0)
+            );
+            client(base)
+                .batch_execute(&format!("CREATE SCHEMA {name}"))
+                .expect("create a test schema");
+            let sep = if base.contains('?') { '&' } else { '?' };
+            let url = format!("{base}{sep}options=-c%20search_path%3D{name}");
+            Schema {
+                name,
+                base: base.to_owned(),
+                url,
+            }
+        }
+
+        /// A plain connection that uses this schema.
+        pub fn client(&self) -> postgres::Client {
+            client(&self.url)
+        }
+    }
+
+    impl Drop for Schema {
+        fn drop(&mut self) {
+            if let Ok(mut c) = postgres::Client::connect(&self.base, postgres::NoTls) {
+                let _ = c.batch_execute(&format!("DROP SCHEMA IF EXISTS {} CASCADE", self.name));
+            }
+        }
+    }
+
+    pub fn client(url: &str) -> postgres::Client {
+        postgres::Client::connect(url, postgres::NoTls).expect("connect to the test database")
+    }
+}

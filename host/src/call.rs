@@ -3,6 +3,7 @@
 //! comes first; its writes commit only when the guest answered `ok`, the
 //! answer passed its checks and nothing broke a limit.
 
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use wasmtime::component::{
@@ -100,14 +101,14 @@ impl Engine {
         &self,
         tenant: &Tenant,
         verb: Verb,
-        f: impl FnOnce(&Export, &mut Store<CallCtx>) -> wasmtime::Result<R>,
-        check: impl FnOnce(R) -> Result<T, Error>,
+        f: impl Fn(&Export, &mut Store<CallCtx>) -> wasmtime::Result<R>,
+        check: impl Fn(R) -> Result<T, Error>,
     ) -> Result<T, Error> {
         let span =
             tracing::debug_span!("leasehold.call", tenant = tenant.name(), verb = verb.name());
         let _entered = span.enter();
         let started = Instant::now();
-        let out = self.run(tenant, verb, f, check);
+        let out = self.run_with_retries(tenant, verb, &f, &check);
         tracing::debug!(
             outcome = match &out {
                 Ok(_) => "ok",
@@ -120,12 +121,45 @@ impl Engine {
         out
     }
 
+    /// Runs the call until it does not lose a serialization race, each time
+    /// from a fresh instance on a fresh transaction, at most
+    /// `conflict_retries` more times. The rules are deterministic, so
+    /// running a call again is the same call; the waits between attempts
+    /// grow and are jittered, so racing calls do not meet again in step.
+    fn run_with_retries<R, T>(
+        &self,
+        tenant: &Tenant,
+        verb: Verb,
+        f: &impl Fn(&Export, &mut Store<CallCtx>) -> wasmtime::Result<R>,
+        check: &impl Fn(R) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        let retries = self.shared.limits.conflict_retries;
+        let mut attempt = 1u32;
+        loop {
+            match self.run(tenant, verb, f, check) {
+                Err(Error::Conflict { source, .. }) if attempt <= retries => {
+                    tracing::debug!(attempt, reason = %source, "serialization conflict; running the call again");
+                    self.shared.retries.fetch_add(1, Ordering::Relaxed);
+                    std::thread::sleep(backoff(attempt));
+                    attempt += 1;
+                }
+                Err(Error::Conflict { source, .. }) => {
+                    return Err(Error::Conflict {
+                        attempts: attempt,
+                        source,
+                    });
+                }
+                out => return out,
+            }
+        }
+    }
+
     fn run<R, T>(
         &self,
         tenant: &Tenant,
         verb: Verb,
-        f: impl FnOnce(&Export, &mut Store<CallCtx>) -> wasmtime::Result<R>,
-        check: impl FnOnce(R) -> Result<T, Error>,
+        f: &impl Fn(&Export, &mut Store<CallCtx>) -> wasmtime::Result<R>,
+        check: &impl Fn(R) -> Result<T, Error>,
     ) -> Result<T, Error> {
         let s = &self.shared;
         let limits = s.limits;
@@ -184,6 +218,12 @@ impl Engine {
         pending.wait()?;
         Ok(answer)
     }
+}
+
+/// A random wait in `[0, ceiling)`, the ceiling doubling from 1 ms up to 64 ms.
+fn backoff(attempt: u32) -> Duration {
+    let ceiling = 1000u64 << attempt.saturating_sub(1).min(6);
+    Duration::from_micros(fastrand::u64(0..ceiling))
 }
 
 fn classify_trap(e: wasmtime::Error, deadline: Duration) -> SandboxError {

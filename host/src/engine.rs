@@ -5,11 +5,13 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::compiled::{Compiled, compiled};
 use crate::error::Error;
 use crate::storage::file::Access;
+use crate::storage::postgres::{DEFAULT_POOL_SIZE, PgBackend};
 use crate::storage::redb::RedbBackend;
 use crate::storage::{self, Backend};
 use crate::tenant::Tenant;
@@ -43,6 +45,10 @@ pub struct Limits {
     pub lock_wait: Duration,
     /// Instances that can run at once (pooling allocator slots).
     pub concurrent_calls: u32,
+    /// How many times a call that lost a serialization race (PostgreSQL) is
+    /// run again, from a fresh instance, before it answers
+    /// [`Error::Conflict`].
+    pub conflict_retries: u32,
 }
 
 impl Default for Limits {
@@ -59,6 +65,7 @@ impl Default for Limits {
             call_write_bytes: 16 << 20,
             lock_wait: Duration::from_secs(5),
             concurrent_calls: 128,
+            conflict_retries: 12,
         }
     }
 }
@@ -84,6 +91,7 @@ pub struct EngineBuilder {
     file_wait: Duration,
     /// Unset means on.
     no_group_commit: bool,
+    pool_size: Option<usize>,
 }
 
 impl EngineBuilder {
@@ -133,6 +141,41 @@ impl EngineBuilder {
         self
     }
 
+    /// Most connections a PostgreSQL engine keeps open (default
+    /// [`DEFAULT_POOL_SIZE`](crate::storage::postgres::DEFAULT_POOL_SIZE)). A
+    /// call holds one for its whole transaction.
+    pub fn pool_size(mut self, connections: usize) -> Self {
+        self.pool_size = Some(connections);
+        self
+    }
+
+    /// Opens the PostgreSQL database `url` names (`postgres://user:password@host:port/db`,
+    /// or a `key=value` connection string), creating Leasehold's tables in
+    /// the connection's `search_path` on first use. Many engines, in many
+    /// processes, may share one database: each call is one SERIALIZABLE
+    /// transaction, run again when it loses a race. With
+    /// [`read_only`](Self::read_only), a writing verb answers
+    /// [`Error::ReadOnly`].
+    pub fn postgres(self, url: &str) -> Result<Engine, Error> {
+        let compiled = self.compile()?;
+        let backend = PgBackend::connect(
+            url,
+            self.pool_size.unwrap_or(DEFAULT_POOL_SIZE),
+            self.access == Access::ReadOnly,
+        )?;
+        Ok(self.build(compiled, Arc::new(backend)))
+    }
+
+    /// Opens `db`: a PostgreSQL URL (see [`postgres`](Self::postgres)) or a
+    /// redb file path (see [`open`](Self::open)).
+    pub fn open_any(self, db: &str) -> Result<Engine, Error> {
+        if crate::storage::postgres::is_url(db) {
+            self.postgres(db)
+        } else {
+            self.open(db)
+        }
+    }
+
     /// Opens a redb database file, creating it if the path does not exist
     /// (unless read-only). An existing file that is empty or not a
     /// Leasehold database is refused, never initialized.
@@ -172,6 +215,7 @@ impl EngineBuilder {
                 backend,
                 limits: self.limits,
                 durability: self.durability,
+                retries: AtomicU64::new(0),
             }),
         }
     }
@@ -182,6 +226,8 @@ pub(crate) struct Shared {
     pub(crate) backend: Arc<dyn Backend>,
     pub(crate) limits: Limits,
     pub(crate) durability: Durability,
+    /// Calls run again after a serialization conflict.
+    pub(crate) retries: AtomicU64,
 }
 
 /// A Leasehold engine over one database. Cheap to clone; share it between
@@ -225,5 +271,17 @@ impl Engine {
 
     pub fn limits(&self) -> &Limits {
         &self.shared.limits
+    }
+
+    /// How many times, so far, a call was run again because it lost a
+    /// serialization race (PostgreSQL only; redb has one writer).
+    pub fn conflict_retries(&self) -> u64 {
+        self.shared.retries.load(Ordering::Relaxed)
+    }
+
+    /// How many times, so far, a call waited for the database server's answer
+    /// (PostgreSQL); `None` for redb, which lives in this process.
+    pub fn round_trips(&self) -> Option<u64> {
+        self.shared.backend.round_trips()
     }
 }

@@ -123,6 +123,15 @@ pub enum Error {
     /// up. Nothing was done; try again.
     #[error("the database is busy: no turn to write within {0:?}")]
     LockTimeout(Duration),
+    /// The call lost a serialization race with concurrent calls (a
+    /// PostgreSQL serialization failure or deadlock) on every one of its
+    /// `attempts`, each run afresh. Nothing was done; try again.
+    #[error("the call conflicted with concurrent calls on each of its {attempts} attempts")]
+    Conflict {
+        attempts: u32,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// A writing verb was called on an engine opened read-only.
     #[error("the database is open read-only, and {verb} writes")]
     ReadOnly { verb: &'static str },
@@ -173,6 +182,7 @@ impl Error {
         matches!(
             self,
             Error::LockTimeout(_)
+                | Error::Conflict { .. }
                 | Error::Refused(Refusal::AlreadyClaimed(_))
                 | Error::Sandbox(SandboxError::Busy(_))
         )

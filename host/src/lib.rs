@@ -39,5 +39,6 @@ pub use leasehold_guest::model::{
 };
 pub use storage::MAX_TENANT_BYTES;
 pub use storage::file::OpenError;
+pub use storage::postgres::{DEFAULT_POOL_SIZE, PG_TABLE, PgError, SCHEMA_VERSION, is_url};
 pub use storage::redb::{KV_TABLE_NAME, tenant_prefix};
 pub use tenant::Tenant;

@@ -8,6 +8,7 @@ mod crash;
 mod isolation;
 mod leases;
 mod persistence;
+mod postgres;
 mod queue;
 mod runs;
 mod sandbox;

@@ -5,11 +5,13 @@
 //! (`get`, `get_many`, ordered `scan`), then, when the call committed, one
 //! batch of writes applied atomically. The guest keeps its own writes until
 //! then, so a backend needs no read-your-writes and no undo. Keys here are the
-//! guest's keys; how a backend keeps tenants apart (a key prefix in redb) is
-//! its own business, and no key the guest can spell reaches another tenant.
+//! guest's keys; how a backend keeps tenants apart is its own business (a
+//! key prefix in redb, a column in PostgreSQL), and no key the guest can
+//! spell reaches another tenant.
 
 pub mod file;
 pub(crate) mod group;
+pub mod postgres;
 pub mod redb;
 
 use std::time::Duration;
@@ -66,6 +68,12 @@ pub trait Backend: Send + Sync + 'static {
     /// waits at most `lock_wait` for the writer before it answers
     /// [`Error::LockTimeout`].
     fn begin(&self, tenant: &str, mode: Mode, lock_wait: Duration) -> Result<Box<dyn Txn>, Error>;
+
+    /// How many times, so far, a call waited for a server's answer; `None`
+    /// for a backend in this process.
+    fn round_trips(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// One call's transaction on one tenant's keys.
