@@ -314,6 +314,9 @@ pub fn indexed_tasks<K: Kv + ?Sized>(
 /// pays for them no round trip of their own.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Along {
+    /// The layout mark, checked before any row is decoded (with no row to
+    /// read, it is read alone).
+    pub layout: bool,
     /// Each task's leased-claims shard, for a verb about to take or end a
     /// claim (which leaves the open count as it is).
     pub leased_shards: bool,
@@ -327,9 +330,15 @@ pub fn indexed_rows<K: Kv + ?Sized>(
     along: Along,
 ) -> Result<Vec<TaskRow>, StoreError> {
     if ids.is_empty() {
+        if along.layout {
+            check_layout(kv, false)?;
+        }
         return Ok(Vec::new());
     }
     let mut keys: Vec<Vec<u8>> = Vec::new();
+    if along.layout {
+        keys.push(schema::layout().into_bytes());
+    }
     keys.extend(ids.iter().map(|id| schema::task(id).into_bytes()));
     if along.leased_shards {
         // Tasks share shards; each shard is asked for once.
@@ -343,7 +352,10 @@ pub fn indexed_rows<K: Kv + ?Sized>(
         );
     }
     let values = get_each(kv, &keys)?;
-    let values = values.into_iter();
+    let mut values = values.into_iter();
+    if along.layout {
+        known_layout(values.next().flatten().as_deref())?;
+    }
     // The counter shards, last in the batch, are left for the writes to read.
     ids.iter()
         .zip(values)
@@ -681,6 +693,16 @@ mod tests {
         for answer in [
             check_layout(&mut kv, true),
             read_counter(&mut kv, schema::OPEN_TASKS).map(drop),
+            indexed_rows(
+                &mut kv,
+                &[],
+                "an index",
+                Along {
+                    layout: true,
+                    leased_shards: false,
+                },
+            )
+            .map(drop),
         ] {
             match answer {
                 Err(StoreError::Corrupt(d)) => {

@@ -239,6 +239,7 @@ pub fn reclaim_lapsed<K: Kv + ?Sized>(
     }
     let ids: Vec<String> = listed.iter().map(|(_, id)| id.clone()).collect();
     let along = store::Along {
+        layout: false,
         leased_shards: true,
     };
     let rows = store::indexed_rows(kv, &ids, "the lease index", along)?;
@@ -495,10 +496,10 @@ impl Stream {
 /// `queue`: a k-way merge of the caller's per-role indexes and the index of
 /// tasks open to anyone. All of them are ordered by the same position
 /// (rank, created-at, id), so the merge reads each only as far as the page
-/// needs: O(limit × roles) entries however large the backlog.
+/// needs: O(limit × roles) entries however large the backlog. The layout
+/// mark is read with the page's rows (see [`walk_queue`]).
 pub fn queue<K: Kv + ?Sized>(kv: &mut K, query: &QueueQuery) -> Result<Page, StoreError> {
     let (roles, after) = queue_input(query)?;
-    store::check_layout(kv, false)?;
     let limit = query.limit as usize;
     let (mut found, more) = walk_queue(
         kv,
@@ -542,6 +543,12 @@ type Positioned = Vec<(Vec<u8>, TaskRow)>;
 /// whose tasks are only known once their rows are), and whether at least one
 /// more than `limit` follows. With `leased_shards`, the rows' leased-claims
 /// shards are read with them, for a caller about to claim one.
+///
+/// The walk checks the layout itself, so that a page costs its scans and its
+/// batches of rows and nothing more: the mark rides in the first batch, and
+/// is read alone only when there is no row to read. Anything met before it
+/// that does not decode is reported as the layout's fault when the layout is
+/// wrong, since that is the likelier cause.
 fn walk_queue<K: Kv + ?Sized>(
     kv: &mut K,
     roles: &[String],
@@ -549,6 +556,35 @@ fn walk_queue<K: Kv + ?Sized>(
     after: Option<&[u8]>,
     limit: usize,
     leased_shards: bool,
+) -> Result<(Positioned, bool), StoreError> {
+    let mut layout_read = false;
+    let walked = merge_queue(
+        kv,
+        roles,
+        actor,
+        after,
+        limit,
+        leased_shards,
+        &mut layout_read,
+    );
+    if let Err(StoreError::Corrupt(_)) = &walked
+        && !layout_read
+    {
+        store::check_layout(kv, false)?;
+    }
+    walked
+}
+
+/// The body of [`walk_queue`]; `layout_read` says whether the layout mark
+/// has been read and found good.
+fn merge_queue<K: Kv + ?Sized>(
+    kv: &mut K,
+    roles: &[String],
+    actor: Option<&str>,
+    after: Option<&[u8]>,
+    limit: usize,
+    leased_shards: bool,
+    layout_read: &mut bool,
 ) -> Result<(Positioned, bool), StoreError> {
     // As many entries per scan as a page of `limit` needs: one more than it
     // shows, so a page that is exactly full knows whether more follow.
@@ -593,8 +629,12 @@ fn walk_queue<K: Kv + ?Sized>(
                 },
             );
         }
-        let along = store::Along { leased_shards };
+        let along = store::Along {
+            layout: !*layout_read,
+            leased_shards,
+        };
         let rows = store::indexed_rows(kv, &ids, "the queue index", along)?;
+        *layout_read = true;
         for (pos, row) in positions.into_iter().zip(rows) {
             if actor.is_some_and(|a| row.task.excluded_actors.iter().any(|x| x == a)) {
                 continue;
@@ -625,7 +665,6 @@ pub fn claim_next<K: Kv + ?Sized>(
         .as_deref()
         .ok_or_else(|| validate::invalid("actor is required: claim-next claims for it"))?;
     validate::claim_lease(lease)?;
-    store::check_layout(kv, false)?;
     let (found, _) = walk_queue(kv, &roles, Some(actor), after.as_deref(), 1, true)?;
     let Some((_, row)) = found.into_iter().next() else {
         return Ok(None);

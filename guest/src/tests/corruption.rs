@@ -395,6 +395,56 @@ fn an_unknown_layout_version_is_corrupt_for_every_verb() {
     assert_eq!(findings(&mut kv), found(&[("layout", "meta/layout")]));
 }
 
+/// `queue` reads the layout mark only with its rows, so whatever it meets
+/// before them that does not decode must still be blamed on a wrong layout
+/// when the layout is wrong, and on the index when it is not.
+#[test]
+fn queue_reports_a_wrong_layout_before_an_index_entry_it_cannot_read() {
+    let query = |roles: &[&str]| QueueQuery {
+        roles: names(roles),
+        actor: Some("ann".into()),
+        limit: 10,
+        after: None,
+    };
+    let mut kv = MemKv::new();
+    mixed_workload(&mut kv);
+    // A queue entry whose position is not (rank, created-at, id).
+    kv.map.insert(
+        schema::queue_role("approver").str("junk").into_bytes(),
+        Vec::new(),
+    );
+    let d = corrupt_detail(fails_cleanly(&mut kv, |kv| {
+        tasks::queue(kv, &query(&["approver"]))
+    }));
+    assert!(d.contains("queue index"), "{d}");
+    let d = corrupt_detail(fails_cleanly(&mut kv, |kv| {
+        tasks::claim_next(kv, &query(&["approver"]), None)
+    }));
+    assert!(d.contains("queue index"), "{d}");
+    kv.map.insert(schema::layout().into_bytes(), b"2".to_vec());
+    let d = corrupt_detail(fails_cleanly(&mut kv, |kv| {
+        tasks::queue(kv, &query(&["approver"]))
+    }));
+    assert!(d.contains("layout 2"), "{d}");
+    let d = corrupt_detail(fails_cleanly(&mut kv, |kv| {
+        tasks::claim_next(kv, &query(&["approver"]), None)
+    }));
+    assert!(d.contains("layout 2"), "{d}");
+    // An empty queue has no row to carry the mark, and is refused all the
+    // same.
+    let mut kv = MemKv::new();
+    open(&mut kv, task("t").roles(&["approver"]));
+    kv.map.insert(schema::layout().into_bytes(), b"2".to_vec());
+    let d = corrupt_detail(fails_cleanly(&mut kv, |kv| {
+        tasks::queue(kv, &query(&["nobody"]))
+    }));
+    assert!(d.contains("layout 2"), "{d}");
+    let d = corrupt_detail(fails_cleanly(&mut kv, |kv| {
+        tasks::claim_next(kv, &query(&["nobody"]), None)
+    }));
+    assert!(d.contains("layout 2"), "{d}");
+}
+
 /// A keyspace written by an earlier 0.2 build: the same rows, each counter
 /// in one key. Read as layout 3 its counters would all be zero, and the
 /// first settle would take a shard below zero; it is refused by name.

@@ -89,8 +89,8 @@ fn queue_for_a_narrow_role_reads_o_limit_entries_despite_a_large_backlog() {
     assert_eq!(page.tasks.len(), 10);
     assert_eq!(page.next, None);
     assert!(page.tasks.iter().all(|t| t.id.starts_with("narrow-")));
-    // Layout, 10 entries of the narrow index, none of the open-to-anyone
-    // one, and 10 rows: about 21.
+    // 10 entries of the narrow index, none of the open-to-anyone one, and
+    // 10 rows with the layout mark: about 21.
     assert!(calls.reads() < 60, "{calls:?}");
 
     // A page of 3 out of the 10 costs O(3), not O(10).
@@ -125,7 +125,7 @@ fn queue_reads_o_limit_times_roles_entries() {
     assert_eq!(page.tasks.len(), 10);
     assert!(page.next.is_some());
     // Four indexes read at most limit + 1 entries each, plus limit + 1 rows
-    // and the layout mark: (10 + 1) * 4 + 11 + 1 = 56.
+    // and the layout mark in their batch: (10 + 1) * 4 + 11 + 1 = 56.
     assert!(calls.reads() <= 56, "{calls:?}");
     // A later page costs the same, wherever it starts.
     let query = QueueQuery {
@@ -167,7 +167,7 @@ fn queue_with_an_actor_reads_o_limit_plus_excluded_ahead_times_roles() {
     let (limit, e, streams) = (10u64, excluded_ahead as u64, 2u64);
     let chunk = limit + 1;
     // Each stream: every position up to the page's end and one chunk more;
-    // one row per position taken; the layout mark.
+    // one row per position taken; the layout mark, in the first batch.
     let bound = streams * (e + limit + 1 + chunk) + (e + limit + 1) + 1;
     assert!(calls.reads() <= bound, "{calls:?} > {bound}");
     // Without the actor the same page skips nothing.
@@ -187,9 +187,12 @@ fn queue_with_an_actor_reads_o_limit_plus_excluded_ahead_times_roles() {
     );
 }
 
-/// A queue page's rows are read in one batch, not one round trip each.
+/// A queue page's rows are read in one batch, not one round trip each, and
+/// the layout mark rides in that batch: a page of one role costs one scan of
+/// each of its two streams (the role's and the open-to-anyone one) and one
+/// batched read, directly or over the call's buffer.
 #[test]
-fn a_queue_page_reads_its_rows_in_one_batch() {
+fn a_queue_page_reads_its_rows_and_the_layout_in_one_batch() {
     let mut kv = MemKv::new();
     for i in 0..200 {
         open(
@@ -205,9 +208,33 @@ fn a_queue_page_reads_its_rows_in_one_batch() {
     };
     let (page, calls) = counted(&mut kv, |kv| tasks::queue(kv, &query));
     assert_eq!(page.expect("queue").tasks.len(), 50);
-    // The layout mark, one scan per stream, one batch of rows.
+    assert_eq!(calls.scans, 2, "{calls:?}");
     assert_eq!(calls.get_manys, 1, "{calls:?}");
-    assert!(calls.round_trips() <= 4, "{calls:?}");
+    // The layout mark and 50 rows; no read of its own.
+    assert_eq!(calls.batched_keys, 51, "{calls:?}");
+    assert_eq!(calls.gets, calls.batched_keys, "{calls:?}");
+    assert_eq!(calls.round_trips(), 3, "{calls:?}");
+    let (page, buffered) = counted(&mut kv, |kv| kv.call(|kv| tasks::queue(kv, &query)));
+    assert_eq!(page.expect("queue").tasks.len(), 50);
+    assert_eq!(buffered, calls, "over the buffer");
+
+    // An empty queue has no row to read the mark with: the mark alone.
+    let query = QueueQuery {
+        roles: names(&["nobody"]),
+        ..query
+    };
+    let mut empty = MemKv::new();
+    open(&mut empty, task("t").roles(&["a"]));
+    for kv in [&mut kv, &mut empty] {
+        let (page, calls) = counted(kv, |kv| kv.call(|kv| tasks::queue(kv, &query)));
+        assert!(page.expect("queue").tasks.is_empty());
+        assert_eq!(
+            calls.get_manys + calls.gets - calls.batched_keys,
+            1,
+            "{calls:?}"
+        );
+        assert_eq!(calls.round_trips(), 3, "{calls:?}");
+    }
 }
 
 #[test]
@@ -556,9 +583,9 @@ fn claim_next_reads_no_more_than_a_one_task_queue_page() {
     let got = got.expect("claim-next").expect("a task");
     assert_eq!(got.id, "t00003");
     assert_eq!(got.assignee.as_deref(), Some("ann"));
-    // The page's batches hold the rows; claim-next's add at most one shard
-    // per row.
-    let rows = page_calls.batched_keys;
+    // The page's batches hold the layout mark and the rows; claim-next's add
+    // at most one shard per row.
+    let rows = page_calls.batched_keys - 1;
     assert!(
         calls.reads() <= page_calls.reads() + rows,
         "{calls:?} against a page's {page_calls:?}"
@@ -567,6 +594,10 @@ fn claim_next_reads_no_more_than_a_one_task_queue_page() {
         calls.round_trips(),
         page_calls.round_trips(),
         "{calls:?} against a page's {page_calls:?}"
+    );
+    assert_eq!(
+        calls.gets, calls.batched_keys,
+        "no read of its own: {calls:?}"
     );
     assert!(calls.reads() < 30, "{calls:?}");
 }
