@@ -3,7 +3,10 @@
 //!
 //! It streams (one row or entry at a time, point reads for the other side),
 //! so memory stays flat however large the tenant is; it never repairs
-//! anything, only reports.
+//! anything, only reports. Counters are checked shard by shard against the
+//! rows that count in each shard, which is stronger than checking their sums:
+//! a count in the wrong shard leaves the sum right, yet can later make a
+//! correct write fail as taking a shard below zero.
 
 use crate::keys::{self, Elem, Key};
 use crate::kv::Kv;
@@ -45,15 +48,42 @@ fn text(elems: &[Elem]) -> String {
         .join("/")
 }
 
+/// A count per counter shard.
+type PerShard = [u64; schema::COUNTER_SHARDS as usize];
+
 pub fn check<K: Kv + ?Sized>(kv: &mut K) -> Result<Vec<Discrepancy>, StoreError> {
     let mut f = Findings(Vec::new());
     if let Err(StoreError::Corrupt(d)) = store::check_layout(kv, false) {
         f.add("layout", "meta/layout", d);
         return Ok(f.0);
     }
-    check_tasks(kv, &mut f)?;
+    let (pending, leased) = check_tasks(kv, &mut f)?;
     check_task_indexes(kv, &mut f)?;
-    check_timers(kv, &mut f)?;
+    let armed = check_timers(kv, &mut f)?;
+    check_counters(
+        kv,
+        &mut f,
+        [
+            Expected {
+                name: schema::OPEN_TASKS,
+                structure: "open-count",
+                rows: "pending task rows",
+                per_shard: pending,
+            },
+            Expected {
+                name: schema::LEASED_CLAIMS,
+                structure: "leased-count",
+                rows: "task rows holding a leased claim",
+                per_shard: leased,
+            },
+            Expected {
+                name: schema::ARMED_TIMERS,
+                structure: "pending-count",
+                rows: "timer rows",
+                per_shard: armed,
+            },
+        ],
+    )?;
     if f.full() {
         f.0.push(Discrepancy {
             structure: "check".into(),
@@ -64,9 +94,14 @@ pub fn check<K: Kv + ?Sized>(kv: &mut K) -> Result<Vec<Discrepancy>, StoreError>
     Ok(f.0)
 }
 
-fn check_tasks<K: Kv + ?Sized>(kv: &mut K, f: &mut Findings) -> Result<(), StoreError> {
-    let mut pending = 0u64;
-    let mut leased = 0u64;
+/// Checks every task row, answering how many pending and leased rows count
+/// in each shard.
+fn check_tasks<K: Kv + ?Sized>(
+    kv: &mut K,
+    f: &mut Findings,
+) -> Result<(PerShard, PerShard), StoreError> {
+    let mut pending: PerShard = [0; schema::COUNTER_SHARDS as usize];
+    let mut leased: PerShard = [0; schema::COUNTER_SHARDS as usize];
     let prefix = schema::tasks();
     store::walk(kv, &prefix, |kv, key, value| {
         let Some(elems) = decoded(f, "task", &key, &prefix) else {
@@ -93,8 +128,10 @@ fn check_tasks<K: Kv + ?Sized>(kv: &mut K, f: &mut Findings) -> Result<(), Store
                 format!("the row says its id is {}", row.task.id),
             );
         }
-        pending += u64::from(row.task.state.is_pending());
-        leased += u64::from(row.is_leased());
+        // Where the row's writes counted it: by the id it is stored under.
+        let shard = usize::from(schema::task_shard(&id));
+        pending[shard] += u64::from(row.task.state.is_pending());
+        leased[shard] += u64::from(row.is_leased());
         // Only a claim is held: a lease on anything else would be a lease
         // no index entry stands for.
         if row.task.lease_until.is_some() && !row.is_leased() {
@@ -115,23 +152,7 @@ fn check_tasks<K: Kv + ?Sized>(kv: &mut K, f: &mut Findings) -> Result<(), Store
         }
         Ok(!f.full())
     })?;
-    let counted = store::read_counter(kv, schema::OPEN_TASKS)?;
-    if counted != pending && !f.full() {
-        f.add(
-            "open-count",
-            schema::OPEN_TASKS,
-            format!("the counter says {counted}; {pending} pending task rows exist"),
-        );
-    }
-    let counted = store::read_counter(kv, schema::LEASED_CLAIMS)?;
-    if counted != leased && !f.full() {
-        f.add(
-            "leased-count",
-            schema::LEASED_CLAIMS,
-            format!("the counter says {counted}; {leased} task rows hold a leased claim"),
-        );
-    }
-    Ok(())
+    Ok((pending, leased))
 }
 
 /// The tuple after `prefix` in `key`, or a finding when it does not decode.
@@ -207,15 +228,21 @@ fn check_task_indexes<K: Kv + ?Sized>(kv: &mut K, f: &mut Findings) -> Result<()
     Ok(())
 }
 
-fn check_timers<K: Kv + ?Sized>(kv: &mut K, f: &mut Findings) -> Result<(), StoreError> {
-    let mut armed = 0u64;
+/// Checks every timer row and due entry, answering how many timer rows count
+/// in each shard.
+fn check_timers<K: Kv + ?Sized>(kv: &mut K, f: &mut Findings) -> Result<PerShard, StoreError> {
+    let mut armed: PerShard = [0; schema::COUNTER_SHARDS as usize];
     let prefix = schema::timers();
     store::walk(kv, &prefix, |kv, key, value| {
         let Some(elems) = decoded(f, "timer", &key, &prefix) else {
             return Ok(!f.full());
         };
         let subject = text(&elems);
-        armed += 1;
+        let [Elem::Str(run), Elem::Str(effect)] = elems.as_slice() else {
+            f.add("timer", &subject, "a timer key has the wrong shape");
+            return Ok(!f.full());
+        };
+        armed[usize::from(schema::timer_shard(run, effect))] += 1;
         match store::decode_timer(&value) {
             Err(e) => f.add("timer", &subject, format!("the row does not decode: {e}")),
             Ok(row) => {
@@ -233,14 +260,6 @@ fn check_timers<K: Kv + ?Sized>(kv: &mut K, f: &mut Findings) -> Result<(), Stor
         }
         Ok(!f.full())
     })?;
-    let counted = store::read_counter(kv, schema::ARMED_TIMERS)?;
-    if counted != armed && !f.full() {
-        f.add(
-            "pending-count",
-            schema::ARMED_TIMERS,
-            format!("the counter says {counted}; {armed} timer rows exist"),
-        );
-    }
     let due = schema::due();
     store::walk(kv, &due, |kv, key, _| {
         let Some(elems) = decoded(f, "due-index", &key, &due) else {
@@ -269,5 +288,85 @@ fn check_timers<K: Kv + ?Sized>(kv: &mut K, f: &mut Findings) -> Result<(), Stor
             }
         }
         Ok(!f.full())
-    })
+    })?;
+    Ok(armed)
+}
+
+/// What one counter's shards should hold, from the rows.
+struct Expected {
+    name: &'static str,
+    /// The finding's structure: the verb that reads the counter.
+    structure: &'static str,
+    /// What the counter counts, for findings.
+    rows: &'static str,
+    per_shard: PerShard,
+}
+
+/// Walks every key in the counters' range (an absent shard is zero), then
+/// compares each shard with the rows that count in it.
+fn check_counters<K: Kv + ?Sized>(
+    kv: &mut K,
+    f: &mut Findings,
+    expected: [Expected; 3],
+) -> Result<(), StoreError> {
+    const SHARDS: usize = schema::COUNTER_SHARDS as usize;
+    let mut stored = [[0u64; SHARDS]; 3];
+    // A shard already reported as unreadable is not compared as well.
+    let mut unreadable = [[false; SHARDS]; 3];
+    let prefix = schema::counters();
+    store::walk(kv, &prefix, |_, key, value| {
+        let Some(elems) = decoded(f, "counter", &key, &prefix) else {
+            return Ok(!f.full());
+        };
+        let found = match elems.as_slice() {
+            [Elem::Str(name), Elem::Int(shard)] => expected
+                .iter()
+                .position(|e| e.name == name)
+                .zip(u8::try_from(*shard).ok())
+                .filter(|&(_, s)| s < schema::COUNTER_SHARDS),
+            _ => None,
+        };
+        let Some((c, shard)) = found else {
+            f.add(
+                "counter",
+                &text(&elems),
+                "a key among the counters that is no counter's shard",
+            );
+            return Ok(!f.full());
+        };
+        let e = &expected[c];
+        match <[u8; 8]>::try_from(value.as_slice()) {
+            Ok(raw) => stored[c][usize::from(shard)] = u64::from_be_bytes(raw),
+            Err(_) => {
+                unreadable[c][usize::from(shard)] = true;
+                f.add(
+                    e.structure,
+                    &format!("{}/{shard}", e.name),
+                    format!(
+                        "counter {}, shard {shard}, holds {} bytes, not 8",
+                        e.name,
+                        value.len()
+                    ),
+                );
+            }
+        }
+        Ok(!f.full())
+    })?;
+    for (c, e) in expected.iter().enumerate() {
+        for shard in 0..schema::COUNTER_SHARDS {
+            let s = usize::from(shard);
+            let (counted, rows) = (stored[c][s], e.per_shard[s]);
+            if counted != rows && !unreadable[c][s] {
+                f.add(
+                    e.structure,
+                    &format!("{}/{shard}", e.name),
+                    format!(
+                        "counter {}, shard {shard}, says {counted}; {rows} {} count in that shard",
+                        e.name, e.rows
+                    ),
+                );
+            }
+        }
+    }
+    Ok(())
 }

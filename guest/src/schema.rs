@@ -14,20 +14,38 @@
 //! | `("overdue", due-at, id)` | task awaiting expiry |
 //! | `("lease", lease-until, id)` | task claimed under a lease, at its end |
 //! | `("case", case, created-at, id)` | every task of a case |
-//! | `("count", name)` | counter |
+//! | `("count", name, shard)` | one shard of a counter: `shard` is an integer in `0..64` (see [`COUNTER_SHARDS`]) |
 //! | `("timer", run, effect)` | timer row; its range per run is the run's index |
 //! | `("due", claimable-at, run, effect)` | when a timer can next be claimed |
 //! | `("sealed", run)` | the run is sealed |
+//!
+//! A counter is split into shards so that writers of different tasks or
+//! timers touch different keys: under a serializable store, two calls that
+//! read-modify-write one shared key conflict however unrelated their rows.
+//! A task's contributions go to the shard [`task_shard`] names, a timer's to
+//! [`timer_shard`]'s; a reader sums every shard.
+//!
+//! | layout | written by | what changed |
+//! | --- | --- | --- |
+//! | 1 | Leasehold 0.1 | rows as JSON |
+//! | 2 | early Leasehold 0.2 builds | rows as postcard; each counter one key `("count", name)` |
+//! | 3 | this component | each counter 64 shard keys `("count", name, shard)` |
 
 use crate::keys::Key;
 use crate::model::Timestamp;
 #[allow(unused_imports)]
 use crate::prelude::*;
 
-/// The layout this component reads and writes. A keyspace with another
-/// version is refused as corrupt rather than misread. Layout 1 (Leasehold
-/// 0.1) held rows as JSON; layout 2 holds them as postcard.
-pub const LAYOUT_VERSION: &str = "2";
+/// The layout this component reads and writes (see the table above). A
+/// keyspace with another version is refused as corrupt rather than misread.
+pub const LAYOUT_VERSION: &str = "3";
+
+/// How many shards each counter has. Part of the stored layout: changing it
+/// moves every task's and timer's shard, so it means a new layout version.
+pub const COUNTER_SHARDS: u8 = 64;
+
+/// The counters, each sharded as [`counter_shard`] spells.
+pub const COUNTERS: [&str; 3] = [OPEN_TASKS, LEASED_CLAIMS, ARMED_TIMERS];
 
 pub const OPEN_TASKS: &str = "open-tasks";
 pub const ARMED_TIMERS: &str = "armed-timers";
@@ -37,8 +55,53 @@ pub fn layout() -> Key {
     Key::new().str("meta").str("layout")
 }
 
-pub fn counter(name: &str) -> Key {
-    Key::new().str("count").str(name)
+/// Every key of every counter.
+pub fn counters() -> Key {
+    Key::new().str("count")
+}
+
+/// One shard of the counter `name`; `shard` is below [`COUNTER_SHARDS`].
+pub fn counter_shard(name: &str, shard: u8) -> Key {
+    counters().str(name).int(i64::from(shard))
+}
+
+/// Every shard key of the counter `name`, in shard order.
+pub fn counter_shards(name: &str) -> Vec<Vec<u8>> {
+    (0..COUNTER_SHARDS)
+        .map(|s| counter_shard(name, s).into_bytes())
+        .collect()
+}
+
+/// 64-bit FNV-1a over the concatenation of `parts`.
+///
+/// Part of the stored layout: the shard a task or timer counts in is derived
+/// from it, so it must never change (nor be swapped for a library hash whose
+/// output could change between versions). Changing it means a new layout.
+pub fn fnv1a64(parts: &[&[u8]]) -> u64 {
+    const OFFSET_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    let mut hash = OFFSET_BASIS;
+    for &b in parts.iter().flat_map(|p| p.iter()) {
+        hash ^= u64::from(b);
+        hash = hash.wrapping_mul(PRIME);
+    }
+    hash
+}
+
+fn shard_of(hash: u64) -> u8 {
+    // The remainder is below COUNTER_SHARDS, so it fits.
+    (hash % u64::from(COUNTER_SHARDS)) as u8
+}
+
+/// The counter shard every contribution of task `id` goes to.
+pub fn task_shard(id: &str) -> u8 {
+    shard_of(fnv1a64(&[id.as_bytes()]))
+}
+
+/// The counter shard every contribution of timer `(run, effect)` goes to.
+/// The `0x00` keeps `("ab", "c")` and `("a", "bc")` apart.
+pub fn timer_shard(run: &str, effect: &str) -> u8 {
+    shard_of(fnv1a64(&[run.as_bytes(), &[0], effect.as_bytes()]))
 }
 
 pub fn tasks() -> Key {
@@ -117,4 +180,35 @@ pub fn due_entry(at: Timestamp, run: &str, effect: &str) -> Key {
 
 pub fn sealed(run: &str) -> Key {
     Key::new().str("sealed").str(run)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The hash and the shards it picks are part of layout 3: these values
+    /// must never change. The first three are FNV-1a's published vectors.
+    #[test]
+    fn the_layout_3_shard_hash_is_pinned() {
+        assert_eq!(fnv1a64(&[]), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a64(&[b"a"]), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(fnv1a64(&[b"foobar"]), 0x8594_4171_f739_67e8);
+        // Parts hash as their concatenation.
+        assert_eq!(fnv1a64(&[b"foo", b"", b"bar"]), fnv1a64(&[b"foobar"]));
+        assert_eq!(task_shard("a"), 12);
+        assert_eq!(task_shard("foobar"), 40);
+        assert_eq!(timer_shard("foo", "bar"), 42);
+    }
+
+    #[test]
+    fn a_shard_key_is_the_counter_name_then_the_shard_as_an_integer() {
+        assert_eq!(
+            counter_shard(OPEN_TASKS, 5),
+            Key::new().str("count").str("open-tasks").int(5)
+        );
+        let all = counter_shards(LEASED_CLAIMS);
+        assert_eq!(all.len(), 64);
+        assert_eq!(all[63], counter_shard(LEASED_CLAIMS, 63).into_bytes());
+        assert!(all.windows(2).all(|w| w[0] < w[1]), "in shard order");
+    }
 }

@@ -96,64 +96,181 @@ fn corrupt(what: impl core::fmt::Display) -> StoreError {
 /// Refuses a keyspace written in a layout this component does not know, and
 /// marks a fresh one when `writing`.
 pub fn check_layout<K: Kv + ?Sized>(kv: &mut K, writing: bool) -> Result<(), StoreError> {
-    match kv.get(schema::layout().as_bytes())? {
+    let mark = kv.get(schema::layout().as_bytes())?;
+    known_layout(mark.as_deref())?;
+    if mark.is_none() && writing {
+        kv.set(
+            schema::layout().as_bytes(),
+            schema::LAYOUT_VERSION.as_bytes(),
+        )?;
+    }
+    Ok(())
+}
+
+/// Whether `mark`, the stored layout mark, is one this component reads: this
+/// layout, or none yet (a fresh keyspace). Split from [`check_layout`] so the
+/// mark can ride in a batch a verb reads anyway.
+pub fn known_layout(mark: Option<&[u8]>) -> Result<(), StoreError> {
+    match mark {
+        None => Ok(()),
         Some(v) if v == schema::LAYOUT_VERSION.as_bytes() => Ok(()),
-        Some(v) if v == b"1" => Err(corrupt(format!(
+        Some(b"1") => Err(corrupt(format!(
             "the keyspace has layout 1 (JSON rows, written by Leasehold 0.1); this component \
              reads only layout {}: export the data with the 0.1 component and open it again",
             schema::LAYOUT_VERSION
         ))),
-        Some(v) => Err(corrupt(format!(
-            "the keyspace has layout {:?}; this component knows layout {}",
-            String::from_utf8_lossy(&v),
+        Some(b"2") => Err(corrupt(format!(
+            "the keyspace has layout 2 (single-key counters, written by an earlier Leasehold \
+             0.2 build); this component reads only layout {} (sharded counters): export the \
+             data with that build and open it again",
             schema::LAYOUT_VERSION
         ))),
-        None if writing => Ok(kv.set(
-            schema::layout().as_bytes(),
-            schema::LAYOUT_VERSION.as_bytes(),
-        )?),
-        None => Ok(()),
+        Some(v) => Err(corrupt(format!(
+            "the keyspace has layout {:?}; this component knows layout {}",
+            String::from_utf8_lossy(v),
+            schema::LAYOUT_VERSION
+        ))),
     }
 }
 
+/// One batched read answering exactly one value per key, since values are
+/// matched to their keys by position.
+fn get_each<K: Kv + ?Sized>(
+    kv: &mut K,
+    keys: &[Vec<u8>],
+) -> Result<Vec<Option<Vec<u8>>>, StoreError> {
+    let values = kv.get_many(keys)?;
+    if values.len() != keys.len() {
+        return Err(StoreError::Storage(
+            "get-many answered another number of values than keys".to_owned(),
+        ));
+    }
+    Ok(values)
+}
+
+/// A stored shard: absent is zero, anything but eight bytes is damage.
+fn shard_value(name: &str, shard: u8, value: Option<&[u8]>) -> Result<u64, StoreError> {
+    let Some(v) = value else {
+        return Ok(0);
+    };
+    let raw: [u8; 8] = v.try_into().map_err(|_| {
+        corrupt(format!(
+            "counter {name}, shard {shard}, holds {} bytes, not 8",
+            v.len()
+        ))
+    })?;
+    Ok(u64::from_be_bytes(raw))
+}
+
+/// The value of counter `name`: the sum of its shards. The layout mark and
+/// every shard come in one batched read, and the mark is checked before any
+/// shard is decoded.
 pub fn read_counter<K: Kv + ?Sized>(kv: &mut K, name: &str) -> Result<u64, StoreError> {
-    match kv.get(schema::counter(name).as_bytes())? {
-        None => Ok(0),
-        Some(v) => {
-            let raw: [u8; 8] = v
-                .as_slice()
-                .try_into()
-                .map_err(|_| corrupt(format!("counter {name} holds {} bytes, not 8", v.len())))?;
-            Ok(u64::from_be_bytes(raw))
-        }
+    let mut keys = Vec::with_capacity(usize::from(schema::COUNTER_SHARDS) + 1);
+    keys.push(schema::layout().into_bytes());
+    keys.extend(schema::counter_shards(name));
+    let values = get_each(kv, &keys)?;
+    let mut values = values.into_iter();
+    known_layout(values.next().flatten().as_deref())?;
+    let mut total = 0u64;
+    for (shard, v) in (0..schema::COUNTER_SHARDS).zip(values) {
+        total = total
+            .checked_add(shard_value(name, shard, v.as_deref())?)
+            .ok_or_else(|| corrupt(format!("counter {name}: its shards overflow when summed")))?;
     }
+    Ok(total)
 }
 
+/// One shard of counter `name`.
+pub fn read_shard<K: Kv + ?Sized>(kv: &mut K, name: &str, shard: u8) -> Result<u64, StoreError> {
+    let v = kv.get(schema::counter_shard(name, shard).as_bytes())?;
+    shard_value(name, shard, v.as_deref())
+}
+
+/// Moves one shard of counter `name` by `delta`; a shard may never go below
+/// zero, so one that would is damage.
 pub fn add_to_counter<K: Kv + ?Sized>(
     kv: &mut K,
     name: &str,
+    shard: u8,
     delta: i64,
 ) -> Result<(), StoreError> {
     if delta == 0 {
         return Ok(());
     }
-    let now = read_counter(kv, name)?;
+    let now = read_shard(kv, name, shard)?;
+    set_shard(kv, name, shard, now, delta)
+}
+
+fn set_shard<K: Kv + ?Sized>(
+    kv: &mut K,
+    name: &str,
+    shard: u8,
+    now: u64,
+    delta: i64,
+) -> Result<(), StoreError> {
     let next = now.checked_add_signed(delta).ok_or_else(|| {
         corrupt(format!(
-            "counter {name} is {now} and cannot move by {delta}"
+            "counter {name}, shard {shard}, is {now} and cannot move by {delta}"
         ))
     })?;
-    Ok(kv.set(schema::counter(name).as_bytes(), &next.to_be_bytes())?)
+    Ok(kv.set(
+        schema::counter_shard(name, shard).as_bytes(),
+        &next.to_be_bytes(),
+    )?)
+}
+
+/// Moves many shards of counter `name` at once, `deltas[s]` for shard `s`,
+/// reading the shards that move in one batch: for a verb that moves rows of
+/// many shards and learns which only as it walks them.
+pub fn add_to_shards<K: Kv + ?Sized>(
+    kv: &mut K,
+    name: &str,
+    deltas: &[i64; schema::COUNTER_SHARDS as usize],
+) -> Result<(), StoreError> {
+    let moving: Vec<(u8, i64)> = (0..schema::COUNTER_SHARDS)
+        .zip(deltas.iter().copied())
+        .filter(|&(_, d)| d != 0)
+        .collect();
+    if moving.is_empty() {
+        return Ok(());
+    }
+    let keys: Vec<Vec<u8>> = moving
+        .iter()
+        .map(|&(s, _)| schema::counter_shard(name, s).into_bytes())
+        .collect();
+    let values = get_each(kv, &keys)?;
+    for (&(shard, delta), v) in moving.iter().zip(values) {
+        let now = shard_value(name, shard, v.as_deref())?;
+        set_shard(kv, name, shard, now, delta)?;
+    }
+    Ok(())
+}
+
+/// The counter shards [`write_task`] may move for task `id`.
+pub fn task_counter_keys(id: &str) -> [Vec<u8>; 2] {
+    let shard = schema::task_shard(id);
+    [
+        schema::counter_shard(schema::OPEN_TASKS, shard).into_bytes(),
+        schema::counter_shard(schema::LEASED_CLAIMS, shard).into_bytes(),
+    ]
+}
+
+/// The counter shard that arming or retiring timer `(run, effect)` moves.
+pub fn timer_counter_key(run: &str, effect: &str) -> Vec<u8> {
+    schema::counter_shard(schema::ARMED_TIMERS, schema::timer_shard(run, effect)).into_bytes()
 }
 
 /// Reads ahead, in one round trip, what a verb on one task may need: the
-/// layout mark, the task's row and the counters [`write_task`] may move.
+/// layout mark, the task's row and the counter shards [`write_task`] may
+/// move (only this task's, so writers of other tasks never share a key).
 pub fn prefetch_task<K: Kv + ?Sized>(kv: &mut K, id: &str) -> Result<(), StoreError> {
+    let [open, leased] = task_counter_keys(id);
     Ok(kv.prefetch(&[
         schema::layout().into_bytes(),
         schema::task(id).into_bytes(),
-        schema::counter(schema::OPEN_TASKS).into_bytes(),
-        schema::counter(schema::LEASED_CLAIMS).into_bytes(),
+        open,
+        leased,
     ])?)
 }
 
@@ -187,23 +304,59 @@ pub fn indexed_tasks<K: Kv + ?Sized>(
     ids: &[String],
     index: &str,
 ) -> Result<Vec<Task>, StoreError> {
-    Ok(indexed_rows(kv, ids, index)?
+    Ok(indexed_rows(kv, ids, index, Along::default())?
         .into_iter()
         .map(|r| r.task)
         .collect())
 }
 
-/// [`indexed_tasks`], answering the whole rows.
+/// What [`indexed_rows`] reads in the same batch as the rows, so that a verb
+/// pays for them no round trip of their own.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Along {
+    /// The layout mark, checked before any row is decoded (with no row to
+    /// read, it is read alone).
+    pub layout: bool,
+    /// Each task's leased-claims shard, for a verb about to take or end a
+    /// claim (which leaves the open count as it is).
+    pub leased_shards: bool,
+}
+
+/// [`indexed_tasks`], answering the whole rows, with what `along` asks for.
 pub fn indexed_rows<K: Kv + ?Sized>(
     kv: &mut K,
     ids: &[String],
     index: &str,
+    along: Along,
 ) -> Result<Vec<TaskRow>, StoreError> {
     if ids.is_empty() {
+        if along.layout {
+            check_layout(kv, false)?;
+        }
         return Ok(Vec::new());
     }
-    let keys: Vec<Vec<u8>> = ids.iter().map(|id| schema::task(id).into_bytes()).collect();
-    let values = kv.get_many(&keys)?;
+    let mut keys: Vec<Vec<u8>> = Vec::new();
+    if along.layout {
+        keys.push(schema::layout().into_bytes());
+    }
+    keys.extend(ids.iter().map(|id| schema::task(id).into_bytes()));
+    if along.leased_shards {
+        // Tasks share shards; each shard is asked for once.
+        let mut shards: Vec<u8> = ids.iter().map(|id| schema::task_shard(id)).collect();
+        shards.sort_unstable();
+        shards.dedup();
+        keys.extend(
+            shards
+                .into_iter()
+                .map(|s| schema::counter_shard(schema::LEASED_CLAIMS, s).into_bytes()),
+        );
+    }
+    let values = get_each(kv, &keys)?;
+    let mut values = values.into_iter();
+    if along.layout {
+        known_layout(values.next().flatten().as_deref())?;
+    }
+    // The counter shards, last in the batch, are left for the writes to read.
     ids.iter()
         .zip(values)
         .map(|(id, v)| match v {
@@ -261,13 +414,21 @@ pub fn write_task<K: Kv + ?Sized>(
     for k in after.iter().filter(|k| !before.contains(k)) {
         kv.set(k, &[])?;
     }
+    // A row keeps its id, so old and new count in the same shard.
+    let shard = schema::task_shard(&new.task.id);
     let was = old.is_some_and(|r| r.task.state.is_pending());
     let is = new.task.state.is_pending();
-    add_to_counter(kv, schema::OPEN_TASKS, i64::from(is) - i64::from(was))?;
+    add_to_counter(
+        kv,
+        schema::OPEN_TASKS,
+        shard,
+        i64::from(is) - i64::from(was),
+    )?;
     let was = old.is_some_and(TaskRow::is_leased);
     add_to_counter(
         kv,
         schema::LEASED_CLAIMS,
+        shard,
         i64::from(new.is_leased()) - i64::from(was),
     )
 }
@@ -335,18 +496,36 @@ pub fn write_timer<K: Kv + ?Sized>(
         }
         None => {
             kv.set(due.as_bytes(), &[])?;
-            add_to_counter(kv, schema::ARMED_TIMERS, 1)?;
+            add_to_counter(
+                kv,
+                schema::ARMED_TIMERS,
+                schema::timer_shard(&t.run, &t.effect),
+                1,
+            )?;
         }
     }
     Ok(())
 }
 
-/// Removes a timer with its due entry.
+/// Removes a timer with its due entry and its count.
 pub fn retire_timer<K: Kv + ?Sized>(kv: &mut K, row: &TimerRow) -> Result<(), StoreError> {
+    remove_timer(kv, row)?;
+    let t = &row.timer;
+    add_to_counter(
+        kv,
+        schema::ARMED_TIMERS,
+        schema::timer_shard(&t.run, &t.effect),
+        -1,
+    )
+}
+
+/// Removes a timer with its due entry, leaving its count to the caller, who
+/// moves many timers' shards at once with [`add_to_shards`].
+pub fn remove_timer<K: Kv + ?Sized>(kv: &mut K, row: &TimerRow) -> Result<(), StoreError> {
     let t = &row.timer;
     kv.delete(schema::timer(&t.run, &t.effect).as_bytes())?;
     kv.delete(row.due_key().as_bytes())?;
-    add_to_counter(kv, schema::ARMED_TIMERS, -1)
+    Ok(())
 }
 
 pub fn is_sealed<K: Kv + ?Sized>(kv: &mut K, run: &str) -> Result<bool, StoreError> {
@@ -442,8 +621,8 @@ mod tests {
         assert!(decode_task(b"").is_err());
     }
 
-    /// The stored form is part of layout 2: a change to it must be a new
-    /// layout, so these bytes are pinned.
+    /// The stored form of rows, unchanged since layout 2, is part of the
+    /// layout: a change to it must be a new layout, so these bytes are pinned.
     #[test]
     fn the_layout_2_row_bytes_are_pinned() {
         let row = TaskRow {
@@ -498,5 +677,109 @@ mod tests {
             other => panic!("expected corrupt, got {other:?}"),
         }
         assert_eq!(kv.map.len(), 1, "the refusal wrote");
+    }
+
+    /// Layout 2 kept each counter in one key, which layout 3 would read as
+    /// zero: it must be refused, by name, before any counter is read.
+    #[test]
+    fn a_keyspace_in_the_layout_2_single_key_counters_is_refused_by_name() {
+        let mut kv = MemKv::new();
+        kv.map.insert(schema::layout().into_bytes(), b"2".to_vec());
+        kv.map.insert(
+            Key::new().str("count").str(schema::OPEN_TASKS).into_bytes(),
+            5u64.to_be_bytes().to_vec(),
+        );
+        let before = kv.map.clone();
+        for answer in [
+            check_layout(&mut kv, true),
+            read_counter(&mut kv, schema::OPEN_TASKS).map(drop),
+            indexed_rows(
+                &mut kv,
+                &[],
+                "an index",
+                Along {
+                    layout: true,
+                    leased_shards: false,
+                },
+            )
+            .map(drop),
+        ] {
+            match answer {
+                Err(StoreError::Corrupt(d)) => {
+                    assert!(
+                        d.contains("layout 2") && d.contains("single-key counters"),
+                        "{d}"
+                    );
+                    assert!(d.contains("only layout 3"), "{d}");
+                }
+                other => panic!("expected corrupt, got {other:?}"),
+            }
+        }
+        assert!(kv.map == before, "the refusal wrote");
+    }
+
+    #[test]
+    fn a_counter_is_the_sum_of_its_shards_read_with_the_layout_in_one_batch() {
+        let mut kv = MemKv::new();
+        check_layout(&mut kv, true).expect("a fresh keyspace");
+        add_to_counter(&mut kv, schema::OPEN_TASKS, 0, 3).expect("adds");
+        add_to_counter(&mut kv, schema::OPEN_TASKS, 17, 2).expect("adds");
+        add_to_counter(&mut kv, schema::OPEN_TASKS, 63, 1).expect("adds");
+        add_to_counter(&mut kv, schema::OPEN_TASKS, 17, -1).expect("subtracts");
+        // Another counter's shards are not this one's.
+        add_to_counter(&mut kv, schema::LEASED_CLAIMS, 5, 9).expect("adds");
+        kv.calls = Default::default();
+        assert_eq!(read_counter(&mut kv, schema::OPEN_TASKS), Ok(5));
+        assert_eq!(kv.calls.get_manys, 1, "{:?}", kv.calls);
+        assert_eq!(kv.calls.round_trips(), 1, "{:?}", kv.calls);
+        assert_eq!(kv.calls.batched_keys, 65, "{:?}", kv.calls);
+        assert_eq!(read_shard(&mut kv, schema::OPEN_TASKS, 17), Ok(1));
+        assert_eq!(read_counter(&mut kv, schema::LEASED_CLAIMS), Ok(9));
+        assert_eq!(read_counter(&mut kv, schema::ARMED_TIMERS), Ok(0));
+    }
+
+    #[test]
+    fn a_shard_never_goes_below_zero_even_when_the_sum_could() {
+        let mut kv = MemKv::new();
+        add_to_counter(&mut kv, schema::OPEN_TASKS, 1, 4).expect("adds");
+        let before = kv.map.clone();
+        match add_to_counter(&mut kv, schema::OPEN_TASKS, 2, -1) {
+            Err(StoreError::Corrupt(d)) => assert!(d.contains("shard 2"), "{d}"),
+            other => panic!("expected corrupt, got {other:?}"),
+        }
+        let mut deltas = [0i64; schema::COUNTER_SHARDS as usize];
+        deltas[1] = -1;
+        deltas[2] = -1;
+        assert!(matches!(
+            add_to_shards(&mut kv, schema::OPEN_TASKS, &deltas),
+            Err(StoreError::Corrupt(_))
+        ));
+        kv.map = before;
+        deltas[2] = 0;
+        add_to_shards(&mut kv, schema::OPEN_TASKS, &deltas).expect("moves");
+        assert_eq!(read_counter(&mut kv, schema::OPEN_TASKS), Ok(3));
+    }
+
+    #[test]
+    fn a_shard_of_the_wrong_width_is_corrupt_never_zero() {
+        for width in [0, 1, 7, 9] {
+            let mut kv = MemKv::new();
+            kv.map.insert(
+                schema::counter_shard(schema::ARMED_TIMERS, 40).into_bytes(),
+                vec![0; width],
+            );
+            for answer in [
+                read_counter(&mut kv, schema::ARMED_TIMERS),
+                read_shard(&mut kv, schema::ARMED_TIMERS, 40),
+            ] {
+                match answer {
+                    Err(StoreError::Corrupt(d)) => {
+                        assert!(d.contains("armed-timers") && d.contains("shard 40"), "{d}");
+                    }
+                    other => panic!("width {width}: expected corrupt, got {other:?}"),
+                }
+            }
+            assert!(add_to_counter(&mut kv, schema::ARMED_TIMERS, 40, 1).is_err());
+        }
     }
 }

@@ -226,11 +226,6 @@ pub fn reclaim_lapsed<K: Kv + ?Sized>(
 ) -> Result<Vec<Task>, StoreError> {
     validate::timestamp("now", now)?;
     validate::limit("limit", limit)?;
-    kv.prefetch(&[
-        schema::layout().into_bytes(),
-        schema::counter(schema::OPEN_TASKS).into_bytes(),
-        schema::counter(schema::LEASED_CLAIMS).into_bytes(),
-    ])?;
     store::check_layout(kv, false)?;
     let prefix = schema::leases();
     let end = prefix.clone().int(now).prefix_end();
@@ -243,7 +238,11 @@ pub fn reclaim_lapsed<K: Kv + ?Sized>(
         }
     }
     let ids: Vec<String> = listed.iter().map(|(_, id)| id.clone()).collect();
-    let rows = store::indexed_rows(kv, &ids, "the lease index")?;
+    let along = store::Along {
+        layout: false,
+        leased_shards: true,
+    };
+    let rows = store::indexed_rows(kv, &ids, "the lease index", along)?;
     let mut moved = Vec::with_capacity(rows.len());
     for ((at, id), row) in listed.into_iter().zip(rows) {
         if !row.is_leased() || row.task.lease_until != Some(at) {
@@ -316,12 +315,13 @@ pub(crate) fn withdraw_awaited<K: Kv + ?Sized>(
     run: &str,
     awaited: &[String],
 ) -> Result<u32, StoreError> {
-    let mut keys: Vec<Vec<u8>> = awaited
+    let keys: Vec<Vec<u8>> = awaited
         .iter()
-        .map(|id| schema::task(id).into_bytes())
+        .flat_map(|id| {
+            let [open, leased] = store::task_counter_keys(id);
+            [schema::task(id).into_bytes(), open, leased]
+        })
         .collect();
-    keys.push(schema::counter(schema::OPEN_TASKS).into_bytes());
-    keys.push(schema::counter(schema::LEASED_CLAIMS).into_bytes());
     kv.prefetch(&keys)?;
     let mut moved = 0;
     for id in awaited {
@@ -361,21 +361,13 @@ pub fn escalate<K: Kv + ?Sized>(kv: &mut K, id: &str) -> Result<Task, StoreError
     Ok(next.task)
 }
 
+/// Checks the layout too: the mark rides in the batch of shards.
 pub fn open_count<K: Kv + ?Sized>(kv: &mut K) -> Result<u64, StoreError> {
-    kv.prefetch(&[
-        schema::layout().into_bytes(),
-        schema::counter(schema::OPEN_TASKS).into_bytes(),
-    ])?;
-    store::check_layout(kv, false)?;
     store::read_counter(kv, schema::OPEN_TASKS)
 }
 
+/// Checks the layout too: the mark rides in the batch of shards.
 pub fn leased_count<K: Kv + ?Sized>(kv: &mut K) -> Result<u64, StoreError> {
-    kv.prefetch(&[
-        schema::layout().into_bytes(),
-        schema::counter(schema::LEASED_CLAIMS).into_bytes(),
-    ])?;
-    store::check_layout(kv, false)?;
     store::read_counter(kv, schema::LEASED_CLAIMS)
 }
 
@@ -504,13 +496,19 @@ impl Stream {
 /// `queue`: a k-way merge of the caller's per-role indexes and the index of
 /// tasks open to anyone. All of them are ordered by the same position
 /// (rank, created-at, id), so the merge reads each only as far as the page
-/// needs: O(limit × roles) entries however large the backlog.
+/// needs: O(limit × roles) entries however large the backlog. The layout
+/// mark is read with the page's rows (see [`walk_queue`]).
 pub fn queue<K: Kv + ?Sized>(kv: &mut K, query: &QueueQuery) -> Result<Page, StoreError> {
     let (roles, after) = queue_input(query)?;
-    store::check_layout(kv, false)?;
     let limit = query.limit as usize;
-    let (mut found, more) =
-        walk_queue(kv, &roles, query.actor.as_deref(), after.as_deref(), limit)?;
+    let (mut found, more) = walk_queue(
+        kv,
+        &roles,
+        query.actor.as_deref(),
+        after.as_deref(),
+        limit,
+        false,
+    )?;
     found.truncate(limit);
     let tasks = found
         .into_iter()
@@ -543,13 +541,50 @@ type Positioned = Vec<(Vec<u8>, TaskRow)>;
 /// The tasks of a queue page after `after` that `actor` may take, with their
 /// positions: the first `limit`, and possibly one more (read with an actor,
 /// whose tasks are only known once their rows are), and whether at least one
-/// more than `limit` follows.
+/// more than `limit` follows. With `leased_shards`, the rows' leased-claims
+/// shards are read with them, for a caller about to claim one.
+///
+/// The walk checks the layout itself, so that a page costs its scans and its
+/// batches of rows and nothing more: the mark rides in the first batch, and
+/// is read alone only when there is no row to read. Anything met before it
+/// that does not decode is reported as the layout's fault when the layout is
+/// wrong, since that is the likelier cause.
 fn walk_queue<K: Kv + ?Sized>(
     kv: &mut K,
     roles: &[String],
     actor: Option<&str>,
     after: Option<&[u8]>,
     limit: usize,
+    leased_shards: bool,
+) -> Result<(Positioned, bool), StoreError> {
+    let mut layout_read = false;
+    let walked = merge_queue(
+        kv,
+        roles,
+        actor,
+        after,
+        limit,
+        leased_shards,
+        &mut layout_read,
+    );
+    if let Err(StoreError::Corrupt(_)) = &walked
+        && !layout_read
+    {
+        store::check_layout(kv, false)?;
+    }
+    walked
+}
+
+/// The body of [`walk_queue`]; `layout_read` says whether the layout mark
+/// has been read and found good.
+fn merge_queue<K: Kv + ?Sized>(
+    kv: &mut K,
+    roles: &[String],
+    actor: Option<&str>,
+    after: Option<&[u8]>,
+    limit: usize,
+    leased_shards: bool,
+    layout_read: &mut bool,
 ) -> Result<(Positioned, bool), StoreError> {
     // As many entries per scan as a page of `limit` needs: one more than it
     // shows, so a page that is exactly full knows whether more follow.
@@ -594,7 +629,12 @@ fn walk_queue<K: Kv + ?Sized>(
                 },
             );
         }
-        let rows = store::indexed_rows(kv, &ids, "the queue index")?;
+        let along = store::Along {
+            layout: !*layout_read,
+            leased_shards,
+        };
+        let rows = store::indexed_rows(kv, &ids, "the queue index", along)?;
+        *layout_read = true;
         for (pos, row) in positions.into_iter().zip(rows) {
             if actor.is_some_and(|a| row.task.excluded_actors.iter().any(|x| x == a)) {
                 continue;
@@ -612,7 +652,8 @@ fn walk_queue<K: Kv + ?Sized>(
 /// `claim-next`: the head of the caller's queue, claimed in the same call.
 /// The call reads the queue inside its own transaction, so the head it sees
 /// is free, and it never has a stale head to be refused over. It reads what
-/// a one-task page reads, and so shares the page's bound.
+/// a one-task page reads, and so shares the page's bound: the counter shards
+/// the claim moves come in the batch of rows.
 pub fn claim_next<K: Kv + ?Sized>(
     kv: &mut K,
     query: &QueueQuery,
@@ -624,12 +665,7 @@ pub fn claim_next<K: Kv + ?Sized>(
         .as_deref()
         .ok_or_else(|| validate::invalid("actor is required: claim-next claims for it"))?;
     validate::claim_lease(lease)?;
-    kv.prefetch(&[
-        schema::layout().into_bytes(),
-        schema::counter(schema::LEASED_CLAIMS).into_bytes(),
-    ])?;
-    store::check_layout(kv, false)?;
-    let (found, _) = walk_queue(kv, &roles, Some(actor), after.as_deref(), 1)?;
+    let (found, _) = walk_queue(kv, &roles, Some(actor), after.as_deref(), 1, true)?;
     let Some((_, row)) = found.into_iter().next() else {
         return Ok(None);
     };

@@ -19,6 +19,7 @@ mod error_paths;
 mod model_based;
 mod queue_reads;
 mod sealing;
+mod sharding;
 mod timer_leases;
 mod worklist;
 

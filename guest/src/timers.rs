@@ -24,7 +24,7 @@ pub fn arm<K: Kv + ?Sized>(kv: &mut K, timer: &Timer) -> Result<ArmOutcome, Stor
         schema::layout().into_bytes(),
         schema::sealed(&timer.run).into_bytes(),
         schema::timer(&timer.run, &timer.effect).into_bytes(),
-        schema::counter(schema::ARMED_TIMERS).into_bytes(),
+        store::timer_counter_key(&timer.run, &timer.effect),
     ])?;
     store::check_layout(kv, true)?;
     if store::is_sealed(kv, &timer.run)? {
@@ -52,10 +52,6 @@ pub fn claim_due<K: Kv + ?Sized>(
     validate::timestamp("now", now)?;
     validate::limit("limit", limit)?;
     validate::lease(lease_ms)?;
-    kv.prefetch(&[
-        schema::layout().into_bytes(),
-        schema::counter(schema::ARMED_TIMERS).into_bytes(),
-    ])?;
     store::check_layout(kv, true)?;
     // Never clamped: a lease is as long as it was asked to be, even when it
     // ends past the last instant a caller can name (s64 has room).
@@ -102,6 +98,19 @@ pub fn claim_due<K: Kv + ?Sized>(
                 sealed.insert(run, mark.is_some());
             }
         }
+        // The counter shards of timers about to be retired come in the batch
+        // of rows; `load_timers` then reads the rows from what it brought.
+        let ahead: Vec<Vec<u8>> = listed
+            .iter()
+            .map(|(_, r, e)| schema::timer(r, e).into_bytes())
+            .chain(
+                listed
+                    .iter()
+                    .filter(|(_, r, _)| sealed.get(r).copied().unwrap_or(false))
+                    .map(|(_, r, e)| store::timer_counter_key(r, e)),
+            )
+            .collect();
+        kv.prefetch(&ahead)?;
         let rows = store::load_timers(kv, listed.iter().map(|(_, r, e)| (r.as_str(), e.as_str())))?;
         for ((at, run, effect), row) in listed.iter().zip(rows) {
             let row = row.ok_or_else(|| {
@@ -145,7 +154,7 @@ pub fn disarm<K: Kv + ?Sized>(kv: &mut K, run: &str, effect: &str) -> Result<boo
     kv.prefetch(&[
         schema::layout().into_bytes(),
         schema::timer(run, effect).into_bytes(),
-        schema::counter(schema::ARMED_TIMERS).into_bytes(),
+        store::timer_counter_key(run, effect),
     ])?;
     store::check_layout(kv, true)?;
     match store::load_timer(kv, run, effect)? {
@@ -163,25 +172,26 @@ pub fn disarm_run<K: Kv + ?Sized>(kv: &mut K, run: &str) -> Result<u32, StoreErr
     retire_run(kv, run)
 }
 
-/// Retires every timer of `run`, reading only that run's range.
+/// Retires every timer of `run`, reading only that run's range. The run's
+/// timers count in many shards, learnt only as the walk meets them, so the
+/// counts are gathered and the shards moved with one batched read at the end.
 pub(crate) fn retire_run<K: Kv + ?Sized>(kv: &mut K, run: &str) -> Result<u32, StoreError> {
     let mut retired = 0u32;
+    let mut by_shard = [0i64; schema::COUNTER_SHARDS as usize];
     store::walk(kv, &schema::timers_of(run), |kv, _, value| {
         let row = store::decode_timer(&value)
             .map_err(|e| StoreError::Corrupt(format!("a timer of run {run}: {e}")))?;
-        store::retire_timer(kv, &row)?;
+        store::remove_timer(kv, &row)?;
+        by_shard[usize::from(schema::timer_shard(&row.timer.run, &row.timer.effect))] -= 1;
         retired += 1;
         Ok(true)
     })?;
+    store::add_to_shards(kv, schema::ARMED_TIMERS, &by_shard)?;
     Ok(retired)
 }
 
+/// Checks the layout too: the mark rides in the batch of shards.
 pub fn pending_count<K: Kv + ?Sized>(kv: &mut K) -> Result<u64, StoreError> {
-    kv.prefetch(&[
-        schema::layout().into_bytes(),
-        schema::counter(schema::ARMED_TIMERS).into_bytes(),
-    ])?;
-    store::check_layout(kv, false)?;
     store::read_counter(kv, schema::ARMED_TIMERS)
 }
 

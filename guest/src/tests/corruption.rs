@@ -35,6 +35,21 @@ fn findings(kv: &mut MemKv) -> Vec<(String, String)> {
     out
 }
 
+/// The subject of a finding about one counter shard.
+fn shard(name: &str, shard: u8) -> String {
+    format!("{name}/{shard}")
+}
+
+/// Moves the stored value of one counter shard by `delta`, as damage would.
+fn skew_shard(kv: &mut MemKv, name: &str, shard: u8, delta: i64) {
+    let key = schema::counter_shard(name, shard).into_bytes();
+    let now = kv.map.get(&key).map_or(0, |v| {
+        u64::from_be_bytes(v.as_slice().try_into().expect("8 bytes"))
+    });
+    let next = now.checked_add_signed(delta).expect("in range");
+    kv.map.insert(key, next.to_be_bytes().to_vec());
+}
+
 fn found(list: &[(&str, &str)]) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = list
         .iter()
@@ -172,19 +187,32 @@ fn a_timer_row_that_does_not_decode_is_corrupt() {
 }
 
 #[test]
-fn a_counter_of_the_wrong_width_is_corrupt() {
+fn a_counter_shard_of_the_wrong_width_is_corrupt() {
     let mut kv = MemKv::new();
     open(&mut kv, task("t"));
+    let own = schema::task_shard("t");
     kv.map.insert(
-        schema::counter(schema::OPEN_TASKS).into_bytes(),
+        schema::counter_shard(schema::OPEN_TASKS, own).into_bytes(),
         vec![1, 2, 3],
     );
-    corrupt_detail(fails_cleanly(&mut kv, tasks::open_count));
+    let d = corrupt_detail(fails_cleanly(&mut kv, tasks::open_count));
+    assert!(d.contains(&format!("shard {own}")), "{d}");
+    // The task's own writers read the shard, and refuse it too (over the
+    // call's buffer, as the component runs them, so nothing is committed).
+    claim_corrupt_detail(fails_cleanly(&mut kv, |kv| {
+        kv.call(|kv| tasks::settle(kv, "t", Settlement::Completed, None))
+    }));
+    // A reader sums every shard, so damage in a shard no task counts in is
+    // found as well.
+    let mut kv = MemKv::new();
+    arm(&mut kv, timer("r", "e", 10));
+    let other = (schema::timer_shard("r", "e") + 1) % schema::COUNTER_SHARDS;
     kv.map.insert(
-        schema::counter(schema::ARMED_TIMERS).into_bytes(),
+        schema::counter_shard(schema::ARMED_TIMERS, other).into_bytes(),
         vec![0; 9],
     );
-    corrupt_detail(fails_cleanly(&mut kv, timers::pending_count));
+    let d = corrupt_detail(fails_cleanly(&mut kv, timers::pending_count));
+    assert!(d.contains(&format!("shard {other}")), "{d}");
 }
 
 #[test]
@@ -263,34 +291,39 @@ fn a_lease_entry_the_row_does_not_hold_is_corrupt_for_reclaim_lapsed() {
     }));
 }
 
-#[test]
-fn an_unknown_layout_version_is_corrupt_for_every_verb() {
-    let mut kv = MemKv::new();
-    mixed_workload(&mut kv);
-    kv.map.insert(schema::layout().into_bytes(), b"3".to_vec());
-    let d = corrupt_detail(fails_cleanly(&mut kv, |kv| tasks::get(kv, "open")));
-    assert!(d.contains("layout"), "{d}");
-    corrupt_detail(fails_cleanly(&mut kv, |kv| tasks::open(kv, &task("new"))));
-    corrupt_detail(fails_cleanly(&mut kv, |kv| tasks::open(kv, &task("open"))));
-    claim_corrupt_detail(fails_cleanly(&mut kv, |kv| {
+/// Runs every verb over `kv`, each of which must fail as corrupt and write
+/// nothing, answering their details.
+fn every_verb_refuses(kv: &mut MemKv) -> Vec<String> {
+    let mut out = Vec::new();
+    let kv = &mut *kv;
+    out.push(corrupt_detail(fails_cleanly(kv, |kv| {
+        tasks::get(kv, "open")
+    })));
+    out.push(corrupt_detail(fails_cleanly(kv, |kv| {
+        tasks::open(kv, &task("new"))
+    })));
+    out.push(corrupt_detail(fails_cleanly(kv, |kv| {
+        tasks::open(kv, &task("open"))
+    })));
+    out.push(claim_corrupt_detail(fails_cleanly(kv, |kv| {
         tasks::claim(kv, "open", "bob", &names(&["approver"]), None)
-    }));
-    claim_corrupt_detail(fails_cleanly(&mut kv, |kv| {
+    })));
+    out.push(claim_corrupt_detail(fails_cleanly(kv, |kv| {
         tasks::take_over(kv, "held", "bob", "ann", &names(&["approver"]), None)
-    }));
-    claim_corrupt_detail(fails_cleanly(&mut kv, |kv| {
+    })));
+    out.push(claim_corrupt_detail(fails_cleanly(kv, |kv| {
         tasks::release(kv, "held", "bob")
-    }));
-    claim_corrupt_detail(fails_cleanly(&mut kv, |kv| {
+    })));
+    out.push(claim_corrupt_detail(fails_cleanly(kv, |kv| {
         tasks::settle(kv, "open", Settlement::Completed, None)
-    }));
-    claim_corrupt_detail(fails_cleanly(&mut kv, |kv| {
+    })));
+    out.push(claim_corrupt_detail(fails_cleanly(kv, |kv| {
         tasks::renew(kv, "leased", "cy", 120, 50)
-    }));
-    corrupt_detail(fails_cleanly(&mut kv, |kv| {
+    })));
+    out.push(corrupt_detail(fails_cleanly(kv, |kv| {
         tasks::reclaim_lapsed(kv, 1_000, 10)
-    }));
-    corrupt_detail(fails_cleanly(&mut kv, |kv| {
+    })));
+    out.push(corrupt_detail(fails_cleanly(kv, |kv| {
         tasks::claim_next(
             kv,
             &QueueQuery {
@@ -301,14 +334,16 @@ fn an_unknown_layout_version_is_corrupt_for_every_verb() {
             },
             None,
         )
-    }));
-    corrupt_detail(fails_cleanly(&mut kv, tasks::leased_count));
-    corrupt_detail(fails_cleanly(&mut kv, tasks::next_lease_end));
-    corrupt_detail(fails_cleanly(&mut kv, |kv| tasks::escalate(kv, "open")));
-    corrupt_detail(fails_cleanly(&mut kv, |kv| {
+    })));
+    out.push(corrupt_detail(fails_cleanly(kv, tasks::leased_count)));
+    out.push(corrupt_detail(fails_cleanly(kv, tasks::next_lease_end)));
+    out.push(corrupt_detail(fails_cleanly(kv, |kv| {
+        tasks::escalate(kv, "open")
+    })));
+    out.push(corrupt_detail(fails_cleanly(kv, |kv| {
         tasks::withdraw_run(kv, "run-1", &names(&["open"]))
-    }));
-    corrupt_detail(fails_cleanly(&mut kv, |kv| {
+    })));
+    out.push(corrupt_detail(fails_cleanly(kv, |kv| {
         tasks::queue(
             kv,
             &QueueQuery {
@@ -318,25 +353,131 @@ fn an_unknown_layout_version_is_corrupt_for_every_verb() {
                 after: None,
             },
         )
-    }));
-    corrupt_detail(fails_cleanly(&mut kv, |kv| {
+    })));
+    out.push(corrupt_detail(fails_cleanly(kv, |kv| {
         tasks::for_case(kv, "c", 10, None)
-    }));
-    corrupt_detail(fails_cleanly(&mut kv, tasks::open_count));
-    corrupt_detail(fails_cleanly(&mut kv, |kv| tasks::overdue(kv, 100, 10)));
-    corrupt_detail(fails_cleanly(&mut kv, |kv| {
+    })));
+    out.push(corrupt_detail(fails_cleanly(kv, tasks::open_count)));
+    out.push(corrupt_detail(fails_cleanly(kv, |kv| {
+        tasks::overdue(kv, 100, 10)
+    })));
+    out.push(corrupt_detail(fails_cleanly(kv, |kv| {
         timers::arm(kv, &timer("r9", "a", 1))
-    }));
-    corrupt_detail(fails_cleanly(&mut kv, |kv| {
+    })));
+    out.push(corrupt_detail(fails_cleanly(kv, |kv| {
         timers::claim_due(kv, 10_000, 10, 10)
-    }));
-    corrupt_detail(fails_cleanly(&mut kv, |kv| timers::disarm(kv, "r1", "a")));
-    corrupt_detail(fails_cleanly(&mut kv, |kv| timers::disarm_run(kv, "r1")));
-    corrupt_detail(fails_cleanly(&mut kv, timers::pending_count));
-    corrupt_detail(fails_cleanly(&mut kv, timers::next_due));
-    corrupt_detail(fails_cleanly(&mut kv, |kv| runs::seal(kv, "r1", &[])));
-    corrupt_detail(fails_cleanly(&mut kv, |kv| runs::is_sealed(kv, "r3")));
+    })));
+    out.push(corrupt_detail(fails_cleanly(kv, |kv| {
+        timers::disarm(kv, "r1", "a")
+    })));
+    out.push(corrupt_detail(fails_cleanly(kv, |kv| {
+        timers::disarm_run(kv, "r1")
+    })));
+    out.push(corrupt_detail(fails_cleanly(kv, timers::pending_count)));
+    out.push(corrupt_detail(fails_cleanly(kv, timers::next_due)));
+    out.push(corrupt_detail(fails_cleanly(kv, |kv| {
+        runs::seal(kv, "r1", &[])
+    })));
+    out.push(corrupt_detail(fails_cleanly(kv, |kv| {
+        runs::is_sealed(kv, "r3")
+    })));
+    out
+}
+
+#[test]
+fn an_unknown_layout_version_is_corrupt_for_every_verb() {
+    let mut kv = MemKv::new();
+    mixed_workload(&mut kv);
+    kv.map.insert(schema::layout().into_bytes(), b"9".to_vec());
+    for d in every_verb_refuses(&mut kv) {
+        assert!(d.contains("layout \"9\""), "{d}");
+    }
     assert_eq!(findings(&mut kv), found(&[("layout", "meta/layout")]));
+}
+
+/// `queue` reads the layout mark only with its rows, so whatever it meets
+/// before them that does not decode must still be blamed on a wrong layout
+/// when the layout is wrong, and on the index when it is not.
+#[test]
+fn queue_reports_a_wrong_layout_before_an_index_entry_it_cannot_read() {
+    let query = |roles: &[&str]| QueueQuery {
+        roles: names(roles),
+        actor: Some("ann".into()),
+        limit: 10,
+        after: None,
+    };
+    let mut kv = MemKv::new();
+    mixed_workload(&mut kv);
+    // A queue entry whose position is not (rank, created-at, id).
+    kv.map.insert(
+        schema::queue_role("approver").str("junk").into_bytes(),
+        Vec::new(),
+    );
+    let d = corrupt_detail(fails_cleanly(&mut kv, |kv| {
+        tasks::queue(kv, &query(&["approver"]))
+    }));
+    assert!(d.contains("queue index"), "{d}");
+    let d = corrupt_detail(fails_cleanly(&mut kv, |kv| {
+        tasks::claim_next(kv, &query(&["approver"]), None)
+    }));
+    assert!(d.contains("queue index"), "{d}");
+    kv.map.insert(schema::layout().into_bytes(), b"2".to_vec());
+    let d = corrupt_detail(fails_cleanly(&mut kv, |kv| {
+        tasks::queue(kv, &query(&["approver"]))
+    }));
+    assert!(d.contains("layout 2"), "{d}");
+    let d = corrupt_detail(fails_cleanly(&mut kv, |kv| {
+        tasks::claim_next(kv, &query(&["approver"]), None)
+    }));
+    assert!(d.contains("layout 2"), "{d}");
+    // An empty queue has no row to carry the mark, and is refused all the
+    // same.
+    let mut kv = MemKv::new();
+    open(&mut kv, task("t").roles(&["approver"]));
+    kv.map.insert(schema::layout().into_bytes(), b"2".to_vec());
+    let d = corrupt_detail(fails_cleanly(&mut kv, |kv| {
+        tasks::queue(kv, &query(&["nobody"]))
+    }));
+    assert!(d.contains("layout 2"), "{d}");
+    let d = corrupt_detail(fails_cleanly(&mut kv, |kv| {
+        tasks::claim_next(kv, &query(&["nobody"]), None)
+    }));
+    assert!(d.contains("layout 2"), "{d}");
+}
+
+/// A keyspace written by an earlier 0.2 build: the same rows, each counter
+/// in one key. Read as layout 3 its counters would all be zero, and the
+/// first settle would take a shard below zero; it is refused by name.
+#[test]
+fn a_keyspace_in_layout_2_is_refused_by_name_for_every_verb() {
+    let mut kv = MemKv::new();
+    mixed_workload(&mut kv);
+    for name in schema::COUNTERS {
+        let total = match name {
+            schema::OPEN_TASKS => tasks::open_count(&mut kv),
+            schema::LEASED_CLAIMS => tasks::leased_count(&mut kv),
+            _ => timers::pending_count(&mut kv),
+        }
+        .expect("a count");
+        for k in schema::counter_shards(name) {
+            kv.map.remove(&k);
+        }
+        kv.map.insert(
+            crate::keys::Key::new().str("count").str(name).into_bytes(),
+            total.to_be_bytes().to_vec(),
+        );
+    }
+    kv.map.insert(schema::layout().into_bytes(), b"2".to_vec());
+    for d in every_verb_refuses(&mut kv) {
+        assert!(
+            d.contains("layout 2") && d.contains("single-key counters"),
+            "{d}"
+        );
+    }
+    let found = check::check(&mut kv).expect("the check runs");
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].structure, "layout");
+    assert!(found[0].detail.contains("layout 2"), "{found:?}");
 }
 
 // ---- the consistency check ----------------------------------------------
@@ -359,7 +500,10 @@ fn the_check_finds_a_task_row_deleted_behind_its_indexes() {
         findings(&mut kv),
         found(&[
             ("case-index", "open"),
-            ("open-count", schema::OPEN_TASKS),
+            (
+                "open-count",
+                &shard(schema::OPEN_TASKS, schema::task_shard("open"))
+            ),
             ("overdue-index", "open"),
             ("queue-index", "open"),
         ])
@@ -404,15 +548,18 @@ fn the_check_finds_the_open_counter_off_by_one_either_way() {
     for delta in [1i64, -1] {
         let mut kv = MemKv::new();
         mixed_workload(&mut kv);
-        let n = tasks::open_count(&mut kv).expect("open-count");
-        let off = n.checked_add_signed(delta).expect("in range");
-        kv.map.insert(
-            schema::counter(schema::OPEN_TASKS).into_bytes(),
-            off.to_be_bytes().to_vec(),
-        );
+        let own = schema::task_shard("open");
+        skew_shard(&mut kv, schema::OPEN_TASKS, own, delta);
+        let found_now = check::check(&mut kv).expect("the check runs");
+        assert_eq!(found_now.len(), 1, "{found_now:?}");
+        let d = &found_now[0];
         assert_eq!(
-            findings(&mut kv),
-            found(&[("open-count", schema::OPEN_TASKS)])
+            (d.structure.as_str(), d.subject.as_str()),
+            ("open-count", shard(schema::OPEN_TASKS, own).as_str())
+        );
+        assert!(
+            d.detail.contains("open-tasks") && d.detail.contains(&format!("shard {own}")),
+            "{d:?}"
         );
     }
 }
@@ -422,17 +569,75 @@ fn the_check_finds_the_timer_counter_off_by_one_either_way() {
     for delta in [1i64, -1] {
         let mut kv = MemKv::new();
         mixed_workload(&mut kv);
-        let n = timers::pending_count(&mut kv).expect("pending-count");
-        let off = n.checked_add_signed(delta).expect("in range");
-        kv.map.insert(
-            schema::counter(schema::ARMED_TIMERS).into_bytes(),
-            off.to_be_bytes().to_vec(),
-        );
+        let own = schema::timer_shard("r1", "a");
+        skew_shard(&mut kv, schema::ARMED_TIMERS, own, delta);
         assert_eq!(
             findings(&mut kv),
-            found(&[("pending-count", schema::ARMED_TIMERS)])
+            found(&[("pending-count", &shard(schema::ARMED_TIMERS, own))])
         );
     }
+}
+
+/// A count moved to another shard leaves every sum right, so only a check by
+/// shard sees it; left alone it would take a shard below zero once the task
+/// settles.
+#[test]
+fn the_check_finds_a_count_in_the_wrong_shard_though_the_sum_is_right() {
+    let mut kv = MemKv::new();
+    mixed_workload(&mut kv);
+    let total = tasks::open_count(&mut kv).expect("open-count");
+    let own = schema::task_shard("open");
+    let wrong = (own + 1) % schema::COUNTER_SHARDS;
+    skew_shard(&mut kv, schema::OPEN_TASKS, own, -1);
+    skew_shard(&mut kv, schema::OPEN_TASKS, wrong, 1);
+    assert_eq!(tasks::open_count(&mut kv), Ok(total), "the sum hides it");
+    assert_eq!(
+        findings(&mut kv),
+        found(&[
+            ("open-count", &shard(schema::OPEN_TASKS, own)),
+            ("open-count", &shard(schema::OPEN_TASKS, wrong)),
+        ])
+    );
+}
+
+#[test]
+fn the_check_finds_stray_and_unreadable_counter_keys() {
+    let mut kv = MemKv::new();
+    mixed_workload(&mut kv);
+    // A layout-2 counter key left in a layout-3 keyspace, a shard past the
+    // last, a counter nobody keeps, and a shard of the wrong width.
+    kv.map.insert(
+        crate::keys::Key::new()
+            .str("count")
+            .str(schema::OPEN_TASKS)
+            .into_bytes(),
+        1u64.to_be_bytes().to_vec(),
+    );
+    kv.map.insert(
+        schema::counters()
+            .str(schema::LEASED_CLAIMS)
+            .int(64)
+            .into_bytes(),
+        1u64.to_be_bytes().to_vec(),
+    );
+    kv.map.insert(
+        schema::counter_shard("nothing", 0).into_bytes(),
+        1u64.to_be_bytes().to_vec(),
+    );
+    let own = schema::timer_shard("r2", "a");
+    kv.map.insert(
+        schema::counter_shard(schema::ARMED_TIMERS, own).into_bytes(),
+        vec![1, 2],
+    );
+    assert_eq!(
+        findings(&mut kv),
+        found(&[
+            ("counter", "leased-claims/64"),
+            ("counter", "nothing/0"),
+            ("counter", "open-tasks"),
+            ("pending-count", &shard(schema::ARMED_TIMERS, own)),
+        ])
+    );
 }
 
 #[test]
@@ -504,14 +709,11 @@ fn the_check_finds_the_leased_counter_off_by_one_either_way() {
         mixed_workload(&mut kv);
         let n = tasks::leased_count(&mut kv).expect("leased-count");
         assert_eq!(n, 1);
-        let off = n.checked_add_signed(delta).expect("in range");
-        kv.map.insert(
-            schema::counter(schema::LEASED_CLAIMS).into_bytes(),
-            off.to_be_bytes().to_vec(),
-        );
+        let own = schema::task_shard("leased");
+        skew_shard(&mut kv, schema::LEASED_CLAIMS, own, delta);
         assert_eq!(
             findings(&mut kv),
-            found(&[("leased-count", schema::LEASED_CLAIMS)])
+            found(&[("leased-count", &shard(schema::LEASED_CLAIMS, own))])
         );
     }
 }
@@ -566,6 +768,7 @@ fn the_check_never_passes_over_a_key_that_does_not_decode() {
     // list it or refuse to go on, but it must not call the store healthy.
     for prefix in [
         schema::tasks(),
+        schema::counters(),
         schema::queue_any(),
         schema::overdue(),
         schema::timers(),

@@ -2,7 +2,7 @@
 //! backlog, so each test builds a large one the verb must not walk.
 
 use super::*;
-use crate::kv::Calls;
+use crate::kv::{Calls, Kv};
 use crate::model::QueueQuery;
 use crate::{tasks, timers};
 
@@ -14,29 +14,45 @@ fn counted<T>(kv: &mut MemKv, f: impl FnOnce(&mut MemKv) -> T) -> (T, Calls) {
     (out, kv.calls)
 }
 
+/// What a count costs, directly and over the call's buffer: the layout mark
+/// and the counter's 64 shards, in one batched read and nothing else, however
+/// many rows are counted.
+#[track_caller]
+fn assert_one_batch_of_every_shard(
+    kv: &mut MemKv,
+    count: fn(&mut dyn Kv) -> Result<u64, StoreError>,
+) {
+    let (_, calls) = counted(kv, |kv| count(kv));
+    let expected = Calls {
+        gets: 65,
+        get_manys: 1,
+        batched_keys: 65,
+        ..Calls::default()
+    };
+    assert_eq!(calls, expected);
+    assert_eq!(calls.round_trips(), 1, "{calls:?}");
+    let (_, calls) = counted(kv, |kv| kv.call(|kv| count(kv)));
+    assert_eq!(calls, expected, "over the buffer");
+}
+
 #[test]
-fn open_count_reads_one_counter_however_many_tasks() {
+fn open_count_reads_every_shard_in_one_batch_however_many_tasks() {
     let mut kv = MemKv::new();
     for i in 0..3_000 {
         open(&mut kv, task(&format!("t{i}")).roles(&["a"]));
     }
-    let (n, calls) = counted(&mut kv, tasks::open_count);
-    assert_eq!(n, Ok(3_000));
-    // The layout mark and the counter.
-    assert_eq!(calls.scans, 0);
-    assert!(calls.reads() <= 2, "{calls:?}");
+    assert_eq!(tasks::open_count(&mut kv), Ok(3_000));
+    assert_one_batch_of_every_shard(&mut kv, |kv| tasks::open_count(kv));
 }
 
 #[test]
-fn pending_count_reads_one_counter_however_many_timers() {
+fn pending_count_reads_every_shard_in_one_batch_however_many_timers() {
     let mut kv = MemKv::new();
     for i in 0..3_000 {
         arm(&mut kv, timer(&format!("r{}", i % 7), &format!("e{i}"), i));
     }
-    let (n, calls) = counted(&mut kv, timers::pending_count);
-    assert_eq!(n, Ok(3_000));
-    assert_eq!(calls.scans, 0);
-    assert!(calls.reads() <= 2, "{calls:?}");
+    assert_eq!(timers::pending_count(&mut kv), Ok(3_000));
+    assert_one_batch_of_every_shard(&mut kv, |kv| timers::pending_count(kv));
 }
 
 #[test]
@@ -73,8 +89,8 @@ fn queue_for_a_narrow_role_reads_o_limit_entries_despite_a_large_backlog() {
     assert_eq!(page.tasks.len(), 10);
     assert_eq!(page.next, None);
     assert!(page.tasks.iter().all(|t| t.id.starts_with("narrow-")));
-    // Layout, 10 entries of the narrow index, none of the open-to-anyone
-    // one, and 10 rows: about 21.
+    // 10 entries of the narrow index, none of the open-to-anyone one, and
+    // 10 rows with the layout mark: about 21.
     assert!(calls.reads() < 60, "{calls:?}");
 
     // A page of 3 out of the 10 costs O(3), not O(10).
@@ -109,7 +125,7 @@ fn queue_reads_o_limit_times_roles_entries() {
     assert_eq!(page.tasks.len(), 10);
     assert!(page.next.is_some());
     // Four indexes read at most limit + 1 entries each, plus limit + 1 rows
-    // and the layout mark: (10 + 1) * 4 + 11 + 1 = 56.
+    // and the layout mark in their batch: (10 + 1) * 4 + 11 + 1 = 56.
     assert!(calls.reads() <= 56, "{calls:?}");
     // A later page costs the same, wherever it starts.
     let query = QueueQuery {
@@ -151,7 +167,7 @@ fn queue_with_an_actor_reads_o_limit_plus_excluded_ahead_times_roles() {
     let (limit, e, streams) = (10u64, excluded_ahead as u64, 2u64);
     let chunk = limit + 1;
     // Each stream: every position up to the page's end and one chunk more;
-    // one row per position taken; the layout mark.
+    // one row per position taken; the layout mark, in the first batch.
     let bound = streams * (e + limit + 1 + chunk) + (e + limit + 1) + 1;
     assert!(calls.reads() <= bound, "{calls:?} > {bound}");
     // Without the actor the same page skips nothing.
@@ -171,9 +187,12 @@ fn queue_with_an_actor_reads_o_limit_plus_excluded_ahead_times_roles() {
     );
 }
 
-/// A queue page's rows are read in one batch, not one round trip each.
+/// A queue page's rows are read in one batch, not one round trip each, and
+/// the layout mark rides in that batch: a page of one role costs one scan of
+/// each of its two streams (the role's and the open-to-anyone one) and one
+/// batched read, directly or over the call's buffer.
 #[test]
-fn a_queue_page_reads_its_rows_in_one_batch() {
+fn a_queue_page_reads_its_rows_and_the_layout_in_one_batch() {
     let mut kv = MemKv::new();
     for i in 0..200 {
         open(
@@ -189,9 +208,33 @@ fn a_queue_page_reads_its_rows_in_one_batch() {
     };
     let (page, calls) = counted(&mut kv, |kv| tasks::queue(kv, &query));
     assert_eq!(page.expect("queue").tasks.len(), 50);
-    // The layout mark, one scan per stream, one batch of rows.
+    assert_eq!(calls.scans, 2, "{calls:?}");
     assert_eq!(calls.get_manys, 1, "{calls:?}");
-    assert!(calls.round_trips() <= 4, "{calls:?}");
+    // The layout mark and 50 rows; no read of its own.
+    assert_eq!(calls.batched_keys, 51, "{calls:?}");
+    assert_eq!(calls.gets, calls.batched_keys, "{calls:?}");
+    assert_eq!(calls.round_trips(), 3, "{calls:?}");
+    let (page, buffered) = counted(&mut kv, |kv| kv.call(|kv| tasks::queue(kv, &query)));
+    assert_eq!(page.expect("queue").tasks.len(), 50);
+    assert_eq!(buffered, calls, "over the buffer");
+
+    // An empty queue has no row to read the mark with: the mark alone.
+    let query = QueueQuery {
+        roles: names(&["nobody"]),
+        ..query
+    };
+    let mut empty = MemKv::new();
+    open(&mut empty, task("t").roles(&["a"]));
+    for kv in [&mut kv, &mut empty] {
+        let (page, calls) = counted(kv, |kv| kv.call(|kv| tasks::queue(kv, &query)));
+        assert!(page.expect("queue").tasks.is_empty());
+        assert_eq!(
+            calls.get_manys + calls.gets - calls.batched_keys,
+            1,
+            "{calls:?}"
+        );
+        assert_eq!(calls.round_trips(), 3, "{calls:?}");
+    }
 }
 
 #[test]
@@ -324,6 +367,77 @@ fn claim_and_settle_touch_only_their_own_task() {
     assert!(calls.reads() <= 4, "{calls:?}");
 }
 
+/// As the component runs them, over the call's buffer, the verbs on one task
+/// or timer cross to the store once: the layout mark, the row and its own
+/// counter shards in one batch (never all 64 shards).
+#[test]
+fn verbs_on_one_task_or_timer_make_one_crossing() {
+    use crate::model::{Lease, Settlement};
+    let mut kv = MemKv::new();
+    for i in 0..1_000 {
+        open(&mut kv, task(&format!("t{i:05}")).roles(&["a"]));
+    }
+    let lease = Lease {
+        now: 10,
+        lease_ms: 1_000,
+    };
+    let one = Calls {
+        gets: 4,
+        get_manys: 1,
+        batched_keys: 4,
+        ..Calls::default()
+    };
+    let crossings = |c: Calls| (c.round_trips(), c.batched_keys, c.gets);
+    let (t, calls) = counted(&mut kv, |kv| kv.call(|kv| tasks::open(kv, &task("new"))));
+    t.expect("opens");
+    assert_eq!(crossings(calls), crossings(one), "open: {calls:?}");
+    let (t, calls) = counted(&mut kv, |kv| {
+        kv.call(|kv| tasks::claim(kv, "t00500", "bob", &names(&["a"]), Some(&lease)))
+    });
+    t.expect("claims");
+    assert_eq!(crossings(calls), crossings(one), "claim: {calls:?}");
+    let (t, calls) = counted(&mut kv, |kv| {
+        kv.call(|kv| tasks::settle(kv, "t00500", Settlement::Completed, Some("bob")))
+    });
+    assert_eq!(t, Ok(true));
+    assert_eq!(crossings(calls), crossings(one), "settle: {calls:?}");
+    // A timer: the layout mark, the run's seal, the row and its shard.
+    let (t, calls) = counted(&mut kv, |kv| {
+        kv.call(|kv| timers::arm(kv, &timer("r", "e", 5)))
+    });
+    t.expect("arms");
+    assert_eq!(crossings(calls), crossings(one), "arm: {calls:?}");
+    // The layout mark, the row and its shard.
+    let (t, calls) = counted(&mut kv, |kv| kv.call(|kv| timers::disarm(kv, "r", "e")));
+    assert_eq!(t, Ok(true));
+    assert_eq!(
+        (calls.round_trips(), calls.batched_keys),
+        (1, 3),
+        "disarm: {calls:?}"
+    );
+}
+
+/// Disarming a run moves the shards of all its timers, which it learns only
+/// as it walks them: it reads those shards in one batch at the end, not one
+/// crossing per timer.
+#[test]
+fn disarm_run_reads_the_shards_it_moves_in_one_batch() {
+    let mut kv = MemKv::new();
+    for i in 0..200 {
+        arm(&mut kv, timer("r", &format!("e{i:03}"), i));
+    }
+    arm(&mut kv, timer("other", "e", 1));
+    let (n, calls) = counted(&mut kv, |kv| kv.call(|kv| timers::disarm_run(kv, "r")));
+    assert_eq!(n, Ok(200));
+    // The layout mark, one scan of the run's timers, one batch of shards.
+    assert_eq!(calls.scans, 1, "{calls:?}");
+    assert_eq!(calls.get_manys, 1, "{calls:?}");
+    assert_eq!(calls.round_trips(), 3, "{calls:?}");
+    assert!(calls.batched_keys <= 64, "{calls:?}");
+    assert_eq!(timers::pending_count(&mut kv), Ok(1));
+    assert_healthy(&mut kv);
+}
+
 /// The "done when" of the leased-claims issue: 10,000 tasks held under live
 /// leases and 10 whose leases lapsed, and `reclaim_lapsed` moves exactly the
 /// 10 after reading their 10 lease entries and rows, never the live ones.
@@ -366,11 +480,11 @@ fn reclaim_lapsed_reads_o_limit_entries_beside_ten_thousand_live_leases() {
     );
     assert!(moved.iter().all(|t| t.state == TaskState::Open));
     // Counted as the component runs it, over the call's buffer: the layout
-    // mark and two counters (one batch), the 10 lapsed entries (one scan:
-    // the live ones sit past `now`), their 10 rows (one batch).
+    // mark, the 10 lapsed entries (one scan: the live ones sit past `now`),
+    // their 10 rows and at most 10 leased-claims shards (one batch).
     assert_eq!(calls.scanned, 10, "{calls:?}");
-    assert!(calls.reads() <= 25, "{calls:?}");
-    assert!(calls.round_trips() <= 3, "{calls:?}");
+    assert!(calls.reads() <= 31, "{calls:?}");
+    assert_eq!(calls.round_trips(), 3, "{calls:?}");
 
     // With nothing lapsed, a sweep reads nothing of the lease index.
     let (moved, calls) = counted(&mut kv, |kv| {
@@ -378,7 +492,9 @@ fn reclaim_lapsed_reads_o_limit_entries_beside_ten_thousand_live_leases() {
     });
     assert!(moved.expect("reclaim-lapsed").is_empty());
     assert_eq!(calls.scanned, 0, "{calls:?}");
-    assert!(calls.reads() <= 3, "{calls:?}");
+    // The layout mark; the empty scan.
+    assert_eq!(calls.reads(), 1, "{calls:?}");
+    assert_eq!(calls.round_trips(), 2, "{calls:?}");
     assert_eq!(tasks::leased_count(&mut kv), Ok(10_000));
     assert_eq!(tasks::next_lease_end(&mut kv), Ok(Some(live.end())));
 }
@@ -404,11 +520,12 @@ fn reclaim_lapsed_reads_o_limit_entries_however_many_have_lapsed() {
         ["t00000", "t00001", "t00002", "t00003"]
     );
     assert_eq!(calls.scanned, 4, "{calls:?}");
-    assert!(calls.reads() <= 11, "{calls:?}");
+    // The layout mark, 4 entries, 4 rows and at most 4 shards.
+    assert!(calls.reads() <= 13, "{calls:?}");
 }
 
 #[test]
-fn next_lease_end_and_leased_count_read_one_entry_each() {
+fn next_lease_end_reads_one_entry_and_leased_count_one_batch() {
     use crate::model::Lease;
     let mut kv = MemKv::new();
     for i in 0..3_000 {
@@ -423,16 +540,16 @@ fn next_lease_end_and_leased_count_read_one_entry_each() {
     let (at, calls) = counted(&mut kv, tasks::next_lease_end);
     assert_eq!(at, Ok(Some(11)));
     assert!(calls.reads() <= 2, "{calls:?}");
-    let (n, calls) = counted(&mut kv, tasks::leased_count);
-    assert_eq!(n, Ok(3_000));
-    assert_eq!(calls.scans, 0, "{calls:?}");
-    assert!(calls.reads() <= 2, "{calls:?}");
+    assert_eq!(tasks::leased_count(&mut kv), Ok(3_000));
+    assert_one_batch_of_every_shard(&mut kv, |kv| tasks::leased_count(kv));
 }
 
-/// `claim-next` costs what a one-task `queue` page costs (plus the claim's
-/// counter), however large the backlog, with or without tasks ahead that
-/// exclude the caller. Both are counted as the component runs them, over the
-/// call's buffer, so a read the buffer answers costs nothing.
+/// `claim-next` costs what a one-task `queue` page costs, however large the
+/// backlog, with or without tasks ahead that exclude the caller: the same
+/// crossings, its batches carrying besides the page's keys the leased-claims
+/// shard of each row, so that the claim reads nothing more. Both are counted
+/// as the component runs them, over the call's buffer, so a read the buffer
+/// answers costs nothing.
 #[test]
 fn claim_next_reads_no_more_than_a_one_task_queue_page() {
     use crate::model::Lease;
@@ -466,15 +583,21 @@ fn claim_next_reads_no_more_than_a_one_task_queue_page() {
     let got = got.expect("claim-next").expect("a task");
     assert_eq!(got.id, "t00003");
     assert_eq!(got.assignee.as_deref(), Some("ann"));
-    // The same reads, plus the leased counter the claim moves (in the same
-    // batch as the layout mark).
+    // The page's batches hold the layout mark and the rows; claim-next's add
+    // at most one shard per row.
+    let rows = page_calls.batched_keys - 1;
     assert!(
-        calls.reads() <= page_calls.reads() + 1,
+        calls.reads() <= page_calls.reads() + rows,
         "{calls:?} against a page's {page_calls:?}"
     );
-    assert!(
-        calls.round_trips() <= page_calls.round_trips(),
+    assert_eq!(
+        calls.round_trips(),
+        page_calls.round_trips(),
         "{calls:?} against a page's {page_calls:?}"
+    );
+    assert_eq!(
+        calls.gets, calls.batched_keys,
+        "no read of its own: {calls:?}"
     );
     assert!(calls.reads() < 30, "{calls:?}");
 }

@@ -1,0 +1,244 @@
+//! Sharded counters: a counter is the sum of its shards, and calls on
+//! different tasks or timers share no key they write, so a serializable store
+//! never makes one of them retry because of the other.
+
+use std::collections::BTreeSet;
+
+use super::*;
+use crate::kv::{self, Entry, KvError, Snapshot, Write};
+use crate::model::{Lease, Settlement};
+use crate::schema;
+use crate::{tasks, timers};
+
+/// Every key a call read or wrote, as a serializable store sees it.
+#[derive(Debug, Default)]
+struct Footprint {
+    read: BTreeSet<Vec<u8>>,
+    /// Scanned ranges, `start..end` (no end: unbounded).
+    ranges: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+    written: BTreeSet<Vec<u8>>,
+}
+
+impl Footprint {
+    fn covers(&self, key: &[u8]) -> bool {
+        self.read.contains(key)
+            || self.written.contains(key)
+            || self
+                .ranges
+                .iter()
+                .any(|(lo, hi)| key >= lo.as_slice() && hi.as_deref().is_none_or(|h| key < h))
+    }
+
+    /// The keys one call wrote that the other read, scanned or wrote: what
+    /// makes two concurrent serializable transactions conflict.
+    fn conflicts(&self, other: &Footprint) -> Vec<Vec<u8>> {
+        let mut out: Vec<Vec<u8>> = self
+            .written
+            .iter()
+            .filter(|k| other.covers(k))
+            .chain(other.written.iter().filter(|k| self.covers(k)))
+            .cloned()
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+}
+
+/// A snapshot that records what the call reads.
+struct Recording<'a> {
+    kv: &'a mut MemKv,
+    print: Footprint,
+}
+
+impl Snapshot for Recording<'_> {
+    fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, KvError> {
+        self.print.read.insert(key.to_vec());
+        Snapshot::get(&mut *self.kv, key)
+    }
+
+    fn get_many(&mut self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>, KvError> {
+        self.print.read.extend(keys.iter().cloned());
+        Snapshot::get_many(&mut *self.kv, keys)
+    }
+
+    fn scan(
+        &mut self,
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: u32,
+        reverse: bool,
+    ) -> Result<Vec<Entry>, KvError> {
+        self.print
+            .ranges
+            .push((start.to_vec(), end.map(<[u8]>::to_vec)));
+        Snapshot::scan(&mut *self.kv, start, end, limit, reverse)
+    }
+}
+
+/// Runs one call as the component does, committing it, and answers what it
+/// read and wrote.
+#[track_caller]
+fn footprint<T, E: fmt::Debug>(
+    kv: &mut MemKv,
+    call: impl FnOnce(&mut kv::Buffered<&mut Recording<'_>>) -> Result<T, E>,
+) -> Footprint {
+    let mut rec = Recording {
+        kv,
+        print: Footprint::default(),
+    };
+    let (answer, batch) = kv::buffered(&mut rec, call);
+    answer.expect("the call succeeds");
+    let mut print = rec.print;
+    for w in &batch {
+        match w {
+            Write::Put(k, _) | Write::Delete(k) => print.written.insert(k.clone()),
+        };
+    }
+    kv.apply(batch);
+    print
+}
+
+/// An id whose task counts in another shard than `id`'s, or the same one.
+fn id_in(same_shard_as: &str, same: bool) -> String {
+    let want = schema::task_shard(same_shard_as);
+    (0..)
+        .map(|i| format!("x{i}"))
+        .find(|id| (schema::task_shard(id) == want) == same)
+        .expect("some id")
+}
+
+#[test]
+fn the_counts_sum_every_shard() {
+    let mut kv = MemKv::new();
+    let approver = names(&["a"]);
+    let lease = Lease {
+        now: 1,
+        lease_ms: 100,
+    };
+    for i in 0..500 {
+        open(&mut kv, task(&format!("t{i:03}")).roles(&["a"]));
+    }
+    for i in 0..200 {
+        let id = format!("t{i:03}");
+        tasks::claim(&mut kv, &id, "bob", &approver, Some(&lease)).expect("claims");
+    }
+    for i in 0..100 {
+        let id = format!("t{i:03}");
+        tasks::settle(&mut kv, &id, Settlement::Completed, None).expect("settles");
+    }
+    for i in 0..300 {
+        arm(&mut kv, timer(&format!("r{}", i % 3), &format!("e{i}"), i));
+    }
+    // Spread over the shards, as the hash means them to be.
+    let used: BTreeSet<u8> = (0..500)
+        .map(|i| schema::task_shard(&format!("t{i:03}")))
+        .collect();
+    assert!(used.len() > 50, "{} shards used", used.len());
+    assert_eq!(tasks::open_count(&mut kv), Ok(400));
+    assert_eq!(tasks::leased_count(&mut kv), Ok(100));
+    assert_eq!(timers::pending_count(&mut kv), Ok(300));
+    let shards: u64 = (0..schema::COUNTER_SHARDS)
+        .map(|s| crate::store::read_shard(&mut kv, schema::OPEN_TASKS, s).expect("a shard"))
+        .sum();
+    assert_eq!(shards, 400);
+    assert_healthy(&mut kv);
+}
+
+#[test]
+fn a_task_counts_only_in_its_own_shard() {
+    let mut kv = MemKv::new();
+    open(&mut kv, task("t1"));
+    let own = schema::task_shard("t1");
+    for s in 0..schema::COUNTER_SHARDS {
+        let n = crate::store::read_shard(&mut kv, schema::OPEN_TASKS, s).expect("a shard");
+        assert_eq!(n, u64::from(s == own), "shard {s}");
+    }
+    let keys: Vec<&Vec<u8>> = kv
+        .map
+        .keys()
+        .filter(|k| k.starts_with(schema::counters().as_bytes()))
+        .collect();
+    assert_eq!(
+        keys,
+        [&schema::counter_shard(schema::OPEN_TASKS, own).into_bytes()],
+        "an absent shard is zero, and a zero is not written"
+    );
+}
+
+/// The point of sharding: two calls on tasks in different shards share no
+/// key one of them writes, whichever verbs they are; tasks in the same shard
+/// share exactly that shard.
+#[test]
+fn calls_on_tasks_in_different_shards_touch_different_keys() {
+    let roles = names(&["a"]);
+    let lease = Lease {
+        now: 1,
+        lease_ms: 100,
+    };
+    for same in [false, true] {
+        let a = "t1".to_owned();
+        let b = id_in(&a, same);
+        let mut kv = MemKv::new();
+        // Another task already there, so the layout mark is written.
+        open(&mut kv, task("seed"));
+        let pair = |kv: &mut MemKv, verb: &str| -> (Footprint, Footprint) {
+            let run = |kv: &mut MemKv, id: &str| match verb {
+                "open" => footprint(kv, |kv| {
+                    tasks::open(kv, &task(id).roles(&["a"]).due(50)).map(drop)
+                }),
+                "claim" => footprint(kv, |kv| {
+                    tasks::claim(kv, id, "bob", &roles, Some(&lease)).map(drop)
+                }),
+                "renew" => footprint(kv, |kv| tasks::renew(kv, id, "bob", 5, 100).map(drop)),
+                "release" => footprint(kv, |kv| tasks::release(kv, id, "bob")),
+                "escalate" => footprint(kv, |kv| tasks::escalate(kv, id).map(drop)),
+                "settle" => footprint(kv, |kv| {
+                    tasks::settle(kv, id, Settlement::Completed, None).map(drop)
+                }),
+                other => panic!("no verb {other}"),
+            };
+            (run(kv, &a), run(kv, &b))
+        };
+        for verb in ["open", "claim", "renew", "release", "escalate", "settle"] {
+            let (fa, fb) = pair(&mut kv, verb);
+            let conflicts = fa.conflicts(&fb);
+            if same {
+                // Only the shard they share, and only when the verb moves a
+                // count: renew and escalate (of a task already unheld) move
+                // none.
+                let shard = schema::task_shard(&a);
+                let moves = !matches!(verb, "renew" | "escalate");
+                assert_eq!(!conflicts.is_empty(), moves, "{verb}: {conflicts:?}");
+                assert!(
+                    conflicts.iter().all(|k| schema::COUNTERS
+                        .iter()
+                        .any(|n| *k == schema::counter_shard(n, shard).into_bytes())),
+                    "{verb}: {conflicts:?}"
+                );
+            } else {
+                assert_eq!(conflicts, Vec::<Vec<u8>>::new(), "{verb}: {a} and {b}");
+            }
+        }
+        assert_healthy(&mut kv);
+    }
+}
+
+#[test]
+fn calls_on_timers_in_different_shards_touch_different_keys() {
+    let mut kv = MemKv::new();
+    arm(&mut kv, timer("seed", "e", 1));
+    let a = ("r", "a".to_owned());
+    let b = (0..)
+        .map(|i| ("r", format!("e{i}")))
+        .find(|(r, e)| schema::timer_shard(r, e) != schema::timer_shard(a.0, &a.1))
+        .expect("some effect");
+    let fa = footprint(&mut kv, |kv| timers::arm(kv, &timer(a.0, &a.1, 10)));
+    let fb = footprint(&mut kv, |kv| timers::arm(kv, &timer(b.0, &b.1, 20)));
+    assert_eq!(fa.conflicts(&fb), Vec::<Vec<u8>>::new());
+    let fa = footprint(&mut kv, |kv| timers::disarm(kv, a.0, &a.1));
+    let fb = footprint(&mut kv, |kv| timers::disarm(kv, b.0, &b.1));
+    assert_eq!(fa.conflicts(&fb), Vec::<Vec<u8>>::new());
+    assert_eq!(timers::pending_count(&mut kv), Ok(1));
+    assert_healthy(&mut kv);
+}
