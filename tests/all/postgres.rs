@@ -1,8 +1,16 @@
 //! PostgreSQL-only behaviour: round trips, conflicts and retries, many host
-//! processes on one database. The shared suite runs on PostgreSQL too (see
-//! tests/run); these are what only a shared server has.
+//! processes on one database, a host killed mid-transaction. The shared suite
+//! runs on PostgreSQL too (see tests/run); these are what only a shared
+//! server has. Each test skips, saying so in one line, without a server.
 
-use leasehold_host::Engine;
+use std::collections::{HashMap, HashSet};
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::Barrier;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use leasehold_host::{Engine, Error, Limits, Settlement, Tenant};
 use leasehold_tests::pg::Schema;
 use leasehold_tests::*;
 
@@ -10,6 +18,13 @@ fn engine(schema: &Schema) -> Engine {
     Engine::builder()
         .postgres(&schema.url)
         .expect("the engine connects")
+}
+
+/// The round trips `f` made on `engine`.
+fn trips(engine: &Engine, f: impl FnOnce()) -> u64 {
+    let before = engine.round_trips().expect("PostgreSQL counts round trips");
+    f();
+    engine.round_trips().expect("counted") - before
 }
 
 #[test]
@@ -24,4 +39,457 @@ fn a_task_round_trips_through_postgres() {
     let page = t.queue(&query(&["reviewer"], None, 10, None)).expect("queue");
     assert!(page.tasks.is_empty());
     assert_consistent(&t);
+}
+
+#[test]
+fn tenants_are_a_column_and_never_see_each_other() {
+    let Some(schema) = Schema::fresh() else { return };
+    let e = engine(&schema);
+    let (a, b) = (e.tenant("a").expect("a"), e.tenant("ab").expect("ab"));
+    a.open(&task("t1", 1)).expect("open in a");
+    assert_eq!(b.get("t1").expect("get"), None);
+    assert_eq!(b.open_count().expect("count"), 0);
+    let mut c = schema.client();
+    let rows = c
+        .query("SELECT DISTINCT tenant FROM leasehold_kv", &[])
+        .expect("raw read");
+    let tenants: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+    assert_eq!(tenants, ["a"], "keys carry no tenant prefix; the column does");
+}
+
+/// A claim is its reads, then its writes with COMMIT; a queue page is one
+/// round trip per stream and one for its rows. Counted, not estimated.
+#[test]
+fn verbs_cost_few_round_trips() {
+    let Some(schema) = Schema::fresh() else { return };
+    let e = engine(&schema);
+    let t = e.tenant("acme").expect("tenant");
+    // The first call opens the connection (and prepares its statements).
+    t.open(&task("warm", 1)).expect("open");
+    for i in 0..20 {
+        t.open(&task(&format!("t{i}"), i).roles(&["r"])).expect("open");
+    }
+    let n = trips(&e, || {
+        t.open(&task("one-more", 99).roles(&["r"])).expect("open");
+    });
+    assert!(n <= 2, "open made {n} round trips");
+    let n = trips(&e, || {
+        t.claim("t1", "alice", &["r"], None).expect("claim");
+    });
+    assert!(n <= 3, "claim made {n} round trips");
+    let n = trips(&e, || {
+        t.settle("t1", Settlement::Completed, Some("alice")).expect("settle");
+    });
+    assert!(n <= 2, "settle made {n} round trips");
+    for roles in [&["r"][..], &["r", "s"][..], &["r", "s", "u"][..]] {
+        let n = trips(&e, || {
+            let page = t.queue(&query(roles, None, 10, None)).expect("queue");
+            assert_eq!(page.tasks.len(), 10);
+        });
+        assert!(
+            n <= roles.len() as u64 + 2,
+            "a queue page over {} roles made {n} round trips",
+            roles.len()
+        );
+    }
+    let n = trips(&e, || {
+        assert_eq!(t.open_count().expect("count"), 21);
+    });
+    assert_eq!(n, 1, "open-count made {n} round trips");
+    let n = trips(&e, || {
+        assert!(t.claim("t1", "bob", &["r"], None).is_err());
+    });
+    assert!(n <= 1, "a refused claim made {n} round trips");
+}
+
+/// Claims racing for the head of one queue really conflict: the losers are
+/// run again and take the next task, and every task goes to exactly one.
+#[test]
+fn lost_races_are_run_again_and_the_result_is_right() {
+    let Some(schema) = Schema::fresh() else { return };
+    let e = engine(&schema);
+    let t = e.tenant("acme").expect("tenant");
+    for i in 0..60 {
+        t.open(&task(&format!("t{i:02}"), i).roles(&["r"])).expect("open");
+    }
+    let barrier = Barrier::new(8);
+    let won: Vec<Vec<String>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..8)
+            .map(|w| {
+                let (t, barrier) = (&t, &barrier);
+                s.spawn(move || {
+                    let actor = format!("w{w}");
+                    let mut mine = Vec::new();
+                    barrier.wait();
+                    while let Some(task) = t
+                        .claim_next(&query(&["r"], Some(&actor), 1, None), None)
+                        .expect("claim-next answers")
+                    {
+                        mine.push(task.id);
+                    }
+                    mine
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("claimer")).collect()
+    });
+    let all: Vec<&String> = won.iter().flatten().collect();
+    let distinct: HashSet<&&String> = all.iter().collect();
+    assert_eq!(all.len(), 60, "every task claimed once");
+    assert_eq!(distinct.len(), 60);
+    assert!(
+        e.conflict_retries() > 0,
+        "eight claimers on one queue head never conflicted"
+    );
+    eprintln!(
+        "claim-next race: {} retries for 60 claims",
+        e.conflict_retries()
+    );
+    assert_consistent(&t);
+}
+
+/// With no retries allowed, the losers of a race see the typed, retryable
+/// conflict, and nothing of theirs is left behind.
+#[test]
+fn spent_retries_answer_a_retryable_conflict() {
+    let Some(schema) = Schema::fresh() else { return };
+    let e = Engine::builder()
+        .limits(Limits {
+            conflict_retries: 0,
+            ..Limits::default()
+        })
+        .postgres(&schema.url)
+        .expect("engine");
+    let t = e.tenant("acme").expect("tenant");
+    let mut conflicts = 0;
+    let mut claimed = 0;
+    for round in 0..20 {
+        for i in 0..8 {
+            t.open(&task(&format!("r{round}-{i}"), i).roles(&["r"]))
+                .expect("open");
+        }
+        let barrier = Barrier::new(8);
+        let outcomes: Vec<Result<Option<String>, Error>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8)
+                .map(|w| {
+                    let (t, barrier) = (&t, &barrier);
+                    s.spawn(move || {
+                        barrier.wait();
+                        t.claim_next(&query(&["r"], Some(&format!("w{w}")), 1, None), None)
+                            .map(|o| o.map(|task| task.id))
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().expect("claimer")).collect()
+        });
+        for o in outcomes {
+            match o {
+                Ok(Some(_)) => claimed += 1,
+                Ok(None) => {}
+                Err(e @ Error::Conflict { attempts: 1, .. }) => {
+                    assert!(e.is_retryable());
+                    conflicts += 1;
+                }
+                Err(e) => panic!("unexpected: {e}"),
+            }
+        }
+        if conflicts > 0 && round >= 2 {
+            break;
+        }
+    }
+    assert!(conflicts > 0, "no race was lost in 20 rounds of eight");
+    assert_eq!(e.conflict_retries(), 0);
+    // Every claim that answered ok holds, and no loser left a claim behind.
+    let open = t.open_count().expect("count");
+    let held = t
+        .queue(&query(&["r"], None, 1000, None))
+        .expect("queue")
+        .tasks
+        .len() as u64;
+    assert_eq!(open - held, claimed, "exactly the acknowledged claims hold");
+    assert_consistent(&t);
+}
+
+/// Opens, claims and settles of different tasks from different threads do
+/// not fail each other: the counters they move are sharded, so what
+/// conflicts is rare (index pages shared by neighbouring keys), and the rate
+/// is measured.
+#[test]
+fn writes_of_different_tasks_rarely_conflict() {
+    let Some(schema) = Schema::fresh() else { return };
+    let e = engine(&schema);
+    let t = e.tenant("acme").expect("tenant");
+    // Enough rows that the index spans many pages, as in use.
+    for i in 0..300 {
+        t.open(&task(&format!("seed-{i}"), i).roles(&["r"])).expect("open");
+    }
+    let before = e.conflict_retries();
+    let barrier = Barrier::new(4);
+    let per_thread = 60;
+    std::thread::scope(|s| {
+        for w in 0..4 {
+            let (t, barrier) = (&t, &barrier);
+            s.spawn(move || {
+                barrier.wait();
+                for i in 0..per_thread {
+                    let id = format!("w{w}-{i}");
+                    t.open(&task(&id, i).roles(&["r"])).expect("open");
+                    t.claim(&id, &format!("a{w}"), &["r"], None).expect("claim");
+                    t.settle(&id, Settlement::Completed, None).expect("settle");
+                }
+            });
+        }
+    });
+    let calls = 4 * per_thread * 3;
+    let retries = e.conflict_retries() - before;
+    let per_mille = retries as f64 * 1000.0 / calls as f64;
+    eprintln!("unrelated writes: {retries} retries in {calls} calls ({per_mille:.1} per 1000)");
+    assert!(
+        per_mille < 50.0,
+        "{retries} retries in {calls} calls on different tasks"
+    );
+    assert_eq!(t.open_count().expect("count"), 300);
+    assert_consistent(&t);
+}
+
+/// One worker process, started and waiting for the word to go.
+struct Worker {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: mpsc::Receiver<String>,
+}
+
+impl Worker {
+    fn spawn(args: &[&str]) -> Worker {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_pg-worker"))
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("the worker starts");
+        let stdin = child.stdin.take();
+        let out = child.stdout.take().expect("stdout");
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let w = Worker {
+            child,
+            stdin,
+            lines,
+        };
+        let first = w
+            .lines
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the worker connects");
+        assert_eq!(first, "ready");
+        w
+    }
+
+    fn go(&mut self) {
+        let mut stdin = self.stdin.take().expect("not started yet");
+        writeln!(stdin, "go").expect("start the worker");
+    }
+
+    /// Every line the worker printed, once it exited successfully.
+    fn finish(mut self) -> Vec<String> {
+        let status = self.child.wait().expect("the worker ends");
+        assert!(status.success(), "a worker failed: {status}");
+        self.lines.iter().collect()
+    }
+}
+
+fn retries_of(lines: &[String]) -> (u64, u64) {
+    lines
+        .iter()
+        .find_map(|l| {
+            let w: Vec<&str> = l.split(' ').collect();
+            match w.as_slice() {
+                ["calls", c, "retries", r] => Some((c.parse().ok()?, r.parse().ok()?)),
+                _ => None,
+            }
+        })
+        .expect("the worker said how many calls it made")
+}
+
+/// Three host processes, eight claimers per task between them, 200 tasks:
+/// exactly one winner each.
+#[test]
+fn three_processes_of_claimers_leave_one_winner_per_task() {
+    let Some(schema) = Schema::fresh() else { return };
+    let t = engine(&schema).tenant("race").expect("tenant");
+    for i in 0..200 {
+        t.open(&task(&format!("task-{i}"), i).roles(&["r"])).expect("open");
+    }
+    let mut workers: Vec<Worker> = [3, 3, 2]
+        .iter()
+        .enumerate()
+        .map(|(p, threads)| {
+            Worker::spawn(&[
+                "claim",
+                &schema.url,
+                "race",
+                &p.to_string(),
+                &threads.to_string(),
+                "200",
+            ])
+        })
+        .collect();
+    workers.iter_mut().for_each(Worker::go);
+    let outputs: Vec<Vec<String>> = workers.into_iter().map(Worker::finish).collect();
+    let mut winners: HashMap<String, Vec<String>> = HashMap::new();
+    for line in outputs.iter().flatten() {
+        if let Some(rest) = line.strip_prefix("won ") {
+            let (id, actor) = rest.split_once(' ').expect("won ID ACTOR");
+            winners.entry(id.to_owned()).or_default().push(actor.to_owned());
+        }
+    }
+    assert_eq!(winners.len(), 200, "every task has a winner");
+    for (id, who) in &winners {
+        assert_eq!(who.len(), 1, "task {id} was won by {who:?}");
+        let stored = t.get(id).expect("get").expect("the task exists");
+        assert_eq!(stored.assignee.as_ref(), Some(&who[0]));
+    }
+    let (calls, retries) = outputs
+        .iter()
+        .map(|o| retries_of(o))
+        .fold((0, 0), |(c, r), (c2, r2)| (c + c2, r + r2));
+    eprintln!("claim race: {calls} calls, {retries} retries");
+    assert_consistent(&t);
+}
+
+/// Three sweeper processes over 2,000 due timers: each delivered once.
+#[test]
+fn three_sweeper_processes_deliver_each_timer_exactly_once() {
+    let Some(schema) = Schema::fresh() else { return };
+    let t = engine(&schema).tenant("sweep").expect("tenant");
+    for i in 0..2000 {
+        t.arm(&timer(&format!("run-{}", i % 17), &format!("e{i}"), i))
+            .expect("arm");
+    }
+    let mut workers: Vec<Worker> = (0..3)
+        .map(|_| Worker::spawn(&["sweep", &schema.url, "sweep", "5000"]))
+        .collect();
+    workers.iter_mut().for_each(Worker::go);
+    let outputs: Vec<Vec<String>> = workers.into_iter().map(Worker::finish).collect();
+    let fired: Vec<&str> = outputs
+        .iter()
+        .flatten()
+        .filter_map(|l| l.strip_prefix("fired "))
+        .collect();
+    let distinct: HashSet<&&str> = fired.iter().collect();
+    assert_eq!(fired.len(), 2000, "every timer delivered, none twice");
+    assert_eq!(distinct.len(), 2000);
+    assert!(
+        outputs.iter().all(|o| o.iter().any(|l| l.starts_with("fired "))),
+        "every sweeper took part"
+    );
+    assert!(t.claim_due(5000, 100, 1).expect("sweep").is_empty());
+    assert_eq!(t.pending_count().expect("count"), 2000);
+    assert_consistent(&t);
+}
+
+/// The sessions of `app` that are inside a transaction.
+fn in_transaction(schema: &Schema, app: &str) -> i64 {
+    schema
+        .client()
+        .query_one(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 \
+             AND xact_start IS NOT NULL",
+            &[&app],
+        )
+        .expect("pg_stat_activity")
+        .get(0)
+}
+
+fn sessions(schema: &Schema, app: &str) -> i64 {
+    schema
+        .client()
+        .query_one(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1",
+            &[&app],
+        )
+        .expect("pg_stat_activity")
+        .get(0)
+}
+
+fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !f() {
+        assert!(start.elapsed() < Duration::from_secs(30), "never: {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// SIGKILL of a host that holds an open transaction leaves nothing behind:
+/// the server ends the session, and a host working beside it carries on;
+/// every call that host had acknowledged is there when it too is killed.
+#[test]
+fn a_host_killed_mid_transaction_leaves_nothing_behind() {
+    let Some(schema) = Schema::fresh() else { return };
+    let app = |name: &str| format!("{}&application_name={name}-{}", schema.url, schema.name);
+    let (hold_app, write_app) = (format!("hold-{}", schema.name), format!("write-{}", schema.name));
+    let mut holder = Worker::spawn(&["hold", &app("hold"), "kill"]);
+    let mut writer = Worker::spawn(&["write", &app("write"), "kill", "w"]);
+    holder.go();
+    wait_for("the holder's transaction is open", || {
+        in_transaction(&schema, &hold_app) == 1
+    });
+    writer.go();
+    let acked = |w: &Worker, until: usize, acks: &mut Vec<String>| {
+        while acks.len() < until {
+            acks.push(
+                w.lines
+                    .recv_timeout(Duration::from_secs(30))
+                    .expect("the writer keeps acknowledging"),
+            );
+        }
+    };
+    let mut acks = Vec::new();
+    acked(&writer, 20, &mut acks);
+    holder.child.kill().expect("SIGKILL the holder");
+    holder.child.wait().expect("reaped");
+    wait_for("the server ends the killed host's session", || {
+        sessions(&schema, &hold_app) == 0
+    });
+    // The other host carries on after the kill.
+    let after = acks.len();
+    acked(&writer, after + 20, &mut acks);
+    // Then it is killed too, at whatever point its calls have reached.
+    std::thread::sleep(Duration::from_millis(fastrand_ms()));
+    writer.child.kill().expect("SIGKILL the writer");
+    writer.child.wait().expect("reaped");
+    acks.extend(writer.lines.try_iter());
+    wait_for("the server ends the writer's session", || {
+        sessions(&schema, &write_app) == 0
+    });
+    let t: Tenant = engine(&schema).tenant("kill").expect("tenant");
+    assert_eq!(t.get("read-then-loop").expect("get"), None, "the holder wrote nothing");
+    for line in &acks {
+        if let Some(id) = line.strip_prefix("open ") {
+            assert!(t.get(id).expect("get").is_some(), "acknowledged {id} lost");
+        }
+        if let Some(id) = line.strip_prefix("claim ") {
+            let task = t.get(id).expect("get").expect("exists");
+            assert_eq!(task.assignee.as_deref(), Some("w"), "acknowledged claim of {id} lost");
+        }
+    }
+    assert_consistent(&t);
+    // Whatever the writer had in flight is gone or whole; the next host can
+    // claim a task of the killed one's.
+    t.open(&task("after", 1).roles(&["r"])).expect("open after the kills");
+    t.claim("after", "z", &["r"], None).expect("claim after the kills");
+}
+
+/// A pause of 0–50 ms, so the second kill lands anywhere in a call.
+fn fastrand_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::from(d.subsec_micros()) % 50)
+        .unwrap_or(0)
 }

@@ -16,18 +16,22 @@ Exit codes:
   1  the engine refused (claim refused, not found, not held...); `check` found discrepancies
   2  usage or input error (the message says what was wrong and where)
   3  storage or sandbox failure; a database file that is empty, damaged or not one
-  4  busy: another process kept the database open for longer than --wait
+  4  busy: another process kept the database open for longer than --wait,
+     or a PostgreSQL call lost every retry to concurrent calls; run it again
 
 Times are RFC 3339 (2026-05-04T09:00:00Z, any offset) or integer milliseconds
 since 1970. Durations are written with a unit: 30s, 5m, 1500ms.";
 
 /// A human-task worklist and durable-timer engine whose rules run as a
-/// sandboxed WebAssembly component over a local redb file.
+/// sandboxed WebAssembly component over a local redb file or a shared
+/// PostgreSQL database.
 #[derive(Debug, Parser)]
 #[command(name = "leasehold", version, after_help = EXIT_CODES)]
 pub struct Cli {
-    /// Database file [default: leasehold.redb in the current folder]
-    #[arg(long, global = true, env = "LEASEHOLD_DB", value_name = "PATH")]
+    /// Database: a redb file, or a PostgreSQL URL
+    /// (postgres://user:password@host:port/db) that many hosts may share
+    /// [default: leasehold.redb in the current folder]
+    #[arg(long, global = true, env = "LEASEHOLD_DB", value_name = "PATH|URL")]
     pub db: Option<PathBuf>,
 
     /// The tenant every call is scoped to

@@ -22,11 +22,15 @@ fn tenant(cli: &Cli) -> Result<Tenant, CliError> {
     let mut engine = Engine::builder().file_wait(cli.wait);
     // A command that only reads opens the file read-only: it never creates,
     // repairs or changes it, works on a file the user may only read, and
-    // runs beside other readers.
+    // runs beside other readers. On PostgreSQL it runs READ ONLY.
     if !writes(&cli.command) {
         engine = engine.read_only();
     }
-    let engine = engine.open(db_path(cli))?;
+    let db = db_path(cli);
+    let engine = match db.to_str() {
+        Some(url) if leasehold_host::is_url(url) => engine.postgres(url)?,
+        _ => engine.open(db)?,
+    };
     Ok(engine.tenant(&cli.tenant)?)
 }
 

@@ -3,7 +3,7 @@
 //! The mapping is the CLI's contract with scripts: 1 when the engine refused
 //! (a claim ladder rung, an unknown id), 2 when the caller's input was wrong,
 //! 3 when storage or the sandbox failed or the file is no database, 4 when
-//! another process kept the database busy. It lives here and nowhere else.
+//! another process kept the database busy or won every race for it. It lives here and nowhere else.
 
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 use leasehold_host::{Error, OpenError, Refusal, StoreError};
@@ -15,7 +15,9 @@ pub const REFUSED: u8 = 1;
 pub const BAD_INPUT: u8 = 2;
 /// Exit code: storage or sandbox failure.
 pub const FAILED: u8 = 3;
-/// Exit code: another process had the database open for the whole `--wait`.
+/// Exit code: another process had the database open for the whole `--wait`,
+/// or (PostgreSQL) the call lost every race with concurrent calls. Nothing
+/// was done; the same command may succeed when run again.
 pub const BUSY: u8 = 4;
 
 #[derive(Debug)]
@@ -101,7 +103,9 @@ pub struct ErrorReport<'a> {
 impl CliError {
     pub fn exit_code(&self) -> u8 {
         match self {
-            CliError::Engine(Error::Open(OpenError::Busy { .. }) | Error::LockTimeout(_)) => BUSY,
+            CliError::Engine(
+                Error::Open(OpenError::Busy { .. }) | Error::LockTimeout(_) | Error::Conflict { .. },
+            ) => BUSY,
             CliError::Engine(Error::Open(OpenError::Missing { .. })) => BAD_INPUT,
             CliError::Engine(e) if e.is_refusal() => REFUSED,
             CliError::Engine(e) if e.is_invalid_input() => BAD_INPUT,
@@ -173,6 +177,7 @@ impl CliError {
             Error::Open(open) => open_kind(open),
             Error::ReadOnly { verb } => ("read_only", Some(verb)),
             Error::LockTimeout(_) => ("busy", None),
+            Error::Conflict { .. } => ("conflict", None),
             Error::Sandbox(_) => ("sandbox", None),
             Error::Storage(_) => ("storage", None),
             Error::Tenant { .. } => ("invalid_tenant", None),
