@@ -53,11 +53,12 @@ fn key(guest_key: leasehold_guest::keys::Key) -> Vec<u8> {
     tenant_key(TENANT, guest_key.as_bytes())
 }
 
-fn counter(path: &Path, name: &str) -> u64 {
+/// The value of one shard of counter `name`.
+fn counter(path: &Path, name: &str, shard: u8) -> u64 {
     let raw = raw_contents(path);
     let v = raw
-        .get(&key(schema::counter(name)))
-        .expect("counter exists");
+        .get(&key(schema::counter_shard(name, shard)))
+        .expect("counter shard exists");
     u64::from_be_bytes(v.as_slice().try_into().expect("8 bytes"))
 }
 
@@ -123,10 +124,13 @@ fn a_missing_index_entry_is_found() {
 #[test]
 fn an_open_counter_off_by_one_is_found() {
     let (_dir, path) = seeded();
-    let n = counter(&path, schema::OPEN_TASKS);
+    // The shard t1 counts in; t1 is pending, so it holds at least one.
+    let shard = schema::task_shard("t1");
+    let n = counter(&path, schema::OPEN_TASKS, shard);
+    assert!(n >= 1);
     raw_write(&path, |t| {
         t.insert(
-            key(schema::counter(schema::OPEN_TASKS)).as_slice(),
+            key(schema::counter_shard(schema::OPEN_TASKS, shard)).as_slice(),
             (n + 1).to_be_bytes().as_slice(),
         )
         .expect("insert");
@@ -134,8 +138,11 @@ fn an_open_counter_off_by_one_is_found() {
     let found = check(&path, TENANT);
     assert_eq!(found.len(), 1, "{found:?}");
     assert_eq!(found[0].structure, "open-count");
+    assert_eq!(found[0].subject, format!("open-tasks/{shard}"));
     assert!(
-        found[0].detail.contains(&format!("says {}", n + 1)),
+        found[0]
+            .detail
+            .contains(&format!("shard {shard}, says {}; {n} ", n + 1)),
         "{found:?}"
     );
 }
@@ -143,10 +150,13 @@ fn an_open_counter_off_by_one_is_found() {
 #[test]
 fn a_timer_counter_off_by_one_is_found() {
     let (_dir, path) = seeded();
-    let n = counter(&path, schema::ARMED_TIMERS);
+    // The shard run-1/b counts in; it is armed, so it holds at least one.
+    let shard = schema::timer_shard("run-1", "b");
+    let n = counter(&path, schema::ARMED_TIMERS, shard);
+    assert!(n >= 1);
     raw_write(&path, |t| {
         t.insert(
-            key(schema::counter(schema::ARMED_TIMERS)).as_slice(),
+            key(schema::counter_shard(schema::ARMED_TIMERS, shard)).as_slice(),
             (n - 1).to_be_bytes().as_slice(),
         )
         .expect("insert");
@@ -154,6 +164,13 @@ fn a_timer_counter_off_by_one_is_found() {
     let found = check(&path, TENANT);
     assert_eq!(found.len(), 1, "{found:?}");
     assert_eq!(found[0].structure, "pending-count");
+    assert_eq!(found[0].subject, format!("armed-timers/{shard}"));
+    assert!(
+        found[0]
+            .detail
+            .contains(&format!("shard {shard}, says {}; {n} ", n - 1)),
+        "{found:?}"
+    );
 }
 
 #[test]
@@ -201,11 +218,13 @@ fn a_lease_entry_left_behind_is_found_and_never_reclaims_its_task() {
 #[test]
 fn a_leased_counter_off_by_one_is_found() {
     let (_dir, path) = seeded();
-    let n = counter(&path, schema::LEASED_CLAIMS);
+    // t4 is the one leased claim: its shard holds exactly one.
+    let shard = schema::task_shard("t4");
+    let n = counter(&path, schema::LEASED_CLAIMS, shard);
     assert_eq!(n, 1);
     raw_write(&path, |t| {
         t.insert(
-            key(schema::counter(schema::LEASED_CLAIMS)).as_slice(),
+            key(schema::counter_shard(schema::LEASED_CLAIMS, shard)).as_slice(),
             (n + 1).to_be_bytes().as_slice(),
         )
         .expect("insert");
@@ -213,6 +232,13 @@ fn a_leased_counter_off_by_one_is_found() {
     let found = check(&path, TENANT);
     assert_eq!(found.len(), 1, "{found:?}");
     assert_eq!(found[0].structure, "leased-count");
+    assert_eq!(found[0].subject, format!("leased-claims/{shard}"));
+    assert!(
+        found[0]
+            .detail
+            .contains(&format!("shard {shard}, says 2; 1 ")),
+        "{found:?}"
+    );
 }
 
 #[test]

@@ -994,24 +994,28 @@ fn check_exits_one_when_a_counter_disagrees_with_the_rows() {
         .success()
         .stdout(contains("Consistent"));
     assert_eq!(s.json(&["check"]), serde_json::json!([]));
-    skew_open_count(&s.db, "default", 99);
-    s.run(&["check"])
-        .assert()
-        .code(1)
-        .stdout(contains("the counter says 99").and(contains("1 discrepancy found.")));
+    // Counters are sharded (layout 3): the finding names the shard pay-1
+    // counts in, which holds 1.
+    let shard = leasehold_guest::schema::task_shard("pay-1");
+    skew_open_count(&s.db, "default", shard, 99);
+    s.run(&["check"]).assert().code(1).stdout(
+        contains(format!("shard {shard}, says 99; 1 pending"))
+            .and(contains("1 discrepancy found.")),
+    );
     let out = s.run(&["check", "--json"]).assert().code(1);
     let found = parse(&out.get_output().stdout);
     assert_eq!(found.as_array().map(Vec::len), Some(1));
-    assert_eq!(found[0]["subject"], "open-tasks");
+    assert_eq!(found[0]["subject"], format!("open-tasks/{shard}"));
     s.run(&["check", "--tenant", "a\u{1}b"]).assert().code(2);
 }
 
-/// Writes a wrong value into the tenant's open-task counter, as damage would.
-fn skew_open_count(db: &Path, tenant: &str, value: u64) {
+/// Writes a wrong value into one shard of the tenant's open-task counter, as
+/// damage would.
+fn skew_open_count(db: &Path, tenant: &str, shard: u8, value: u64) {
     use leasehold_guest::schema;
     let table = redb::TableDefinition::<&[u8], &[u8]>::new(leasehold_host::KV_TABLE_NAME);
     let mut key = leasehold_host::tenant_prefix(tenant).expect("tenant prefix");
-    key.extend_from_slice(schema::counter(schema::OPEN_TASKS).as_bytes());
+    key.extend_from_slice(schema::counter_shard(schema::OPEN_TASKS, shard).as_bytes());
     let db = redb::Database::open(db).expect("open the database");
     let w = db.begin_write().expect("write");
     {
