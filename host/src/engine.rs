@@ -65,7 +65,7 @@ impl Default for Limits {
             call_write_bytes: 16 << 20,
             lock_wait: Duration::from_secs(5),
             concurrent_calls: 128,
-            conflict_retries: 12,
+            conflict_retries: 32,
         }
     }
 }
