@@ -1,21 +1,246 @@
-//! Shared helpers for the integration tests: fresh engines on temp redb files
-//! and task and timer builders with sensible defaults.
+//! Shared helpers for the integration tests: fresh databases on the backend
+//! the run is for, and task and timer builders with sensible defaults.
+//!
+//! `LEASEHOLD_TEST_BACKEND` picks the backend every [`TestDb`] is made on:
+//! `redb` (the default) for a temp file, `postgres` for a fresh schema of the
+//! database `LEASEHOLD_TEST_PG` names (see [`pg`]). The suite is written once
+//! and `tests/run` runs it on both.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 use leasehold_host::{
-    Engine, OnExpiry, Phase, Priority, QueueQuery, Task, TaskState, Tenant, Timer,
+    Durability, Engine, EngineBuilder, OnExpiry, Phase, Priority, QueueQuery, Task, TaskState,
+    Tenant, Timer,
 };
 
-/// An engine on a fresh redb file that lives as long as the returned guard.
-pub fn temp_engine() -> (Engine, tempfile::TempDir) {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let engine = Engine::open(dir.path().join("leasehold.redb")).expect("engine opens");
-    (engine, dir)
+/// A store the integration tests can run on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// A redb file in a temp directory.
+    Redb,
+    /// A fresh schema of the PostgreSQL test database.
+    Postgres,
 }
 
-/// A tenant of a fresh engine on a temp file.
-pub fn temp_tenant() -> (Tenant, tempfile::TempDir) {
-    let (engine, dir) = temp_engine();
-    (engine.tenant("acme").expect("valid tenant"), dir)
+/// The backend this run is for, from `LEASEHOLD_TEST_BACKEND`.
+pub fn backend() -> Backend {
+    match std::env::var("LEASEHOLD_TEST_BACKEND") {
+        Err(std::env::VarError::NotPresent) => Backend::Redb,
+        Ok(v) if v.is_empty() || v == "redb" => Backend::Redb,
+        Ok(v) if v == "postgres" => Backend::Postgres,
+        Ok(v) => {
+            panic!("LEASEHOLD_TEST_BACKEND must be `redb` (the default) or `postgres`, not {v:?}")
+        }
+        Err(e) => panic!("LEASEHOLD_TEST_BACKEND must be `redb` (the default) or `postgres`: {e}"),
+    }
+}
+
+/// One test's database, gone when this guard is dropped: a temp redb file,
+/// or a fresh PostgreSQL schema. Any number of engines can be opened on it
+/// one after another (reopening), and its raw contents read and damaged
+/// behind the engine's back.
+///
+/// redb admits one opener per process: on redb, no engine may be open on the
+/// file while a second one is opened or any `raw_` method runs. Tests keep
+/// that contract on both backends, so they mean the same on each.
+pub struct TestDb {
+    store: Store,
+}
+
+enum Store {
+    Redb {
+        _dir: tempfile::TempDir,
+        path: PathBuf,
+    },
+    Postgres(pg::Schema),
+}
+
+impl Default for TestDb {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TestDb {
+    /// A fresh, empty database on this run's [`backend`].
+    pub fn new() -> TestDb {
+        match backend() {
+            Backend::Redb => TestDb::redb(),
+            Backend::Postgres => {
+                let Ok(base) = std::env::var("LEASEHOLD_TEST_PG") else {
+                    panic!(
+                        "LEASEHOLD_TEST_BACKEND=postgres needs LEASEHOLD_TEST_PG, the URL of a \
+                         test database (tests/pg-setup prints one)"
+                    )
+                };
+                TestDb {
+                    store: Store::Postgres(pg::Schema::fresh_in(&base)),
+                }
+            }
+        }
+    }
+
+    /// A fresh redb file, whatever the run's backend: for tests that are
+    /// about redb files.
+    pub fn redb() -> TestDb {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("leasehold.redb");
+        TestDb {
+            store: Store::Redb { _dir: dir, path },
+        }
+    }
+
+    pub fn backend(&self) -> Backend {
+        match self.store {
+            Store::Redb { .. } => Backend::Redb,
+            Store::Postgres(_) => Backend::Postgres,
+        }
+    }
+
+    /// The redb file, on redb.
+    pub fn path(&self) -> Option<&Path> {
+        match &self.store {
+            Store::Redb { path, .. } => Some(path),
+            Store::Postgres(_) => None,
+        }
+    }
+
+    /// An engine on this database, built by `builder`.
+    pub fn try_open(&self, builder: EngineBuilder) -> Result<Engine, leasehold_host::Error> {
+        match &self.store {
+            Store::Redb { path, .. } => builder.open(path),
+            Store::Postgres(schema) => builder.postgres(&schema.url),
+        }
+    }
+
+    /// An engine on this database, built by `builder`, which must open.
+    pub fn open(&self, builder: EngineBuilder) -> Engine {
+        self.try_open(builder).expect("engine opens")
+    }
+
+    /// An engine with the default settings.
+    pub fn engine(&self) -> Engine {
+        self.open(Engine::builder())
+    }
+
+    /// An engine for tests that make hundreds of writes: on redb it commits
+    /// without fsync; PostgreSQL's durability is the server's, so there it
+    /// is the default engine.
+    pub fn fast_engine(&self) -> Engine {
+        match self.backend() {
+            Backend::Redb => self.open(Engine::builder().durability(Durability::None)),
+            Backend::Postgres => self.engine(),
+        }
+    }
+
+    /// Every stored key and value of every tenant, each key spelt as
+    /// [`tenant_key`] spells it, whichever backend stores it.
+    pub fn raw_all(&self) -> BTreeMap<Vec<u8>, Vec<u8>> {
+        match &self.store {
+            Store::Redb { path, .. } => raw_contents(path),
+            Store::Postgres(schema) => schema
+                .client()
+                .query("SELECT tenant, key, value FROM leasehold_kv", &[])
+                .expect("raw read")
+                .iter()
+                .map(|r| {
+                    let (tenant, key): (String, Vec<u8>) = (r.get(0), r.get(1));
+                    (tenant_key(&tenant, &key), r.get(2))
+                })
+                .collect(),
+        }
+    }
+
+    /// Every guest key and value of `tenant`, read raw.
+    pub fn raw_contents(&self, tenant: &str) -> BTreeMap<Vec<u8>, Vec<u8>> {
+        match &self.store {
+            Store::Redb { path, .. } => {
+                let prefix = tenant_key(tenant, b"");
+                raw_contents(path)
+                    .into_iter()
+                    .filter_map(|(k, v)| Some((k.strip_prefix(prefix.as_slice())?.to_vec(), v)))
+                    .collect()
+            }
+            Store::Postgres(schema) => schema
+                .client()
+                .query(
+                    "SELECT key, value FROM leasehold_kv WHERE tenant = $1",
+                    &[&tenant],
+                )
+                .expect("raw read")
+                .iter()
+                .map(|r| (r.get(0), r.get(1)))
+                .collect(),
+        }
+    }
+
+    /// Stores `value` under `tenant`'s `guest_key`, behind the engine's back.
+    pub fn raw_put(&self, tenant: &str, guest_key: &[u8], value: &[u8]) {
+        match &self.store {
+            Store::Redb { path, .. } => raw_write(path, |t| {
+                t.insert(tenant_key(tenant, guest_key).as_slice(), value)
+                    .expect("raw insert");
+            }),
+            Store::Postgres(schema) => {
+                schema
+                    .client()
+                    .execute(
+                        "INSERT INTO leasehold_kv (tenant, key, value) VALUES ($1, $2, $3) \
+                         ON CONFLICT (tenant, key) DO UPDATE SET value = EXCLUDED.value",
+                        &[&tenant, &guest_key, &value],
+                    )
+                    .expect("raw insert");
+            }
+        }
+    }
+
+    /// Deletes `tenant`'s `guest_key`, which must be stored.
+    pub fn raw_delete(&self, tenant: &str, guest_key: &[u8]) {
+        let gone = match &self.store {
+            Store::Redb { path, .. } => {
+                let mut gone = false;
+                raw_write(path, |t| {
+                    gone = t
+                        .remove(tenant_key(tenant, guest_key).as_slice())
+                        .expect("raw remove")
+                        .is_some();
+                });
+                gone
+            }
+            Store::Postgres(schema) => {
+                schema
+                    .client()
+                    .execute(
+                        "DELETE FROM leasehold_kv WHERE tenant = $1 AND key = $2",
+                        &[&tenant, &guest_key],
+                    )
+                    .expect("raw delete")
+                    == 1
+            }
+        };
+        assert!(gone, "raw delete: tenant {tenant} has no such key");
+    }
+}
+
+/// An engine on a fresh database that lives as long as the returned guard.
+pub fn temp_engine() -> (Engine, TestDb) {
+    let db = TestDb::new();
+    (db.engine(), db)
+}
+
+/// A tenant of a fresh engine on a fresh database.
+pub fn temp_tenant() -> (Tenant, TestDb) {
+    let (engine, db) = temp_engine();
+    (engine.tenant("acme").expect("valid tenant"), db)
+}
+
+/// A tenant of a fresh [`TestDb::fast_engine`]: for tests that make hundreds
+/// of writes (races, big backlogs).
+pub fn fast_tenant() -> (Tenant, TestDb) {
+    let db = TestDb::new();
+    let engine = db.fast_engine();
+    (engine.tenant("acme").expect("valid tenant"), db)
 }
 
 /// An open task with no roles, no due date, created at `created_at`.
@@ -100,17 +325,6 @@ pub fn timer(run: &str, effect: &str, fire_at: i64) -> Timer {
 /// The hostile fixture component (tests/fixtures/hostile), built by build.rs.
 pub static HOSTILE_COMPONENT: &[u8] = include_bytes!(env!("LEASEHOLD_HOSTILE_WASM"));
 
-/// A tenant of a fresh engine on a temp file that commits without fsync:
-/// for tests that make hundreds of writes (races, big backlogs).
-pub fn fast_tenant() -> (Tenant, tempfile::TempDir) {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let engine = Engine::builder()
-        .durability(leasehold_host::Durability::None)
-        .open(dir.path().join("leasehold.redb"))
-        .expect("engine opens");
-    (engine.tenant("acme").expect("valid tenant"), dir)
-}
-
 /// Asserts the consistency check finds nothing: rows, indexes and counters
 /// agree.
 pub fn assert_consistent(tenant: &Tenant) {
@@ -156,7 +370,7 @@ pub fn state_of(tenant: &Tenant, id: &str) -> TaskState {
 
 /// Every key and value in a database file, read raw with redb. The engine on
 /// that file must be dropped first (redb allows one opener).
-pub fn raw_contents(path: &std::path::Path) -> std::collections::BTreeMap<Vec<u8>, Vec<u8>> {
+pub fn raw_contents(path: &Path) -> BTreeMap<Vec<u8>, Vec<u8>> {
     use redb::{ReadableDatabase, ReadableTable, TableDefinition};
     let table: TableDefinition<&[u8], &[u8]> = TableDefinition::new(leasehold_host::KV_TABLE_NAME);
     let db = redb::Database::create(path).expect("raw open");
@@ -172,7 +386,7 @@ pub fn raw_contents(path: &std::path::Path) -> std::collections::BTreeMap<Vec<u8
 }
 
 /// Runs `f` on the raw table of a database file, in one committed write.
-pub fn raw_write(path: &std::path::Path, f: impl FnOnce(&mut redb::Table<&[u8], &[u8]>)) {
+pub fn raw_write(path: &Path, f: impl FnOnce(&mut redb::Table<&[u8], &[u8]>)) {
     use redb::TableDefinition;
     let table: TableDefinition<&[u8], &[u8]> = TableDefinition::new(leasehold_host::KV_TABLE_NAME);
     let db = redb::Database::create(path).expect("raw open");
