@@ -1,4 +1,4 @@
-//! Tenants of one engine share a file and nothing else: the same ids in two
+//! Tenants of one engine share a store and nothing else: the same ids in two
 //! tenants are two tasks and two timers, with independent counters, indexes
 //! and seals.
 
@@ -16,7 +16,7 @@ fn two_tenants(engine: &Engine) -> (Tenant, Tenant) {
 
 #[test]
 fn two_tenants_with_the_same_task_ids_never_see_each_others_tasks() {
-    let (engine, _dir) = temp_engine();
+    let (engine, _db) = temp_engine();
     let (a, b) = two_tenants(&engine);
     let mut a1 = task("t1", 10).roles(&["reviewer"]).in_case("case").due(100);
     a1.kind = "acme-kind".into();
@@ -86,7 +86,7 @@ fn two_tenants_with_the_same_task_ids_never_see_each_others_tasks() {
 
 #[test]
 fn two_tenants_with_the_same_timers_claim_count_and_seal_independently() {
-    let (engine, _dir) = temp_engine();
+    let (engine, _db) = temp_engine();
     let (a, b) = two_tenants(&engine);
     assert_eq!(a.arm(&timer("r", "e", 10)).expect("arm"), ArmOutcome::Armed);
     assert_eq!(
@@ -130,7 +130,7 @@ fn two_tenants_with_the_same_timers_claim_count_and_seal_independently() {
 
 #[test]
 fn tenants_whose_names_extend_each_other_stay_apart() {
-    let (engine, _dir) = temp_engine();
+    let (engine, _db) = temp_engine();
     let names = ["a", "ab", "a.b", "b"];
     let tenants: Vec<Tenant> = names
         .iter()
@@ -155,7 +155,7 @@ fn tenants_whose_names_extend_each_other_stay_apart() {
 
 #[test]
 fn a_sweep_or_claim_next_in_one_tenant_never_moves_another_tenants_tasks() {
-    let (engine, _dir) = temp_engine();
+    let (engine, _db) = temp_engine();
     let (a, b) = two_tenants(&engine);
     let lease = leasehold_host::Lease {
         now: 0,

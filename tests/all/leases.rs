@@ -37,7 +37,7 @@ fn reviewers_queue(t: &Tenant, actor: &str) -> Vec<String> {
 
 #[test]
 fn a_leased_claim_holds_the_task_until_now_plus_lease_ms() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     t.open(&review("t1", 1)).expect("open");
     let got = t
         .claim("t1", "alice", &["reviewer"], lease(1_000, 30_000))
@@ -61,7 +61,7 @@ fn a_leased_claim_holds_the_task_until_now_plus_lease_ms() {
 
 #[test]
 fn a_claim_without_a_lease_holds_until_released_and_is_never_reclaimed() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     t.open(&review("t1", 1)).expect("open");
     let got = t.claim("t1", "alice", &["reviewer"], None).expect("claims");
     assert_eq!(got.lease_until, None);
@@ -79,7 +79,7 @@ fn a_claim_without_a_lease_holds_until_released_and_is_never_reclaimed() {
 
 #[test]
 fn a_lease_may_end_past_year_9999_and_is_stored_as_computed() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     t.open(&review("t1", 1)).expect("open");
     let (max, week) = (253_402_300_799_999, 604_800_000);
     let got = t
@@ -96,7 +96,7 @@ fn a_lease_may_end_past_year_9999_and_is_stored_as_computed() {
 
 #[test]
 fn re_claiming_by_the_holder_with_a_lease_sets_the_new_lease() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     t.open(&review("t1", 1)).expect("open");
     t.open(&review("t2", 2)).expect("open");
     t.claim("t1", "alice", &["reviewer"], lease(0, 100))
@@ -125,7 +125,7 @@ fn re_claiming_by_the_holder_with_a_lease_sets_the_new_lease() {
 
 #[test]
 fn take_over_with_a_lease_gives_the_new_holder_its_own_lease() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     t.open(&review("t1", 1)).expect("open");
     t.claim("t1", "alice", &["reviewer"], lease(0, 100))
         .expect("claims");
@@ -155,7 +155,7 @@ fn take_over_with_a_lease_gives_the_new_holder_its_own_lease() {
 
 #[test]
 fn renew_sets_the_holders_lease_to_end_at_now_plus_lease_ms() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     t.open(&review("t1", 1)).expect("open");
     t.claim("t1", "alice", &["reviewer"], lease(0, 100))
         .expect("claims");
@@ -171,7 +171,7 @@ fn renew_sets_the_holders_lease_to_end_at_now_plus_lease_ms() {
 
 #[test]
 fn renew_by_anyone_but_the_holder_of_a_leased_claim_is_not_held() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     for id in ["leased", "unleased", "open", "settled"] {
         t.open(&review(id, 1)).expect("open");
     }
@@ -209,7 +209,7 @@ fn renew_by_anyone_but_the_holder_of_a_leased_claim_is_not_held() {
 
 #[test]
 fn renewing_after_the_lease_lapsed_but_before_the_reclaim_keeps_the_task() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     t.open(&review("t1", 1)).expect("open");
     t.claim("t1", "alice", &["reviewer"], lease(0, 100))
         .expect("claims");
@@ -231,7 +231,7 @@ fn renewing_after_the_lease_lapsed_but_before_the_reclaim_keeps_the_task() {
 
 #[test]
 fn a_lease_that_ends_exactly_at_now_is_reclaimed() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     t.open(&review("t1", 1)).expect("open");
     t.claim("t1", "alice", &["reviewer"], lease(1_000, 500))
         .expect("claims");
@@ -252,7 +252,7 @@ fn a_lease_that_ends_exactly_at_now_is_reclaimed() {
 
 #[test]
 fn reclaim_lapsed_moves_tasks_in_lease_end_order_ties_by_id_up_to_limit() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     // (id, lease end)
     let leases = [("d", 30), ("b", 20), ("c", 20), ("a", 40), ("live", 101)];
     for (i, (id, end)) in leases.iter().enumerate() {
@@ -272,7 +272,7 @@ fn reclaim_lapsed_moves_tasks_in_lease_end_order_ties_by_id_up_to_limit() {
 
 #[test]
 fn reclaiming_an_escalated_task_returns_it_escalated_with_its_widened_audience() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     t.open(&review("t1", 1).escalating_to(&["lead"]).due(10))
         .expect("open");
     t.escalate("t1").expect("escalates");
@@ -297,7 +297,7 @@ fn reclaiming_an_escalated_task_returns_it_escalated_with_its_widened_audience()
 
 #[test]
 fn a_task_settled_released_or_renewed_is_never_moved_by_its_old_lease() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     for id in ["settled", "released", "renewed", "reclaimed-then-claimed"] {
         t.open(&review(id, 1)).expect("open");
         t.claim(id, "alice", &["reviewer"], lease(0, 100))
@@ -334,7 +334,7 @@ fn a_task_settled_released_or_renewed_is_never_moved_by_its_old_lease() {
 
 #[test]
 fn a_reclaimed_task_is_offered_again_and_another_may_claim_it() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     t.open(&review("t1", 1)).expect("open");
     t.claim("t1", "alice", &["reviewer"], lease(0, 100))
         .expect("claims");
@@ -356,29 +356,28 @@ fn a_reclaimed_task_is_offered_again_and_another_may_claim_it() {
 
 #[test]
 fn reclaim_lapsed_with_nothing_lapsed_writes_nothing() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("l.redb");
+    let db = TestDb::new();
     {
-        let engine = leasehold_host::Engine::open(&path).expect("engine");
+        let engine = db.engine();
         let t = engine.tenant("acme").expect("tenant");
         t.open(&review("t1", 1)).expect("open");
         t.claim("t1", "alice", &["reviewer"], lease(0, 100))
             .expect("claims");
     }
-    let before = raw_contents(&path);
+    let before = db.raw_all();
     {
-        let engine = leasehold_host::Engine::open(&path).expect("engine");
+        let engine = db.engine();
         let t = engine.tenant("acme").expect("tenant");
         assert!(t.reclaim_lapsed(99, 10).expect("reclaim").is_empty());
     }
-    assert_eq!(raw_contents(&path), before);
+    assert_eq!(db.raw_all(), before);
 }
 
 // ---- settle with a holder -------------------------------------------------
 
 #[test]
 fn settle_with_the_holder_settles_and_keeps_the_assignee() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     t.open(&review("t1", 1)).expect("open");
     t.claim("t1", "alice", &["reviewer"], lease(0, 100))
         .expect("claims");
@@ -396,7 +395,7 @@ fn settle_with_the_holder_settles_and_keeps_the_assignee() {
 
 #[test]
 fn a_settle_with_a_stale_holder_is_not_held_and_changes_nothing() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     t.open(&review("t1", 1)).expect("open");
     t.claim("t1", "alice", &["reviewer"], lease(0, 100))
         .expect("alice claims");
@@ -428,7 +427,7 @@ fn a_settle_with_a_stale_holder_is_not_held_and_changes_nothing() {
 
 #[test]
 fn settle_with_a_holder_refuses_an_unheld_task_and_an_unknown_id() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     t.open(&review("t1", 1)).expect("open");
     assert_eq!(
         refusal(t.settle("t1", Settlement::Withdrawn, Some("alice"))),
@@ -447,7 +446,7 @@ fn settle_with_a_holder_refuses_an_unheld_task_and_an_unknown_id() {
 
 #[test]
 fn settle_without_a_holder_is_a_compare_and_set_from_pending_and_ends_the_lease() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     t.open(&review("t1", 1)).expect("open");
     t.claim("t1", "alice", &["reviewer"], lease(0, 100))
         .expect("claims");
@@ -468,7 +467,7 @@ fn settle_without_a_holder_is_a_compare_and_set_from_pending_and_ends_the_lease(
 
 #[test]
 fn claim_next_claims_the_first_task_of_the_queue_in_queue_order() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     t.open(&review("normal-old", 1)).expect("open");
     t.open(&review("normal-new", 2)).expect("open");
     t.open(&review("urgent", 3).priority(Priority::Urgent))
@@ -527,7 +526,7 @@ fn claim_next_claims_the_first_task_of_the_queue_in_queue_order() {
 
 #[test]
 fn claim_next_with_a_lease_holds_the_task_under_it() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     t.open(&review("t1", 1)).expect("open");
     let q = query(&["reviewer"], Some("ann"), 1, None);
     let got = t
@@ -542,27 +541,26 @@ fn claim_next_with_a_lease_holds_the_task_under_it() {
 
 #[test]
 fn claim_next_on_an_empty_queue_answers_none_and_writes_nothing() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("n.redb");
+    let db = TestDb::new();
     {
-        let engine = leasehold_host::Engine::open(&path).expect("engine");
+        let engine = db.engine();
         let t = engine.tenant("acme").expect("tenant");
         t.open(&review("held", 1)).expect("open");
         t.claim("held", "bob", &["reviewer"], None).expect("claims");
     }
-    let before = raw_contents(&path);
+    let before = db.raw_all();
     {
-        let engine = leasehold_host::Engine::open(&path).expect("engine");
+        let engine = db.engine();
         let t = engine.tenant("acme").expect("tenant");
         let q = query(&["reviewer"], Some("ann"), 1, None);
         assert_eq!(t.claim_next(&q, lease(0, 10)).expect("claim-next"), None);
     }
-    assert_eq!(raw_contents(&path), before);
+    assert_eq!(db.raw_all(), before);
 }
 
 #[test]
 fn claim_next_starts_after_the_cursor_like_queue_does() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     for (i, id) in ["a", "b", "c"].iter().enumerate() {
         t.open(&review(id, i as i64)).expect("open");
     }
@@ -577,7 +575,7 @@ fn claim_next_starts_after_the_cursor_like_queue_does() {
 
 #[test]
 fn claim_next_without_an_actor_is_invalid_and_changes_nothing() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     t.open(&review("t1", 1)).expect("open");
     let r = t.claim_next(&query(&["reviewer"], None, 1, None), None);
     assert!(

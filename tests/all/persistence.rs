@@ -1,16 +1,17 @@
-//! What a call commits is on disk: dropping the engine and opening the same
-//! file again finds tasks, counters, indexes, leases and seals as they were.
+//! What a call commits is stored: dropping the engine and opening another on
+//! the same store (the redb file again, or new connections to the same
+//! PostgreSQL schema) finds tasks, counters, indexes, leases and seals as
+//! they were.
 
-use leasehold_host::{ArmOutcome, Engine, Error, Lease, Refusal, Settlement, TaskState};
+use leasehold_host::{ArmOutcome, Error, Lease, Refusal, Settlement, TaskState};
 use leasehold_tests::*;
 
 #[test]
 fn tasks_counters_timers_and_seals_survive_dropping_and_reopening_the_engine() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("leasehold.redb");
+    let db = TestDb::new();
     let cursor;
     {
-        let engine = Engine::open(&path).expect("engine opens");
+        let engine = db.engine();
         let t = engine.tenant("acme").expect("tenant");
         for i in 0..6 {
             t.open(&task(&format!("t{i}"), i).roles(&["reviewer"]).due(100))
@@ -44,7 +45,7 @@ fn tasks_counters_timers_and_seals_survive_dropping_and_reopening_the_engine() {
             .expect("more follow");
     }
 
-    let engine = Engine::open(&path).expect("engine reopens the file");
+    let engine = db.engine();
     let t = engine.tenant("acme").expect("tenant");
     assert_eq!(t.open_count().expect("count"), 7);
     assert_eq!(state_of(&t, "t0"), TaskState::Claimed);
@@ -109,11 +110,10 @@ fn tasks_counters_timers_and_seals_survive_dropping_and_reopening_the_engine() {
 }
 
 #[test]
-fn a_refused_call_leaves_nothing_on_disk() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("leasehold.redb");
+fn a_refused_call_leaves_nothing_in_the_store() {
+    let db = TestDb::new();
     {
-        let engine = Engine::open(&path).expect("engine opens");
+        let engine = db.engine();
         let t = engine.tenant("acme").expect("tenant");
         let mut bad = task("t1", 1);
         bad.state = TaskState::Completed;
@@ -121,7 +121,7 @@ fn a_refused_call_leaves_nothing_on_disk() {
         t.open(&task("t2", 1).excluding(&["bob"])).expect("open");
         assert!(t.claim("t2", "bob", &[], None).is_err());
     }
-    let engine = Engine::open(&path).expect("engine reopens");
+    let engine = db.engine();
     let t = engine.tenant("acme").expect("tenant");
     assert_eq!(t.get("t1").expect("get"), None);
     assert_eq!(state_of(&t, "t2"), TaskState::Open);

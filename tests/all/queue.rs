@@ -28,7 +28,7 @@ fn queue_order(a: &Task, b: &Task) -> std::cmp::Ordering {
 
 #[test]
 fn the_queue_orders_by_priority_urgent_first_then_created_at_then_id() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     t.open(&task("n-20", 20)).expect("open");
     t.open(&task("low-1", 1).priority(Priority::Low))
         .expect("open");
@@ -57,7 +57,7 @@ fn the_queue_orders_by_priority_urgent_first_then_created_at_then_id() {
 
 #[test]
 fn the_queue_shows_the_callers_roles_and_tasks_open_to_anyone_only() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     t.open(&task("rev", 1).roles(&["reviewer"])).expect("open");
     t.open(&task("legal", 2).roles(&["legal"])).expect("open");
     t.open(&task("anyone", 3)).expect("open");
@@ -82,7 +82,7 @@ fn the_queue_shows_the_callers_roles_and_tasks_open_to_anyone_only() {
 
 #[test]
 fn the_queue_never_offers_what_claim_would_refuse_the_actor() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     t.open(&task("t1", 1).roles(&["reviewer"]).excluding(&["bob"]))
         .expect("open");
     t.open(&task("t2", 2).roles(&["reviewer"])).expect("open");
@@ -104,7 +104,7 @@ fn the_queue_never_offers_what_claim_would_refuse_the_actor() {
 
 #[test]
 fn only_open_and_escalated_tasks_are_queued() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     for (i, id) in ["open", "claimed", "esc", "done", "esc-claimed"]
         .iter()
         .enumerate()
@@ -129,7 +129,7 @@ fn only_open_and_escalated_tasks_are_queued() {
 
 #[test]
 fn paging_57_tasks_five_at_a_time_has_no_gap_no_overlap_and_keeps_the_order() {
-    let (t, _dir) = fast_tenant();
+    let (t, _db) = fast_tenant();
     let priorities = [
         Priority::Low,
         Priority::Urgent,
@@ -169,7 +169,7 @@ fn paging_57_tasks_five_at_a_time_has_no_gap_no_overlap_and_keeps_the_order() {
 
 #[test]
 fn next_is_present_exactly_when_another_task_follows() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     for i in 0..10 {
         t.open(&task(&format!("t{i}"), i)).expect("open");
     }
@@ -188,7 +188,7 @@ fn next_is_present_exactly_when_another_task_follows() {
 
 #[test]
 fn a_cursor_stays_valid_after_the_task_it_points_at_leaves_the_queue() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     for i in 0..12 {
         t.open(&task(&format!("t{i:02}"), i).roles(&["reviewer"]))
             .expect("open");
@@ -215,7 +215,7 @@ fn a_cursor_stays_valid_after_the_task_it_points_at_leaves_the_queue() {
 
 #[test]
 fn a_queue_cursor_may_be_reused_with_other_roles() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     for i in 0..6 {
         let role = if i % 2 == 0 { "reviewer" } else { "legal" };
         t.open(&task(&format!("t{i}"), i).roles(&[role]))
@@ -233,7 +233,7 @@ fn a_queue_cursor_may_be_reused_with_other_roles() {
 
 #[test]
 fn a_cursor_that_is_not_from_this_verb_is_invalid() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     for i in 0..4 {
         t.open(&task(&format!("t{i}"), i).in_case("c1"))
             .expect("open");
@@ -263,7 +263,7 @@ fn a_cursor_that_is_not_from_this_verb_is_invalid() {
 
 #[test]
 fn a_limit_of_zero_or_above_1000_is_invalid_and_1000_is_allowed() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     t.open(&task("t1", 1).in_case("c1").due(5)).expect("open");
     for bad in [0, 1001] {
         assert!(matches!(
@@ -292,7 +292,7 @@ fn a_limit_of_zero_or_above_1000_is_invalid_and_1000_is_allowed() {
 
 #[test]
 fn for_case_lists_every_task_of_the_case_in_any_state_by_created_at_then_id() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     t.open(&task("b", 5).in_case("c1")).expect("open");
     t.open(&task("a", 5).in_case("c1")).expect("open");
     t.open(&task("z", 1).in_case("c1").priority(Priority::Low))
@@ -322,7 +322,7 @@ fn for_case_lists_every_task_of_the_case_in_any_state_by_created_at_then_id() {
 
 #[test]
 fn for_case_pages_without_gap_or_overlap() {
-    let (t, _dir) = fast_tenant();
+    let (t, _db) = fast_tenant();
     let mut expected = Vec::new();
     for i in 0..23_i64 {
         let tk = task(&format!("k{:02}", (i * 7) % 23), i % 5).in_case("c1");
@@ -359,7 +359,7 @@ fn for_case_pages_without_gap_or_overlap() {
 
 #[test]
 fn open_count_counts_pending_tasks_across_claim_release_escalate_and_settle() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     let count = || t.open_count().expect("open-count");
     assert_eq!(count(), 0);
     for i in 0..4 {
@@ -393,7 +393,7 @@ fn open_count_counts_pending_tasks_across_claim_release_escalate_and_settle() {
 
 #[test]
 fn overdue_lists_open_and_claimed_tasks_due_by_now_earliest_first_then_id() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     t.open(&task("late", 0).due(300)).expect("open");
     t.open(&task("b", 0).due(100)).expect("open");
     t.open(&task("a", 0).due(100)).expect("open");
@@ -421,7 +421,7 @@ fn overdue_lists_open_and_claimed_tasks_due_by_now_earliest_first_then_id() {
 
 #[test]
 fn an_escalated_task_is_never_overdue_not_when_claimed_nor_when_released() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     t.open(
         &task("t1", 0)
             .due(100)

@@ -6,7 +6,7 @@ use leasehold_tests::*;
 
 #[test]
 fn seal_withdraws_exactly_the_awaited_pending_tasks_and_retires_the_runs_timers() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     t.open(&task("open", 1).in_run("r")).expect("open");
     t.open(&task("claimed", 2).in_run("r")).expect("open");
     t.claim("claimed", "alice", &[], None).expect("claim");
@@ -50,7 +50,7 @@ fn seal_withdraws_exactly_the_awaited_pending_tasks_and_retires_the_runs_timers(
 
 #[test]
 fn sealing_again_keeps_the_run_sealed_and_answers_zeros() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     t.open(&task("t1", 1).in_run("r")).expect("open");
     t.arm(&timer("r", "a", 10)).expect("arm");
     let first = t.seal("r", &["t1"]).expect("seal");
@@ -70,7 +70,7 @@ fn sealing_again_keeps_the_run_sealed_and_answers_zeros() {
 
 #[test]
 fn sealing_again_withdraws_what_it_names_that_is_still_pending() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     t.seal("r", &[]).expect("seal");
     // A task opened for a run after it was sealed is still withdrawn by a
     // later seal that names it.
@@ -94,7 +94,7 @@ fn sealing_again_withdraws_what_it_names_that_is_still_pending() {
 
 #[test]
 fn a_run_is_not_sealed_until_sealed_and_sealing_touches_no_other_run() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     assert!(!t.is_sealed("r").expect("is-sealed"));
     t.open(&task("t1", 1).in_run("r-other")).expect("open");
     t.arm(&timer("r-other", "a", 10)).expect("arm");

@@ -27,7 +27,7 @@ fn held_by_alice(t: &Tenant, id: &str) -> Task {
 
 #[test]
 fn first_open_wins_and_a_second_open_returns_the_stored_task_unchanged() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     let first = t
         .open(&task("t1", 10).roles(&["reviewer"]))
         .expect("first open");
@@ -46,7 +46,7 @@ fn first_open_wins_and_a_second_open_returns_the_stored_task_unchanged() {
 
 #[test]
 fn first_open_wins_even_after_the_task_has_moved_on() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     t.open(&task("t1", 10)).expect("open");
     t.claim("t1", "alice", &[], None).expect("claim");
     t.settle("t1", Settlement::Completed, None).expect("settle");
@@ -59,7 +59,7 @@ fn first_open_wins_even_after_the_task_has_moved_on() {
 
 #[test]
 fn a_new_task_that_is_not_open_is_invalid_and_writes_nothing() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     for state in [
         TaskState::Claimed,
         TaskState::Escalated,
@@ -84,7 +84,7 @@ fn a_new_task_that_is_not_open_is_invalid_and_writes_nothing() {
 
 #[test]
 fn a_new_task_with_an_assignee_is_invalid_and_writes_nothing() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     let mut bad = task("t1", 10);
     bad.assignee = Some("alice".into());
     assert!(matches!(
@@ -97,7 +97,7 @@ fn a_new_task_with_an_assignee_is_invalid_and_writes_nothing() {
 
 #[test]
 fn get_answers_none_for_an_unknown_id_and_the_stored_task_for_a_known_one() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     assert_eq!(t.get("nobody").expect("get"), None);
     let opened = t
         .open(
@@ -119,7 +119,7 @@ fn get_answers_none_for_an_unknown_id_and_the_stored_task_for_a_known_one() {
 
 #[test]
 fn claiming_an_unknown_task_is_not_found() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     assert_eq!(
         refusal(t.claim("ghost", "alice", &["reviewer"], None)),
         Refusal::NotFound("ghost".into())
@@ -128,7 +128,7 @@ fn claiming_an_unknown_task_is_not_found() {
 
 #[test]
 fn excluded_outranks_wrong_role_not_pending_and_already_claimed() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     held_by_alice(&t, "held");
     // bob is excluded, lacks the role, and the task is held by alice.
     assert_eq!(
@@ -150,7 +150,7 @@ fn excluded_outranks_wrong_role_not_pending_and_already_claimed() {
 
 #[test]
 fn wrong_role_outranks_not_pending_and_already_claimed() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     held_by_alice(&t, "held");
     assert_eq!(
         refusal(t.claim("held", "carol", &["clerk"], None)),
@@ -170,7 +170,7 @@ fn wrong_role_outranks_not_pending_and_already_claimed() {
 
 #[test]
 fn not_pending_outranks_already_claimed_and_names_the_state() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     for (id, settlement) in [
         ("c", Settlement::Completed),
         ("e", Settlement::Expired),
@@ -193,7 +193,7 @@ fn not_pending_outranks_already_claimed_and_names_the_state() {
 
 #[test]
 fn a_task_held_by_another_is_already_claimed_naming_the_holder() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     held_by_alice(&t, "t1");
     assert_eq!(
         refusal(t.claim("t1", "dave", &["reviewer", "clerk"], None)),
@@ -205,7 +205,7 @@ fn a_task_held_by_another_is_already_claimed_naming_the_holder() {
 
 #[test]
 fn a_reclaim_by_the_holder_is_idempotent_success() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     let first = held_by_alice(&t, "t1");
     let again = t
         .claim("t1", "alice", &["reviewer"], None)
@@ -219,7 +219,7 @@ fn a_reclaim_by_the_holder_is_idempotent_success() {
 
 #[test]
 fn a_claim_takes_an_open_task_out_of_the_queue_and_names_the_assignee() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     t.open(&task("t1", 10).roles(&["reviewer"])).expect("open");
     let claimed = t
         .claim("t1", "alice", &["clerk", "reviewer"], None)
@@ -236,7 +236,7 @@ fn a_claim_takes_an_open_task_out_of_the_queue_and_names_the_assignee() {
 
 #[test]
 fn a_task_with_no_candidate_roles_is_claimable_by_anyone() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     t.open(&task("t1", 10)).expect("open");
     let claimed = t
         .claim("t1", "zed", &[], None)
@@ -246,7 +246,7 @@ fn a_task_with_no_candidate_roles_is_claimable_by_anyone() {
 
 #[test]
 fn a_refused_claim_writes_nothing() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     t.open(&task("t1", 10).roles(&["reviewer"]).excluding(&["bob"]))
         .expect("open");
     let before = stored(&t, "t1");
@@ -261,7 +261,7 @@ fn a_refused_claim_writes_nothing() {
 
 #[test]
 fn take_over_moves_the_claim_from_the_holder_to_the_actor() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     held_by_alice(&t, "t1");
     let moved = t
         .take_over("t1", "alice", "dave", &["reviewer"], None)
@@ -279,7 +279,7 @@ fn take_over_moves_the_claim_from_the_holder_to_the_actor() {
 
 #[test]
 fn take_over_runs_the_claim_ladder_for_the_actor_before_the_compare_and_swap() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     assert_eq!(
         refusal(t.take_over("ghost", "alice", "dave", &["reviewer"], None)),
         Refusal::NotFound("ghost".into())
@@ -316,7 +316,7 @@ fn take_over_runs_the_claim_ladder_for_the_actor_before_the_compare_and_swap() {
 
 #[test]
 fn take_over_from_someone_who_does_not_hold_the_task_is_not_held() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     held_by_alice(&t, "t1");
     assert_eq!(
         refusal(t.take_over("t1", "erin", "dave", &["reviewer"], None)),
@@ -332,7 +332,7 @@ fn take_over_from_someone_who_does_not_hold_the_task_is_not_held() {
 
 #[test]
 fn take_over_of_an_unheld_task_is_not_held() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     t.open(
         &task("open", 10)
             .roles(&["reviewer"])
@@ -361,7 +361,7 @@ fn take_over_of_an_unheld_task_is_not_held() {
 
 #[test]
 fn take_over_from_oneself_is_idempotent_success() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     let held = held_by_alice(&t, "t1");
     let same = t
         .take_over("t1", "alice", "alice", &["reviewer"], None)
@@ -375,7 +375,7 @@ fn take_over_from_oneself_is_idempotent_success() {
 
 #[test]
 fn only_the_holder_may_release_and_the_task_goes_back_to_open() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     assert_eq!(
         refusal(t.release("ghost", "alice")),
         Refusal::NotFound("ghost".into())
@@ -405,7 +405,7 @@ fn only_the_holder_may_release_and_the_task_goes_back_to_open() {
 
 #[test]
 fn a_settled_task_cannot_be_released_even_by_its_last_holder() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     held_by_alice(&t, "t1");
     t.settle("t1", Settlement::Completed, None).expect("settle");
     assert_eq!(
@@ -418,7 +418,7 @@ fn a_settled_task_cannot_be_released_even_by_its_last_holder() {
 
 #[test]
 fn a_released_task_returns_to_escalated_if_it_was_ever_escalated() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     t.open(
         &task("t1", 10)
             .roles(&["reviewer"])
@@ -450,7 +450,7 @@ fn a_released_task_returns_to_escalated_if_it_was_ever_escalated() {
 
 #[test]
 fn settle_moves_a_pending_task_once_then_answers_false_and_keeps_the_assignee() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     held_by_alice(&t, "t1");
     assert!(t.settle("t1", Settlement::Completed, None).expect("settle"));
     assert!(
@@ -471,7 +471,7 @@ fn settle_moves_a_pending_task_once_then_answers_false_and_keeps_the_assignee() 
 
 #[test]
 fn settle_accepts_every_pending_state() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     t.open(&task("open", 10)).expect("open");
     held_by_alice(&t, "claimed");
     t.open(&task("esc", 10).roles(&["reviewer"])).expect("open");
@@ -491,7 +491,7 @@ fn settle_accepts_every_pending_state() {
 
 #[test]
 fn settling_an_unknown_task_is_not_found() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     // A claim-error since settle may check the holder: the same not-found
     // rung as claim's.
     let r = t.settle("ghost", Settlement::Completed, None);
@@ -505,7 +505,7 @@ fn settling_an_unknown_task_is_not_found() {
 
 #[test]
 fn withdraw_run_settles_only_the_runs_still_pending_awaited_tasks() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     t.open(&task("a-open", 10).in_run("r")).expect("open");
     t.open(&task("a-claimed", 11).in_run("r")).expect("open");
     t.claim("a-claimed", "alice", &[], None).expect("claim");
@@ -554,7 +554,7 @@ fn withdraw_run_settles_only_the_runs_still_pending_awaited_tasks() {
 
 #[test]
 fn escalation_sets_escalated_clears_the_assignee_and_widens_the_audience_in_order() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     t.open(
         &task("t1", 10)
             .roles(&["reviewer", "legal"])
@@ -593,7 +593,7 @@ fn escalation_sets_escalated_clears_the_assignee_and_widens_the_audience_in_orde
 
 #[test]
 fn escalating_a_task_open_to_anyone_keeps_its_audience_empty() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     t.open(&task("t1", 10).escalating_to(&["manager"]))
         .expect("open");
     let esc = t.escalate("t1").expect("escalate");
@@ -609,7 +609,7 @@ fn escalating_a_task_open_to_anyone_keeps_its_audience_empty() {
 
 #[test]
 fn escalating_a_settled_task_changes_nothing() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     t.open(
         &task("t1", 10)
             .roles(&["reviewer"])
@@ -628,7 +628,7 @@ fn escalating_a_settled_task_changes_nothing() {
 
 #[test]
 fn escalating_an_unknown_task_is_not_found() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     assert!(matches!(
         t.escalate("ghost"),
         Err(Error::Store(StoreError::NotFound(id))) if id == "ghost"
@@ -637,7 +637,7 @@ fn escalating_an_unknown_task_is_not_found() {
 
 #[test]
 fn open_stores_each_list_without_duplicates_keeping_the_first_occurrence() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     let opened = t
         .open(
             &task("t1", 10)

@@ -18,7 +18,7 @@ fn pair(run: &str, effect: &str) -> (String, String) {
 
 #[test]
 fn arming_twice_yields_one_timer_and_the_first_arming_wins() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     assert_eq!(
         t.arm(&timer("r", "e", 100)).expect("arm"),
         ArmOutcome::Armed
@@ -39,7 +39,7 @@ fn arming_twice_yields_one_timer_and_the_first_arming_wins() {
 
 #[test]
 fn re_arming_a_claimed_timer_neither_moves_nor_unclaims_it() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     t.arm(&timer("r", "e", 100)).expect("arm");
     assert_eq!(t.claim_due(100, 10, 1_000).expect("claim").len(), 1);
     assert_eq!(
@@ -61,7 +61,7 @@ fn re_arming_a_claimed_timer_neither_moves_nor_unclaims_it() {
 
 #[test]
 fn a_claimed_timer_is_not_handed_out_again_inside_its_lease() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     t.arm(&timer("r", "e", 100)).expect("arm");
     let first = t.claim_due(150, 10, 1_000).expect("first sweep");
     assert_eq!(identities(&first), [pair("r", "e")]);
@@ -76,7 +76,7 @@ fn a_claimed_timer_is_not_handed_out_again_inside_its_lease() {
 
 #[test]
 fn a_dead_sweepers_timer_is_handed_out_again_once_the_lease_lapses() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     t.arm(&timer("r", "e", 100)).expect("arm");
     t.claim_due(100, 10, 1_000)
         .expect("first sweep, which then dies");
@@ -98,7 +98,7 @@ fn a_dead_sweepers_timer_is_handed_out_again_once_the_lease_lapses() {
 
 #[test]
 fn held_timers_never_hide_a_due_one_behind_them() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     for i in 0..10 {
         t.arm(&timer("r", &format!("e{i}"), 10 + i)).expect("arm");
     }
@@ -125,7 +125,7 @@ fn held_timers_never_hide_a_due_one_behind_them() {
 
 #[test]
 fn a_timer_due_later_than_now_is_never_returned() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     t.arm(&timer("r", "soon", 1_000)).expect("arm");
     t.arm(&timer("r", "later", 5_000)).expect("arm");
     for now in [0, 500, 999] {
@@ -142,7 +142,7 @@ fn a_timer_due_later_than_now_is_never_returned() {
 
 #[test]
 fn claim_due_hands_out_timers_by_claimable_instant_then_run_then_effect() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     arm_all(
         &t,
         &[
@@ -171,7 +171,7 @@ fn claim_due_hands_out_timers_by_claimable_instant_then_run_then_effect() {
 
 #[test]
 fn claim_due_respects_its_limit_and_leaves_the_rest_due() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     for i in 0..5 {
         t.arm(&timer("r", &format!("e{i}"), i)).expect("arm");
     }
@@ -183,7 +183,7 @@ fn claim_due_respects_its_limit_and_leaves_the_rest_due() {
 
 #[test]
 fn claim_due_refuses_a_zero_lease_and_a_bad_limit() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     t.arm(&timer("r", "e", 0)).expect("arm");
     for (limit, lease) in [(10, 0), (0, 100), (1001, 100), (10, 604_800_001)] {
         assert!(
@@ -206,7 +206,7 @@ fn claim_due_refuses_a_zero_lease_and_a_bad_limit() {
 
 #[test]
 fn disarm_retires_one_timer_and_answers_whether_it_existed() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     arm_all(&t, &[timer("r", "a", 10), timer("r", "b", 10)]);
     assert!(t.disarm("r", "a").expect("disarm"));
     assert!(!t.disarm("r", "a").expect("disarm again"));
@@ -228,7 +228,7 @@ fn disarm_retires_one_timer_and_answers_whether_it_existed() {
 
 #[test]
 fn disarm_run_retires_exactly_that_runs_timers() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     arm_all(
         &t,
         &[
@@ -258,7 +258,7 @@ fn disarm_run_retires_exactly_that_runs_timers() {
 
 #[test]
 fn a_sealed_runs_timer_is_never_returned() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     arm_all(&t, &[timer("r", "a", 10), timer("other", "a", 10)]);
     t.claim_due(10, 1, 100).expect("hold other/a");
     t.seal("r", &[]).expect("seal");
@@ -287,7 +287,7 @@ fn a_sealed_runs_timer_is_never_returned() {
 
 #[test]
 fn arming_for_a_sealed_run_answers_run_sealed_and_arms_nothing() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     t.seal("r", &[]).expect("seal");
     assert_eq!(
         t.arm(&timer("r", "e", 10)).expect("arm"),
@@ -306,7 +306,7 @@ fn arming_for_a_sealed_run_answers_run_sealed_and_arms_nothing() {
 
 #[test]
 fn next_due_answers_the_earliest_claimable_instant() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     assert_eq!(t.next_due().expect("next-due"), None, "nothing armed");
     t.arm(&timer("r", "b", 300)).expect("arm");
     assert_eq!(t.next_due().expect("next-due"), Some(300));
@@ -326,7 +326,7 @@ fn next_due_answers_the_earliest_claimable_instant() {
 
 #[test]
 fn pending_count_follows_arm_disarm_disarm_run_and_seal_exactly() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     let count = || t.pending_count().expect("pending-count");
     assert_eq!(count(), 0);
     for run in ["a", "b", "c"] {

@@ -1,8 +1,8 @@
 //! The contract's input rules, through the real component: every oversized,
 //! empty, control-character or out-of-range input to every verb is
-//! `invalid(reason)` naming the field, and changes nothing on disk.
+//! `invalid(reason)` naming the field, and changes nothing in the store.
 
-use leasehold_host::{Engine, Error, Lease, QueueQuery, Settlement, StoreError, Task, Tenant};
+use leasehold_host::{Error, Lease, QueueQuery, Settlement, StoreError, Task, Tenant};
 use leasehold_tests::*;
 
 type Call = Box<dyn Fn(&Tenant) -> Result<(), Error>>;
@@ -467,16 +467,10 @@ fn seed(t: &Tenant) {
 
 #[test]
 fn every_bad_input_to_every_verb_is_invalid_by_name_and_changes_nothing() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("validation.redb");
-    seed(
-        &Engine::open(&path)
-            .expect("engine")
-            .tenant("acme")
-            .expect("tenant"),
-    );
-    let before = raw_contents(&path);
-    let engine = Engine::open(&path).expect("engine");
+    let db = TestDb::new();
+    seed(&db.engine().tenant("acme").expect("tenant"));
+    let before = db.raw_all();
+    let engine = db.engine();
     let t = engine.tenant("acme").expect("tenant");
     let calls = bad_calls();
     let verbs: std::collections::BTreeSet<_> = calls.iter().map(|(v, _, _)| *v).collect();
@@ -495,16 +489,12 @@ fn every_bad_input_to_every_verb_is_invalid_by_name_and_changes_nothing() {
         }
     }
     drop((t, engine));
-    assert_eq!(
-        raw_contents(&path),
-        before,
-        "a refused call changed the database"
-    );
+    assert_eq!(db.raw_all(), before, "a refused call changed the database");
 }
 
 #[test]
 fn a_list_counts_each_entry_once_and_keeps_the_first_occurrence() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     let stored = t
         .open(
             &task("t1", 1)
@@ -524,7 +514,7 @@ fn a_list_counts_each_entry_once_and_keeps_the_first_occurrence() {
 
 #[test]
 fn names_are_stored_and_compared_verbatim() {
-    let (t, _dir) = temp_tenant();
+    let (t, _db) = temp_tenant();
     t.open(&task(" t1 ", 1).roles(&["Reviewer"])).expect("open");
     assert!(t.get("t1").expect("get").is_none(), "ids are not trimmed");
     let r = t.claim(" t1 ", "alice", &["reviewer"], None);
@@ -538,7 +528,7 @@ fn names_are_stored_and_compared_verbatim() {
 
 #[test]
 fn tenant_names_are_checked_with_a_clear_error() {
-    let engine = Engine::in_memory().expect("engine");
+    let (engine, _db) = temp_engine();
     for bad in ["", "two words", "a/b", "ümlaut", &"t".repeat(65)] {
         match engine.tenant(bad) {
             Err(e @ Error::Tenant { .. }) => {
