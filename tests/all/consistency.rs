@@ -1,20 +1,20 @@
 //! The consistency check finds damage done behind the engine's back: each
-//! test writes to the redb file directly, the way a bad migration, a bug in
-//! another guest version or a hand edit would, and expects `check` to name it.
+//! test writes to the store directly (the redb file, or the PostgreSQL
+//! table), the way a bad migration, a bug in another guest version or a hand
+//! edit would, and expects `check` to name it.
 
-use std::path::{Path, PathBuf};
-
+use leasehold_guest::keys::Key;
 use leasehold_guest::schema;
-use leasehold_host::{Discrepancy, Engine, Error, Lease, StoreError};
+use leasehold_host::{Discrepancy, Error, Lease, StoreError, Tenant};
 use leasehold_tests::*;
 
 const TENANT: &str = "acme";
 
-/// A tenant with tasks and timers in every structure, on a file.
-fn seeded() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("check.redb");
-    let engine = Engine::open(&path).expect("engine");
+/// A tenant with tasks and timers in every structure. Its engine is gone
+/// when this answers, so the store can be damaged.
+fn seeded() -> TestDb {
+    let db = TestDb::new();
+    let engine = db.engine();
     let t = engine.tenant(TENANT).expect("tenant");
     t.open(&task("t1", 1).roles(&["r"]).in_case("c").due(10))
         .expect("open");
@@ -37,27 +37,31 @@ fn seeded() -> (tempfile::TempDir, PathBuf) {
     // The other tenant must not be blamed for this one's damage.
     let other = engine.tenant("other").expect("tenant");
     other.open(&task("t1", 1)).expect("open");
-    (dir, path)
+    db
 }
 
-fn check(path: &Path, tenant: &str) -> Vec<Discrepancy> {
-    Engine::open(path)
-        .expect("engine")
-        .tenant(tenant)
-        .expect("tenant")
-        .check()
-        .expect("the check runs")
+/// A tenant of a fresh engine on `db`.
+fn reopened(db: &TestDb, tenant: &str) -> Tenant {
+    db.engine().tenant(tenant).expect("tenant")
 }
 
-fn key(guest_key: leasehold_guest::keys::Key) -> Vec<u8> {
-    tenant_key(TENANT, guest_key.as_bytes())
+fn check(db: &TestDb, tenant: &str) -> Vec<Discrepancy> {
+    reopened(db, tenant).check().expect("the check runs")
+}
+
+fn put(db: &TestDb, key: Key, value: &[u8]) {
+    db.raw_put(TENANT, key.as_bytes(), value);
+}
+
+fn delete(db: &TestDb, key: Key) {
+    db.raw_delete(TENANT, key.as_bytes());
 }
 
 /// The value of one shard of counter `name`.
-fn counter(path: &Path, name: &str, shard: u8) -> u64 {
-    let raw = raw_contents(path);
+fn counter(db: &TestDb, name: &str, shard: u8) -> u64 {
+    let raw = db.raw_contents(TENANT);
     let v = raw
-        .get(&key(schema::counter_shard(name, shard)))
+        .get(schema::counter_shard(name, shard).as_bytes())
         .expect("counter shard exists");
     u64::from_be_bytes(v.as_slice().try_into().expect("8 bytes"))
 }
@@ -73,12 +77,9 @@ fn assert_finds(found: &[Discrepancy], structure: &str, subject: &str) {
 
 #[test]
 fn a_task_row_deleted_behind_its_indexes_back_is_found() {
-    let (_dir, path) = seeded();
-    raw_write(&path, |t| {
-        t.remove(key(schema::task("t1")).as_slice())
-            .expect("remove");
-    });
-    let found = check(&path, TENANT);
+    let db = seeded();
+    delete(&db, schema::task("t1"));
+    let found = check(&db, TENANT);
     // Its queue, overdue and case entries now point at nothing, and the
     // open counter counts a task that is gone: four findings, no more.
     for index in ["queue-index", "overdue-index", "case-index"] {
@@ -89,53 +90,42 @@ fn a_task_row_deleted_behind_its_indexes_back_is_found() {
         "{found:?}"
     );
     assert_eq!(found.len(), 4, "{found:?}");
-    assert!(check(&path, "other").is_empty());
+    assert!(check(&db, "other").is_empty());
 }
 
 #[test]
 fn an_index_entry_left_behind_is_found() {
-    let (_dir, path) = seeded();
+    let db = seeded();
     // t2 is claimed, so it must not be in the queue.
     let pos = schema::queue_position(2, 2, "t2");
-    raw_write(&path, |t| {
-        t.insert(
-            key(schema::queue_any().raw(pos.as_bytes())).as_slice(),
-            &[][..],
-        )
-        .expect("insert");
-    });
-    let found = check(&path, TENANT);
+    put(&db, schema::queue_any().raw(pos.as_bytes()), &[][..]);
+    let found = check(&db, TENANT);
     assert_finds(&found, "queue-index", "t2");
     assert_eq!(found.len(), 1, "{found:?}");
 }
 
 #[test]
 fn a_missing_index_entry_is_found() {
-    let (_dir, path) = seeded();
-    raw_write(&path, |t| {
-        t.remove(key(schema::overdue_entry(10, "t1")).as_slice())
-            .expect("remove");
-    });
-    let found = check(&path, TENANT);
+    let db = seeded();
+    delete(&db, schema::overdue_entry(10, "t1"));
+    let found = check(&db, TENANT);
     assert_finds(&found, "overdue-index", "t1");
     assert_eq!(found.len(), 1, "{found:?}");
 }
 
 #[test]
 fn an_open_counter_off_by_one_is_found() {
-    let (_dir, path) = seeded();
+    let db = seeded();
     // The shard t1 counts in; t1 is pending, so it holds at least one.
     let shard = schema::task_shard("t1");
-    let n = counter(&path, schema::OPEN_TASKS, shard);
+    let n = counter(&db, schema::OPEN_TASKS, shard);
     assert!(n >= 1);
-    raw_write(&path, |t| {
-        t.insert(
-            key(schema::counter_shard(schema::OPEN_TASKS, shard)).as_slice(),
-            (n + 1).to_be_bytes().as_slice(),
-        )
-        .expect("insert");
-    });
-    let found = check(&path, TENANT);
+    put(
+        &db,
+        schema::counter_shard(schema::OPEN_TASKS, shard),
+        (n + 1).to_be_bytes().as_slice(),
+    );
+    let found = check(&db, TENANT);
     assert_eq!(found.len(), 1, "{found:?}");
     assert_eq!(found[0].structure, "open-count");
     assert_eq!(found[0].subject, format!("open-tasks/{shard}"));
@@ -149,19 +139,17 @@ fn an_open_counter_off_by_one_is_found() {
 
 #[test]
 fn a_timer_counter_off_by_one_is_found() {
-    let (_dir, path) = seeded();
+    let db = seeded();
     // The shard run-1/b counts in; it is armed, so it holds at least one.
     let shard = schema::timer_shard("run-1", "b");
-    let n = counter(&path, schema::ARMED_TIMERS, shard);
+    let n = counter(&db, schema::ARMED_TIMERS, shard);
     assert!(n >= 1);
-    raw_write(&path, |t| {
-        t.insert(
-            key(schema::counter_shard(schema::ARMED_TIMERS, shard)).as_slice(),
-            (n - 1).to_be_bytes().as_slice(),
-        )
-        .expect("insert");
-    });
-    let found = check(&path, TENANT);
+    put(
+        &db,
+        schema::counter_shard(schema::ARMED_TIMERS, shard),
+        (n - 1).to_be_bytes().as_slice(),
+    );
+    let found = check(&db, TENANT);
     assert_eq!(found.len(), 1, "{found:?}");
     assert_eq!(found[0].structure, "pending-count");
     assert_eq!(found[0].subject, format!("armed-timers/{shard}"));
@@ -175,38 +163,30 @@ fn a_timer_counter_off_by_one_is_found() {
 
 #[test]
 fn a_missing_lease_entry_is_found() {
-    let (_dir, path) = seeded();
-    raw_write(&path, |t| {
-        t.remove(key(schema::lease_entry(150, "t4")).as_slice())
-            .expect("remove");
-    });
-    let found = check(&path, TENANT);
+    let db = seeded();
+    delete(&db, schema::lease_entry(150, "t4"));
+    let found = check(&db, TENANT);
     assert_finds(&found, "lease-index", "t4");
     assert_eq!(found.len(), 1, "{found:?}");
 }
 
 #[test]
 fn a_lease_entry_left_behind_is_found_and_never_reclaims_its_task() {
-    let (_dir, path) = seeded();
+    let db = seeded();
     // t2 is held without a lease; t4's lease ends at 150, not at 120.
-    raw_write(&path, |t| {
-        for entry in [
-            schema::lease_entry(120, "t2"),
-            schema::lease_entry(120, "t4"),
-        ] {
-            t.insert(key(entry).as_slice(), &[][..]).expect("insert");
-        }
-    });
-    let found = check(&path, TENANT);
+    for entry in [
+        schema::lease_entry(120, "t2"),
+        schema::lease_entry(120, "t4"),
+    ] {
+        put(&db, entry, &[]);
+    }
+    let found = check(&db, TENANT);
     assert_finds(&found, "lease-index", "t2");
     assert_finds(&found, "lease-index", "t4");
     assert_eq!(found.len(), 2, "{found:?}");
     // A sweep meets the stray entry first and refuses: it never hands a
     // holder's task to the queue on the word of an entry its row denies.
-    let t = Engine::open(&path)
-        .expect("engine")
-        .tenant(TENANT)
-        .expect("tenant");
+    let t = reopened(&db, TENANT);
     let r = t.reclaim_lapsed(130, 10);
     assert!(
         matches!(&r, Err(Error::Store(StoreError::Corrupt(d))) if d.contains("t2")),
@@ -217,19 +197,17 @@ fn a_lease_entry_left_behind_is_found_and_never_reclaims_its_task() {
 
 #[test]
 fn a_leased_counter_off_by_one_is_found() {
-    let (_dir, path) = seeded();
+    let db = seeded();
     // t4 is the one leased claim: its shard holds exactly one.
     let shard = schema::task_shard("t4");
-    let n = counter(&path, schema::LEASED_CLAIMS, shard);
+    let n = counter(&db, schema::LEASED_CLAIMS, shard);
     assert_eq!(n, 1);
-    raw_write(&path, |t| {
-        t.insert(
-            key(schema::counter_shard(schema::LEASED_CLAIMS, shard)).as_slice(),
-            (n + 1).to_be_bytes().as_slice(),
-        )
-        .expect("insert");
-    });
-    let found = check(&path, TENANT);
+    put(
+        &db,
+        schema::counter_shard(schema::LEASED_CLAIMS, shard),
+        (n + 1).to_be_bytes().as_slice(),
+    );
+    let found = check(&db, TENANT);
     assert_eq!(found.len(), 1, "{found:?}");
     assert_eq!(found[0].structure, "leased-count");
     assert_eq!(found[0].subject, format!("leased-claims/{shard}"));
@@ -243,38 +221,26 @@ fn a_leased_counter_off_by_one_is_found() {
 
 #[test]
 fn a_missing_due_entry_is_found() {
-    let (_dir, path) = seeded();
+    let db = seeded();
     // run-1/b was never claimed: its entry sits at its fire time.
-    raw_write(&path, |t| {
-        t.remove(key(schema::due_entry(7, "run-1", "b")).as_slice())
-            .expect("remove");
-    });
-    let found = check(&path, TENANT);
+    delete(&db, schema::due_entry(7, "run-1", "b"));
+    let found = check(&db, TENANT);
     assert_finds(&found, "due-index", "run-1/b");
     assert_eq!(found.len(), 1, "{found:?}");
 }
 
 #[test]
 fn a_row_that_does_not_decode_is_found_and_refused_not_defaulted() {
-    let (_dir, path) = seeded();
-    raw_write(&path, |t| {
-        t.insert(
-            key(schema::task("t2")).as_slice(),
-            &b"{\"id\":\"t2\",\"state\":"[..],
-        )
-        .expect("insert");
-    });
-    let found = check(&path, TENANT);
+    let db = seeded();
+    put(&db, schema::task("t2"), &b"{\"id\":\"t2\",\"state\":"[..]);
+    let found = check(&db, TENANT);
     assert!(
         found
             .iter()
             .any(|d| d.structure == "task" && d.subject == "t2" && d.detail.contains("decode")),
         "{found:?}"
     );
-    let t = Engine::open(&path)
-        .expect("engine")
-        .tenant(TENANT)
-        .expect("tenant");
+    let t = reopened(&db, TENANT);
     let r = t.get("t2");
     assert!(
         matches!(r, Err(Error::Store(StoreError::Corrupt(ref d))) if d.contains("t2")),
@@ -289,15 +255,9 @@ fn a_row_that_does_not_decode_is_found_and_refused_not_defaulted() {
 
 #[test]
 fn a_keyspace_in_an_unknown_layout_is_refused() {
-    let (_dir, path) = seeded();
-    raw_write(&path, |t| {
-        t.insert(key(schema::layout()).as_slice(), &b"99"[..])
-            .expect("insert");
-    });
-    let t = Engine::open(&path)
-        .expect("engine")
-        .tenant(TENANT)
-        .expect("tenant");
+    let db = seeded();
+    put(&db, schema::layout(), &b"99"[..]);
+    let t = reopened(&db, TENANT);
     for r in [t.open_count().map(drop), t.open(&task("t9", 1)).map(drop)] {
         assert!(
             matches!(&r, Err(Error::Store(StoreError::Corrupt(d))) if d.contains("99")),
