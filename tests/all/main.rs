@@ -1,5 +1,8 @@
 //! Every integration test, in one binary so the suite links once. Each module
-//! drives the real component through the real host on real redb files.
+//! drives the real component through the real host on a real store: a redb
+//! file, or with `LEASEHOLD_TEST_BACKEND=postgres` a PostgreSQL schema (see
+//! `leasehold_tests::TestDb`). `crash` and `redb_files` are about redb files
+//! and run on redb only; `postgres` is about PostgreSQL only.
 
 mod component;
 mod concurrency;
@@ -10,6 +13,7 @@ mod leases;
 mod persistence;
 mod postgres;
 mod queue;
+mod redb_files;
 mod runs;
 mod sandbox;
 mod scenarios;
