@@ -1,5 +1,5 @@
 //! The scenario suite, `tests/scenarios/*.json`, through the Rust host on a
-//! temp redb file. The JavaScript and Python hosts run the same files, so a
+//! fresh database of the run's backend. The JavaScript and Python hosts run the same files, so a
 //! host that answers differently fails the same step; the format is in
 //! `tests/scenarios/README.md`. This runner prints the SHA-256 of the
 //! component it ran, as the other two do.
@@ -15,7 +15,7 @@ use leasehold_host::{
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
-use leasehold_tests::{raw_contents, raw_write, tenant_key};
+use leasehold_tests::TestDb;
 
 /// The tenant a step runs as unless it names another.
 const DEFAULT_TENANT: &str = "acme";
@@ -31,21 +31,18 @@ fn component_sha256() -> String {
         .collect()
 }
 
-/// One scenario's database: an engine on a temp file that a raw step can
-/// close and reopen (redb admits one opener at a time).
+/// One scenario's database: an engine on a fresh [`TestDb`] that a raw step
+/// closes and reopens (redb admits one opener at a time; on PostgreSQL the
+/// step is the same, so a scenario means the same on both).
 struct Db {
-    _dir: tempfile::TempDir,
-    path: PathBuf,
+    db: TestDb,
     engine: Option<Engine>,
 }
 
 impl Db {
     fn new() -> Db {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let path = dir.path().join("scenario.redb");
         let mut db = Db {
-            _dir: dir,
-            path,
+            db: TestDb::new(),
             engine: None,
         };
         db.reopen();
@@ -53,12 +50,7 @@ impl Db {
     }
 
     fn reopen(&mut self) {
-        self.engine = Some(
-            Engine::builder()
-                .durability(Durability::None)
-                .open(&self.path)
-                .expect("engine opens"),
-        );
+        self.engine = Some(self.db.fast_engine());
     }
 
     fn tenant(&self, name: &str) -> Tenant {
@@ -69,21 +61,17 @@ impl Db {
             .expect("valid tenant")
     }
 
-    /// Runs `f` on the closed file, then reopens it.
-    fn closed<T>(&mut self, f: impl FnOnce(&Path) -> T) -> T {
+    /// Runs `f` on the store with no engine open, then reopens it.
+    fn closed<T>(&mut self, f: impl FnOnce(&TestDb) -> T) -> T {
         self.engine = None;
-        let out = f(&self.path);
+        let out = f(&self.db);
         self.reopen();
         out
     }
 
     /// Every guest key and value of `tenant`, read raw.
     fn keyspace(&mut self, tenant: &str) -> BTreeMap<Vec<u8>, Vec<u8>> {
-        let prefix = tenant_key(tenant, b"");
-        self.closed(raw_contents)
-            .into_iter()
-            .filter_map(|(k, v)| Some((k.strip_prefix(prefix.as_slice())?.to_vec(), v)))
-            .collect()
+        self.closed(|db| db.raw_contents(tenant))
     }
 }
 
@@ -417,14 +405,9 @@ fn run(scenario: &Value) -> Vec<String> {
                 }
             }
         } else if let Some(raw) = step.get("raw-put") {
-            let key = tenant_key(tenant, &hex(raw["key"].as_str().expect("key hex")));
+            let key = hex(raw["key"].as_str().expect("key hex"));
             let value = hex(raw["value"].as_str().expect("value hex"));
-            db.closed(|path| {
-                raw_write(path, |t| {
-                    t.insert(key.as_slice(), value.as_slice())
-                        .expect("raw insert");
-                });
-            });
+            db.closed(|db| db.raw_put(tenant, &key, &value));
         } else if let Some(what) = step["keyspace"].as_str() {
             let now = db.keyspace(tenant);
             match what {
