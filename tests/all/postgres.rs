@@ -29,21 +29,27 @@ fn trips(engine: &Engine, f: impl FnOnce()) -> u64 {
 
 #[test]
 fn a_task_round_trips_through_postgres() {
-    let Some(schema) = Schema::fresh() else { return };
+    let Some(schema) = Schema::fresh() else {
+        return;
+    };
     let t = engine(&schema).tenant("acme").expect("tenant");
     let opened = t.open(&task("t1", 10).roles(&["reviewer"])).expect("open");
     assert_eq!(t.get("t1").expect("get"), Some(opened));
     let claimed = t.claim("t1", "alice", &["reviewer"], None).expect("claim");
     assert_eq!(claimed.assignee.as_deref(), Some("alice"));
     assert_eq!(t.open_count().expect("count"), 1);
-    let page = t.queue(&query(&["reviewer"], None, 10, None)).expect("queue");
+    let page = t
+        .queue(&query(&["reviewer"], None, 10, None))
+        .expect("queue");
     assert!(page.tasks.is_empty());
     assert_consistent(&t);
 }
 
 #[test]
 fn tenants_are_a_column_and_never_see_each_other() {
-    let Some(schema) = Schema::fresh() else { return };
+    let Some(schema) = Schema::fresh() else {
+        return;
+    };
     let e = engine(&schema);
     let (a, b) = (e.tenant("a").expect("a"), e.tenant("ab").expect("ab"));
     a.open(&task("t1", 1)).expect("open in a");
@@ -54,20 +60,27 @@ fn tenants_are_a_column_and_never_see_each_other() {
         .query("SELECT DISTINCT tenant FROM leasehold_kv", &[])
         .expect("raw read");
     let tenants: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
-    assert_eq!(tenants, ["a"], "keys carry no tenant prefix; the column does");
+    assert_eq!(
+        tenants,
+        ["a"],
+        "keys carry no tenant prefix; the column does"
+    );
 }
 
 /// A claim is its reads, then its writes with COMMIT; a queue page is one
 /// round trip per stream and one for its rows. Counted, not estimated.
 #[test]
 fn verbs_cost_few_round_trips() {
-    let Some(schema) = Schema::fresh() else { return };
+    let Some(schema) = Schema::fresh() else {
+        return;
+    };
     let e = engine(&schema);
     let t = e.tenant("acme").expect("tenant");
     // The first call opens the connection (and prepares its statements).
     t.open(&task("warm", 1)).expect("open");
     for i in 0..20 {
-        t.open(&task(&format!("t{i}"), i).roles(&["r"])).expect("open");
+        t.open(&task(&format!("t{i}"), i).roles(&["r"]))
+            .expect("open");
     }
     let n = trips(&e, || {
         t.open(&task("one-more", 99).roles(&["r"])).expect("open");
@@ -78,7 +91,8 @@ fn verbs_cost_few_round_trips() {
     });
     assert!(n <= 3, "claim made {n} round trips");
     let n = trips(&e, || {
-        t.settle("t1", Settlement::Completed, Some("alice")).expect("settle");
+        t.settle("t1", Settlement::Completed, Some("alice"))
+            .expect("settle");
     });
     assert!(n <= 2, "settle made {n} round trips");
     for roles in [&["r"][..], &["r", "s"][..], &["r", "s", "u"][..]] {
@@ -106,11 +120,14 @@ fn verbs_cost_few_round_trips() {
 /// run again and take the next task, and every task goes to exactly one.
 #[test]
 fn lost_races_are_run_again_and_the_result_is_right() {
-    let Some(schema) = Schema::fresh() else { return };
+    let Some(schema) = Schema::fresh() else {
+        return;
+    };
     let e = engine(&schema);
     let t = e.tenant("acme").expect("tenant");
     for i in 0..60 {
-        t.open(&task(&format!("t{i:02}"), i).roles(&["r"])).expect("open");
+        t.open(&task(&format!("t{i:02}"), i).roles(&["r"]))
+            .expect("open");
     }
     let barrier = Barrier::new(8);
     let won: Vec<Vec<String>> = std::thread::scope(|s| {
@@ -131,7 +148,10 @@ fn lost_races_are_run_again_and_the_result_is_right() {
                 })
             })
             .collect();
-        handles.into_iter().map(|h| h.join().expect("claimer")).collect()
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("claimer"))
+            .collect()
     });
     let all: Vec<&String> = won.iter().flatten().collect();
     let distinct: HashSet<&&String> = all.iter().collect();
@@ -152,7 +172,9 @@ fn lost_races_are_run_again_and_the_result_is_right() {
 /// conflict, and nothing of theirs is left behind.
 #[test]
 fn spent_retries_answer_a_retryable_conflict() {
-    let Some(schema) = Schema::fresh() else { return };
+    let Some(schema) = Schema::fresh() else {
+        return;
+    };
     let e = Engine::builder()
         .limits(Limits {
             conflict_retries: 0,
@@ -180,7 +202,10 @@ fn spent_retries_answer_a_retryable_conflict() {
                     })
                 })
                 .collect();
-            handles.into_iter().map(|h| h.join().expect("claimer")).collect()
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("claimer"))
+                .collect()
         });
         for o in outcomes {
             match o {
@@ -218,12 +243,15 @@ fn spent_retries_answer_a_retryable_conflict() {
 /// that conflict on every attempt (a shared key), not the page effect.
 #[test]
 fn writes_of_different_tasks_all_commit_and_their_retries_are_counted() {
-    let Some(schema) = Schema::fresh() else { return };
+    let Some(schema) = Schema::fresh() else {
+        return;
+    };
     let e = engine(&schema);
     let t = e.tenant("acme").expect("tenant");
     // Enough rows that the index spans many pages, as in use.
     for i in 0..300 {
-        t.open(&task(&format!("seed-{i}"), i).roles(&["r"])).expect("open");
+        t.open(&task(&format!("seed-{i}"), i).roles(&["r"]))
+            .expect("open");
     }
     let before = e.conflict_retries();
     let barrier = Barrier::new(4);
@@ -323,10 +351,13 @@ fn retries_of(lines: &[String]) -> (u64, u64) {
 /// exactly one winner each.
 #[test]
 fn three_processes_of_claimers_leave_one_winner_per_task() {
-    let Some(schema) = Schema::fresh() else { return };
+    let Some(schema) = Schema::fresh() else {
+        return;
+    };
     let t = engine(&schema).tenant("race").expect("tenant");
     for i in 0..200 {
-        t.open(&task(&format!("task-{i}"), i).roles(&["r"])).expect("open");
+        t.open(&task(&format!("task-{i}"), i).roles(&["r"]))
+            .expect("open");
     }
     let mut workers: Vec<Worker> = [3, 3, 2]
         .iter()
@@ -348,7 +379,10 @@ fn three_processes_of_claimers_leave_one_winner_per_task() {
     for line in outputs.iter().flatten() {
         if let Some(rest) = line.strip_prefix("won ") {
             let (id, actor) = rest.split_once(' ').expect("won ID ACTOR");
-            winners.entry(id.to_owned()).or_default().push(actor.to_owned());
+            winners
+                .entry(id.to_owned())
+                .or_default()
+                .push(actor.to_owned());
         }
     }
     assert_eq!(winners.len(), 200, "every task has a winner");
@@ -368,7 +402,9 @@ fn three_processes_of_claimers_leave_one_winner_per_task() {
 /// Three sweeper processes over 2,000 due timers: each delivered once.
 #[test]
 fn three_sweeper_processes_deliver_each_timer_exactly_once() {
-    let Some(schema) = Schema::fresh() else { return };
+    let Some(schema) = Schema::fresh() else {
+        return;
+    };
     let t = engine(&schema).tenant("sweep").expect("tenant");
     for i in 0..2000 {
         t.arm(&timer(&format!("run-{}", i % 17), &format!("e{i}"), i))
@@ -434,9 +470,14 @@ fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
 /// every call that host had acknowledged is there when it too is killed.
 #[test]
 fn a_host_killed_mid_transaction_leaves_nothing_behind() {
-    let Some(schema) = Schema::fresh() else { return };
+    let Some(schema) = Schema::fresh() else {
+        return;
+    };
     let app = |name: &str| format!("{}&application_name={name}-{}", schema.url, schema.name);
-    let (hold_app, write_app) = (format!("hold-{}", schema.name), format!("write-{}", schema.name));
+    let (hold_app, write_app) = (
+        format!("hold-{}", schema.name),
+        format!("write-{}", schema.name),
+    );
     let mut holder = Worker::spawn(&["hold", &app("hold"), "kill"]);
     let mut writer = Worker::spawn(&["write", &app("write"), "kill", "w"]);
     holder.go();
@@ -472,21 +513,31 @@ fn a_host_killed_mid_transaction_leaves_nothing_behind() {
         sessions(&schema, &write_app) == 0
     });
     let t: Tenant = engine(&schema).tenant("kill").expect("tenant");
-    assert_eq!(t.get("read-then-loop").expect("get"), None, "the holder wrote nothing");
+    assert_eq!(
+        t.get("read-then-loop").expect("get"),
+        None,
+        "the holder wrote nothing"
+    );
     for line in &acks {
         if let Some(id) = line.strip_prefix("open ") {
             assert!(t.get(id).expect("get").is_some(), "acknowledged {id} lost");
         }
         if let Some(id) = line.strip_prefix("claim ") {
             let task = t.get(id).expect("get").expect("exists");
-            assert_eq!(task.assignee.as_deref(), Some("w"), "acknowledged claim of {id} lost");
+            assert_eq!(
+                task.assignee.as_deref(),
+                Some("w"),
+                "acknowledged claim of {id} lost"
+            );
         }
     }
     assert_consistent(&t);
     // Whatever the writer had in flight is gone or whole; the next host can
     // claim a task of the killed one's.
-    t.open(&task("after", 1).roles(&["r"])).expect("open after the kills");
-    t.claim("after", "z", &["r"], None).expect("claim after the kills");
+    t.open(&task("after", 1).roles(&["r"]))
+        .expect("open after the kills");
+    t.claim("after", "z", &["r"], None)
+        .expect("claim after the kills");
 }
 
 /// A pause of 0–50 ms, so the second kill lands anywhere in a call.

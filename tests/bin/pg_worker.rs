@@ -115,8 +115,18 @@ fn main() {
                 let id = format!("{prefix}-{i}");
                 persist(&calls, || t.open(&task(&id, i).roles(&["r"]))).expect("open");
                 say(&format!("open {id}"));
-                persist(&calls, || t.claim(&id, "w", &["r"], Some(Lease { now: i, lease_ms: 600_000 })))
-                    .expect("claim");
+                persist(&calls, || {
+                    t.claim(
+                        &id,
+                        "w",
+                        &["r"],
+                        Some(Lease {
+                            now: i,
+                            lease_ms: 600_000,
+                        }),
+                    )
+                })
+                .expect("claim");
                 say(&format!("claim {id}"));
             }
         }

@@ -222,21 +222,27 @@ impl DriveError {
     fn into_error(self, what: &'static str) -> Error {
         match self {
             DriveError::Query(e) => failed(what)(e),
-            DriveError::Closed(source) => Error::Storage(Box::new(PgError::Closed { what, source })),
+            DriveError::Closed(source) => {
+                Error::Storage(Box::new(PgError::Closed { what, source }))
+            }
         }
     }
 }
 
 impl Conn {
     fn open(config: &Config, trips: &AtomicU64) -> Result<Conn, Error> {
-        let connect = |source| Error::Storage(Box::new(PgError::Connect {
-            target: target(config),
-            source,
-        }));
+        let connect = |source| {
+            Error::Storage(Box::new(PgError::Connect {
+                target: target(config),
+                source,
+            }))
+        };
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .map_err(|e| Error::setup_from("cannot start the PostgreSQL connection's runtime", e))?;
+            .map_err(|e| {
+                Error::setup_from("cannot start the PostgreSQL connection's runtime", e)
+            })?;
         let (client, connection) = rt.block_on(config.connect(NoTls)).map_err(connect)?;
         let mut connection: Connection = Box::pin(connection);
         let sql = [
@@ -259,7 +265,10 @@ impl Conn {
         )
         .map_err(|e| e.into_error("prepare Leasehold's statements"))?;
         let mut it = prepared.into_iter();
-        let mut next = || it.next().ok_or_else(|| Error::setup("a statement was not prepared"));
+        let mut next = || {
+            it.next()
+                .ok_or_else(|| Error::setup("a statement was not prepared"))
+        };
         let stmts = Statements {
             get: next()?,
             get_many: next()?,
@@ -279,10 +288,12 @@ impl Conn {
 
 /// Creates the tables if they are missing and checks their version.
 fn prepare_schema(config: &Config, trips: &AtomicU64) -> Result<(), Error> {
-    let connect = |source| Error::Storage(Box::new(PgError::Connect {
-        target: target(config),
-        source,
-    }));
+    let connect = |source| {
+        Error::Storage(Box::new(PgError::Connect {
+            target: target(config),
+            source,
+        }))
+    };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -294,7 +305,12 @@ fn prepare_schema(config: &Config, trips: &AtomicU64) -> Result<(), Error> {
     let mut tries = 0;
     loop {
         tries += 1;
-        let made = drive(&rt, &mut connection, trips, client.batch_execute(SCHEMA_SQL));
+        let made = drive(
+            &rt,
+            &mut connection,
+            trips,
+            client.batch_execute(SCHEMA_SQL),
+        );
         match made {
             Ok(()) => break,
             Err(DriveError::Query(e))

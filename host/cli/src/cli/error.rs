@@ -104,7 +104,9 @@ impl CliError {
     pub fn exit_code(&self) -> u8 {
         match self {
             CliError::Engine(
-                Error::Open(OpenError::Busy { .. }) | Error::LockTimeout(_) | Error::Conflict { .. },
+                Error::Open(OpenError::Busy { .. })
+                | Error::LockTimeout(_)
+                | Error::Conflict { .. },
             ) => BUSY,
             CliError::Engine(Error::Open(OpenError::Missing { .. })) => BAD_INPUT,
             CliError::Engine(e) if e.is_refusal() => REFUSED,
