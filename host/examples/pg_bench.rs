@@ -177,7 +177,6 @@ fn run(base: &str, url: &str) -> Result<()> {
         }
         Ok(())
     })?;
-    let _ = base;
     println!("A schema of its own; {backlog} open tasks behind every measurement.");
     println!();
     println!("| verb | p50 | p99 | round trips / call | retries / 1,000 calls |");

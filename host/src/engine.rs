@@ -40,8 +40,9 @@ pub struct Limits {
     pub call_read_bytes: usize,
     /// Most bytes (keys and values) one call may write.
     pub call_write_bytes: usize,
-    /// How long a writing call waits for the writer ahead of it before it
-    /// answers [`Error::LockTimeout`]. Not part of the call's deadline.
+    /// How long a writing call waits for the writer ahead of it (redb), or
+    /// any call for a free connection (PostgreSQL), before it answers
+    /// [`Error::LockTimeout`]. Not part of the call's deadline.
     pub lock_wait: Duration,
     /// Instances that can run at once (pooling allocator slots).
     pub concurrent_calls: u32,

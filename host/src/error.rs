@@ -119,9 +119,10 @@ pub enum Error {
     /// database, or refused by the file system.
     #[error(transparent)]
     Open(#[from] crate::storage::file::OpenError),
-    /// A writing call waited this long for the writer ahead of it and gave
-    /// up. Nothing was done; try again.
-    #[error("the database is busy: no turn to write within {0:?}")]
+    /// A call waited this long for its turn and gave up: on redb a writing
+    /// call, for the writer ahead of it; on PostgreSQL any call, for a free
+    /// connection of the pool. Nothing was done; try again.
+    #[error("the database is busy: no turn within {0:?}")]
     LockTimeout(Duration),
     /// The call lost a serialization race with concurrent calls (a
     /// PostgreSQL serialization failure or deadlock) on every one of its

@@ -505,7 +505,7 @@ fn a_host_killed_mid_transaction_leaves_nothing_behind() {
     let after = acks.len();
     acked(&writer, after + 20, &mut acks);
     // Then it is killed too, at whatever point its calls have reached.
-    std::thread::sleep(Duration::from_millis(fastrand_ms()));
+    std::thread::sleep(Duration::from_millis(pause_ms()));
     writer.child.kill().expect("SIGKILL the writer");
     writer.child.wait().expect("reaped");
     acks.extend(writer.lines.try_iter());
@@ -541,7 +541,7 @@ fn a_host_killed_mid_transaction_leaves_nothing_behind() {
 }
 
 /// A pause of 0–50 ms, so the second kill lands anywhere in a call.
-fn fastrand_ms() -> u64 {
+fn pause_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| u64::from(d.subsec_micros()) % 50)

@@ -1562,3 +1562,61 @@ fn component_to_an_unwritable_path_is_an_input_error() {
             .is_some_and(|m| m.contains("cannot write"))
     );
 }
+
+// ---- PostgreSQL ---------------------------------------------------------------
+
+/// `--db` may be a PostgreSQL URL, and so may `LEASEHOLD_DB`: the same
+/// commands, the same answers, on a database other processes share. A read
+/// command runs READ ONLY there. Skipped, in one line, without a server.
+#[test]
+fn db_may_be_a_postgres_url() {
+    let url = match std::env::var("LEASEHOLD_TEST_PG") {
+        Ok(url) if !url.is_empty() => url,
+        _ if std::env::var_os("LEASEHOLD_REQUIRE_PG").is_some() => {
+            panic!("LEASEHOLD_REQUIRE_PG is set but LEASEHOLD_TEST_PG names no database")
+        }
+        _ => {
+            eprintln!("skipped: no PostgreSQL here (LEASEHOLD_TEST_PG is not set)");
+            return;
+        }
+    };
+    // A tenant of this test's own: the test database is shared by the run.
+    let tenant = format!(
+        "cli-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0)
+    );
+    let s = Scratch {
+        dir: tempfile::tempdir().expect("temp dir"),
+        db: PathBuf::from(&url),
+    };
+    let opened = s
+        .run(&["--tenant", &tenant, "task", "open", "--json"])
+        .write_stdin(APPROVAL)
+        .assert()
+        .success();
+    let opened = parse(&opened.get_output().stdout);
+    assert_eq!(
+        s.json(&["--tenant", &tenant, "task", "get", "pay-1"]),
+        opened
+    );
+    // The same database through the environment, and another tenant sees
+    // nothing of this one's.
+    let mut c = cargo_bin_cmd!("leasehold");
+    c.current_dir(s.dir.path())
+        .env("LEASEHOLD_DB", &url)
+        .args([
+            "--tenant",
+            &format!("{tenant}-other"),
+            "task",
+            "get",
+            "pay-1",
+        ])
+        .assert()
+        .code(1)
+        .stderr(contains("not found: pay-1"));
+    s.run(&["--tenant", &tenant, "check"]).assert().success();
+}

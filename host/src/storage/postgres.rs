@@ -229,22 +229,24 @@ impl DriveError {
     }
 }
 
+/// Logs in, on a runtime of the connection's own.
+fn login(config: &Config) -> Result<(tokio::runtime::Runtime, Client, Connection), Error> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::setup_from("cannot start the PostgreSQL connection's runtime", e))?;
+    let (client, connection) = rt.block_on(config.connect(NoTls)).map_err(|source| {
+        Error::Storage(Box::new(PgError::Connect {
+            target: target(config),
+            source,
+        }))
+    })?;
+    Ok((rt, client, Box::pin(connection)))
+}
+
 impl Conn {
     fn open(config: &Config, trips: &AtomicU64) -> Result<Conn, Error> {
-        let connect = |source| {
-            Error::Storage(Box::new(PgError::Connect {
-                target: target(config),
-                source,
-            }))
-        };
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| {
-                Error::setup_from("cannot start the PostgreSQL connection's runtime", e)
-            })?;
-        let (client, connection) = rt.block_on(config.connect(NoTls)).map_err(connect)?;
-        let mut connection: Connection = Box::pin(connection);
+        let (rt, client, mut connection) = login(config)?;
         let sql = [
             "SELECT value FROM leasehold_kv WHERE tenant = $1 AND key = $2",
             "SELECT key, value FROM leasehold_kv WHERE tenant = $1 AND key = ANY($2)",
@@ -288,18 +290,7 @@ impl Conn {
 
 /// Creates the tables if they are missing and checks their version.
 fn prepare_schema(config: &Config, trips: &AtomicU64) -> Result<(), Error> {
-    let connect = |source| {
-        Error::Storage(Box::new(PgError::Connect {
-            target: target(config),
-            source,
-        }))
-    };
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Error::setup_from("cannot start the PostgreSQL connection's runtime", e))?;
-    let (client, connection) = rt.block_on(config.connect(NoTls)).map_err(connect)?;
-    let mut connection: Connection = Box::pin(connection);
+    let (rt, client, mut connection) = login(config)?;
     // Two hosts starting at once may both try to create the tables; the
     // loser's error is a duplicate, and the tables are there on its retry.
     let mut tries = 0;
