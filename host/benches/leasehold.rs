@@ -301,9 +301,46 @@ struct Burst {
     rate: f64,
     /// Every call's latency.
     latency: Run,
+    /// Write calls per durable commit, and the mean commit's time in µs.
+    calls_per_commit: f64,
+    commit_us: f64,
 }
 
 /// `threads` threads claim `claims` distinct tasks each, all at once.
+const FSYNC_PROBES: usize = 60;
+
+/// The median time of `fdatasync` after writing 1, 4, 16 and 32 scattered
+/// pages: how an fsync's cost grows with what a commit wrote.
+fn fsync_probe(path: &Path) -> Result<Vec<(usize, f64)>> {
+    use std::os::unix::fs::FileExt;
+    const PAGES: u64 = 4096;
+    let file = std::fs::File::create(path).context("the fsync probe's file")?;
+    file.set_len(PAGES * 4096)?;
+    file.sync_all()?;
+    let page = [0x5au8; 4096];
+    // A fixed sequence of offsets, so every run writes the same pages.
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut out = Vec::new();
+    for pages in [1usize, 4, 16, 32] {
+        let mut took = Vec::with_capacity(FSYNC_PROBES);
+        for _ in 0..FSYNC_PROBES {
+            for _ in 0..pages {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                file.write_at(&page, (x % PAGES) * 4096)?;
+            }
+            let started = Instant::now();
+            file.sync_data()?;
+            took.push(started.elapsed().as_secs_f64() * 1e6);
+        }
+        out.push((pages, Spread::of(&took).median));
+    }
+    drop(file);
+    std::fs::remove_file(path)?;
+    Ok(out)
+}
+
 fn claim_burst(tenant: &Tenant, threads: usize, claims: usize) -> Result<Burst> {
     let start = std::sync::Barrier::new(threads);
     let started = Instant::now();
@@ -335,6 +372,8 @@ fn claim_burst(tenant: &Tenant, threads: usize, claims: usize) -> Result<Burst> 
     Ok(Burst {
         rate: (threads * claims) as f64 / wall,
         latency: Run(all),
+        calls_per_commit: f64::NAN,
+        commit_us: f64::NAN,
     })
 }
 
@@ -1380,13 +1419,18 @@ impl Bench {
                     seed(&path, |kv| {
                         seed_tasks(kv, (0..n * claims).map(reviewer_task))
                     })?;
-                    let tenant = Engine::builder()
+                    let engine = Engine::builder()
                         .durability(Durability::Immediate)
                         .group_commit(grouped)
                         .limits(bench_limits())
-                        .open(&path)?
-                        .tenant(TENANT)?;
-                    out.push(claim_burst(&tenant, n, claims)?);
+                        .open(&path)?;
+                    let tenant = engine.tenant(TENANT)?;
+                    let mut burst = claim_burst(&tenant, n, claims)?;
+                    let stats = engine.commit_stats().context("redb keeps commit stats")?;
+                    ensure!(stats.commits > 0, "the burst made no commit");
+                    burst.calls_per_commit = stats.calls as f64 / stats.commits as f64;
+                    burst.commit_us = stats.committing.as_secs_f64() * 1e6 / stats.commits as f64;
+                    out.push(burst);
                     if s.smoke {
                         ensure!(tenant.check()?.is_empty(), "inconsistent after the burst");
                     }
@@ -1434,6 +1478,42 @@ impl Bench {
             }
         }
         println!();
+        println!(
+            "What the commits cost. A commit covers *calls per commit* write calls and \
+             takes *commit µs* (redb's commit, its fsync included); the threads wait \
+             for their commit, so even with no CPU spent per call they could not make \
+             more than calls per commit ÷ commit time claims/s: the *ceiling*, and \
+             beside it that ceiling over the 1-thread rate (on). Medians of the runs.\n"
+        );
+        println!(
+            "| writer threads | calls per commit (on) | commit µs (on) | commit µs (off) | ceiling (on) | ceiling / 1-thread rate |"
+        );
+        println!("| --- | --- | --- | --- | --- | --- |");
+        for (n, on, off) in &rows {
+            let med = |b: &[Burst], f: fn(&Burst) -> f64| {
+                Spread::of(&b.iter().map(f).collect::<Vec<_>>()).median
+            };
+            let size = med(on, |b| b.calls_per_commit);
+            let took = med(on, |b| b.commit_us);
+            let ceiling = size / took * 1e6;
+            println!(
+                "| {n} | {size:.2} | {took:.0} | {:.0} | {:.1}k | {} |",
+                med(off, |b| b.commit_us),
+                ceiling / 1e3,
+                one.map_or("—".into(), |one| format!("{:.2}×", ceiling / one)),
+            );
+        }
+        println!();
+        let probe = fsync_probe(&self.fresh_file())?;
+        println!(
+            "This disk, in the same run: `fdatasync` after writing N scattered 4 KiB pages \
+             into a 16 MiB file, median of {FSYNC_PROBES}: {}.\n",
+            probe
+                .iter()
+                .map(|(pages, us)| format!("{pages} pages {us:.0} µs"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
         if let (Some(one), Some(four)) = (one, four) {
             self.target(
                 "durable claims, 4 writer threads vs 1 (group commit)",

@@ -13,7 +13,7 @@ use crate::error::Error;
 use crate::storage::file::Access;
 use crate::storage::postgres::{DEFAULT_POOL_SIZE, PgBackend};
 use crate::storage::redb::RedbBackend;
-use crate::storage::{self, Backend};
+use crate::storage::{self, Backend, CommitStats};
 use crate::tenant::Tenant;
 
 /// The guest component built from `guest/` by `build.rs`.
@@ -284,5 +284,12 @@ impl Engine {
     /// (PostgreSQL); `None` for redb, which lives in this process.
     pub fn round_trips(&self) -> Option<u64> {
         self.shared.backend.round_trips()
+    }
+
+    /// What group commit has done on this engine's redb database so far:
+    /// durable commits, the write calls they covered, and the time spent
+    /// committing. `None` for PostgreSQL, whose server groups commits itself.
+    pub fn commit_stats(&self) -> Option<CommitStats> {
+        self.shared.backend.commit_stats()
     }
 }

@@ -57,6 +57,25 @@ struct State {
     /// Calls of a group still waiting for its commit, and its outcome once
     /// known.
     members: HashMap<u64, (usize, Option<Outcome>)>,
+    /// Calls that have taken the turn in the open group.
+    taken: u64,
+    stats: CommitStats,
+}
+
+/// What group commit has done on one database so far: how many durable
+/// commits it made, how many write calls they covered, and how long they
+/// took. `calls / commits` is the mean group size.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CommitStats {
+    /// Commits that made writes durable (or, under `Durability::None`,
+    /// visible).
+    pub commits: u64,
+    /// Write calls those commits covered, including calls of a group that
+    /// wrote nothing or failed: they shared its turn.
+    pub calls: u64,
+    /// Time spent inside those commits, fsync included.
+    pub committing: Duration,
 }
 
 /// The writer of one redb database.
@@ -76,6 +95,10 @@ pub(crate) struct Turn {
 }
 
 impl Writer {
+    pub(crate) fn stats(&self) -> CommitStats {
+        self.lock().stats
+    }
+
     pub(crate) fn new(grouping: bool) -> Arc<Writer> {
         Arc::new(Writer {
             state: Mutex::new(State::default()),
@@ -113,6 +136,7 @@ impl Writer {
         }
         s.waiting -= 1;
         s.busy = true;
+        s.taken += 1;
         let group = s.group;
         if let Some(txn) = s.open.take() {
             return Ok(Turn {
@@ -142,6 +166,7 @@ impl Writer {
     fn leave_empty(&self) {
         let mut s = self.lock();
         s.busy = false;
+        s.taken = s.taken.saturating_sub(1);
         self.turn.notify_one();
     }
 }
@@ -242,6 +267,8 @@ struct Closing {
     poisoned: Option<GroupFailure>,
     dirty: bool,
     group: u64,
+    /// Calls that took the group's turn.
+    calls: u64,
 }
 
 /// Closes the open group: the next call starts a new one (and redb makes it
@@ -254,6 +281,7 @@ fn close_group(
 ) -> Closing {
     let dirty = std::mem::take(&mut s.dirty);
     let poisoned = s.poisoned.take();
+    let calls = std::mem::take(&mut s.taken);
     s.group += 1;
     s.busy = false;
     writer.turn.notify_one();
@@ -263,6 +291,7 @@ fn close_group(
         poisoned,
         dirty,
         group,
+        calls,
     }
 }
 
@@ -270,6 +299,7 @@ impl Closing {
     /// Commits the group (or aborts it, when nothing was written or a batch
     /// failed to apply) and tells its waiting calls how it went.
     fn finish(self) -> Result<(), Error> {
+        let mut committing = None;
         let outcome: Outcome = match (self.txn, self.poisoned) {
             (None, _) => Ok(()),
             (Some(txn), Some(failure)) => {
@@ -277,12 +307,20 @@ impl Closing {
                 Err(failure)
             }
             (Some(txn), None) if self.dirty => {
-                txn.commit().map_err(|e| GroupFailure(Arc::new(e.into())))
+                let started = Instant::now();
+                let done = txn.commit().map_err(|e| GroupFailure(Arc::new(e.into())));
+                committing = done.is_ok().then(|| started.elapsed());
+                done
             }
             // A group that changed nothing has nothing to make durable.
             (Some(txn), None) => txn.abort().map_err(|e| GroupFailure(Arc::new(e.into()))),
         };
         let mut s = self.writer.lock();
+        if let Some(took) = committing {
+            s.stats.commits += 1;
+            s.stats.calls += self.calls;
+            s.stats.committing += took;
+        }
         if let Some(entry) = s.members.get_mut(&self.group) {
             entry.1 = Some(outcome.clone());
             self.writer.committed.notify_all();

@@ -16,7 +16,7 @@ pub mod redb;
 
 use std::time::Duration;
 
-pub use group::Pending;
+pub use group::{CommitStats, Pending};
 pub use leasehold_guest::kv::{Entry, Write};
 
 use crate::error::Error;
@@ -72,6 +72,12 @@ pub trait Backend: Send + Sync + 'static {
     /// How many times, so far, a call waited for a server's answer; `None`
     /// for a backend in this process.
     fn round_trips(&self) -> Option<u64> {
+        None
+    }
+
+    /// What group commit has done so far; `None` for a backend that does
+    /// not group commits itself.
+    fn commit_stats(&self) -> Option<CommitStats> {
         None
     }
 }

@@ -15,7 +15,7 @@ use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 
 use super::file::{self, Access, Db};
 use super::group::{Turn, Writer};
-use super::{Backend, Entry, Mode, Pending, Txn, Write, check_tenant};
+use super::{Backend, CommitStats, Entry, Mode, Pending, Txn, Write, check_tenant};
 use crate::engine::Durability;
 use crate::error::Error;
 
@@ -90,6 +90,10 @@ fn storage(e: impl Into<redb::Error>) -> Error {
 impl Backend for RedbBackend {
     fn read_only(&self) -> bool {
         self.db.is_read_only()
+    }
+
+    fn commit_stats(&self) -> Option<CommitStats> {
+        Some(self.writer.stats())
     }
 
     fn begin(&self, tenant: &str, mode: Mode, lock_wait: Duration) -> Result<Box<dyn Txn>, Error> {
