@@ -54,6 +54,12 @@ pub trait Kv {
         keys.iter().map(|k| self.get(k)).collect()
     }
 
+    /// [`Kv::get_many`] for values the call reads again: a store that keeps
+    /// what it read answers those later reads from it.
+    fn get_many_kept(&mut self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>, KvError> {
+        self.get_many(keys)
+    }
+
     /// Reads `keys` ahead of the [`Kv::get`]s that follow, in one round trip
     /// where the store can. A store without round trips may ignore it.
     fn prefetch(&mut self, _keys: &[Vec<u8>]) -> Result<(), KvError> {
@@ -190,6 +196,38 @@ impl<S: Snapshot> Kv for Buffered<S> {
 
     fn get_many(&mut self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>, KvError> {
         // One batched read of what the call has neither written nor read.
+        // Its answers are not kept: a value the call wants again comes
+        // through `prefetch`, and keeping every answer of a wide read costs
+        // more than the rare second read it would save.
+        let mut out = Vec::with_capacity(keys.len());
+        let mut missing = Vec::new();
+        let mut slots = Vec::new();
+        for (slot, key) in keys.iter().enumerate() {
+            match self.local(key) {
+                Some(found) => out.push(found),
+                None => {
+                    out.push(None);
+                    missing.push(key.clone());
+                    slots.push(slot);
+                }
+            }
+        }
+        if missing.is_empty() {
+            return Ok(out);
+        }
+        let values = self.source.get_many(&missing)?;
+        if values.len() != missing.len() {
+            return Err(KvError::Storage(
+                "get-many answered another number of values than keys".to_owned(),
+            ));
+        }
+        for (slot, value) in slots.into_iter().zip(values) {
+            out[slot] = value;
+        }
+        Ok(out)
+    }
+
+    fn get_many_kept(&mut self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>, KvError> {
         self.prefetch(keys)?;
         Ok(keys.iter().map(|k| self.local(k).flatten()).collect())
     }

@@ -32,6 +32,8 @@ pub mod check;
 mod convert;
 pub mod keys;
 pub mod kv;
+#[cfg(any(test, target_arch = "wasm32"))]
+mod mem;
 pub mod model;
 pub mod runs;
 pub mod schema;

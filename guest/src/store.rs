@@ -139,7 +139,22 @@ fn get_each<K: Kv + ?Sized>(
     kv: &mut K,
     keys: &[Vec<u8>],
 ) -> Result<Vec<Option<Vec<u8>>>, StoreError> {
-    let values = kv.get_many(keys)?;
+    checked_len(keys, kv.get_many(keys)?)
+}
+
+/// [`get_each`] for values the call reads again (the rows its writes replace,
+/// the shards they move): kept by the store for the reads that follow.
+fn get_kept<K: Kv + ?Sized>(
+    kv: &mut K,
+    keys: &[Vec<u8>],
+) -> Result<Vec<Option<Vec<u8>>>, StoreError> {
+    checked_len(keys, kv.get_many_kept(keys)?)
+}
+
+fn checked_len(
+    keys: &[Vec<u8>],
+    values: Vec<Option<Vec<u8>>>,
+) -> Result<Vec<Option<Vec<u8>>>, StoreError> {
     if values.len() != keys.len() {
         return Err(StoreError::Storage(
             "get-many answered another number of values than keys".to_owned(),
@@ -320,6 +335,9 @@ pub struct Along {
     /// Each task's leased-claims shard, for a verb about to take or end a
     /// claim (which leaves the open count as it is).
     pub leased_shards: bool,
+    /// The verb goes on to write what it reads here: the store keeps the
+    /// values for the reads its writes make.
+    pub keep: bool,
 }
 
 /// [`indexed_tasks`], answering the whole rows, with what `along` asks for.
@@ -351,7 +369,11 @@ pub fn indexed_rows<K: Kv + ?Sized>(
                 .map(|s| schema::counter_shard(schema::LEASED_CLAIMS, s).into_bytes()),
         );
     }
-    let values = get_each(kv, &keys)?;
+    let values = if along.keep {
+        get_kept(kv, &keys)?
+    } else {
+        get_each(kv, &keys)?
+    };
     let mut values = values.into_iter();
     if along.layout {
         known_layout(values.next().flatten().as_deref())?;
@@ -700,6 +722,7 @@ mod tests {
                 Along {
                     layout: true,
                     leased_shards: false,
+                    keep: false,
                 },
             )
             .map(drop),

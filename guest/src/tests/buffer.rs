@@ -65,6 +65,39 @@ fn get_many_reads_the_calls_own_writes_and_asks_the_store_only_for_the_rest() {
 }
 
 #[test]
+fn get_many_answers_a_repeated_key_in_each_place_it_was_asked() {
+    let mut src = stored(&[("a", "1")]);
+    let mut kv = Buffered::new(&mut src);
+    let keys: Vec<Vec<u8>> = ["a", "z", "a"]
+        .iter()
+        .map(|k| k.as_bytes().to_vec())
+        .collect();
+    let got = kv.get_many(&keys).expect("get-many");
+    assert_eq!(got, vec![Some(b"1".to_vec()), None, Some(b"1".to_vec())]);
+}
+
+#[test]
+fn get_many_kept_keeps_its_answers_for_the_reads_after_it_and_writes_still_win() {
+    let mut src = stored(&[("a", "1"), ("b", "2")]);
+    let mut kv = Buffered::new(&mut src);
+    kv.set(b"b", b"new").expect("buffered");
+    let keys: Vec<Vec<u8>> = ["a", "b", "z"]
+        .iter()
+        .map(|k| k.as_bytes().to_vec())
+        .collect();
+    let got = kv.get_many_kept(&keys).expect("get-many");
+    assert_eq!(got, vec![Some(b"1".to_vec()), Some(b"new".to_vec()), None]);
+    assert_eq!(kv.get(b"a").expect("get"), Some(b"1".to_vec()));
+    assert_eq!(kv.get(b"z").expect("get"), None);
+    kv.set(b"a", b"2").expect("buffered");
+    assert_eq!(kv.get(b"a").expect("get"), Some(b"2".to_vec()));
+    drop(kv);
+    assert_eq!(src.calls.get_manys, 1, "one batch, nothing after");
+    assert_eq!(src.calls.batched_keys, 2, "a and z: b was written");
+    assert_eq!(src.calls.gets, 2);
+}
+
+#[test]
 fn prefetched_keys_are_read_once_and_writes_still_win() {
     let mut src = stored(&[("a", "1")]);
     let mut kv = Buffered::new(&mut src);
