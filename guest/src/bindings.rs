@@ -23,10 +23,106 @@ use crate::prelude::*;
 // The component links no std, so it brings its allocator and says what a
 // panic does: it traps, and the host fails the call with nothing committed.
 #[global_allocator]
-static ALLOCATOR: talc::cell::TalcSyncCell<ArenaThenGrow, talc::wasm::WasmBinning> =
-    talc::cell::TalcSyncCell::new_wasm(ArenaThenGrow {
+static ALLOCATOR: BumpFirst = BumpFirst {
+    next: core::cell::Cell::new(0),
+    talc: talc::cell::TalcSyncCell::new_wasm(ArenaThenGrow {
         arena_claimed: false,
-    });
+    }),
+};
+
+/// Every call runs in a fresh instance whose memory is thrown away after it,
+/// so most of a call's allocations need no bookkeeping at all: they are cut
+/// from the front of one region, and only the most recent one gives its room
+/// back when freed (a `Vec` growing in place). What does not fit goes to
+/// talc, which frees properly, for calls that allocate a lot.
+struct BumpFirst {
+    /// Offset of the first free byte of `BUMP`.
+    next: core::cell::Cell<usize>,
+    talc: talc::cell::TalcSyncCell<ArenaThenGrow, talc::wasm::WasmBinning>,
+}
+
+// SAFETY: a component instance runs on one thread.
+unsafe impl Sync for BumpFirst {}
+
+const BUMP_BYTES: usize = 256 << 10;
+
+static mut BUMP: [core::mem::MaybeUninit<u8>; BUMP_BYTES] =
+    [core::mem::MaybeUninit::uninit(); BUMP_BYTES];
+
+impl BumpFirst {
+    fn base() -> usize {
+        (&raw mut BUMP) as usize
+    }
+
+    fn owns(ptr: *mut u8) -> bool {
+        (Self::base()..Self::base() + BUMP_BYTES).contains(&(ptr as usize))
+    }
+
+    /// Whether the block at `ptr` of `size` bytes is the last one cut.
+    fn is_last(&self, ptr: *mut u8, size: usize) -> bool {
+        ptr as usize + size == Self::base() + self.next.get()
+    }
+}
+
+// SAFETY: blocks cut from `BUMP` never overlap (each starts at or past the
+// end of the one before, and only the last may be given back); every other
+// block is talc's, and goes back to talc.
+unsafe impl core::alloc::GlobalAlloc for BumpFirst {
+    unsafe fn alloc(&self, layout: core::alloc::Layout) -> *mut u8 {
+        let base = Self::base();
+        let start = (base + self.next.get()).next_multiple_of(layout.align());
+        match start.checked_add(layout.size()) {
+            Some(end) if end <= base + BUMP_BYTES => {
+                self.next.set(end - base);
+                start as *mut u8
+            }
+            // SAFETY: as the caller's promise for this call.
+            _ => unsafe { self.talc.alloc(layout) },
+        }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: core::alloc::Layout) {
+        if Self::owns(ptr) {
+            if self.is_last(ptr, layout.size()) {
+                self.next.set(ptr as usize - Self::base());
+            }
+            return;
+        }
+        // SAFETY: a block outside `BUMP` came from talc.
+        unsafe { self.talc.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(
+        &self,
+        ptr: *mut u8,
+        layout: core::alloc::Layout,
+        new_size: usize,
+    ) -> *mut u8 {
+        if !Self::owns(ptr) {
+            // SAFETY: a block outside `BUMP` came from talc.
+            return unsafe { self.talc.realloc(ptr, layout, new_size) };
+        }
+        let base = Self::base();
+        if self.is_last(ptr, layout.size()) && ptr as usize + new_size <= base + BUMP_BYTES {
+            self.next.set(ptr as usize + new_size - base);
+            return ptr;
+        }
+        // SAFETY: `new_size` is non-zero and, rounded up to the alignment,
+        // does not overflow (the caller's promise); the old block is valid
+        // for `layout.size()` bytes and the new one for `new_size`.
+        unsafe {
+            let moved = self.alloc(core::alloc::Layout::from_size_align_unchecked(
+                new_size,
+                layout.align(),
+            ));
+            if !moved.is_null() {
+                core::ptr::copy_nonoverlapping(ptr, moved, layout.size().min(new_size));
+                self.dealloc(ptr, layout);
+            }
+            moved
+        }
+    }
+}
 
 /// Most calls allocate from here: it lies inside the memory the component
 /// starts with, so they never grow the memory. A call that grows it makes the
@@ -118,8 +214,9 @@ pub unsafe extern "C" fn cabi_realloc(
     ptr
 }
 
-// `memcmp` and its kin come from the C library the target ships; those
+// `memcpy` and its kin come from the C library the target ships; those
 // routines touch nothing of WASI, so no WASI import comes with them.
+// `memcmp` and `bcmp` are the crate's own (`mem.rs`).
 #[link(name = "c")]
 unsafe extern "C" {}
 

@@ -393,7 +393,7 @@ mod tests {
     #[test]
     fn a_batched_read_answers_as_point_reads_do() {
         let backend = RedbBackend::in_memory(Durability::None, true).expect("in memory");
-        let mut put = |tenant: &str, keys: &mut dyn Iterator<Item = u32>| {
+        let put = |tenant: &str, keys: &mut dyn Iterator<Item = u32>| {
             let txn = backend
                 .begin(tenant, Mode::Write, Duration::from_secs(1))
                 .expect("write");
