@@ -420,3 +420,53 @@ fn a_renewal_racing_a_reclaim_either_keeps_the_claim_or_loses_it_never_both() {
     }
     assert_consistent(&t);
 }
+
+/// Group commit's own account, `Engine::commit_stats`: on redb each write
+/// call of a lone thread is a commit of one call, reads and refused calls
+/// make none, and calls from many threads are all covered by the commits
+/// they shared. PostgreSQL's server groups its commits itself and keeps no
+/// such account here.
+#[test]
+fn commit_stats_count_the_commits_and_the_calls_they_covered() {
+    let db = TestDb::new();
+    let engine = db.fast_engine();
+    let Some(start) = engine.commit_stats() else {
+        assert_eq!(db.backend(), Backend::Postgres, "redb keeps the account");
+        return;
+    };
+    assert_eq!((start.commits, start.calls), (0, 0));
+    let t = engine.tenant("stats").expect("tenant");
+    for i in 0..3 {
+        t.open(&task(&format!("alone-{i}"), 0)).expect("opens");
+    }
+    t.open_count().expect("reads");
+    t.get("alone-0").expect("reads");
+    assert!(matches!(
+        t.open(&task("", 0)),
+        Err(Error::Store(leasehold_host::StoreError::Invalid(_)))
+    ));
+    let alone = engine.commit_stats().expect("redb");
+    assert_eq!((alone.commits, alone.calls), (3, 3), "{alone:?}");
+    assert!(alone.committing > std::time::Duration::ZERO);
+
+    let (threads, calls) = (4, 50);
+    std::thread::scope(|s| {
+        for w in 0..threads {
+            let engine = &engine;
+            s.spawn(move || {
+                let t = engine.tenant("stats").expect("tenant");
+                for i in 0..calls {
+                    t.open(&task(&format!("shared-{w}-{i}"), 0)).expect("opens");
+                }
+            });
+        }
+    });
+    let after = engine.commit_stats().expect("redb");
+    assert_eq!(
+        after.calls - alone.calls,
+        (threads * calls) as u64,
+        "{after:?}"
+    );
+    assert!(after.commits - alone.commits <= after.calls - alone.calls);
+    assert!(after.committing >= alone.committing);
+}

@@ -200,10 +200,7 @@ fn get_many_in(
         }
         previous = Some(slot);
         let mut skipped = 0;
-        loop {
-            let Some((k, v)) = &current else {
-                break;
-            };
+        while let Some((k, v)) = &current {
             match k.value().cmp(key) {
                 std::cmp::Ordering::Less if skipped == MAX_SKIP => {
                     range = table.range(key..=last).map_err(storage)?;
