@@ -170,6 +170,11 @@ fn get_in(
 /// next key up afresh.
 const MAX_SKIP: usize = 4;
 
+/// Fewer keys than this are looked up one by one: sorting them and setting
+/// up a cursor costs more than it can save on a handful (a write verb's
+/// read-ahead of its row, its index entries and a shard).
+const CURSOR_FROM: usize = 8;
+
 /// Reads `wanted` in key order with one cursor, stepping along the table
 /// while the keys lie close together (a counter's shards, rows opened one
 /// after another) and looking a key up afresh once the next one is further
@@ -179,7 +184,7 @@ fn get_many_in(
     keys: &Keys,
     wanted: &[Vec<u8>],
 ) -> Result<Vec<Option<Vec<u8>>>, Error> {
-    if wanted.len() < 2 {
+    if wanted.len() < CURSOR_FROM {
         return wanted.iter().map(|k| get_in(table, keys, k)).collect();
     }
     let full: Vec<Vec<u8>> = wanted.iter().map(|k| keys.full(k)).collect();
