@@ -107,6 +107,11 @@ unsafe impl core::alloc::GlobalAlloc for BumpFirst {
             self.next.set(ptr as usize + new_size - base);
             return ptr;
         }
+        if new_size <= layout.size() {
+            // A block that shrinks keeps its place; its tail is lost until
+            // the call ends, as a freed block's would be.
+            return ptr;
+        }
         // SAFETY: `new_size` is non-zero and, rounded up to the alignment,
         // does not overflow (the caller's promise); the old block is valid
         // for `layout.size()` bytes and the new one for `new_size`.

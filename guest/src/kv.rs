@@ -159,6 +159,17 @@ impl<S: Snapshot> Buffered<S> {
             .collect()
     }
 
+    /// One batched read of the snapshot, a value for every key.
+    fn read_source(&mut self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>, KvError> {
+        let values = self.source.get_many(keys)?;
+        if values.len() != keys.len() {
+            return Err(KvError::Storage(
+                "get-many answered another number of values than keys".to_owned(),
+            ));
+        }
+        Ok(values)
+    }
+
     fn local(&self, key: &[u8]) -> Option<Option<Vec<u8>>> {
         self.writes
             .get(key)
@@ -215,13 +226,7 @@ impl<S: Snapshot> Kv for Buffered<S> {
         if missing.is_empty() {
             return Ok(out);
         }
-        let values = self.source.get_many(&missing)?;
-        if values.len() != missing.len() {
-            return Err(KvError::Storage(
-                "get-many answered another number of values than keys".to_owned(),
-            ));
-        }
-        for (slot, value) in slots.into_iter().zip(values) {
+        for (slot, value) in slots.into_iter().zip(self.read_source(&missing)?) {
             out[slot] = value;
         }
         Ok(out)
@@ -241,12 +246,7 @@ impl<S: Snapshot> Kv for Buffered<S> {
         if missing.is_empty() {
             return Ok(());
         }
-        let values = self.source.get_many(&missing)?;
-        if values.len() != missing.len() {
-            return Err(KvError::Storage(
-                "get-many answered another number of values than keys".to_owned(),
-            ));
-        }
+        let values = self.read_source(&missing)?;
         self.fetched.extend(missing.into_iter().zip(values));
         Ok(())
     }

@@ -333,11 +333,9 @@ pub struct Along {
     /// read, it is read alone).
     pub layout: bool,
     /// Each task's leased-claims shard, for a verb about to take or end a
-    /// claim (which leaves the open count as it is).
+    /// claim (which leaves the open count as it is). Such a verb writes the
+    /// rows it reads, so the store keeps them and the shards for its writes.
     pub leased_shards: bool,
-    /// The verb goes on to write what it reads here: the store keeps the
-    /// values for the reads its writes make.
-    pub keep: bool,
 }
 
 /// [`indexed_tasks`], answering the whole rows, with what `along` asks for.
@@ -369,7 +367,7 @@ pub fn indexed_rows<K: Kv + ?Sized>(
                 .map(|s| schema::counter_shard(schema::LEASED_CLAIMS, s).into_bytes()),
         );
     }
-    let values = if along.keep {
+    let values = if along.leased_shards {
         get_kept(kv, &keys)?
     } else {
         get_each(kv, &keys)?
@@ -722,7 +720,6 @@ mod tests {
                 Along {
                     layout: true,
                     leased_shards: false,
-                    keep: false,
                 },
             )
             .map(drop),

@@ -241,7 +241,6 @@ pub fn reclaim_lapsed<K: Kv + ?Sized>(
     let along = store::Along {
         layout: false,
         leased_shards: true,
-        keep: true,
     };
     let rows = store::indexed_rows(kv, &ids, "the lease index", along)?;
     let mut moved = Vec::with_capacity(rows.len());
@@ -633,7 +632,6 @@ fn merge_queue<K: Kv + ?Sized>(
         let along = store::Along {
             layout: !*layout_read,
             leased_shards,
-            keep: leased_shards,
         };
         let rows = store::indexed_rows(kv, &ids, "the queue index", along)?;
         *layout_read = true;
