@@ -230,6 +230,10 @@ unsafe extern "C" {}
 struct HostKv;
 
 impl Snapshot for HostKv {
+    fn concurrent_writers(&mut self) -> bool {
+        host_kv::concurrent_writers()
+    }
+
     fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, KvError> {
         Ok(host_kv::get(key))
     }

@@ -13,7 +13,7 @@ use crate::kv::Kv;
 use crate::model::{Discrepancy, StoreError};
 #[allow(unused_imports)]
 use crate::prelude::*;
-use crate::schema;
+use crate::schema::{self, Shards};
 use crate::store;
 
 /// Past this many findings the check stops listing and says so.
@@ -49,7 +49,7 @@ fn text(elems: &[Elem]) -> String {
 }
 
 /// A count per counter shard.
-type PerShard = [u64; schema::COUNTER_SHARDS as usize];
+type PerShard = [u64; schema::MAX_SHARDS as usize];
 
 pub fn check<K: Kv + ?Sized>(kv: &mut K) -> Result<Vec<Discrepancy>, StoreError> {
     let mut f = Findings(Vec::new());
@@ -57,12 +57,14 @@ pub fn check<K: Kv + ?Sized>(kv: &mut K) -> Result<Vec<Discrepancy>, StoreError>
         f.add("layout", "meta/layout", d);
         return Ok(f.0);
     }
-    let (pending, leased) = check_tasks(kv, &mut f)?;
+    let shards = store::shards(kv)?;
+    let (pending, leased) = check_tasks(kv, &mut f, shards)?;
     check_task_indexes(kv, &mut f)?;
-    let armed = check_timers(kv, &mut f)?;
+    let armed = check_timers(kv, &mut f, shards)?;
     check_counters(
         kv,
         &mut f,
+        shards,
         [
             Expected {
                 name: schema::OPEN_TASKS,
@@ -99,9 +101,10 @@ pub fn check<K: Kv + ?Sized>(kv: &mut K) -> Result<Vec<Discrepancy>, StoreError>
 fn check_tasks<K: Kv + ?Sized>(
     kv: &mut K,
     f: &mut Findings,
+    shards: Shards,
 ) -> Result<(PerShard, PerShard), StoreError> {
-    let mut pending: PerShard = [0; schema::COUNTER_SHARDS as usize];
-    let mut leased: PerShard = [0; schema::COUNTER_SHARDS as usize];
+    let mut pending: PerShard = [0; schema::MAX_SHARDS as usize];
+    let mut leased: PerShard = [0; schema::MAX_SHARDS as usize];
     let prefix = schema::tasks();
     store::walk(kv, &prefix, |kv, key, value| {
         let Some(elems) = decoded(f, "task", &key, &prefix) else {
@@ -129,7 +132,7 @@ fn check_tasks<K: Kv + ?Sized>(
             );
         }
         // Where the row's writes counted it: by the id it is stored under.
-        let shard = usize::from(schema::task_shard(&id));
+        let shard = usize::from(shards.task(&id));
         pending[shard] += u64::from(row.task.state.is_pending());
         leased[shard] += u64::from(row.is_leased());
         // Only a claim is held: a lease on anything else would be a lease
@@ -230,8 +233,12 @@ fn check_task_indexes<K: Kv + ?Sized>(kv: &mut K, f: &mut Findings) -> Result<()
 
 /// Checks every timer row and due entry, answering how many timer rows count
 /// in each shard.
-fn check_timers<K: Kv + ?Sized>(kv: &mut K, f: &mut Findings) -> Result<PerShard, StoreError> {
-    let mut armed: PerShard = [0; schema::COUNTER_SHARDS as usize];
+fn check_timers<K: Kv + ?Sized>(
+    kv: &mut K,
+    f: &mut Findings,
+    shards: Shards,
+) -> Result<PerShard, StoreError> {
+    let mut armed: PerShard = [0; schema::MAX_SHARDS as usize];
     let prefix = schema::timers();
     store::walk(kv, &prefix, |kv, key, value| {
         let Some(elems) = decoded(f, "timer", &key, &prefix) else {
@@ -242,7 +249,7 @@ fn check_timers<K: Kv + ?Sized>(kv: &mut K, f: &mut Findings) -> Result<PerShard
             f.add("timer", &subject, "a timer key has the wrong shape");
             return Ok(!f.full());
         };
-        armed[usize::from(schema::timer_shard(run, effect))] += 1;
+        armed[usize::from(shards.timer(run, effect))] += 1;
         match store::decode_timer(&value) {
             Err(e) => f.add("timer", &subject, format!("the row does not decode: {e}")),
             Ok(row) => {
@@ -303,13 +310,14 @@ struct Expected {
 }
 
 /// Walks every key in the counters' range (an absent shard is zero), then
-/// compares each shard with the rows that count in it.
+/// compares each of the keyspace's `shards` with the rows that count in it.
 fn check_counters<K: Kv + ?Sized>(
     kv: &mut K,
     f: &mut Findings,
+    shards: Shards,
     expected: [Expected; 3],
 ) -> Result<(), StoreError> {
-    const SHARDS: usize = schema::COUNTER_SHARDS as usize;
+    const SHARDS: usize = schema::MAX_SHARDS as usize;
     let mut stored = [[0u64; SHARDS]; 3];
     // A shard already reported as unreadable is not compared as well.
     let mut unreadable = [[false; SHARDS]; 3];
@@ -323,7 +331,7 @@ fn check_counters<K: Kv + ?Sized>(
                 .iter()
                 .position(|e| e.name == name)
                 .zip(u8::try_from(*shard).ok())
-                .filter(|&(_, s)| s < schema::COUNTER_SHARDS),
+                .filter(|&(_, s)| s < shards.count()),
             _ => None,
         };
         let Some((c, shard)) = found else {
@@ -353,7 +361,7 @@ fn check_counters<K: Kv + ?Sized>(
         Ok(!f.full())
     })?;
     for (c, e) in expected.iter().enumerate() {
-        for shard in 0..schema::COUNTER_SHARDS {
+        for shard in 0..shards.count() {
             let s = usize::from(shard);
             let (counted, rows) = (stored[c][s], e.per_shard[s]);
             if counted != rows && !unreadable[c][s] {

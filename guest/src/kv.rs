@@ -69,6 +69,10 @@ pub trait Kv {
     fn set(&mut self, key: &[u8], value: &[u8]) -> Result<(), KvError>;
     fn delete(&mut self, key: &[u8]) -> Result<(), KvError>;
 
+    /// What the host says of the keyspace: whether other processes may write
+    /// it at the same time (see [`Snapshot::concurrent_writers`]).
+    fn concurrent_writers(&mut self) -> bool;
+
     /// Up to `limit` entries with `start <= key < end` (no `end`: unbounded),
     /// ascending, or descending when `reverse`. Fewer than `limit` means the
     /// range is exhausted.
@@ -83,6 +87,11 @@ pub trait Kv {
 
 /// What a host serves: reads of the state as it was when the call began.
 pub trait Snapshot {
+    /// Whether other processes may write this keyspace while the call runs
+    /// (a database server several hosts share), or this host is its only
+    /// writer (an embedded store). Decides how a fresh keyspace is laid out;
+    /// it affects how often writers contend, never what they compute.
+    fn concurrent_writers(&mut self) -> bool;
     fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, KvError>;
     fn get_many(&mut self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>, KvError>;
     fn scan(
@@ -95,6 +104,9 @@ pub trait Snapshot {
 }
 
 impl<S: Snapshot + ?Sized> Snapshot for &mut S {
+    fn concurrent_writers(&mut self) -> bool {
+        (**self).concurrent_writers()
+    }
     fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, KvError> {
         (**self).get(key)
     }
@@ -137,6 +149,8 @@ pub struct Buffered<S> {
     fetched: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
     /// This call's writes, last one per key: `None` is a delete.
     writes: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    /// The host's [`Snapshot::concurrent_writers`], asked once per call.
+    concurrent: Option<bool>,
 }
 
 impl<S: Snapshot> Buffered<S> {
@@ -145,6 +159,7 @@ impl<S: Snapshot> Buffered<S> {
             source,
             fetched: BTreeMap::new(),
             writes: BTreeMap::new(),
+            concurrent: None,
         }
     }
 
@@ -259,6 +274,12 @@ impl<S: Snapshot> Kv for Buffered<S> {
     fn delete(&mut self, key: &[u8]) -> Result<(), KvError> {
         self.writes.insert(key.to_vec(), None);
         Ok(())
+    }
+
+    fn concurrent_writers(&mut self) -> bool {
+        *self
+            .concurrent
+            .get_or_insert_with(|| self.source.concurrent_writers())
     }
 
     fn scan(
@@ -379,6 +400,9 @@ impl Calls {
 pub struct MemKv {
     pub map: BTreeMap<Vec<u8>, Vec<u8>>,
     pub calls: Calls,
+    /// Says the host is the keyspace's only writer, as an embedded store's
+    /// does; by default it says what a shared database's host says.
+    pub sole_writer: bool,
 }
 
 impl MemKv {
@@ -446,6 +470,10 @@ impl Kv for MemKv {
         Snapshot::get_many(self, keys)
     }
 
+    fn concurrent_writers(&mut self) -> bool {
+        !self.sole_writer
+    }
+
     fn set(&mut self, key: &[u8], value: &[u8]) -> Result<(), KvError> {
         self.calls.sets += 1;
         self.map.insert(key.to_vec(), value.to_vec());
@@ -470,6 +498,10 @@ impl Kv for MemKv {
 }
 
 impl Snapshot for MemKv {
+    fn concurrent_writers(&mut self) -> bool {
+        !self.sole_writer
+    }
+
     fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, KvError> {
         self.calls.gets += 1;
         Ok(self.map.get(key).cloned())

@@ -7,14 +7,14 @@
 //!
 //! | key | value |
 //! | --- | --- |
-//! | `("meta", "layout")` | the layout version, ASCII |
+//! | `("meta", "layout")` | the layout mark, ASCII: the version, then `/` and the keyspace's shard count (see [`layout_mark`]) |
 //! | `("task", id)` | task row |
 //! | `("queue-role", role, rank, created-at, id)` | queued task offered to `role` |
 //! | `("queue-any", rank, created-at, id)` | queued task offered to anyone |
 //! | `("overdue", due-at, id)` | task awaiting expiry |
 //! | `("lease", lease-until, id)` | task claimed under a lease, at its end |
 //! | `("case", case, created-at, id)` | every task of a case |
-//! | `("count", name, shard)` | one shard of a counter: `shard` is an integer in `0..64` (see [`COUNTER_SHARDS`]) |
+//! | `("count", name, shard)` | one shard of a counter: `shard` is an integer below the keyspace's [`Shards`] |
 //! | `("timer", run, effect)` | timer row; its range per run is the run's index |
 //! | `("due", claimable-at, run, effect)` | when a timer can next be claimed |
 //! | `("sealed", run)` | the run is sealed |
@@ -22,27 +22,95 @@
 //! A counter is split into shards so that writers of different tasks or
 //! timers touch different keys: under a serializable store, two calls that
 //! read-modify-write one shared key conflict however unrelated their rows.
-//! A task's contributions go to the shard [`task_shard`] names, a timer's to
-//! [`timer_shard`]'s; a reader sums every shard.
+//! A task's contributions go to the shard [`Shards::task`] names, a timer's to
+//! [`Shards::timer`]'s; a reader sums every shard. How many shards a keyspace
+//! has is chosen once, when it is laid out, from what its host says of it
+//! (`kv.concurrent-writers`): many where several processes write it at once,
+//! one where the host is its only writer and extra shards would only make
+//! every count read more keys. The mark records the choice, and every later
+//! call follows the mark, whatever its host says.
 //!
 //! | layout | written by | what changed |
 //! | --- | --- | --- |
 //! | 1 | Leasehold 0.1 | rows as JSON |
 //! | 2 | early Leasehold 0.2 builds | rows as postcard; each counter one key `("count", name)` |
-//! | 3 | this component | each counter 64 shard keys `("count", name, shard)` |
+//! | 3 | earlier builds of this component | each counter 64 shard keys `("count", name, shard)`; the mark is `3` |
+//! | 4 | this component | as 3, with the shard count (1 to 64) in the mark: `4/1`, `4/64` |
+//!
+//! Layout 3 is layout 4 with 64 shards, so this component reads and writes it
+//! as such and leaves its mark as it is.
 
 use crate::keys::Key;
 use crate::model::Timestamp;
 #[allow(unused_imports)]
 use crate::prelude::*;
 
-/// The layout this component reads and writes (see the table above). A
-/// keyspace with another version is refused as corrupt rather than misread.
-pub const LAYOUT_VERSION: &str = "3";
+/// The layout this component writes (see the table above). A keyspace with
+/// a version it does not read is refused as corrupt rather than misread.
+pub const LAYOUT_VERSION: &str = "4";
 
-/// How many shards each counter has. Part of the stored layout: changing it
-/// moves every task's and timer's shard, so it means a new layout version.
-pub const COUNTER_SHARDS: u8 = 64;
+/// The most shards a counter has: per-shard tallies fit in arrays this long.
+pub const MAX_SHARDS: u8 = 64;
+
+/// How many shards each counter of one keyspace has, fixed when the keyspace
+/// is laid out: the shard a task or timer counts in depends on it, so it can
+/// never change afterwards.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shards(u8);
+
+impl Shards {
+    /// For a keyspace that several processes write at once: writers of
+    /// different tasks seldom share a shard.
+    pub const SHARED: Shards = Shards(MAX_SHARDS);
+    /// For a keyspace with one writing host: a count reads one key.
+    pub const SOLE: Shards = Shards(1);
+
+    /// What a keyspace is laid out with, given what its host says of it.
+    pub fn for_host(concurrent_writers: bool) -> Shards {
+        if concurrent_writers {
+            Shards::SHARED
+        } else {
+            Shards::SOLE
+        }
+    }
+
+    /// `n` shards, if `n` is a count a layout may hold (1 to [`MAX_SHARDS`]).
+    pub fn new(n: u8) -> Option<Shards> {
+        (1..=MAX_SHARDS).contains(&n).then_some(Shards(n))
+    }
+
+    pub fn count(self) -> u8 {
+        self.0
+    }
+
+    fn of(self, hash: u64) -> u8 {
+        // The remainder is below a u8.
+        (hash % u64::from(self.0)) as u8
+    }
+
+    /// The counter shard every contribution of task `id` goes to.
+    pub fn task(self, id: &str) -> u8 {
+        self.of(fnv1a64(&[id.as_bytes()]))
+    }
+
+    /// The counter shard every contribution of timer `(run, effect)` goes to.
+    /// The `0x00` keeps `("ab", "c")` and `("a", "bc")` apart.
+    pub fn timer(self, run: &str, effect: &str) -> u8 {
+        self.of(fnv1a64(&[run.as_bytes(), &[0], effect.as_bytes()]))
+    }
+
+    /// Every shard key of the counter `name`, in shard order.
+    pub fn keys(self, name: &str) -> Vec<Vec<u8>> {
+        (0..self.0)
+            .map(|s| counter_shard(name, s).into_bytes())
+            .collect()
+    }
+}
+
+/// The mark [`layout`] holds in a keyspace this component lays out.
+pub fn layout_mark(shards: Shards) -> String {
+    format!("{LAYOUT_VERSION}/{}", shards.count())
+}
 
 /// The counters, each sharded as [`counter_shard`] spells.
 pub const COUNTERS: [&str; 3] = [OPEN_TASKS, LEASED_CLAIMS, ARMED_TIMERS];
@@ -60,16 +128,10 @@ pub fn counters() -> Key {
     Key::new().str("count")
 }
 
-/// One shard of the counter `name`; `shard` is below [`COUNTER_SHARDS`].
+/// One shard of the counter `name`; `shard` is below the keyspace's
+/// [`Shards`].
 pub fn counter_shard(name: &str, shard: u8) -> Key {
     counters().str(name).int(i64::from(shard))
-}
-
-/// Every shard key of the counter `name`, in shard order.
-pub fn counter_shards(name: &str) -> Vec<Vec<u8>> {
-    (0..COUNTER_SHARDS)
-        .map(|s| counter_shard(name, s).into_bytes())
-        .collect()
 }
 
 /// 64-bit FNV-1a over the concatenation of `parts`.
@@ -86,22 +148,6 @@ pub fn fnv1a64(parts: &[&[u8]]) -> u64 {
         hash = hash.wrapping_mul(PRIME);
     }
     hash
-}
-
-fn shard_of(hash: u64) -> u8 {
-    // The remainder is below COUNTER_SHARDS, so it fits.
-    (hash % u64::from(COUNTER_SHARDS)) as u8
-}
-
-/// The counter shard every contribution of task `id` goes to.
-pub fn task_shard(id: &str) -> u8 {
-    shard_of(fnv1a64(&[id.as_bytes()]))
-}
-
-/// The counter shard every contribution of timer `(run, effect)` goes to.
-/// The `0x00` keeps `("ab", "c")` and `("a", "bc")` apart.
-pub fn timer_shard(run: &str, effect: &str) -> u8 {
-    shard_of(fnv1a64(&[run.as_bytes(), &[0], effect.as_bytes()]))
 }
 
 pub fn tasks() -> Key {
@@ -186,18 +232,36 @@ pub fn sealed(run: &str) -> Key {
 mod tests {
     use super::*;
 
-    /// The hash and the shards it picks are part of layout 3: these values
-    /// must never change. The first three are FNV-1a's published vectors.
+    /// The hash and the shards it picks are part of layouts 3 and 4: these
+    /// values must never change. The first three are FNV-1a's published
+    /// vectors.
     #[test]
-    fn the_layout_3_shard_hash_is_pinned() {
+    fn the_shard_hash_is_pinned() {
         assert_eq!(fnv1a64(&[]), 0xcbf2_9ce4_8422_2325);
         assert_eq!(fnv1a64(&[b"a"]), 0xaf63_dc4c_8601_ec8c);
         assert_eq!(fnv1a64(&[b"foobar"]), 0x8594_4171_f739_67e8);
         // Parts hash as their concatenation.
         assert_eq!(fnv1a64(&[b"foo", b"", b"bar"]), fnv1a64(&[b"foobar"]));
-        assert_eq!(task_shard("a"), 12);
-        assert_eq!(task_shard("foobar"), 40);
-        assert_eq!(timer_shard("foo", "bar"), 42);
+        assert_eq!(Shards::SHARED.task("a"), 12);
+        assert_eq!(Shards::SHARED.task("foobar"), 40);
+        assert_eq!(Shards::SHARED.timer("foo", "bar"), 42);
+        assert_eq!(Shards::SOLE.task("foobar"), 0);
+        assert_eq!(
+            Shards::new(7).map(|s| s.task("foobar")),
+            Some((0x8594_4171_f739_67e8_u64 % 7) as u8)
+        );
+    }
+
+    #[test]
+    fn a_layout_holds_one_to_64_shards() {
+        assert_eq!(Shards::new(0), None);
+        assert_eq!(Shards::new(65), None);
+        assert_eq!(Shards::new(1), Some(Shards::SOLE));
+        assert_eq!(Shards::new(64), Some(Shards::SHARED));
+        assert_eq!(Shards::for_host(true), Shards::SHARED);
+        assert_eq!(Shards::for_host(false), Shards::SOLE);
+        assert_eq!(layout_mark(Shards::SOLE), "4/1");
+        assert_eq!(layout_mark(Shards::SHARED), "4/64");
     }
 
     #[test]
@@ -206,8 +270,9 @@ mod tests {
             counter_shard(OPEN_TASKS, 5),
             Key::new().str("count").str("open-tasks").int(5)
         );
-        let all = counter_shards(LEASED_CLAIMS);
+        let all = Shards::SHARED.keys(LEASED_CLAIMS);
         assert_eq!(all.len(), 64);
+        assert_eq!(Shards::SOLE.keys(LEASED_CLAIMS).len(), 1);
         assert_eq!(all[63], counter_shard(LEASED_CLAIMS, 63).into_bytes());
         assert!(all.windows(2).all(|w| w[0] < w[1]), "in shard order");
     }

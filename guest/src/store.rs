@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::keys::{self, Elem, Key};
 use crate::kv::Kv;
 use crate::model::{StoreError, Task, TaskState, Timer, Timestamp};
-use crate::schema;
+use crate::schema::{self, Shards};
 
 /// How many entries a verb asks for per scan while it walks a range.
 pub const SCAN_CHUNK: u32 = 256;
@@ -93,44 +93,88 @@ fn corrupt(what: impl core::fmt::Display) -> StoreError {
     StoreError::Corrupt(what.to_string())
 }
 
-/// Refuses a keyspace written in a layout this component does not know, and
-/// marks a fresh one when `writing`.
+/// Refuses a keyspace written in a layout this component does not read, and
+/// marks a fresh one when `writing`, with the shards its host asks for. The
+/// mark stays in the call's buffer, where [`shards`] finds it again.
 pub fn check_layout<K: Kv + ?Sized>(kv: &mut K, writing: bool) -> Result<(), StoreError> {
-    let mark = kv.get(schema::layout().as_bytes())?;
+    let key = schema::layout().into_bytes();
+    kv.prefetch(core::slice::from_ref(&key))?;
+    let mark = kv.get(&key)?;
     known_layout(mark.as_deref())?;
     if mark.is_none() && writing {
-        kv.set(
-            schema::layout().as_bytes(),
-            schema::LAYOUT_VERSION.as_bytes(),
-        )?;
+        let shards = expected_shards(kv);
+        kv.set(&key, schema::layout_mark(shards).as_bytes())?;
     }
     Ok(())
 }
 
-/// Whether `mark`, the stored layout mark, is one this component reads: this
-/// layout, or none yet (a fresh keyspace). Split from [`check_layout`] so the
+/// The shards of the keyspace's counters: what its mark says or, for a
+/// keyspace not laid out yet, what its host asks for. A writing verb has read
+/// or written the mark before it writes, so the buffer answers this.
+pub fn shards<K: Kv + ?Sized>(kv: &mut K) -> Result<Shards, StoreError> {
+    let mark = kv.get(schema::layout().as_bytes())?;
+    layout_shards(kv, mark.as_deref())
+}
+
+/// [`shards`], given the mark as read in a batch.
+fn layout_shards<K: Kv + ?Sized>(kv: &mut K, mark: Option<&[u8]>) -> Result<Shards, StoreError> {
+    Ok(match known_layout(mark)? {
+        Some(shards) => shards,
+        None => expected_shards(kv),
+    })
+}
+
+/// The shards a verb reads ahead for before it has read the mark: those of
+/// every keyspace its host laid out. Where the mark says otherwise, the verb
+/// follows the mark and reads what it then needs.
+pub fn expected_shards<K: Kv + ?Sized>(kv: &mut K) -> Shards {
+    Shards::for_host(kv.concurrent_writers())
+}
+
+/// The shards the stored layout mark records, if it is one this component
+/// reads, or `None` for a fresh keyspace. Split from [`check_layout`] so the
 /// mark can ride in a batch a verb reads anyway.
-pub fn known_layout(mark: Option<&[u8]>) -> Result<(), StoreError> {
-    match mark {
-        None => Ok(()),
-        Some(v) if v == schema::LAYOUT_VERSION.as_bytes() => Ok(()),
-        Some(b"1") => Err(corrupt(format!(
+pub fn known_layout(mark: Option<&[u8]>) -> Result<Option<Shards>, StoreError> {
+    let Some(v) = mark else {
+        return Ok(None);
+    };
+    if v == b"3" {
+        return Ok(Some(Shards::SHARED));
+    }
+    if let Some(n) = v.strip_prefix(b"4/") {
+        // Only the mark this component writes for that count is read as it.
+        let shards = core::str::from_utf8(n)
+            .ok()
+            .and_then(|n| n.parse::<u8>().ok())
+            .and_then(Shards::new)
+            .filter(|&s| schema::layout_mark(s).as_bytes() == v);
+        return shards.map(Some).ok_or_else(|| {
+            corrupt(format!(
+                "the layout mark {:?} does not name a shard count from 1 to {}",
+                String::from_utf8_lossy(v),
+                schema::MAX_SHARDS
+            ))
+        });
+    }
+    Err(match v {
+        b"1" => corrupt(format!(
             "the keyspace has layout 1 (JSON rows, written by Leasehold 0.1); this component \
-             reads only layout {}: export the data with the 0.1 component and open it again",
+             reads only layouts 3 and {}: export the data with the 0.1 component and open it \
+             again",
             schema::LAYOUT_VERSION
-        ))),
-        Some(b"2") => Err(corrupt(format!(
+        )),
+        b"2" => corrupt(format!(
             "the keyspace has layout 2 (single-key counters, written by an earlier Leasehold \
-             0.2 build); this component reads only layout {} (sharded counters): export the \
-             data with that build and open it again",
+             0.2 build); this component reads only layouts 3 and {} (sharded counters): export \
+             the data with that build and open it again",
             schema::LAYOUT_VERSION
-        ))),
-        Some(v) => Err(corrupt(format!(
-            "the keyspace has layout {:?}; this component knows layout {}",
+        )),
+        _ => corrupt(format!(
+            "the keyspace has layout {:?}; this component knows layouts 3 and {}",
             String::from_utf8_lossy(v),
             schema::LAYOUT_VERSION
-        ))),
-    }
+        )),
+    })
 }
 
 /// One batched read answering exactly one value per key, since values are
@@ -178,17 +222,24 @@ fn shard_value(name: &str, shard: u8, value: Option<&[u8]>) -> Result<u64, Store
 }
 
 /// The value of counter `name`: the sum of its shards. The layout mark and
-/// every shard come in one batched read, and the mark is checked before any
-/// shard is decoded.
+/// the shards the host's keyspaces have come in one batched read, and the
+/// mark is checked before any shard is decoded; a keyspace whose mark names
+/// more shards has the rest read after it.
 pub fn read_counter<K: Kv + ?Sized>(kv: &mut K, name: &str) -> Result<u64, StoreError> {
-    let mut keys = Vec::with_capacity(usize::from(schema::COUNTER_SHARDS) + 1);
+    let expected = expected_shards(kv);
+    let mut keys = Vec::with_capacity(usize::from(expected.count()) + 1);
     keys.push(schema::layout().into_bytes());
-    keys.extend(schema::counter_shards(name));
+    keys.extend(expected.keys(name));
     let values = get_each(kv, &keys)?;
     let mut values = values.into_iter();
-    known_layout(values.next().flatten().as_deref())?;
+    let shards = layout_shards(kv, values.next().flatten().as_deref())?;
+    let mut found: Vec<Option<Vec<u8>>> = values.take(usize::from(shards.count())).collect();
+    if shards.count() > expected.count() {
+        let rest = &shards.keys(name)[usize::from(expected.count())..];
+        found.extend(get_each(kv, rest)?);
+    }
     let mut total = 0u64;
-    for (shard, v) in (0..schema::COUNTER_SHARDS).zip(values) {
+    for (shard, v) in (0..shards.count()).zip(found) {
         total = total
             .checked_add(shard_value(name, shard, v.as_deref())?)
             .ok_or_else(|| corrupt(format!("counter {name}: its shards overflow when summed")))?;
@@ -241,9 +292,9 @@ fn set_shard<K: Kv + ?Sized>(
 pub fn add_to_shards<K: Kv + ?Sized>(
     kv: &mut K,
     name: &str,
-    deltas: &[i64; schema::COUNTER_SHARDS as usize],
+    deltas: &[i64; schema::MAX_SHARDS as usize],
 ) -> Result<(), StoreError> {
-    let moving: Vec<(u8, i64)> = (0..schema::COUNTER_SHARDS)
+    let moving: Vec<(u8, i64)> = (0..schema::MAX_SHARDS)
         .zip(deltas.iter().copied())
         .filter(|&(_, d)| d != 0)
         .collect();
@@ -262,25 +313,27 @@ pub fn add_to_shards<K: Kv + ?Sized>(
     Ok(())
 }
 
-/// The counter shards [`write_task`] may move for task `id`.
-pub fn task_counter_keys(id: &str) -> [Vec<u8>; 2] {
-    let shard = schema::task_shard(id);
+/// The counter shards [`write_task`] may move for task `id`, among `shards`.
+pub fn task_counter_keys(id: &str, shards: Shards) -> [Vec<u8>; 2] {
+    let shard = shards.task(id);
     [
         schema::counter_shard(schema::OPEN_TASKS, shard).into_bytes(),
         schema::counter_shard(schema::LEASED_CLAIMS, shard).into_bytes(),
     ]
 }
 
-/// The counter shard that arming or retiring timer `(run, effect)` moves.
-pub fn timer_counter_key(run: &str, effect: &str) -> Vec<u8> {
-    schema::counter_shard(schema::ARMED_TIMERS, schema::timer_shard(run, effect)).into_bytes()
+/// The counter shard that arming or retiring timer `(run, effect)` moves,
+/// among `shards`.
+pub fn timer_counter_key(run: &str, effect: &str, shards: Shards) -> Vec<u8> {
+    schema::counter_shard(schema::ARMED_TIMERS, shards.timer(run, effect)).into_bytes()
 }
 
 /// Reads ahead, in one round trip, what a verb on one task may need: the
 /// layout mark, the task's row and the counter shards [`write_task`] may
 /// move (only this task's, so writers of other tasks never share a key).
 pub fn prefetch_task<K: Kv + ?Sized>(kv: &mut K, id: &str) -> Result<(), StoreError> {
-    let [open, leased] = task_counter_keys(id);
+    let shards = expected_shards(kv);
+    let [open, leased] = task_counter_keys(id, shards);
     Ok(kv.prefetch(&[
         schema::layout().into_bytes(),
         schema::task(id).into_bytes(),
@@ -358,7 +411,8 @@ pub fn indexed_rows<K: Kv + ?Sized>(
     keys.extend(ids.iter().map(|id| schema::task(id).into_bytes()));
     if along.leased_shards {
         // Tasks share shards; each shard is asked for once.
-        let mut shards: Vec<u8> = ids.iter().map(|id| schema::task_shard(id)).collect();
+        let expected = expected_shards(kv);
+        let mut shards: Vec<u8> = ids.iter().map(|id| expected.task(id)).collect();
         shards.sort_unstable();
         shards.dedup();
         keys.extend(
@@ -435,7 +489,7 @@ pub fn write_task<K: Kv + ?Sized>(
         kv.set(k, &[])?;
     }
     // A row keeps its id, so old and new count in the same shard.
-    let shard = schema::task_shard(&new.task.id);
+    let shard = shards(kv)?.task(&new.task.id);
     let was = old.is_some_and(|r| r.task.state.is_pending());
     let is = new.task.state.is_pending();
     add_to_counter(
@@ -516,12 +570,8 @@ pub fn write_timer<K: Kv + ?Sized>(
         }
         None => {
             kv.set(due.as_bytes(), &[])?;
-            add_to_counter(
-                kv,
-                schema::ARMED_TIMERS,
-                schema::timer_shard(&t.run, &t.effect),
-                1,
-            )?;
+            let shard = shards(kv)?.timer(&t.run, &t.effect);
+            add_to_counter(kv, schema::ARMED_TIMERS, shard, 1)?;
         }
     }
     Ok(())
@@ -531,12 +581,8 @@ pub fn write_timer<K: Kv + ?Sized>(
 pub fn retire_timer<K: Kv + ?Sized>(kv: &mut K, row: &TimerRow) -> Result<(), StoreError> {
     remove_timer(kv, row)?;
     let t = &row.timer;
-    add_to_counter(
-        kv,
-        schema::ARMED_TIMERS,
-        schema::timer_shard(&t.run, &t.effect),
-        -1,
-    )
+    let shard = shards(kv)?.timer(&t.run, &t.effect);
+    add_to_counter(kv, schema::ARMED_TIMERS, shard, -1)
 }
 
 /// Removes a timer with its due entry, leaving its count to the caller, who
@@ -730,7 +776,7 @@ mod tests {
                         d.contains("layout 2") && d.contains("single-key counters"),
                         "{d}"
                     );
-                    assert!(d.contains("only layout 3"), "{d}");
+                    assert!(d.contains("only layouts 3 and 4"), "{d}");
                 }
                 other => panic!("expected corrupt, got {other:?}"),
             }
@@ -767,7 +813,7 @@ mod tests {
             Err(StoreError::Corrupt(d)) => assert!(d.contains("shard 2"), "{d}"),
             other => panic!("expected corrupt, got {other:?}"),
         }
-        let mut deltas = [0i64; schema::COUNTER_SHARDS as usize];
+        let mut deltas = [0i64; schema::MAX_SHARDS as usize];
         deltas[1] = -1;
         deltas[2] = -1;
         assert!(matches!(

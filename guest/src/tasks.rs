@@ -315,10 +315,11 @@ pub(crate) fn withdraw_awaited<K: Kv + ?Sized>(
     run: &str,
     awaited: &[String],
 ) -> Result<u32, StoreError> {
+    let shards = store::shards(kv)?;
     let keys: Vec<Vec<u8>> = awaited
         .iter()
         .flat_map(|id| {
-            let [open, leased] = store::task_counter_keys(id);
+            let [open, leased] = store::task_counter_keys(id, shards);
             [schema::task(id).into_bytes(), open, leased]
         })
         .collect();

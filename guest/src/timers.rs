@@ -20,11 +20,12 @@ use crate::validate;
 
 pub fn arm<K: Kv + ?Sized>(kv: &mut K, timer: &Timer) -> Result<ArmOutcome, StoreError> {
     validate::timer(timer)?;
+    let shards = store::expected_shards(kv);
     kv.prefetch(&[
         schema::layout().into_bytes(),
         schema::sealed(&timer.run).into_bytes(),
         schema::timer(&timer.run, &timer.effect).into_bytes(),
-        store::timer_counter_key(&timer.run, &timer.effect),
+        store::timer_counter_key(&timer.run, &timer.effect, shards),
     ])?;
     store::check_layout(kv, true)?;
     if store::is_sealed(kv, &timer.run)? {
@@ -53,6 +54,7 @@ pub fn claim_due<K: Kv + ?Sized>(
     validate::limit("limit", limit)?;
     validate::lease(lease_ms)?;
     store::check_layout(kv, true)?;
+    let shards = store::shards(kv)?;
     // Never clamped: a lease is as long as it was asked to be, even when it
     // ends past the last instant a caller can name (s64 has room).
     let lease_until = now + i64::from(lease_ms);
@@ -107,7 +109,7 @@ pub fn claim_due<K: Kv + ?Sized>(
                 listed
                     .iter()
                     .filter(|(_, r, _)| sealed.get(r).copied().unwrap_or(false))
-                    .map(|(_, r, e)| store::timer_counter_key(r, e)),
+                    .map(|(_, r, e)| store::timer_counter_key(r, e, shards)),
             )
             .collect();
         kv.prefetch(&ahead)?;
@@ -151,10 +153,11 @@ pub fn claim_due<K: Kv + ?Sized>(
 pub fn disarm<K: Kv + ?Sized>(kv: &mut K, run: &str, effect: &str) -> Result<bool, StoreError> {
     validate::name("run", run)?;
     validate::name("effect", effect)?;
+    let shards = store::expected_shards(kv);
     kv.prefetch(&[
         schema::layout().into_bytes(),
         schema::timer(run, effect).into_bytes(),
-        store::timer_counter_key(run, effect),
+        store::timer_counter_key(run, effect, shards),
     ])?;
     store::check_layout(kv, true)?;
     match store::load_timer(kv, run, effect)? {
@@ -177,12 +180,13 @@ pub fn disarm_run<K: Kv + ?Sized>(kv: &mut K, run: &str) -> Result<u32, StoreErr
 /// counts are gathered and the shards moved with one batched read at the end.
 pub(crate) fn retire_run<K: Kv + ?Sized>(kv: &mut K, run: &str) -> Result<u32, StoreError> {
     let mut retired = 0u32;
-    let mut by_shard = [0i64; schema::COUNTER_SHARDS as usize];
+    let shards = store::shards(kv)?;
+    let mut by_shard = [0i64; schema::MAX_SHARDS as usize];
     store::walk(kv, &schema::timers_of(run), |kv, _, value| {
         let row = store::decode_timer(&value)
             .map_err(|e| StoreError::Corrupt(format!("a timer of run {run}: {e}")))?;
         store::remove_timer(kv, &row)?;
-        by_shard[usize::from(schema::timer_shard(&row.timer.run, &row.timer.effect))] -= 1;
+        by_shard[usize::from(shards.timer(&row.timer.run, &row.timer.effect))] -= 1;
         retired += 1;
         Ok(true)
     })?;

@@ -178,7 +178,7 @@ impl Engine {
             .backend
             .begin(tenant.name(), verb.mode(), limits.lock_wait)?;
         let ctx = CallCtx {
-            kv: KvView::new(txn, verb.mode(), limits),
+            kv: KvView::new(txn, verb.mode(), limits, s.backend.concurrent_writers()),
             wasi: None,
             table: ResourceTable::new(),
             memory_cap: limits.memory_bytes,

@@ -60,19 +60,26 @@ pub struct NativeTenant {
 }
 
 /// A backend transaction as the snapshot under the guest's buffer.
-struct TxnSnapshot<'a>(&'a mut dyn Txn);
+struct TxnSnapshot<'a> {
+    txn: &'a mut dyn Txn,
+    concurrent_writers: bool,
+}
 
 fn kv_error(e: Error) -> KvError {
     KvError::Storage(e.to_string())
 }
 
 impl Snapshot for TxnSnapshot<'_> {
+    fn concurrent_writers(&mut self) -> bool {
+        self.concurrent_writers
+    }
+
     fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, KvError> {
-        self.0.get(key).map_err(kv_error)
+        self.txn.get(key).map_err(kv_error)
     }
 
     fn get_many(&mut self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>, KvError> {
-        self.0.get_many(keys).map_err(kv_error)
+        self.txn.get_many(keys).map_err(kv_error)
     }
 
     fn scan(
@@ -82,7 +89,7 @@ impl Snapshot for TxnSnapshot<'_> {
         limit: u32,
         reverse: bool,
     ) -> Result<Vec<Entry>, KvError> {
-        self.0
+        self.txn
             .scan(start, end, limit, reverse, usize::MAX)
             .map(|(entries, _)| entries)
             .map_err(kv_error)
@@ -116,7 +123,11 @@ impl NativeTenant {
             .engine
             .backend
             .begin(&self.name, mode, Duration::from_secs(5))?;
-        let (answer, batch) = kv::buffered(TxnSnapshot(txn.as_mut()), |kv| f(kv));
+        let snapshot = TxnSnapshot {
+            txn: txn.as_mut(),
+            concurrent_writers: self.engine.backend.concurrent_writers(),
+        };
+        let (answer, batch) = kv::buffered(snapshot, |kv| f(kv));
         let answer = answer.map_err(Into::into)?;
         txn.commit(batch)?.wait()?;
         Ok(answer)

@@ -22,6 +22,8 @@ pub(crate) struct KvView {
     staged: Option<Vec<Write>>,
     /// The first host-side failure of this call; it decides the outcome.
     violation: Option<Error>,
+    /// What the backend says of its writers (`kv.concurrent-writers`).
+    concurrent_writers: bool,
 }
 
 /// What a call left behind once its guest has finished.
@@ -32,7 +34,12 @@ pub(crate) struct Outcome {
 }
 
 impl KvView {
-    pub(crate) fn new(txn: Box<dyn Txn>, mode: Mode, limits: Limits) -> Self {
+    pub(crate) fn new(
+        txn: Box<dyn Txn>,
+        mode: Mode,
+        limits: Limits,
+        concurrent_writers: bool,
+    ) -> Self {
         KvView {
             txn: Some(txn),
             mode,
@@ -40,6 +47,7 @@ impl KvView {
             read_bytes: 0,
             staged: None,
             violation: None,
+            concurrent_writers,
         }
     }
 
@@ -102,6 +110,10 @@ fn value_bytes(v: &Option<Vec<u8>>) -> usize {
 }
 
 impl kv::Host for KvView {
+    fn concurrent_writers(&mut self) -> wasmtime::Result<bool> {
+        Ok(self.concurrent_writers)
+    }
+
     fn get(&mut self, key: Vec<u8>) -> wasmtime::Result<Option<Vec<u8>>> {
         self.check_key(&key)?;
         let found = self.txn()?.get(&key);

@@ -57,6 +57,16 @@ fn delete(db: &TestDb, key: Key) {
     db.raw_delete(TENANT, key.as_bytes());
 }
 
+/// The shards the tenant's keyspace was laid out with: one on redb, many on
+/// PostgreSQL.
+fn shards(db: &TestDb) -> schema::Shards {
+    let raw = db.raw_contents(TENANT);
+    let mark = raw.get(schema::layout().as_bytes());
+    leasehold_guest::store::known_layout(mark.map(Vec::as_slice))
+        .expect("a layout this component reads")
+        .expect("the keyspace is laid out")
+}
+
 /// The value of one shard of counter `name`.
 fn counter(db: &TestDb, name: &str, shard: u8) -> u64 {
     let raw = db.raw_contents(TENANT);
@@ -117,7 +127,7 @@ fn a_missing_index_entry_is_found() {
 fn an_open_counter_off_by_one_is_found() {
     let db = seeded();
     // The shard t1 counts in; t1 is pending, so it holds at least one.
-    let shard = schema::task_shard("t1");
+    let shard = shards(&db).task("t1");
     let n = counter(&db, schema::OPEN_TASKS, shard);
     assert!(n >= 1);
     put(
@@ -141,7 +151,7 @@ fn an_open_counter_off_by_one_is_found() {
 fn a_timer_counter_off_by_one_is_found() {
     let db = seeded();
     // The shard run-1/b counts in; it is armed, so it holds at least one.
-    let shard = schema::timer_shard("run-1", "b");
+    let shard = shards(&db).timer("run-1", "b");
     let n = counter(&db, schema::ARMED_TIMERS, shard);
     assert!(n >= 1);
     put(
@@ -199,7 +209,7 @@ fn a_lease_entry_left_behind_is_found_and_never_reclaims_its_task() {
 fn a_leased_counter_off_by_one_is_found() {
     let db = seeded();
     // t4 is the one leased claim: its shard holds exactly one.
-    let shard = schema::task_shard("t4");
+    let shard = shards(&db).task("t4");
     let n = counter(&db, schema::LEASED_CLAIMS, shard);
     assert_eq!(n, 1);
     put(

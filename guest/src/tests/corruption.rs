@@ -190,7 +190,7 @@ fn a_timer_row_that_does_not_decode_is_corrupt() {
 fn a_counter_shard_of_the_wrong_width_is_corrupt() {
     let mut kv = MemKv::new();
     open(&mut kv, task("t"));
-    let own = schema::task_shard("t");
+    let own = schema::Shards::SHARED.task("t");
     kv.map.insert(
         schema::counter_shard(schema::OPEN_TASKS, own).into_bytes(),
         vec![1, 2, 3],
@@ -206,7 +206,7 @@ fn a_counter_shard_of_the_wrong_width_is_corrupt() {
     // found as well.
     let mut kv = MemKv::new();
     arm(&mut kv, timer("r", "e", 10));
-    let other = (schema::timer_shard("r", "e") + 1) % schema::COUNTER_SHARDS;
+    let other = (schema::Shards::SHARED.timer("r", "e") + 1) % schema::MAX_SHARDS;
     kv.map.insert(
         schema::counter_shard(schema::ARMED_TIMERS, other).into_bytes(),
         vec![0; 9],
@@ -459,7 +459,7 @@ fn a_keyspace_in_layout_2_is_refused_by_name_for_every_verb() {
             _ => timers::pending_count(&mut kv),
         }
         .expect("a count");
-        for k in schema::counter_shards(name) {
+        for k in schema::Shards::SHARED.keys(name) {
             kv.map.remove(&k);
         }
         kv.map.insert(
@@ -502,7 +502,7 @@ fn the_check_finds_a_task_row_deleted_behind_its_indexes() {
             ("case-index", "open"),
             (
                 "open-count",
-                &shard(schema::OPEN_TASKS, schema::task_shard("open"))
+                &shard(schema::OPEN_TASKS, schema::Shards::SHARED.task("open"))
             ),
             ("overdue-index", "open"),
             ("queue-index", "open"),
@@ -548,7 +548,7 @@ fn the_check_finds_the_open_counter_off_by_one_either_way() {
     for delta in [1i64, -1] {
         let mut kv = MemKv::new();
         mixed_workload(&mut kv);
-        let own = schema::task_shard("open");
+        let own = schema::Shards::SHARED.task("open");
         skew_shard(&mut kv, schema::OPEN_TASKS, own, delta);
         let found_now = check::check(&mut kv).expect("the check runs");
         assert_eq!(found_now.len(), 1, "{found_now:?}");
@@ -569,7 +569,7 @@ fn the_check_finds_the_timer_counter_off_by_one_either_way() {
     for delta in [1i64, -1] {
         let mut kv = MemKv::new();
         mixed_workload(&mut kv);
-        let own = schema::timer_shard("r1", "a");
+        let own = schema::Shards::SHARED.timer("r1", "a");
         skew_shard(&mut kv, schema::ARMED_TIMERS, own, delta);
         assert_eq!(
             findings(&mut kv),
@@ -586,8 +586,8 @@ fn the_check_finds_a_count_in_the_wrong_shard_though_the_sum_is_right() {
     let mut kv = MemKv::new();
     mixed_workload(&mut kv);
     let total = tasks::open_count(&mut kv).expect("open-count");
-    let own = schema::task_shard("open");
-    let wrong = (own + 1) % schema::COUNTER_SHARDS;
+    let own = schema::Shards::SHARED.task("open");
+    let wrong = (own + 1) % schema::MAX_SHARDS;
     skew_shard(&mut kv, schema::OPEN_TASKS, own, -1);
     skew_shard(&mut kv, schema::OPEN_TASKS, wrong, 1);
     assert_eq!(tasks::open_count(&mut kv), Ok(total), "the sum hides it");
@@ -624,7 +624,7 @@ fn the_check_finds_stray_and_unreadable_counter_keys() {
         schema::counter_shard("nothing", 0).into_bytes(),
         1u64.to_be_bytes().to_vec(),
     );
-    let own = schema::timer_shard("r2", "a");
+    let own = schema::Shards::SHARED.timer("r2", "a");
     kv.map.insert(
         schema::counter_shard(schema::ARMED_TIMERS, own).into_bytes(),
         vec![1, 2],
@@ -709,7 +709,7 @@ fn the_check_finds_the_leased_counter_off_by_one_either_way() {
         mixed_workload(&mut kv);
         let n = tasks::leased_count(&mut kv).expect("leased-count");
         assert_eq!(n, 1);
-        let own = schema::task_shard("leased");
+        let own = schema::Shards::SHARED.task("leased");
         skew_shard(&mut kv, schema::LEASED_CLAIMS, own, delta);
         assert_eq!(
             findings(&mut kv),

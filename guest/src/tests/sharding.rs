@@ -52,6 +52,10 @@ struct Recording<'a> {
 }
 
 impl Snapshot for Recording<'_> {
+    fn concurrent_writers(&mut self) -> bool {
+        Snapshot::concurrent_writers(&mut *self.kv)
+    }
+
     fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, KvError> {
         self.print.read.insert(key.to_vec());
         Snapshot::get(&mut *self.kv, key)
@@ -101,10 +105,10 @@ fn footprint<T, E: fmt::Debug>(
 
 /// An id whose task counts in another shard than `id`'s, or the same one.
 fn id_in(same_shard_as: &str, same: bool) -> String {
-    let want = schema::task_shard(same_shard_as);
+    let want = schema::Shards::SHARED.task(same_shard_as);
     (0..)
         .map(|i| format!("x{i}"))
-        .find(|id| (schema::task_shard(id) == want) == same)
+        .find(|id| (schema::Shards::SHARED.task(id) == want) == same)
         .expect("some id")
 }
 
@@ -132,13 +136,13 @@ fn the_counts_sum_every_shard() {
     }
     // Spread over the shards, as the hash means them to be.
     let used: BTreeSet<u8> = (0..500)
-        .map(|i| schema::task_shard(&format!("t{i:03}")))
+        .map(|i| schema::Shards::SHARED.task(&format!("t{i:03}")))
         .collect();
     assert!(used.len() > 50, "{} shards used", used.len());
     assert_eq!(tasks::open_count(&mut kv), Ok(400));
     assert_eq!(tasks::leased_count(&mut kv), Ok(100));
     assert_eq!(timers::pending_count(&mut kv), Ok(300));
-    let shards: u64 = (0..schema::COUNTER_SHARDS)
+    let shards: u64 = (0..schema::MAX_SHARDS)
         .map(|s| crate::store::read_shard(&mut kv, schema::OPEN_TASKS, s).expect("a shard"))
         .sum();
     assert_eq!(shards, 400);
@@ -149,8 +153,8 @@ fn the_counts_sum_every_shard() {
 fn a_task_counts_only_in_its_own_shard() {
     let mut kv = MemKv::new();
     open(&mut kv, task("t1"));
-    let own = schema::task_shard("t1");
-    for s in 0..schema::COUNTER_SHARDS {
+    let own = schema::Shards::SHARED.task("t1");
+    for s in 0..schema::MAX_SHARDS {
         let n = crate::store::read_shard(&mut kv, schema::OPEN_TASKS, s).expect("a shard");
         assert_eq!(n, u64::from(s == own), "shard {s}");
     }
@@ -207,7 +211,7 @@ fn calls_on_tasks_in_different_shards_touch_different_keys() {
                 // Only the shard they share, and only when the verb moves a
                 // count: renew and escalate (of a task already unheld) move
                 // none.
-                let shard = schema::task_shard(&a);
+                let shard = schema::Shards::SHARED.task(&a);
                 let moves = !matches!(verb, "renew" | "escalate");
                 assert_eq!(!conflicts.is_empty(), moves, "{verb}: {conflicts:?}");
                 assert!(
@@ -231,7 +235,7 @@ fn calls_on_timers_in_different_shards_touch_different_keys() {
     let a = ("r", "a".to_owned());
     let b = (0..)
         .map(|i| ("r", format!("e{i}")))
-        .find(|(r, e)| schema::timer_shard(r, e) != schema::timer_shard(a.0, &a.1))
+        .find(|(r, e)| schema::Shards::SHARED.timer(r, e) != schema::Shards::SHARED.timer(a.0, &a.1))
         .expect("some effect");
     let fa = footprint(&mut kv, |kv| timers::arm(kv, &timer(a.0, &a.1, 10)));
     let fb = footprint(&mut kv, |kv| timers::arm(kv, &timer(b.0, &b.1, 20)));

@@ -994,9 +994,9 @@ fn check_exits_one_when_a_counter_disagrees_with_the_rows() {
         .success()
         .stdout(contains("Consistent"));
     assert_eq!(s.json(&["check"]), serde_json::json!([]));
-    // Counters are sharded (layout 3): the finding names the shard pay-1
-    // counts in, which holds 1.
-    let shard = leasehold_guest::schema::task_shard("pay-1");
+    // The finding names the shard pay-1 counts in, which holds 1: the only
+    // one, since a redb keyspace is laid out with one shard per counter.
+    let shard = leasehold_guest::schema::Shards::SOLE.task("pay-1");
     skew_open_count(&s.db, "default", shard, 99);
     s.run(&["check"]).assert().code(1).stdout(
         contains(format!("shard {shard}, says 99; 1 pending"))

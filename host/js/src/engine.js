@@ -43,10 +43,11 @@ class Violation extends Error {
 
 /** What one call's guest sees of storage, with every guest-controlled size checked before use. */
 export class CallState {
-  constructor(txn, mode, limits) {
+  constructor(txn, mode, limits, concurrentWriters) {
     this.txn = txn;
     this.mode = mode;
     this.limits = limits;
+    this.concurrentWriters = concurrentWriters;
     this.readBytes = 0;
     this.staged = null;
     this.violation = null;
@@ -89,6 +90,9 @@ export function kvImport(slot) {
     return slot.call;
   };
   return {
+    concurrentWriters() {
+      return call().concurrentWriters;
+    },
     get(key) {
       const c = call();
       c.checkKey(key);
@@ -225,7 +229,7 @@ export class Engine {
    */
   call(tenant, instance, verb, mode, claimVerb, f, check) {
     const txn = this.store.begin(tenant, mode);
-    const call = new CallState(txn, mode, this.limits);
+    const call = new CallState(txn, mode, this.limits, this.store.concurrentWriters === true);
     const started = performance.now();
     let answer;
     let failure = null;

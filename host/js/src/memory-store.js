@@ -88,6 +88,11 @@ export class MemoryStore {
     return new MemoryTxn(this.#space(tenant), mode);
   }
 
+  /** No other process can write this process's memory (the kv import's `concurrent-writers`). */
+  get concurrentWriters() {
+    return false;
+  }
+
   /** Writes one key outside the component: for tests and repairs. */
   putRaw(tenant, key, value) {
     this.#space(tenant).put(toKey(key), Uint8Array.from(value));

@@ -95,6 +95,14 @@ export class SqliteStore {
     return new SqliteTxn(this, tenant, mode);
   }
 
+  /**
+   * The kv import's `concurrent-writers`: SQLite lets one writer at a time
+   * into the whole file, so writers never meet on a key.
+   */
+  get concurrentWriters() {
+    return false;
+  }
+
   /** Writes one key outside the component: for tests and repairs. */
   putRaw(tenant, key, value) {
     this.putStmt.run(tenant, blob(key), blob(value));

@@ -61,14 +61,14 @@ test('values, scans and writes over their caps are refused by name', () => {
 });
 
 test('a read-only call that stages writes traps; a second batch traps', () => {
-  const slot = { call: new CallState(new MemoryStore().begin('acme', 'read'), 'read', DEFAULT_LIMITS) };
+  const slot = { call: new CallState(new MemoryStore().begin('acme', 'read'), 'read', DEFAULT_LIMITS, false) };
   const kv = kvImport(slot);
   kv.stage([]);
   const write = [{ tag: 'put', val: { key: new Uint8Array([1]), value: new Uint8Array([2]) } }];
-  slot.call = new CallState(new MemoryStore().begin('acme', 'read'), 'read', DEFAULT_LIMITS);
+  slot.call = new CallState(new MemoryStore().begin('acme', 'read'), 'read', DEFAULT_LIMITS, false);
   assert.throws(() => kv.stage(write));
   assert.equal(slot.call.violation.kind, 'write-in-read-call');
-  slot.call = new CallState(new MemoryStore().begin('acme', 'write'), 'write', DEFAULT_LIMITS);
+  slot.call = new CallState(new MemoryStore().begin('acme', 'write'), 'write', DEFAULT_LIMITS, false);
   kv.stage(write);
   assert.throws(() => kv.stage(write));
   assert.equal(slot.call.violation.kind, 'second-batch');

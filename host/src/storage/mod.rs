@@ -69,6 +69,14 @@ pub trait Backend: Send + Sync + 'static {
     /// [`Error::LockTimeout`].
     fn begin(&self, tenant: &str, mode: Mode, lock_wait: Duration) -> Result<Box<dyn Txn>, Error>;
 
+    /// Whether other processes may write the same tenants' keys while a call
+    /// runs (a database server several hosts share), or this process is
+    /// their only writer (an embedded file it holds locked). The component
+    /// lays out a fresh keyspace by it: spread wide enough that concurrent
+    /// writers seldom meet on a key, or narrow so that reads touch fewer
+    /// keys. It decides contention, never correctness.
+    fn concurrent_writers(&self) -> bool;
+
     /// How many times, so far, a call waited for a server's answer; `None`
     /// for a backend in this process.
     fn round_trips(&self) -> Option<u64> {

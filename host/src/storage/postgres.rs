@@ -430,6 +430,11 @@ impl Backend for PgBackend {
         self.read_only
     }
 
+    /// Every host pointed at the database writes the same tenants.
+    fn concurrent_writers(&self) -> bool {
+        true
+    }
+
     fn begin(&self, tenant: &str, mode: Mode, lock_wait: Duration) -> Result<Box<dyn Txn>, Error> {
         check_tenant(tenant)?;
         let conn = self.pool.take(lock_wait)?;

@@ -92,6 +92,11 @@ impl Backend for RedbBackend {
         self.db.is_read_only()
     }
 
+    /// redb holds its file locked: this process is its only writer.
+    fn concurrent_writers(&self) -> bool {
+        false
+    }
+
     fn commit_stats(&self) -> Option<CommitStats> {
         Some(self.writer.stats())
     }

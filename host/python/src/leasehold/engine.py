@@ -113,6 +113,8 @@ class _Call:
     txn: Any
     mode: Mode
     limits: Limits
+    # The store's answer to the kv import's ``concurrent-writers``.
+    concurrent_writers: bool = False
     read_bytes: int = 0
     staged: list[tuple[bytes, bytes | None]] | None = None
     violation: LeaseholdError | None = None
@@ -156,6 +158,9 @@ class _Kv:
         if self.call is None:
             raise RuntimeError("storage used outside a call")
         return self.call
+
+    def concurrent_writers(self, _store: Any) -> bool:
+        return self._current().concurrent_writers
 
     def get(self, _store: Any, key: bytes) -> bytes | None:
         c = self._current()
@@ -311,6 +316,7 @@ class Engine:
         # The component imports only kv (and the types it speaks in): no WASI.
         with linker.root() as root:
             with root.add_instance(f"{PACKAGE}/kv@{VERSION}") as kv:
+                kv.add_func("concurrent-writers", self._kv.concurrent_writers)
                 kv.add_func("get", self._kv.get)
                 kv.add_func("get-many", self._kv.get_many)
                 kv.add_func("scan", self._kv.scan)
@@ -359,7 +365,7 @@ class Engine:
         mode = VERBS[verb][1]
         with self._lock:
             txn = self.store.begin(tenant, mode)
-            call = _Call(txn, mode, self.limits)
+            call = _Call(txn, mode, self.limits, self.store.concurrent_writers is True)
             try:
                 answer = self._run(tenant, verb, args, call)
                 result = check(answer)

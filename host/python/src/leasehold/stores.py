@@ -36,6 +36,11 @@ class Txn(Protocol):
 
 
 class Store(Protocol):
+    #: Whether other processes write the same tenants' keys at once: the kv
+    #: import's ``concurrent-writers``, by which the component lays out a
+    #: fresh keyspace.
+    concurrent_writers: bool
+
     def begin(self, tenant: str, mode: Mode) -> Txn: ...
 
     def put_raw(self, tenant: str, key: bytes, value: bytes) -> None:
@@ -108,6 +113,9 @@ class MemoryStore:
     """Every tenant's keys in memory, one sorted keyspace per tenant. Calls
     run one at a time (the engine holds a lock) and a call's writes arrive
     only when it commits, so each call reads the store as it began."""
+
+    #: No other process can write this process's memory.
+    concurrent_writers = False
 
     def __init__(self) -> None:
         self._tenants: dict[str, _Keyspace] = {}
@@ -200,6 +208,10 @@ class SqliteStore:
     ``durability="immediate"`` (the default) syncs each commit to disk;
     ``"none"`` leaves that to the OS: atomic, but a crash may lose recent
     calls."""
+
+    #: SQLite lets one writer at a time into the whole file, so writers never
+    #: meet on a key.
+    concurrent_writers = False
 
     def __init__(self, path: str, *, durability: Literal["immediate", "none"] = "immediate") -> None:
         # Autocommit mode: the transactions are this store's own BEGINs.
