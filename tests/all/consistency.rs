@@ -278,3 +278,41 @@ fn a_keyspace_in_an_unknown_layout_is_refused() {
     assert_eq!(found.len(), 1, "{found:?}");
     assert_eq!(found[0].structure, "layout");
 }
+
+/// A keyspace is laid out by what its backend says of its writers: one
+/// shard per counter on redb, whose file this process holds locked, and 64 on
+/// PostgreSQL, which many hosts write at once. Either way the counts and the
+/// check agree with the rows.
+#[test]
+fn a_keyspace_is_laid_out_for_its_backends_writers() {
+    let db = seeded();
+    let raw = db.raw_contents(TENANT);
+    let (mark, want) = match db.backend() {
+        Backend::Redb => (&b"4/1"[..], schema::Shards::SOLE),
+        Backend::Postgres => (&b"4/64"[..], schema::Shards::SHARED),
+    };
+    assert_eq!(
+        raw.get(schema::layout().as_bytes()).map(Vec::as_slice),
+        Some(mark)
+    );
+    assert_eq!(shards(&db), want);
+    let counters = schema::counters();
+    let stored: Vec<&Vec<u8>> = raw
+        .keys()
+        .filter(|k| k.starts_with(counters.as_bytes()))
+        .collect();
+    for k in &stored {
+        let in_range = (0..want.count()).any(|s| {
+            schema::COUNTERS
+                .iter()
+                .any(|n| schema::counter_shard(n, s).as_bytes() == k.as_slice())
+        });
+        assert!(in_range, "a counter key outside the layout: {k:?}");
+    }
+    let t = reopened(&db, TENANT);
+    // t1 open, t2 and t4 claimed: pending; t3 settled.
+    assert_eq!(t.open_count().expect("count"), 3);
+    assert_eq!(t.leased_count().expect("count"), 1);
+    assert_eq!(t.pending_count().expect("count"), 2);
+    assert_eq!(t.check().expect("check"), Vec::<Discrepancy>::new());
+}

@@ -97,10 +97,22 @@ fn the_mark_outranks_what_a_later_host_says() {
         timers::disarm_run(&mut kv, "r0").expect("disarm");
         assert_eq!(mark(&kv).map(<[u8]>::to_vec), laid_out);
         if first_sole {
-            assert!(stored_shards(&kv, schema::OPEN_TASKS).iter().all(|&s| s == 0));
+            assert!(
+                stored_shards(&kv, schema::OPEN_TASKS)
+                    .iter()
+                    .all(|&s| s == 0)
+            );
         }
-        assert_eq!(tasks::open_count(&mut kv), Ok(54), "first sole: {first_sole}");
-        assert_eq!(tasks::leased_count(&mut kv), Ok(9), "first sole: {first_sole}");
+        assert_eq!(
+            tasks::open_count(&mut kv),
+            Ok(54),
+            "first sole: {first_sole}"
+        );
+        assert_eq!(
+            tasks::leased_count(&mut kv),
+            Ok(9),
+            "first sole: {first_sole}"
+        );
         assert_healthy(&mut kv);
     }
 }
@@ -111,15 +123,15 @@ fn the_mark_outranks_what_a_later_host_says() {
 fn a_layout_3_keyspace_counts_in_its_64_shards() {
     let mut kv = MemKv::new();
     busy(&mut kv);
-    kv.map
-        .insert(schema::layout().into_bytes(), b"3".to_vec());
+    kv.map.insert(schema::layout().into_bytes(), b"3".to_vec());
     kv.sole_writer = true;
     open(&mut kv, task("late"));
     assert_eq!(mark(&kv), Some(&b"3"[..]));
     let late = Shards::SHARED.task("late");
-    assert!(kv.map.contains_key(
-        schema::counter_shard(schema::OPEN_TASKS, late).as_bytes()
-    ));
+    assert!(
+        kv.map
+            .contains_key(schema::counter_shard(schema::OPEN_TASKS, late).as_bytes())
+    );
     // The host's keyspaces have one shard, so the count reads the mark and
     // one shard, then the other 63 in a second batch.
     kv.calls = Calls::default();
@@ -135,7 +147,8 @@ fn a_layout_3_keyspace_counts_in_its_64_shards() {
 fn a_sole_writers_count_reads_the_mark_and_one_shard() {
     let mut kv = sole();
     busy(&mut kv);
-    let counts: [fn(&mut dyn Kv) -> Result<u64, StoreError>; 3] = [
+    type Count = fn(&mut dyn Kv) -> Result<u64, StoreError>;
+    let counts: [Count; 3] = [
         |kv| tasks::open_count(kv),
         |kv| tasks::leased_count(kv),
         |kv| timers::pending_count(kv),
@@ -173,7 +186,7 @@ fn a_mark_naming_no_shard_count_is_refused_as_corrupt() {
             "{:?}: {err:?}",
             String::from_utf8_lossy(bad)
         );
-        let err = fails_cleanly(&mut kv, |kv| tasks::open_count(kv));
+        let err = fails_cleanly(&mut kv, tasks::open_count);
         assert!(matches!(err, StoreError::Corrupt(_)), "{err:?}");
     }
     for good in [1u8, 2, 7, 63, 64] {
@@ -198,8 +211,5 @@ fn a_shard_beyond_the_layout_is_found_by_the_check() {
     let found = check::check(&mut kv).expect("the check runs");
     assert_eq!(found.len(), 1, "{found:#?}");
     assert_eq!(found[0].structure, "counter");
-    assert!(
-        found[0].detail.contains("no counter's shard"),
-        "{found:#?}"
-    );
+    assert!(found[0].detail.contains("no counter's shard"), "{found:#?}");
 }

@@ -235,7 +235,9 @@ fn calls_on_timers_in_different_shards_touch_different_keys() {
     let a = ("r", "a".to_owned());
     let b = (0..)
         .map(|i| ("r", format!("e{i}")))
-        .find(|(r, e)| schema::Shards::SHARED.timer(r, e) != schema::Shards::SHARED.timer(a.0, &a.1))
+        .find(|(r, e)| {
+            schema::Shards::SHARED.timer(r, e) != schema::Shards::SHARED.timer(a.0, &a.1)
+        })
         .expect("some effect");
     let fa = footprint(&mut kv, |kv| timers::arm(kv, &timer(a.0, &a.1, 10)));
     let fb = footprint(&mut kv, |kv| timers::arm(kv, &timer(b.0, &b.1, 20)));
