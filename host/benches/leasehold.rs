@@ -13,6 +13,11 @@
 //! Without `--bench` (as `cargo test` runs it) it makes a smoke pass: tiny
 //! sizes, a few calls, every answer checked, so the benchmark cannot rot.
 
+/// The allocator the `leasehold` binary runs on (see its `main.rs`): every
+/// engine in the run, product, native and raw, uses it.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -138,7 +143,8 @@ fn main() -> Result<()> {
     };
     println!(
         "# Leasehold benchmark{}\n\n{} runs per figure; each cell is the median of the runs, \
-         with (min–max). Cores: {}. Scratch files in {}.\n",
+         with (min–max). Cores: {}. Allocator: mimalloc, as the `leasehold` binary's. \
+         Scratch files in {}.\n",
         if sizes.smoke {
             " — smoke pass (tiny sizes, not a measurement)"
         } else {
