@@ -380,9 +380,6 @@ pub struct Calls {
     pub scans: u64,
     /// Entries returned by all scans together.
     pub scanned: u64,
-    /// Times the host was asked [`Snapshot::concurrent_writers`]: a crossing
-    /// of its own.
-    pub asks: u64,
 }
 
 impl Calls {
@@ -391,8 +388,7 @@ impl Calls {
         self.gets + self.scanned
     }
 
-    /// Round trips a host on the network would make for these reads (a
-    /// host answers [`Snapshot::concurrent_writers`] without one).
+    /// Round trips a host on the network would make for these reads.
     pub fn round_trips(&self) -> u64 {
         self.gets - self.batched_keys + self.get_manys + self.scans
     }
@@ -475,7 +471,7 @@ impl Kv for MemKv {
     }
 
     fn concurrent_writers(&mut self) -> bool {
-        Snapshot::concurrent_writers(self)
+        !self.sole_writer
     }
 
     fn set(&mut self, key: &[u8], value: &[u8]) -> Result<(), KvError> {
@@ -503,7 +499,6 @@ impl Kv for MemKv {
 
 impl Snapshot for MemKv {
     fn concurrent_writers(&mut self) -> bool {
-        self.calls.asks += 1;
         !self.sole_writer
     }
 

@@ -124,26 +124,11 @@ fn layout_shards<K: Kv + ?Sized>(kv: &mut K, mark: Option<&[u8]>) -> Result<Shar
     })
 }
 
-/// The shards a keyspace of this host has, or will have once laid out: what
-/// a count reads in the same batch as the mark. Where the mark says
-/// otherwise, the caller follows the mark and reads what it then needs.
+/// The shards a verb reads ahead for before it has read the mark: those of
+/// every keyspace its host laid out. Where the mark says otherwise, the verb
+/// follows the mark and reads what it then needs.
 pub fn expected_shards<K: Kv + ?Sized>(kv: &mut K) -> Shards {
     Shards::for_host(kv.concurrent_writers())
-}
-
-/// Every shard count a host lays a keyspace out with. A verb that reads a
-/// row's shards ahead, before it has read the mark, reads them under each:
-/// one or two keys more in the batch, where asking the host which first
-/// would cost a crossing every call.
-const LAID_OUT: [Shards; 2] = [Shards::SOLE, Shards::SHARED];
-
-/// The shard numbers `of` picks under every layout in [`LAID_OUT`], each
-/// once.
-fn ahead(of: impl Fn(Shards) -> u8) -> Vec<u8> {
-    let mut shards: Vec<u8> = LAID_OUT.iter().map(|&s| of(s)).collect();
-    shards.sort_unstable();
-    shards.dedup();
-    shards
 }
 
 /// The shards the stored layout mark records, if it is one this component
@@ -343,35 +328,18 @@ pub fn timer_counter_key(run: &str, effect: &str, shards: Shards) -> Vec<u8> {
     schema::counter_shard(schema::ARMED_TIMERS, shards.timer(run, effect)).into_bytes()
 }
 
-/// Reads ahead, in one round trip, what a verb on one timer may need: the
-/// layout mark, `also`, the timer's row and the counter shard arming or
-/// retiring it moves, under every layout (see [`LAID_OUT`]).
-pub fn prefetch_timer<K: Kv + ?Sized>(
-    kv: &mut K,
-    run: &str,
-    effect: &str,
-    also: Option<Vec<u8>>,
-) -> Result<(), StoreError> {
-    let mut keys = vec![schema::layout().into_bytes()];
-    keys.extend(also);
-    keys.push(schema::timer(run, effect).into_bytes());
-    for shard in ahead(|s| s.timer(run, effect)) {
-        keys.push(schema::counter_shard(schema::ARMED_TIMERS, shard).into_bytes());
-    }
-    Ok(kv.prefetch(&keys)?)
-}
-
 /// Reads ahead, in one round trip, what a verb on one task may need: the
 /// layout mark, the task's row and the counter shards [`write_task`] may
-/// move (only this task's, so writers of other tasks never share a key),
-/// under every layout (see [`LAID_OUT`]).
+/// move (only this task's, so writers of other tasks never share a key).
 pub fn prefetch_task<K: Kv + ?Sized>(kv: &mut K, id: &str) -> Result<(), StoreError> {
-    let mut keys = vec![schema::layout().into_bytes(), schema::task(id).into_bytes()];
-    for shard in ahead(|s| s.task(id)) {
-        keys.push(schema::counter_shard(schema::OPEN_TASKS, shard).into_bytes());
-        keys.push(schema::counter_shard(schema::LEASED_CLAIMS, shard).into_bytes());
-    }
-    Ok(kv.prefetch(&keys)?)
+    let shards = expected_shards(kv);
+    let [open, leased] = task_counter_keys(id, shards);
+    Ok(kv.prefetch(&[
+        schema::layout().into_bytes(),
+        schema::task(id).into_bytes(),
+        open,
+        leased,
+    ])?)
 }
 
 pub fn load_task<K: Kv + ?Sized>(kv: &mut K, id: &str) -> Result<Option<TaskRow>, StoreError> {
@@ -442,12 +410,9 @@ pub fn indexed_rows<K: Kv + ?Sized>(
     }
     keys.extend(ids.iter().map(|id| schema::task(id).into_bytes()));
     if along.leased_shards {
-        // Tasks share shards; each shard is asked for once, under every
-        // layout (see `LAID_OUT`).
-        let mut shards: Vec<u8> = ids
-            .iter()
-            .flat_map(|id| LAID_OUT.map(|s| s.task(id)))
-            .collect();
+        // Tasks share shards; each shard is asked for once.
+        let expected = expected_shards(kv);
+        let mut shards: Vec<u8> = ids.iter().map(|id| expected.task(id)).collect();
         shards.sort_unstable();
         shards.dedup();
         keys.extend(

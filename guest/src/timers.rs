@@ -20,12 +20,13 @@ use crate::validate;
 
 pub fn arm<K: Kv + ?Sized>(kv: &mut K, timer: &Timer) -> Result<ArmOutcome, StoreError> {
     validate::timer(timer)?;
-    store::prefetch_timer(
-        kv,
-        &timer.run,
-        &timer.effect,
-        Some(schema::sealed(&timer.run).into_bytes()),
-    )?;
+    let shards = store::expected_shards(kv);
+    kv.prefetch(&[
+        schema::layout().into_bytes(),
+        schema::sealed(&timer.run).into_bytes(),
+        schema::timer(&timer.run, &timer.effect).into_bytes(),
+        store::timer_counter_key(&timer.run, &timer.effect, shards),
+    ])?;
     store::check_layout(kv, true)?;
     if store::is_sealed(kv, &timer.run)? {
         return Ok(ArmOutcome::RunSealed);
@@ -152,7 +153,12 @@ pub fn claim_due<K: Kv + ?Sized>(
 pub fn disarm<K: Kv + ?Sized>(kv: &mut K, run: &str, effect: &str) -> Result<bool, StoreError> {
     validate::name("run", run)?;
     validate::name("effect", effect)?;
-    store::prefetch_timer(kv, run, effect, None)?;
+    let shards = store::expected_shards(kv);
+    kv.prefetch(&[
+        schema::layout().into_bytes(),
+        schema::timer(run, effect).into_bytes(),
+        store::timer_counter_key(run, effect, shards),
+    ])?;
     store::check_layout(kv, true)?;
     match store::load_timer(kv, run, effect)? {
         Some(row) => {

@@ -27,8 +27,6 @@ fn assert_one_batch_of_every_shard(
         gets: 65,
         get_manys: 1,
         batched_keys: 65,
-        // What the host's keyspaces have, so that one batch holds them.
-        asks: 1,
         ..Calls::default()
     };
     assert_eq!(calls, expected);
@@ -383,54 +381,40 @@ fn verbs_on_one_task_or_timer_make_one_crossing() {
         now: 10,
         lease_ms: 1_000,
     };
-    // One batch: the layout mark, the row and the task's two counter shards
-    // under each layout a host lays out (one shard, or 64): six keys, or
-    // four when the task's shard of 64 is shard 0 too.
-    let crossings = |c: Calls| {
-        (
-            c.round_trips(),
-            c.batched_keys == c.gets && (4..=6).contains(&c.batched_keys),
-        )
+    let one = Calls {
+        gets: 4,
+        get_manys: 1,
+        batched_keys: 4,
+        ..Calls::default()
     };
-    let one = (1, true);
+    let crossings = |c: Calls| (c.round_trips(), c.batched_keys, c.gets);
     let (t, calls) = counted(&mut kv, |kv| kv.call(|kv| tasks::open(kv, &task("new"))));
     t.expect("opens");
-    assert_eq!(crossings(calls), one, "open: {calls:?}");
+    assert_eq!(crossings(calls), crossings(one), "open: {calls:?}");
     let (t, calls) = counted(&mut kv, |kv| {
         kv.call(|kv| tasks::claim(kv, "t00500", "bob", &names(&["a"]), Some(&lease)))
     });
     t.expect("claims");
-    assert_eq!(crossings(calls), one, "claim: {calls:?}");
-    assert_eq!(calls.asks, 0, "claim: {calls:?}");
+    assert_eq!(crossings(calls), crossings(one), "claim: {calls:?}");
     let (t, calls) = counted(&mut kv, |kv| {
         kv.call(|kv| tasks::settle(kv, "t00500", Settlement::Completed, Some("bob")))
     });
     assert_eq!(t, Ok(true));
-    assert_eq!(crossings(calls), one, "settle: {calls:?}");
-    // Nor do they ask the host how it lays a keyspace out: the mark says.
-    assert_eq!(calls.asks, 0, "settle: {calls:?}");
-    // A timer: the layout mark, the run's seal, the row and its shard under
-    // each layout (shard 0 of one, its shard of 64).
-    let shards = 1 + u64::from(crate::schema::Shards::SHARED.timer("r", "e") != 0);
+    assert_eq!(crossings(calls), crossings(one), "settle: {calls:?}");
+    // A timer: the layout mark, the run's seal, the row and its shard.
     let (t, calls) = counted(&mut kv, |kv| {
         kv.call(|kv| timers::arm(kv, &timer("r", "e", 5)))
     });
     t.expect("arms");
-    assert_eq!(
-        (calls.round_trips(), calls.batched_keys),
-        (1, 3 + shards),
-        "arm: {calls:?}"
-    );
-    assert_eq!(calls.asks, 0, "arm: {calls:?}");
-    // The layout mark, the row and its shards.
+    assert_eq!(crossings(calls), crossings(one), "arm: {calls:?}");
+    // The layout mark, the row and its shard.
     let (t, calls) = counted(&mut kv, |kv| kv.call(|kv| timers::disarm(kv, "r", "e")));
     assert_eq!(t, Ok(true));
     assert_eq!(
         (calls.round_trips(), calls.batched_keys),
-        (1, 2 + shards),
+        (1, 3),
         "disarm: {calls:?}"
     );
-    assert_eq!(calls.asks, 0, "disarm: {calls:?}");
 }
 
 /// Disarming a run moves the shards of all its timers, which it learns only
@@ -498,10 +482,9 @@ fn reclaim_lapsed_reads_o_limit_entries_beside_ten_thousand_live_leases() {
     assert!(moved.iter().all(|t| t.state == TaskState::Open));
     // Counted as the component runs it, over the call's buffer: the layout
     // mark, the 10 lapsed entries (one scan: the live ones sit past `now`),
-    // their 10 rows and at most 11 leased-claims shards (one batch: each
-    // row's shard of 64, and shard 0, where a one-shard layout counts).
+    // their 10 rows and at most 10 leased-claims shards (one batch).
     assert_eq!(calls.scanned, 10, "{calls:?}");
-    assert!(calls.reads() <= 32, "{calls:?}");
+    assert!(calls.reads() <= 31, "{calls:?}");
     assert_eq!(calls.round_trips(), 3, "{calls:?}");
 
     // With nothing lapsed, a sweep reads nothing of the lease index.
@@ -538,8 +521,8 @@ fn reclaim_lapsed_reads_o_limit_entries_however_many_have_lapsed() {
         ["t00000", "t00001", "t00002", "t00003"]
     );
     assert_eq!(calls.scanned, 4, "{calls:?}");
-    // The layout mark, 4 entries, 4 rows and at most 5 shards.
-    assert!(calls.reads() <= 14, "{calls:?}");
+    // The layout mark, 4 entries, 4 rows and at most 4 shards.
+    assert!(calls.reads() <= 13, "{calls:?}");
 }
 
 #[test]
@@ -602,11 +585,10 @@ fn claim_next_reads_no_more_than_a_one_task_queue_page() {
     assert_eq!(got.id, "t00003");
     assert_eq!(got.assignee.as_deref(), Some("ann"));
     // The page's batches hold the layout mark and the rows; claim-next's add
-    // at most one shard per row, and shard 0, where a one-shard layout
-    // counts.
+    // at most one shard per row.
     let rows = page_calls.batched_keys - 1;
     assert!(
-        calls.reads() <= page_calls.reads() + rows + 1,
+        calls.reads() <= page_calls.reads() + rows,
         "{calls:?} against a page's {page_calls:?}"
     );
     assert_eq!(
