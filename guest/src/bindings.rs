@@ -15,6 +15,8 @@ use exports::leasehold::engine::timers as timers_api;
 use leasehold::engine::kv as host_kv;
 use leasehold::engine::types as wit;
 
+use core::sync::atomic::{AtomicU8, Ordering};
+
 use crate::kv::{self, Entry, KvError, Snapshot, Write};
 use crate::model;
 #[allow(unused_imports)]
@@ -229,9 +231,24 @@ unsafe extern "C" {}
 /// cannot fail here: a host that cannot answer traps the call.
 struct HostKv;
 
+/// The host's answer to `kv.concurrent-writers`, kept for the life of the
+/// instance (the WIT lets a component ask once): 0 not asked yet, 1 false,
+/// 2 true. A host that reuses an instance for many calls is asked once,
+/// where each call would otherwise pay a crossing for a fact that does not
+/// change. Nothing else outlives a call.
+static CONCURRENT_WRITERS: AtomicU8 = AtomicU8::new(0);
+
 impl Snapshot for HostKv {
     fn concurrent_writers(&mut self) -> bool {
-        host_kv::concurrent_writers()
+        match CONCURRENT_WRITERS.load(Ordering::Relaxed) {
+            1 => false,
+            2 => true,
+            _ => {
+                let answer = host_kv::concurrent_writers();
+                CONCURRENT_WRITERS.store(1 + u8::from(answer), Ordering::Relaxed);
+                answer
+            }
+        }
     }
 
     fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, KvError> {

@@ -380,6 +380,8 @@ pub struct Calls {
     pub scans: u64,
     /// Entries returned by all scans together.
     pub scanned: u64,
+    /// Times the host was asked [`Snapshot::concurrent_writers`].
+    pub asks: u64,
 }
 
 impl Calls {
@@ -471,7 +473,7 @@ impl Kv for MemKv {
     }
 
     fn concurrent_writers(&mut self) -> bool {
-        !self.sole_writer
+        Snapshot::concurrent_writers(self)
     }
 
     fn set(&mut self, key: &[u8], value: &[u8]) -> Result<(), KvError> {
@@ -499,6 +501,7 @@ impl Kv for MemKv {
 
 impl Snapshot for MemKv {
     fn concurrent_writers(&mut self) -> bool {
+        self.calls.asks += 1;
         !self.sole_writer
     }
 

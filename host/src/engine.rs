@@ -293,3 +293,82 @@ impl Engine {
         self.shared.backend.commit_stats()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::{Mode, Txn};
+    use leasehold_guest::model::{OnExpiry, Priority, Task, TaskState};
+    use leasehold_guest::schema;
+
+    /// redb that says other processes write it too, as a database server's
+    /// backend does.
+    struct SaysConcurrent(RedbBackend);
+
+    impl Backend for SaysConcurrent {
+        fn begin(
+            &self,
+            tenant: &str,
+            mode: Mode,
+            lock_wait: Duration,
+        ) -> Result<Box<dyn Txn>, Error> {
+            self.0.begin(tenant, mode, lock_wait)
+        }
+
+        fn concurrent_writers(&self) -> bool {
+            true
+        }
+    }
+
+    fn task(id: &str) -> Task {
+        Task {
+            id: id.to_owned(),
+            run: "r".to_owned(),
+            case: None,
+            kind: "k".to_owned(),
+            justification: "{}".to_owned(),
+            candidate_roles: Vec::new(),
+            assignee: None,
+            lease_until: None,
+            priority: Priority::Normal,
+            state: TaskState::Open,
+            on_expiry: OnExpiry::Deny,
+            escalate_to: Vec::new(),
+            excluded_actors: Vec::new(),
+            created_at: 1,
+            due_at: None,
+        }
+    }
+
+    fn mark(engine: &Engine, tenant: &str) -> Option<Vec<u8>> {
+        let mut txn = engine
+            .shared
+            .backend
+            .begin(tenant, Mode::Read, Duration::from_secs(1))
+            .expect("a read transaction");
+        txn.get(schema::layout().as_bytes()).expect("reads")
+    }
+
+    /// The component may keep the host's answer for its instance's life;
+    /// every call here is a fresh instance from one shared pool, so two
+    /// engines that answer differently must each lay out by their own.
+    #[test]
+    fn engines_sharing_one_pool_lay_keyspaces_out_by_their_own_backends() {
+        let sole = Engine::builder().in_memory().expect("an engine");
+        let builder = Engine::builder();
+        let compiled = builder.compile().expect("compiles");
+        assert!(Arc::ptr_eq(&compiled, &sole.shared.compiled), "one pool");
+        let backend = RedbBackend::in_memory(Durability::None, false).expect("redb");
+        let shared = builder.build(compiled, Arc::new(SaysConcurrent(backend)));
+        for i in 0..4 {
+            let tenant = format!("t{i}");
+            for engine in [&sole, &shared] {
+                let t = engine.tenant(&tenant).expect("tenant");
+                t.open(&task("a")).expect("opens");
+                assert_eq!(t.open_count().expect("counts"), 1);
+            }
+            assert_eq!(mark(&sole, &tenant).as_deref(), Some(&b"4/1"[..]));
+            assert_eq!(mark(&shared, &tenant).as_deref(), Some(&b"4/64"[..]));
+        }
+    }
+}

@@ -27,6 +27,8 @@ fn assert_one_batch_of_every_shard(
         gets: 65,
         get_manys: 1,
         batched_keys: 65,
+        // What the host's keyspaces have, so that one batch holds them.
+        asks: 1,
         ..Calls::default()
     };
     assert_eq!(calls, expected);
@@ -396,6 +398,8 @@ fn verbs_on_one_task_or_timer_make_one_crossing() {
     });
     t.expect("claims");
     assert_eq!(crossings(calls), crossings(one), "claim: {calls:?}");
+    // What the host's keyspaces have, asked once per call at most.
+    assert_eq!(calls.asks, 1, "claim: {calls:?}");
     let (t, calls) = counted(&mut kv, |kv| {
         kv.call(|kv| tasks::settle(kv, "t00500", Settlement::Completed, Some("bob")))
     });

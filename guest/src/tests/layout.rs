@@ -160,6 +160,7 @@ fn a_sole_writers_count_reads_the_mark_and_one_shard() {
             gets: 2,
             get_manys: 1,
             batched_keys: 2,
+            asks: 1,
             ..Calls::default()
         };
         assert_eq!(kv.calls, expected);
