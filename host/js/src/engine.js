@@ -203,6 +203,11 @@ export class Engine {
     if (!store || typeof store.begin !== 'function') {
       throw new TypeError('open({ store }) needs a store: new MemoryStore() or new SqliteStore(path)');
     }
+    if (typeof store.concurrentWriters !== 'boolean') {
+      throw new TypeError(
+        'a store must say whether other processes write its keys at once: store.concurrentWriters, true or false',
+      );
+    }
     this.store = store;
     this.limits = Object.freeze({ ...DEFAULT_LIMITS, ...limits });
   }
@@ -229,7 +234,7 @@ export class Engine {
    */
   call(tenant, instance, verb, mode, claimVerb, f, check) {
     const txn = this.store.begin(tenant, mode);
-    const call = new CallState(txn, mode, this.limits, this.store.concurrentWriters === true);
+    const call = new CallState(txn, mode, this.limits, this.store.concurrentWriters);
     const started = performance.now();
     let answer;
     let failure = null;

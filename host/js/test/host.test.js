@@ -119,3 +119,25 @@ test('answers are numbers where they fit and null where absent', () => {
   assert.equal(acme.nextDue(), 10 + 604800000);
   assert.equal(typeof acme.pendingCount(), 'number');
 });
+
+// ("meta", "layout") as the guest spells it: each string tagged 0x02 and ended by 0x00.
+const LAYOUT_KEY = Buffer.from('026d65746100026c61796f757400', 'hex');
+
+test('a store says whether other processes write its keys, and a fresh keyspace is laid out by it', () => {
+  assert.throws(() => open({ store: { begin() {} } }), (e) => e instanceof TypeError && /concurrentWriters/.test(e.message));
+  class SharedStore extends MemoryStore {
+    get concurrentWriters() {
+      return true;
+    }
+  }
+  for (const [store, mark] of [[new MemoryStore(), '4/1'], [new SharedStore(), '4/64']]) {
+    const t = open({ store }).tenant('acme');
+    t.open(task('a'));
+    t.open(task('b'));
+    assert.equal(t.openCount(), 2);
+    const found = store.dump('acme').find(([k]) => Buffer.from(k).equals(LAYOUT_KEY));
+    assert.ok(found, 'the keyspace has a layout mark');
+    assert.equal(Buffer.from(found[1]).toString(), mark);
+    assert.deepEqual(t.check(), []);
+  }
+});

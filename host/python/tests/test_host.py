@@ -139,3 +139,27 @@ def test_answers_are_typed_values_with_none_where_absent():
     (t,) = acme.claim_due(10, 1, 604800000)
     assert t.phase is lh.Phase.FORWARD and t.case is None
     assert acme.next_due() == 10 + 604800000
+
+
+# ("meta", "layout") as the guest spells it: each string tagged 0x02 and ended by 0x00.
+LAYOUT_KEY = bytes.fromhex("026d65746100026c61796f757400")
+
+
+def test_a_store_says_whether_other_processes_write_its_keys_and_a_fresh_keyspace_is_laid_out_by_it():
+    class Unsaid:
+        def begin(self, tenant, mode):
+            raise AssertionError("never called")
+
+    with pytest.raises(TypeError, match="concurrent_writers"):
+        lh.open(Unsaid())
+
+    class SharedStore(lh.MemoryStore):
+        concurrent_writers = True
+
+    for store, mark in [(lh.MemoryStore(), b"4/1"), (SharedStore(), b"4/64")]:
+        t = lh.open(store).tenant("acme")
+        t.open(task("a"))
+        t.open(task("b"))
+        assert t.open_count() == 2
+        assert dict(store.dump("acme"))[LAYOUT_KEY] == mark
+        assert t.check() == []

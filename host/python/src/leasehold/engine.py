@@ -291,6 +291,11 @@ class Engine:
     def __init__(self, store: Store, *, limits: Limits | None = None, component: bytes | str | Path | None = None):
         if not hasattr(store, "begin"):
             raise TypeError("open(store=...) needs a store: MemoryStore() or SqliteStore(path)")
+        if not isinstance(getattr(store, "concurrent_writers", None), bool):
+            raise TypeError(
+                "a store must say whether other processes write its keys at once: "
+                "store.concurrent_writers, True or False"
+            )
         if component is None:
             wasm = _packaged_component()
         elif isinstance(component, bytes):
@@ -365,7 +370,7 @@ class Engine:
         mode = VERBS[verb][1]
         with self._lock:
             txn = self.store.begin(tenant, mode)
-            call = _Call(txn, mode, self.limits, self.store.concurrent_writers is True)
+            call = _Call(txn, mode, self.limits, self.store.concurrent_writers)
             try:
                 answer = self._run(tenant, verb, args, call)
                 result = check(answer)
