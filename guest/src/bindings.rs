@@ -235,7 +235,8 @@ struct HostKv;
 /// instance (the WIT lets a component ask once): 0 not asked yet, 1 false,
 /// 2 true. A host that reuses an instance for many calls is asked once,
 /// where each call would otherwise pay a crossing for a fact that does not
-/// change. Nothing else outlives a call.
+/// change. It is the one value kept on purpose from call to call, and it
+/// only picks which keys to read ahead and how a fresh keyspace is laid out.
 static CONCURRENT_WRITERS: AtomicU8 = AtomicU8::new(0);
 
 impl Snapshot for HostKv {
