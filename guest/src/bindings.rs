@@ -32,11 +32,15 @@ static ALLOCATOR: BumpFirst = BumpFirst {
     }),
 };
 
-/// Every call runs in a fresh instance whose memory is thrown away after it,
-/// so most of a call's allocations need no bookkeeping at all: they are cut
-/// from the front of one region, and only the most recent one gives its room
-/// back when freed (a `Vec` growing in place). What does not fit goes to
-/// talc, which frees properly, for calls that allocate a lot.
+/// The Rust host runs every call in a fresh instance whose memory is thrown
+/// away after it, so most of a call's allocations need no bookkeeping at
+/// all: they are cut from the front of one region, and only the most recent
+/// one gives its room back when freed (a `Vec` growing in place). What does
+/// not fit goes to talc, which frees properly, for calls that allocate a
+/// lot. A host that keeps an instance for many calls (the JavaScript and
+/// Python hosts do) sees the region fill with freed blocks over its first
+/// calls and talc serve the rest: the region is never reused, so this costs
+/// at most its 256 KiB and never correctness.
 struct BumpFirst {
     /// Offset of the first free byte of `BUMP`.
     next: core::cell::Cell<usize>,

@@ -149,8 +149,6 @@ pub struct Buffered<S> {
     fetched: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
     /// This call's writes, last one per key: `None` is a delete.
     writes: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
-    /// The host's [`Snapshot::concurrent_writers`], asked once per call.
-    concurrent: Option<bool>,
 }
 
 impl<S: Snapshot> Buffered<S> {
@@ -159,7 +157,6 @@ impl<S: Snapshot> Buffered<S> {
             source,
             fetched: BTreeMap::new(),
             writes: BTreeMap::new(),
-            concurrent: None,
         }
     }
 
@@ -276,10 +273,10 @@ impl<S: Snapshot> Kv for Buffered<S> {
         Ok(())
     }
 
+    // Not kept here: the component's bindings keep the answer for the
+    // instance's life, and the native snapshots hold it in a field.
     fn concurrent_writers(&mut self) -> bool {
-        *self
-            .concurrent
-            .get_or_insert_with(|| self.source.concurrent_writers())
+        self.source.concurrent_writers()
     }
 
     fn scan(
