@@ -79,13 +79,13 @@ def test_a_read_only_call_that_stages_writes_traps_and_so_does_a_second_batch():
     kv = _Kv()
     put = cm.Record()
     put.key, put.value = b"k", b"v"
-    kv.call = _Call(lh.MemoryStore().begin("acme", "read"), "read", lh.Limits())
+    kv.call = _Call(lh.MemoryStore().begin("acme", "read"), "read", lh.Limits(), False)
     kv.stage(None, [])
-    kv.call = _Call(lh.MemoryStore().begin("acme", "read"), "read", lh.Limits())
+    kv.call = _Call(lh.MemoryStore().begin("acme", "read"), "read", lh.Limits(), False)
     with pytest.raises(Exception):
         kv.stage(None, [put])
     assert kv.call.violation.kind == "write-in-read-call"
-    kv.call = _Call(lh.MemoryStore().begin("acme", "write"), "write", lh.Limits())
+    kv.call = _Call(lh.MemoryStore().begin("acme", "write"), "write", lh.Limits(), False)
     kv.stage(None, [put, b"gone"])
     assert kv.call.staged == [(b"k", b"v"), (b"gone", None)], "put is a bare Record, delete bare bytes"
     with pytest.raises(Exception):

@@ -114,7 +114,7 @@ class _Call:
     mode: Mode
     limits: Limits
     # The store's answer to the kv import's ``concurrent-writers``.
-    concurrent_writers: bool = False
+    concurrent_writers: bool
     read_bytes: int = 0
     staged: list[tuple[bytes, bytes | None]] | None = None
     violation: LeaseholdError | None = None
