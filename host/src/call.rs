@@ -204,13 +204,26 @@ impl Engine {
         let txn = outcome
             .txn
             .ok_or_else(|| Error::setup("the call lost its transaction"))?;
-        if let Some(v) = outcome.violation {
+        let answer = match outcome.violation {
             // A limit the host recorded names the cause better than the trap
             // it led to.
-            return Err(v);
-        }
-        let answer = answer.map_err(|trap| Error::Sandbox(classify_trap(trap, deadline)))?;
-        let answer = check(answer)?;
+            Some(v) => Err(v),
+            None => answer
+                .map_err(|trap| Error::Sandbox(classify_trap(trap, deadline)))
+                .and_then(check),
+        };
+        let answer = match answer {
+            Ok(answer) => answer,
+            Err(refused) => {
+                // An error answer may rest on writes of calls before it in
+                // its group: it is given once they are committed, and if
+                // they never are, the caller hears that instead.
+                let pending = txn.finish_unwritten();
+                drop(store);
+                pending.wait()?;
+                return Err(refused);
+            }
+        };
         let pending = txn.commit(outcome.batch)?;
         // The instance slot is free before the call waits for its commit to
         // be durable (with group commit, possibly another call's fsync).

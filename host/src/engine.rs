@@ -12,7 +12,7 @@ use crate::compiled::{Compiled, compiled};
 use crate::error::Error;
 use crate::storage::file::Access;
 use crate::storage::postgres::{DEFAULT_POOL_SIZE, PgBackend};
-use crate::storage::redb::RedbBackend;
+use crate::storage::redb::{GroupCommit, RedbBackend};
 use crate::storage::{self, Backend, CommitStats};
 use crate::tenant::Tenant;
 
@@ -44,6 +44,13 @@ pub struct Limits {
     /// any call for a free connection (PostgreSQL), before it answers
     /// [`Error::LockTimeout`]. Not part of the call's deadline.
     pub lock_wait: Duration,
+    /// Most write calls one redb group commit takes before it commits, so
+    /// that a stream of callers cannot hold a group open.
+    pub group_calls: u32,
+    /// A redb group older than this commits at the next call that finishes,
+    /// whoever is waiting. A member's wait for its commit is bounded by
+    /// this, one call's deadline and the commit itself.
+    pub group_age: Duration,
     /// Instances that can run at once (pooling allocator slots).
     pub concurrent_calls: u32,
     /// How many times a call that lost a serialization race (PostgreSQL) is
@@ -65,6 +72,8 @@ impl Default for Limits {
             call_read_bytes: 64 << 20,
             call_write_bytes: 16 << 20,
             lock_wait: Duration::from_secs(5),
+            group_calls: 128,
+            group_age: Duration::from_millis(20),
             concurrent_calls: 128,
             conflict_retries: 32,
         }
@@ -189,15 +198,30 @@ impl EngineBuilder {
             self.durability,
             self.access,
             self.file_wait,
-            !self.no_group_commit,
+            self.group(),
         )?;
         Ok(self.build(compiled, Arc::new(backend)))
+    }
+
+    /// Opens a redb database on a storage backend of the caller's (any
+    /// [`redb::StorageBackend`]: a platform's block store, or a test's
+    /// simulated disk), creating it there when the backend is empty and
+    /// repairing one a writer left open. Durability, group commit and
+    /// limits apply as to a file.
+    pub fn redb_storage(self, storage: impl redb::StorageBackend) -> Result<Engine, Error> {
+        let compiled = self.compile()?;
+        let backend = RedbBackend::on_storage(storage, self.durability, self.group())?;
+        Ok(self.build(compiled, Arc::new(backend)))
+    }
+
+    fn group(&self) -> GroupCommit {
+        GroupCommit::new(!self.no_group_commit, &self.limits)
     }
 
     /// A redb database that lives in memory and is gone with the engine.
     pub fn in_memory(self) -> Result<Engine, Error> {
         let compiled = self.compile()?;
-        let backend = RedbBackend::in_memory(self.durability, !self.no_group_commit)?;
+        let backend = RedbBackend::in_memory(self.durability, self.group())?;
         Ok(self.build(compiled, Arc::new(backend)))
     }
 
@@ -268,6 +292,24 @@ impl Engine {
     pub fn tenant(&self, name: &str) -> Result<Tenant, Error> {
         storage::check_tenant(name)?;
         Ok(Tenant::new(self.clone(), name.to_owned()))
+    }
+
+    /// An engine that runs another component over this engine's database,
+    /// sharing its writer, its commits and its limits: two versions of the
+    /// rules side by side during an upgrade, or a test's fixture beside the
+    /// real rules. Both see the same tenants' keys.
+    pub fn with_component(&self, bytes: impl Into<Arc<[u8]>>) -> Result<Engine, Error> {
+        let s = &self.shared;
+        let compiled = compiled(&bytes.into(), &s.limits)?;
+        Ok(Engine {
+            shared: Arc::new(Shared {
+                compiled,
+                backend: s.backend.clone(),
+                limits: s.limits,
+                durability: s.durability,
+                retries: AtomicU64::new(0),
+            }),
+        })
     }
 
     pub fn limits(&self) -> &Limits {
@@ -358,7 +400,8 @@ mod tests {
         let builder = Engine::builder();
         let compiled = builder.compile().expect("compiles");
         assert!(Arc::ptr_eq(&compiled, &sole.shared.compiled), "one pool");
-        let backend = RedbBackend::in_memory(Durability::None, false).expect("redb");
+        let group = GroupCommit::new(false, &Limits::default());
+        let backend = RedbBackend::in_memory(Durability::None, group).expect("redb");
         let shared = builder.build(compiled, Arc::new(SaysConcurrent(backend)));
         for i in 0..4 {
             let tenant = format!("t{i}");

@@ -133,6 +133,20 @@ pub enum Error {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// The call's commit was sent, but its answer never came back: it may
+    /// have landed or not. Not retryable as it is: re-read, since every verb
+    /// is idempotent or a compare-and-set.
+    #[error("the outcome of the call's commit is unknown: {source}")]
+    OutcomeUnknown {
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The commit this call shared with other calls (redb's group commit)
+    /// did not happen, and the call's answer, whatever it was, rested on it.
+    /// Every call of the group gets the same failure. Retryable when the
+    /// group was aborted ([`GroupFailure::nothing_committed`]).
+    #[error("{0}")]
+    GroupFailed(#[source] crate::storage::GroupFailure),
     /// A writing verb was called on an engine opened read-only.
     #[error("the database is open read-only, and {verb} writes")]
     ReadOnly { verb: &'static str },
@@ -186,7 +200,7 @@ impl Error {
                 | Error::Conflict { .. }
                 | Error::Refused(Refusal::AlreadyClaimed(_))
                 | Error::Sandbox(SandboxError::Busy(_))
-        )
+        ) || matches!(self, Error::GroupFailed(f) if f.nothing_committed())
     }
 
     /// The engine declined: a refusal or a missing id.

@@ -15,7 +15,7 @@ use leasehold_guest::kv::{self, Entry, Kv, KvError, Snapshot};
 use crate::engine::Durability;
 use crate::error::Error;
 use crate::storage::file::Access;
-use crate::storage::redb::RedbBackend;
+use crate::storage::redb::{GroupCommit, RedbBackend};
 use crate::storage::{Backend, Mode, Txn, check_tenant};
 
 /// A database run by the native build of the rules.
@@ -38,7 +38,7 @@ impl NativeEngine {
                 durability,
                 Access::Write,
                 Duration::ZERO,
-                true,
+                GroupCommit::new(true, &crate::Limits::default()),
             )?),
         })
     }

@@ -167,6 +167,36 @@ pub(crate) fn in_memory() -> Result<Db, Error> {
     Ok(Db::Write(db))
 }
 
+/// Repairs the database file at `path` if a writer stopped without closing
+/// it (killed, or the machine lost power), and answers whether it had to.
+/// Repairing is opening it for writing, which makes redb recover it, and
+/// closing it again: it needs write permission and the writer's lock, and
+/// waits up to `lock_wait` while another process has the file open. A file
+/// that was closed cleanly is left as it is.
+pub fn repair(path: &Path, lock_wait: Duration) -> Result<bool, OpenError> {
+    match open(path, Access::ReadOnly, lock_wait) {
+        Ok(db) => {
+            drop(db);
+            Ok(false)
+        }
+        Err(OpenError::NeedsRecovery { .. }) => {
+            drop(open(path, Access::Write, lock_wait)?);
+            Ok(true)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// A database on a storage backend of the caller's, created there when the
+/// backend is empty; redb repairs one a writer left open.
+pub(crate) fn on_storage(storage: impl redb::StorageBackend) -> Result<Db, Error> {
+    let db = redb::Database::builder()
+        .create_with_backend(storage)
+        .map_err(redb::Error::from)?;
+    ensure_table(&db)?;
+    Ok(Db::Write(db))
+}
+
 /// Read transactions need the table to exist; it is created once, so opening
 /// an existing database commits nothing.
 fn ensure_table(db: &redb::Database) -> Result<(), redb::Error> {

@@ -1,16 +1,39 @@
 //! Group commit for redb: write calls that arrive while a commit is being
 //! made durable share the next commit, and so its one fsync.
 //!
+//! This module owns the writer's turn, the open group and its transaction,
+//! and telling each member of a group how the group's commit went. It must
+//! never tell a call anything before the commit its answer rests on is
+//! settled, never commit a group one of whose batches failed to apply, and
+//! never leave a caller waiting without a bound.
+//!
 //! redb lets one write transaction exist at a time. A call takes the *turn*
 //! (one call at a time, in arrival order as the OS wakes them), runs its guest
 //! on the group's open transaction, which already holds the writes of the
 //! calls before it, and applies its batch only if it answered `ok`. Then,
-//! if others are waiting for the turn, it hands them the open transaction
-//! and waits for the group's commit; if nobody is, it commits the group. A
-//! call is told `ok` only once the commit that covers it is durable, and a
-//! commit that fails fails every call of its group with the same error. A
-//! call that fails adds nothing, and the group commits as if it had never
-//! run. A lone caller commits at once: no batching window.
+//! if others are waiting for the turn and the group is below its caps, it
+//! hands them the open transaction and waits for the group's commit;
+//! otherwise it closes the group and commits it. A lone caller commits at
+//! once: no batching window.
+//!
+//! The bounds:
+//! - a wait for the turn ends within `lock_wait` ([`Error::LockTimeout`]);
+//! - a group takes at most `calls` calls and closes at the first call that
+//!   finishes after it is `age` old, so a member waits for at most the
+//!   group's age cap, one call, and the commit; past `outcome_wait` it stops
+//!   waiting and answers [`Error::OutcomeUnknown`], which only a commit that
+//!   hangs in the file system can cause;
+//! - a batch that fails to apply closes its group at once, and the group is
+//!   aborted: it takes no further call, and every member gets the failure;
+//! - a closer that panics or is dropped before it commits aborts its group
+//!   and fails every member ([`GroupFailure::Abandoned`]), by a drop guard.
+//!
+//! What an answer means: a call's answer, `ok` or an error, is given only
+//! once the group whose writes it read is settled. A call that answers an
+//! error inside a group that holds earlier members' writes waits for the
+//! group's commit like a member, and if that commit fails it answers the
+//! group's failure instead of its own refusal, which rested on writes that
+//! never became true.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -18,47 +41,96 @@ use std::time::{Duration, Instant};
 
 use crate::error::Error;
 
-/// Why a group's commit failed, shared by every call of the group.
-#[derive(Debug, Clone)]
-pub struct GroupFailure(Arc<redb::Error>);
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-impl std::fmt::Display for GroupFailure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "the commit this call shared with others failed: {}",
-            self.0
-        )
+/// The transaction a group shares: redb's, or a test's.
+pub(crate) trait GroupTxn: Send + 'static {
+    /// Makes the group's writes durable (or, under `Durability::None`,
+    /// visible).
+    fn commit(self) -> Result<(), BoxError>;
+    /// Drops the group's writes.
+    fn abort(self);
+}
+
+impl GroupTxn for redb::WriteTransaction {
+    fn commit(self) -> Result<(), BoxError> {
+        redb::WriteTransaction::commit(self).map_err(|e| Box::new(redb::Error::from(e)) as BoxError)
+    }
+
+    fn abort(self) {
+        let _ = redb::WriteTransaction::abort(self);
     }
 }
 
-impl std::error::Error for GroupFailure {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&*self.0)
+/// How far a group may grow, and how long a member waits for its outcome.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Bounds {
+    /// Most calls one group takes.
+    pub(crate) calls: u32,
+    /// A group older than this closes at the next call that finishes.
+    pub(crate) age: Duration,
+    /// Longest a member waits for its group's outcome.
+    pub(crate) outcome_wait: Duration,
+}
+
+/// Why a group did not commit, shared by every call of the group.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum GroupFailure {
+    /// The database refused the commit. redb then takes no further write
+    /// until the file is opened again, and what reached the disk is for its
+    /// recovery to decide.
+    #[error("the commit this call shared with others failed")]
+    Commit(#[source] Arc<dyn std::error::Error + Send + Sync>),
+    /// A call of the group could not apply its batch; the group was aborted
+    /// and nothing of it was committed.
+    #[error("a call of this call's group failed to apply its writes; the group was aborted")]
+    Apply(#[source] Arc<dyn std::error::Error + Send + Sync>),
+    /// The call that was to commit the group panicked or was dropped first;
+    /// the group was aborted and nothing of it was committed.
+    #[error(
+        "the call that was to commit this call's group stopped before it did; the group was aborted"
+    )]
+    Abandoned,
+}
+
+impl GroupFailure {
+    /// Whether the group was aborted, so that nothing of it was written.
+    pub fn nothing_committed(&self) -> bool {
+        !matches!(self, GroupFailure::Commit(_))
     }
 }
+
+/// A member stopped waiting for its group's commit, which was still going.
+#[derive(Debug, thiserror::Error)]
+#[error("the commit this call shared with others had not finished after {0:?}")]
+pub struct CommitHung(pub Duration);
 
 type Outcome = Result<(), GroupFailure>;
 
+/// A group's members still waiting for its commit, and its outcome once known.
 #[derive(Default)]
-struct State {
+struct Members {
+    waiting: usize,
+    outcome: Option<Outcome>,
+}
+
+struct State<T> {
     /// A call holds the turn.
     busy: bool,
     /// Calls waiting for the turn.
     waiting: usize,
     /// The open group's transaction, between two of its calls.
-    open: Option<redb::WriteTransaction>,
+    open: Option<T>,
     /// The open group's number.
     group: u64,
+    /// When the open group's first call took the turn.
+    opened: Option<Instant>,
     /// Whether any call of the open group applied writes.
     dirty: bool,
-    /// A failure while applying a batch: the open group cannot commit.
-    poisoned: Option<GroupFailure>,
-    /// Calls of a group still waiting for its commit, and its outcome once
-    /// known.
-    members: HashMap<u64, (usize, Option<Outcome>)>,
     /// Calls that have taken the turn in the open group.
     taken: u64,
+    members: HashMap<u64, Members>,
     stats: CommitStats,
 }
 
@@ -76,49 +148,69 @@ pub struct CommitStats {
     pub calls: u64,
     /// Time spent inside those commits, fsync included.
     pub committing: Duration,
+    /// The most calls any one group took, committed or not.
+    pub largest: u64,
+    /// Groups that ended without committing because a batch failed to
+    /// apply, the commit failed, or the closer stopped first.
+    pub failed: u64,
 }
 
 /// The writer of one redb database.
-pub(crate) struct Writer {
-    state: Mutex<State>,
+pub(crate) struct Writer<T> {
+    state: Mutex<State<T>>,
     turn: Condvar,
     committed: Condvar,
     /// Off: every call commits on its own, as if alone.
     grouping: bool,
+    bounds: Bounds,
 }
 
 /// A call's turn: the transaction it runs on, and its group.
-pub(crate) struct Turn {
-    writer: Arc<Writer>,
-    txn: Option<redb::WriteTransaction>,
+pub(crate) struct Turn<T: GroupTxn> {
+    writer: Arc<Writer<T>>,
+    txn: Option<T>,
     group: u64,
+    /// The call's batch is going into the transaction: if the turn ends
+    /// now, the transaction may hold part of it.
+    applying: bool,
 }
 
-impl Writer {
+impl<T: GroupTxn> Writer<T> {
     pub(crate) fn stats(&self) -> CommitStats {
         self.lock().stats
     }
 
-    pub(crate) fn new(grouping: bool) -> Arc<Writer> {
+    pub(crate) fn new(grouping: bool, bounds: Bounds) -> Arc<Writer<T>> {
         Arc::new(Writer {
-            state: Mutex::new(State::default()),
+            state: Mutex::new(State {
+                busy: false,
+                waiting: 0,
+                open: None,
+                group: 0,
+                opened: None,
+                dirty: false,
+                taken: 0,
+                members: HashMap::new(),
+                stats: CommitStats::default(),
+            }),
             turn: Condvar::new(),
             committed: Condvar::new(),
             grouping,
+            bounds,
         })
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
+    fn lock(&self) -> MutexGuard<'_, State<T>> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Waits at most `wait` for the turn, and answers the transaction to
     /// run on: the open group's, or a new one from `begin`.
     pub(crate) fn enter(
-        writer: &Arc<Writer>,
+        writer: &Arc<Writer<T>>,
         wait: Duration,
-        begin: impl FnOnce() -> Result<redb::WriteTransaction, Error>,
-    ) -> Result<Turn, Error> {
+        begin: impl FnOnce() -> Result<T, Error>,
+    ) -> Result<Turn<T>, Error> {
         let deadline = Instant::now() + wait;
         let mut s = writer.lock();
         s.waiting += 1;
@@ -138,23 +230,22 @@ impl Writer {
         s.busy = true;
         s.taken += 1;
         let group = s.group;
+        let turn = |txn| Turn {
+            writer: writer.clone(),
+            txn: Some(txn),
+            group,
+            applying: false,
+        };
         if let Some(txn) = s.open.take() {
-            return Ok(Turn {
-                writer: writer.clone(),
-                txn: Some(txn),
-                group,
-            });
+            return Ok(turn(txn));
         }
+        s.opened = Some(Instant::now());
         drop(s);
         // The previous group may still be committing; redb's own lock makes
         // this wait for it, and everyone arriving meanwhile queues for the
         // turn behind this call: they are the next group.
         match begin() {
-            Ok(txn) => Ok(Turn {
-                writer: writer.clone(),
-                txn: Some(txn),
-                group,
-            }),
+            Ok(txn) => Ok(turn(txn)),
             Err(e) => {
                 writer.leave_empty();
                 Err(e)
@@ -167,62 +258,156 @@ impl Writer {
         let mut s = self.lock();
         s.busy = false;
         s.taken = s.taken.saturating_sub(1);
+        if s.taken == 0 {
+            s.opened = None;
+        }
         self.turn.notify_one();
+    }
+
+    /// Whether the call finishing now must close the open group rather
+    /// than hand it on.
+    fn must_close(&self, s: &State<T>) -> bool {
+        !self.grouping
+            || s.waiting == 0
+            || s.taken >= u64::from(self.bounds.calls)
+            || s.opened.is_some_and(|t| t.elapsed() >= self.bounds.age)
+    }
+
+    /// Waits for the commit of `group`, of which the caller is a member, at
+    /// most `outcome_wait`.
+    fn outcome_of(&self, group: u64) -> Result<(), Error> {
+        let deadline = Instant::now() + self.bounds.outcome_wait;
+        let mut s = self.lock();
+        loop {
+            let Some(entry) = s.members.get_mut(&group) else {
+                // Only a member's own leaving removes its entry.
+                return Err(Error::setup("a member's group was forgotten"));
+            };
+            let outcome = entry.outcome.clone();
+            let left = deadline.saturating_duration_since(Instant::now());
+            if outcome.is_some() || left.is_zero() {
+                entry.waiting -= 1;
+                if entry.waiting == 0 {
+                    s.members.remove(&group);
+                }
+                return match outcome {
+                    Some(outcome) => outcome.map_err(Error::GroupFailed),
+                    None => Err(Error::OutcomeUnknown {
+                        source: Box::new(CommitHung(self.bounds.outcome_wait)),
+                    }),
+                };
+            }
+            s = self
+                .committed
+                .wait_timeout(s, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+
+    /// A member that will never ask for its outcome.
+    fn forget_member(&self, group: u64) {
+        let mut s = self.lock();
+        if let Some(entry) = s.members.get_mut(&group) {
+            entry.waiting -= 1;
+            if entry.waiting == 0 {
+                s.members.remove(&group);
+            }
+        }
     }
 }
 
-impl Turn {
-    pub(crate) fn txn(&self) -> &redb::WriteTransaction {
+impl<T: GroupTxn> Turn<T> {
+    pub(crate) fn txn(&self) -> &T {
         self.txn
             .as_ref()
             .expect("a turn holds its transaction until it ends")
     }
 
-    /// Applies the call's batch with `apply` and gives up the turn. The
-    /// answer waits for the commit that covers the call to be durable; the
-    /// caller may free what it holds before it waits.
+    /// Applies the call's batch with `apply` (when `wrote`) and gives up the
+    /// turn. The answer waits for the commit that covers the call; the
+    /// caller may free what it holds before it waits. A call that answered
+    /// an error ends here too, with nothing to apply, so that its answer
+    /// waits for the writes it read.
     pub(crate) fn commit(
         mut self,
-        apply: impl FnOnce(&redb::WriteTransaction) -> Result<(), redb::Error>,
+        apply: impl FnOnce(&T) -> Result<(), BoxError>,
         wrote: bool,
-    ) -> Result<Pending, Error> {
-        let applied = if wrote { Some(apply(self.txn())) } else { None };
+    ) -> Pending {
+        self.applying = true;
+        let applied = if wrote { apply(self.txn()) } else { Ok(()) };
+        self.applying = false;
         let writer = self.writer.clone();
         let txn = self.txn.take();
-        let mut s = writer.lock();
-        match applied {
-            Some(Ok(())) => s.dirty = true,
-            Some(Err(e)) => {
-                // Part of this call's batch may be in the transaction: the
-                // whole group fails rather than commit half a call.
-                let failure = GroupFailure(Arc::new(e));
-                s.poisoned.get_or_insert(failure.clone());
-            }
-            None => {}
-        }
         let group = self.group;
-        let closes = s.waiting == 0 || !writer.grouping;
-        if closes {
-            let closing = close_group(&writer, s, txn, group);
-            return Ok(Pending(Some(Box::new(move || closing.finish()))));
+        let mut s = writer.lock();
+        if let Err(e) = applied {
+            // Part of this call's batch may be in the transaction: the group
+            // is aborted now, before another call runs on it.
+            let failure = GroupFailure::Apply(Arc::from(e));
+            let closing = close_group(&writer, s, txn, group, Some(failure));
+            return Pending::closer(closing);
+        }
+        s.dirty |= wrote;
+        if writer.must_close(&s) {
+            let closing = close_group(&writer, s, txn, group, None);
+            return Pending::closer(closing);
         }
         // A call that wrote nothing may still have read what earlier calls
-        // of the group wrote: its answer waits for their fsync too.
-        let covered = s.dirty || s.poisoned.is_some();
+        // of the group wrote: its answer waits for their commit too.
+        let covered = s.dirty;
         s.open = txn;
         s.busy = false;
         writer.turn.notify_one();
         if !covered {
-            return Ok(Pending(None));
+            return Pending::done();
         }
-        s.members.entry(group).or_insert((0, None)).0 += 1;
+        s.members.entry(group).or_default().waiting += 1;
         drop(s);
-        Ok(Pending(Some(Box::new(move || writer.outcome_of(group)))))
+        let member = Member {
+            writer,
+            group,
+            asked: false,
+        };
+        Pending(Some(Box::new(move || member.wait())))
     }
 }
 
-/// A commit that may still be becoming durable.
+impl<T: GroupTxn> Drop for Turn<T> {
+    /// A call that ended without [`Turn::commit`] (it failed, or its
+    /// thread is unwinding) applied nothing of its own; the group's earlier
+    /// writes are not its to drop, so it hands the transaction on, or
+    /// commits the group if it must close. Unless it stopped while applying
+    /// its batch: then the transaction may hold part of it, and the group
+    /// is aborted.
+    fn drop(&mut self) {
+        let Some(txn) = self.txn.take() else {
+            return;
+        };
+        let writer = self.writer.clone();
+        let s = writer.lock();
+        let torn = self.applying.then_some(GroupFailure::Abandoned);
+        if torn.is_none() && !writer.must_close(&s) {
+            let mut s = s;
+            s.open = Some(txn);
+            s.busy = false;
+            writer.turn.notify_one();
+            return;
+        }
+        let _ = close_group(&writer, s, Some(txn), self.group, torn).finish();
+    }
+}
+
+/// A call's commit, which may still be becoming durable.
 pub struct Pending(Option<Box<dyn FnOnce() -> Result<(), Error> + Send>>);
+
+impl std::fmt::Debug for Pending {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pending")
+            .field("waits", &self.0.is_some())
+            .finish()
+    }
+}
 
 impl Pending {
     /// Nothing to wait for.
@@ -230,7 +415,11 @@ impl Pending {
         Pending(None)
     }
 
-    /// Waits until the commit is durable, and answers how it went.
+    fn closer<T: GroupTxn>(closing: Closing<T>) -> Pending {
+        Pending(Some(Box::new(move || closing.finish())))
+    }
+
+    /// Waits until the commit is settled, and answers how it went.
     pub fn wait(self) -> Result<(), Error> {
         match self.0 {
             Some(wait) => wait(),
@@ -239,145 +428,128 @@ impl Pending {
     }
 }
 
-impl Writer {
-    /// Waits for the commit of `group`, of which the caller is a member.
-    fn outcome_of(&self, group: u64) -> Result<(), Error> {
-        let mut s = self.lock();
-        loop {
-            let entry = s
-                .members
-                .get_mut(&group)
-                .expect("a member's group is listed until it has its outcome");
-            if let Some(outcome) = entry.1.clone() {
-                entry.0 -= 1;
-                if entry.0 == 0 {
-                    s.members.remove(&group);
-                }
-                return outcome.map_err(|e| Error::Storage(Box::new(e)));
-            }
-            s = self.committed.wait(s).unwrap_or_else(|p| p.into_inner());
+/// A call waiting for its group's commit. Dropped without asking, it leaves
+/// the group's list, so the list never grows.
+struct Member<T: GroupTxn> {
+    writer: Arc<Writer<T>>,
+    group: u64,
+    asked: bool,
+}
+
+impl<T: GroupTxn> Member<T> {
+    fn wait(mut self) -> Result<(), Error> {
+        self.asked = true;
+        self.writer.outcome_of(self.group)
+    }
+}
+
+impl<T: GroupTxn> Drop for Member<T> {
+    fn drop(&mut self) {
+        if !self.asked {
+            self.writer.forget_member(self.group);
         }
     }
 }
 
-/// A group closed to new calls, whose commit is still to be made.
-struct Closing {
-    writer: Arc<Writer>,
-    txn: Option<redb::WriteTransaction>,
-    poisoned: Option<GroupFailure>,
+/// A group closed to new calls, whose commit is still to be made. Dropped
+/// before it has told its members (its call panicked, or its commit was
+/// never waited for), it aborts the group and fails them.
+struct Closing<T: GroupTxn> {
+    writer: Arc<Writer<T>>,
+    txn: Option<T>,
+    failure: Option<GroupFailure>,
     dirty: bool,
     group: u64,
     /// Calls that took the group's turn.
     calls: u64,
+    told: bool,
 }
 
 /// Closes the open group: the next call starts a new one (and redb makes it
 /// wait for this group's commit to finish).
-fn close_group(
-    writer: &Arc<Writer>,
-    mut s: MutexGuard<'_, State>,
-    txn: Option<redb::WriteTransaction>,
+fn close_group<T: GroupTxn>(
+    writer: &Arc<Writer<T>>,
+    mut s: MutexGuard<'_, State<T>>,
+    txn: Option<T>,
     group: u64,
-) -> Closing {
+    failure: Option<GroupFailure>,
+) -> Closing<T> {
     let dirty = std::mem::take(&mut s.dirty);
-    let poisoned = s.poisoned.take();
     let calls = std::mem::take(&mut s.taken);
+    s.stats.largest = s.stats.largest.max(calls);
+    s.opened = None;
     s.group += 1;
     s.busy = false;
     writer.turn.notify_one();
     Closing {
         writer: writer.clone(),
         txn,
-        poisoned,
+        failure,
         dirty,
         group,
         calls,
+        told: false,
     }
 }
 
-impl Closing {
+impl<T: GroupTxn> Closing<T> {
     /// Commits the group (or aborts it, when nothing was written or a batch
     /// failed to apply) and tells its waiting calls how it went.
-    fn finish(self) -> Result<(), Error> {
-        let mut committing = None;
-        let outcome: Outcome = match (self.txn, self.poisoned) {
-            (None, _) => Ok(()),
+    fn finish(mut self) -> Result<(), Error> {
+        let mut took = None;
+        let outcome: Outcome = match (self.txn.take(), self.failure.take()) {
+            (None, None) => Ok(()),
+            (None, Some(failure)) => Err(failure),
             (Some(txn), Some(failure)) => {
-                let _ = txn.abort();
+                txn.abort();
                 Err(failure)
             }
             (Some(txn), None) if self.dirty => {
                 let started = Instant::now();
-                let done = txn.commit().map_err(|e| GroupFailure(Arc::new(e.into())));
-                committing = done.is_ok().then(|| started.elapsed());
+                let done = txn.commit().map_err(|e| GroupFailure::Commit(Arc::from(e)));
+                took = done.is_ok().then(|| started.elapsed());
                 done
             }
             // A group that changed nothing has nothing to make durable.
-            (Some(txn), None) => txn.abort().map_err(|e| GroupFailure(Arc::new(e.into()))),
+            (Some(txn), None) => {
+                txn.abort();
+                Ok(())
+            }
         };
+        self.tell(outcome.clone(), took);
+        outcome.map_err(Error::GroupFailed)
+    }
+
+    fn tell(&mut self, outcome: Outcome, took: Option<Duration>) {
+        self.told = true;
         let mut s = self.writer.lock();
-        if let Some(took) = committing {
-            s.stats.commits += 1;
-            s.stats.calls += self.calls;
-            s.stats.committing += took;
+        match (took, &outcome) {
+            (Some(took), _) => {
+                s.stats.commits += 1;
+                s.stats.calls += self.calls;
+                s.stats.committing += took;
+            }
+            (None, Err(_)) => s.stats.failed += 1,
+            (None, Ok(())) => {}
         }
         if let Some(entry) = s.members.get_mut(&self.group) {
-            entry.1 = Some(outcome.clone());
+            entry.outcome = Some(outcome);
             self.writer.committed.notify_all();
         }
-        drop(s);
-        outcome.map_err(|e| Error::Storage(Box::new(e)))
     }
 }
 
-impl Drop for Turn {
-    /// A call that failed (an error answer, a trap, a limit) ends here
-    /// without applying anything; the group's earlier writes are not its to
-    /// drop, so it hands the transaction on, or commits the group if nobody
-    /// is waiting for it.
+impl<T: GroupTxn> Drop for Closing<T> {
     fn drop(&mut self) {
-        let Some(txn) = self.txn.take() else {
-            return;
-        };
-        let writer = self.writer.clone();
-        let mut s = writer.lock();
-        if s.waiting > 0 && writer.grouping {
-            s.open = Some(txn);
-            s.busy = false;
-            writer.turn.notify_one();
+        if self.told {
             return;
         }
-        let _ = close_group(&writer, s, Some(txn), self.group).finish();
+        if let Some(txn) = self.txn.take() {
+            txn.abort();
+        }
+        self.tell(Err(GroupFailure::Abandoned), None);
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn db() -> redb::Database {
-        redb::Database::builder()
-            .create_with_backend(redb::backends::InMemoryBackend::new())
-            .expect("in-memory database")
-    }
-
-    fn begin(db: &redb::Database) -> impl FnOnce() -> Result<redb::WriteTransaction, Error> + '_ {
-        || {
-            db.begin_write()
-                .map_err(|e| Error::from(redb::Error::from(e)))
-        }
-    }
-
-    #[test]
-    fn a_writer_waits_for_the_turn_a_bounded_time() {
-        let db = db();
-        let writer = Writer::new(true);
-        let held = Writer::enter(&writer, Duration::ZERO, begin(&db)).expect("free");
-        let started = Instant::now();
-        let again = Writer::enter(&writer, Duration::from_millis(30), begin(&db));
-        assert!(matches!(again, Err(Error::LockTimeout(_))));
-        assert!(started.elapsed() >= Duration::from_millis(30));
-        drop(held);
-        assert!(Writer::enter(&writer, Duration::ZERO, begin(&db)).is_ok());
-    }
-}
+mod tests;

@@ -16,7 +16,7 @@ pub mod redb;
 
 use std::time::Duration;
 
-pub use group::{CommitStats, Pending};
+pub use group::{CommitHung, CommitStats, GroupFailure, Pending};
 pub use leasehold_guest::kv::{Entry, Write};
 
 use crate::error::Error;
@@ -110,4 +110,12 @@ pub trait Txn: Send {
     /// the call is acknowledged only after [`Pending::wait`]. Dropping a
     /// transaction without committing adds nothing.
     fn commit(self: Box<Self>, batch: Vec<Write>) -> Result<Pending, Error>;
+
+    /// Ends a call that answered an error, writing nothing. Where the call
+    /// may have read writes not yet committed (redb's group commit), the
+    /// answer must wait for them: the returned [`Pending`] settles when
+    /// they are. Dropping the transaction is enough elsewhere.
+    fn finish_unwritten(self: Box<Self>) -> Pending {
+        Pending::done()
+    }
 }

@@ -14,7 +14,7 @@ use std::time::Duration;
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 
 use super::file::{self, Access, Db};
-use super::group::{Turn, Writer};
+use super::group::{Bounds, Turn, Writer};
 use super::{Backend, CommitStats, Entry, Mode, Pending, Txn, Write, check_tenant};
 use crate::engine::Durability;
 use crate::error::Error;
@@ -47,7 +47,7 @@ fn prefix_end(prefix: &[u8]) -> Vec<u8> {
 pub struct RedbBackend {
     db: Db,
     durability: Durability,
-    writer: Arc<Writer>,
+    writer: Arc<Writer<redb::WriteTransaction>>,
 }
 
 impl RedbBackend {
@@ -60,25 +60,36 @@ impl RedbBackend {
         durability: Durability,
         access: Access,
         file_wait: Duration,
-        group_commit: bool,
+        group: GroupCommit,
     ) -> Result<Self, Error> {
         Ok(Self::new(
             file::open(path, access, file_wait)?,
             durability,
-            group_commit,
+            group,
         ))
     }
 
     /// A database that lives in memory and is gone with the backend.
-    pub fn in_memory(durability: Durability, group_commit: bool) -> Result<Self, Error> {
-        Ok(Self::new(file::in_memory()?, durability, group_commit))
+    pub fn in_memory(durability: Durability, group: GroupCommit) -> Result<Self, Error> {
+        Ok(Self::new(file::in_memory()?, durability, group))
     }
 
-    fn new(db: Db, durability: Durability, group_commit: bool) -> Self {
+    /// A database on a storage backend of the caller's: created there when
+    /// it holds nothing yet, opened (and repaired, if a writer stopped
+    /// without closing it) otherwise.
+    pub fn on_storage(
+        storage: impl redb::StorageBackend,
+        durability: Durability,
+        group: GroupCommit,
+    ) -> Result<Self, Error> {
+        Ok(Self::new(file::on_storage(storage)?, durability, group))
+    }
+
+    fn new(db: Db, durability: Durability, group: GroupCommit) -> Self {
         RedbBackend {
             db,
             durability,
-            writer: Writer::new(group_commit),
+            writer: Writer::new(group.on, group.bounds),
         }
     }
 }
@@ -131,6 +142,30 @@ impl Backend for RedbBackend {
                 })?;
                 Ok(Box::new(WriteTxn { turn, keys }))
             }
+        }
+    }
+}
+
+/// Whether write calls share commits, and how far a group may grow.
+#[derive(Clone, Copy, Debug)]
+pub struct GroupCommit {
+    pub(crate) on: bool,
+    pub(crate) bounds: Bounds,
+}
+
+impl GroupCommit {
+    /// Group commit as `limits` bound it, or every call committing alone.
+    pub fn new(on: bool, limits: &crate::Limits) -> Self {
+        GroupCommit {
+            on,
+            bounds: Bounds {
+                calls: limits.group_calls.max(1),
+                age: limits.group_age,
+                // A member waits for its group to close (its age cap, then
+                // the call running then, up to its deadline) and for the
+                // commit; only a commit that hangs outlasts this.
+                outcome_wait: limits.group_age + limits.deadline + limits.lock_wait,
+            },
         }
     }
 }
@@ -328,7 +363,7 @@ impl Txn for ReadTxn {
 }
 
 struct WriteTxn {
-    turn: Turn,
+    turn: Turn<redb::WriteTransaction>,
     keys: Keys,
 }
 
@@ -358,7 +393,7 @@ impl Txn for WriteTxn {
     fn commit(self: Box<Self>, batch: Vec<Write>) -> Result<Pending, Error> {
         let WriteTxn { turn, keys } = *self;
         let wrote = !batch.is_empty();
-        turn.commit(
+        Ok(turn.commit(
             |txn| {
                 let mut table = txn.open_table(KV_TABLE)?;
                 for w in &batch {
@@ -374,7 +409,11 @@ impl Txn for WriteTxn {
                 Ok(())
             },
             wrote,
-        )
+        ))
+    }
+
+    fn finish_unwritten(self: Box<Self>) -> Pending {
+        self.turn.commit(|_| Ok(()), false)
     }
 }
 
@@ -399,7 +438,8 @@ mod tests {
     /// stored one, and another tenant's keys beside this one's.
     #[test]
     fn a_batched_read_answers_as_point_reads_do() {
-        let backend = RedbBackend::in_memory(Durability::None, true).expect("in memory");
+        let group = GroupCommit::new(true, &crate::Limits::default());
+        let backend = RedbBackend::in_memory(Durability::None, group).expect("in memory");
         let put = |tenant: &str, keys: &mut dyn Iterator<Item = u32>| {
             let txn = backend
                 .begin(tenant, Mode::Write, Duration::from_secs(1))

@@ -107,6 +107,11 @@ pub enum Command {
     Stats,
     /// Run the consistency check; exits 1 when it finds any discrepancy
     Check,
+    /// Repair a database file whose writer stopped without closing it
+    /// (killed, or the machine lost power); a file closed cleanly is left
+    /// as it is. Reading commands do this by themselves when they may write
+    /// the file
+    Repair,
     /// Walk through a short narrated scenario on a fresh database (a
     /// temporary file unless --db names a new one)
     Demo,

@@ -3,7 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use leasehold_host::{Engine, Error, QueueQuery, StoreError, Task, TaskState, Tenant, Timer};
+use leasehold_host::{
+    Engine, Error, OpenError, QueueQuery, StoreError, Task, TaskState, Tenant, Timer,
+};
 
 use super::args::{Cli, Command, QueueArgs, RunCommand, TaskCommand, TimerCommand};
 use super::error::CliError;
@@ -29,9 +31,43 @@ fn tenant(cli: &Cli) -> Result<Tenant, CliError> {
     let db = db_path(cli);
     let engine = match db.to_str() {
         Some(url) if leasehold_host::is_url(url) => engine.postgres(url)?,
-        _ => engine.open(db)?,
+        _ => match engine.clone().open(&db) {
+            // After a crash is when an operator most needs to look: a
+            // reading command repairs the file when it may, and says so.
+            Err(Error::Open(OpenError::NeedsRecovery { path })) => {
+                repair_to_read(&path, cli)?;
+                engine.open(db)?
+            }
+            opened => opened?,
+        },
     };
     Ok(engine.tenant(&cli.tenant)?)
+}
+
+/// Repairs a file a writer left open so that a reading command can read
+/// it, saying so on stderr; where this user or this moment cannot, refuses
+/// with the file's own error, which names the command that repairs it.
+fn repair_to_read(path: &Path, cli: &Cli) -> Result<(), CliError> {
+    match leasehold_host::repair(path, cli.wait) {
+        Ok(_) => {
+            eprintln!(
+                "leasehold: {} was not closed cleanly (its writer stopped); repaired it before reading",
+                path.display()
+            );
+            Ok(())
+        }
+        Err(why) => {
+            eprintln!(
+                "leasehold: {} was not closed cleanly, and this command could not repair it: {}",
+                path.display(),
+                super::error::with_sources(&why)
+            );
+            Err(Error::Open(OpenError::NeedsRecovery {
+                path: path.to_owned(),
+            })
+            .into())
+        }
+    }
 }
 
 /// Whether a command may write (and so may create the database).
@@ -99,6 +135,18 @@ pub fn run(cli: &Cli) -> Result<Report, CliError> {
         Command::Check => Ok(Report::Check {
             discrepancies: tenant(cli)?.check()?,
         }),
+        Command::Repair => {
+            let path = db_path(cli);
+            if path.to_str().is_some_and(leasehold_host::is_url) {
+                return Err(CliError::Usage {
+                    message: "repair is for a redb file; a PostgreSQL server recovers its own data"
+                        .into(),
+                    argument: Some("repair".into()),
+                });
+            }
+            let repaired = leasehold_host::repair(&path, cli.wait).map_err(Error::Open)?;
+            Ok(Report::Repaired { path, repaired })
+        }
         // Neither answers a report on a database: the demo narrates as it
         // goes, and the component is written without opening one.
         Command::Demo | Command::Component { .. } => Err(CliError::Failed(

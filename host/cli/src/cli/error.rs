@@ -128,7 +128,7 @@ impl CliError {
                             " (a command that writes creates it; check --db or LEASEHOLD_DB)"
                         }
                         OpenError::NeedsRecovery { .. } => {
-                            " (any command that writes repairs it, under --wait like any other)"
+                            " (`leasehold repair` repairs it, run by a user who may write the file, under --wait like any other)"
                         }
                         _ => "",
                     });
@@ -206,7 +206,7 @@ fn open_kind(e: &OpenError) -> (&'static str, Option<&str>) {
 }
 
 /// The error and each error under it, as one sentence.
-fn with_sources(e: &dyn std::error::Error) -> String {
+pub(crate) fn with_sources(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {

@@ -97,6 +97,10 @@ pub enum Report {
     Check {
         discrepancies: Vec<Discrepancy>,
     },
+    Repaired {
+        path: std::path::PathBuf,
+        repaired: bool,
+    },
 }
 
 impl Report {
@@ -168,6 +172,10 @@ impl Report {
                 "next_due": next_due,
             })),
             Report::Check { discrepancies } => serde_json::to_string(discrepancies),
+            Report::Repaired { path, repaired } => serde_json::to_string(&json!({
+                "path": path,
+                "repaired": repaired,
+            })),
         }
     }
 
@@ -288,6 +296,17 @@ impl Report {
                     count(discrepancies.len() as u64, "discrepancy", "discrepancies")
                 )
             }
+            Report::Repaired {
+                path,
+                repaired: true,
+            } => format!("Repaired {}: it was not closed cleanly.\n", path.display()),
+            Report::Repaired {
+                path,
+                repaired: false,
+            } => format!(
+                "{} was closed cleanly; nothing to repair.\n",
+                path.display()
+            ),
         }
     }
 }
