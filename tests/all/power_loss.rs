@@ -76,6 +76,11 @@ impl Disk {
         Ok(())
     }
 
+    /// The power goes now, if it has not yet.
+    fn cut_now(&self) {
+        self.platters().cut = true;
+    }
+
     /// What survives the cut.
     fn after_the_cut(&self) -> Vec<u8> {
         self.platters().durable.clone()
@@ -213,7 +218,7 @@ fn a_power_cut_under_group_commit_loses_no_acknowledged_call() {
                     let t = t.clone();
                     let stop = &stop;
                     s.spawn(move || {
-                        let p = write_until_the_cut(&t, me, 200);
+                        let p = write_until_the_cut(&t, me, 400);
                         stop.store(true, Ordering::SeqCst);
                         p
                     })
@@ -227,6 +232,10 @@ fn a_power_cut_under_group_commit_loses_no_acknowledged_call() {
         if progress.iter().any(|p| p.in_flight.is_some()) {
             cut_mid_run += 1;
         }
+        // A round whose writers all finished first loses power with the
+        // database still open: what was acknowledged must be on the disk
+        // already, not waiting for a clean close.
+        disk.cut_now();
         drop(t);
         drop(engine);
 
