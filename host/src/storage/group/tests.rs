@@ -246,7 +246,11 @@ fn a_group_takes_at_most_its_cap_of_calls() {
         w.join().expect("waiter").expect("commits");
     }
     let stats = writer.stats();
-    assert_eq!((stats.largest, stats.commits, stats.calls), (4, 2, 6), "{stats:?}");
+    assert_eq!(
+        (stats.largest, stats.commits, stats.calls),
+        (4, 2, 6),
+        "{stats:?}"
+    );
     assert_eq!(committed(&store), [1, 2, 3, 4, 5, 6]);
 }
 
