@@ -26,3 +26,6 @@ class Limits:
     deadline: float = 5.0
     #: Budget of the consistency check, which walks the whole tenant.
     check_deadline: float = 600.0
+    #: Most instances held at once, one per tenant, least recently used
+    #: evicted first: a process serving many tenants holds at most this many.
+    cached_instances: int = 32
