@@ -118,7 +118,11 @@ export class ComponentInstances {
     return m;
   }
 
-  /** The tenant's instance, made (evicting the least recently used one past the cap) if it has none. */
+  /**
+   * The tenant's instance, made (evicting the least recently used one past
+   * the cap) if it has none. With a cap of 0 every call gets a fresh
+   * instance, kept for that call only, as the Rust host does.
+   */
   #instance(tenant, kv) {
     let inst = this.cache.get(tenant);
     if (inst) {
@@ -149,11 +153,6 @@ export class ComponentInstances {
     return inst;
   }
 
-  /** Linear memory the tenant's instance holds, in bytes (0 with none). */
-  memoryOf(tenant) {
-    const inst = this.cache.get(tenant);
-    return inst ? inst.memories.reduce((n, m) => n + m.buffer.byteLength, 0) : 0;
-  }
 
   discard(tenant) {
     this.cache.delete(tenant);
@@ -189,7 +188,8 @@ export class ComponentInstances {
       // JavaScript cannot see the memory.grow that failed, only where memory
       // stands: a trap this close to the cap is taken to be the guest
       // failing to allocate, which is how a Rust guest reacts to a failed grow.
-      const atCap = this.memoryBytes - this.memoryOf(tenant) < Math.max(NEAR_CAP, this.memoryBytes / 16);
+      const memory = inst.memories.reduce((n, m) => n + m.buffer.byteLength, 0);
+      const atCap = this.memoryBytes - memory < Math.max(NEAR_CAP, this.memoryBytes / 16);
       this.discard(tenant);
       if (atCap) return { memory: `the guest asked for more than its memory cap of ${this.memoryBytes} bytes` };
       return { trap: e instanceof Error ? e.message : String(e) };

@@ -28,7 +28,8 @@ export const DEFAULT_LIMITS = Object.freeze({
   checkDeadlineMs: 600_000,
   /**
    * Most instances held at once, one per tenant, least recently used evicted
-   * first: a process serving many tenants holds at most this many.
+   * first: a process serving many tenants holds at most this many. 0 makes
+   * a fresh instance for every call, so no guest memory outlives a call.
    */
   cachedInstances: 32,
 });

@@ -37,6 +37,17 @@ test('many tenants hold at most cachedInstances instances, least recently used e
   engine.close();
 });
 
+test('cachedInstances: 0 makes a fresh instance for every call, as the Rust host does', () => {
+  const engine = open({ store: new MemoryStore(), limits: { cachedInstances: 0 } });
+  const t = engine.tenant('acme');
+  t.open(task('a'));
+  assert.equal(t.get('a').id, 'a');
+  assert.equal(t.claim('a', 'bob').assignee, 'bob');
+  assert.equal(engine.instancesMade, 3);
+  assert.equal(engine.instancesCached, 0);
+  engine.close();
+});
+
 test('a refusal has one spelling in both packages: case and detail, tag kept as an alias', () => {
   const engine = open({ store: new MemoryStore() });
   const t = engine.tenant('acme');

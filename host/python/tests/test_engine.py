@@ -29,6 +29,16 @@ def test_many_tenants_hold_at_most_cached_instances_least_recently_used_evicted_
     assert engine.instances_cached == 4
 
 
+def test_cached_instances_zero_makes_a_fresh_instance_for_every_call_as_the_rust_host_does():
+    engine = lh.open(lh.MemoryStore(), limits=lh.Limits(cached_instances=0))
+    t = engine.tenant("acme")
+    t.open(task("a"))
+    assert t.get("a").id == "a"
+    assert t.claim("a", "bob", []).assignee == "bob"
+    assert engine.instances_made == 3
+    assert engine.instances_cached == 0
+
+
 def test_a_refusal_has_one_spelling_in_both_packages_case_and_detail_with_tag_as_an_alias():
     t = lh.open(lh.MemoryStore()).tenant("acme")
     t.open(task("t1"))

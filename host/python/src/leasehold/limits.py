@@ -28,4 +28,6 @@ class Limits:
     check_deadline: float = 600.0
     #: Most instances held at once, one per tenant, least recently used
     #: evicted first: a process serving many tenants holds at most this many.
+    #: 0 makes a fresh instance for every call, so no guest memory outlives a
+    #: call, as the Rust host does.
     cached_instances: int = 32
