@@ -103,3 +103,9 @@ test("isolation: 'thread' runs the same rules on the calling thread and checks t
   assert.deepEqual(store.dump('acme'), before);
   assert.throws(() => open({ store, isolation: 'process' }), TypeError);
 });
+
+test('a memory cap below what the component needs at start fails the call by name, not the host', () => {
+  const engine = open({ store: new MemoryStore(), limits: { memoryBytes: 64 << 10 } });
+  assert.throws(() => engine.tenant('acme').openCount(), (e) => e instanceof SandboxError && e.limit === 'memory');
+  engine.close();
+});
