@@ -4,7 +4,7 @@
 // it ended as plain data, so the same code serves inside the deadline worker
 // and on the calling thread. It never touches a store: the kv import it is
 // handed does.
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 
 import { deniedWasi } from './wasi.js';
 
@@ -107,6 +107,17 @@ export class ComponentInstances {
     this.modules = new Map();
     this.cache = new Map();
     this.made = 0;
+    // Compiled up front: compiling is the host's work, and must not be
+    // charged to the deadline of whichever call comes first. A cap too low
+    // for the component is left for that call to report.
+    for (const f of readdirSync(dir)) {
+      if (!/\.core\d*\.wasm$/.test(f)) continue;
+      try {
+        this.#module(f);
+      } catch (e) {
+        if (!(e instanceof MemoryCapTooLow)) throw e;
+      }
+    }
   }
 
   #module(path) {

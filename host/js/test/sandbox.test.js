@@ -14,7 +14,7 @@ const HOSTILE = fileURLToPath(new URL('../gen/hostile/', import.meta.url));
 if (!existsSync(HOSTILE)) throw new Error('gen/hostile/ is missing: run `npm run build` (it transpiles the hostile fixture)');
 
 /** A deadline only a guest that never returns can pass. */
-const SHORT = { deadlineMs: 300 };
+const SHORT = { deadlineMs: 1000 };
 
 function hostile(limits = {}) {
   const store = new MemoryStore();
@@ -116,5 +116,14 @@ test('a guest sees nothing outside its tenant however it asks', () => {
   const seen = JSON.parse(engine.tenant('a').get('escape').justification);
   assert.ok(seen.length > 0);
   assert.ok(seen.every((k) => k === Buffer.from('mine').toString('hex')), `saw ${seen}`);
+  engine.close();
+});
+
+test('byte budgets bound what one call can make the host hold', () => {
+  const { store, engine, t } = hostile({ scanBytes: 2 << 20, callReadBytes: 4 << 20 });
+  for (const k of ['big-0', 'big-1', 'big-2']) store.putRaw('acme', Buffer.from(k), new Uint8Array(1 << 20).fill(7));
+  fails(() => t.get('big-scan'), 'scan-bytes');
+  fails(() => t.get('read-flood'), 'read-bytes');
+  stillServes(t);
   engine.close();
 });

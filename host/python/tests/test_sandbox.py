@@ -10,7 +10,7 @@ import pytest
 import leasehold as lh
 
 #: A deadline only a guest that never returns can pass.
-SHORT = 0.3
+SHORT = 1.0
 
 
 def task(id):
@@ -132,3 +132,12 @@ def test_a_guest_sees_nothing_outside_its_tenant_however_it_asks(hostile):
     store.put_raw("a", b"mine", b"1")
     seen = json.loads(engine.tenant("a").get("escape").justification)
     assert seen and all(k == b"mine".hex() for k in seen), seen
+
+
+def test_byte_budgets_bound_what_one_call_can_make_the_host_hold(hostile):
+    store, _, t = hostile(scan_bytes=2 << 20, call_read_bytes=4 << 20)
+    for k in [b"big-0", b"big-1", b"big-2"]:
+        store.put_raw("acme", k, bytes([7]) * (1 << 20))
+    fails("scan-bytes", t.get, "big-scan")
+    fails("read-bytes", t.get, "read-flood")
+    still_serves(t)
