@@ -4,11 +4,15 @@
 // answers what the contract rules out is stopped and reported by name, the
 // host keeps serving, and nothing the guest staged commits.
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
-import { test } from 'node:test';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { MemoryStore, SandboxError, StoreError, open } from '../src/index.js';
+import Database from 'better-sqlite3';
+
+import { MemoryStore, SandboxError, SqliteStore, StoreError, open } from '../src/index.js';
 
 const HOSTILE = fileURLToPath(new URL('../gen/hostile/', import.meta.url));
 if (!existsSync(HOSTILE)) throw new Error('gen/hostile/ is missing: run `npm run build` (it transpiles the hostile fixture)');
@@ -125,5 +129,20 @@ test('byte budgets bound what one call can make the host hold', () => {
   fails(() => t.get('big-scan'), 'scan-bytes');
   fails(() => t.get('read-flood'), 'read-bytes');
   stillServes(t);
+  engine.close();
+});
+
+test('a call stopped at its deadline rolls back and gives up the SQLite write lock', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'leasehold-js-sandbox-'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  const path = join(dir, 'deadline.db');
+  const store = new SqliteStore(path, { lockTimeoutMs: 50 });
+  const engine = open({ store, component: HOSTILE, limits: SHORT });
+  fails(() => engine.tenant('acme').open(task('write-then-loop')), 'deadline');
+  const other = new Database(path, { timeout: 50 });
+  other.exec('BEGIN IMMEDIATE');
+  other.exec('ROLLBACK');
+  other.close();
+  assert.deepEqual(store.dump('acme'), []);
   engine.close();
 });

@@ -4,6 +4,7 @@ or answers what the contract rules out is stopped and reported by name, the
 host keeps serving, and nothing the guest staged commits."""
 
 import json
+import sqlite3
 
 import pytest
 
@@ -141,3 +142,16 @@ def test_byte_budgets_bound_what_one_call_can_make_the_host_hold(hostile):
     fails("scan-bytes", t.get, "big-scan")
     fails("read-bytes", t.get, "read-flood")
     still_serves(t)
+
+
+def test_a_call_stopped_at_its_deadline_rolls_back_and_gives_up_the_sqlite_write_lock(hostile_wasm, tmp_path):
+    path = str(tmp_path / "deadline.db")
+    store = lh.SqliteStore(path, lock_timeout=0.05)
+    engine = lh.open(store, limits=lh.Limits(deadline=SHORT), component=hostile_wasm)
+    fails("deadline", engine.tenant("acme").open, task("write-then-loop"))
+    other = sqlite3.connect(path, isolation_level=None, timeout=0.05)
+    other.execute("BEGIN IMMEDIATE")
+    other.execute("ROLLBACK")
+    other.close()
+    assert store.dump("acme") == []
+    engine.close()
