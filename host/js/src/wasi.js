@@ -58,14 +58,14 @@ class OutputStream {
   }
 }
 
-/** A resource the guest can never be handed: each is a class of its own, as jco checks. */
+/** A resource class that grants nothing: each is a class of its own, as jco checks handles by class. */
 const resource = () => class {};
 
 const denied = () => {
   throw 'access-denied';
 };
 
-/** The WASI imports by interface name, unversioned and at 0.2.x as jco asks for them. */
+/** The WASI imports by unversioned interface name, as jco's sync instantiation asks for them. */
 export function deniedWasi() {
   const network = resource();
   const stdin = new InputStream();
