@@ -109,3 +109,29 @@ test('a memory cap below what the component needs at start fails the call by nam
   assert.throws(() => engine.tenant('acme').openCount(), (e) => e instanceof SandboxError && e.limit === 'memory');
   engine.close();
 });
+
+test('the memory cap is written into a core module as each memory maximum, never raising one', async () => {
+  const { capMemories, MemoryCapTooLow } = await import('../src/component.js');
+  const PAGE = 65536;
+  // (module (memory N [M]) (export "m" (memory 0)))
+  const module = (limits) => Uint8Array.of(
+    0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
+    0x05, limits.length + 1, 0x01, ...limits,
+    0x07, 0x05, 0x01, 0x01, 0x6d, 0x02, 0x00,
+  );
+  const maximum = (bytes) => {
+    const m = new WebAssembly.Instance(new WebAssembly.Module(bytes)).exports.m;
+    for (let grown = 0; ; grown++) {
+      try {
+        m.grow(1);
+      } catch {
+        return m.buffer.byteLength / PAGE;
+      }
+      if (grown > 64) return Infinity;
+    }
+  };
+  assert.equal(maximum(capMemories(module([0x00, 0x01]), 4 * PAGE)), 4, 'no maximum: the cap becomes one');
+  assert.equal(maximum(capMemories(module([0x01, 0x01, 0x02]), 4 * PAGE)), 2, 'a lower maximum is kept');
+  assert.equal(maximum(capMemories(module([0x01, 0x01, 0x08]), 4 * PAGE)), 4, 'a higher maximum is lowered');
+  assert.throws(() => capMemories(module([0x00, 0x05]), 4 * PAGE), MemoryCapTooLow);
+});
