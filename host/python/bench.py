@@ -1,6 +1,8 @@
 """calls/s of ``claim`` and ``queue`` through the Python host, on each store:
 the workload host/js/bench.mjs and ``cargo run --release --example
 polyglot_bench -p leasehold-host`` run too (BENCHMARKS.md, "Other hosts").
+Then the cost of a call on a cached instance against one that must make its
+instance (every call evicts).
 
     python bench.py [--tasks 1000] [--runs 3]
 """
@@ -33,6 +35,25 @@ def once(store, tasks: int) -> dict:
     return {"claim": claim, "queue": queue}
 
 
+def instances() -> dict:
+    """µs per ``get`` on a cached instance, and on an instance made for the
+    call (two tenants, room for one)."""
+    calls = 100
+    engine = lh.open(lh.MemoryStore(), limits=lh.Limits(cached_instances=1))
+    a, b = engine.tenant("a"), engine.tenant("b")
+    a.get("x")
+    start = time.perf_counter()
+    for _ in range(calls):
+        a.get("x")
+    cached = (time.perf_counter() - start) * 1e6 / calls
+    start = time.perf_counter()
+    for i in range(calls):
+        (a if i % 2 else b).get("x")
+    evicted = (time.perf_counter() - start) * 1e6 / calls
+    engine.close()
+    return {"cached": cached, "evicted": evicted}
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--tasks", type=int, default=1000)
@@ -49,6 +70,9 @@ def main() -> None:
             runs = [once(make(r), a.tasks) for r in range(a.runs)]
             med = {k: round(statistics.median(x[k] for x in runs)) for k in ("claim", "queue")}
             print(f"python {name}: claim {med['claim']} calls/s, queue (limit 50) {med['queue']} calls/s")
+    runs = [instances() for _ in range(a.runs)]
+    med = {k: round(statistics.median(x[k] for x in runs)) for k in ("cached", "evicted")}
+    print(f"python get: cached instance {med['cached']} µs/call, evicted (instance made per call) {med['evicted']} µs/call")
 
 
 if __name__ == "__main__":

@@ -1,34 +1,39 @@
-// The engine: the transpiled component, one instance per tenant, and the rule
-// that each exported call runs in exactly one store transaction, committed
-// only when the guest answered ok, its answer passed the host's checks and no
-// limit was broken.
+// The engine: the component's instances, run where a deadline can stop
+// them, and the rule that each exported call runs in exactly one store
+// transaction, committed only when the guest answered ok, its answer passed
+// the host's checks and no limit was broken.
 //
-// An instance is reused for its tenant's calls and replaced after anything
-// that may leave it broken (a trap, a limit, a host failure inside an
-// import). The kv import reads the transaction of the call in progress; a
-// tenant's instance is only ever handed that tenant's transaction.
+// By default the guest runs on a worker thread (src/worker.js) while the
+// calling thread owns the store and serves the guest's storage operations
+// one by one: a call past its deadline is stopped by terminating the worker,
+// and its transaction is rolled back here. `isolation: 'thread'` runs the
+// guest on the calling thread instead, where a deadline can only be checked
+// after the call returns. The engine never lets one tenant's instance see
+// another tenant's transaction.
 import { readFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { MessageChannel, Worker } from 'node:worker_threads';
 
-import { instantiate } from '../gen/bindings/leasehold.js';
-import { ClaimRefusal, LeaseholdError, SandboxError, StorageFailure, StoreError, TenantError } from './errors.js';
+import { ComponentInstances } from './component.js';
+import {
+  ClaimRefusal, LeaseholdError, SandboxError, StorageFailure, StoreError, TenantError,
+} from './errors.js';
 import { DEFAULT_LIMITS } from './limits.js';
+import { Mailbox } from './mailbox.js';
 import { Tenant } from './tenant.js';
 
 const GEN = new URL('../gen/', import.meta.url);
+const PACKAGED = new URL('bindings/', GEN);
 
 /** The SHA-256 of the component this package was built with, in hex. */
 export const COMPONENT_SHA256 = createHash('sha256')
   .update(readFileSync(new URL('leasehold.wasm', GEN)))
   .digest('hex');
 
-// Core modules are compiled once per process; every instance shares them.
-const modules = new Map();
-function coreModule(path) {
-  let m = modules.get(path);
-  if (!m) modules.set(path, (m = new WebAssembly.Module(readFileSync(new URL(`bindings/${path}`, GEN)))));
-  return m;
-}
+/** How long a new sandbox worker may take to load the bindings and compile the component. */
+const WORKER_START_MS = 60_000;
 
 /** Tenant names as the Rust host accepts them: 1-64 of [A-Za-z0-9._-]. */
 const TENANT_NAME = /^[A-Za-z0-9._-]{1,64}$/;
@@ -153,53 +158,128 @@ export function kvImport(slot) {
   };
 }
 
-/** One tenant's instance of the component, made on first use and after a trap. */
-class Instance {
-  constructor() {
-    this.slot = { call: null };
-    this.root = null;
-    this.memories = [];
-    this.made = 0;
+/** Runs the guest on a worker thread, which is terminated when a call passes its deadline. */
+class WorkerSandbox {
+  #dir;
+  #limits;
+  #worker = null;
+  #box = null;
+  #madeBefore = 0;
+  made = 0;
+  cached = 0;
+
+  constructor(dir, limits) {
+    this.#dir = dir;
+    this.#limits = limits;
   }
 
-  exports() {
-    if (!this.root) {
-      const kv = kvImport(this.slot);
-      const memories = [];
-      this.root = instantiate(
-        coreModule,
-        // jco looks the interface up by its unversioned name in sync mode.
-        { 'leasehold:engine/kv': kv, 'leasehold:engine/kv@0.2.0': kv, 'leasehold:engine/types@0.2.0': {} },
-        (module, imports) => {
-          const inst = new WebAssembly.Instance(module, imports);
-          for (const v of Object.values(inst.exports)) if (v instanceof WebAssembly.Memory) memories.push(v);
-          return inst;
-        },
-      );
-      this.memories = memories;
-      this.made += 1;
+  #start() {
+    const flags = new Int32Array(new SharedArrayBuffer(8));
+    const { port1, port2 } = new MessageChannel();
+    this.#worker = new Worker(new URL('./worker.js', import.meta.url), {
+      workerData: {
+        port: port2,
+        flags,
+        dir: this.#dir.href,
+        memoryBytes: this.#limits.memoryBytes,
+        maxInstances: this.#limits.cachedInstances,
+      },
+      transferList: [port2],
+    });
+    // An idle engine must not keep the process alive.
+    this.#worker.unref();
+    port1.unref();
+    this.#box = new Mailbox(port1, flags, 0, 1);
+    const m = this.#box.receive(performance.now() + WORKER_START_MS);
+    if (!m || m.op !== 'ready') {
+      this.stop();
+      throw new SandboxError('trap', `the sandbox worker did not start: ${m ? m.message : 'no answer'}`);
     }
-    return this.root;
   }
 
-  memoryBytes() {
-    return this.memories.reduce((n, m) => n + m.buffer.byteLength, 0);
+  /** Runs one export; `kv` serves its storage operations here, on the calling thread. */
+  run(tenant, iface, fn, args, kv, concurrentWriters, deadlineMs) {
+    if (!this.#worker) this.#start();
+    const until = performance.now() + deadlineMs;
+    this.#box.send({ op: 'call', tenant, iface, fn, args, concurrentWriters });
+    for (;;) {
+      const m = this.#box.receive(until);
+      if (m === undefined) {
+        // The only way to stop a guest that does not return: every tenant's
+        // cached instance goes with the worker, and the next call starts a new one.
+        this.stop();
+        return { deadline: true };
+      }
+      if (m.op === 'kv') {
+        let reply;
+        try {
+          reply = { value: kv[m.name](...m.args) };
+        } catch (e) {
+          reply = { refused: e.message };
+        }
+        this.#box.send(reply);
+        continue;
+      }
+      this.made = this.#madeBefore + m.made;
+      this.cached = m.cached;
+      return m.outcome;
+    }
   }
 
-  discard() {
-    this.root = null;
-    this.memories = [];
+  stop() {
+    if (!this.#worker) return;
+    this.#worker.terminate();
+    this.#worker = null;
+    this.#box = null;
+    this.#madeBefore = this.made;
+    this.cached = 0;
   }
 }
 
-/** jco throws an export's error result as a ComponentError carrying the variant. */
-const isErrorResult = (e) =>
-  e instanceof Error && e.constructor.name === 'ComponentError' && e.payload && typeof e.payload.tag === 'string';
+/** Runs the guest on the calling thread: faster, but a guest that never returns blocks it. */
+class ThreadSandbox {
+  #instances;
+
+  constructor(bindings, dir, limits) {
+    this.#instances = new ComponentInstances(bindings, dir, limits.memoryBytes, limits.cachedInstances);
+  }
+
+  get made() {
+    return this.#instances.made;
+  }
+
+  get cached() {
+    return this.#instances.cached;
+  }
+
+  run(tenant, iface, fn, args, kv, _concurrentWriters, deadlineMs) {
+    const started = performance.now();
+    const outcome = this.#instances.run(tenant, iface, fn, args, kv);
+    if (performance.now() - started > deadlineMs) {
+      this.#instances.discard(tenant);
+      return { deadline: true };
+    }
+    return outcome;
+  }
+
+  stop() {
+    this.#instances.clear();
+  }
+}
+
+// The packaged bindings, for `isolation: 'thread'` (a worker loads its own).
+const packagedBindings = await import(new URL('leasehold.js', PACKAGED).href);
 
 export class Engine {
-  #tenants = new Map();
+  #sandbox;
+  #closed = false;
 
-  constructor({ store, limits = {} }) {
+  /**
+   * `component` is a directory `scripts/build.mjs` wrote bindings into, for
+   * running another build of the world (the worker loads it);
+   * `isolation` is `'worker'` (the default) or `'thread'`.
+   */
+  constructor({ store, limits = {}, component, isolation = 'worker' }) {
     if (!store || typeof store.begin !== 'function') {
       throw new TypeError('open({ store }) needs a store: new MemoryStore() or new SqliteStore(path)');
     }
@@ -210,6 +290,16 @@ export class Engine {
     }
     this.store = store;
     this.limits = Object.freeze({ ...DEFAULT_LIMITS, ...limits });
+    const dir = component === undefined ? PACKAGED : new URL(`${pathToFileURL(resolve(String(component))).href}/`);
+    if (isolation === 'worker') {
+      this.#sandbox = new WorkerSandbox(dir, this.limits);
+    } else if (isolation === 'thread') {
+      if (component !== undefined) throw new TypeError("isolation: 'thread' runs only the packaged component");
+      this.#sandbox = new ThreadSandbox(packagedBindings, dir, this.limits);
+    } else {
+      throw new TypeError(`isolation must be 'worker' or 'thread', got ${isolation}`);
+    }
+    this.isolation = isolation;
   }
 
   /** The handle on one tenant: every call through it sees only that tenant's keys. */
@@ -217,61 +307,56 @@ export class Engine {
     if (typeof name !== 'string' || !TENANT_NAME.test(name)) {
       throw new TenantError(`invalid tenant name ${JSON.stringify(name)}: use 1-64 ASCII letters, digits, '-', '_' and '.'`);
     }
-    let t = this.#tenants.get(name);
-    if (!t) this.#tenants.set(name, (t = new Tenant(this, name, new Instance())));
-    return t;
+    return new Tenant(this, name);
   }
 
+  /** Instances made so far: one per tenant on first use, again after a trap, a limit or an eviction. */
+  get instancesMade() {
+    return this.#sandbox.made;
+  }
+
+  /** Instances held now: at most `limits.cachedInstances`. */
+  get instancesCached() {
+    return this.#sandbox.cached;
+  }
+
+  /** Stops the sandbox and closes the store; every later call fails with a StorageFailure. */
   close() {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#sandbox.stop();
     this.store.close();
   }
 
   /**
-   * Runs one exported call in one transaction. `f` calls the export on the
-   * root; `check` turns the guest's answer into the caller's, throwing on
-   * what the contract rules out. `claimVerb` says the error result is a
-   * claim-error.
+   * Runs one exported call, `root[iface][fn](...args)`, in one transaction.
+   * `check` turns the guest's answer into the caller's, throwing on what the
+   * contract rules out. `claimVerb` says the error result is a claim-error.
    */
-  call(tenant, instance, verb, mode, claimVerb, f, check) {
-    const txn = this.store.begin(tenant, mode);
-    const call = new CallState(txn, mode, this.limits, this.store.concurrentWriters);
-    const started = performance.now();
-    let answer;
-    let failure = null;
-    instance.slot.call = call;
+  call(tenant, verb, mode, claimVerb, iface, fn, args, check) {
+    if (this.#closed) throw new StorageFailure('the engine is closed');
+    let txn;
     try {
-      answer = f(instance.exports());
+      txn = this.store.begin(tenant, mode);
     } catch (e) {
-      failure = e;
-    } finally {
-      instance.slot.call = null;
+      if (e instanceof LeaseholdError) throw e;
+      throw new StorageFailure(`the store could not begin a transaction: ${e.message}`, { cause: e });
     }
     try {
-      if (call.violation) {
-        instance.discard();
-        throw call.violation;
-      }
-      if (failure) {
-        if (isErrorResult(failure)) throw domainError(failure.payload, claimVerb);
-        instance.discard();
-        // jco refuses an argument of the wrong type before the guest runs.
-        if (failure instanceof LeaseholdError || failure instanceof TypeError) throw failure;
-        throw new SandboxError('trap', `the guest trapped: ${failure.message}`, { cause: failure });
-      }
+      const call = new CallState(txn, mode, this.limits, this.store.concurrentWriters);
       const deadline = verb === 'check' ? this.limits.checkDeadlineMs : this.limits.deadlineMs;
-      const elapsed = performance.now() - started;
-      if (elapsed > deadline) {
-        throw new SandboxError('deadline', `the call ran ${Math.round(elapsed)} ms, past its deadline of ${deadline} ms`);
-      }
-      const memory = instance.memoryBytes();
-      if (memory > this.limits.memoryBytes) {
-        instance.discard();
-        throw new SandboxError('memory', `the instance holds ${memory} bytes of memory; the cap is ${this.limits.memoryBytes}`);
-      }
-      const result = check(answer);
+      const outcome = this.#sandbox.run(tenant, iface, fn, args, kvImport({ call }), call.concurrentWriters, deadline);
+      // A limit the host recorded names the cause better than the trap it led to.
+      if (call.violation) throw call.violation;
+      if (outcome.deadline) throw new SandboxError('deadline', `the call ran past its deadline of ${deadline} ms`);
+      if (outcome.memory) throw new SandboxError('memory', outcome.memory);
+      if (outcome.trap !== undefined) throw new SandboxError('trap', `the guest trapped: ${outcome.trap}`);
+      if (outcome.error) throw domainError(outcome.error, claimVerb);
+      const result = check(outcome.answer);
       try {
         txn.commit(call.staged ?? []);
       } catch (e) {
+        if (e instanceof LeaseholdError) throw e;
         throw new StorageFailure(`the store could not commit: ${e.message}`, { cause: e });
       }
       return result;
@@ -283,12 +368,15 @@ export class Engine {
 }
 
 function domainError(variant, claimVerb) {
-  if (!claimVerb) return new StoreError(variant);
-  if (variant.tag === 'store') return new StoreError(variant.val);
-  return new ClaimRefusal(variant);
+  if (!claimVerb) return new StoreError(variant.tag, variant.val);
+  if (variant.tag === 'store') return new StoreError(variant.val.tag, variant.val.val);
+  return new ClaimRefusal(variant.tag, variant.val);
 }
 
-/** The engine over `store`, with the sandbox's `limits` (see DEFAULT_LIMITS). */
-export function open({ store, limits } = {}) {
-  return new Engine({ store, limits });
+/**
+ * The engine over `store`, with the sandbox's `limits` (see DEFAULT_LIMITS).
+ * `isolation: 'thread'` trades the enforced deadline for speed; see README.
+ */
+export function open({ store, limits, component, isolation } = {}) {
+  return new Engine({ store, limits, component, isolation });
 }

@@ -1,13 +1,25 @@
 // The errors a call can end in, one class per boundary: the engine refusing
-// a claim, the engine answering a store error, and the sandbox failing (a
-// limit, a trap, an answer the contract rules out). Refusals and store
-// errors carry the WIT variant exactly as the component answered it.
+// a claim, the engine (or this host, before the guest runs) refusing input,
+// the sandbox failing (a limit, a trap, an answer the contract rules out),
+// and the store under the engine failing. The Python package has the same
+// classes with the same names and fields; the Rust host's `Error` is the
+// model. This module only describes errors; it never decides one.
 
 /** Every error this package throws on purpose. */
 export class LeaseholdError extends Error {
   constructor(message, options) {
     super(message, options);
     this.name = this.constructor.name;
+  }
+
+  /** Nothing was done and the same call may succeed if made again. */
+  get retryable() {
+    return false;
+  }
+
+  /** The caller's input was refused: an argument or a tenant name. */
+  get invalidInput() {
+    return false;
   }
 }
 
@@ -21,21 +33,30 @@ const REFUSALS = {
 };
 
 /**
- * A claim, take-over or release that did not happen: a rung of the claim
- * ladder, or `not-held`. `variant` is the WIT `claim-error`, e.g.
- * `{ tag: 'excluded', val: 'alice' }`.
+ * A claim, take-over, release, renewal or holder-checked settlement that did
+ * not happen: a rung of the claim ladder, or `not-held`. `case` is the WIT
+ * `claim-error` case (`'excluded'`), `detail` its payload (an actor, holder,
+ * id or task state). `tag` and `variant` are the same, as earlier versions
+ * spelled them.
  */
 export class ClaimRefusal extends LeaseholdError {
-  constructor(variant) {
-    super(`refused: ${(REFUSALS[variant.tag] ?? String)(variant.val)}`);
-    this.variant = variant;
-    this.tag = variant.tag;
-    this.detail = variant.val;
+  constructor(kase, detail) {
+    super(`refused: ${(REFUSALS[kase] ?? ((v) => `${kase}: ${v}`))(detail)}`);
+    this.case = kase;
+    this.detail = detail;
+  }
+
+  get tag() {
+    return this.case;
+  }
+
+  get variant() {
+    return { tag: this.case, val: this.detail };
   }
 
   /** Only `already-claimed` may go differently if tried again. */
   get retryable() {
-    return this.tag === 'already-claimed';
+    return this.case === 'already-claimed';
   }
 }
 
@@ -47,16 +68,39 @@ const STORE_ERRORS = {
 };
 
 /**
- * The engine answered a WIT `store-error`: `not-found`, `invalid` (the text
- * names the field), `corrupt` or `storage`. A claim verb's
+ * The engine answered a WIT `store-error`: `case` is `not-found`, `invalid`
+ * (the detail names the field), `corrupt` or `storage`. A claim verb's
  * `claim-error.store` arrives as this too.
  */
 export class StoreError extends LeaseholdError {
-  constructor(variant) {
-    super(`${STORE_ERRORS[variant.tag] ?? variant.tag}: ${variant.val}`);
-    this.variant = variant;
-    this.tag = variant.tag;
-    this.detail = variant.val;
+  constructor(kase, detail) {
+    super(`${STORE_ERRORS[kase] ?? kase}: ${detail}`);
+    this.case = kase;
+    this.detail = detail;
+  }
+
+  get tag() {
+    return this.case;
+  }
+
+  get variant() {
+    return { tag: this.case, val: this.detail };
+  }
+
+  get invalidInput() {
+    return this.case === 'invalid';
+  }
+}
+
+/**
+ * An argument this host refuses before the guest runs: a value of the wrong
+ * type, an integer outside its WIT type's range (never wrapped), an unknown
+ * enum case. A `StoreError` with case `invalid`, as the engine answers bad
+ * input it sees itself; `detail` names the field.
+ */
+export class InvalidArgument extends StoreError {
+  constructor(detail) {
+    super('invalid', detail);
   }
 }
 
@@ -82,10 +126,25 @@ export class SandboxError extends LeaseholdError {
 }
 
 /**
- * The store under the engine failed (SQLite could not read or commit). The
- * call committed nothing.
+ * The store under the engine failed (SQLite could not read or commit, or the
+ * engine was closed). The call committed nothing.
  */
 export class StorageFailure extends LeaseholdError {}
 
+/**
+ * The call waited for its turn to write past the store's lock timeout
+ * (another connection holds SQLite's write lock). Nothing was done; try
+ * again.
+ */
+export class LockTimeout extends StorageFailure {
+  get retryable() {
+    return true;
+  }
+}
+
 /** A tenant name this package will not scope keys by. */
-export class TenantError extends LeaseholdError {}
+export class TenantError extends LeaseholdError {
+  get invalidInput() {
+    return true;
+  }
+}

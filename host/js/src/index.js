@@ -11,5 +11,6 @@ export { MemoryStore } from './memory-store.js';
 export { SqliteStore } from './sqlite-store.js';
 export { DEFAULT_LIMITS } from './limits.js';
 export {
-  LeaseholdError, ClaimRefusal, StoreError, SandboxError, StorageFailure, TenantError, LIMIT_KINDS,
+  LeaseholdError, ClaimRefusal, StoreError, InvalidArgument, SandboxError, StorageFailure, LockTimeout, TenantError,
+  LIMIT_KINDS,
 } from './errors.js';

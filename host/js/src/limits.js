@@ -14,16 +14,22 @@ export const DEFAULT_LIMITS = Object.freeze({
   /** Most bytes (keys and values) one call may write. */
   callWriteBytes: 16 << 20,
   /**
-   * Linear memory an instance may hold after a call. Checked when the call
-   * returns: JavaScript cannot stop a memory.grow midway.
+   * Linear memory an instance may grow to: written into the component's
+   * core modules as each memory's maximum, so a memory.grow past it fails.
    */
   memoryBytes: 64 << 20,
   /**
-   * Wall-clock budget of one call, in ms. Checked when the call returns: a
-   * synchronous call cannot be interrupted, so a guest that never returns is
-   * not stopped (run the host in a worker to bound that).
+   * Wall-clock budget of one call, in ms. With the default isolation the
+   * worker running the guest is terminated when it passes; with
+   * `isolation: 'thread'` it is checked only after the call returns.
    */
   deadlineMs: 5000,
   /** Budget of the consistency check, which walks the whole tenant. */
   checkDeadlineMs: 600_000,
+  /**
+   * Most instances held at once, one per tenant, least recently used evicted
+   * first: a process serving many tenants holds at most this many. 0 makes
+   * a fresh instance for every call, so no guest memory outlives a call.
+   */
+  cachedInstances: 32,
 });

@@ -8,6 +8,8 @@
 // call answered ok; anything else rolls back.
 import Database from 'better-sqlite3';
 
+import { LockTimeout } from './errors.js';
+
 const blob = (bytes) => (Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
 
 class SqliteTxn {
@@ -15,7 +17,15 @@ class SqliteTxn {
     this.s = store;
     this.tenant = tenant;
     this.mode = mode;
-    (mode === 'write' ? store.beginWrite : store.beginRead).run();
+    try {
+      (mode === 'write' ? store.beginWrite : store.beginRead).run();
+    } catch (e) {
+      // better-sqlite3 waits up to its timeout for the lock, then throws.
+      if (e.code === 'SQLITE_BUSY') {
+        throw new LockTimeout(`another connection held the database's write lock past ${store.lockTimeoutMs} ms`, { cause: e });
+      }
+      throw e;
+    }
   }
 
   get(key) {
@@ -63,10 +73,13 @@ class SqliteTxn {
  * Every tenant's keys in one SQLite file (or ':memory:').
  * `durability: 'immediate'` (the default) syncs each commit to disk;
  * `'none'` leaves that to the OS: atomic, but a crash may lose recent calls.
+ * A writing call waits up to `lockTimeoutMs` for another connection's write
+ * lock, then fails with a LockTimeout.
  */
 export class SqliteStore {
-  constructor(path, { durability = 'immediate' } = {}) {
-    const db = new Database(path);
+  constructor(path, { durability = 'immediate', lockTimeoutMs = 5000 } = {}) {
+    const db = new Database(path, { timeout: lockTimeoutMs });
+    this.lockTimeoutMs = lockTimeoutMs;
     this.db = db;
     db.pragma('journal_mode = WAL');
     db.pragma(`synchronous = ${durability === 'none' ? 'OFF' : 'FULL'}`);

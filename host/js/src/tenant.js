@@ -2,31 +2,75 @@
 // conversions between the package's plain objects and jco's values: options
 // are null (never undefined) on the way out, integers are numbers where they
 // fit and BigInt only where they do not.
-import { SandboxError } from './errors.js';
+import { InvalidArgument, SandboxError } from './errors.js';
 
 const MIN = BigInt(Number.MIN_SAFE_INTEGER);
 const MAX = BigInt(Number.MAX_SAFE_INTEGER);
+const S64_MIN = -(2n ** 63n);
+const S64_MAX = 2n ** 63n - 1n;
+const U32_MAX = 0xffffffff;
 
 /** A 64-bit answer as a number when it is exact, else as the BigInt. */
 const int = (b) => (typeof b === 'bigint' && b >= MIN && b <= MAX ? Number(b) : b);
 const opt = (v, f = (x) => x) => (v === undefined || v === null ? null : f(v));
+const absent = (v) => v === undefined || v === null;
 
+const shown = (v) => (typeof v === 'bigint' ? `${v}n` : typeof v === 'string' ? JSON.stringify(v) : String(v));
+
+// Every argument is checked here, before the guest runs: jco would wrap an
+// out-of-range BigInt (BigInt.asIntN), stringify a non-string and replace a
+// lone surrogate, so a bad value would reach the rules as a different one.
+
+/** A WIT s64: a safe-integer number or a BigInt in range; never wrapped. */
 function s64(v, field) {
-  if (typeof v === 'bigint') return v;
+  if (typeof v === 'bigint') {
+    if (v < S64_MIN || v > S64_MAX) throw new InvalidArgument(`${field} must fit in 64 signed bits, got ${shown(v)}`);
+    return v;
+  }
   if (Number.isSafeInteger(v)) return BigInt(v);
-  throw new TypeError(`${field} must be an integer (milliseconds since the epoch), got ${v}`);
+  throw new InvalidArgument(`${field} must be an integer (milliseconds since the epoch), got ${shown(v)}`);
 }
 
+/** A WIT u32, as a number or a BigInt in 0..2^32-1. */
 function u32(v, field) {
-  const n = typeof v === 'bigint' ? Number(v) : v;
-  if (!Number.isInteger(n) || n < 0 || n > 0xffffffff) throw new TypeError(`${field} must be an integer in 0..2^32-1, got ${v}`);
+  const n = typeof v === 'bigint' && v >= 0n && v <= BigInt(U32_MAX) ? Number(v) : v;
+  if (!Number.isInteger(n) || n < 0 || n > U32_MAX) throw new InvalidArgument(`${field} must be an integer in 0..2^32-1, got ${shown(v)}`);
   return n;
 }
 
-const list = (v, field) => {
-  if (!Array.isArray(v)) throw new TypeError(`${field} must be an array of strings`);
+function str(v, field) {
+  if (typeof v !== 'string') throw new InvalidArgument(`${field} must be a string, got ${shown(v)}`);
+  if (!v.isWellFormed()) throw new InvalidArgument(`${field} must be well-formed Unicode (it has a lone surrogate)`);
   return v;
-};
+}
+
+/** An optional string: null or undefined is absent. */
+const optStr = (v, field) => (absent(v) ? undefined : str(v, field));
+const optS64 = (v, field) => (absent(v) ? undefined : s64(v, field));
+
+function list(v, field) {
+  if (!Array.isArray(v)) throw new InvalidArgument(`${field} must be an array of strings, got ${shown(v)}`);
+  v.forEach((x, i) => str(x, `${field}[${i}]`));
+  return v;
+}
+
+function oneOf(cases) {
+  return (v, field) => {
+    if (!cases.includes(v)) throw new InvalidArgument(`${field} must be one of ${cases.join(', ')}; got ${shown(v)}`);
+    return v;
+  };
+}
+
+const priority = oneOf(['low', 'normal', 'high', 'urgent']);
+const taskState = oneOf(['open', 'claimed', 'escalated', 'completed', 'expired', 'withdrawn']);
+const onExpiry = oneOf(['deny', 'escalate', 'proceed']);
+const settlement = oneOf(['completed', 'expired', 'withdrawn']);
+const phase = oneOf(['forward', 'compensating']);
+
+function record(v, field) {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new InvalidArgument(`${field} must be an object, got ${shown(v)}`);
+  return v;
+}
 
 /**
  * A task to open. `id`, `run` and `kind` are required; the rest default:
@@ -34,23 +78,24 @@ const list = (v, field) => {
  * priority normal, state open, onExpiry deny, createdAt now.
  */
 function witTask(t) {
+  record(t, 'task');
   const justification = t.justification ?? '{}';
   return {
-    id: t.id,
-    run: t.run,
-    case: opt(t.case) ?? undefined,
-    kind: t.kind,
-    justification: typeof justification === 'string' ? justification : JSON.stringify(justification),
+    id: str(t.id, 'id'),
+    run: str(t.run, 'run'),
+    case: optStr(t.case, 'case'),
+    kind: str(t.kind, 'kind'),
+    justification: str(typeof justification === 'object' ? JSON.stringify(justification) : justification, 'justification'),
     candidateRoles: list(t.candidateRoles ?? [], 'candidateRoles'),
-    assignee: opt(t.assignee) ?? undefined,
-    leaseUntil: t.leaseUntil === undefined || t.leaseUntil === null ? undefined : s64(t.leaseUntil, 'leaseUntil'),
-    priority: t.priority ?? 'normal',
-    state: t.state ?? 'open',
-    onExpiry: t.onExpiry ?? 'deny',
+    assignee: optStr(t.assignee, 'assignee'),
+    leaseUntil: optS64(t.leaseUntil, 'leaseUntil'),
+    priority: priority(t.priority ?? 'normal', 'priority'),
+    state: taskState(t.state ?? 'open', 'state'),
+    onExpiry: onExpiry(t.onExpiry ?? 'deny', 'onExpiry'),
     escalateTo: list(t.escalateTo ?? [], 'escalateTo'),
     excludedActors: list(t.excludedActors ?? [], 'excludedActors'),
     createdAt: s64(t.createdAt ?? Date.now(), 'createdAt'),
-    dueAt: t.dueAt === undefined || t.dueAt === null ? undefined : s64(t.dueAt, 'dueAt'),
+    dueAt: optS64(t.dueAt, 'dueAt'),
   };
 }
 
@@ -74,11 +119,11 @@ const task = (t) => ({
 
 /** A timer to arm: `run`, `effect`, `fireAt` required; no case, step 0, phase forward by default. */
 const witTimer = (t) => ({
-  run: t.run,
-  case: opt(t.case) ?? undefined,
-  effect: t.effect,
+  run: str(record(t, 'timer').run, 'run'),
+  case: optStr(t.case, 'case'),
+  effect: str(t.effect, 'effect'),
   step: u32(t.step ?? 0, 'step'),
-  phase: t.phase ?? 'forward',
+  phase: phase(t.phase ?? 'forward', 'phase'),
   fireAt: s64(t.fireAt, 'fireAt'),
 });
 
@@ -93,159 +138,192 @@ const timer = (t) => ({
 
 const malformed = (what) => new SandboxError('malformed', `the guest answered something the contract rules out: ${what}`);
 
+/** A single-task answer must be the task that was asked about. */
 function sameTask(t, id) {
   if (t.id !== id) throw malformed(`asked for task ${id}, answered task ${t.id}`);
   return task(t);
 }
+
+/** A claim's answer must be the task, now held by the claimant. */
+function held(t, actor) {
+  if (t.state !== 'claimed' || t.assignee !== actor) {
+    throw malformed(`answered task ${t.id} as ${t.state} by ${t.assignee ?? 'nobody'}, not claimed by ${actor}`);
+  }
+  return t;
+}
+
+const heldTask = (t, id, actor) => held(sameTask(t, id), actor);
 
 function atMost(items, limit, verb) {
   if (items.length > limit) throw malformed(`${verb} answered ${items.length} entries for a limit of ${limit}`);
   return items;
 }
 
+/** Tasks a verb moved must be distinct: one task moved twice is no answer the rules can give. */
+function distinct(tasks, verb) {
+  const seen = new Set();
+  for (const t of tasks) {
+    if (seen.has(t.id)) throw malformed(`${verb} answered task ${t.id} twice`);
+    seen.add(t.id);
+  }
+  return tasks;
+}
+
 /** `{ now, leaseMs }` or null/undefined for a claim held until release. */
 const witLease = (l) =>
-  l === undefined || l === null ? undefined : { now: s64(l.now, 'lease.now'), leaseMs: u32(l.leaseMs, 'lease.leaseMs') };
+  absent(l) ? undefined : { now: s64(record(l, 'lease').now, 'lease.now'), leaseMs: u32(l.leaseMs, 'lease.leaseMs') };
+
+/** A queue query; `limit` may default only where the verb says so. */
+function witQuery(q, field, defaultLimit) {
+  record(q, field);
+  return {
+    roles: list(q.roles, `${field}.roles`),
+    actor: optStr(q.actor, `${field}.actor`),
+    limit: u32(q.limit ?? defaultLimit, `${field}.limit`),
+    after: optStr(q.after, `${field}.after`),
+  };
+}
 
 const page = (p, limit, verb) => ({ tasks: atMost(p.tasks, limit, verb).map(task), next: opt(p.next) });
 
 const W = 'write';
 const R = 'read';
 
-/** One tenant of an engine. Every method is one call in one transaction. */
+/**
+ * One tenant of an engine. Every method is one call in one transaction; its
+ * arguments are checked before the guest runs and its answer before the
+ * call commits.
+ */
 export class Tenant {
   #engine;
-  #instance;
 
-  constructor(engine, name, instance) {
+  constructor(engine, name) {
     this.#engine = engine;
-    this.#instance = instance;
     this.name = name;
   }
 
-  /** How many instances this tenant has made: one, plus one after each trap. */
-  get instancesMade() {
-    return this.#instance.made;
-  }
-
-  #call(verb, mode, f, check, claimVerb = false) {
-    return this.#engine.call(this.name, this.#instance, verb, mode, claimVerb, f, check);
+  #call(verb, mode, [iface, fn, args], check, claimVerb = false) {
+    return this.#engine.call(this.name, verb, mode, claimVerb, iface, fn, args, check);
   }
 
   /** Creates a task; first open wins, and the stored task is answered. */
   open(t) {
     const w = witTask(t);
-    return this.#call('open', W, (r) => r.tasks.open(w), (a) => sameTask(a, w.id));
+    return this.#call('open', W, ['tasks', 'open', [w]], (a) => sameTask(a, w.id));
   }
 
   /** The task, or null. */
   get(id) {
-    return this.#call('get', R, (r) => r.tasks.get(id), (a) => opt(a, (t) => sameTask(t, id)));
+    str(id, 'id');
+    return this.#call('get', R, ['tasks', 'get', [id]], (a) => opt(a, (t) => sameTask(t, id)));
   }
 
   /** Reserves the task for `actor`; with `lease` (`{ now, leaseMs }`) it is held until `now + leaseMs`. */
   claim(id, actor, roles = [], lease = null) {
-    list(roles, 'roles');
-    const l = witLease(lease);
-    return this.#call('claim', W, (r) => r.tasks.claim(id, actor, roles, l), (a) => sameTask(a, id), true);
+    const args = [str(id, 'id'), str(actor, 'actor'), list(roles, 'roles'), witLease(lease)];
+    return this.#call('claim', W, ['tasks', 'claim', args], (a) => heldTask(a, id, actor), true);
   }
 
   /** The holder of a leased claim extends it to `now + leaseMs`. */
   renew(id, actor, now, leaseMs) {
-    const at = s64(now, 'now');
-    const ms = u32(leaseMs, 'leaseMs');
-    return this.#call('renew', W, (r) => r.tasks.renew(id, actor, at, ms), (a) => sameTask(a, id), true);
+    const args = [str(id, 'id'), str(actor, 'actor'), s64(now, 'now'), u32(leaseMs, 'leaseMs')];
+    return this.#call('renew', W, ['tasks', 'renew', args], (a) => heldTask(a, id, actor), true);
   }
 
   /** Returns to the queue every task whose lease ended at or before `now`, up to `limit`. */
   reclaimLapsed(now, limit) {
-    const at = s64(now, 'now');
     const n = u32(limit, 'limit');
-    return this.#call('reclaim-lapsed', W, (r) => r.tasks.reclaimLapsed(at, n), (ts) => atMost(ts, n, 'reclaim-lapsed').map(task));
+    return this.#call('reclaim-lapsed', W, ['tasks', 'reclaimLapsed', [s64(now, 'now'), n]], (ts) => {
+      for (const t of distinct(atMost(ts, n, 'reclaim-lapsed'), 'reclaim-lapsed')) {
+        if ((t.state !== 'open' && t.state !== 'escalated') || !absent(t.assignee)) {
+          throw malformed(`reclaim-lapsed answered task ${t.id} as ${t.state} by ${t.assignee}, not back in the queue`);
+        }
+      }
+      return ts.map(task);
+    });
   }
 
   /** Claims the head of the caller's queue (`actor` required); null when it is empty. */
-  claimNext({ roles, actor = null, limit = 1, after = null }, lease = null) {
-    const q = { roles: list(roles, 'roles'), actor: opt(actor) ?? undefined, limit: u32(limit, 'limit'), after: opt(after) ?? undefined };
+  claimNext(query, lease = null) {
+    const q = witQuery(query, 'query', 1);
     const l = witLease(lease);
-    return this.#call('claim-next', W, (r) => r.tasks.claimNext(q, l), (a) => opt(a, task));
+    // Only an actor can hold a task; without one the guest must answer invalid.
+    return this.#call('claim-next', W, ['tasks', 'claimNext', [q, l]], (a) => opt(a, (t) => task(held(t, q.actor ?? ''))));
   }
 
   /** Tasks claimed under a lease. One counter read. */
   leasedCount() {
-    return this.#call('leased-count', R, (r) => r.tasks.leasedCount(), int);
+    return this.#call('leased-count', R, ['tasks', 'leasedCount', []], int);
   }
 
   /** The earliest lease end among leased claims, or null. */
   nextLeaseEnd() {
-    return this.#call('next-lease-end', R, (r) => r.tasks.nextLeaseEnd(), (a) => opt(a, int));
+    return this.#call('next-lease-end', R, ['tasks', 'nextLeaseEnd', []], (a) => opt(a, int));
   }
 
   release(id, actor) {
-    return this.#call('release', W, (r) => r.tasks.release(id, actor), () => undefined, true);
+    return this.#call('release', W, ['tasks', 'release', [str(id, 'id'), str(actor, 'actor')]], () => undefined, true);
   }
 
   takeOver(id, from, actor, roles = [], lease = null) {
-    list(roles, 'roles');
-    const l = witLease(lease);
-    return this.#call('take-over', W, (r) => r.tasks.takeOver(id, from, actor, roles, l), (a) => sameTask(a, id), true);
+    const args = [str(id, 'id'), str(from, 'from'), str(actor, 'actor'), list(roles, 'roles'), witLease(lease)];
+    return this.#call('take-over', W, ['tasks', 'takeOver', args], (a) => heldTask(a, id, actor), true);
   }
 
   /**
    * Compare-and-set from pending: true when this call settled the task. With
    * `holder`, the task must be claimed by exactly that actor (else not-held).
    */
-  settle(id, settlement, holder = null) {
-    const h = opt(holder) ?? undefined;
-    return this.#call('settle', W, (r) => r.tasks.settle(id, settlement, h), (a) => a, true);
+  settle(id, how, holder = null) {
+    const args = [str(id, 'id'), settlement(how, 'settlement'), optStr(holder, 'holder')];
+    return this.#call('settle', W, ['tasks', 'settle', args], (a) => a, true);
   }
 
   withdrawRun(run, awaited) {
-    list(awaited, 'awaited');
-    return this.#call('withdraw-run', W, (r) => r.tasks.withdrawRun(run, awaited), (n) => {
+    const args = [str(run, 'run'), list(awaited, 'awaited')];
+    return this.#call('withdraw-run', W, ['tasks', 'withdrawRun', args], (n) => {
       if (n > awaited.length) throw malformed(`withdraw-run moved ${n} of ${awaited.length} awaited tasks`);
       return n;
     });
   }
 
   escalate(id) {
-    return this.#call('escalate', W, (r) => r.tasks.escalate(id), (a) => sameTask(a, id));
+    return this.#call('escalate', W, ['tasks', 'escalate', [str(id, 'id')]], (a) => sameTask(a, id));
   }
 
   /** `{ roles, actor?, limit, after? }` → `{ tasks, next }`. */
-  queue({ roles, actor = null, limit, after = null }) {
-    const q = { roles: list(roles, 'roles'), actor: opt(actor) ?? undefined, limit: u32(limit, 'limit'), after: opt(after) ?? undefined };
-    return this.#call('queue', R, (r) => r.tasks.queue(q), (p) => page(p, q.limit, 'queue'));
+  queue(query) {
+    const q = witQuery(query, 'query');
+    return this.#call('queue', R, ['tasks', 'queue', [q]], (p) => page(p, q.limit, 'queue'));
   }
 
   forCase(caseId, limit, after = null) {
     const n = u32(limit, 'limit');
-    return this.#call('for-case', R, (r) => r.tasks.forCase(caseId, n, opt(after) ?? undefined), (p) => page(p, n, 'for-case'));
+    return this.#call('for-case', R, ['tasks', 'forCase', [str(caseId, 'case'), n, optStr(after, 'after')]], (p) =>
+      page(p, n, 'for-case'),
+    );
   }
 
   /** Pending tasks (claimed ones count). One counter read. */
   openCount() {
-    return this.#call('open-count', R, (r) => r.tasks.openCount(), int);
+    return this.#call('open-count', R, ['tasks', 'openCount', []], int);
   }
 
   overdue(now, limit) {
     const n = u32(limit, 'limit');
-    const at = s64(now, 'now');
-    return this.#call('overdue', R, (r) => r.tasks.overdue(at, n), (ts) => atMost(ts, n, 'overdue').map(task));
+    return this.#call('overdue', R, ['tasks', 'overdue', [s64(now, 'now'), n]], (ts) => atMost(ts, n, 'overdue').map(task));
   }
 
   /** 'armed' | 'already-armed' | 'run-sealed'. */
   arm(t) {
-    const w = witTimer(t);
-    return this.#call('arm', W, (r) => r.timers.arm(w), (a) => a);
+    return this.#call('arm', W, ['timers', 'arm', [witTimer(t)]], (a) => a);
   }
 
   /** Leases up to `limit` due timers until `now + leaseMs`. */
   claimDue(now, limit, leaseMs) {
     const n = u32(limit, 'limit');
-    const at = s64(now, 'now');
-    const lease = u32(leaseMs, 'leaseMs');
-    return this.#call('claim-due', W, (r) => r.timers.claimDue(at, n, lease), (ts) => {
+    const args = [s64(now, 'now'), n, u32(leaseMs, 'leaseMs')];
+    return this.#call('claim-due', W, ['timers', 'claimDue', args], (ts) => {
       const seen = new Set();
       for (const t of atMost(ts, n, 'claim-due')) {
         const identity = JSON.stringify([t.run, t.effect]);
@@ -257,38 +335,37 @@ export class Tenant {
   }
 
   disarm(run, effect) {
-    return this.#call('disarm', W, (r) => r.timers.disarm(run, effect), (a) => a);
+    return this.#call('disarm', W, ['timers', 'disarm', [str(run, 'run'), str(effect, 'effect')]], (a) => a);
   }
 
   disarmRun(run) {
-    return this.#call('disarm-run', W, (r) => r.timers.disarmRun(run), (a) => a);
+    return this.#call('disarm-run', W, ['timers', 'disarmRun', [str(run, 'run')]], (a) => a);
   }
 
   /** Armed timers. One counter read. */
   pendingCount() {
-    return this.#call('pending-count', R, (r) => r.timers.pendingCount(), int);
+    return this.#call('pending-count', R, ['timers', 'pendingCount', []], int);
   }
 
   /** When the next timer becomes claimable, or null. */
   nextDue() {
-    return this.#call('next-due', R, (r) => r.timers.nextDue(), (a) => opt(a, int));
+    return this.#call('next-due', R, ['timers', 'nextDue', []], (a) => opt(a, int));
   }
 
   /** `{ timersDisarmed, tasksWithdrawn }` moved by this call. */
   seal(run, awaited = []) {
-    list(awaited, 'awaited');
-    return this.#call('seal', W, (r) => r.runs.seal(run, awaited), (o) => ({
+    return this.#call('seal', W, ['runs', 'seal', [str(run, 'run'), list(awaited, 'awaited')]], (o) => ({
       timersDisarmed: o.timersDisarmed,
       tasksWithdrawn: o.tasksWithdrawn,
     }));
   }
 
   isSealed(run) {
-    return this.#call('is-sealed', R, (r) => r.runs.isSealed(run), (a) => a);
+    return this.#call('is-sealed', R, ['runs', 'isSealed', [str(run, 'run')]], (a) => a);
   }
 
   /** Every discrepancy between the tenant's rows and its indexes and counters. */
   check() {
-    return this.#call('check', R, (r) => r.admin.check(), (ds) => ds.map((d) => ({ ...d })));
+    return this.#call('check', R, ['admin', 'check', []], (ds) => ds.map((d) => ({ ...d })));
   }
 }

@@ -19,9 +19,10 @@ const task = (id, extra = {}) => ({ id, run: 'r1', kind: 'k', createdAt: 1, ...e
 
 test('a limit hit fails the call by name, commits nothing, and the next call gets a fresh instance', () => {
   const store = new MemoryStore();
-  const acme = open({ store, limits: { keyBytes: 48 } }).tenant('acme');
+  const engine = open({ store, limits: { keyBytes: 48 } });
+  const acme = engine.tenant('acme');
   acme.open(task('short'));
-  assert.equal(acme.instancesMade, 1);
+  assert.equal(engine.instancesMade, 1);
   const before = store.dump('acme');
   assert.throws(() => acme.open(task('an-id-long-enough-to-take-its-index-keys-past-the-cap')), (e) => {
     assert.ok(e instanceof SandboxError);
@@ -30,21 +31,22 @@ test('a limit hit fails the call by name, commits nothing, and the next call get
   });
   assert.deepEqual(store.dump('acme'), before);
   assert.equal(acme.openCount(), 1);
-  assert.equal(acme.instancesMade, 2, 'the trapped instance was reused');
+  assert.equal(engine.instancesMade, 2, 'the trapped instance was reused');
   assert.equal(acme.claim('short', 'bob').assignee, 'bob');
-  assert.equal(acme.instancesMade, 2, 'a healthy instance was replaced');
+  assert.equal(engine.instancesMade, 2, 'a healthy instance was replaced');
 });
 
 test('an error answer keeps the instance and commits nothing', () => {
   const store = new MemoryStore();
-  const acme = open({ store }).tenant('acme');
+  const engine = open({ store });
+  const acme = engine.tenant('acme');
   acme.open(task('t1', { excludedActors: ['alice'] }));
   const before = store.dump('acme');
-  assert.throws(() => acme.claim('t1', 'alice'), (e) => e instanceof ClaimRefusal && e.tag === 'excluded' && e.detail === 'alice');
+  assert.throws(() => acme.claim('t1', 'alice'), (e) => e instanceof ClaimRefusal && e.case === 'excluded' && e.tag === 'excluded' && e.detail === 'alice');
   assert.throws(() => acme.settle('nope', 'completed'), (e) => e instanceof ClaimRefusal && e.tag === 'not-found');
   assert.throws(() => acme.claim('t1', ''), (e) => e instanceof StoreError && e.tag === 'invalid');
   assert.deepEqual(store.dump('acme'), before);
-  assert.equal(acme.instancesMade, 1);
+  assert.equal(engine.instancesMade, 1);
 });
 
 test('values, scans and writes over their caps are refused by name', () => {

@@ -6,7 +6,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 
-import { COMPONENT_SHA256, MemoryStore, SqliteStore, open } from '../src/index.js';
+import * as lh from '../src/index.js';
+
+const { COMPONENT_SHA256, MemoryStore, SqliteStore, open } = lh;
 import { runScenario, scenarioFiles } from './support/scenarios.js';
 
 console.log(`scenarios: component sha256 ${COMPONENT_SHA256}`);
@@ -25,7 +27,7 @@ for (const { file, scenario } of scenarioFiles()) {
       const store = make(scenario.name);
       const engine = open({ store });
       try {
-        const failures = runScenario(scenario, engine, store);
+        const failures = runScenario(scenario, engine, store, lh);
         assert.deepEqual(failures, [], `${scenario.name}:\n${failures.join('\n')}`);
       } finally {
         engine.close();

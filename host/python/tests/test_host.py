@@ -16,23 +16,25 @@ def task(id, **extra):
 
 def test_a_limit_hit_fails_by_name_commits_nothing_and_the_next_call_gets_a_fresh_instance():
     store = lh.MemoryStore()
-    acme = lh.open(store, limits=lh.Limits(key_bytes=48)).tenant("acme")
+    engine = lh.open(store, limits=lh.Limits(key_bytes=48))
+    acme = engine.tenant("acme")
     acme.open(task("short"))
-    assert acme.instances_made == 1
+    assert engine.instances_made == 1
     before = store.dump("acme")
     with pytest.raises(lh.SandboxError) as e:
         acme.open(task("an-id-long-enough-to-take-its-index-keys-past-the-cap"))
     assert e.value.limit == "key-size"
     assert store.dump("acme") == before
     assert acme.open_count() == 1
-    assert acme.instances_made == 2, "the trapped instance was reused"
+    assert engine.instances_made == 2, "the trapped instance was reused"
     assert acme.claim("short", "bob", []).assignee == "bob"
-    assert acme.instances_made == 2, "a healthy instance was replaced"
+    assert engine.instances_made == 2, "a healthy instance was replaced"
 
 
 def test_an_error_answer_keeps_the_instance_and_commits_nothing():
     store = lh.MemoryStore()
-    acme = lh.open(store).tenant("acme")
+    engine = lh.open(store)
+    acme = engine.tenant("acme")
     acme.open(task("t1", excluded_actors=["alice"]))
     before = store.dump("acme")
     with pytest.raises(lh.ClaimRefusal) as refused:
@@ -45,7 +47,7 @@ def test_an_error_answer_keeps_the_instance_and_commits_nothing():
         acme.claim("t1", "", [])
     assert invalid.value.case == "invalid"
     assert store.dump("acme") == before
-    assert acme.instances_made == 1
+    assert engine.instances_made == 1
 
 
 @pytest.mark.parametrize(

@@ -1,10 +1,10 @@
-// Runs one scenario of tests/scenarios/*.json against a tenant factory: the
-// format is in tests/scenarios/README.md. The Rust and Python runners
-// implement the same rules, so the three hosts are held to the same answers.
+// Runs one scenario of tests/scenarios/*.json against an engine: the format
+// is in tests/scenarios/README.md. The Rust and Python runners implement the
+// same rules, so the three hosts are held to the same answers. The package's
+// error classes come in as an argument, so the same runner serves the
+// repository's tests and a smoke test of the installed package.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-
-import { ClaimRefusal, StoreError } from '../../src/index.js';
 
 export const SCENARIO_DIR = new URL('../../../../tests/scenarios/', import.meta.url);
 
@@ -36,10 +36,10 @@ const canonical = (v) => (v === undefined ? null : renameKeys(v, kebab));
 const CLAIM_VERBS = new Set(['claim', 'release', 'take-over', 'renew', 'settle']);
 const lease = (l) => (l ? { now: l.now, leaseMs: l['lease-ms'] } : null);
 
-function errorVariant(e, verb) {
-  if (e instanceof ClaimRefusal) return { [e.tag]: e.detail };
+function errorVariant(e, verb, { ClaimRefusal, StoreError }) {
+  if (e instanceof ClaimRefusal) return { [e.case]: e.detail };
   if (e instanceof StoreError) {
-    const v = { [e.tag]: e.detail };
+    const v = { [e.case]: e.detail };
     return CLAIM_VERBS.has(verb) ? { store: v } : v;
   }
   return { host: String(e && e.stack ? e.stack : e) };
@@ -112,9 +112,10 @@ const atPath = (v, path) => path.split('.').reduce((x, p) => (x == null ? x : x[
 const hex = (b) => Buffer.from(b).toString('hex');
 
 /**
- * Runs `scenario` on `store` through `engine` and answers the failing steps.
+ * Runs `scenario` on `store` through `engine` and answers the failing steps;
+ * `errors` holds the package's `ClaimRefusal` and `StoreError`.
  */
-export function runScenario(scenario, engine, store) {
+export function runScenario(scenario, engine, store, errors) {
   const failures = [];
   const vars = {};
   const saved = new Map();
@@ -130,7 +131,7 @@ export function runScenario(scenario, engine, store) {
       try {
         got = { ok: canonical(verb(engine.tenant(tenantName), args)) };
       } catch (e) {
-        got = { error: errorVariant(e, step.call) };
+        got = { error: errorVariant(e, step.call, errors) };
       }
       let ok = true;
       if ('ok' in step) ok = 'ok' in got && matches(step.ok, got.ok);

@@ -1,13 +1,18 @@
-"""The engine: the component under wasmtime-py, one instance per tenant, and
-the rule that each exported call runs in exactly one store transaction,
-committed only when the guest answered ok, its answer passed the host's
-checks and no limit was broken.
+"""The engine: the component under wasmtime-py, a bounded cache of one
+instance per tenant, and the rule that each exported call runs in exactly
+one store transaction, committed only when the guest answered ok, its answer
+passed the host's checks and no limit was broken. Arguments are checked
+here before the guest runs, and never wrapped: wasmtime-py writes integers
+into C fields unchecked.
 
 An instance (with its own wasmtime store) is reused for its tenant's calls
 and replaced after a trap, a limit or a host failure inside an import, since
-wasmtime-py leaves an instance unusable once a host function has raised.
-Calls of one engine run one at a time; the kv import serves the call in
-progress, whose transaction is scoped to that call's tenant.
+wasmtime-py leaves an instance unusable once a host function has raised; the
+least recently used one is evicted past ``Limits.cached_instances``. Calls
+of one engine run one at a time; the kv import serves the call in progress,
+whose transaction is scoped to that call's tenant. A component that imports
+WASI gets it with nothing granted (no environment, arguments, files, input
+or network), as the Rust host gives it.
 
 wasmtime-py lifts a ``result``, ``option`` or ``variant`` untagged when its
 cases have distinct Python types: an export's ``result<T, E>`` comes back as
@@ -22,6 +27,7 @@ import hashlib
 import re
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
@@ -33,6 +39,7 @@ from wasmtime import component as cm
 
 from .errors import (
     ClaimRefusal,
+    InvalidArgument,
     LeaseholdError,
     SandboxError,
     StorageFailure,
@@ -308,8 +315,10 @@ class Engine:
         self._kv = _Kv()
         self._linker = self._link()
         self._lock = threading.Lock()
-        self._instances: dict[str, _Instance | None] = {}
-        self._made: dict[str, int] = {}
+        # Most recently used last.
+        self._instances: OrderedDict[str, _Instance] = OrderedDict()
+        self._made = 0
+        self._closed = False
 
     @property
     def component_sha256(self) -> str:
@@ -318,7 +327,9 @@ class Engine:
 
     def _link(self) -> cm.Linker:
         linker = cm.Linker(self._compiled.engine)
-        # The component imports only kv (and the types it speaks in): no WASI.
+        # The shipped guest imports only kv (and the types it speaks in);
+        # another build may import WASI, which each store grants nothing of.
+        linker.add_wasip2()
         with linker.root() as root:
             with root.add_instance(f"{PACKAGE}/kv@{VERSION}") as kv:
                 kv.add_func("concurrent-writers", self._kv.concurrent_writers)
@@ -334,17 +345,34 @@ class Engine:
             raise TenantError(f"invalid tenant name {name!r}: use 1-64 ASCII letters, digits, '-', '_' and '.'")
         return Tenant(self, name)
 
-    def instances_made(self, tenant: str) -> int:
-        """How many instances a tenant has had: one, plus one after each trap."""
-        return self._made.get(tenant, 0)
+    @property
+    def instances_made(self) -> int:
+        """Instances made so far: one per tenant on first use, again after a
+        trap, a limit or an eviction."""
+        return self._made
+
+    @property
+    def instances_cached(self) -> int:
+        """Instances held now: at most ``limits.cached_instances``."""
+        return len(self._instances)
 
     def close(self) -> None:
-        self.store.close()
+        """Drops the instances and closes the store; every later call fails
+        with a ``StorageFailure``."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._instances.clear()
+            self.store.close()
 
     def _instance(self, tenant: str) -> _Instance:
         inst = self._instances.get(tenant)
-        if inst is None:
+        if inst is not None:
+            self._instances.move_to_end(tenant)
+        else:
             store = wasmtime.Store(self._compiled.engine)
+            store.set_wasi(wasmtime.WasiConfig())
             store.set_limits(memory_size=self.limits.memory_bytes)
             # Instantiation runs guest code too, under the same budget.
             store.set_epoch_deadline(int(self.limits.deadline / TICK) + 1)
@@ -359,9 +387,11 @@ class Engine:
                 if func is None:
                     raise LeaseholdError(f"the component does not export {verb} from {interface}")
                 funcs[verb] = func
-            self._made[tenant] = self._made.get(tenant, 0) + 1
+            self._made += 1
             inst = _Instance(store, funcs)
             self._instances[tenant] = inst
+            while len(self._instances) > self.limits.cached_instances:
+                self._instances.popitem(last=False)
         return inst
 
     def call(self, tenant: str, verb: str, args: tuple, check: Callable[[Any], Any]) -> Any:
@@ -369,13 +399,22 @@ class Engine:
         answer into the caller's, raising on what the contract rules out."""
         mode = VERBS[verb][1]
         with self._lock:
-            txn = self.store.begin(tenant, mode)
+            if self._closed:
+                raise StorageFailure("the engine is closed")
+            try:
+                txn = self.store.begin(tenant, mode)
+            except LeaseholdError:
+                raise
+            except Exception as e:
+                raise StorageFailure(f"the store could not begin a transaction: {e}") from e
             call = _Call(txn, mode, self.limits, self.store.concurrent_writers)
             try:
                 answer = self._run(tenant, verb, args, call)
                 result = check(answer)
                 try:
                     txn.commit(call.staged or [])
+                except LeaseholdError:
+                    raise
                 except Exception as e:
                     raise StorageFailure(f"the store could not commit: {e}") from e
                 return result
@@ -391,21 +430,31 @@ class Engine:
             inst.store.set_epoch_deadline(int(deadline / TICK) + 1)
             answer = inst.funcs[verb](inst.store, *args)
         except Exception as e:
-            self._instances[tenant] = None
+            self._instances.pop(tenant, None)
             if call.violation is not None:
                 raise call.violation from None
-            if isinstance(e, wasmtime.Trap) and e.trap_code == wasmtime.TrapCode.INTERRUPT:
+            if _interrupted(e):
                 raise SandboxError("deadline", f"the call ran past its deadline of {deadline} s") from None
             if isinstance(e, (TypeError, ValueError)) and not isinstance(e, wasmtime.WasmtimeError):
-                # wasmtime-py refuses an argument of the wrong type before the guest runs.
-                raise
+                # Arguments are checked before the call; one wasmtime-py still
+                # refuses is this host's fault, reported by name.
+                raise InvalidArgument(f"wasmtime-py refused an argument: {e}") from e
             raise SandboxError("trap", f"the guest trapped: {e}") from e
         finally:
             self._kv.call = None
         if call.violation is not None:
-            self._instances[tenant] = None
+            self._instances.pop(tenant, None)
             raise call.violation
         return _answer(answer, verb)
+
+
+def _interrupted(e: Exception) -> bool:
+    """The epoch deadline stopped the guest. A component call's trap arrives
+    as a bare WasmtimeError with no trap code, so its text is read: wasmtime
+    words the interrupt trap as ``wasm trap: interrupt``."""
+    if isinstance(e, wasmtime.Trap):
+        return e.trap_code == wasmtime.TrapCode.INTERRUPT
+    return isinstance(e, wasmtime.WasmtimeError) and "wasm trap: interrupt" in str(e)
 
 
 def _answer(answer: Any, verb: str) -> Any:
@@ -420,6 +469,72 @@ def _answer(answer: Any, verb: str) -> Any:
     raise ClaimRefusal(answer.tag, answer.payload)
 
 
+# ---- arguments ---------------------------------------------------------------------
+#
+# Every argument is checked before the guest runs: wasmtime-py writes an int
+# into its C field unchecked (2**32 + 60000 arrives as 60000), iterates a
+# str given for a list (one role per letter) and lowers anything iterable.
+
+_S64 = (-(2**63), 2**63 - 1)
+_U32 = (0, 2**32 - 1)
+
+
+def _int(v: Any, field: str, bounds: tuple[int, int], what: str) -> int:
+    if type(v) is not int:  # bool is an int subclass, and no integer
+        raise InvalidArgument(f"{field} must be an int ({what}), got {v!r}")
+    lo, hi = bounds
+    if not lo <= v <= hi:
+        raise InvalidArgument(f"{field} must be an integer in {lo}..{hi} ({what}), got {v}")
+    return v
+
+
+def _s64(v: Any, field: str) -> int:
+    return _int(v, field, _S64, "signed 64 bits, milliseconds since the epoch for a time")
+
+
+def _u32(v: Any, field: str) -> int:
+    return _int(v, field, _U32, "unsigned 32 bits")
+
+
+def _opt_s64(v: Any, field: str) -> int | None:
+    return None if v is None else _s64(v, field)
+
+
+def _str(v: Any, field: str) -> str:
+    if not isinstance(v, str):
+        raise InvalidArgument(f"{field} must be a str, got {v!r}")
+    try:
+        v.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidArgument(f"{field} must be well-formed Unicode (it has a lone surrogate)") from None
+    return str(v)
+
+
+def _opt_str(v: Any, field: str) -> str | None:
+    return None if v is None else _str(v, field)
+
+
+def _strs(v: Any, field: str) -> list[str]:
+    # A str is iterable too, and would become one role per letter.
+    if isinstance(v, (str, bytes)) or not isinstance(v, (list, tuple)):
+        raise InvalidArgument(f"{field} must be a list of str, got {v!r}")
+    return [_str(x, f"{field}[{i}]") for i, x in enumerate(v)]
+
+
+def _enum(cls: type, v: Any, field: str) -> str:
+    try:
+        return str(cls(v))
+    except ValueError:
+        cases = ", ".join(m.value for m in cls)
+        raise InvalidArgument(f"{field} must be one of {cases}; got {v!r}") from None
+
+
+def _of(cls: type, v: Any, field: str) -> Any:
+    if not isinstance(v, cls):
+        raise InvalidArgument(f"{field} must be a {cls.__name__}, got {v!r}")
+    return v
+
+
 # ---- conversions -------------------------------------------------------------------
 
 
@@ -431,22 +546,23 @@ def _record(**fields: Any) -> cm.Record:
 
 
 def _wit_task(t: Task) -> cm.Record:
+    _of(Task, t, "task")
     return _record(
-        id=t.id,
-        run=t.run,
-        case=t.case,
-        kind=t.kind,
-        justification=t.justification,
-        candidate_roles=list(t.candidate_roles),
-        assignee=t.assignee,
-        lease_until=t.lease_until,
-        priority=str(Priority(t.priority)),
-        state=str(TaskState(t.state)),
-        on_expiry=str(OnExpiry(t.on_expiry)),
-        escalate_to=list(t.escalate_to),
-        excluded_actors=list(t.excluded_actors),
-        created_at=t.created_at,
-        due_at=t.due_at,
+        id=_str(t.id, "id"),
+        run=_str(t.run, "run"),
+        case=_opt_str(t.case, "case"),
+        kind=_str(t.kind, "kind"),
+        justification=_str(t.justification, "justification"),
+        candidate_roles=_strs(t.candidate_roles, "candidate_roles"),
+        assignee=_opt_str(t.assignee, "assignee"),
+        lease_until=_opt_s64(t.lease_until, "lease_until"),
+        priority=_enum(Priority, t.priority, "priority"),
+        state=_enum(TaskState, t.state, "state"),
+        on_expiry=_enum(OnExpiry, t.on_expiry, "on_expiry"),
+        escalate_to=_strs(t.escalate_to, "escalate_to"),
+        excluded_actors=_strs(t.excluded_actors, "excluded_actors"),
+        created_at=_s64(t.created_at, "created_at"),
+        due_at=_opt_s64(t.due_at, "due_at"),
     )
 
 
@@ -472,7 +588,15 @@ def _task(r: Any) -> Task:
 
 
 def _wit_timer(t: Timer) -> cm.Record:
-    return _record(run=t.run, case=t.case, effect=t.effect, step=t.step, phase=str(Phase(t.phase)), fire_at=t.fire_at)
+    _of(Timer, t, "timer")
+    return _record(
+        run=_str(t.run, "run"),
+        case=_opt_str(t.case, "case"),
+        effect=_str(t.effect, "effect"),
+        step=_u32(t.step, "step"),
+        phase=_enum(Phase, t.phase, "phase"),
+        fire_at=_s64(t.fire_at, "fire_at"),
+    )
 
 
 def _timer(r: Any) -> Timer:
@@ -482,7 +606,19 @@ def _timer(r: Any) -> Timer:
 
 
 def _wit_lease(lease: Lease | None) -> cm.Record | None:
-    return None if lease is None else _record(now=lease.now, lease_ms=lease.lease_ms)
+    if lease is None:
+        return None
+    _of(Lease, lease, "lease")
+    return _record(now=_s64(lease.now, "lease.now"), lease_ms=_u32(lease.lease_ms, "lease.lease_ms"))
+
+
+def _wit_query(roles: Any, actor: Any, limit: Any, after: Any) -> cm.Record:
+    return _record(
+        roles=_strs(roles, "roles"), actor=_opt_str(actor, "actor"), limit=_u32(limit, "limit"), after=_opt_str(after, "after")
+    )
+
+
+# ---- answers -----------------------------------------------------------------------
 
 
 def _malformed(what: str) -> SandboxError:
@@ -490,15 +626,37 @@ def _malformed(what: str) -> SandboxError:
 
 
 def _same_task(r: Any, id: str) -> Task:
+    """A single-task answer must be the task that was asked about."""
     if r.id != id:
         raise _malformed(f"asked for task {id}, answered task {r.id}")
     return _task(r)
+
+
+def _held(t: Task, actor: str) -> Task:
+    """A claim's answer must be the task, now held by the claimant."""
+    if t.state != TaskState.CLAIMED or t.assignee != actor:
+        raise _malformed(f"answered task {t.id} as {t.state} by {t.assignee}, not claimed by {actor}")
+    return t
+
+
+def _held_task(r: Any, id: str, actor: str) -> Task:
+    return _held(_same_task(r, id), actor)
 
 
 def _at_most(items: list, limit: int, verb: str) -> list:
     if len(items) > limit:
         raise _malformed(f"{verb} answered {len(items)} entries for a limit of {limit}")
     return items
+
+
+def _distinct(tasks: list[Task], verb: str) -> list[Task]:
+    """Tasks a verb moved must be distinct: one task moved twice is no answer the rules can give."""
+    seen: set[str] = set()
+    for t in tasks:
+        if t.id in seen:
+            raise _malformed(f"{verb} answered task {t.id} twice")
+        seen.add(t.id)
+    return tasks
 
 
 def _page(p: Any, limit: int, verb: str) -> Page:
@@ -510,7 +668,9 @@ def _same(x: Any) -> Any:
 
 
 class Tenant:
-    """One tenant of an engine; every method is one call in one transaction."""
+    """One tenant of an engine; every method is one call in one transaction,
+    its arguments checked before the guest runs and its answer before the
+    call commits."""
 
     def __init__(self, engine: Engine, name: str) -> None:
         self._engine = engine
@@ -519,30 +679,36 @@ class Tenant:
     def _call(self, verb: str, *args: Any, check: Callable[[Any], Any] = _same) -> Any:
         return self._engine.call(self.name, verb, args, check)
 
-    @property
-    def instances_made(self) -> int:
-        return self._engine.instances_made(self.name)
-
     def open(self, task: Task) -> Task:
         """Creates a task; first open wins, and the stored task is answered."""
         return self._call("open", _wit_task(task), check=lambda r: _same_task(r, task.id))
 
     def get(self, id: str) -> Task | None:
-        return self._call("get", id, check=lambda r: None if r is None else _same_task(r, id))
+        return self._call("get", _str(id, "id"), check=lambda r: None if r is None else _same_task(r, id))
 
     def claim(self, id: str, actor: str, roles: list[str], lease: Lease | None = None) -> Task:
         """Reserves the task for ``actor``; with a lease, until ``now + lease_ms``."""
-        return self._call("claim", id, actor, list(roles), _wit_lease(lease), check=lambda r: _same_task(r, id))
+        args = (_str(id, "id"), _str(actor, "actor"), _strs(roles, "roles"), _wit_lease(lease))
+        return self._call("claim", *args, check=lambda r: _held_task(r, id, actor))
 
     def renew(self, id: str, actor: str, now: int, lease_ms: int) -> Task:
         """The holder of a leased claim extends it to ``now + lease_ms``."""
-        return self._call("renew", id, actor, now, lease_ms, check=lambda r: _same_task(r, id))
+        args = (_str(id, "id"), _str(actor, "actor"), _s64(now, "now"), _u32(lease_ms, "lease_ms"))
+        return self._call("renew", *args, check=lambda r: _held_task(r, id, actor))
 
     def reclaim_lapsed(self, now: int, limit: int) -> list[Task]:
         """Returns to the queue every task whose lease ended at or before ``now``."""
-        return self._call(
-            "reclaim-lapsed", now, limit, check=lambda ts: [_task(t) for t in _at_most(ts, limit, "reclaim-lapsed")]
-        )
+
+        def check(ts: list) -> list[Task]:
+            tasks = _distinct([_task(t) for t in _at_most(ts, limit, "reclaim-lapsed")], "reclaim-lapsed")
+            for t in tasks:
+                if t.state not in (TaskState.OPEN, TaskState.ESCALATED) or t.assignee is not None:
+                    raise _malformed(
+                        f"reclaim-lapsed answered task {t.id} as {t.state} by {t.assignee}, not back in the queue"
+                    )
+            return tasks
+
+        return self._call("reclaim-lapsed", _s64(now, "now"), _u32(limit, "limit"), check=check)
 
     def claim_next(
         self,
@@ -554,8 +720,11 @@ class Tenant:
         lease: Lease | None = None,
     ) -> Task | None:
         """Claims the head of the caller's queue; None when it is empty."""
-        q = _record(roles=list(roles), actor=actor, limit=limit, after=after)
-        return self._call("claim-next", q, _wit_lease(lease), check=lambda r: None if r is None else _task(r))
+        q = _wit_query(roles, actor, limit, after)
+        # Only an actor can hold a task; without one the guest must answer invalid.
+        return self._call(
+            "claim-next", q, _wit_lease(lease), check=lambda r: None if r is None else _held(_task(r), actor or "")
+        )
 
     def leased_count(self) -> int:
         """Tasks claimed under a lease. One counter read."""
@@ -565,44 +734,46 @@ class Tenant:
         return self._call("next-lease-end")
 
     def release(self, id: str, actor: str) -> None:
-        self._call("release", id, actor, check=lambda _: None)
+        self._call("release", _str(id, "id"), _str(actor, "actor"), check=lambda _: None)
 
     def take_over(self, id: str, from_: str, actor: str, roles: list[str], lease: Lease | None = None) -> Task:
-        return self._call(
-            "take-over", id, from_, actor, list(roles), _wit_lease(lease), check=lambda r: _same_task(r, id)
-        )
+        args = (_str(id, "id"), _str(from_, "from_"), _str(actor, "actor"), _strs(roles, "roles"), _wit_lease(lease))
+        return self._call("take-over", *args, check=lambda r: _held_task(r, id, actor))
 
     def settle(self, id: str, settlement: Settlement | str, holder: str | None = None) -> bool:
         """Compare-and-set from pending: True when this call settled the task.
         With ``holder``, the task must be claimed by exactly that actor."""
-        return self._call("settle", id, str(Settlement(settlement)), holder)
+        args = (_str(id, "id"), _enum(Settlement, settlement, "settlement"), _opt_str(holder, "holder"))
+        return self._call("settle", *args)
 
     def withdraw_run(self, run: str, awaited: list[str]) -> int:
-        awaited = list(awaited)
+        awaited = _strs(awaited, "awaited")
 
         def check(n: int) -> int:
             if n > len(awaited):
                 raise _malformed(f"withdraw-run moved {n} of {len(awaited)} awaited tasks")
             return n
 
-        return self._call("withdraw-run", run, awaited, check=check)
+        return self._call("withdraw-run", _str(run, "run"), awaited, check=check)
 
     def escalate(self, id: str) -> Task:
-        return self._call("escalate", id, check=lambda r: _same_task(r, id))
+        return self._call("escalate", _str(id, "id"), check=lambda r: _same_task(r, id))
 
     def queue(self, *, roles: list[str], limit: int, actor: str | None = None, after: str | None = None) -> Page:
-        q = _record(roles=list(roles), actor=actor, limit=limit, after=after)
+        q = _wit_query(roles, actor, limit, after)
         return self._call("queue", q, check=lambda p: _page(p, limit, "queue"))
 
     def for_case(self, case: str, limit: int, after: str | None = None) -> Page:
-        return self._call("for-case", case, limit, after, check=lambda p: _page(p, limit, "for-case"))
+        args = (_str(case, "case"), _u32(limit, "limit"), _opt_str(after, "after"))
+        return self._call("for-case", *args, check=lambda p: _page(p, limit, "for-case"))
 
     def open_count(self) -> int:
         """Pending tasks (claimed ones count). One counter read."""
         return self._call("open-count")
 
     def overdue(self, now: int, limit: int) -> list[Task]:
-        return self._call("overdue", now, limit, check=lambda ts: [_task(t) for t in _at_most(ts, limit, "overdue")])
+        args = (_s64(now, "now"), _u32(limit, "limit"))
+        return self._call("overdue", *args, check=lambda ts: [_task(t) for t in _at_most(ts, limit, "overdue")])
 
     def arm(self, timer: Timer) -> ArmOutcome:
         return self._call("arm", _wit_timer(timer), check=ArmOutcome)
@@ -616,13 +787,14 @@ class Tenant:
                 raise _malformed("claim-due answered one timer twice")
             return timers
 
-        return self._call("claim-due", now, limit, lease_ms, check=check)
+        args = (_s64(now, "now"), _u32(limit, "limit"), _u32(lease_ms, "lease_ms"))
+        return self._call("claim-due", *args, check=check)
 
     def disarm(self, run: str, effect: str) -> bool:
-        return self._call("disarm", run, effect)
+        return self._call("disarm", _str(run, "run"), _str(effect, "effect"))
 
     def disarm_run(self, run: str) -> int:
-        return self._call("disarm-run", run)
+        return self._call("disarm-run", _str(run, "run"))
 
     def pending_count(self) -> int:
         """Armed timers. One counter read."""
@@ -634,13 +806,13 @@ class Tenant:
     def seal(self, run: str, awaited: list[str]) -> SealOutcome:
         return self._call(
             "seal",
-            run,
-            list(awaited),
+            _str(run, "run"),
+            _strs(awaited, "awaited"),
             check=lambda o: SealOutcome(getattr(o, "timers-disarmed"), getattr(o, "tasks-withdrawn")),
         )
 
     def is_sealed(self, run: str) -> bool:
-        return self._call("is-sealed", run)
+        return self._call("is-sealed", _str(run, "run"))
 
     def check(self) -> list[Discrepancy]:
         """Every discrepancy between the tenant's rows and its indexes and counters."""

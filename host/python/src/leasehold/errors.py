@@ -1,13 +1,26 @@
 """The errors a call can end in, one class per boundary: the engine refusing
-a claim, the engine answering a store error, the sandbox failing, and the
-store under the engine failing. Refusals and store errors carry the WIT
-variant the component answered, as ``case`` and ``detail``."""
+a claim, the engine (or this host, before the guest runs) refusing input,
+the sandbox failing, and the store under the engine failing. Refusals and
+store errors carry the WIT variant the component answered, as ``case`` and
+``detail``. The JavaScript package has the same classes with the same names
+and fields; the Rust host's ``Error`` is the model. This module only
+describes errors; it never decides one."""
 
 from __future__ import annotations
 
 
 class LeaseholdError(Exception):
     """Every error this package raises on purpose."""
+
+    @property
+    def retryable(self) -> bool:
+        """Nothing was done and the same call may succeed if made again."""
+        return False
+
+    @property
+    def invalid_input(self) -> bool:
+        """The caller's input was refused: an argument or a tenant name."""
+        return False
 
 
 _REFUSALS = {
@@ -32,6 +45,11 @@ class ClaimRefusal(LeaseholdError):
         self.detail = detail
 
     @property
+    def tag(self) -> str:
+        """``case``, as the JavaScript package also spells it."""
+        return self.case
+
+    @property
     def retryable(self) -> bool:
         """Only ``already-claimed`` may go differently if tried again."""
         return self.case == "already-claimed"
@@ -46,6 +64,26 @@ class StoreError(LeaseholdError):
         super().__init__(f"{case}: {detail}")
         self.case = case
         self.detail = detail
+
+    @property
+    def tag(self) -> str:
+        """``case``, as the JavaScript package also spells it."""
+        return self.case
+
+    @property
+    def invalid_input(self) -> bool:
+        return self.case == "invalid"
+
+
+class InvalidArgument(StoreError, TypeError, ValueError):
+    """An argument this host refuses before the guest runs: a value of the
+    wrong type, an integer outside its WIT type's range (never wrapped), an
+    unknown enum case. A ``StoreError`` with case ``invalid``, as the engine
+    answers bad input it sees itself; ``detail`` names the field. Also a
+    ``TypeError`` and a ``ValueError``, which earlier versions raised."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__("invalid", detail)
 
 
 LIMIT_KINDS = frozenset(
@@ -77,9 +115,23 @@ class SandboxError(LeaseholdError):
 
 
 class StorageFailure(LeaseholdError):
-    """The store under the engine failed (sqlite3 could not read or commit).
-    The call committed nothing."""
+    """The store under the engine failed (sqlite3 could not read or commit,
+    or the engine was closed). The call committed nothing."""
+
+
+class LockTimeout(StorageFailure):
+    """The call waited for its turn to write past the store's lock timeout
+    (another connection holds SQLite's write lock). Nothing was done; try
+    again."""
+
+    @property
+    def retryable(self) -> bool:
+        return True
 
 
 class TenantError(LeaseholdError, ValueError):
     """A tenant name this package will not scope keys by."""
+
+    @property
+    def invalid_input(self) -> bool:
+        return True

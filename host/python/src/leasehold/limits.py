@@ -26,3 +26,8 @@ class Limits:
     deadline: float = 5.0
     #: Budget of the consistency check, which walks the whole tenant.
     check_deadline: float = 600.0
+    #: Most instances held at once, one per tenant, least recently used
+    #: evicted first: a process serving many tenants holds at most this many.
+    #: 0 makes a fresh instance for every call, so no guest memory outlives a
+    #: call, as the Rust host does.
+    cached_instances: int = 32

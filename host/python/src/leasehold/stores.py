@@ -15,6 +15,8 @@ import sqlite3
 from collections.abc import Iterable
 from typing import Literal, Protocol
 
+from .errors import LockTimeout
+
 Mode = Literal["read", "write"]
 Batch = Iterable[tuple[bytes, bytes | None]]
 
@@ -146,13 +148,21 @@ _SCHEMA = """CREATE TABLE IF NOT EXISTS leasehold_kv (
 
 
 class _SqliteTxn:
-    def __init__(self, db: sqlite3.Connection, tenant: str, mode: Mode) -> None:
+    def __init__(self, db: sqlite3.Connection, tenant: str, mode: Mode, lock_timeout: float) -> None:
         self.db = db
         self.tenant = tenant
         self.mode = mode
         # A write call takes the write lock up front; a read call reads one
         # snapshot and never writes.
-        db.execute("BEGIN IMMEDIATE" if mode == "write" else "BEGIN DEFERRED")
+        try:
+            db.execute("BEGIN IMMEDIATE" if mode == "write" else "BEGIN DEFERRED")
+        except sqlite3.OperationalError as e:
+            # sqlite3 waits up to its timeout for the lock, then raises.
+            if getattr(e, "sqlite_errorcode", None) == sqlite3.SQLITE_BUSY or "locked" in str(e):
+                raise LockTimeout(
+                    f"another connection held the database's write lock past {lock_timeout} s"
+                ) from e
+            raise
 
     def get(self, key: bytes) -> bytes | None:
         row = self.db.execute(
@@ -207,21 +217,25 @@ class SqliteStore:
     as the kv contract orders them. One SQLite transaction per call.
     ``durability="immediate"`` (the default) syncs each commit to disk;
     ``"none"`` leaves that to the OS: atomic, but a crash may lose recent
-    calls."""
+    calls. A writing call waits up to ``lock_timeout`` seconds for another
+    connection's write lock, then fails with a ``LockTimeout``."""
 
     #: SQLite lets one writer at a time into the whole file, so writers never
     #: meet on a key.
     concurrent_writers = False
 
-    def __init__(self, path: str, *, durability: Literal["immediate", "none"] = "immediate") -> None:
+    def __init__(
+        self, path: str, *, durability: Literal["immediate", "none"] = "immediate", lock_timeout: float = 5.0
+    ) -> None:
         # Autocommit mode: the transactions are this store's own BEGINs.
-        self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=lock_timeout)
+        self.lock_timeout = lock_timeout
         self.db.execute("PRAGMA journal_mode = WAL")
         self.db.execute(f"PRAGMA synchronous = {'OFF' if durability == 'none' else 'FULL'}")
         self.db.execute(_SCHEMA)
 
     def begin(self, tenant: str, mode: Mode) -> _SqliteTxn:
-        return _SqliteTxn(self.db, tenant, mode)
+        return _SqliteTxn(self.db, tenant, mode, self.lock_timeout)
 
     def put_raw(self, tenant: str, key: bytes, value: bytes) -> None:
         self.db.execute(

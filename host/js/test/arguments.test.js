@@ -1,0 +1,116 @@
+// Arguments are refused before the guest runs, never wrapped or coerced:
+// every integer argument of every verb past its WIT type's range, enums
+// with a typo, strings where lists belong. The refusal is an
+// InvalidArgument (a StoreError with case `invalid`) naming the field; the
+// store is unchanged and the tenant's instance is kept.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import { InvalidArgument, LeaseholdError, MemoryStore, StoreError, open } from '../src/index.js';
+
+const T = 1_700_000_000_000;
+const S64_OUT = [2n ** 63n, -(2n ** 63n) - 1n, 2n ** 64n + BigInt(T), 1.5, Number.NaN, 2 ** 53 + 2, `${T}`];
+const U32_OUT = [-1, 2 ** 32, 2 ** 32 + 2, 2n ** 32n + 2n, -1n, 0.5, '5'];
+
+const task = (extra = {}) => ({ id: 't1', run: 'r', kind: 'k', createdAt: T, ...extra });
+const lease = (extra = {}) => ({ now: T, leaseMs: 60_000, ...extra });
+
+/** Every integer argument of every verb: [verb and field, its WIT type, a call passing `v` there]. */
+const INTEGER_ARGUMENTS = [
+  ['open task.createdAt', 's64', (t, v) => t.open(task({ createdAt: v }))],
+  ['open task.dueAt', 's64', (t, v) => t.open(task({ dueAt: v }))],
+  ['open task.leaseUntil', 's64', (t, v) => t.open(task({ state: 'claimed', assignee: 'bob', leaseUntil: v }))],
+  ['claim lease.now', 's64', (t, v) => t.claim('t1', 'bob', [], lease({ now: v }))],
+  ['claim lease.leaseMs', 'u32', (t, v) => t.claim('t1', 'bob', [], lease({ leaseMs: v }))],
+  ['take-over lease.now', 's64', (t, v) => t.takeOver('t1', 'bob', 'carol', [], lease({ now: v }))],
+  ['take-over lease.leaseMs', 'u32', (t, v) => t.takeOver('t1', 'bob', 'carol', [], lease({ leaseMs: v }))],
+  ['renew now', 's64', (t, v) => t.renew('t1', 'bob', v, 60_000)],
+  ['renew leaseMs', 'u32', (t, v) => t.renew('t1', 'bob', T, v)],
+  ['reclaim-lapsed now', 's64', (t, v) => t.reclaimLapsed(v, 10)],
+  ['reclaim-lapsed limit', 'u32', (t, v) => t.reclaimLapsed(T, v)],
+  ['claim-next query.limit', 'u32', (t, v) => t.claimNext({ roles: [], actor: 'bob', limit: v })],
+  ['claim-next lease.now', 's64', (t, v) => t.claimNext({ roles: [], actor: 'bob' }, lease({ now: v }))],
+  ['claim-next lease.leaseMs', 'u32', (t, v) => t.claimNext({ roles: [], actor: 'bob' }, lease({ leaseMs: v }))],
+  ['queue query.limit', 'u32', (t, v) => t.queue({ roles: [], limit: v })],
+  ['for-case limit', 'u32', (t, v) => t.forCase('c', v)],
+  ['overdue now', 's64', (t, v) => t.overdue(v, 10)],
+  ['overdue limit', 'u32', (t, v) => t.overdue(T, v)],
+  ['arm timer.fireAt', 's64', (t, v) => t.arm({ run: 'r', effect: 'e', fireAt: v })],
+  ['arm timer.step', 'u32', (t, v) => t.arm({ run: 'r', effect: 'e', fireAt: T, step: v })],
+  ['claim-due now', 's64', (t, v) => t.claimDue(v, 10, 60_000)],
+  ['claim-due limit', 'u32', (t, v) => t.claimDue(T, v, 60_000)],
+  ['claim-due leaseMs', 'u32', (t, v) => t.claimDue(T, 10, v)],
+];
+
+/** A tenant with one open task and one armed timer, and a way to see that nothing changed. */
+function fixture() {
+  const store = new MemoryStore();
+  const engine = open({ store });
+  const t = engine.tenant('acme');
+  t.open(task({ id: 't0' }));
+  t.arm({ run: 'r0', effect: 'e0', fireAt: T });
+  const before = store.dump('acme');
+  return { engine, t, unchanged: () => assert.deepEqual(store.dump('acme'), before) };
+}
+
+function refused(f, field, what = field) {
+  assert.throws(f, (e) => {
+    assert.ok(e instanceof InvalidArgument, `${what}: expected an InvalidArgument, got ${e}`);
+    assert.ok(e instanceof StoreError && e instanceof LeaseholdError);
+    assert.equal(e.case, 'invalid');
+    assert.ok(e.invalidInput);
+    assert.ok(e.detail.includes(field), `${e.detail} names ${field}`);
+    return true;
+  }, what);
+}
+
+test('every integer argument of every verb is refused out of range, never wrapped', () => {
+  const { engine, t, unchanged } = fixture();
+  const made = engine.instancesMade;
+  for (const [what, type, call] of INTEGER_ARGUMENTS) {
+    const field = what.split(' ')[1].split('.').pop();
+    for (const v of type === 's64' ? S64_OUT : U32_OUT) {
+      refused(() => call(t, v), field, `${what} = ${typeof v === 'bigint' ? `${v}n` : v}`);
+    }
+  }
+  unchanged();
+  assert.equal(engine.instancesMade, made, 'a refused argument cost an instance');
+  engine.close();
+});
+
+test('the edges of each integer type reach the guest unchanged', () => {
+  const { engine, t } = fixture();
+  assert.equal(t.arm({ run: 'r', effect: 'max', fireAt: T, step: 2 ** 32 - 1 }), 'armed');
+  assert.equal(t.arm({ run: 'r', effect: 'min', fireAt: T, step: 0n }), 'armed');
+  // The rules refuse what they do not serve themselves, naming the value they got.
+  const byTheRules = (v) => (e) => !(e instanceof InvalidArgument) && e.case === 'invalid' && e.detail.includes(String(v));
+  assert.throws(() => t.reclaimLapsed(T, 2 ** 32 - 1), byTheRules(2 ** 32 - 1));
+  for (const v of [2n ** 63n - 1n, -(2n ** 63n)]) {
+    assert.throws(() => t.arm({ run: 'r', effect: 'e', fireAt: v }), byTheRules(v));
+  }
+  engine.close();
+});
+
+test('enum typos, strings for lists and non-strings are refused by field and keep the instance', () => {
+  const { engine, t, unchanged } = fixture();
+  const made = engine.instancesMade;
+  const cases = [
+    ['priority', () => t.open(task({ priority: 'hgih' }))],
+    ['state', () => t.open(task({ state: 'Open' }))],
+    ['onExpiry', () => t.open(task({ onExpiry: 'never' }))],
+    ['settlement', () => t.settle('t0', 'done')],
+    ['phase', () => t.arm({ run: 'r', effect: 'e', fireAt: T, phase: 'back' })],
+    ['candidateRoles', () => t.open(task({ candidateRoles: 'approver' }))],
+    ['roles', () => t.claim('t0', 'bob', 'approver')],
+    ['excludedActors[0]', () => t.open(task({ excludedActors: [7] }))],
+    ['id', () => t.get(7)],
+    ['actor', () => t.claim('t0', undefined)],
+    ['kind', () => t.open({ id: 'x', run: 'r', createdAt: T })],
+    ['id', () => t.open(task({ id: 'bad\ud800' }))],
+    ['task', () => t.open(null)],
+  ];
+  for (const [field, f] of cases) refused(f, field);
+  unchanged();
+  assert.equal(engine.instancesMade, made, 'a refused argument threw the instance away');
+  engine.close();
+});

@@ -1,0 +1,132 @@
+"""Arguments are refused before the guest runs, never wrapped or coerced:
+every integer argument of every verb past its WIT type's range, enums with
+a typo, a str where a list belongs. The refusal is an InvalidArgument (a
+StoreError with case ``invalid``, also a TypeError and a ValueError) naming
+the field; the store is unchanged and the tenant's instance is kept."""
+
+import pytest
+
+import leasehold as lh
+
+T = 1_700_000_000_000
+S64_OUT = [2**63, -(2**63) - 1, 2**64 + T, 2**64, 1.5, "1700000000000", True, None]
+U32_OUT = [-1, 2**32, 2**32 + 2, 2**32 + 60_000, 0.5, "5", True, None]
+
+
+def task(**extra):
+    return lh.Task(**{"id": "t1", "run": "r", "kind": "k", "created_at": T, **extra})
+
+
+def lease(**extra):
+    return lh.Lease(**{"now": T, "lease_ms": 60_000, **extra})
+
+
+#: Every integer argument of every verb: (verb and field, WIT type, a call passing v there).
+INTEGER_ARGUMENTS = [
+    ("open task.created_at", "s64", lambda t, v: t.open(task(created_at=v))),
+    ("open task.due_at", "s64", lambda t, v: t.open(task(due_at=v))),
+    ("open task.lease_until", "s64", lambda t, v: t.open(task(state="claimed", assignee="bob", lease_until=v))),
+    ("claim lease.now", "s64", lambda t, v: t.claim("t1", "bob", [], lease(now=v))),
+    ("claim lease.lease_ms", "u32", lambda t, v: t.claim("t1", "bob", [], lease(lease_ms=v))),
+    ("take-over lease.now", "s64", lambda t, v: t.take_over("t1", "bob", "carol", [], lease(now=v))),
+    ("take-over lease.lease_ms", "u32", lambda t, v: t.take_over("t1", "bob", "carol", [], lease(lease_ms=v))),
+    ("renew now", "s64", lambda t, v: t.renew("t1", "bob", v, 60_000)),
+    ("renew lease_ms", "u32", lambda t, v: t.renew("t1", "bob", T, v)),
+    ("reclaim-lapsed now", "s64", lambda t, v: t.reclaim_lapsed(v, 10)),
+    ("reclaim-lapsed limit", "u32", lambda t, v: t.reclaim_lapsed(T, v)),
+    ("claim-next limit", "u32", lambda t, v: t.claim_next(roles=[], actor="bob", limit=v)),
+    ("claim-next lease.now", "s64", lambda t, v: t.claim_next(roles=[], actor="bob", lease=lease(now=v))),
+    ("claim-next lease.lease_ms", "u32", lambda t, v: t.claim_next(roles=[], actor="bob", lease=lease(lease_ms=v))),
+    ("queue limit", "u32", lambda t, v: t.queue(roles=[], limit=v)),
+    ("for-case limit", "u32", lambda t, v: t.for_case("c", v)),
+    ("overdue now", "s64", lambda t, v: t.overdue(v, 10)),
+    ("overdue limit", "u32", lambda t, v: t.overdue(T, v)),
+    ("arm timer.fire_at", "s64", lambda t, v: t.arm(lh.Timer(run="r", effect="e", fire_at=v))),
+    ("arm timer.step", "u32", lambda t, v: t.arm(lh.Timer(run="r", effect="e", fire_at=T, step=v))),
+    ("claim-due now", "s64", lambda t, v: t.claim_due(v, 10, 60_000)),
+    ("claim-due limit", "u32", lambda t, v: t.claim_due(T, v, 60_000)),
+    ("claim-due lease_ms", "u32", lambda t, v: t.claim_due(T, 10, v)),
+]
+
+CASES = [
+    pytest.param(call, field, v, id=f"{what}={v!r}")
+    for what, kind, call in INTEGER_ARGUMENTS
+    for field in [what.split(" ")[1].split(".")[-1]]
+    for v in (S64_OUT if kind == "s64" else U32_OUT)
+    # An optional timestamp takes None as absent.
+    if not (v is None and field in ("due_at", "lease_until"))
+]
+
+
+@pytest.fixture
+def fixture():
+    """A tenant with one open task and one armed timer, and a check that nothing changed."""
+    store = lh.MemoryStore()
+    engine = lh.open(store)
+    t = engine.tenant("acme")
+    t.open(task(id="t0"))
+    t.arm(lh.Timer(run="r0", effect="e0", fire_at=T))
+    before = store.dump("acme")
+    made = engine.instances_made
+
+    def unchanged():
+        assert store.dump("acme") == before
+        assert engine.instances_made == made, "a refused argument cost an instance"
+
+    return t, unchanged
+
+
+def refused(f, field):
+    with pytest.raises(lh.InvalidArgument) as e:
+        f()
+    err = e.value
+    assert isinstance(err, lh.StoreError) and isinstance(err, TypeError) and isinstance(err, ValueError)
+    assert err.case == "invalid" and err.invalid_input
+    assert field in err.detail, err.detail
+
+
+@pytest.mark.parametrize("call, field, v", CASES)
+def test_every_integer_argument_of_every_verb_is_refused_out_of_range_never_wrapped(fixture, call, field, v):
+    t, unchanged = fixture
+    refused(lambda: call(t, v), field)
+    unchanged()
+
+
+def test_the_edges_of_each_integer_type_reach_the_guest_unchanged(fixture):
+    t, _ = fixture
+    assert t.arm(lh.Timer(run="r", effect="max", fire_at=T, step=2**32 - 1)) is lh.ArmOutcome.ARMED
+    # The rules refuse what they do not serve themselves, naming the value they got.
+    for f, v in [
+        (lambda: t.reclaim_lapsed(T, 2**32 - 1), 2**32 - 1),
+        (lambda: t.arm(lh.Timer(run="r", effect="e", fire_at=2**63 - 1)), 2**63 - 1),
+        (lambda: t.arm(lh.Timer(run="r", effect="e", fire_at=-(2**63))), -(2**63)),
+    ]:
+        with pytest.raises(lh.StoreError) as e:
+            f()
+        assert not isinstance(e.value, lh.InvalidArgument)
+        assert e.value.case == "invalid" and str(v) in e.value.detail
+
+
+@pytest.mark.parametrize(
+    "field, call",
+    [
+        ("priority", lambda t: t.open(task(priority="hgih"))),
+        ("state", lambda t: t.open(task(state="Open"))),
+        ("on_expiry", lambda t: t.open(task(on_expiry="never"))),
+        ("settlement", lambda t: t.settle("t0", "done")),
+        ("phase", lambda t: t.arm(lh.Timer(run="r", effect="e", fire_at=T, phase="back"))),
+        ("candidate_roles", lambda t: t.open(task(candidate_roles="approver"))),
+        ("roles", lambda t: t.claim("t0", "bob", "approver")),
+        ("excluded_actors[0]", lambda t: t.open(task(excluded_actors=[7]))),
+        ("id", lambda t: t.get(7)),
+        ("actor", lambda t: t.claim("t0", None, [])),
+        ("id", lambda t: t.open(task(id="bad\ud800"))),
+        ("task", lambda t: t.open({"id": "t1"})),
+        ("lease", lambda t: t.claim("t0", "bob", [], (T, 60_000))),
+    ],
+    ids=lambda v: v if isinstance(v, str) else "",
+)
+def test_enum_typos_strs_for_lists_and_wrong_types_are_refused_by_field_and_keep_the_instance(fixture, field, call):
+    t, unchanged = fixture
+    refused(lambda: call(t), field)
+    unchanged()
