@@ -133,6 +133,14 @@ pub enum Error {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// The call's commit was sent, but its answer never came back: it may
+    /// have landed or not. Not retryable as it is: re-read, since every verb
+    /// is idempotent or a compare-and-set.
+    #[error("the outcome of the call's commit is unknown: {source}")]
+    OutcomeUnknown {
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// A writing verb was called on an engine opened read-only.
     #[error("the database is open read-only, and {verb} writes")]
     ReadOnly { verb: &'static str },
