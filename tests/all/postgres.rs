@@ -10,6 +10,8 @@ use std::sync::Barrier;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+mod faults;
+
 use leasehold_host::{Engine, Error, Limits, Settlement, Tenant};
 use leasehold_tests::pg::Schema;
 use leasehold_tests::*;
