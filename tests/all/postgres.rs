@@ -11,6 +11,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 mod faults;
+mod tls;
 
 use leasehold_host::{Engine, Error, Limits, Settlement, Tenant};
 use leasehold_tests::pg::Schema;
