@@ -238,29 +238,34 @@ fn spent_retries_answer_a_retryable_conflict() {
     assert_consistent(&t);
 }
 
-/// Opens, claims and settles of different tasks from different threads all
-/// commit, each once, and the retries they cost are measured. The counters
-/// they move are sharded, so no key is shared; what still conflicts is
-/// PostgreSQL's predicate locking, which locks whole index pages, and
-/// neighbouring ids share pages. The bound catches a regression to calls
-/// that conflict on every attempt (a shared key), not the page effect.
-#[test]
-fn writes_of_different_tasks_all_commit_and_their_retries_are_counted() {
+/// Retries per 1,000 calls that calls on tasks of their own may cost. Under
+/// the old design (point reads through the primary key's B-tree, which
+/// locks whole leaf pages of neighbouring keys, and sequential scans on a
+/// small table, which lock all of it) the same work cost 430 to 900 at 4
+/// threads. What remains is partly real (two calls that move the same one
+/// of a counter's 64 shards) and partly hash buckets that two keys share;
+/// the bound leaves room for a machine busy with other work.
+const DISJOINT_RETRIES_PER_MILLE: f64 = 300.0;
+
+/// Opens, claims and settles of different tasks from `threads` threads
+/// beside 300 others; answers retries per 1,000 calls. Every call commits
+/// under the default retry budget: a Conflict that surfaces fails the test.
+fn disjoint_work_in_threads(threads: usize) -> f64 {
     let Some(schema) = Schema::fresh() else {
-        return;
+        return 0.0;
     };
     let e = engine(&schema);
     let t = e.tenant("acme").expect("tenant");
-    // Enough rows that the index spans many pages, as in use.
+    // Enough rows that the indexes span many pages and buckets, as in use.
     for i in 0..300 {
         t.open(&task(&format!("seed-{i}"), i).roles(&["r"]))
             .expect("open");
     }
     let before = e.conflict_retries();
-    let barrier = Barrier::new(4);
+    let barrier = Barrier::new(threads);
     let per_thread = 60;
     std::thread::scope(|s| {
-        for w in 0..4 {
+        for w in 0..threads {
             let (t, barrier) = (&t, &barrier);
             s.spawn(move || {
                 barrier.wait();
@@ -273,16 +278,33 @@ fn writes_of_different_tasks_all_commit_and_their_retries_are_counted() {
             });
         }
     });
-    let calls = 4 * per_thread * 3;
+    let calls = threads as u64 * per_thread as u64 * 3;
     let retries = e.conflict_retries() - before;
     let per_mille = retries as f64 * 1000.0 / calls as f64;
-    eprintln!("unrelated writes: {retries} retries in {calls} calls ({per_mille:.1} per 1000)");
-    assert!(
-        per_mille < 1000.0,
-        "{retries} retries in {calls} calls on different tasks: more than one per call"
+    eprintln!(
+        "unrelated writes, {threads} threads: {retries} retries in {calls} calls ({per_mille:.1} per 1000)"
     );
     assert_eq!(t.open_count().expect("count"), 300);
     assert_consistent(&t);
+    per_mille
+}
+
+#[test]
+fn writes_of_different_tasks_from_4_threads_seldom_conflict() {
+    let per_mille = disjoint_work_in_threads(4);
+    assert!(
+        per_mille <= DISJOINT_RETRIES_PER_MILLE,
+        "{per_mille:.1} retries per 1000 calls on different tasks"
+    );
+}
+
+#[test]
+fn writes_of_different_tasks_from_8_threads_seldom_conflict() {
+    let per_mille = disjoint_work_in_threads(8);
+    assert!(
+        per_mille <= DISJOINT_RETRIES_PER_MILLE,
+        "{per_mille:.1} retries per 1000 calls on different tasks"
+    );
 }
 
 /// One worker process, started and waiting for the word to go.
@@ -399,6 +421,85 @@ fn three_processes_of_claimers_leave_one_winner_per_task() {
         .map(|o| retries_of(o))
         .fold((0, 0), |(c, r), (c2, r2)| (c + c2, r + r2));
     eprintln!("claim race: {calls} calls, {retries} retries");
+    assert_consistent(&t);
+}
+
+/// Three host processes, two threads each, opening, claiming and settling
+/// tasks of their own: every call commits, seldom run again.
+#[test]
+fn writes_of_different_tasks_from_3_processes_seldom_conflict() {
+    let Some(schema) = Schema::fresh() else {
+        return;
+    };
+    let t = engine(&schema).tenant("apart").expect("tenant");
+    for i in 0..300 {
+        t.open(&task(&format!("seed-{i}"), i).roles(&["r"]))
+            .expect("open");
+    }
+    let mut workers: Vec<Worker> = (0..3)
+        .map(|p| {
+            Worker::spawn(&[
+                "disjoint",
+                &schema.url,
+                "apart",
+                &format!("p{p}"),
+                "2",
+                "40",
+            ])
+        })
+        .collect();
+    workers.iter_mut().for_each(Worker::go);
+    let outputs: Vec<Vec<String>> = workers.into_iter().map(Worker::finish).collect();
+    let (calls, retries) = outputs
+        .iter()
+        .map(|o| retries_of(o))
+        .fold((0, 0), |(c, r), (c2, r2)| (c + c2, r + r2));
+    assert_eq!(calls, 3 * 2 * 40 * 3);
+    let per_mille = retries as f64 * 1000.0 / calls as f64;
+    eprintln!(
+        "unrelated writes, 3 processes: {retries} retries in {calls} calls ({per_mille:.1} per 1000)"
+    );
+    assert!(
+        per_mille <= DISJOINT_RETRIES_PER_MILLE,
+        "{per_mille:.1} per 1000"
+    );
+    assert_eq!(t.open_count().expect("count"), 300);
+    assert_consistent(&t);
+}
+
+/// Three host processes, three threads each, calling claim-next with a
+/// lease on one queue and settling what they get: every task handed out
+/// exactly once, and no conflict surfaces under the default retry budget.
+#[test]
+fn three_processes_of_claim_next_hand_each_task_out_once() {
+    let Some(schema) = Schema::fresh() else {
+        return;
+    };
+    let t = engine(&schema).tenant("queue").expect("tenant");
+    for i in 0..120 {
+        t.open(&task(&format!("q{i:03}"), i).roles(&["r"]))
+            .expect("open");
+    }
+    let mut workers: Vec<Worker> = (0..3)
+        .map(|p| Worker::spawn(&["next", &schema.url, "queue", &p.to_string(), "3"]))
+        .collect();
+    workers.iter_mut().for_each(Worker::go);
+    let outputs: Vec<Vec<String>> = workers.into_iter().map(Worker::finish).collect();
+    let won: Vec<&str> = outputs
+        .iter()
+        .flatten()
+        .filter_map(|l| l.strip_prefix("won "))
+        .map(|rest| rest.split_once(' ').map_or(rest, |(id, _)| id))
+        .collect();
+    let distinct: HashSet<&&str> = won.iter().collect();
+    assert_eq!(won.len(), 120, "every task handed out once");
+    assert_eq!(distinct.len(), 120, "no task handed out twice");
+    let (calls, retries) = outputs
+        .iter()
+        .map(|o| retries_of(o))
+        .fold((0, 0), |(c, r), (c2, r2)| (c + c2, r + r2));
+    eprintln!("claim-next, 3 processes: {calls} calls, {retries} retries");
+    assert_eq!(t.open_count().expect("count"), 0);
     assert_consistent(&t);
 }
 
