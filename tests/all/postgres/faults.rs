@@ -34,6 +34,9 @@ struct Trigger {
     fault: Fault,
 }
 
+/// One proxied connection: the client's socket, the server's, its state.
+type Piped = (TcpStream, TcpStream, Arc<AtomicU8>);
+
 /// A loopback proxy in front of the test database's server.
 struct Proxy {
     addr: SocketAddr,
@@ -41,7 +44,7 @@ struct Proxy {
     connections: Arc<AtomicUsize>,
     fired: Arc<AtomicUsize>,
     /// Each connection's two sockets and state, to end frozen ones.
-    open: Arc<Mutex<Vec<(TcpStream, TcpStream, Arc<AtomicU8>)>>>,
+    open: Arc<Mutex<Vec<Piped>>>,
 }
 
 impl Proxy {
@@ -79,8 +82,7 @@ impl Proxy {
                 let (trigger, fired, st) = (t.clone(), f.clone(), state.clone());
                 std::thread::spawn(move || {
                     let mut buf = vec![0u8; 1 << 16];
-                    loop {
-                        let Ok(n) = from.read(&mut buf) else { break };
+                    while let Ok(n) = from.read(&mut buf) {
                         if n == 0 {
                             break;
                         }
@@ -119,8 +121,7 @@ impl Proxy {
                 let (mut from, mut to) = pump(&server, &client);
                 std::thread::spawn(move || {
                     let mut buf = vec![0u8; 1 << 16];
-                    loop {
-                        let Ok(n) = from.read(&mut buf) else { break };
+                    while let Ok(n) = from.read(&mut buf) {
                         if n == 0 {
                             break;
                         }
