@@ -70,6 +70,59 @@ fn tenants_are_a_column_and_never_see_each_other() {
     );
 }
 
+/// A version-1 database (the table without the point index) is migrated on
+/// connect, its rows kept; a version this host does not know is refused by
+/// name, never migrated.
+#[test]
+fn a_version_1_database_is_migrated_and_an_unknown_version_refused() {
+    let Some(schema) = Schema::fresh() else {
+        return;
+    };
+    let mut c = schema.client();
+    c.batch_execute(
+        "CREATE TABLE leasehold_meta (name text COLLATE \"C\" PRIMARY KEY, value text NOT NULL);
+         CREATE TABLE leasehold_kv (tenant text COLLATE \"C\" NOT NULL, key bytea NOT NULL,
+             value bytea NOT NULL, PRIMARY KEY (tenant, key));
+         INSERT INTO leasehold_meta VALUES ('schema-version', '1');",
+    )
+    .expect("a version-1 database");
+    let t = engine(&schema).tenant("acme").expect("tenant");
+    t.open(&task("t1", 1).roles(&["r"])).expect("open");
+    assert!(t.get("t1").expect("get").is_some());
+    let version: String = c
+        .query_one(
+            "SELECT value FROM leasehold_meta WHERE name = 'schema-version'",
+            &[],
+        )
+        .expect("version")
+        .get(0);
+    assert_eq!(version, "2");
+    let indexes: i64 = c
+        .query_one(
+            "SELECT count(*) FROM pg_indexes WHERE schemaname = $1 \
+             AND indexname = 'leasehold_kv_point'",
+            &[&schema.name],
+        )
+        .expect("pg_indexes")
+        .get(0);
+    assert_eq!(indexes, 1);
+    c.batch_execute("UPDATE leasehold_meta SET value = '3' WHERE name = 'schema-version'")
+        .expect("a later version");
+    let refused = Engine::builder()
+        .postgres(&schema.url)
+        .expect_err("version 3 is refused");
+    let Error::Storage(source) = &refused else {
+        panic!("{refused:?}");
+    };
+    assert!(
+        matches!(
+            source.downcast_ref::<leasehold_host::PgError>(),
+            Some(leasehold_host::PgError::Schema { found: Some(v) }) if v == "3"
+        ),
+        "{refused:?}"
+    );
+}
+
 /// A claim is its reads, then its writes with COMMIT; a queue page is one
 /// round trip per stream and one for its rows. Counted, not estimated.
 #[test]
