@@ -697,6 +697,51 @@ fn a_host_killed_mid_transaction_leaves_nothing_behind() {
         .expect("claim after the kills");
 }
 
+/// A point read inside a call's transaction locks one bucket of the hash
+/// index, not a page of the primary key's B-tree (which would cover the
+/// neighbouring keys) nor the table: seen in `pg_locks` while the call is
+/// held open by the hostile component.
+#[test]
+fn a_point_read_locks_a_hash_bucket_not_its_neighbours() {
+    let Some(schema) = Schema::fresh() else {
+        return;
+    };
+    let t = engine(&schema).tenant("locks").expect("tenant");
+    for i in 0..50 {
+        t.open(&task(&format!("n{i}"), i).roles(&["r"]))
+            .expect("open");
+    }
+    let app = format!("locks-{}", schema.name);
+    let url = format!("{}&application_name={app}", schema.url);
+    let mut holder = Worker::spawn(&["hold", &url, "locks"]);
+    holder.go();
+    wait_for("the holder's transaction is open", || {
+        in_transaction(&schema, &app) == 1
+    });
+    let locks: Vec<(String, String)> = schema
+        .client()
+        .query(
+            "SELECT l.locktype, coalesce(c.relname, '') FROM pg_locks l \
+             JOIN pg_stat_activity a ON a.pid = l.pid \
+             LEFT JOIN pg_class c ON c.oid = l.relation \
+             WHERE a.application_name = $1 AND l.mode = 'SIReadLock'",
+            &[&app],
+        )
+        .expect("pg_locks")
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    holder.child.kill().expect("SIGKILL the holder");
+    holder.child.wait().expect("reaped");
+    assert!(!locks.is_empty(), "the read took no lock at all");
+    for (kind, relation) in &locks {
+        assert!(
+            relation == "leasehold_kv_point" && kind == "page",
+            "the point read locked {kind} of {relation:?}: {locks:?}"
+        );
+    }
+}
+
 /// A pause of 0–50 ms, so the second kill lands anywhere in a call.
 fn pause_ms() -> u64 {
     std::time::SystemTime::now()
