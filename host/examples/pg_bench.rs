@@ -1,13 +1,17 @@
 //! Leasehold on PostgreSQL (BENCHMARKS.md, "PostgreSQL"): per-call latency
-//! of claim, open, queue and claim-due; claims/s from 1, 2 and 4 host
-//! processes on one database; retries per 1,000 calls; round trips per verb.
+//! of claim, open, queue and claim-due; round trips per verb; then, from 1,
+//! 2, 4 and 8 host processes on one database: claims/s on tasks of their
+//! own, and claim-next with a lease then settle on one shared queue, beside
+//! a plain SQL queue claimed with `FOR UPDATE SKIP LOCKED` (as River and
+//! graphile-worker do) on a table of its own.
 //!
-//! `cargo run --release -p leasehold-host --example pg_bench -- URL`
+//! `cargo run --release -p leasehold-host --example pg_bench -- URL [--contention]`
 //!
 //! URL names a database the benchmark may create schemas in; each run makes
-//! a fresh schema and drops it at the end. The host processes are this
-//! program again (`… -- URL --child SCHEMA_URL PREFIX TASKS SECONDS`), each one
-//! engine with one calling thread, claiming tasks it opened beforehand.
+//! a fresh schema and drops it at the end. `--contention` runs only the
+//! multi-process tables. The host processes are this program again (`… --
+//! URL --child|--next|--skip …`), each one engine (or one plain connection)
+//! with one calling thread.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -133,6 +137,88 @@ fn child(url: &str, prefix: &str, tasks: usize, seconds: f64) -> Result<()> {
     Ok(())
 }
 
+/// One host process on the shared queue: claim-next with a lease, then
+/// settle, until the queue is empty or `seconds` passed. Prints `claims N
+/// secs S retries N calls N` and `lat` with each claim-next's microseconds.
+fn next_child(url: &str, actor: &str, seconds: f64) -> Result<()> {
+    let engine = Engine::builder().postgres(url)?;
+    let t = engine.tenant("queue")?;
+    t.open_count()?;
+    println!("ready");
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line)?;
+    let lease = leasehold_host::Lease {
+        now: 1,
+        lease_ms: 3_600_000,
+    };
+    let q = QueueQuery {
+        roles: vec!["reviewer".into()],
+        actor: Some(actor.into()),
+        limit: 1,
+        after: None,
+    };
+    let (start, mut claims, mut calls, mut lat) = (Instant::now(), 0usize, 0usize, Vec::new());
+    while start.elapsed().as_secs_f64() < seconds {
+        let at = Instant::now();
+        calls += 1;
+        let Some(task) = t.claim_next(&q, Some(lease))? else {
+            break;
+        };
+        lat.push(at.elapsed().as_micros().to_string());
+        calls += 1;
+        t.settle(&task.id, leasehold_host::Settlement::Completed, Some(actor))?;
+        claims += 1;
+    }
+    println!(
+        "claims {claims} secs {} retries {} calls {calls}",
+        start.elapsed().as_secs_f64(),
+        engine.conflict_retries()
+    );
+    println!("lat {}", lat.join(","));
+    Ok(())
+}
+
+/// The plain SQL queue: each claim one autocommitted statement at READ
+/// COMMITTED, skipping rows other claimers hold locked.
+const SKIP_CLAIM: &str = "UPDATE plain_queue SET state = 'claimed', holder = $1, lease_until = $2 \
+     WHERE id = (SELECT id FROM plain_queue WHERE state = 'open' \
+     ORDER BY priority, created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id";
+const SKIP_SETTLE: &str =
+    "UPDATE plain_queue SET state = 'done', lease_until = NULL WHERE id = $1 AND holder = $2";
+
+fn skip_child(url: &str, actor: &str, seconds: f64) -> Result<()> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
+        tokio::spawn(connection);
+        let claim = client.prepare(SKIP_CLAIM).await?;
+        let settle = client.prepare(SKIP_SETTLE).await?;
+        println!("ready");
+        let mut line = String::new();
+        std::io::stdin().read_line(&mut line)?;
+        let (start, mut claims, mut lat) = (Instant::now(), 0usize, Vec::new());
+        while start.elapsed().as_secs_f64() < seconds {
+            let at = Instant::now();
+            let Some(row) = client.query_opt(&claim, &[&actor, &3_600_001i64]).await? else {
+                break;
+            };
+            lat.push(at.elapsed().as_micros().to_string());
+            let id: i64 = row.get(0);
+            client.execute(&settle, &[&id, &actor]).await?;
+            claims += 1;
+        }
+        println!(
+            "claims {claims} secs {} retries 0 calls {}",
+            start.elapsed().as_secs_f64(),
+            claims * 2
+        );
+        println!("lat {}", lat.join(","));
+        Ok::<_, Box<dyn std::error::Error>>(())
+    })
+}
+
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.get(1).map(String::as_str) == Some("--child") {
@@ -142,19 +228,43 @@ fn main() -> Result<()> {
         let seconds: f64 = args.get(5).ok_or("--child needs SECONDS")?.parse()?;
         return child(url, prefix, tasks, seconds);
     }
+    if let Some(mode @ ("--next" | "--skip")) = args.get(1).map(String::as_str) {
+        let url = args.get(2).ok_or("needs a URL")?;
+        let actor = args.get(3).ok_or("needs ACTOR")?;
+        let seconds: f64 = args.get(4).ok_or("needs SECONDS")?.parse()?;
+        return if mode == "--next" {
+            next_child(url, actor, seconds)
+        } else {
+            skip_child(url, actor, seconds)
+        };
+    }
+    let contention_only = args.iter().any(|a| a == "--contention");
+
     let base = args
         .first()
         .ok_or("usage: pg_bench URL (a database the benchmark may create schemas in)")?
         .clone();
     let schema = format!("bench_{}", std::process::id());
     admin(&base, &format!("CREATE SCHEMA {schema}"))?;
-    let url = schema_url(&base, &schema);
-    let out = run(&base, &url);
+    // Both queues in plaintext, so that neither pays for TLS the other
+    // does not.
+    let base_plain = if base.contains("sslmode=") {
+        base.clone()
+    } else {
+        let sep = if base.contains('?') { '&' } else { '?' };
+        format!("{base}{sep}sslmode=disable")
+    };
+    let url = schema_url(&base_plain, &schema);
+    let out = if contention_only {
+        contention(&base, &url)
+    } else {
+        run(&url).and_then(|()| contention(&base, &url))
+    };
     admin(&base, &format!("DROP SCHEMA {schema} CASCADE"))?;
     out
 }
 
-fn run(base: &str, url: &str) -> Result<()> {
+fn run(url: &str) -> Result<()> {
     let engine = Engine::builder().postgres(url)?;
     let t = engine.tenant("bench")?;
     let n = 2000;
@@ -234,58 +344,171 @@ fn run(base: &str, url: &str) -> Result<()> {
     row("claim-due (limit 100)", claim_due);
     println!();
 
-    // Claims/s from several host processes, each claiming tasks of its own.
-    let seconds = 3.0;
-    println!("| host processes | claims/s | retries / 1,000 calls |");
-    println!("| --- | --- | --- |");
-    for procs in [1usize, 2, 4] {
-        let exe = std::env::current_exe()?;
-        let mut children = Vec::new();
-        for p in 0..procs {
-            let mut c = Command::new(&exe)
-                .args([
-                    base,
-                    "--child",
-                    url,
-                    &format!("x{procs}-{p}"),
-                    "10000",
-                    &seconds.to_string(),
-                ])
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .spawn()?;
-            let mut out = BufReader::new(c.stdout.take().ok_or("child stdout")?);
-            let mut line = String::new();
-            out.read_line(&mut line)?;
-            if line.trim() != "ready" {
-                return Err(format!("a host process said {line:?}").into());
-            }
-            children.push((c, out));
+    Ok(())
+}
+
+/// Starts `procs` copies of this program with `args(p)`, waits for each to
+/// say `ready`, starts them together, and adds up what they print: (claims
+/// per second, retries per 1,000 calls, p50 µs, p99 µs).
+fn processes(procs: usize, args: impl Fn(usize) -> Vec<String>) -> Result<(f64, f64, f64, f64)> {
+    let exe = std::env::current_exe()?;
+    let mut children = Vec::new();
+    for p in 0..procs {
+        let mut c = Command::new(&exe)
+            .args(args(p))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()?;
+        let mut out = BufReader::new(c.stdout.take().ok_or("child stdout")?);
+        let mut line = String::new();
+        out.read_line(&mut line)?;
+        if line.trim() != "ready" {
+            return Err(format!("a host process said {line:?}").into());
         }
-        for (c, _) in &mut children {
-            use std::io::Write;
-            writeln!(c.stdin.take().ok_or("child stdin")?, "go")?;
-        }
-        let (mut claims, mut rate, mut retries) = (0u64, 0f64, 0u64);
-        for (mut c, out) in children {
-            for line in out.lines() {
-                let line = line?;
-                let w: Vec<&str> = line.split(' ').collect();
-                if let ["claims", n, "secs", secs, "retries", r] = w.as_slice() {
+        children.push((c, out));
+    }
+    for (c, _) in &mut children {
+        use std::io::Write;
+        writeln!(c.stdin.take().ok_or("child stdin")?, "go")?;
+    }
+    let (mut rate, mut retries, mut calls) = (0f64, 0u64, 0u64);
+    let mut lat = Vec::new();
+    for (mut c, out) in children {
+        for line in out.lines() {
+            let line = line?;
+            let w: Vec<&str> = line.split(' ').collect();
+            match w.as_slice() {
+                ["claims", n, "secs", secs, "retries", r, rest @ ..] => {
                     let n = n.parse::<u64>()?;
-                    claims += n;
                     rate += n as f64 / secs.parse::<f64>()?;
                     retries += r.parse::<u64>()?;
+                    calls += match rest {
+                        ["calls", c] => c.parse::<u64>()?,
+                        _ => n,
+                    };
                 }
-            }
-            if !c.wait()?.success() {
-                return Err("a host process failed".into());
+                ["lat", list] => {
+                    for v in list.split(',').filter(|v| !v.is_empty()) {
+                        lat.push(Duration::from_micros(v.parse()?));
+                    }
+                }
+                _ => {}
             }
         }
+        if !c.wait()?.success() {
+            return Err("a host process failed".into());
+        }
+    }
+    let (p50, p99) = if lat.is_empty() {
+        (0.0, 0.0)
+    } else {
+        percentiles(lat)
+    };
+    Ok((
+        rate,
+        retries as f64 * 1000.0 / calls.max(1) as f64,
+        p50,
+        p99,
+    ))
+}
+
+/// The multi-process tables: tasks of their own, then one shared queue on
+/// Leasehold and on the plain SQL queue, at 1, 2, 4 and 8 processes.
+fn contention(base: &str, url: &str) -> Result<()> {
+    let seconds = 3.0;
+    let counts = [1usize, 2, 4, 8];
+    println!("Tasks of their own: each process claims tasks it opened beforehand.");
+    println!();
+    println!("| host processes | claims/s | retries / 1,000 calls |");
+    println!("| --- | --- | --- |");
+    for procs in counts {
+        let (rate, retries, _, _) = processes(procs, |p| {
+            vec![
+                base.to_owned(),
+                "--child".into(),
+                url.to_owned(),
+                format!("x{procs}-{p}"),
+                "1500".into(),
+                seconds.to_string(),
+            ]
+        })?;
+        println!("| {procs} | {rate:.0} | {retries:.1} |");
+    }
+    println!();
+
+    // The shared queue: enough open tasks that no run empties it.
+    let engine = Engine::builder().postgres(url)?;
+    let t = engine.tenant("queue")?;
+    let backlog = 6000;
+    std::thread::scope(|s| -> Result<()> {
+        let handles: Vec<_> = (0..4)
+            .map(|w| {
+                let t = &t;
+                s.spawn(move || -> std::result::Result<(), Error> {
+                    for i in (w..backlog).step_by(4) {
+                        t.open(&task(format!("q{i:06}"), i as i64))?;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().map_err(|_| "a seeding thread panicked")??;
+        }
+        Ok(())
+    })?;
+    sql(
+        url,
+        "CREATE TABLE plain_queue (id bigserial PRIMARY KEY, state text NOT NULL, \
+         holder text, lease_until bigint, priority int NOT NULL, created_at bigint NOT NULL); \
+         CREATE INDEX plain_queue_open ON plain_queue (priority, created_at, id) \
+         WHERE state = 'open'; \
+         INSERT INTO plain_queue (state, priority, created_at) \
+         SELECT 'open', 1, g FROM generate_series(1, 200000) g; ANALYZE plain_queue;",
+    )?;
+    println!(
+        "One shared queue: claim-next with a lease, then settle; claims/s, and each claim's latency."
+    );
+    println!();
+    println!(
+        "| processes | Leasehold claims/s | p50 | p99 | retries / 1,000 calls | SKIP LOCKED claims/s | p50 | p99 |"
+    );
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
+    for procs in counts {
+        let (rate, retries, p50, p99) = processes(procs, |p| {
+            vec![
+                base.to_owned(),
+                "--next".into(),
+                url.to_owned(),
+                format!("w{procs}-{p}"),
+                seconds.to_string(),
+            ]
+        })?;
+        let (s_rate, _, s_p50, s_p99) = processes(procs, |p| {
+            vec![
+                base.to_owned(),
+                "--skip".into(),
+                url.to_owned(),
+                format!("w{procs}-{p}"),
+                seconds.to_string(),
+            ]
+        })?;
         println!(
-            "| {procs} | {rate:.0} | {:.1} |",
-            retries as f64 * 1000.0 / claims.max(1) as f64
+            "| {procs} | {rate:.0} | {p50:.0} µs | {p99:.0} µs | {retries:.1} | {s_rate:.0} | {s_p50:.0} µs | {s_p99:.0} µs |"
         );
     }
     Ok(())
+}
+
+/// Runs `sql` on one plain connection.
+fn sql(url: &str, sql: &str) -> Result<()> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
+        tokio::spawn(connection);
+        client.batch_execute(sql).await?;
+        Ok::<_, Box<dyn std::error::Error>>(())
+    })
 }

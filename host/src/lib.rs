@@ -38,7 +38,9 @@ pub use leasehold_guest::model::{
     Settlement, StoreError, Task, TaskState, Timer, Timestamp,
 };
 pub use storage::file::{OpenError, repair};
-pub use storage::postgres::{DEFAULT_POOL_SIZE, PG_TABLE, PgError, SCHEMA_VERSION, is_url};
+pub use storage::postgres::{
+    DEFAULT_POOL_SIZE, PG_TABLE, PgError, SCHEMA_VERSION, SslMode, TlsError, WAIT_GRACE, is_url,
+};
 pub use storage::redb::{KV_TABLE_NAME, tenant_prefix};
 pub use storage::{CommitHung, CommitStats, GroupFailure, MAX_TENANT_BYTES};
 pub use tenant::Tenant;

@@ -10,6 +10,9 @@ use std::sync::Barrier;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+mod faults;
+mod tls;
+
 use leasehold_host::{Engine, Error, Limits, Settlement, Tenant};
 use leasehold_tests::pg::Schema;
 use leasehold_tests::*;
@@ -64,6 +67,59 @@ fn tenants_are_a_column_and_never_see_each_other() {
         tenants,
         ["a"],
         "keys carry no tenant prefix; the column does"
+    );
+}
+
+/// A version-1 database (the table without the point index) is migrated on
+/// connect, its rows kept; a version this host does not know is refused by
+/// name, never migrated.
+#[test]
+fn a_version_1_database_is_migrated_and_an_unknown_version_refused() {
+    let Some(schema) = Schema::fresh() else {
+        return;
+    };
+    let mut c = schema.client();
+    c.batch_execute(
+        "CREATE TABLE leasehold_meta (name text COLLATE \"C\" PRIMARY KEY, value text NOT NULL);
+         CREATE TABLE leasehold_kv (tenant text COLLATE \"C\" NOT NULL, key bytea NOT NULL,
+             value bytea NOT NULL, PRIMARY KEY (tenant, key));
+         INSERT INTO leasehold_meta VALUES ('schema-version', '1');",
+    )
+    .expect("a version-1 database");
+    let t = engine(&schema).tenant("acme").expect("tenant");
+    t.open(&task("t1", 1).roles(&["r"])).expect("open");
+    assert!(t.get("t1").expect("get").is_some());
+    let version: String = c
+        .query_one(
+            "SELECT value FROM leasehold_meta WHERE name = 'schema-version'",
+            &[],
+        )
+        .expect("version")
+        .get(0);
+    assert_eq!(version, "2");
+    let indexes: i64 = c
+        .query_one(
+            "SELECT count(*) FROM pg_indexes WHERE schemaname = $1 \
+             AND indexname = 'leasehold_kv_point'",
+            &[&schema.name],
+        )
+        .expect("pg_indexes")
+        .get(0);
+    assert_eq!(indexes, 1);
+    c.batch_execute("UPDATE leasehold_meta SET value = '3' WHERE name = 'schema-version'")
+        .expect("a later version");
+    let refused = Engine::builder()
+        .postgres(&schema.url)
+        .expect_err("version 3 is refused");
+    let Error::Storage(source) = &refused else {
+        panic!("{refused:?}");
+    };
+    assert!(
+        matches!(
+            source.downcast_ref::<leasehold_host::PgError>(),
+            Some(leasehold_host::PgError::Schema { found: Some(v) }) if v == "3"
+        ),
+        "{refused:?}"
     );
 }
 
@@ -235,29 +291,34 @@ fn spent_retries_answer_a_retryable_conflict() {
     assert_consistent(&t);
 }
 
-/// Opens, claims and settles of different tasks from different threads all
-/// commit, each once, and the retries they cost are measured. The counters
-/// they move are sharded, so no key is shared; what still conflicts is
-/// PostgreSQL's predicate locking, which locks whole index pages, and
-/// neighbouring ids share pages. The bound catches a regression to calls
-/// that conflict on every attempt (a shared key), not the page effect.
-#[test]
-fn writes_of_different_tasks_all_commit_and_their_retries_are_counted() {
+/// Retries per 1,000 calls that calls on tasks of their own may cost. Under
+/// the old design (point reads through the primary key's B-tree, which
+/// locks whole leaf pages of neighbouring keys, and sequential scans on a
+/// small table, which lock all of it) the same work cost 430 to 900 at 4
+/// threads. What remains is partly real (two calls that move the same one
+/// of a counter's 64 shards) and partly hash buckets that two keys share;
+/// the bound leaves room for a machine busy with other work.
+const DISJOINT_RETRIES_PER_MILLE: f64 = 300.0;
+
+/// Opens, claims and settles of different tasks from `threads` threads
+/// beside 300 others; answers retries per 1,000 calls. Every call commits
+/// under the default retry budget: a Conflict that surfaces fails the test.
+fn disjoint_work_in_threads(threads: usize) -> f64 {
     let Some(schema) = Schema::fresh() else {
-        return;
+        return 0.0;
     };
     let e = engine(&schema);
     let t = e.tenant("acme").expect("tenant");
-    // Enough rows that the index spans many pages, as in use.
+    // Enough rows that the indexes span many pages and buckets, as in use.
     for i in 0..300 {
         t.open(&task(&format!("seed-{i}"), i).roles(&["r"]))
             .expect("open");
     }
     let before = e.conflict_retries();
-    let barrier = Barrier::new(4);
+    let barrier = Barrier::new(threads);
     let per_thread = 60;
     std::thread::scope(|s| {
-        for w in 0..4 {
+        for w in 0..threads {
             let (t, barrier) = (&t, &barrier);
             s.spawn(move || {
                 barrier.wait();
@@ -270,16 +331,33 @@ fn writes_of_different_tasks_all_commit_and_their_retries_are_counted() {
             });
         }
     });
-    let calls = 4 * per_thread * 3;
+    let calls = threads as u64 * per_thread as u64 * 3;
     let retries = e.conflict_retries() - before;
     let per_mille = retries as f64 * 1000.0 / calls as f64;
-    eprintln!("unrelated writes: {retries} retries in {calls} calls ({per_mille:.1} per 1000)");
-    assert!(
-        per_mille < 1000.0,
-        "{retries} retries in {calls} calls on different tasks: more than one per call"
+    eprintln!(
+        "unrelated writes, {threads} threads: {retries} retries in {calls} calls ({per_mille:.1} per 1000)"
     );
     assert_eq!(t.open_count().expect("count"), 300);
     assert_consistent(&t);
+    per_mille
+}
+
+#[test]
+fn writes_of_different_tasks_from_4_threads_seldom_conflict() {
+    let per_mille = disjoint_work_in_threads(4);
+    assert!(
+        per_mille <= DISJOINT_RETRIES_PER_MILLE,
+        "{per_mille:.1} retries per 1000 calls on different tasks"
+    );
+}
+
+#[test]
+fn writes_of_different_tasks_from_8_threads_seldom_conflict() {
+    let per_mille = disjoint_work_in_threads(8);
+    assert!(
+        per_mille <= DISJOINT_RETRIES_PER_MILLE,
+        "{per_mille:.1} retries per 1000 calls on different tasks"
+    );
 }
 
 /// One worker process, started and waiting for the word to go.
@@ -396,6 +474,85 @@ fn three_processes_of_claimers_leave_one_winner_per_task() {
         .map(|o| retries_of(o))
         .fold((0, 0), |(c, r), (c2, r2)| (c + c2, r + r2));
     eprintln!("claim race: {calls} calls, {retries} retries");
+    assert_consistent(&t);
+}
+
+/// Three host processes, two threads each, opening, claiming and settling
+/// tasks of their own: every call commits, seldom run again.
+#[test]
+fn writes_of_different_tasks_from_3_processes_seldom_conflict() {
+    let Some(schema) = Schema::fresh() else {
+        return;
+    };
+    let t = engine(&schema).tenant("apart").expect("tenant");
+    for i in 0..300 {
+        t.open(&task(&format!("seed-{i}"), i).roles(&["r"]))
+            .expect("open");
+    }
+    let mut workers: Vec<Worker> = (0..3)
+        .map(|p| {
+            Worker::spawn(&[
+                "disjoint",
+                &schema.url,
+                "apart",
+                &format!("p{p}"),
+                "2",
+                "40",
+            ])
+        })
+        .collect();
+    workers.iter_mut().for_each(Worker::go);
+    let outputs: Vec<Vec<String>> = workers.into_iter().map(Worker::finish).collect();
+    let (calls, retries) = outputs
+        .iter()
+        .map(|o| retries_of(o))
+        .fold((0, 0), |(c, r), (c2, r2)| (c + c2, r + r2));
+    assert_eq!(calls, 3 * 2 * 40 * 3);
+    let per_mille = retries as f64 * 1000.0 / calls as f64;
+    eprintln!(
+        "unrelated writes, 3 processes: {retries} retries in {calls} calls ({per_mille:.1} per 1000)"
+    );
+    assert!(
+        per_mille <= DISJOINT_RETRIES_PER_MILLE,
+        "{per_mille:.1} per 1000"
+    );
+    assert_eq!(t.open_count().expect("count"), 300);
+    assert_consistent(&t);
+}
+
+/// Three host processes, three threads each, calling claim-next with a
+/// lease on one queue and settling what they get: every task handed out
+/// exactly once, and no conflict surfaces under the default retry budget.
+#[test]
+fn three_processes_of_claim_next_hand_each_task_out_once() {
+    let Some(schema) = Schema::fresh() else {
+        return;
+    };
+    let t = engine(&schema).tenant("queue").expect("tenant");
+    for i in 0..120 {
+        t.open(&task(&format!("q{i:03}"), i).roles(&["r"]))
+            .expect("open");
+    }
+    let mut workers: Vec<Worker> = (0..3)
+        .map(|p| Worker::spawn(&["next", &schema.url, "queue", &p.to_string(), "3"]))
+        .collect();
+    workers.iter_mut().for_each(Worker::go);
+    let outputs: Vec<Vec<String>> = workers.into_iter().map(Worker::finish).collect();
+    let won: Vec<&str> = outputs
+        .iter()
+        .flatten()
+        .filter_map(|l| l.strip_prefix("won "))
+        .map(|rest| rest.split_once(' ').map_or(rest, |(id, _)| id))
+        .collect();
+    let distinct: HashSet<&&str> = won.iter().collect();
+    assert_eq!(won.len(), 120, "every task handed out once");
+    assert_eq!(distinct.len(), 120, "no task handed out twice");
+    let (calls, retries) = outputs
+        .iter()
+        .map(|o| retries_of(o))
+        .fold((0, 0), |(c, r), (c2, r2)| (c + c2, r + r2));
+    eprintln!("claim-next, 3 processes: {calls} calls, {retries} retries");
+    assert_eq!(t.open_count().expect("count"), 0);
     assert_consistent(&t);
 }
 
@@ -538,6 +695,51 @@ fn a_host_killed_mid_transaction_leaves_nothing_behind() {
         .expect("open after the kills");
     t.claim("after", "z", &["r"], None)
         .expect("claim after the kills");
+}
+
+/// A point read inside a call's transaction locks one bucket of the hash
+/// index, not a page of the primary key's B-tree (which would cover the
+/// neighbouring keys) nor the table: seen in `pg_locks` while the call is
+/// held open by the hostile component.
+#[test]
+fn a_point_read_locks_a_hash_bucket_not_its_neighbours() {
+    let Some(schema) = Schema::fresh() else {
+        return;
+    };
+    let t = engine(&schema).tenant("locks").expect("tenant");
+    for i in 0..50 {
+        t.open(&task(&format!("n{i}"), i).roles(&["r"]))
+            .expect("open");
+    }
+    let app = format!("locks-{}", schema.name);
+    let url = format!("{}&application_name={app}", schema.url);
+    let mut holder = Worker::spawn(&["hold", &url, "locks"]);
+    holder.go();
+    wait_for("the holder's transaction is open", || {
+        in_transaction(&schema, &app) == 1
+    });
+    let locks: Vec<(String, String)> = schema
+        .client()
+        .query(
+            "SELECT l.locktype, coalesce(c.relname, '') FROM pg_locks l \
+             JOIN pg_stat_activity a ON a.pid = l.pid \
+             LEFT JOIN pg_class c ON c.oid = l.relation \
+             WHERE a.application_name = $1 AND l.mode = 'SIReadLock'",
+            &[&app],
+        )
+        .expect("pg_locks")
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    holder.child.kill().expect("SIGKILL the holder");
+    holder.child.wait().expect("reaped");
+    assert!(!locks.is_empty(), "the read took no lock at all");
+    for (kind, relation) in &locks {
+        assert!(
+            relation == "leasehold_kv_point" && kind == "page",
+            "the point read locked {kind} of {relation:?}: {locks:?}"
+        );
+    }
 }
 
 /// A pause of 0–50 ms, so the second kill lands anywhere in a call.

@@ -13,6 +13,13 @@
 //!   lease, until none is left; prints `fired RUN EFFECT` for each.
 //! - `write URL TENANT PREFIX`: opens and claims tasks of its own, for ever;
 //!   prints `open ID` / `claim ID` as each is acknowledged (to be killed).
+//! - `disjoint URL TENANT PREFIX THREADS TASKS`: each thread opens, claims
+//!   and settles `TASKS` tasks of its own, `PREFIX-tI-N`; conflicts are run
+//!   again by the engine only (a conflict that surfaces fails the worker).
+//! - `next URL TENANT PROC THREADS`: each thread calls claim-next with a
+//!   lease on the queue of role `r`, then settles what it got, until the
+//!   queue is empty; prints `won ID ACTOR` for each; a surfaced conflict
+//!   fails the worker.
 //! - `hold URL TENANT`: runs the hostile component's `read-then-loop`, which
 //!   reads (so its transaction is open on the server) and then spins until
 //!   the process is killed.
@@ -20,8 +27,8 @@
 use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use leasehold_host::{Engine, Error, Lease, Limits, Refusal};
-use leasehold_tests::{HOSTILE_COMPONENT, TaskExt, task};
+use leasehold_host::{Engine, Error, Lease, Limits, Refusal, Settlement};
+use leasehold_tests::{HOSTILE_COMPONENT, TaskExt, query, task};
 
 fn usage() -> ! {
     eprintln!("usage: pg-worker claim|sweep|write|hold URL TENANT …");
@@ -129,6 +136,52 @@ fn main() {
                 .expect("claim");
                 say(&format!("claim {id}"));
             }
+        }
+        "disjoint" => {
+            let prefix: String = arg(&args, 3);
+            let threads: usize = arg(&args, 4);
+            let tasks: i64 = arg(&args, 5);
+            std::thread::scope(|s| {
+                for i in 0..threads {
+                    let (t, calls, prefix) = (&t, &calls, &prefix);
+                    s.spawn(move || {
+                        for n in 0..tasks {
+                            let id = format!("{prefix}-t{i}-{n}");
+                            t.open(&task(&id, n).roles(&["r"])).expect("open");
+                            t.claim(&id, "a", &["r"], None).expect("claim");
+                            t.settle(&id, Settlement::Completed, None).expect("settle");
+                            calls.fetch_add(3, Ordering::Relaxed);
+                        }
+                    });
+                }
+            });
+        }
+        "next" => {
+            let proc: usize = arg(&args, 3);
+            let threads: usize = arg(&args, 4);
+            std::thread::scope(|s| {
+                for i in 0..threads {
+                    let (t, calls) = (&t, &calls);
+                    s.spawn(move || {
+                        let actor = format!("p{proc}-t{i}");
+                        let lease = Lease {
+                            now: 1,
+                            lease_ms: 3_600_000,
+                        };
+                        loop {
+                            calls.fetch_add(1, Ordering::Relaxed);
+                            let got = t
+                                .claim_next(&query(&["r"], Some(&actor), 1, None), Some(lease))
+                                .expect("claim-next");
+                            let Some(task) = got else { break };
+                            say(&format!("won {} {actor}", task.id));
+                            calls.fetch_add(1, Ordering::Relaxed);
+                            t.settle(&task.id, Settlement::Completed, Some(&actor))
+                                .expect("settle");
+                        }
+                    });
+                }
+            });
         }
         "hold" => {
             let held = t.open(&task("read-then-loop", 1));

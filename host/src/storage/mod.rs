@@ -69,6 +69,21 @@ pub trait Backend: Send + Sync + 'static {
     /// [`Error::LockTimeout`].
     fn begin(&self, tenant: &str, mode: Mode, lock_wait: Duration) -> Result<Box<dyn Txn>, Error>;
 
+    /// [`begin`](Self::begin) for a call that must be over within
+    /// `deadline` of now: a backend that waits on a server gives up those
+    /// waits past it (plus a grace it states). One in this process has no
+    /// such waits and ignores it.
+    fn begin_with_deadline(
+        &self,
+        tenant: &str,
+        mode: Mode,
+        lock_wait: Duration,
+        deadline: Duration,
+    ) -> Result<Box<dyn Txn>, Error> {
+        let _ = deadline;
+        self.begin(tenant, mode, lock_wait)
+    }
+
     /// Whether other processes may write the same tenants' keys while a call
     /// runs (a database server several hosts share), or this process is
     /// their only writer (an embedded file it holds locked). The component

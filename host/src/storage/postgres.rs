@@ -16,7 +16,20 @@
 //! `COMMIT` is sent without waiting for the answer.
 //!
 //! The SQL is the common subset that PostgreSQL-compatible engines also
-//! speak: one table, a composite primary key, `unnest`, `ANY`, `ON CONFLICT`.
+//! speak: one table, a composite primary key, `unnest`, `ANY`, `ON CONFLICT`,
+//! and one hash index on an expression.
+//!
+//! Every wait for the server is bounded: logging in by the connect timeout,
+//! a call's requests by its deadline plus [`WAIT_GRACE`]. A connection that
+//! timed out or closed is dropped, never handed out again. A call whose
+//! connection was lost while its `COMMIT` was in flight answers
+//! [`Error::OutcomeUnknown`]: the server may have committed it.
+
+mod settings;
+mod tls;
+
+use settings::DEFAULT_STATEMENT_TIMEOUT;
+pub use tls::{SslMode, TlsError};
 
 use std::collections::HashMap;
 use std::future::{Future, poll_fn};
@@ -28,14 +41,17 @@ use std::time::{Duration, Instant};
 
 use futures_util::future::{join, join3, try_join_all};
 use tokio_postgres::error::SqlState;
-use tokio_postgres::{Client, Config, NoTls, Statement};
+use tokio_postgres::{Client, Config, Statement};
+
+use settings::Settings;
+use tls::MakeRustls;
 
 use super::{Backend, Entry, Mode, Pending, Txn, Write, check_tenant};
 use crate::error::Error;
 
 /// The version of the tables below. Another version is refused, never
 /// misread or migrated behind the caller's back.
-pub const SCHEMA_VERSION: &str = "1";
+pub const SCHEMA_VERSION: &str = "2";
 
 /// The table of every tenant's keys: `(tenant, key, value)`.
 pub const PG_TABLE: &str = "leasehold_kv";
@@ -43,6 +59,12 @@ pub const PG_TABLE: &str = "leasehold_kv";
 /// Tables are created on first use, in the connection's `search_path`.
 /// `COLLATE "C"` keeps tenant comparison bytewise; `bytea` compares as bytes,
 /// which is the order the guest's keys are built for.
+///
+/// Point reads and deletes go through `leasehold_kv_point`, a hash index,
+/// never the primary key's B-tree: SERIALIZABLE reads lock what they visit,
+/// and a B-tree visit locks a whole leaf page of neighbouring keys, while a
+/// hash visit locks one bucket of keys whose hashes meet. Range scans still
+/// use the B-tree and lock the pages they cover, as they must.
 const SCHEMA_SQL: &str = "
 CREATE TABLE IF NOT EXISTS leasehold_meta (
     name text COLLATE \"C\" PRIMARY KEY,
@@ -58,11 +80,40 @@ INSERT INTO leasehold_meta (name, value) VALUES ('schema-version', '1')
     ON CONFLICT (name) DO NOTHING;
 ";
 
+/// Version 2 is version 1 with the hash index: a version-1 database (or a
+/// fresh one) gets the index and its new mark in one transaction.
+const MIGRATE_FROM_1: &str = "
+CREATE INDEX IF NOT EXISTS leasehold_kv_point ON leasehold_kv
+    USING hash ((tenant || ':' || encode(key, 'hex'))) WITH (fillfactor = 10);
+UPDATE leasehold_meta SET value = '2' WHERE name = 'schema-version' AND value = '1';
+";
+
+/// The hash index's key of `key` in `tenant`: the tenant, a `:`, and the key
+/// in hex. Tenant names hold no `:`, so no two (tenant, key) pairs share
+/// one, and rows found by it need no second check. The SQL spells the same
+/// expression as the index, or the planner would not use the index.
+fn point(tenant: &str, key: &[u8]) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(tenant.len() + 1 + 2 * key.len());
+    s.push_str(tenant);
+    s.push(':');
+    for b in key {
+        s.push(char::from(HEX[usize::from(b >> 4)]));
+        s.push(char::from(HEX[usize::from(b & 15)]));
+    }
+    s
+}
+
 const BEGIN_WRITE: &str = "BEGIN ISOLATION LEVEL SERIALIZABLE";
 const BEGIN_READ: &str = "BEGIN ISOLATION LEVEL SERIALIZABLE READ ONLY DEFERRABLE";
 
 /// Connections one engine keeps open at most, unless told otherwise.
 pub const DEFAULT_POOL_SIZE: usize = 16;
+
+/// How long past its deadline a call still waits for the server: enough for
+/// a `COMMIT` sent just before the deadline to be answered, rather than
+/// reported as an unknown outcome.
+pub const WAIT_GRACE: Duration = Duration::from_secs(2);
 
 /// What went wrong talking to PostgreSQL.
 #[derive(Debug, thiserror::Error)]
@@ -80,6 +131,33 @@ pub enum PgError {
         "the database holds Leasehold schema version {found:?}; this host knows version {SCHEMA_VERSION}"
     )]
     Schema { found: Option<String> },
+    /// The TLS handshake failed: the server refused TLS that `sslmode`
+    /// requires, or its certificate is not trusted or names another host.
+    #[error("TLS with PostgreSQL at {target} failed (sslmode={})", .mode.name())]
+    Tls {
+        target: String,
+        mode: SslMode,
+        #[source]
+        source: tokio_postgres::Error,
+    },
+    /// TLS could not be set up from the connection string.
+    #[error("cannot set up TLS for PostgreSQL")]
+    TlsSetup(#[source] TlsError),
+    /// The server did not answer within the bound on this wait; the
+    /// connection was dropped.
+    #[error("PostgreSQL did not answer within {waited:?} when asked to {what}")]
+    Timeout {
+        what: &'static str,
+        waited: Duration,
+    },
+    /// The server cancelled the statement: its `statement_timeout` (or an
+    /// operator) ended it.
+    #[error("PostgreSQL cancelled the statement that was to {what}")]
+    Canceled {
+        what: &'static str,
+        #[source]
+        source: tokio_postgres::Error,
+    },
     /// A statement failed.
     #[error("PostgreSQL failed to {what}")]
     Query {
@@ -97,6 +175,21 @@ pub enum PgError {
     /// A connection string that does not parse.
     #[error("invalid PostgreSQL connection string")]
     Url(#[source] tokio_postgres::Error),
+    /// A parameter of the connection string with a value it cannot have.
+    #[error("invalid {name} {value:?} in the PostgreSQL connection string: expected {expected}")]
+    Param {
+        name: &'static str,
+        value: String,
+        expected: &'static str,
+    },
+}
+
+impl PgError {
+    /// Whether the server did not answer in time, or cancelled the
+    /// statement for taking too long.
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, PgError::Timeout { .. } | PgError::Canceled { .. })
+    }
 }
 
 /// Whether the server said the transaction lost a race that running it again
@@ -115,6 +208,8 @@ fn failed(what: &'static str) -> impl FnOnce(tokio_postgres::Error) -> Error {
                 attempts: 1,
                 source: Box::new(source),
             }
+        } else if source.code() == Some(&SqlState::QUERY_CANCELED) {
+            Error::Storage(Box::new(PgError::Canceled { what, source }))
         } else if source.is_closed() {
             Error::Storage(Box::new(PgError::Closed {
                 what,
@@ -178,16 +273,18 @@ struct Conn {
 }
 
 /// Runs `fut` to completion while driving the connection: one wait for the
-/// server, counted as one round trip.
+/// server, counted as one round trip, given up at `until`.
 fn drive<T>(
     rt: &tokio::runtime::Runtime,
     connection: &mut Connection,
     trips: &AtomicU64,
+    until: Instant,
     fut: impl Future<Output = Result<T, tokio_postgres::Error>>,
 ) -> Result<T, DriveError> {
     trips.fetch_add(1, Ordering::Relaxed);
+    let started = Instant::now();
     let mut fut = pin!(fut);
-    rt.block_on(poll_fn(|cx| {
+    let answer = poll_fn(|cx| {
         if let Poll::Ready(out) = fut.as_mut().poll(cx) {
             return Poll::Ready(out.map_err(DriveError::Query));
         }
@@ -196,7 +293,12 @@ fn drive<T>(
             Poll::Ready(Err(e)) => Poll::Ready(Err(DriveError::Closed(Some(e)))),
             Poll::Pending => Poll::Pending,
         }
-    }))
+    });
+    rt.block_on(async {
+        tokio::time::timeout_at(tokio::time::Instant::from_std(until), answer)
+            .await
+            .unwrap_or_else(|_| Err(DriveError::Timeout(started.elapsed())))
+    })
 }
 
 /// Sends `fut`'s request and writes it to the socket without waiting for the
@@ -216,40 +318,116 @@ fn send_only<T>(
 enum DriveError {
     Query(tokio_postgres::Error),
     Closed(Option<tokio_postgres::Error>),
+    /// No answer within the bound; the connection is unusable.
+    Timeout(Duration),
 }
 
 impl DriveError {
+    /// Whether the connection itself failed, rather than the request.
+    fn lost_connection(&self) -> bool {
+        match self {
+            DriveError::Query(e) => e.is_closed(),
+            DriveError::Closed(_) | DriveError::Timeout(_) => true,
+        }
+    }
+
     fn into_error(self, what: &'static str) -> Error {
         match self {
             DriveError::Query(e) => failed(what)(e),
             DriveError::Closed(source) => {
                 Error::Storage(Box::new(PgError::Closed { what, source }))
             }
+            DriveError::Timeout(waited) => {
+                Error::Storage(Box::new(PgError::Timeout { what, waited }))
+            }
         }
     }
 }
 
-/// Logs in, on a runtime of the connection's own.
-fn login(config: &Config) -> Result<(tokio::runtime::Runtime, Client, Connection), Error> {
+/// Whether `e` came from the TLS layer.
+fn is_tls(e: &tokio_postgres::Error) -> bool {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(c) = cause {
+        if c.is::<rustls::Error>() || c.is::<TlsError>() {
+            return true;
+        }
+        if let Some(io) = c.downcast_ref::<std::io::Error>()
+            && io
+                .get_ref()
+                .is_some_and(|inner| inner.is::<rustls::Error>())
+        {
+            return true;
+        }
+        cause = c.source();
+    }
+    false
+}
+
+/// Logs in, on a runtime of the connection's own, and sets the session's
+/// timeouts; all of it within the connect timeout.
+fn login(
+    settings: &Settings,
+    tls: &MakeRustls,
+    trips: &AtomicU64,
+) -> Result<(tokio::runtime::Runtime, Client, Connection), Error> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| Error::setup_from("cannot start the PostgreSQL connection's runtime", e))?;
-    let (client, connection) = rt.block_on(config.connect(NoTls)).map_err(|source| {
-        Error::Storage(Box::new(PgError::Connect {
-            target: target(config),
-            source,
-        }))
-    })?;
-    Ok((rt, client, Box::pin(connection)))
+    let until = Instant::now() + settings.connect_timeout;
+    let config = &settings.config;
+    let connected = rt.block_on(async {
+        tokio::time::timeout_at(
+            tokio::time::Instant::from_std(until),
+            config.connect(tls.clone()),
+        )
+        .await
+    });
+    let (client, connection) = match connected {
+        Ok(Ok(pair)) => pair,
+        Ok(Err(source)) if is_tls(&source) => {
+            return Err(Error::Storage(Box::new(PgError::Tls {
+                target: target(config),
+                mode: settings.ssl_mode,
+                source,
+            })));
+        }
+        Ok(Err(source)) => {
+            return Err(Error::Storage(Box::new(PgError::Connect {
+                target: target(config),
+                source,
+            })));
+        }
+        Err(_) => {
+            return Err(Error::Storage(Box::new(PgError::Timeout {
+                what: "log in",
+                waited: settings.connect_timeout,
+            })));
+        }
+    };
+    let mut connection: Connection = Box::pin(connection);
+    if !settings.session_sql.is_empty() {
+        drive(
+            &rt,
+            &mut connection,
+            trips,
+            until,
+            client.batch_execute(&settings.session_sql),
+        )
+        .map_err(|e| e.into_error("set the session's timeouts"))?;
+    }
+    Ok((rt, client, connection))
 }
 
 impl Conn {
-    fn open(config: &Config, trips: &AtomicU64) -> Result<Conn, Error> {
-        let (rt, client, mut connection) = login(config)?;
+    fn open(settings: &Settings, tls: &MakeRustls, trips: &AtomicU64) -> Result<Conn, Error> {
+        let (rt, client, mut connection) = login(settings, tls, trips)?;
+        let until = Instant::now() + settings.connect_timeout;
         let sql = [
-            "SELECT value FROM leasehold_kv WHERE tenant = $1 AND key = $2",
-            "SELECT key, value FROM leasehold_kv WHERE tenant = $1 AND key = ANY($2)",
+            "SELECT value FROM leasehold_kv \
+             WHERE (tenant || ':' || encode(key, 'hex')) = $1",
+            "SELECT key, value FROM leasehold_kv \
+             WHERE (tenant || ':' || encode(key, 'hex')) = ANY($1::text[])",
             SCAN_SQL[0],
             SCAN_SQL[1],
             SCAN_SQL[2],
@@ -257,12 +435,14 @@ impl Conn {
             "INSERT INTO leasehold_kv (tenant, key, value) \
              SELECT $1, k, v FROM unnest($2::bytea[], $3::bytea[]) AS w(k, v) \
              ON CONFLICT (tenant, key) DO UPDATE SET value = EXCLUDED.value",
-            "DELETE FROM leasehold_kv WHERE tenant = $1 AND key = ANY($2)",
+            "DELETE FROM leasehold_kv \
+             WHERE (tenant || ':' || encode(key, 'hex')) = ANY($1::text[])",
         ];
         let prepared = drive(
             &rt,
             &mut connection,
             trips,
+            until,
             try_join_all(sql.iter().map(|s| client.prepare(s))),
         )
         .map_err(|e| e.into_error("prepare Leasehold's statements"))?;
@@ -289,43 +469,55 @@ impl Conn {
 }
 
 /// Creates the tables if they are missing and checks their version.
-fn prepare_schema(config: &Config, trips: &AtomicU64) -> Result<(), Error> {
-    let (rt, client, mut connection) = login(config)?;
+fn prepare_schema(settings: &Settings, tls: &MakeRustls, trips: &AtomicU64) -> Result<(), Error> {
+    let (rt, client, mut connection) = login(settings, tls, trips)?;
+    // Creating the index on a large version-1 table takes as long as it
+    // takes; only the server's statement timeout bounds it.
+    let until = Instant::now() + settings.connect_timeout + DEFAULT_STATEMENT_TIMEOUT;
     // Two hosts starting at once may both try to create the tables; the
     // loser's error is a duplicate, and the tables are there on its retry.
-    let mut tries = 0;
-    loop {
-        tries += 1;
-        let made = drive(
-            &rt,
-            &mut connection,
-            trips,
-            client.batch_execute(SCHEMA_SQL),
-        );
-        match made {
-            Ok(()) => break,
-            Err(DriveError::Query(e))
-                if tries < 5
-                    && matches!(e.code(), Some(c) if *c == SqlState::UNIQUE_VIOLATION
-                        || *c == SqlState::DUPLICATE_TABLE
-                        || *c == SqlState::DUPLICATE_OBJECT) =>
-            {
-                continue;
+    let setup = |sql: &'static str, what: &'static str, connection: &mut Connection| {
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            match drive(&rt, connection, trips, until, client.batch_execute(sql)) {
+                Ok(()) => return Ok(()),
+                Err(DriveError::Query(e))
+                    if tries < 5
+                        && matches!(e.code(), Some(c) if *c == SqlState::UNIQUE_VIOLATION
+                            || *c == SqlState::DUPLICATE_TABLE
+                            || *c == SqlState::DUPLICATE_OBJECT) =>
+                {
+                    continue;
+                }
+                Err(e) => return Err(e.into_error(what)),
             }
-            Err(e) => return Err(e.into_error("create Leasehold's tables")),
         }
+    };
+    setup(SCHEMA_SQL, "create Leasehold's tables", &mut connection)?;
+    let version = |connection: &mut Connection| {
+        drive(
+            &rt,
+            connection,
+            trips,
+            until,
+            client.query_opt(
+                "SELECT value FROM leasehold_meta WHERE name = 'schema-version'",
+                &[],
+            ),
+        )
+        .map(|row| row.map(|r| r.get::<_, String>(0)))
+        .map_err(|e| e.into_error("read the schema version"))
+    };
+    let mut found = version(&mut connection)?;
+    if found.as_deref() == Some("1") {
+        setup(
+            MIGRATE_FROM_1,
+            "add the point index (schema version 1 to 2)",
+            &mut connection,
+        )?;
+        found = version(&mut connection)?;
     }
-    let row = drive(
-        &rt,
-        &mut connection,
-        trips,
-        client.query_opt(
-            "SELECT value FROM leasehold_meta WHERE name = 'schema-version'",
-            &[],
-        ),
-    )
-    .map_err(|e| e.into_error("read the schema version"))?;
-    let found: Option<String> = row.map(|r| r.get(0));
     if found.as_deref() != Some(SCHEMA_VERSION) {
         return Err(Error::Storage(Box::new(PgError::Schema { found })));
     }
@@ -340,7 +532,8 @@ struct PoolState {
 
 /// The connections of one engine: made when needed, kept while they work.
 struct Pool {
-    config: Config,
+    settings: Settings,
+    tls: MakeRustls,
     state: Mutex<PoolState>,
     freed: Condvar,
     max: usize,
@@ -367,7 +560,7 @@ impl Pool {
             if s.open < self.max {
                 s.open += 1;
                 drop(s);
-                return Conn::open(&self.config, &self.trips).inspect_err(|_| {
+                return Conn::open(&self.settings, &self.tls, &self.trips).inspect_err(|_| {
                     self.lock().open -= 1;
                     self.freed.notify_one();
                 });
@@ -407,14 +600,15 @@ impl PgBackend {
     /// key=value connection string), creating Leasehold's tables if they are
     /// missing and refusing tables of another schema version.
     pub fn connect(url: &str, pool_size: usize, read_only: bool) -> Result<Self, Error> {
-        let config: Config = url
-            .parse()
-            .map_err(|e| Error::Storage(Box::new(PgError::Url(e))))?;
+        let settings = Settings::parse(url).map_err(|e| Error::Storage(Box::new(e)))?;
+        let tls = MakeRustls::new(settings.ssl_mode, settings.root_cert.as_deref())
+            .map_err(|e| Error::Storage(Box::new(PgError::TlsSetup(e))))?;
         let trips = AtomicU64::new(0);
-        prepare_schema(&config, &trips)?;
+        prepare_schema(&settings, &tls, &trips)?;
         Ok(PgBackend {
             pool: Arc::new(Pool {
-                config,
+                settings,
+                tls,
                 state: Mutex::new(PoolState::default()),
                 freed: Condvar::new(),
                 max: pool_size.max(1),
@@ -435,7 +629,19 @@ impl Backend for PgBackend {
         true
     }
 
+    /// A transaction with no deadline of its own waits for the server for
+    /// as long as [`Limits::default`](crate::Limits)'s deadline allows.
     fn begin(&self, tenant: &str, mode: Mode, lock_wait: Duration) -> Result<Box<dyn Txn>, Error> {
+        self.begin_with_deadline(tenant, mode, lock_wait, crate::Limits::default().deadline)
+    }
+
+    fn begin_with_deadline(
+        &self,
+        tenant: &str,
+        mode: Mode,
+        lock_wait: Duration,
+        deadline: Duration,
+    ) -> Result<Box<dyn Txn>, Error> {
         check_tenant(tenant)?;
         let conn = self.pool.take(lock_wait)?;
         Ok(Box::new(PgTxn {
@@ -444,6 +650,7 @@ impl Backend for PgBackend {
             tenant: tenant.to_owned(),
             mode,
             begun: false,
+            until: Instant::now() + deadline + WAIT_GRACE,
         }))
     }
 
@@ -460,6 +667,8 @@ struct PgTxn {
     tenant: String,
     mode: Mode,
     begun: bool,
+    /// When every wait of this call for the server gives up.
+    until: Instant,
 }
 
 /// What one request needs of its transaction, borrowed apart so that the
@@ -474,6 +683,7 @@ struct Parts<'a> {
     tenant: &'a str,
     /// `BEGIN`, when this request is the transaction's first.
     begin: Option<&'static str>,
+    until: Instant,
 }
 
 impl PgTxn {
@@ -496,6 +706,7 @@ impl PgTxn {
             trips: &self.pool.trips,
             tenant: &self.tenant,
             begin,
+            until: self.until,
         })
     }
 }
@@ -505,23 +716,31 @@ impl Parts<'_> {
     /// transaction's first.
     fn run<T>(
         self,
-        what: &'static str,
         request: impl Future<Output = Result<T, tokio_postgres::Error>>,
-    ) -> Result<T, Error> {
+    ) -> Result<T, DriveError> {
+        let (rt, connection, trips, until) = (self.rt, self.connection, self.trips, self.until);
         let out = match self.begin {
-            Some(sql) => drive(self.rt, self.connection, self.trips, async {
+            Some(sql) => drive(rt, connection, trips, until, async {
                 let (began, out) = join(self.client.batch_execute(sql), request).await;
                 began?;
                 out
             }),
-            None => drive(self.rt, self.connection, self.trips, request),
+            None => drive(rt, connection, trips, until, request),
         };
-        out.map_err(|e| {
-            if matches!(e, DriveError::Closed(_)) {
+        out.inspect_err(|e| {
+            if e.lost_connection() {
                 *self.broken = true;
             }
-            e.into_error(what)
         })
+    }
+
+    /// [`run`](Self::run) for a read: every failure is a plain one.
+    fn read<T>(
+        self,
+        what: &'static str,
+        request: impl Future<Output = Result<T, tokio_postgres::Error>>,
+    ) -> Result<T, Error> {
+        self.run(request).map_err(|e| e.into_error(what))
     }
 }
 
@@ -529,7 +748,8 @@ impl Txn for PgTxn {
     fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
         let p = self.parts()?;
         let (c, s, t) = (p.client, p.stmts, p.tenant);
-        let row = p.run("read a key", c.query_opt(&s.get, &[&t, &key]))?;
+        let at = point(t, key);
+        let row = p.read("read a key", c.query_opt(&s.get, &[&at]))?;
         Ok(row.map(|r| r.get::<_, Vec<u8>>(0)))
     }
 
@@ -539,7 +759,8 @@ impl Txn for PgTxn {
         }
         let p = self.parts()?;
         let (c, s, t) = (p.client, p.stmts, p.tenant);
-        let rows = p.run("read keys", c.query(&s.get_many, &[&t, &keys]))?;
+        let at: Vec<String> = keys.iter().map(|k| point(t, k)).collect();
+        let rows = p.read("read keys", c.query(&s.get_many, &[&at]))?;
         let found: HashMap<Vec<u8>, Vec<u8>> = rows
             .into_iter()
             .map(|r| (r.get::<_, Vec<u8>>(0), r.get::<_, Vec<u8>>(1)))
@@ -562,7 +783,7 @@ impl Txn for PgTxn {
         let limit = i64::from(limit);
         let p = self.parts()?;
         let (c, s, t) = (p.client, p.stmts, p.tenant);
-        let rows = p.run(
+        let rows = p.read(
             "scan keys",
             c.query(&s.scan[which], &[&t, &start, &end, &limit]),
         )?;
@@ -606,7 +827,7 @@ impl Txn for PgTxn {
                     put_values.push(v.as_slice());
                 }
                 Write::Delete(k) if last.get(k.as_slice()) == Some(&i) => {
-                    deletes.push(k.as_slice());
+                    deletes.push(point(&self.tenant, k));
                 }
                 _ => {}
             }
@@ -620,7 +841,7 @@ impl Txn for PgTxn {
             if deletes.is_empty() {
                 Ok(0)
             } else {
-                c.execute(&s.delete, &[&t, &deletes]).await
+                c.execute(&s.delete, &[&deletes]).await
             }
         };
         let put = async {
@@ -630,7 +851,7 @@ impl Txn for PgTxn {
                 c.execute(&s.upsert, &[&t, &put_keys, &put_values]).await
             }
         };
-        let committed = p.run("commit", async {
+        let committed = p.run(async {
             let (deleted, put, committed) = join3(deleted, put, c.batch_execute("COMMIT")).await;
             deleted?;
             put?;
@@ -638,7 +859,20 @@ impl Txn for PgTxn {
         });
         // Whatever the outcome, COMMIT ended the transaction on the server.
         self.begun = false;
-        committed.map(|()| Pending::done())
+        match committed {
+            Ok(()) => Ok(Pending::done()),
+            // The COMMIT went out with the writes; with the connection gone
+            // before its answer, the server may have committed or not.
+            Err(e) if e.lost_connection() => {
+                let source: Box<dyn std::error::Error + Send + Sync> = match e.into_error("commit")
+                {
+                    Error::Storage(source) => source,
+                    other => Box::new(other),
+                };
+                Err(Error::OutcomeUnknown { source })
+            }
+            Err(e) => Err(e.into_error("commit")),
+        }
     }
 }
 
