@@ -47,6 +47,7 @@ fn writes(command: &Command) -> bool {
             | Command::Stats
             | Command::Check
             | Command::Component { .. }
+            | Command::Token(_)
     )
 }
 
@@ -101,7 +102,7 @@ pub fn run(cli: &Cli) -> Result<Report, CliError> {
         }),
         // Neither answers a report on a database: the demo narrates as it
         // goes, and the component is written without opening one.
-        Command::Demo | Command::Component { .. } => Err(CliError::Failed(
+        Command::Demo | Command::Component { .. } | Command::Serve(_) | Command::Token(_) => Err(CliError::Failed(
             "demo and component are run by their own modules, not commands::run".into(),
         )),
     }
