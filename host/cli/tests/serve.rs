@@ -21,12 +21,18 @@ fn leasehold(dir: &Path) -> Command {
 /// Mints a token with `token new --json`; answers the token and its line.
 fn mint(dir: &Path, tenant: &str, actor: &str, scope: &str, roles: &[&str]) -> (String, String) {
     let mut c = leasehold(dir);
-    c.args(["--json", "--tenant", tenant, "token", "new", "--actor", actor, "--scope", scope]);
+    c.args([
+        "--json", "--tenant", tenant, "token", "new", "--actor", actor, "--scope", scope,
+    ]);
     if !roles.is_empty() {
         c.arg("--role").args(roles);
     }
     let out = c.output().expect("runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
     let token = v["token"].as_str().expect("token").to_owned();
     let line = v["line"].as_str().expect("line").to_owned();
@@ -99,7 +105,11 @@ fn setup() -> Setup {
     let (alice, l3) = mint(p, "acme", "alice", "reviewer", &["finance"]);
     let (intruder, l4) = mint(p, "globex", "mallory", "operator", &[]);
     let tokens = p.join("tokens");
-    std::fs::write(&tokens, format!("# acme and globex\n{l1}\n{l2}\n{l3}\n{l4}\n")).expect("write");
+    std::fs::write(
+        &tokens,
+        format!("# acme and globex\n{l1}\n{l2}\n{l3}\n{l4}\n"),
+    )
+    .expect("write");
     Setup {
         db: p.join("serve.redb"),
         dir,
@@ -119,7 +129,11 @@ fn task(id: &str) -> Value {
 #[test]
 fn minted_tokens_authenticate_and_a_tenant_sees_only_its_own() {
     let s = setup();
-    let server = serve(s.dir.path(), &s.db, &["--tokens", s.tokens.to_str().expect("utf-8")]);
+    let server = serve(
+        s.dir.path(),
+        &s.db,
+        &["--tokens", s.tokens.to_str().expect("utf-8")],
+    );
     let c = client();
     let open = c
         .post(format!("{}/v1/tasks", server.base))
@@ -161,7 +175,14 @@ fn without_a_credential_source_serve_refuses_to_start_unless_dev() {
     assert!(!dir.path().join("x.redb").exists(), "nothing was opened");
 
     let mut child = leasehold(dir.path())
-        .args(["--db", "dev.redb", "serve", "--dev", "--listen", "127.0.0.1:0"])
+        .args([
+            "--db",
+            "dev.redb",
+            "serve",
+            "--dev",
+            "--listen",
+            "127.0.0.1:0",
+        ])
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawns");
@@ -210,7 +231,12 @@ fn open_until(base: &str, token: &str, prefix: &str, stop_after: usize) -> Vec<S
                 let c = client();
                 for i in 0.. {
                     let id = format!("{prefix}-{t}-{i}");
-                    match c.post(format!("{base}/v1/tasks")).bearer_auth(token).json(&task(&id)).send() {
+                    match c
+                        .post(format!("{base}/v1/tasks"))
+                        .bearer_auth(token)
+                        .json(&task(&id))
+                        .send()
+                    {
                         Ok(r) if r.status() == 200 => {
                             let body: Value = r.json().expect("a whole answer");
                             assert_eq!(body["id"], id.as_str());
@@ -234,15 +260,25 @@ fn open_until(base: &str, token: &str, prefix: &str, stop_after: usize) -> Vec<S
 #[test]
 fn sigterm_finishes_requests_in_flight_then_exits() {
     let s = setup();
-    let mut server = serve(s.dir.path(), &s.db, &["--tokens", s.tokens.to_str().expect("utf-8")]);
+    let mut server = serve(
+        s.dir.path(),
+        &s.db,
+        &["--tokens", s.tokens.to_str().expect("utf-8")],
+    );
     let base = server.base.clone();
     let token = s.service.clone();
     let load = std::thread::spawn(move || open_until(&base, &token, "g", usize::MAX));
     // Terminate once the load is under way.
     let c = client();
     loop {
-        let r = c.get(format!("{}/v1/stats/open-count", server.base)).bearer_auth(&s.operator).send();
-        let n = r.ok().and_then(|r| r.json::<Value>().ok()).and_then(|v| v["count"].as_u64());
+        let r = c
+            .get(format!("{}/v1/stats/open-count", server.base))
+            .bearer_auth(&s.operator)
+            .send();
+        let n = r
+            .ok()
+            .and_then(|r| r.json::<Value>().ok())
+            .and_then(|v| v["count"].as_u64());
         if n.unwrap_or(0) >= 32 {
             break;
         }
@@ -252,9 +288,17 @@ fn sigterm_finishes_requests_in_flight_then_exits() {
     assert!(status.success(), "serve exits 0 on SIGTERM: {status:?}");
     let answered = load.join().expect("load thread");
     assert!(answered.len() >= 32);
-    let again = serve(s.dir.path(), &s.db, &["--tokens", s.tokens.to_str().expect("utf-8")]);
+    let again = serve(
+        s.dir.path(),
+        &s.db,
+        &["--tokens", s.tokens.to_str().expect("utf-8")],
+    );
     for id in &answered {
-        let r = c.get(format!("{}/v1/tasks/{id}", again.base)).bearer_auth(&s.service).send().expect("answers");
+        let r = c
+            .get(format!("{}/v1/tasks/{id}", again.base))
+            .bearer_auth(&s.service)
+            .send()
+            .expect("answers");
         assert_eq!(r.status(), 200, "{id} was answered 200 before SIGTERM");
     }
 }
@@ -275,8 +319,14 @@ fn a_sigkill_under_load_loses_nothing_that_was_answered() {
         // Kill at a random moment: once a random number of opens of this
         // round were answered.
         loop {
-            let r = c.get(format!("{}/v1/stats/open-count", server.base)).bearer_auth(&s.operator).send();
-            let n = r.ok().and_then(|r| r.json::<Value>().ok()).and_then(|v| v["count"].as_u64());
+            let r = c
+                .get(format!("{}/v1/stats/open-count", server.base))
+                .bearer_auth(&s.operator)
+                .send();
+            let n = r
+                .ok()
+                .and_then(|r| r.json::<Value>().ok())
+                .and_then(|v| v["count"].as_u64());
             if n.unwrap_or(0) >= (total + kill_after) as u64 {
                 break;
             }
@@ -286,8 +336,16 @@ fn a_sigkill_under_load_loses_nothing_that_was_answered() {
         let answered = load.join().expect("load thread");
         let again = serve(s.dir.path(), &s.db, &["--tokens", &tokens]);
         for id in &answered {
-            let r = c.get(format!("{}/v1/tasks/{id}", again.base)).bearer_auth(&s.service).send().expect("answers");
-            assert_eq!(r.status(), 200, "round {round}: {id} was answered 200 before the kill");
+            let r = c
+                .get(format!("{}/v1/tasks/{id}", again.base))
+                .bearer_auth(&s.service)
+                .send()
+                .expect("answers");
+            assert_eq!(
+                r.status(),
+                200,
+                "round {round}: {id} was answered 200 before the kill"
+            );
         }
         let check: Value = c
             .get(format!("{}/v1/check", again.base))

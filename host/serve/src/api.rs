@@ -121,8 +121,9 @@ async fn claim(c: Caller, Path(id): Path<String>, Json(body): Json<ClaimRequest>
     let actor = c.actor(body.actor)?;
     let roles = c.roles(body.roles)?;
     let lease = lease(c.now(body.now)?, body.lease_ms);
-    let task = c.call("claim", move |x| x.claim(&id, &actor, &refs(&roles), lease))
-    .await?;
+    let task = c
+        .call("claim", move |x| x.claim(&id, &actor, &refs(&roles), lease))
+        .await?;
     Ok(axum::Json(task.into()))
 }
 
@@ -165,8 +166,11 @@ async fn take_over(
     let roles = c.roles(body.roles)?;
     let lease = lease(c.now(body.now)?, body.lease_ms);
     let from = body.from;
-    let task = c.call("take-over", move |x| x.take_over(&id, &from, &actor, &refs(&roles), lease))
-    .await?;
+    let task = c
+        .call("take-over", move |x| {
+            x.take_over(&id, &from, &actor, &refs(&roles), lease)
+        })
+        .await?;
     Ok(axum::Json(task.into()))
 }
 
@@ -184,7 +188,9 @@ async fn renew(c: Caller, Path(id): Path<String>, Json(body): Json<RenewRequest>
     let actor = c.actor(body.actor)?;
     let now = c.now(body.now)?;
     let lease_ms = body.lease_ms;
-    let task = c.call("renew", move |x| x.renew(&id, &actor, now, lease_ms)).await?;
+    let task = c
+        .call("renew", move |x| x.renew(&id, &actor, now, lease_ms))
+        .await?;
     Ok(axum::Json(task.into()))
 }
 
@@ -211,8 +217,11 @@ async fn settle(
         body.holder
     };
     let settlement = host::Settlement::from(body.settlement);
-    let settled = c.call("settle", move |x| x.settle(&id, settlement, holder.as_deref()))
-    .await?;
+    let settled = c
+        .call("settle", move |x| {
+            x.settle(&id, settlement, holder.as_deref())
+        })
+        .await?;
     Ok(axum::Json(Settled { settled }))
 }
 
@@ -279,7 +288,9 @@ async fn claim_next(c: Caller, Json(body): Json<ClaimRequest>) -> Answer<Claimed
         limit: 1,
         after: None,
     };
-    let task = c.call("claim-next", move |x| x.claim_next(&query, lease)).await?;
+    let task = c
+        .call("claim-next", move |x| x.claim_next(&query, lease))
+        .await?;
     Ok(axum::Json(ClaimedNext {
         task: task.map(Into::into),
     }))
@@ -301,8 +312,11 @@ async fn for_case(
 ) -> Answer<Page> {
     let limit = q.limit.unwrap_or(DEFAULT_PAGE);
     let after = q.after;
-    let page = c.call("for-case", move |x| x.for_case(&case, limit, after.as_deref()))
-    .await?;
+    let page = c
+        .call("for-case", move |x| {
+            x.for_case(&case, limit, after.as_deref())
+        })
+        .await?;
     Ok(axum::Json(Page {
         tasks: page
             .tasks
@@ -342,8 +356,9 @@ async fn overdue(c: Caller, Query(q): Query<OverdueParams>) -> Answer<TaskList> 
 async fn reclaim_lapsed(c: Caller, Json(body): Json<ReclaimRequest>) -> Answer<TaskList> {
     let now = c.now(body.now)?;
     let limit = body.limit.unwrap_or(DEFAULT_SWEEP);
-    let tasks = c.call("reclaim-lapsed", move |x| x.reclaim_lapsed(now, limit))
-    .await?;
+    let tasks = c
+        .call("reclaim-lapsed", move |x| x.reclaim_lapsed(now, limit))
+        .await?;
     Ok(axum::Json(TaskList {
         tasks: tasks.into_iter().map(Into::into).collect(),
     }))
@@ -364,8 +379,11 @@ async fn withdraw_run(
     Json(body): Json<AwaitedRequest>,
 ) -> Answer<Withdrawn> {
     let awaited = body.awaited;
-    let withdrawn = c.call("withdraw-run", move |x| x.withdraw_run(&run, &refs(&awaited)))
-    .await?;
+    let withdrawn = c
+        .call("withdraw-run", move |x| {
+            x.withdraw_run(&run, &refs(&awaited))
+        })
+        .await?;
     Ok(axum::Json(Withdrawn { withdrawn }))
 }
 
@@ -384,7 +402,9 @@ async fn seal(
     Json(body): Json<AwaitedRequest>,
 ) -> Answer<SealOutcome> {
     let awaited = body.awaited;
-    let o = c.call("seal", move |x| x.seal(&run, &refs(&awaited))).await?;
+    let o = c
+        .call("seal", move |x| x.seal(&run, &refs(&awaited)))
+        .await?;
     Ok(axum::Json(SealOutcome {
         timers_disarmed: o.timers_disarmed,
         tasks_withdrawn: o.tasks_withdrawn,
@@ -433,8 +453,9 @@ async fn claim_due(c: Caller, Json(body): Json<ClaimDueRequest>) -> Answer<Timer
     let now = c.now(body.now)?;
     let limit = body.limit.unwrap_or(DEFAULT_TIMERS);
     let lease_ms = body.lease_ms;
-    let timers = c.call("claim-due", move |x| x.claim_due(now, limit, lease_ms))
-    .await?;
+    let timers = c
+        .call("claim-due", move |x| x.claim_due(now, limit, lease_ms))
+        .await?;
     Ok(axum::Json(TimerList {
         timers: timers.into_iter().map(Into::into).collect(),
     }))

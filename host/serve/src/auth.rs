@@ -207,9 +207,8 @@ fn parse_line(line: &str) -> Result<(String, Principal), String> {
         _ => Err(format!("{key}= is missing")),
     };
     let scope_name = need(scope, "scope")?;
-    let scope = Scope::parse(&scope_name).ok_or_else(|| {
-        format!("scope {scope_name:?} is not one of reviewer, service, operator")
-    })?;
+    let scope = Scope::parse(&scope_name)
+        .ok_or_else(|| format!("scope {scope_name:?} is not one of reviewer, service, operator"))?;
     let roles = roles
         .unwrap_or_default()
         .split(',')
@@ -316,7 +315,10 @@ mod tests {
             &format!("{good} actor=bob"),
         ] {
             let e = TokenTable::parse(&format!("# first\n{bad}\n")).expect_err(bad);
-            assert!(matches!(e, TokenFileError::Line { line: 2, .. }), "{bad}: {e}");
+            assert!(
+                matches!(e, TokenFileError::Line { line: 2, .. }),
+                "{bad}: {e}"
+            );
         }
         let twice = format!("{good}\n{good}\n");
         assert!(TokenTable::parse(&twice).is_err());

@@ -164,19 +164,23 @@ impl<T: DeserializeOwned> FromRequest<AppState> for Json<T> {
             .headers()
             .get(header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
-            .map(|v| v.split(';').next().unwrap_or_default().trim().to_ascii_lowercase());
-        let bytes = Bytes::from_request(req, state)
-            .await
-            .map_err(|e| match e {
-                BytesRejection::FailedToBufferBody(ref inner)
-                    if inner.body_text().contains("length limit") =>
-                {
-                    ApiError::BodyTooLarge {
-                        limit: state.options.body_limit,
-                    }
+            .map(|v| {
+                v.split(';')
+                    .next()
+                    .unwrap_or_default()
+                    .trim()
+                    .to_ascii_lowercase()
+            });
+        let bytes = Bytes::from_request(req, state).await.map_err(|e| match e {
+            BytesRejection::FailedToBufferBody(ref inner)
+                if inner.body_text().contains("length limit") =>
+            {
+                ApiError::BodyTooLarge {
+                    limit: state.options.body_limit,
                 }
-                other => ApiError::MalformedBody(other.body_text()),
-            })?;
+            }
+            other => ApiError::MalformedBody(other.body_text()),
+        })?;
         let json = match declared.as_deref() {
             Some("application/json") => true,
             Some(other) => other.ends_with("+json"),

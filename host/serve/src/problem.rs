@@ -55,10 +55,7 @@ pub enum ApiError {
     /// Retry later: the database was busy, a transaction lost every retry,
     /// or the service is at its bound of in-flight calls.
     #[error("{detail}")]
-    Unavailable {
-        kind: &'static str,
-        detail: String,
-    },
+    Unavailable { kind: &'static str, detail: String },
     /// The request ran past the service's per-request timeout. The call may
     /// still complete; only a 2xx answer says it did.
     #[error("the request ran past its deadline of {0:?}; its outcome is unknown")]
@@ -152,11 +149,9 @@ impl ApiError {
                     S::CONFLICT,
                     "Somebody else holds the task",
                 ),
-                Refusal::NotHeld(_) => (
-                    "not-held",
-                    S::CONFLICT,
-                    "The actor does not hold the task",
-                ),
+                Refusal::NotHeld(_) => {
+                    ("not-held", S::CONFLICT, "The actor does not hold the task")
+                }
                 _ => ("refused", S::CONFLICT, "Refused"),
             },
             ApiError::Unavailable { kind, .. } => {

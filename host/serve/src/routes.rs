@@ -103,8 +103,17 @@ mod tests {
     #[test]
     fn a_reviewer_reaches_no_system_or_operator_only_verb() {
         for verb in [
-            "open", "escalate", "take-over", "check", "arm", "claim-due", "seal",
-            "withdraw-run", "reclaim-lapsed", "overdue", "open-count",
+            "open",
+            "escalate",
+            "take-over",
+            "check",
+            "arm",
+            "claim-due",
+            "seal",
+            "withdraw-run",
+            "reclaim-lapsed",
+            "overdue",
+            "open-count",
         ] {
             let r = ROUTES.iter().find(|r| r.verb == verb).expect(verb);
             assert!(!r.scopes.contains(&Scope::Reviewer), "{verb}");

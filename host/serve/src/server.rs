@@ -178,10 +178,9 @@ fn limit_error(e: BoxError, options: Options) -> ApiError {
 /// the name is reserved here by convention).
 async fn readyz(State(state): State<AppState>) -> Response {
     let engine = state.engine.clone();
-    let answer = tokio::task::spawn_blocking(move || {
-        engine.tenant("_readyz").and_then(|t| t.open_count())
-    })
-    .await;
+    let answer =
+        tokio::task::spawn_blocking(move || engine.tenant("_readyz").and_then(|t| t.open_count()))
+            .await;
     match answer {
         Ok(Ok(_)) => (StatusCode::OK, "ready\n").into_response(),
         Ok(Err(e)) => {
@@ -207,11 +206,7 @@ async fn metrics_text(State(state): State<AppState>) -> Response {
         metrics::counter!("leasehold_pg_round_trips_total").absolute(n);
     }
     let text = prometheus().map(|h| h.render()).unwrap_or_default();
-    (
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        text,
-    )
-        .into_response()
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
 }
 
 /// Counts every HTTP answer by route template and status: never by the
@@ -252,12 +247,11 @@ impl Server {
             .clone()
             .open_any(&config.db)
             .map_err(ServeError::Engine)?;
-        let listener = std::net::TcpListener::bind(config.listen).map_err(|source| {
-            ServeError::Listen {
+        let listener =
+            std::net::TcpListener::bind(config.listen).map_err(|source| ServeError::Listen {
                 addr: config.listen,
                 source,
-            }
-        })?;
+            })?;
         let addr = listener.local_addr().map_err(|source| ServeError::Listen {
             addr: config.listen,
             source,
@@ -288,7 +282,9 @@ impl Server {
                         } else {
                             let _ = stopped.await;
                         }
-                        tracing::info!("shutting down: no new connections; finishing requests in flight");
+                        tracing::info!(
+                            "shutting down: no new connections; finishing requests in flight"
+                        );
                     };
                     let listener =
                         tokio::net::TcpListener::from_std(listener).map_err(ServeError::Serve)?;

@@ -83,8 +83,7 @@ impl AppState {
             }
         };
         let label = outcome(&answer.as_ref().map(|_| ()));
-        metrics::counter!("leasehold_calls_total", "verb" => verb, "outcome" => label)
-            .increment(1);
+        metrics::counter!("leasehold_calls_total", "verb" => verb, "outcome" => label).increment(1);
         metrics::histogram!("leasehold_call_seconds", "verb" => verb).record(elapsed);
         answer.map_err(ApiError::from)
     }

@@ -42,7 +42,10 @@ pub fn token(cli: &Cli, verb: &TokenCommand, out: &mut impl Write) -> Result<(),
         scope: scope(*s),
     };
     if principal.actor.chars().any(char::is_whitespace)
-        || principal.roles.iter().any(|r| r.is_empty() || r.contains([',', ' ']))
+        || principal
+            .roles
+            .iter()
+            .any(|r| r.is_empty() || r.contains([',', ' ']))
     {
         return Err(CliError::Input(
             "actor and roles may not contain spaces, and roles no commas".to_owned(),
@@ -81,8 +84,7 @@ pub fn serve(cli: &Cli, args: &ServeArgs) -> Result<(), CliError> {
 
     let mut credentials = Credentials::default();
     if let Some(path) = &args.tokens {
-        credentials.tokens =
-            TokenTable::load(path).map_err(|e| CliError::Input(e.to_string()))?;
+        credentials.tokens = TokenTable::load(path).map_err(|e| CliError::Input(e.to_string()))?;
     }
     if let Some(path) = &args.jwt_keys {
         let config = JwtConfig {
@@ -138,7 +140,11 @@ pub fn serve(cli: &Cli, args: &ServeArgs) -> Result<(), CliError> {
         handle_signals: true,
     };
     let server = Server::start(config).map_err(|e| CliError::Failed(e.to_string()))?;
-    let scheme = if args.tls_cert.is_some() { "https" } else { "http" };
+    let scheme = if args.tls_cert.is_some() {
+        "https"
+    } else {
+        "http"
+    };
     eprintln!("leasehold serve: listening on {scheme}://{}", server.addr());
     server.wait().map_err(|e| CliError::Failed(e.to_string()))?;
     eprintln!("leasehold serve: stopped");

@@ -36,15 +36,29 @@ fn body(r: &Route) -> Option<Value> {
 
 /// The data every cell of the matrix could reach.
 fn seed(svc: &Service) {
-    svc.call("POST", "/v1/tasks", Some("sam"), Some(new_task("t-1"))).expect_ok();
-    svc.call("POST", "/v1/tasks", Some("sam"), Some(new_task("t-2"))).expect_ok();
-    svc.call("POST", "/v1/tasks/t-1/claim", Some("alice"), Some(json!({"lease_ms": 3_600_000})))
+    svc.call("POST", "/v1/tasks", Some("sam"), Some(new_task("t-1")))
         .expect_ok();
-    svc.call("POST", "/v1/timers", Some("sam"), Some(new_timer("run-1", "e-1", 10))).expect_ok();
+    svc.call("POST", "/v1/tasks", Some("sam"), Some(new_task("t-2")))
+        .expect_ok();
+    svc.call(
+        "POST",
+        "/v1/tasks/t-1/claim",
+        Some("alice"),
+        Some(json!({"lease_ms": 3_600_000})),
+    )
+    .expect_ok();
+    svc.call(
+        "POST",
+        "/v1/timers",
+        Some("sam"),
+        Some(new_timer("run-1", "e-1", 10)),
+    )
+    .expect_ok();
     let mut globex = new_task("g-1");
     globex["case"] = json!("globex-case");
     globex["justification"] = json!({"globex": true});
-    svc.call("POST", "/v1/tasks", Some("gina"), Some(globex)).expect_ok();
+    svc.call("POST", "/v1/tasks", Some("gina"), Some(globex))
+        .expect_ok();
 }
 
 /// A token of `scope` in acme, if the matrix has one.
@@ -126,14 +140,39 @@ fn no_credential_outside_its_rights_changes_anything() {
         for (who, method, p, b) in [
             ("gina", "GET", "/v1/tasks/t-1", None),
             ("gus", "GET", "/v1/tasks/t-1", None),
-            ("gina", "POST", "/v1/tasks/t-1/claim", Some(json!({"actor": "alice"}))),
+            (
+                "gina",
+                "POST",
+                "/v1/tasks/t-1/claim",
+                Some(json!({"actor": "alice"})),
+            ),
             ("gus", "POST", "/v1/tasks/t-1/claim", None),
             ("gus", "POST", "/v1/tasks/t-1/release", None),
-            ("gus", "POST", "/v1/tasks/t-1/renew", Some(json!({"lease_ms": 10}))),
-            ("gus", "POST", "/v1/tasks/t-1/settle", Some(json!({"settlement": "completed"}))),
-            ("gina", "POST", "/v1/tasks/t-1/settle", Some(json!({"settlement": "completed"}))),
+            (
+                "gus",
+                "POST",
+                "/v1/tasks/t-1/renew",
+                Some(json!({"lease_ms": 10})),
+            ),
+            (
+                "gus",
+                "POST",
+                "/v1/tasks/t-1/settle",
+                Some(json!({"settlement": "completed"})),
+            ),
+            (
+                "gina",
+                "POST",
+                "/v1/tasks/t-1/settle",
+                Some(json!({"settlement": "completed"})),
+            ),
             ("gina", "POST", "/v1/tasks/t-1/escalate", None),
-            ("gina", "POST", "/v1/tasks/t-1/take-over", Some(json!({"from": "alice"}))),
+            (
+                "gina",
+                "POST",
+                "/v1/tasks/t-1/take-over",
+                Some(json!({"from": "alice"})),
+            ),
         ] {
             let reply = svc.call(method, p, Some(who), b);
             reply.expect_problem(404, "not-found");
@@ -145,9 +184,14 @@ fn no_credential_outside_its_rights_changes_anything() {
             ("gina", "/v1/overdue?now=99999"),
         ] {
             let reply = svc.call("GET", p, Some(who), None);
-            let tasks = reply.expect_ok()["tasks"].as_array().cloned().unwrap_or_default();
+            let tasks = reply.expect_ok()["tasks"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
             assert!(
-                tasks.iter().all(|t| t["id"].as_str().is_some_and(|id| id.starts_with("g-"))),
+                tasks
+                    .iter()
+                    .all(|t| t["id"].as_str().is_some_and(|id| id.starts_with("g-"))),
                 "{who} {p}: {tasks:?}"
             );
             assert!(!reply.text.contains("acme-secret"));
@@ -172,7 +216,8 @@ fn no_credential_outside_its_rights_changes_anything() {
 #[test]
 fn signed_jwts_of_both_algorithms_act_as_their_claims_say() {
     each_backend(|svc| {
-        svc.call("POST", "/v1/tasks", Some("sam"), Some(new_task("t-1"))).expect_ok();
+        svc.call("POST", "/v1/tasks", Some("sam"), Some(new_task("t-1")))
+            .expect_ok();
         for alg in ["RS256", "ES256"] {
             let alice = jwt(alg, &claims("acme", "alice", "reviewer", &["finance"]));
             let r = svc.call("GET", "/v1/tasks/t-1", Some(&alice), None);
@@ -193,7 +238,7 @@ fn signed_jwts_of_both_algorithms_act_as_their_claims_say() {
         ] {
             let mut c = base.clone();
             c[field] = value;
-            bad.push((format!("{field}"), jwt("ES256", &c)));
+            bad.push((field.to_owned(), jwt("ES256", &c)));
         }
         let mut missing = base.clone();
         missing.as_object_mut().map(|o| o.remove("tenant"));

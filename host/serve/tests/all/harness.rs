@@ -49,7 +49,7 @@ impl Store {
 
     /// Every stored key and value of every tenant. On redb no server may
     /// have the file open.
-    pub fn raw(&self) -> BTreeMap<(String, Vec<u8>), Vec<u8>> {
+    pub fn raw(&self) -> Raw {
         match self {
             Store::Redb { path, .. } => leasehold_tests::raw_contents(path)
                 .into_iter()
@@ -125,8 +125,24 @@ pub fn idp() -> &'static Idp {
         let ec = dir.path().join("ec.pem");
         let rsa_s = rsa.to_string_lossy().into_owned();
         let ec_s = ec.to_string_lossy().into_owned();
-        openssl(&["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", &rsa_s]);
-        openssl(&["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", &ec_s]);
+        openssl(&[
+            "genpkey",
+            "-algorithm",
+            "RSA",
+            "-pkeyopt",
+            "rsa_keygen_bits:2048",
+            "-out",
+            &rsa_s,
+        ]);
+        openssl(&[
+            "genpkey",
+            "-algorithm",
+            "EC",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-out",
+            &ec_s,
+        ]);
         // The public halves as a JWKS: n and e of the RSA key, x and y of
         // the P-256 point, base64url without padding.
         let modulus = String::from_utf8(openssl(&["rsa", "-in", &rsa_s, "-noout", "-modulus"]))
@@ -161,11 +177,14 @@ fn from_hex(h: &str) -> Vec<u8> {
 }
 
 fn b64url(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] =
-        b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
     let mut out = String::new();
     for chunk in bytes.chunks(3) {
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
         let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
         let chars = chunk.len() + 1;
         for i in 0..chars {
@@ -298,6 +317,12 @@ fn tokens() -> (Tokens, TokenTable) {
     (Tokens { by_name }, table)
 }
 
+/// Every stored key (tenant, guest key) and its value.
+pub type Raw = BTreeMap<(String, Vec<u8>), Vec<u8>>;
+
+/// The check answers of each tenant, and the raw keyspace.
+pub type Snapshot = (Vec<Value>, Raw);
+
 /// A server on loopback over `store`, and a client for it.
 pub struct Service {
     pub store: Store,
@@ -392,7 +417,14 @@ impl Service {
     }
 
     /// A request with a raw body and content type.
-    pub fn raw_call(&self, method: &str, path: &str, who: &str, content_type: &str, body: Vec<u8>) -> Reply {
+    pub fn raw_call(
+        &self,
+        method: &str,
+        path: &str,
+        who: &str,
+        content_type: &str,
+        body: Vec<u8>,
+    ) -> Reply {
         let method = reqwest::Method::from_bytes(method.as_bytes()).expect("method");
         let req = self
             .client
@@ -414,7 +446,10 @@ impl Service {
     #[track_caller]
     pub fn conforms(&self, method: &str, template: &str, reply: &Reply) {
         let op = &self.openapi["paths"][template][method.to_ascii_lowercase()];
-        assert!(op.is_object(), "{method} {template} is not in the OpenAPI document");
+        assert!(
+            op.is_object(),
+            "{method} {template} is not in the OpenAPI document"
+        );
         let responses = &op["responses"];
         let declared = &responses[reply.status.to_string()];
         let response = if declared.is_object() {
@@ -429,15 +464,26 @@ impl Service {
         );
         let content = &response["content"];
         if content.is_null() {
-            assert!(reply.text.is_empty(), "{method} {template}: undeclared body {}", reply.text);
+            assert!(
+                reply.text.is_empty(),
+                "{method} {template}: undeclared body {}",
+                reply.text
+            );
             return;
         }
         let ct = reply.content_type();
         let media = &content[ct];
-        assert!(media.is_object(), "{method} {template}: content type {ct} is not declared for {}", reply.status);
+        assert!(
+            media.is_object(),
+            "{method} {template}: content type {ct} is not declared for {}",
+            reply.status
+        );
         let schema = &media["schema"];
         if let Err(e) = validate(&self.openapi, schema, &reply.body, "$") {
-            panic!("{method} {template} answered {}: {e}\nbody: {:#}", reply.status, reply.body);
+            panic!(
+                "{method} {template} answered {}: {e}\nbody: {:#}",
+                reply.status, reply.body
+            );
         }
     }
 
@@ -445,13 +491,17 @@ impl Service {
     pub fn checks(&self) -> Vec<Value> {
         ["olga", "gina"]
             .iter()
-            .map(|who| self.call("GET", "/v1/check", Some(who), None).expect_ok().clone())
+            .map(|who| {
+                self.call("GET", "/v1/check", Some(who), None)
+                    .expect_ok()
+                    .clone()
+            })
             .collect()
     }
 
     /// What the store holds, the check answers included; the server is
     /// stopped to read a redb file, and started again.
-    pub fn snapshot(&mut self) -> (Vec<Value>, BTreeMap<(String, Vec<u8>), Vec<u8>>) {
+    pub fn snapshot(&mut self) -> Snapshot {
         let checks = self.checks();
         self.stop();
         let raw = self.store.raw();
@@ -490,7 +540,10 @@ pub fn validate(doc: &Value, schema: &Value, v: &Value, at: &str) -> Result<(), 
     }
     for key in ["oneOf", "anyOf"] {
         if let Some(list) = schema[key].as_array() {
-            let ok = list.iter().filter(|s| validate(doc, s, v, at).is_ok()).count();
+            let ok = list
+                .iter()
+                .filter(|s| validate(doc, s, v, at).is_ok())
+                .count();
             let fits = if key == "oneOf" { ok == 1 } else { ok >= 1 };
             if !fits {
                 return Err(format!("{at}: {ok} of the {key} alternatives admit {v}"));
@@ -502,10 +555,10 @@ pub fn validate(doc: &Value, schema: &Value, v: &Value, at: &str) -> Result<(), 
             validate(doc, s, v, at)?;
         }
     }
-    if let Some(list) = schema["enum"].as_array() {
-        if !list.contains(v) {
-            return Err(format!("{at}: {v} is not one of {list:?}"));
-        }
+    if let Some(list) = schema["enum"].as_array()
+        && !list.contains(v)
+    {
+        return Err(format!("{at}: {v} is not one of {list:?}"));
     }
     let types: Vec<&str> = match &schema["type"] {
         Value::String(t) => vec![t.as_str()],

@@ -17,7 +17,8 @@ fn sixty_four_clients_settle_every_task_exactly_once() {
         for i in 0..TASKS {
             let mut t = new_task(&format!("p-{i}"));
             t["created_at"] = json!(i);
-            svc.call("POST", "/v1/tasks", Some("sam"), Some(t)).expect_ok();
+            svc.call("POST", "/v1/tasks", Some("sam"), Some(t))
+                .expect_ok();
         }
         let settled = Mutex::new(Vec::<String>::new());
         let url = |p: &str| svc.url(p);
@@ -33,18 +34,31 @@ fn sixty_four_clients_settle_every_task_exactly_once() {
                 let base = url("/v1/tasks/");
                 s.spawn(move || {
                     let send = |path: &str, body: Value| -> Reply {
-                        reply(client.post(path).bearer_auth(&token).json(&body).send().expect("answers"))
+                        reply(
+                            client
+                                .post(path)
+                                .bearer_auth(&token)
+                                .json(&body)
+                                .send()
+                                .expect("answers"),
+                        )
                     };
                     let mut round = 0usize;
                     loop {
                         round += 1;
                         // A racing claim of a task some other client may hold.
-                        if round % 3 == 0 {
+                        if round.is_multiple_of(3) {
                             let id = format!("p-{}", (c * 7 + round) % TASKS);
-                            let r = send(&format!("{base}{id}/claim"), json!({"actor": actor, "roles": ["finance"]}));
+                            let r = send(
+                                &format!("{base}{id}/claim"),
+                                json!({"actor": actor, "roles": ["finance"]}),
+                            );
                             match r.status {
                                 200 => {
-                                    let s = send(&format!("{base}{id}/settle"), json!({"settlement": "completed", "holder": actor}));
+                                    let s = send(
+                                        &format!("{base}{id}/settle"),
+                                        json!({"settlement": "completed", "holder": actor}),
+                                    );
                                     assert_eq!(s.status, 200, "{s:#?}");
                                     if s.body["settled"] == true {
                                         settled.lock().expect("lock").push(id);
@@ -57,14 +71,23 @@ fn sixty_four_clients_settle_every_task_exactly_once() {
                                 _ => panic!("unexpected answer to a racing claim: {r:#?}"),
                             }
                         }
-                        let r = send(&next, json!({"actor": actor, "roles": ["finance"], "lease_ms": 60000}));
+                        let r = send(
+                            &next,
+                            json!({"actor": actor, "roles": ["finance"], "lease_ms": 60000}),
+                        );
                         assert_eq!(r.status, 200, "{r:#?}");
                         let Some(id) = r.body["task"]["id"].as_str().map(str::to_owned) else {
                             break;
                         };
-                        let s = send(&format!("{base}{id}/settle"), json!({"settlement": "completed", "holder": actor}));
+                        let s = send(
+                            &format!("{base}{id}/settle"),
+                            json!({"settlement": "completed", "holder": actor}),
+                        );
                         assert_eq!(s.status, 200, "{s:#?}");
-                        assert_eq!(s.body["settled"], true, "a task claimed by one client settled by it");
+                        assert_eq!(
+                            s.body["settled"], true,
+                            "a task claimed by one client settled by it"
+                        );
                         settled.lock().expect("lock").push(id);
                     }
                 });

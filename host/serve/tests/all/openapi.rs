@@ -16,10 +16,11 @@ fn wit_verbs() -> BTreeSet<String> {
         let text = std::fs::read_to_string(dir.join(format!("{interface}.wit"))).expect("WIT");
         for line in text.lines() {
             let line = line.trim();
-            if let Some((name, rest)) = line.split_once(':') {
-                if rest.trim_start().starts_with("func(") && !name.contains(' ') {
-                    verbs.insert(name.trim_start_matches('%').to_owned());
-                }
+            if let Some((name, rest)) = line.split_once(':')
+                && rest.trim_start().starts_with("func(")
+                && !name.contains(' ')
+            {
+                verbs.insert(name.trim_start_matches('%').to_owned());
             }
         }
     }
@@ -44,7 +45,10 @@ fn the_openapi_document_lists_exactly_the_route_table() {
     for (path, item) in doc["paths"].as_object().expect("paths") {
         for (method, op) in item.as_object().expect("operations") {
             let id = op["operationId"].as_str().expect("operationId").to_owned();
-            assert!(op["security"].is_array(), "{method} {path} declares no security");
+            assert!(
+                op["security"].is_array(),
+                "{method} {path} declares no security"
+            );
             assert!(
                 op["responses"]["default"]["content"]["application/problem+json"].is_object(),
                 "{method} {path} does not document its problems"

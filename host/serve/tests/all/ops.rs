@@ -15,9 +15,12 @@ fn health_readiness_and_metrics_answer_without_a_credential() {
         assert_eq!(r.status, 200);
         let r = svc.call("GET", "/readyz", None, None);
         assert_eq!(r.status, 200);
-        svc.call("POST", "/v1/tasks", Some("sam"), Some(new_task("t-1"))).expect_ok();
-        svc.call("POST", "/v1/tasks/t-1/claim", Some("bob"), None).expect_ok();
-        svc.call("POST", "/v1/tasks/t-1/claim", Some("alice"), None).expect_problem(409, "already-claimed");
+        svc.call("POST", "/v1/tasks", Some("sam"), Some(new_task("t-1")))
+            .expect_ok();
+        svc.call("POST", "/v1/tasks/t-1/claim", Some("bob"), None)
+            .expect_ok();
+        svc.call("POST", "/v1/tasks/t-1/claim", Some("alice"), None)
+            .expect_problem(409, "already-claimed");
         let m = svc.call("GET", "/metrics", None, None);
         assert_eq!(m.status, 200);
         let text = &m.text;
@@ -36,7 +39,10 @@ fn health_readiness_and_metrics_answer_without_a_credential() {
             "redb" => "leasehold_group_commits_total",
             _ => "leasehold_pg_round_trips_total",
         };
-        assert!(text.contains(backend_counter), "/metrics lacks {backend_counter}");
+        assert!(
+            text.contains(backend_counter),
+            "/metrics lacks {backend_counter}"
+        );
         // Labels never carry task ids or actors.
         assert!(!text.contains("t-1") && !text.contains("alice"), "{text}");
     });
@@ -100,12 +106,19 @@ fn a_request_past_its_deadline_is_answered_503() {
         let mut buf = [0u8; 4096];
         while !answer.windows(4).any(|w| w == b"\r\n\r\n") || !answer.ends_with(b"}") {
             let n = tcp.read(&mut buf).expect("reads");
-            assert!(n > 0, "closed before answering: {}", String::from_utf8_lossy(&answer));
+            assert!(
+                n > 0,
+                "closed before answering: {}",
+                String::from_utf8_lossy(&answer)
+            );
             answer.extend_from_slice(&buf[..n]);
         }
         let text = String::from_utf8_lossy(&answer);
         assert!(text.starts_with("HTTP/1.1 503"), "{text}");
-        assert!(text.to_ascii_lowercase().contains("retry-after: 1"), "{text}");
+        assert!(
+            text.to_ascii_lowercase().contains("retry-after: 1"),
+            "{text}"
+        );
         assert!(text.contains("urn:leasehold:problem:timeout"), "{text}");
         drop(tcp);
         // Nothing was opened.
@@ -124,7 +137,12 @@ fn a_smaller_body_limit_is_enforced() {
         let svc = Service::start(store, options);
         let r = svc.call("POST", "/v1/tasks", Some("sam"), Some(new_task("t-1")));
         r.expect_problem(413, "body-too-large");
-        let r = svc.call("POST", "/v1/timers/claim-due", Some("sam"), Some(json!({"lease_ms": 5})));
+        let r = svc.call(
+            "POST",
+            "/v1/timers/claim-due",
+            Some("sam"),
+            Some(json!({"lease_ms": 5})),
+        );
         r.expect_ok();
     }
 }
@@ -141,7 +159,11 @@ fn stopping_lets_calls_in_flight_finish_and_keeps_what_they_answered() {
             .map(|i| {
                 let (url, token, client) = (url.clone(), token.clone(), svc.client.clone());
                 std::thread::spawn(move || {
-                    let r = client.post(&url).bearer_auth(&token).json(&new_task(&format!("g-{i}"))).send();
+                    let r = client
+                        .post(&url)
+                        .bearer_auth(&token)
+                        .json(&new_task(&format!("g-{i}")))
+                        .send();
                     match r {
                         Ok(r) => {
                             let status = r.status().as_u16();
@@ -166,7 +188,8 @@ fn stopping_lets_calls_in_flight_finish_and_keeps_what_they_answered() {
         }
         svc.restart();
         for i in &answered {
-            svc.call("GET", &format!("/v1/tasks/g-{i}"), Some("sam"), None).expect_ok();
+            svc.call("GET", &format!("/v1/tasks/g-{i}"), Some("sam"), None)
+                .expect_ok();
         }
         eprintln!("{} of 64 were answered before the stop", answered.len());
     }
