@@ -262,6 +262,10 @@ impl Server {
             .thread_name("leasehold-serve")
             .build()
             .map_err(ServeError::Runtime)?;
+        // The last handle on the engine is dropped on this thread, outside
+        // the runtime: a PostgreSQL engine owns a runtime of its own, which
+        // may not be dropped from async code.
+        let last = engine.clone();
         let app = app(engine, config.credentials, config.options);
         let tls = match &config.tls {
             Some((cert, key)) => Some(crate::tls::acceptor(cert, key)?),
@@ -308,6 +312,7 @@ impl Server {
                 // Dropping the runtime waits for engine calls still on the
                 // blocking pool, so the engine closes after them.
                 drop(runtime);
+                drop(last);
                 served
             })
             .map_err(ServeError::Runtime)?;
