@@ -194,3 +194,158 @@ fn stopping_lets_calls_in_flight_finish_and_keeps_what_they_answered() {
         eprintln!("{} of 64 were answered before the stop", answered.len());
     }
 }
+
+/// With a certificate and key the listener speaks HTTPS only: a client that
+/// trusts the certificate is served, and plain HTTP gets no answer.
+#[test]
+fn the_listener_serves_https_with_the_given_certificate() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cert = dir.path().join("cert.pem");
+    let key = dir.path().join("key.pem");
+    // A throwaway CA, and a leaf for 127.0.0.1 signed by it.
+    let path = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+    ];
+    std::fs::write(
+        dir.path().join("leaf.ext"),
+        "subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=critical,CA:FALSE\n",
+    )
+    .expect("write");
+    for args in [
+        vec![
+            "req",
+            "-x509",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=test-ca",
+            "-keyout",
+            &path("ca.key"),
+            "-out",
+            &path("ca.pem"),
+        ],
+        vec![
+            "req",
+            "-subj",
+            "/CN=localhost",
+            "-keyout",
+            &path("key.pem"),
+            "-out",
+            &path("leaf.csr"),
+        ],
+        vec![
+            "x509",
+            "-req",
+            "-in",
+            &path("leaf.csr"),
+            "-CA",
+            &path("ca.pem"),
+            "-CAkey",
+            &path("ca.key"),
+            "-CAcreateserial",
+            "-days",
+            "1",
+            "-extfile",
+            &path("leaf.ext"),
+            "-out",
+            &path("cert.pem"),
+        ],
+    ] {
+        let mut c = std::process::Command::new("openssl");
+        c.args(&args);
+        if args[0] == "req" {
+            c.args(ec);
+        }
+        let status = c
+            .stderr(std::process::Stdio::null())
+            .status()
+            .expect("openssl runs");
+        assert!(status.success(), "openssl {args:?}");
+    }
+    let mut tokens = leasehold_serve::TokenTable::default();
+    tokens.insert(
+        "lh_tls_operator",
+        leasehold_serve::Principal {
+            tenant: "acme".to_owned(),
+            actor: "olga".to_owned(),
+            roles: Vec::new(),
+            scope: leasehold_serve::Scope::Operator,
+        },
+    );
+    let server = leasehold_serve::Server::start(leasehold_serve::Config {
+        db: dir.path().join("tls.redb").to_string_lossy().into_owned(),
+        listen: "127.0.0.1:0".parse().expect("addr"),
+        credentials: leasehold_serve::Credentials { tokens, jwt: None },
+        options: Options::default(),
+        engine: leasehold_host::Engine::builder(),
+        tls: Some((cert.clone(), key)),
+        handle_signals: false,
+    })
+    .expect("starts with TLS");
+    let pem = std::fs::read(dir.path().join("ca.pem")).expect("CA certificate");
+    let client = reqwest::blocking::Client::builder()
+        .add_root_certificate(reqwest::Certificate::from_pem(&pem).expect("a certificate"))
+        .build()
+        .expect("client");
+    let port = server.addr().port();
+    let r = client
+        .get(format!("https://127.0.0.1:{port}/v1/check"))
+        .bearer_auth("lh_tls_operator")
+        .send()
+        .expect("an HTTPS answer");
+    assert_eq!(r.status(), 200);
+    let plain = reqwest::blocking::get(format!("http://127.0.0.1:{port}/healthz"));
+    assert!(plain.is_err() || plain.is_ok_and(|r| !r.status().is_success()));
+    server.shutdown().expect("stops");
+}
+
+/// A PEM public key works as well as a JWKS: here the RSA key alone.
+#[test]
+fn a_pem_public_key_verifies_rs256_tokens() {
+    use leasehold_serve::{ClaimNames, JwtConfig, JwtVerifier, Scope};
+    let dir = tempfile::tempdir().expect("temp dir");
+    let private = dir.path().join("rsa.pem");
+    std::fs::write(&private, &crate::harness::idp().rsa_private).expect("write");
+    let public = dir.path().join("rsa.pub.pem");
+    let status = std::process::Command::new("openssl")
+        .arg("pkey")
+        .arg("-in")
+        .arg(&private)
+        .arg("-pubout")
+        .arg("-out")
+        .arg(&public)
+        .status()
+        .expect("openssl runs");
+    assert!(status.success());
+    let verifier = JwtVerifier::load(
+        &public,
+        JwtConfig {
+            issuer: crate::harness::ISSUER.to_owned(),
+            audience: crate::harness::AUDIENCE.to_owned(),
+            claims: ClaimNames::default(),
+        },
+    )
+    .expect("loads");
+    let token = crate::harness::jwt(
+        "RS256",
+        &crate::harness::claims("acme", "alice", "service", &[]),
+    );
+    let p = verifier.verify(&token).expect("verifies");
+    assert_eq!(
+        (p.tenant.as_str(), p.actor.as_str(), p.scope),
+        ("acme", "alice", Scope::Service)
+    );
+    let es = crate::harness::jwt(
+        "ES256",
+        &crate::harness::claims("acme", "alice", "service", &[]),
+    );
+    assert!(
+        verifier.verify(&es).is_err(),
+        "an ES256 token against an RSA key"
+    );
+}
