@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use leasehold_host::EngineBuilder;
 use leasehold_serve::{
     ClaimNames, Config, Credentials, JwtConfig, JwtVerifier, Options, Principal, Scope, Server,
     TokenTable, new_token,
@@ -329,6 +330,7 @@ pub struct Service {
     pub tokens: Tokens,
     table: TokenTable,
     options: Options,
+    builder: EngineBuilder,
     server: Option<Server>,
     base: String,
     pub client: Client,
@@ -337,6 +339,12 @@ pub struct Service {
 
 impl Service {
     pub fn start(store: Store, options: Options) -> Service {
+        Service::start_with(store, options, leasehold_host::Engine::builder())
+    }
+
+    /// A server whose engine `builder` makes (another component, other
+    /// limits).
+    pub fn start_with(store: Store, options: Options, builder: EngineBuilder) -> Service {
         let (tokens, table) = tokens();
         let client = Client::builder()
             .timeout(Duration::from_secs(60))
@@ -347,6 +355,7 @@ impl Service {
             tokens,
             table,
             options,
+            builder,
             server: None,
             base: String::new(),
             client,
@@ -377,7 +386,7 @@ impl Service {
                 jwt: Some(jwt),
             },
             options: self.options,
-            engine: leasehold_host::Engine::builder(),
+            engine: self.builder.clone(),
             tls: None,
             handle_signals: false,
         })

@@ -8,3 +8,4 @@ mod load;
 mod openapi;
 mod ops;
 mod routes;
+mod sandbox;

@@ -615,7 +615,11 @@ fn runs_seal_withdraw_and_timers_arm_claim_and_disarm() {
         for (method, template, path) in [
             ("GET", "/v1/runs/{run}", "/v1/runs/a%01b"),
             ("DELETE", "/v1/runs/{run}/timers", "/v1/runs/a%01b/timers"),
-            ("DELETE", "/v1/runs/{run}/timers/{effect}", "/v1/runs/run-1/timers/a%01b"),
+            (
+                "DELETE",
+                "/v1/runs/{run}/timers/{effect}",
+                "/v1/runs/run-1/timers/a%01b",
+            ),
             ("GET", "/v1/cases/{case}/tasks", "/v1/cases/a%01b/tasks"),
         ] {
             call(svc, method, template, path, "sam", None).expect_problem(400, "invalid");
