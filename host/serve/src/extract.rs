@@ -4,7 +4,7 @@
 //! those come from the credential alone.
 
 use axum::body::Bytes;
-use axum::extract::rejection::{BytesRejection, PathRejection};
+use axum::extract::rejection::{BytesRejection, FailedToBufferBody, PathRejection};
 use axum::extract::{FromRequest, FromRequestParts, MatchedPath, Request};
 use axum::http::header;
 use axum::http::request::Parts;
@@ -172,9 +172,7 @@ impl<T: DeserializeOwned> FromRequest<AppState> for Json<T> {
                     .to_ascii_lowercase()
             });
         let bytes = Bytes::from_request(req, state).await.map_err(|e| match e {
-            BytesRejection::FailedToBufferBody(ref inner)
-                if inner.body_text().contains("length limit") =>
-            {
+            BytesRejection::FailedToBufferBody(FailedToBufferBody::LengthLimitError(_)) => {
                 ApiError::BodyTooLarge {
                     limit: state.options.body_limit,
                 }

@@ -21,7 +21,7 @@ use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use tower::ServiceBuilder;
 use tower::limit::GlobalConcurrencyLimitLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
-use tower_http::trace::TraceLayer;
+use tower_http::trace::{DefaultOnResponse, TraceLayer};
 use utoipa::OpenApi;
 
 use crate::api;
@@ -151,7 +151,8 @@ pub fn app(engine: Engine, credentials: Credentials, options: Options) -> Router
                             .and_then(|v| v.to_str().ok())
                             .unwrap_or_default();
                         tracing::info_span!("request", method = %req.method(), uri = %req.uri().path(), request_id = %id)
-                    }),
+                    })
+                    .on_response(DefaultOnResponse::new().level(tracing::Level::INFO)),
                 )
                 .layer(PropagateRequestIdLayer::new(request_id)),
         )
