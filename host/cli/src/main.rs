@@ -29,6 +29,8 @@ fn main() -> ExitCode {
     let mut stdout = std::io::stdout().lock();
     let outcome = match cli.command {
         Command::Demo => cli::demo::run(&cli, &mut stdout).map(|()| 0),
+        Command::Serve(ref args) => cli::serve::serve(&cli, args).map(|()| 0),
+        Command::Token(ref verb) => cli::serve::token(&cli, verb, &mut stdout).map(|()| 0),
         Command::Component { ref out } => {
             cli::component::write(out, cli.json, &mut stdout).map(|()| 0)
         }

@@ -115,6 +115,11 @@ pub enum Command {
     /// Walk through a short narrated scenario on a fresh database (a
     /// temporary file unless --db names a new one)
     Demo,
+    /// Serve the HTTP API (JSON under /v1) until SIGTERM or SIGINT
+    Serve(ServeArgs),
+    /// Make credentials for `serve`
+    #[command(subcommand)]
+    Token(TokenCommand),
     /// Write the component this binary embeds to a file and print its
     /// SHA-256, so another host (JavaScript, Python) can run the same bytes
     Component {
@@ -122,6 +127,86 @@ pub enum Command {
         #[arg(long, value_name = "FILE")]
         out: PathBuf,
     },
+}
+
+/// `leasehold serve`: where to listen and whom to believe.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The address to listen on
+    #[arg(long, default_value = "127.0.0.1:8080", value_name = "ADDR")]
+    pub listen: std::net::SocketAddr,
+    /// The token file: one line per token, as `token new` prints them
+    #[arg(long, value_name = "FILE")]
+    pub tokens: Option<PathBuf>,
+    /// The identity provider's public keys: a PEM public key (RSA or P-256)
+    /// or a JWKS file. Needs --jwt-issuer and --jwt-audience
+    #[arg(long, value_name = "FILE", requires_all = ["jwt_issuer", "jwt_audience"])]
+    pub jwt_keys: Option<PathBuf>,
+    /// The `iss` every JWT must carry
+    #[arg(long, value_name = "ISSUER")]
+    pub jwt_issuer: Option<String>,
+    /// An `aud` every JWT must carry
+    #[arg(long, value_name = "AUDIENCE")]
+    pub jwt_audience: Option<String>,
+    /// The JWT claim that names the tenant
+    #[arg(long, default_value = "tenant", value_name = "CLAIM")]
+    pub jwt_tenant_claim: String,
+    /// The JWT claim that names the actor
+    #[arg(long, default_value = "sub", value_name = "CLAIM")]
+    pub jwt_actor_claim: String,
+    /// The JWT claim that lists the roles
+    #[arg(long, default_value = "roles", value_name = "CLAIM")]
+    pub jwt_roles_claim: String,
+    /// The JWT claim that names the scope (reviewer, service or operator)
+    #[arg(long, default_value = "scope", value_name = "CLAIM")]
+    pub jwt_scope_claim: String,
+    /// Start without a credential source: prints a warning and one operator
+    /// token for a throwaway tenant
+    #[arg(long)]
+    pub dev: bool,
+    /// The listener's certificate chain (PEM), for HTTPS
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The listener's private key (PEM)
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Largest request body accepted, in bytes
+    #[arg(long, default_value_t = 512 * 1024, value_name = "BYTES")]
+    pub body_limit: usize,
+    /// Longest a request may take before it is answered 503
+    #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = parse_wait)]
+    pub request_timeout: Duration,
+    /// Most requests handled at once; past it, 503 with Retry-After
+    #[arg(long, default_value_t = 256, value_name = "N")]
+    pub max_in_flight: usize,
+    /// Log one JSON object per line instead of text (the level comes from
+    /// RUST_LOG, default info)
+    #[arg(long)]
+    pub log_json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Print a fresh random token once, and the line to add to the token
+    /// file (which keeps only its hash). The tenant is --tenant
+    New {
+        /// The actor the token acts as
+        #[arg(long, value_name = "A")]
+        actor: String,
+        /// The actor's roles (repeat, or list several after one --role)
+        #[arg(long = "role", value_name = "R", num_args = 1..)]
+        roles: Vec<String>,
+        /// What the token may do
+        #[arg(long, value_enum)]
+        scope: ScopeArg,
+    },
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum ScopeArg {
+    Reviewer,
+    Service,
+    Operator,
 }
 
 #[derive(Debug, Subcommand)]

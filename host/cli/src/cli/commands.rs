@@ -83,6 +83,7 @@ fn writes(command: &Command) -> bool {
             | Command::Stats
             | Command::Check
             | Command::Component { .. }
+            | Command::Token(_)
     )
 }
 
@@ -149,9 +150,11 @@ pub fn run(cli: &Cli) -> Result<Report, CliError> {
         }
         // Neither answers a report on a database: the demo narrates as it
         // goes, and the component is written without opening one.
-        Command::Demo | Command::Component { .. } => Err(CliError::Failed(
-            "demo and component are run by their own modules, not commands::run".into(),
-        )),
+        Command::Demo | Command::Component { .. } | Command::Serve(_) | Command::Token(_) => {
+            Err(CliError::Failed(
+                "demo and component are run by their own modules, not commands::run".into(),
+            ))
+        }
     }
 }
 

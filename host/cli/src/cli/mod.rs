@@ -9,4 +9,5 @@ pub mod demo;
 pub mod error;
 pub mod input;
 pub mod output;
+pub mod serve;
 pub mod time;

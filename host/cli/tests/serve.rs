@@ -1,0 +1,368 @@
+//! `leasehold serve` and `leasehold token new`, run as the real binary:
+//! tokens made by the CLI authenticate, the server refuses to start without
+//! a credential source, SIGTERM lets requests in flight finish, and a
+//! SIGKILL under load loses no request that was answered 2xx.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+const BIN: &str = env!("CARGO_BIN_EXE_leasehold");
+
+fn leasehold(dir: &Path) -> Command {
+    let mut c = Command::new(BIN);
+    c.current_dir(dir).env_remove("LEASEHOLD_DB");
+    c
+}
+
+/// Mints a token with `token new --json`; answers the token and its line.
+fn mint(dir: &Path, tenant: &str, actor: &str, scope: &str, roles: &[&str]) -> (String, String) {
+    let mut c = leasehold(dir);
+    c.args([
+        "--json", "--tenant", tenant, "token", "new", "--actor", actor, "--scope", scope,
+    ]);
+    if !roles.is_empty() {
+        c.arg("--role").args(roles);
+    }
+    let out = c.output().expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let token = v["token"].as_str().expect("token").to_owned();
+    let line = v["line"].as_str().expect("line").to_owned();
+    assert!(!line.contains(&token), "the file line keeps only a hash");
+    (token, line)
+}
+
+/// A running `leasehold serve`, killed when dropped.
+struct Served {
+    child: Child,
+    base: String,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `serve` on a free loopback port and waits for its address line.
+fn serve(dir: &Path, db: &Path, extra: &[&str]) -> Served {
+    let mut child = leasehold(dir)
+        .arg("--db")
+        .arg(db)
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .args(extra)
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("spawns");
+    let stderr = child.stderr.take().expect("stderr");
+    let mut lines = BufReader::new(stderr).lines();
+    let base = loop {
+        let line = lines
+            .next()
+            .expect("serve printed its address before exiting")
+            .expect("a line");
+        if let Some(at) = line.split("listening on ").nth(1) {
+            break at.trim().to_owned();
+        }
+    };
+    // Keep draining the logs so the server never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    Served { child, base }
+}
+
+fn client() -> reqwest::blocking::Client {
+    reqwest::blocking::Client::builder()
+        .timeout(Duration::from_secs(60))
+        .build()
+        .expect("client")
+}
+
+struct Setup {
+    dir: tempfile::TempDir,
+    db: PathBuf,
+    tokens: PathBuf,
+    service: String,
+    operator: String,
+    alice: String,
+    intruder: String,
+}
+
+fn setup() -> Setup {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let p = dir.path();
+    let (service, l1) = mint(p, "acme", "workflow", "service", &[]);
+    let (operator, l2) = mint(p, "acme", "ops", "operator", &[]);
+    let (alice, l3) = mint(p, "acme", "alice", "reviewer", &["finance"]);
+    let (intruder, l4) = mint(p, "globex", "mallory", "operator", &[]);
+    let tokens = p.join("tokens");
+    std::fs::write(
+        &tokens,
+        format!("# acme and globex\n{l1}\n{l2}\n{l3}\n{l4}\n"),
+    )
+    .expect("write");
+    Setup {
+        db: p.join("serve.redb"),
+        dir,
+        tokens,
+        service,
+        operator,
+        alice,
+        intruder,
+    }
+}
+
+fn task(id: &str) -> Value {
+    json!({"id": id, "run": "r", "kind": "approve", "candidate_roles": ["finance"],
+           "justification": {"amount": 5}})
+}
+
+#[test]
+fn minted_tokens_authenticate_and_a_tenant_sees_only_its_own() {
+    let s = setup();
+    let server = serve(
+        s.dir.path(),
+        &s.db,
+        &["--tokens", s.tokens.to_str().expect("utf-8")],
+    );
+    let c = client();
+    let open = c
+        .post(format!("{}/v1/tasks", server.base))
+        .bearer_auth(&s.service)
+        .json(&task("t-1"))
+        .send()
+        .expect("answers");
+    assert_eq!(open.status(), 200);
+    let claim = c
+        .post(format!("{}/v1/tasks/t-1/claim", server.base))
+        .bearer_auth(&s.alice)
+        .send()
+        .expect("answers");
+    assert_eq!(claim.status(), 200);
+    let seen: Value = claim.json().expect("JSON");
+    assert_eq!(seen["assignee"], "alice");
+    let cross = c
+        .get(format!("{}/v1/tasks/t-1", server.base))
+        .bearer_auth(&s.intruder)
+        .send()
+        .expect("answers");
+    assert_eq!(cross.status(), 404);
+    let nobody = c
+        .get(format!("{}/v1/tasks/t-1", server.base))
+        .send()
+        .expect("answers");
+    assert_eq!(nobody.status(), 401);
+}
+
+#[test]
+fn without_a_credential_source_serve_refuses_to_start_unless_dev() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = leasehold(dir.path())
+        .args(["--db", "x.redb", "serve", "--listen", "127.0.0.1:0"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no credential source"));
+    assert!(!dir.path().join("x.redb").exists(), "nothing was opened");
+
+    let mut child = leasehold(dir.path())
+        .args([
+            "--db",
+            "dev.redb",
+            "serve",
+            "--dev",
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawns");
+    let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let (mut warned, mut token, mut base) = (false, None, None);
+    while base.is_none() {
+        let line = lines.next().expect("a line").expect("text");
+        warned |= line.contains("WARNING");
+        if let Some(t) = line.strip_prefix("dev operator token: ") {
+            token = Some(t.trim().to_owned());
+        }
+        if let Some(at) = line.split("listening on ").nth(1) {
+            base = Some(at.trim().to_owned());
+        }
+    }
+    std::thread::spawn(move || for _ in lines {});
+    let served = Served {
+        child,
+        base: base.unwrap_or_default(),
+    };
+    assert!(warned, "--dev warns");
+    let r = client()
+        .get(format!("{}/v1/check", served.base))
+        .bearer_auth(token.expect("a token"))
+        .send()
+        .expect("answers");
+    assert_eq!(r.status(), 200, "the dev token is an operator's");
+}
+
+fn signal(child: &Child, sig: &str) {
+    let status = Command::new("kill")
+        .args([sig, &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success());
+}
+
+/// Opens tasks from many threads until told to stop; answers the ids whose
+/// open was answered 200.
+fn open_until(base: &str, token: &str, prefix: &str, stop_after: usize) -> Vec<String> {
+    let answered = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for t in 0..16 {
+            let answered = &answered;
+            s.spawn(move || {
+                let c = client();
+                for i in 0.. {
+                    let id = format!("{prefix}-{t}-{i}");
+                    match c
+                        .post(format!("{base}/v1/tasks"))
+                        .bearer_auth(token)
+                        .json(&task(&id))
+                        .send()
+                    {
+                        Ok(r) if r.status() == 200 => {
+                            let body: Value = r.json().expect("a whole answer");
+                            assert_eq!(body["id"], id.as_str());
+                            let mut a = answered.lock().expect("lock");
+                            a.push(id);
+                            if a.len() >= stop_after {
+                                return;
+                            }
+                        }
+                        // Refused before it started, or cut by the kill.
+                        Ok(r) => panic!("unexpected status {}", r.status()),
+                        Err(_) => return,
+                    }
+                }
+            });
+        }
+    });
+    answered.into_inner().expect("lock")
+}
+
+#[test]
+fn sigterm_finishes_requests_in_flight_then_exits() {
+    let s = setup();
+    let mut server = serve(
+        s.dir.path(),
+        &s.db,
+        &["--tokens", s.tokens.to_str().expect("utf-8")],
+    );
+    let base = server.base.clone();
+    let token = s.service.clone();
+    let load = std::thread::spawn(move || open_until(&base, &token, "g", usize::MAX));
+    // Terminate once the load is under way.
+    let c = client();
+    loop {
+        let r = c
+            .get(format!("{}/v1/stats/open-count", server.base))
+            .bearer_auth(&s.operator)
+            .send();
+        let n = r
+            .ok()
+            .and_then(|r| r.json::<Value>().ok())
+            .and_then(|v| v["count"].as_u64());
+        if n.unwrap_or(0) >= 32 {
+            break;
+        }
+    }
+    signal(&server.child, "-TERM");
+    let status = server.child.wait().expect("exits");
+    assert!(status.success(), "serve exits 0 on SIGTERM: {status:?}");
+    let answered = load.join().expect("load thread");
+    assert!(answered.len() >= 32);
+    let again = serve(
+        s.dir.path(),
+        &s.db,
+        &["--tokens", s.tokens.to_str().expect("utf-8")],
+    );
+    for id in &answered {
+        let r = c
+            .get(format!("{}/v1/tasks/{id}", again.base))
+            .bearer_auth(&s.service)
+            .send()
+            .expect("answers");
+        assert_eq!(r.status(), 200, "{id} was answered 200 before SIGTERM");
+    }
+}
+
+#[test]
+fn a_sigkill_under_load_loses_nothing_that_was_answered() {
+    let s = setup();
+    let tokens = s.tokens.to_str().expect("utf-8").to_owned();
+    let c = client();
+    let mut total = 0;
+    for round in 0..10 {
+        let mut server = serve(s.dir.path(), &s.db, &["--tokens", &tokens]);
+        let kill_after = fastrand::usize(1..=60);
+        let base = server.base.clone();
+        let token = s.service.clone();
+        let prefix = format!("k{round}");
+        let load = std::thread::spawn(move || open_until(&base, &token, &prefix, usize::MAX));
+        // Kill at a random moment: once a random number of opens of this
+        // round were answered.
+        loop {
+            let r = c
+                .get(format!("{}/v1/stats/open-count", server.base))
+                .bearer_auth(&s.operator)
+                .send();
+            let n = r
+                .ok()
+                .and_then(|r| r.json::<Value>().ok())
+                .and_then(|v| v["count"].as_u64());
+            if n.unwrap_or(0) >= (total + kill_after) as u64 {
+                break;
+            }
+        }
+        server.child.kill().expect("SIGKILL");
+        server.child.wait().expect("reaped");
+        let answered = load.join().expect("load thread");
+        let again = serve(s.dir.path(), &s.db, &["--tokens", &tokens]);
+        for id in &answered {
+            let r = c
+                .get(format!("{}/v1/tasks/{id}", again.base))
+                .bearer_auth(&s.service)
+                .send()
+                .expect("answers");
+            assert_eq!(
+                r.status(),
+                200,
+                "round {round}: {id} was answered 200 before the kill"
+            );
+        }
+        let check: Value = c
+            .get(format!("{}/v1/check", again.base))
+            .bearer_auth(&s.operator)
+            .send()
+            .expect("answers")
+            .json()
+            .expect("JSON");
+        assert_eq!(check["discrepancies"], json!([]), "round {round}");
+        let count: Value = c
+            .get(format!("{}/v1/stats/open-count", again.base))
+            .bearer_auth(&s.operator)
+            .send()
+            .expect("answers")
+            .json()
+            .expect("JSON");
+        total = count["count"].as_u64().unwrap_or(0) as usize;
+        assert!(total >= answered.len());
+    }
+}

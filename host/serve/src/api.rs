@@ -1,0 +1,569 @@
+//! The handlers under `/v1`: one per WIT verb, each turning its request into
+//! one engine call as the caller's credential allows, and its answer into
+//! JSON. Each handler's `#[utoipa::path]` is the OpenAPI document's entry
+//! for it. Handlers must never choose a tenant, and never let a reviewer act
+//! as anyone else or give its own time.
+
+use axum::http::StatusCode;
+use leasehold_host::{self as host, Lease, QueueQuery};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::auth::Scope;
+use crate::extract::{Caller, Json, Path, Query};
+use crate::model::*;
+use crate::problem::{ApiError, Problem};
+use crate::state::AppState;
+
+const DEFAULT_PAGE: u32 = 20;
+const DEFAULT_SWEEP: u32 = 100;
+const DEFAULT_TIMERS: u32 = 10;
+
+/// Every API route, each registered with its OpenAPI entry.
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(open))
+        .routes(routes!(get))
+        .routes(routes!(claim))
+        .routes(routes!(release))
+        .routes(routes!(take_over))
+        .routes(routes!(renew))
+        .routes(routes!(settle))
+        .routes(routes!(escalate))
+        .routes(routes!(queue))
+        .routes(routes!(claim_next))
+        .routes(routes!(for_case))
+        .routes(routes!(overdue))
+        .routes(routes!(reclaim_lapsed))
+        .routes(routes!(withdraw_run))
+        .routes(routes!(seal))
+        .routes(routes!(is_sealed))
+        .routes(routes!(arm))
+        .routes(routes!(claim_due))
+        .routes(routes!(disarm))
+        .routes(routes!(disarm_run))
+        .routes(routes!(open_count))
+        .routes(routes!(pending_count))
+        .routes(routes!(leased_count))
+        .routes(routes!(next_due))
+        .routes(routes!(next_lease_end))
+        .routes(routes!(check))
+}
+
+type Answer<T> = Result<axum::Json<T>, ApiError>;
+
+fn lease(now: i64, lease_ms: Option<u32>) -> Option<Lease> {
+    lease_ms.map(|lease_ms| Lease { now, lease_ms })
+}
+
+fn refs(list: &[String]) -> Vec<&str> {
+    list.iter().map(String::as_str).collect()
+}
+
+/// Whether a reviewer may see a task: it holds it, or it may take it.
+fn visible(c: &Caller, t: &host::Task) -> bool {
+    if c.principal.scope != Scope::Reviewer {
+        return true;
+    }
+    let me = &c.principal.actor;
+    t.assignee.as_ref() == Some(me)
+        || (!t.excluded_actors.contains(me) && t.admits_roles(&c.principal.roles))
+}
+
+/// Open a task. First open wins: if the id exists, the stored task is
+/// answered unchanged.
+#[utoipa::path(post, path = "/v1/tasks", operation_id = "open", tag = "tasks",
+    request_body = NewTask,
+    responses(
+        (status = 200, description = "The task as stored", body = Task),
+        (status = 400, description = "Invalid input", body = Problem, content_type = "application/problem+json"),
+        (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = [])))]
+async fn open(c: Caller, Json(body): Json<NewTask>) -> Answer<Task> {
+    let created = c.now(body.created_at)?;
+    let task = body.into_host(created);
+    let stored = c.call("open", move |x| x.open(&task)).await?;
+    Ok(axum::Json(stored.into()))
+}
+
+/// One task. A reviewer sees only tasks it holds or may take.
+#[utoipa::path(get, path = "/v1/tasks/{id}", operation_id = "get", tag = "tasks",
+    params(("id" = String, Path, description = "The task id")),
+    responses(
+        (status = 200, description = "The task", body = Task),
+        (status = 404, description = "No such task", body = Problem, content_type = "application/problem+json"),
+        (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = [])))]
+async fn get(c: Caller, Path(id): Path<String>) -> Answer<Task> {
+    let key = id.clone();
+    let found = c.call("get", move |x| x.get(&key)).await?;
+    match found {
+        Some(task) if visible(&c, &task) => Ok(axum::Json(task.into())),
+        _ => Err(ApiError::NotFound(format!("no task {id}"))),
+    }
+}
+
+/// Reserve a task for the caller (an operator may name the actor), under a
+/// lease if `lease_ms` is given.
+#[utoipa::path(post, path = "/v1/tasks/{id}/claim", operation_id = "claim", tag = "tasks",
+    params(("id" = String, Path, description = "The task id")),
+    request_body = ClaimRequest,
+    responses(
+        (status = 200, description = "The task, now held by the actor", body = Task),
+        (status = 409, description = "A claim-ladder refusal: excluded, wrong-role, not-pending, already-claimed", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such task", body = Problem, content_type = "application/problem+json"),
+        (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = [])))]
+async fn claim(c: Caller, Path(id): Path<String>, Json(body): Json<ClaimRequest>) -> Answer<Task> {
+    let actor = c.actor(body.actor)?;
+    let roles = c.roles(body.roles)?;
+    let lease = lease(c.now(body.now)?, body.lease_ms);
+    let task = c
+        .call("claim", move |x| x.claim(&id, &actor, &refs(&roles), lease))
+        .await?;
+    Ok(axum::Json(task.into()))
+}
+
+/// Give a claimed task back; only its holder may.
+#[utoipa::path(post, path = "/v1/tasks/{id}/release", operation_id = "release", tag = "tasks",
+    params(("id" = String, Path, description = "The task id")),
+    request_body = ReleaseRequest,
+    responses(
+        (status = 204, description = "Released"),
+        (status = 409, description = "not-held", body = Problem, content_type = "application/problem+json"),
+        (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = [])))]
+async fn release(
+    c: Caller,
+    Path(id): Path<String>,
+    Json(body): Json<ReleaseRequest>,
+) -> Result<StatusCode, ApiError> {
+    let actor = c.actor(body.actor)?;
+    c.call("release", move |x| x.release(&id, &actor)).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Move a claim from `from` to `actor` (default: the operator).
+#[utoipa::path(post, path = "/v1/tasks/{id}/take-over", operation_id = "take-over", tag = "tasks",
+    params(("id" = String, Path, description = "The task id")),
+    request_body = TakeOverRequest,
+    responses(
+        (status = 200, description = "The task, now held by the actor", body = Task),
+        (status = 409, description = "A claim-ladder refusal, or not-held by `from`", body = Problem, content_type = "application/problem+json"),
+        (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = [])))]
+async fn take_over(
+    c: Caller,
+    Path(id): Path<String>,
+    Json(body): Json<TakeOverRequest>,
+) -> Answer<Task> {
+    let actor = c.actor(body.actor)?;
+    let roles = c.roles(body.roles)?;
+    let lease = lease(c.now(body.now)?, body.lease_ms);
+    let from = body.from;
+    let task = c
+        .call("take-over", move |x| {
+            x.take_over(&id, &from, &actor, &refs(&roles), lease)
+        })
+        .await?;
+    Ok(axum::Json(task.into()))
+}
+
+/// The holder extends its lease to end `lease_ms` from now.
+#[utoipa::path(post, path = "/v1/tasks/{id}/renew", operation_id = "renew", tag = "tasks",
+    params(("id" = String, Path, description = "The task id")),
+    request_body = RenewRequest,
+    responses(
+        (status = 200, description = "The task with its new lease end", body = Task),
+        (status = 409, description = "not-held", body = Problem, content_type = "application/problem+json"),
+        (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = [])))]
+async fn renew(c: Caller, Path(id): Path<String>, Json(body): Json<RenewRequest>) -> Answer<Task> {
+    let actor = c.actor(body.actor)?;
+    let now = c.now(body.now)?;
+    let lease_ms = body.lease_ms;
+    let task = c
+        .call("renew", move |x| x.renew(&id, &actor, now, lease_ms))
+        .await?;
+    Ok(axum::Json(task.into()))
+}
+
+/// Settle a pending task. A reviewer settles only a task it holds; a
+/// service or operator may settle without a holder.
+#[utoipa::path(post, path = "/v1/tasks/{id}/settle", operation_id = "settle", tag = "tasks",
+    params(("id" = String, Path, description = "The task id")),
+    request_body = SettleRequest,
+    responses(
+        (status = 200, description = "Whether this call settled the task", body = Settled),
+        (status = 409, description = "not-held", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such task", body = Problem, content_type = "application/problem+json"),
+        (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = [])))]
+async fn settle(
+    c: Caller,
+    Path(id): Path<String>,
+    Json(body): Json<SettleRequest>,
+) -> Answer<Settled> {
+    let holder = if c.principal.scope == Scope::Reviewer {
+        Some(c.actor(body.holder)?)
+    } else {
+        body.holder
+    };
+    let settlement = host::Settlement::from(body.settlement);
+    let settled = c
+        .call("settle", move |x| {
+            x.settle(&id, settlement, holder.as_deref())
+        })
+        .await?;
+    Ok(axum::Json(Settled { settled }))
+}
+
+/// Escalate a pending task: back to the queue, with `escalate_to` added to
+/// its candidate roles.
+#[utoipa::path(post, path = "/v1/tasks/{id}/escalate", operation_id = "escalate", tag = "tasks",
+    params(("id" = String, Path, description = "The task id")),
+    responses(
+        (status = 200, description = "The task as it now stands", body = Task),
+        (status = 404, description = "No such task", body = Problem, content_type = "application/problem+json"),
+        (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = [])))]
+async fn escalate(c: Caller, Path(id): Path<String>) -> Answer<Task> {
+    let task = c.call("escalate", move |x| x.escalate(&id)).await?;
+    Ok(axum::Json(task.into()))
+}
+
+/// Queued tasks the caller may take, urgent first, then oldest.
+#[utoipa::path(get, path = "/v1/queue", operation_id = "queue", tag = "queue",
+    params(QueueParams),
+    responses(
+        (status = 200, description = "One page of the queue", body = Page),
+        (status = 400, description = "Invalid input, such as a bad cursor", body = Problem, content_type = "application/problem+json"),
+        (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = [])))]
+async fn queue(c: Caller, Query(q): Query<QueueParams>) -> Answer<Page> {
+    let actor = c.actor(q.actor)?;
+    let roles = c.roles(q.roles.map(|r| {
+        r.split(',')
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect()
+    }))?;
+    let query = QueueQuery {
+        roles,
+        actor: Some(actor),
+        limit: q.limit.unwrap_or(DEFAULT_PAGE),
+        after: q.after,
+    };
+    let page = c.call("queue", move |x| x.queue(&query)).await?;
+    Ok(axum::Json(Page {
+        tasks: page.tasks.into_iter().map(Into::into).collect(),
+        next: page.next,
+    }))
+}
+
+/// Claim the head of the caller's queue; `task` is null when it is empty.
+#[utoipa::path(post, path = "/v1/queue/claim-next", operation_id = "claim-next", tag = "queue",
+    request_body = ClaimRequest,
+    responses(
+        (status = 200, description = "The claimed task, or null", body = ClaimedNext),
+        (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = [])))]
+async fn claim_next(c: Caller, Json(body): Json<ClaimRequest>) -> Answer<ClaimedNext> {
+    let actor = c.actor(body.actor)?;
+    let roles = c.roles(body.roles)?;
+    let lease = lease(c.now(body.now)?, body.lease_ms);
+    let query = QueueQuery {
+        roles,
+        actor: Some(actor),
+        limit: 1,
+        after: None,
+    };
+    let task = c
+        .call("claim-next", move |x| x.claim_next(&query, lease))
+        .await?;
+    Ok(axum::Json(ClaimedNext {
+        task: task.map(Into::into),
+    }))
+}
+
+/// Every task of a case, in any state, oldest first. A reviewer sees only
+/// the tasks it holds or may take; the cursor still walks the whole case.
+#[utoipa::path(get, path = "/v1/cases/{case}/tasks", operation_id = "for-case", tag = "tasks",
+    params(("case" = String, Path, description = "The case"), PageParams),
+    responses(
+        (status = 200, description = "One page of the case's tasks", body = Page),
+        (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = [])))]
+async fn for_case(
+    c: Caller,
+    Path(case): Path<String>,
+    Query(q): Query<PageParams>,
+) -> Answer<Page> {
+    let limit = q.limit.unwrap_or(DEFAULT_PAGE);
+    let after = q.after;
+    let page = c
+        .call("for-case", move |x| {
+            x.for_case(&case, limit, after.as_deref())
+        })
+        .await?;
+    Ok(axum::Json(Page {
+        tasks: page
+            .tasks
+            .into_iter()
+            .filter(|t| visible(&c, t))
+            .map(Into::into)
+            .collect(),
+        next: page.next,
+    }))
+}
+
+/// Tasks past their due time that still await expiry, earliest first.
+#[utoipa::path(get, path = "/v1/overdue", operation_id = "overdue", tag = "sweeps",
+    params(OverdueParams),
+    responses(
+        (status = 200, description = "Overdue tasks", body = TaskList),
+        (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = [])))]
+async fn overdue(c: Caller, Query(q): Query<OverdueParams>) -> Answer<TaskList> {
+    let now = c.now(q.now)?;
+    let limit = q.limit.unwrap_or(DEFAULT_PAGE);
+    let tasks = c.call("overdue", move |x| x.overdue(now, limit)).await?;
+    Ok(axum::Json(TaskList {
+        tasks: tasks.into_iter().map(Into::into).collect(),
+    }))
+}
+
+/// Return tasks whose lease has lapsed to the queue.
+#[utoipa::path(post, path = "/v1/reclaim-lapsed", operation_id = "reclaim-lapsed", tag = "sweeps",
+    request_body = ReclaimRequest,
+    responses(
+        (status = 200, description = "The tasks moved, as they now stand", body = TaskList),
+        (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = [])))]
+async fn reclaim_lapsed(c: Caller, Json(body): Json<ReclaimRequest>) -> Answer<TaskList> {
+    let now = c.now(body.now)?;
+    let limit = body.limit.unwrap_or(DEFAULT_SWEEP);
+    let tasks = c
+        .call("reclaim-lapsed", move |x| x.reclaim_lapsed(now, limit))
+        .await?;
+    Ok(axum::Json(TaskList {
+        tasks: tasks.into_iter().map(Into::into).collect(),
+    }))
+}
+
+/// Withdraw the run's awaited tasks that are still pending.
+#[utoipa::path(post, path = "/v1/runs/{run}/withdraw", operation_id = "withdraw-run", tag = "runs",
+    params(("run" = String, Path, description = "The run")),
+    request_body = AwaitedRequest,
+    responses(
+        (status = 200, description = "How many tasks moved", body = Withdrawn),
+        (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = [])))]
+async fn withdraw_run(
+    c: Caller,
+    Path(run): Path<String>,
+    Json(body): Json<AwaitedRequest>,
+) -> Answer<Withdrawn> {
+    let awaited = body.awaited;
+    let withdrawn = c
+        .call("withdraw-run", move |x| {
+            x.withdraw_run(&run, &refs(&awaited))
+        })
+        .await?;
+    Ok(axum::Json(Withdrawn { withdrawn }))
+}
+
+/// Seal a run: retire its timers and withdraw its awaited pending tasks.
+#[utoipa::path(post, path = "/v1/runs/{run}/seal", operation_id = "seal", tag = "runs",
+    params(("run" = String, Path, description = "The run")),
+    request_body = AwaitedRequest,
+    responses(
+        (status = 200, description = "What this call moved", body = SealOutcome),
+        (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = [])))]
+async fn seal(
+    c: Caller,
+    Path(run): Path<String>,
+    Json(body): Json<AwaitedRequest>,
+) -> Answer<SealOutcome> {
+    let awaited = body.awaited;
+    let o = c
+        .call("seal", move |x| x.seal(&run, &refs(&awaited)))
+        .await?;
+    Ok(axum::Json(SealOutcome {
+        timers_disarmed: o.timers_disarmed,
+        tasks_withdrawn: o.tasks_withdrawn,
+    }))
+}
+
+/// Whether a run is sealed.
+#[utoipa::path(get, path = "/v1/runs/{run}", operation_id = "is-sealed", tag = "runs",
+    params(("run" = String, Path, description = "The run")),
+    responses(
+        (status = 200, description = "The run's seal", body = RunStatus),
+        (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = [])))]
+async fn is_sealed(c: Caller, Path(run): Path<String>) -> Answer<RunStatus> {
+    let key = run.clone();
+    let sealed = c.call("is-sealed", move |x| x.is_sealed(&key)).await?;
+    Ok(axum::Json(RunStatus { run, sealed }))
+}
+
+/// Arm a durable timer. First arming wins.
+#[utoipa::path(post, path = "/v1/timers", operation_id = "arm", tag = "timers",
+    request_body = Timer,
+    responses(
+        (status = 200, description = "What arming did", body = Armed),
+        (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = [])))]
+async fn arm(c: Caller, Json(body): Json<Timer>) -> Answer<Armed> {
+    let timer = host::Timer::from(body);
+    let outcome = c.call("arm", move |x| x.arm(&timer)).await?;
+    Ok(axum::Json(Armed {
+        outcome: outcome.into(),
+    }))
+}
+
+/// Claim due timers, each leased for `lease_ms`.
+#[utoipa::path(post, path = "/v1/timers/claim-due", operation_id = "claim-due", tag = "timers",
+    request_body = ClaimDueRequest,
+    responses(
+        (status = 200, description = "The timers claimed", body = TimerList),
+        (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = [])))]
+async fn claim_due(c: Caller, Json(body): Json<ClaimDueRequest>) -> Answer<TimerList> {
+    let now = c.now(body.now)?;
+    let limit = body.limit.unwrap_or(DEFAULT_TIMERS);
+    let lease_ms = body.lease_ms;
+    let timers = c
+        .call("claim-due", move |x| x.claim_due(now, limit, lease_ms))
+        .await?;
+    Ok(axum::Json(TimerList {
+        timers: timers.into_iter().map(Into::into).collect(),
+    }))
+}
+
+/// Retire one timer.
+#[utoipa::path(delete, path = "/v1/runs/{run}/timers/{effect}", operation_id = "disarm", tag = "timers",
+    params(("run" = String, Path, description = "The run"), ("effect" = String, Path, description = "The timer's effect key")),
+    responses(
+        (status = 200, description = "Whether the timer existed", body = Disarmed),
+        (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = [])))]
+async fn disarm(c: Caller, Path((run, effect)): Path<(String, String)>) -> Answer<Disarmed> {
+    let disarmed = c.call("disarm", move |x| x.disarm(&run, &effect)).await?;
+    Ok(axum::Json(Disarmed { disarmed }))
+}
+
+/// Retire every timer of a run.
+#[utoipa::path(delete, path = "/v1/runs/{run}/timers", operation_id = "disarm-run", tag = "timers",
+    params(("run" = String, Path, description = "The run")),
+    responses(
+        (status = 200, description = "How many timers were retired", body = DisarmedRun),
+        (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = [])))]
+async fn disarm_run(c: Caller, Path(run): Path<String>) -> Answer<DisarmedRun> {
+    let disarmed = c.call("disarm-run", move |x| x.disarm_run(&run)).await?;
+    Ok(axum::Json(DisarmedRun { disarmed }))
+}
+
+/// Pending tasks (claimed ones count).
+#[utoipa::path(get, path = "/v1/stats/open-count", operation_id = "open-count", tag = "stats",
+    responses(
+        (status = 200, description = "The count", body = Count),
+        (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = [])))]
+async fn open_count(c: Caller) -> Answer<Count> {
+    let count = c.call("open-count", |x| x.open_count()).await?;
+    Ok(axum::Json(Count { count }))
+}
+
+/// Armed timers.
+#[utoipa::path(get, path = "/v1/stats/pending-count", operation_id = "pending-count", tag = "stats",
+    responses(
+        (status = 200, description = "The count", body = Count),
+        (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = [])))]
+async fn pending_count(c: Caller) -> Answer<Count> {
+    let count = c.call("pending-count", |x| x.pending_count()).await?;
+    Ok(axum::Json(Count { count }))
+}
+
+/// Tasks claimed under a lease, lapsed or not.
+#[utoipa::path(get, path = "/v1/stats/leased-count", operation_id = "leased-count", tag = "stats",
+    responses(
+        (status = 200, description = "The count", body = Count),
+        (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = [])))]
+async fn leased_count(c: Caller) -> Answer<Count> {
+    let count = c.call("leased-count", |x| x.leased_count()).await?;
+    Ok(axum::Json(Count { count }))
+}
+
+/// When the next armed timer becomes claimable.
+#[utoipa::path(get, path = "/v1/stats/next-due", operation_id = "next-due", tag = "stats",
+    responses(
+        (status = 200, description = "The instant, or null", body = NextAt),
+        (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = [])))]
+async fn next_due(c: Caller) -> Answer<NextAt> {
+    let at = c.call("next-due", |x| x.next_due()).await?;
+    Ok(axum::Json(NextAt { at }))
+}
+
+/// The earliest lease end among leased claims.
+#[utoipa::path(get, path = "/v1/stats/next-lease-end", operation_id = "next-lease-end", tag = "stats",
+    responses(
+        (status = 200, description = "The instant, or null", body = NextAt),
+        (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = [])))]
+async fn next_lease_end(c: Caller) -> Answer<NextAt> {
+    let at = c.call("next-lease-end", |x| x.next_lease_end()).await?;
+    Ok(axum::Json(NextAt { at }))
+}
+
+/// The consistency check over the caller's tenant.
+#[utoipa::path(get, path = "/v1/check", operation_id = "check", tag = "admin",
+    responses(
+        (status = 200, description = "Every discrepancy found; empty means consistent", body = CheckReport),
+        (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = [])))]
+async fn check(c: Caller) -> Answer<CheckReport> {
+    let found = c.call("check", |x| x.check()).await?;
+    Ok(axum::Json(CheckReport {
+        discrepancies: found
+            .into_iter()
+            .map(|d| Discrepancy {
+                structure: d.structure,
+                subject: d.subject,
+                detail: d.detail,
+            })
+            .collect(),
+    }))
+}

@@ -1,0 +1,326 @@
+//! Who a request is: the bearer credential mapped to exactly one tenant, one
+//! actor, its roles and one scope, from the token file or a verified JWT.
+//! It owns token hashing, the token file format and JWT checks; it must
+//! never keep or log a token in the clear, and never let a request body
+//! choose the tenant, the actor or the scope.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use utoipa::ToSchema;
+
+use crate::jwt::JwtVerifier;
+
+/// What a credential may do (README, "Scopes").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    /// A person: acts only as its own actor with its own roles.
+    Reviewer,
+    /// A workflow or integration: opens tasks, runs timers and sweeps.
+    Service,
+    /// Everything, on anyone's behalf, plus check and stats.
+    Operator,
+}
+
+impl Scope {
+    pub fn parse(s: &str) -> Option<Scope> {
+        match s {
+            "reviewer" => Some(Scope::Reviewer),
+            "service" => Some(Scope::Service),
+            "operator" => Some(Scope::Operator),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::Reviewer => "reviewer",
+            Scope::Service => "service",
+            Scope::Operator => "operator",
+        }
+    }
+
+    /// Whether `now` may be given explicitly: the service's clock is the
+    /// time for everyone else.
+    pub fn may_set_now(self) -> bool {
+        self != Scope::Reviewer
+    }
+}
+
+impl fmt::Display for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The caller of one request, as its credential says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Principal {
+    pub tenant: String,
+    pub actor: String,
+    pub roles: Vec<String>,
+    pub scope: Scope,
+}
+
+/// Why a credential was not accepted. All of them answer 401; the reason is
+/// logged, and told to the client only in general terms.
+#[derive(Debug, thiserror::Error)]
+pub enum AuthError {
+    #[error("no bearer credential")]
+    Missing,
+    #[error("the Authorization header is not `Bearer <token>`")]
+    NotBearer,
+    #[error("unknown token")]
+    Unknown,
+    #[error("the token is not a valid JWT for this service: {0}")]
+    Jwt(String),
+}
+
+/// Why the token file could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum TokenFileError {
+    #[error("cannot read the token file {path}: {source}")]
+    Read {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("token file line {line}: {why}")]
+    Line { line: usize, why: String },
+}
+
+/// The prefix of every token `token new` makes, so a leaked one is easy to
+/// recognise in logs and scanners.
+pub const TOKEN_PREFIX: &str = "lh_";
+
+/// The SHA-256 of a token, in lowercase hex: all the token file keeps.
+pub fn token_hash(token: &str) -> String {
+    hex(&Sha256::digest(token.as_bytes()))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        // Writing to a String cannot fail.
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}
+
+/// A fresh random token: 32 bytes from the operating system's generator.
+pub fn new_token() -> Result<String, getrandom::Error> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes)?;
+    Ok(format!("{TOKEN_PREFIX}{}", hex(&bytes)))
+}
+
+/// The token file line that grants `token` to `principal`.
+pub fn token_line(token: &str, p: &Principal) -> String {
+    format!(
+        "{} tenant={} actor={} scope={} roles={}",
+        token_hash(token),
+        p.tenant,
+        p.actor,
+        p.scope,
+        p.roles.join(",")
+    )
+}
+
+/// Tokens by hash. Lines are `<sha256-hex> tenant=T actor=A scope=S
+/// roles=R1,R2`; blank lines and `#` comments are skipped.
+#[derive(Clone, Debug, Default)]
+pub struct TokenTable {
+    by_hash: HashMap<String, Principal>,
+}
+
+impl TokenTable {
+    pub fn load(path: &Path) -> Result<TokenTable, TokenFileError> {
+        let text = std::fs::read_to_string(path).map_err(|source| TokenFileError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        TokenTable::parse(&text)
+    }
+
+    pub fn parse(text: &str) -> Result<TokenTable, TokenFileError> {
+        let mut table = TokenTable::default();
+        for (i, raw) in text.lines().enumerate() {
+            let line = raw.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let err = |why: String| TokenFileError::Line { line: i + 1, why };
+            let (hash, principal) = parse_line(line).map_err(err)?;
+            if table.by_hash.insert(hash, principal).is_some() {
+                return Err(err("the same token hash is listed twice".to_owned()));
+            }
+        }
+        Ok(table)
+    }
+
+    pub fn insert(&mut self, token: &str, principal: Principal) {
+        self.by_hash.insert(token_hash(token), principal);
+    }
+
+    pub fn len(&self) -> usize {
+        self.by_hash.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_hash.is_empty()
+    }
+
+    fn lookup(&self, token: &str) -> Option<&Principal> {
+        self.by_hash.get(&token_hash(token))
+    }
+}
+
+fn parse_line(line: &str) -> Result<(String, Principal), String> {
+    let mut words = line.split_whitespace();
+    let hash = words.next().unwrap_or_default().to_ascii_lowercase();
+    if hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err("the line must start with the token's SHA-256 in hex".to_owned());
+    }
+    let (mut tenant, mut actor, mut scope, mut roles) = (None, None, None, None);
+    for word in words {
+        let Some((key, value)) = word.split_once('=') else {
+            return Err(format!("{word:?} is not key=value"));
+        };
+        let slot = match key {
+            "tenant" => &mut tenant,
+            "actor" => &mut actor,
+            "scope" => &mut scope,
+            "roles" => &mut roles,
+            _ => return Err(format!("unknown key {key:?}")),
+        };
+        if slot.replace(value.to_owned()).is_some() {
+            return Err(format!("{key} is given twice"));
+        }
+    }
+    let need = |v: Option<String>, key: &str| match v {
+        Some(v) if !v.is_empty() => Ok(v),
+        _ => Err(format!("{key}= is missing")),
+    };
+    let scope_name = need(scope, "scope")?;
+    let scope = Scope::parse(&scope_name)
+        .ok_or_else(|| format!("scope {scope_name:?} is not one of reviewer, service, operator"))?;
+    let roles = roles
+        .unwrap_or_default()
+        .split(',')
+        .filter(|r| !r.is_empty())
+        .map(str::to_owned)
+        .collect();
+    Ok((
+        hash,
+        Principal {
+            tenant: need(tenant, "tenant")?,
+            actor: need(actor, "actor")?,
+            roles,
+            scope,
+        },
+    ))
+}
+
+/// Every way the service accepts a credential.
+#[derive(Clone, Debug, Default)]
+pub struct Credentials {
+    pub tokens: TokenTable,
+    pub jwt: Option<JwtVerifier>,
+}
+
+impl Credentials {
+    /// Whether any credential could ever be accepted.
+    pub fn is_empty(&self) -> bool {
+        self.tokens.is_empty() && self.jwt.is_none()
+    }
+
+    /// The principal an `Authorization` header value names.
+    pub fn authenticate(&self, header: Option<&str>) -> Result<Principal, AuthError> {
+        let header = header.ok_or(AuthError::Missing)?;
+        let (scheme, token) = header.split_once(' ').ok_or(AuthError::NotBearer)?;
+        if !scheme.eq_ignore_ascii_case("bearer") {
+            return Err(AuthError::NotBearer);
+        }
+        let token = token.trim();
+        if let Some(p) = self.tokens.lookup(token) {
+            return Ok(p.clone());
+        }
+        match &self.jwt {
+            // Our own tokens are not JWTs; anything with two dots may be.
+            Some(jwt) if token.matches('.').count() == 2 => jwt.verify(token),
+            _ => Err(AuthError::Unknown),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reviewer() -> Principal {
+        Principal {
+            tenant: "acme".into(),
+            actor: "alice".into(),
+            roles: vec!["finance".into(), "legal".into()],
+            scope: Scope::Reviewer,
+        }
+    }
+
+    #[test]
+    fn a_new_token_authenticates_through_its_file_line_alone() {
+        let token = new_token().expect("random bytes");
+        assert!(token.starts_with(TOKEN_PREFIX));
+        let line = token_line(&token, &reviewer());
+        assert!(!line.contains(&token), "the line keeps only the hash");
+        let table = TokenTable::parse(&format!("# comment\n\n{line}\n")).expect("parses");
+        let creds = Credentials {
+            tokens: table,
+            jwt: None,
+        };
+        let p = creds
+            .authenticate(Some(&format!("Bearer {token}")))
+            .expect("known");
+        assert_eq!(p, reviewer());
+        assert!(matches!(
+            creds.authenticate(Some("Bearer lh_00")),
+            Err(AuthError::Unknown)
+        ));
+        assert!(matches!(
+            creds.authenticate(Some(&format!("Basic {token}"))),
+            Err(AuthError::NotBearer)
+        ));
+        assert!(matches!(creds.authenticate(None), Err(AuthError::Missing)));
+    }
+
+    #[test]
+    fn two_tokens_never_share_a_value() {
+        let a = new_token().expect("random");
+        let b = new_token().expect("random");
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn a_bad_token_file_line_is_refused_with_its_number() {
+        let good = token_line("x", &reviewer());
+        for bad in [
+            "nothex tenant=a actor=b scope=reviewer",
+            &good.replace("scope=reviewer", "scope=admin"),
+            &good.replace("tenant=acme ", ""),
+            &format!("{good} colour=blue"),
+            &format!("{good} actor=bob"),
+        ] {
+            let e = TokenTable::parse(&format!("# first\n{bad}\n")).expect_err(bad);
+            assert!(
+                matches!(e, TokenFileError::Line { line: 2, .. }),
+                "{bad}: {e}"
+            );
+        }
+        let twice = format!("{good}\n{good}\n");
+        assert!(TokenTable::parse(&twice).is_err());
+    }
+}

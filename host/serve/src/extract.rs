@@ -1,0 +1,221 @@
+//! What a handler takes from a request: the authorized caller, the path, the
+//! query and the JSON body, each failing as a problem that names what was
+//! wrong. It must never let a body or query choose the tenant or the scope:
+//! those come from the credential alone.
+
+use axum::body::Bytes;
+use axum::extract::rejection::{BytesRejection, FailedToBufferBody, PathRejection};
+use axum::extract::{FromRequest, FromRequestParts, MatchedPath, Request};
+use axum::http::header;
+use axum::http::request::Parts;
+use leasehold_host::Tenant;
+use serde::de::DeserializeOwned;
+
+use crate::auth::Principal;
+use crate::problem::ApiError;
+use crate::routes;
+use crate::state::AppState;
+
+/// The authenticated caller, already allowed to call this route, and the
+/// handle on its own tenant.
+pub struct Caller {
+    pub principal: Principal,
+    pub tenant: Tenant,
+    state: AppState,
+}
+
+impl FromRequestParts<AppState> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let header = parts
+            .headers
+            .get(header::AUTHORIZATION)
+            .map(|v| v.to_str().unwrap_or_default());
+        let principal = state.credentials.authenticate(header).map_err(|e| {
+            tracing::info!(reason = %e, "credential refused");
+            ApiError::Unauthorized("a valid bearer credential is required".to_owned())
+        })?;
+        // A credential that names an unusable tenant is a bad credential.
+        let tenant = state.engine.tenant(&principal.tenant).map_err(|e| {
+            tracing::warn!(error = %e, "credential names an unusable tenant");
+            ApiError::Unauthorized("the credential names an unusable tenant".to_owned())
+        })?;
+        let path = parts
+            .extensions
+            .get::<MatchedPath>()
+            .map(|m| m.as_str().to_owned())
+            .unwrap_or_default();
+        let route = routes::find(&parts.method, &path).ok_or_else(|| {
+            ApiError::Internal(format!("{} {path} is not in the route table", parts.method).into())
+        })?;
+        if !route.scopes.contains(&principal.scope) {
+            return Err(ApiError::forbidden(format!(
+                "a {} credential may not call {}",
+                principal.scope, route.verb
+            )));
+        }
+        Ok(Caller {
+            principal,
+            tenant,
+            state: state.clone(),
+        })
+    }
+}
+
+impl Caller {
+    /// Runs one engine call for `verb` on the caller's tenant.
+    pub async fn call<T, F>(&self, verb: &'static str, f: F) -> Result<T, ApiError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Tenant) -> Result<T, leasehold_host::Error> + Send + 'static,
+    {
+        self.state.call(verb, self.tenant.clone(), f).await
+    }
+
+    /// The actor a verb acts as: the caller itself unless an operator names
+    /// another. A reviewer naming anyone else is refused.
+    pub fn actor(&self, named: Option<String>) -> Result<String, ApiError> {
+        match named {
+            None => Ok(self.principal.actor.clone()),
+            Some(a) if a == self.principal.actor => Ok(a),
+            Some(a) if self.principal.scope == crate::auth::Scope::Operator => Ok(a),
+            Some(a) => Err(ApiError::ActingAsAnother(format!(
+                "this credential acts as {}, not as {a}",
+                self.principal.actor
+            ))),
+        }
+    }
+
+    /// The roles a verb acts with: the caller's own unless an operator names
+    /// others. A reviewer may name only a subset of its own.
+    pub fn roles(&self, named: Option<Vec<String>>) -> Result<Vec<String>, ApiError> {
+        match named {
+            None => Ok(self.principal.roles.clone()),
+            Some(r) if self.principal.scope == crate::auth::Scope::Operator => Ok(r),
+            Some(r) if r.iter().all(|x| self.principal.roles.contains(x)) => Ok(r),
+            Some(_) => Err(ApiError::ActingAsAnother(
+                "a reviewer acts only with its own roles".to_owned(),
+            )),
+        }
+    }
+
+    /// The instant a verb runs at: the service's clock, unless a service or
+    /// operator credential gives one (for replay and tests).
+    pub fn now(&self, given: Option<i64>) -> Result<i64, ApiError> {
+        match given {
+            None => Ok(crate::state::clock_ms()),
+            Some(t) if self.principal.scope.may_set_now() => Ok(t),
+            Some(_) => Err(ApiError::forbidden(
+                "only service and operator credentials may give `now`",
+            )),
+        }
+    }
+}
+
+/// A path parameter, failing as a problem.
+#[derive(FromRequestParts)]
+#[from_request(via(axum::extract::Path), rejection(ApiError))]
+pub struct Path<T>(pub T);
+
+impl From<PathRejection> for ApiError {
+    fn from(r: PathRejection) -> Self {
+        ApiError::Invalid {
+            field: None,
+            detail: r.body_text(),
+        }
+    }
+}
+
+/// The query string, decoded field by field so an error names its field.
+pub struct Query<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for Query<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        let query = parts.uri.query().unwrap_or_default();
+        let de = serde_urlencoded::Deserializer::new(form_urlencoded_parse(query));
+        serde_path_to_error::deserialize(de)
+            .map(Query)
+            .map_err(|e| {
+                let field = e.path().to_string();
+                ApiError::Invalid {
+                    detail: format!("query parameter {field}: {}", e.inner()),
+                    field: (field != ".").then_some(field),
+                }
+            })
+    }
+}
+
+fn form_urlencoded_parse(query: &str) -> form_urlencoded::Parse<'_> {
+    form_urlencoded::parse(query.as_bytes())
+}
+
+/// A JSON body. An empty body reads as `{}`, so actions whose fields are all
+/// optional need none.
+pub struct Json<T>(pub T);
+
+impl<T: DeserializeOwned> FromRequest<AppState> for Json<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
+        let declared = req
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(|v| {
+                v.split(';')
+                    .next()
+                    .unwrap_or_default()
+                    .trim()
+                    .to_ascii_lowercase()
+            });
+        let bytes = Bytes::from_request(req, state).await.map_err(|e| match e {
+            BytesRejection::FailedToBufferBody(FailedToBufferBody::LengthLimitError(_)) => {
+                ApiError::BodyTooLarge {
+                    limit: state.options.body_limit,
+                }
+            }
+            other => ApiError::MalformedBody(other.body_text()),
+        })?;
+        let json = match declared.as_deref() {
+            Some("application/json") => true,
+            Some(other) => other.ends_with("+json"),
+            None => false,
+        };
+        if bytes.is_empty() {
+            return decode(b"{}").map(Json);
+        }
+        if !json {
+            return Err(ApiError::UnsupportedMediaType(
+                "send the body as Content-Type: application/json".to_owned(),
+            ));
+        }
+        decode(&bytes).map(Json)
+    }
+}
+
+/// Decodes JSON, naming the field at fault.
+pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let value: T = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        if inner.is_syntax() || inner.is_eof() {
+            ApiError::MalformedBody(format!("the body is not JSON: {inner}"))
+        } else {
+            ApiError::Invalid {
+                detail: if path == "." {
+                    format!("the body: {inner}")
+                } else {
+                    format!("{path}: {inner}")
+                },
+                field: (path != ".").then_some(path),
+            }
+        }
+    })?;
+    de.end()
+        .map_err(|e| ApiError::MalformedBody(format!("the body is not one JSON value: {e}")))?;
+    Ok(value)
+}

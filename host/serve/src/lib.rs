@@ -1,0 +1,46 @@
+//! The Leasehold HTTP service: JSON over HTTP under `/v1`, one endpoint or
+//! action per WIT verb, over either backend. Every request carries a bearer
+//! credential (a token from the token file, or a JWT from the deployment's
+//! identity provider) that names exactly one tenant, actor, set of roles and
+//! scope; the request body never chooses them. Errors are RFC 9457 problem
+//! documents. The `leasehold serve` command runs it.
+//!
+//! ```no_run
+//! use leasehold_serve::{Config, Credentials, Options, Server, TokenTable};
+//!
+//! let tokens = TokenTable::load("tokens.txt".as_ref())?;
+//! let server = Server::start(Config {
+//!     db: "worklist.redb".into(),
+//!     listen: "127.0.0.1:8080".parse()?,
+//!     credentials: Credentials { tokens, jwt: None },
+//!     options: Options::default(),
+//!     engine: leasehold_host::Engine::builder(),
+//!     tls: None,
+//!     handle_signals: true,
+//! })?;
+//! println!("listening on {}", server.addr());
+//! server.wait()?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod api;
+mod auth;
+mod extract;
+mod jwt;
+mod model;
+mod openapi;
+mod problem;
+mod routes;
+mod server;
+mod state;
+mod tls;
+
+pub use auth::{
+    AuthError, Credentials, Principal, Scope, TOKEN_PREFIX, TokenFileError, TokenTable, new_token,
+    token_hash, token_line,
+};
+pub use jwt::{ClaimNames, JwtConfig, JwtKeyError, JwtVerifier};
+pub use problem::{ApiError, CATALOG as PROBLEM_CATALOG, Problem, TYPE_PREFIX};
+pub use routes::{ROUTES, Route};
+pub use server::{Config, REQUEST_ID, ServeError, Server, app, openapi};
+pub use state::Options;

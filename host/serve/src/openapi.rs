@@ -1,0 +1,43 @@
+//! The OpenAPI 3.1 document: the handlers' annotations (gathered by the
+//! router as it registers them) plus the parts that belong to no one route,
+//! the bearer scheme and the problem schema. It must never be written by
+//! hand: every path in it comes from a registered handler.
+
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+
+use crate::problem::Problem;
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "Leasehold",
+        description = "Human-task worklist and durable timers. Every request carries a bearer \
+                       credential that names its tenant, actor, roles and scope. Errors are \
+                       RFC 9457 problem documents with a stable `type`.",
+    ),
+    components(schemas(Problem)),
+    modifiers(&BearerScheme),
+    tags(
+        (name = "tasks", description = "Open, read, claim and settle tasks"),
+        (name = "queue", description = "A reviewer's queue"),
+        (name = "sweeps", description = "Overdue tasks and lapsed leases"),
+        (name = "runs", description = "Sealing and withdrawing runs"),
+        (name = "timers", description = "Durable timers"),
+        (name = "stats", description = "The tenant's counters"),
+        (name = "admin", description = "The consistency check"),
+    )
+)]
+pub struct ApiDoc;
+
+struct BearerScheme;
+
+impl Modify for BearerScheme {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
+    }
+}

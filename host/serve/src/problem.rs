@@ -1,0 +1,380 @@
+//! The service's one error type at the HTTP boundary, and its rendering as
+//! RFC 9457 `application/problem+json`. It owns the status mapping and the
+//! stable `type` of every problem; it must never put guest internals, stored
+//! values of another caller, or credentials into an answer.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use leasehold_host::{Error, Refusal, SandboxError, StoreError};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+/// The prefix of every problem `type`: a URN, so it never resolves to a
+/// page that could drift from the code.
+pub const TYPE_PREFIX: &str = "urn:leasehold:problem:";
+
+/// How long a client should wait before retrying a 503, in seconds.
+const RETRY_AFTER_SECS: &str = "1";
+
+/// Why a request was not done. Every variant is one problem `type`.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ApiError {
+    /// No credential, or one that is bad, expired or unknown.
+    #[error("{0}")]
+    Unauthorized(String),
+    /// A good credential whose scope does not allow this.
+    #[error("{0}")]
+    Forbidden(String),
+    /// A reviewer named an actor or roles other than its own.
+    #[error("{0}")]
+    ActingAsAnother(String),
+    /// An argument broke the input rules; `field` names it where known.
+    #[error("{detail}")]
+    Invalid {
+        field: Option<String>,
+        detail: String,
+    },
+    /// The body is not JSON, or not the JSON this route takes.
+    #[error("{0}")]
+    MalformedBody(String),
+    /// The body is not declared as JSON.
+    #[error("{0}")]
+    UnsupportedMediaType(String),
+    /// The body is larger than the service accepts.
+    #[error("the request body is larger than {limit} bytes")]
+    BodyTooLarge { limit: usize },
+    /// No such task, run or route.
+    #[error("{0}")]
+    NotFound(String),
+    #[error("the route exists, but not for this method")]
+    MethodNotAllowed,
+    /// The engine refused a claim-ladder rung.
+    #[error(transparent)]
+    Refused(Refusal),
+    /// Retry later: the database was busy, a transaction lost every retry,
+    /// or the service is at its bound of in-flight calls.
+    #[error("{detail}")]
+    Unavailable { kind: &'static str, detail: String },
+    /// The request ran past the service's per-request timeout. The call may
+    /// still complete; only a 2xx answer says it did.
+    #[error("the request ran past its deadline of {0:?}; its outcome is unknown")]
+    Timeout(std::time::Duration),
+    /// The rules sandbox failed the call. Its transaction was aborted.
+    #[error("the rules engine failed this call; nothing was written")]
+    Sandbox(#[source] SandboxError),
+    /// Stored data does not decode.
+    #[error("stored data is damaged; run the consistency check")]
+    Corrupt(String),
+    /// Anything else that is the service's fault.
+    #[error("internal error")]
+    Internal(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// The body of every error answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Problem {
+    /// Stable identifier of the problem, `urn:leasehold:problem:<name>`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub title: String,
+    pub status: u16,
+    pub detail: String,
+    /// The field the input rules rejected (`invalid`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+    /// Who holds the task (`already-claimed`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub holder: Option<String>,
+    /// The task's settled state (`not-pending`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    /// The actor refused (`excluded`, `wrong-role`, `not-held`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub actor: Option<String>,
+}
+
+impl ApiError {
+    pub fn forbidden(why: impl Into<String>) -> Self {
+        ApiError::Forbidden(why.into())
+    }
+
+    pub fn invalid(field: &str, detail: impl Into<String>) -> Self {
+        ApiError::Invalid {
+            field: Some(field.to_owned()),
+            detail: detail.into(),
+        }
+    }
+
+    /// The stable name in `type`, the status and the title.
+    pub fn kind(&self) -> (&'static str, StatusCode, &'static str) {
+        use StatusCode as S;
+        match self {
+            ApiError::Unauthorized(_) => ("unauthorized", S::UNAUTHORIZED, "Unauthorized"),
+            ApiError::Forbidden(_) => ("forbidden", S::FORBIDDEN, "Outside the credential's scope"),
+            ApiError::ActingAsAnother(_) => (
+                "acting-as-another",
+                S::FORBIDDEN,
+                "A reviewer acts only as itself",
+            ),
+            ApiError::Invalid { .. } => ("invalid", S::BAD_REQUEST, "Invalid input"),
+            ApiError::MalformedBody(_) => ("malformed-body", S::BAD_REQUEST, "Malformed body"),
+            ApiError::UnsupportedMediaType(_) => (
+                "unsupported-media-type",
+                S::UNSUPPORTED_MEDIA_TYPE,
+                "The body must be application/json",
+            ),
+            ApiError::BodyTooLarge { .. } => (
+                "body-too-large",
+                S::PAYLOAD_TOO_LARGE,
+                "Request body too large",
+            ),
+            ApiError::NotFound(_) => ("not-found", S::NOT_FOUND, "Not found"),
+            ApiError::MethodNotAllowed => (
+                "method-not-allowed",
+                S::METHOD_NOT_ALLOWED,
+                "Method not allowed",
+            ),
+            ApiError::Refused(r) => match r {
+                Refusal::NotFound(_) => ("not-found", S::NOT_FOUND, "Not found"),
+                Refusal::Excluded(_) => ("excluded", S::CONFLICT, "The actor is excluded"),
+                Refusal::WrongRole(_) => (
+                    "wrong-role",
+                    S::CONFLICT,
+                    "None of the actor's roles is a candidate",
+                ),
+                Refusal::NotPending(_) => ("not-pending", S::CONFLICT, "The task is settled"),
+                Refusal::AlreadyClaimed(_) => (
+                    "already-claimed",
+                    S::CONFLICT,
+                    "Somebody else holds the task",
+                ),
+                Refusal::NotHeld(_) => {
+                    ("not-held", S::CONFLICT, "The actor does not hold the task")
+                }
+                _ => ("refused", S::CONFLICT, "Refused"),
+            },
+            ApiError::Unavailable { kind, .. } => {
+                (kind, S::SERVICE_UNAVAILABLE, "Unavailable; retry later")
+            }
+            ApiError::Timeout(_) => ("timeout", S::SERVICE_UNAVAILABLE, "Request timed out"),
+            ApiError::Sandbox(_) => ("sandbox", S::INTERNAL_SERVER_ERROR, "Rules engine failure"),
+            ApiError::Corrupt(_) => ("corrupt", S::INTERNAL_SERVER_ERROR, "Damaged data"),
+            ApiError::Internal(_) => ("internal", S::INTERNAL_SERVER_ERROR, "Internal error"),
+        }
+    }
+
+    pub fn problem(&self) -> Problem {
+        let (name, status, title) = self.kind();
+        let mut p = Problem {
+            kind: format!("{TYPE_PREFIX}{name}"),
+            title: title.to_owned(),
+            status: status.as_u16(),
+            detail: self.to_string(),
+            field: None,
+            holder: None,
+            state: None,
+            actor: None,
+        };
+        match self {
+            ApiError::Invalid { field, .. } => p.field = field.clone(),
+            ApiError::Refused(Refusal::AlreadyClaimed(h)) => p.holder = Some(h.clone()),
+            ApiError::Refused(Refusal::NotPending(s)) => p.state = Some(s.as_str().to_owned()),
+            ApiError::Refused(
+                Refusal::Excluded(a) | Refusal::WrongRole(a) | Refusal::NotHeld(a),
+            ) => p.actor = Some(a.clone()),
+            _ => {}
+        }
+        p
+    }
+}
+
+/// The field an `invalid` answer of the rules names: its text starts with
+/// it, spelt as in the WIT (`lease-ms`, `candidate-roles[2]`), which the
+/// JSON spells with underscores.
+fn invalid_field(why: &str) -> Option<String> {
+    let first = why.split_whitespace().next()?;
+    let name = first.split('[').next()?;
+    let known = name
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b == b'-' || b == b'.');
+    (known && !name.is_empty()).then(|| name.replace('-', "_"))
+}
+
+impl From<Error> for ApiError {
+    fn from(e: Error) -> Self {
+        match e {
+            Error::Refused(Refusal::NotFound(id)) | Error::Store(StoreError::NotFound(id)) => {
+                ApiError::NotFound(format!("no task {id}"))
+            }
+            Error::Refused(r) => ApiError::Refused(r),
+            Error::Store(StoreError::Invalid(why)) => ApiError::Invalid {
+                field: invalid_field(&why),
+                detail: why,
+            },
+            Error::Store(StoreError::Corrupt(what)) => ApiError::Corrupt(what),
+            Error::Store(StoreError::Storage(what)) => ApiError::Unavailable {
+                kind: "storage-unavailable",
+                detail: format!("the storage failed: {what}"),
+            },
+            Error::Storage(source) => {
+                tracing::error!(error = %source, "storage failed");
+                ApiError::Unavailable {
+                    kind: "storage-unavailable",
+                    detail: "the database did not answer".to_owned(),
+                }
+            }
+            Error::LockTimeout(wait) => ApiError::Unavailable {
+                kind: "busy",
+                detail: format!("the database gave this call no turn within {wait:?}"),
+            },
+            Error::Conflict { attempts, .. } => ApiError::Unavailable {
+                kind: "conflict",
+                detail: format!("the call lost to concurrent calls on each of {attempts} attempts"),
+            },
+            Error::Sandbox(SandboxError::Busy(_)) => ApiError::Unavailable {
+                kind: "busy",
+                detail: "every rules-engine instance is in use".to_owned(),
+            },
+            Error::Sandbox(s) => {
+                tracing::error!(error = %s, "sandbox failure");
+                ApiError::Sandbox(s)
+            }
+            other => {
+                tracing::error!(error = %other, "internal failure");
+                ApiError::Internal(Box::new(other))
+            }
+        }
+    }
+}
+
+/// The JSON of a problem and its status, with `Retry-After` on a 503 and
+/// `WWW-Authenticate` on a 401.
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let problem = self.problem();
+        let status = self.kind().1;
+        let body = serde_json::to_vec(&problem).unwrap_or_else(|_| b"{}".to_vec());
+        let mut res = (status, body).into_response();
+        let headers = res.headers_mut();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/problem+json"),
+        );
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            headers.insert(
+                header::RETRY_AFTER,
+                HeaderValue::from_static(RETRY_AFTER_SECS),
+            );
+        }
+        if status == StatusCode::UNAUTHORIZED {
+            headers.insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"leasehold\""),
+            );
+        }
+        res
+    }
+}
+
+/// Every problem `type` the service can answer, with its status: the table
+/// in README, held to [`ApiError::kind`] by a test.
+pub const CATALOG: &[(&str, u16)] = &[
+    ("unauthorized", 401),
+    ("forbidden", 403),
+    ("acting-as-another", 403),
+    ("invalid", 400),
+    ("malformed-body", 400),
+    ("body-too-large", 413),
+    ("unsupported-media-type", 415),
+    ("not-found", 404),
+    ("method-not-allowed", 405),
+    ("excluded", 409),
+    ("wrong-role", 409),
+    ("not-pending", 409),
+    ("already-claimed", 409),
+    ("not-held", 409),
+    ("busy", 503),
+    ("conflict", 503),
+    ("storage-unavailable", 503),
+    ("overloaded", 503),
+    ("timeout", 503),
+    ("sandbox", 500),
+    ("corrupt", 500),
+    ("internal", 500),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use leasehold_host::TaskState;
+
+    #[test]
+    fn an_invalid_answer_names_the_json_field() {
+        assert_eq!(
+            invalid_field("lease-ms is 0, outside 1..=604800000").as_deref(),
+            Some("lease_ms")
+        );
+        assert_eq!(
+            invalid_field("candidate-roles[2] is empty").as_deref(),
+            Some("candidate_roles")
+        );
+        assert_eq!(invalid_field("Something Else"), None);
+    }
+
+    #[test]
+    fn every_claim_ladder_rung_has_its_own_type_and_detail() {
+        let cases = [
+            (Refusal::Excluded("a".into()), "excluded"),
+            (Refusal::WrongRole("a".into()), "wrong-role"),
+            (Refusal::NotPending(TaskState::Completed), "not-pending"),
+            (Refusal::AlreadyClaimed("bob".into()), "already-claimed"),
+            (Refusal::NotHeld("a".into()), "not-held"),
+        ];
+        for (refusal, name) in cases {
+            let e = ApiError::from(Error::Refused(refusal));
+            let p = e.problem();
+            assert_eq!(p.kind, format!("{TYPE_PREFIX}{name}"));
+            assert_eq!(p.status, 409);
+        }
+        let p = ApiError::from(Error::Refused(Refusal::AlreadyClaimed("bob".into()))).problem();
+        assert_eq!(p.holder.as_deref(), Some("bob"));
+        let p = ApiError::from(Error::Refused(Refusal::NotPending(TaskState::Expired))).problem();
+        assert_eq!(p.state.as_deref(), Some("expired"));
+        let p = ApiError::from(Error::Refused(Refusal::NotFound("t".into()))).problem();
+        assert_eq!(p.status, 404);
+    }
+
+    #[test]
+    fn a_sandbox_failure_says_nothing_of_the_guest() {
+        let e = ApiError::from(Error::Sandbox(SandboxError::Trap("secret frame".into())));
+        let p = e.problem();
+        assert_eq!(p.status, 500);
+        assert!(!p.detail.contains("secret"), "{}", p.detail);
+    }
+
+    #[test]
+    fn the_catalog_agrees_with_the_mapping() {
+        let samples = [
+            ApiError::Unauthorized(String::new()),
+            ApiError::forbidden(""),
+            ApiError::ActingAsAnother(String::new()),
+            ApiError::invalid("x", ""),
+            ApiError::MalformedBody(String::new()),
+            ApiError::BodyTooLarge { limit: 1 },
+            ApiError::UnsupportedMediaType(String::new()),
+            ApiError::NotFound(String::new()),
+            ApiError::MethodNotAllowed,
+            ApiError::Timeout(std::time::Duration::from_secs(1)),
+            ApiError::Corrupt(String::new()),
+            ApiError::Sandbox(SandboxError::Trap(String::new())),
+        ];
+        for e in samples {
+            let (name, status, _) = e.kind();
+            assert!(
+                CATALOG.contains(&(name, status.as_u16())),
+                "{name} {status} is not in the catalog"
+            );
+        }
+    }
+}

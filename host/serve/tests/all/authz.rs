@@ -1,0 +1,259 @@
+//! The authorization matrix: every route × {no token, bad token, expired
+//! JWT, wrong tenant, wrong scope, reviewer acting as someone else}. Each
+//! gets its status and none changes the store: the check answers and the
+//! raw keyspace are the same before and after.
+
+use leasehold_serve::{ROUTES, Route, Scope};
+use serde_json::{Value, json};
+
+use crate::harness::{Service, claims, each_backend, jwt, new_task, new_timer, unix_now};
+
+/// A concrete path for a route template, naming data that exists in acme.
+fn path(r: &Route) -> String {
+    r.path
+        .replace("{id}", "t-1")
+        .replace("{case}", "case-1")
+        .replace("{run}", "run-1")
+        .replace("{effect}", "e-1")
+}
+
+/// A body the route accepts, so only the credential decides.
+fn body(r: &Route) -> Option<Value> {
+    Some(match r.verb {
+        "open" => new_task("t-new"),
+        "claim" | "claim-next" => json!({"lease_ms": 1000}),
+        "release" => json!({}),
+        "take-over" => json!({"from": "alice"}),
+        "renew" => json!({"lease_ms": 1000}),
+        "settle" => json!({"settlement": "completed"}),
+        "reclaim-lapsed" => json!({"now": 253402300799999i64}),
+        "withdraw-run" | "seal" => json!({"awaited": ["t-1"]}),
+        "arm" => new_timer("run-1", "e-new", 1),
+        "claim-due" => json!({"lease_ms": 1000, "now": 253402300799999i64}),
+        _ => return None,
+    })
+}
+
+/// The data every cell of the matrix could reach.
+fn seed(svc: &Service) {
+    svc.call("POST", "/v1/tasks", Some("sam"), Some(new_task("t-1")))
+        .expect_ok();
+    svc.call("POST", "/v1/tasks", Some("sam"), Some(new_task("t-2")))
+        .expect_ok();
+    svc.call(
+        "POST",
+        "/v1/tasks/t-1/claim",
+        Some("alice"),
+        Some(json!({"lease_ms": 3_600_000})),
+    )
+    .expect_ok();
+    svc.call(
+        "POST",
+        "/v1/timers",
+        Some("sam"),
+        Some(new_timer("run-1", "e-1", 10)),
+    )
+    .expect_ok();
+    let mut globex = new_task("g-1");
+    globex["case"] = json!("globex-case");
+    globex["justification"] = json!({"globex": true});
+    svc.call("POST", "/v1/tasks", Some("gina"), Some(globex))
+        .expect_ok();
+}
+
+/// A token of `scope` in acme, if the matrix has one.
+fn token_of(scope: Scope) -> &'static str {
+    match scope {
+        Scope::Reviewer => "alice",
+        Scope::Service => "sam",
+        Scope::Operator => "olga",
+    }
+}
+
+#[test]
+fn no_credential_outside_its_rights_changes_anything() {
+    each_backend(|svc| {
+        seed(svc);
+        let before = svc.snapshot();
+        let expired = jwt("RS256", &{
+            let mut c = claims("acme", "olga", "operator", &["finance"]);
+            c["exp"] = json!(unix_now() - 3600);
+            c["iat"] = json!(unix_now() - 7200);
+            c["nbf"] = json!(unix_now() - 7200);
+            c
+        });
+        let mut cells = 0;
+        for r in ROUTES {
+            let p = path(r);
+            let b = body(r);
+            let send = |who: Option<&str>, body: Option<Value>| {
+                let reply = svc.call(r.method, &p, who, body);
+                svc.conforms(r.method, r.path, &reply);
+                reply
+            };
+            // No token, a bad token, an expired JWT: 401.
+            send(None, b.clone()).expect_problem(401, "unauthorized");
+            send(Some("lh_0000000000000000"), b.clone()).expect_problem(401, "unauthorized");
+            send(Some(&expired), b.clone()).expect_problem(401, "unauthorized");
+            let www = send(None, b.clone());
+            assert!(www.headers.contains_key("www-authenticate"), "{}", r.verb);
+            cells += 3;
+
+            // Wrong scope: every scope this route does not admit.
+            for scope in [Scope::Reviewer, Scope::Service, Scope::Operator] {
+                if !r.scopes.contains(&scope) {
+                    send(Some(token_of(scope)), b.clone()).expect_problem(403, "forbidden");
+                    cells += 1;
+                }
+            }
+
+            // A reviewer acting as someone else, or giving its own time.
+            if r.scopes.contains(&Scope::Reviewer) {
+                let as_bob = match r.verb {
+                    "claim" | "claim-next" => Some(json!({"actor": "bob", "lease_ms": 1000})),
+                    "release" => Some(json!({"actor": "bob"})),
+                    "renew" => Some(json!({"actor": "bob", "lease_ms": 1000})),
+                    "settle" => Some(json!({"settlement": "completed", "holder": "bob"})),
+                    _ => None,
+                };
+                if let Some(as_bob) = as_bob {
+                    send(Some("alice"), Some(as_bob)).expect_problem(403, "acting-as-another");
+                    cells += 1;
+                }
+                if r.verb == "queue" {
+                    let q = svc.call("GET", "/v1/queue?actor=bob", Some("alice"), None);
+                    q.expect_problem(403, "acting-as-another");
+                    let q = svc.call("GET", "/v1/queue?roles=legal", Some("alice"), None);
+                    q.expect_problem(403, "acting-as-another");
+                    cells += 2;
+                }
+                if matches!(r.verb, "claim" | "claim-next" | "renew") {
+                    let mut timed = b.clone().unwrap_or_else(|| json!({}));
+                    timed["now"] = json!(5);
+                    send(Some("alice"), Some(timed)).expect_problem(403, "forbidden");
+                    cells += 1;
+                }
+            }
+        }
+        // Wrong tenant: globex's credentials name acme's ids and see only
+        // globex, where none of them exists; nothing of acme leaks.
+        for (who, method, p, b) in [
+            ("gina", "GET", "/v1/tasks/t-1", None),
+            ("gus", "GET", "/v1/tasks/t-1", None),
+            (
+                "gina",
+                "POST",
+                "/v1/tasks/t-1/claim",
+                Some(json!({"actor": "alice"})),
+            ),
+            ("gus", "POST", "/v1/tasks/t-1/claim", None),
+            ("gus", "POST", "/v1/tasks/t-1/release", None),
+            (
+                "gus",
+                "POST",
+                "/v1/tasks/t-1/renew",
+                Some(json!({"lease_ms": 10})),
+            ),
+            (
+                "gus",
+                "POST",
+                "/v1/tasks/t-1/settle",
+                Some(json!({"settlement": "completed"})),
+            ),
+            (
+                "gina",
+                "POST",
+                "/v1/tasks/t-1/settle",
+                Some(json!({"settlement": "completed"})),
+            ),
+            ("gina", "POST", "/v1/tasks/t-1/escalate", None),
+            (
+                "gina",
+                "POST",
+                "/v1/tasks/t-1/take-over",
+                Some(json!({"from": "alice"})),
+            ),
+        ] {
+            let reply = svc.call(method, p, Some(who), b);
+            reply.expect_problem(404, "not-found");
+            cells += 1;
+        }
+        for (who, p) in [
+            ("gina", "/v1/cases/case-1/tasks"),
+            ("gus", "/v1/queue"),
+            ("gina", "/v1/overdue?now=99999"),
+        ] {
+            let reply = svc.call("GET", p, Some(who), None);
+            let tasks = reply.expect_ok()["tasks"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            assert!(
+                tasks
+                    .iter()
+                    .all(|t| t["id"].as_str().is_some_and(|id| id.starts_with("g-"))),
+                "{who} {p}: {tasks:?}"
+            );
+            assert!(!reply.text.contains("acme-secret"));
+            cells += 1;
+        }
+        for (p, key, none) in [
+            ("/v1/runs/run-1", "sealed", json!(false)),
+            ("/v1/stats/pending-count", "count", json!(0)),
+            ("/v1/stats/open-count", "count", json!(1)),
+        ] {
+            let reply = svc.call("GET", p, Some("gina"), None);
+            assert_eq!(reply.expect_ok()[key], none, "{p}");
+            cells += 1;
+        }
+        let after = svc.snapshot();
+        assert_eq!(before.0, after.0, "the check answers changed");
+        assert!(before.1 == after.1, "the keyspace changed");
+        assert_eq!(cells, 134, "the matrix has as many cells as it had");
+    });
+}
+
+#[test]
+fn signed_jwts_of_both_algorithms_act_as_their_claims_say() {
+    each_backend(|svc| {
+        svc.call("POST", "/v1/tasks", Some("sam"), Some(new_task("t-1")))
+            .expect_ok();
+        for alg in ["RS256", "ES256"] {
+            let alice = jwt(alg, &claims("acme", "alice", "reviewer", &["finance"]));
+            let r = svc.call("GET", "/v1/tasks/t-1", Some(&alice), None);
+            assert_eq!(r.expect_ok()["id"], "t-1", "{alg}");
+            // The scope claim binds: a reviewer JWT may not open tasks.
+            svc.call("POST", "/v1/tasks", Some(&alice), Some(new_task("x")))
+                .expect_problem(403, "forbidden");
+        }
+        let mut bad = Vec::new();
+        let base = claims("acme", "alice", "reviewer", &["finance"]);
+        for (field, value) in [
+            ("iss", json!("https://evil.test")),
+            ("aud", json!("someone-else")),
+            ("nbf", json!(unix_now() + 3600)),
+            ("exp", json!(unix_now() - 3600)),
+            ("scope", json!("reviewer operator")),
+            ("scope", json!("admin")),
+        ] {
+            let mut c = base.clone();
+            c[field] = value;
+            bad.push((field.to_owned(), jwt("ES256", &c)));
+        }
+        let mut missing = base.clone();
+        missing.as_object_mut().map(|o| o.remove("tenant"));
+        bad.push(("no tenant".to_owned(), jwt("RS256", &missing)));
+        // A token signed by another key: the signature fails.
+        let good = jwt("RS256", &base);
+        let (head, rest) = good.split_once('.').unwrap_or_default();
+        let (payload, _) = rest.split_once('.').unwrap_or_default();
+        bad.push(("forged".to_owned(), format!("{head}.{payload}.AAAA")));
+        // alg none is never accepted.
+        let none_head = "eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0";
+        bad.push(("alg none".to_owned(), format!("{none_head}.{payload}.")));
+        for (why, token) in bad {
+            let r = svc.call("GET", "/v1/tasks/t-1", Some(&token), None);
+            assert_eq!(r.status, 401, "{why}: {r:#?}");
+        }
+    });
+}

@@ -1,0 +1,11 @@
+//! The service's integration tests, over real HTTP on loopback on real
+//! storage: one binary, one module per topic.
+
+mod authz;
+mod bad_input;
+mod harness;
+mod load;
+mod openapi;
+mod ops;
+mod routes;
+mod sandbox;
