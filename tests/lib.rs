@@ -243,6 +243,28 @@ pub fn fast_tenant() -> (Tenant, TestDb) {
     (engine.tenant("acme").expect("valid tenant"), db)
 }
 
+/// A small xorshift: reproducible choices (kill points, cut points, calls)
+/// from a seed the test prints.
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// A number below `n`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+/// A seed from the clock, never zero (xorshift stays at zero).
+pub fn seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.as_nanos() as u64)
+        | 1
+}
+
 /// An open task with no roles, no due date, created at `created_at`.
 pub fn task(id: &str, created_at: i64) -> Task {
     Task {

@@ -8,22 +8,10 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use leasehold_host::{ArmOutcome, Engine, TaskState};
-use leasehold_tests::timer;
-
-/// A small xorshift: reproducible kill points from a printed seed.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-}
+use leasehold_tests::{Rng, seed, timer};
 
 #[derive(Default)]
 struct Promised {
@@ -35,10 +23,7 @@ struct Promised {
 
 #[test]
 fn a_killed_writer_loses_no_acknowledged_call_and_leaves_the_indexes_consistent() {
-    let seed = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(1, |d| d.as_nanos() as u64)
-        | 1;
+    let seed = seed();
     println!("crash test seed {seed}");
     let mut rng = Rng(seed);
     let dir = tempfile::tempdir().expect("temp dir");
@@ -155,10 +140,7 @@ fn a_killed_writer_loses_no_acknowledged_call_and_leaves_the_indexes_consistent(
 /// every index and counter consistent, round after round.
 #[test]
 fn eight_writer_threads_killed_at_random_lose_no_acknowledged_call() {
-    let seed = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(1, |d| d.as_nanos() as u64)
-        | 1;
+    let seed = seed();
     println!("crash test seed {seed}");
     let mut rng = Rng(seed);
     let dir = tempfile::tempdir().expect("temp dir");

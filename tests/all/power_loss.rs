@@ -9,22 +9,9 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use leasehold_host::{Durability, Engine, Error, Settlement, TaskState, Tenant};
-use leasehold_tests::{assert_consistent, task};
-
-/// A small xorshift: reproducible cut points from a printed seed.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-}
+use leasehold_tests::{Rng, assert_consistent, seed, task};
 
 /// What the platters hold, and what is still only in the drive's cache.
 #[derive(Debug, Default)]
@@ -196,10 +183,7 @@ fn write_until_the_cut(t: &Tenant, me: usize, tasks: usize) -> Progress {
 /// missing after the cut and this test fails.
 #[test]
 fn a_power_cut_under_group_commit_loses_no_acknowledged_call() {
-    let seed = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(1, |d| d.as_nanos() as u64)
-        | 1;
+    let seed = seed();
     println!("power-loss test seed {seed}");
     let mut rng = Rng(seed);
     let mut cut_mid_run = 0;

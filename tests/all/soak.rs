@@ -14,22 +14,13 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use leasehold_host::{Error, Refusal, SandboxError, Settlement, StoreError, TaskState};
-use leasehold_tests::{HOSTILE_COMPONENT, TaskExt, TestDb, assert_consistent, task, tenant_key};
+use leasehold_tests::{
+    HOSTILE_COMPONENT, Rng, TaskExt, TestDb, assert_consistent, seed, task, tenant_key,
+};
 
 const THREADS: usize = 16;
 const POOL: usize = 48;
 const STALL: Duration = Duration::from_secs(2);
-
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-}
 
 /// What threads were told had succeeded.
 #[derive(Default)]
@@ -59,10 +50,7 @@ fn sixteen_threads_of_mixed_calls_never_stall_and_lose_nothing_acknowledged() {
     let finished = AtomicU64::new(0);
     let done_threads = AtomicUsize::new(0);
     let unexpected: Mutex<Vec<String>> = Mutex::new(Vec::new());
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(1, |d| d.as_nanos() as u64)
-        | 1;
+    let seed = seed();
     println!("soak seed {seed}, {calls} calls per thread");
 
     std::thread::scope(|s| {
