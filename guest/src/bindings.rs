@@ -256,6 +256,12 @@ impl Snapshot for HostKv {
         }
     }
 
+    // Asked afresh by every call (the buffer keeps it for the call): a host
+    // that reuses an instance may give each call another slot.
+    fn writer_slot(&mut self) -> u32 {
+        host_kv::writer_slot()
+    }
+
     fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, KvError> {
         Ok(host_kv::get(key))
     }

@@ -73,6 +73,10 @@ pub trait Kv {
     /// it at the same time (see [`Snapshot::concurrent_writers`]).
     fn concurrent_writers(&mut self) -> bool;
 
+    /// This call's writer slot (see [`Snapshot::writer_slot`]), asked of the
+    /// host at most once per call.
+    fn writer_slot(&mut self) -> u32;
+
     /// Up to `limit` entries with `start <= key < end` (no `end`: unbounded),
     /// ascending, or descending when `reverse`. Fewer than `limit` means the
     /// range is exhausted.
@@ -92,6 +96,11 @@ pub trait Snapshot {
     /// writer (an embedded store). Decides how a fresh keyspace is laid out;
     /// it affects how often writers contend, never what they compute.
     fn concurrent_writers(&mut self) -> bool;
+    /// A number the host gives each call, different for calls it runs side
+    /// by side where it can arrange that: a keyspace spread by writer counts
+    /// a call's contributions in the shard it names. It decides contention,
+    /// never what a call computes.
+    fn writer_slot(&mut self) -> u32;
     fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, KvError>;
     fn get_many(&mut self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>, KvError>;
     fn scan(
@@ -106,6 +115,9 @@ pub trait Snapshot {
 impl<S: Snapshot + ?Sized> Snapshot for &mut S {
     fn concurrent_writers(&mut self) -> bool {
         (**self).concurrent_writers()
+    }
+    fn writer_slot(&mut self) -> u32 {
+        (**self).writer_slot()
     }
     fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, KvError> {
         (**self).get(key)
@@ -149,6 +161,8 @@ pub struct Buffered<S> {
     fetched: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
     /// This call's writes, last one per key: `None` is a delete.
     writes: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    /// The host's writer slot, once asked.
+    slot: Option<u32>,
 }
 
 impl<S: Snapshot> Buffered<S> {
@@ -157,6 +171,7 @@ impl<S: Snapshot> Buffered<S> {
             source,
             fetched: BTreeMap::new(),
             writes: BTreeMap::new(),
+            slot: None,
         }
     }
 
@@ -279,6 +294,11 @@ impl<S: Snapshot> Kv for Buffered<S> {
         self.source.concurrent_writers()
     }
 
+    // Kept for the call: every contribution of one call goes to one shard.
+    fn writer_slot(&mut self) -> u32 {
+        *self.slot.get_or_insert_with(|| self.source.writer_slot())
+    }
+
     fn scan(
         &mut self,
         start: &[u8],
@@ -379,6 +399,8 @@ pub struct Calls {
     pub scanned: u64,
     /// Times the host was asked [`Snapshot::concurrent_writers`].
     pub asks: u64,
+    /// Times the host was asked [`Snapshot::writer_slot`].
+    pub slot_asks: u64,
 }
 
 impl Calls {
@@ -402,6 +424,8 @@ pub struct MemKv {
     /// Says the host is the keyspace's only writer, as an embedded store's
     /// does; by default it says what a shared database's host says.
     pub sole_writer: bool,
+    /// The writer slot it gives every call.
+    pub slot: u32,
 }
 
 impl MemKv {
@@ -473,6 +497,10 @@ impl Kv for MemKv {
         Snapshot::concurrent_writers(self)
     }
 
+    fn writer_slot(&mut self) -> u32 {
+        Snapshot::writer_slot(self)
+    }
+
     fn set(&mut self, key: &[u8], value: &[u8]) -> Result<(), KvError> {
         self.calls.sets += 1;
         self.map.insert(key.to_vec(), value.to_vec());
@@ -500,6 +528,11 @@ impl Snapshot for MemKv {
     fn concurrent_writers(&mut self) -> bool {
         self.calls.asks += 1;
         !self.sole_writer
+    }
+
+    fn writer_slot(&mut self) -> u32 {
+        self.calls.slot_asks += 1;
+        self.slot
     }
 
     fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, KvError> {

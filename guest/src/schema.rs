@@ -2,7 +2,7 @@
 //!
 //! Every key is a tuple (see [`crate::keys`]) whose first element names the
 //! structure. Rows hold postcard (see [`crate::store::encode_row`]); index entries hold nothing (the key is the
-//! entry); counters hold a big-endian `u64`. Only this module spells a key, so
+//! entry); counter shards hold a big-endian `i64`. Only this module spells a key, so
 //! the layout can be read in one place:
 //!
 //! | key | value |
@@ -19,24 +19,33 @@
 //! | `("due", claimable-at, run, effect)` | when a timer can next be claimed |
 //! | `("sealed", run)` | the run is sealed |
 //!
-//! A counter is split into shards so that writers of different tasks or
-//! timers touch different keys: under a serializable store, two calls that
-//! read-modify-write one shared key conflict however unrelated their rows.
-//! A task's contributions go to the shard [`Shards::task`] names, a timer's to
-//! [`Shards::timer`]'s; a reader sums every shard. How many shards a keyspace
-//! has is chosen once, when it is laid out, from what its host says of it
-//! (`kv.concurrent-writers`): many where several processes write it at once,
-//! one where the host is its only writer and extra shards would only make
-//! every count read more keys. The mark records the choice, and every later
-//! call follows the mark, whatever its host says.
+//! A counter is split into shards so that concurrent writers touch different
+//! keys: under a serializable store, two calls that read-modify-write one
+//! shared key conflict however unrelated their rows. In layout 5 a call moves
+//! the shard its host's writer slot names (`kv.writer-slot`, see
+//! [`Shards::writer`]), so calls the host runs side by side never share a
+//! shard; a shard may then go below zero, and only the sum of a counter's
+//! shards, which a reader takes, must not. Layouts 3 and 4 spread by row
+//! instead: a task always counts in the shard [`Shards::task`] names, a
+//! timer in [`Shards::timer`]'s, and no shard goes below zero; writers of
+//! different rows then share a shard one time in as many as there are shards.
+//! How many shards a keyspace has is chosen once, when it is laid out, from
+//! what its host says of it (`kv.concurrent-writers`): many where several
+//! processes write it at once, one where the host is its only writer and
+//! extra shards would only make every count read more keys. The mark records
+//! the choice, and every later call follows the mark, whatever its host says.
 //!
 //! | layout | written by | what changed |
 //! | --- | --- | --- |
 //! | 1 | Leasehold 0.1 | rows as JSON |
 //! | 2 | early Leasehold 0.2 builds | rows as postcard; each counter one key `("count", name)` |
 //! | 3 | earlier builds of this component | each counter 64 shard keys `("count", name, shard)`; the mark is `3` |
-//! | 4 | this component | as 3, with the shard count (1 to 64) in the mark: `4/1`, `4/64` |
+//! | 4 | earlier builds of this component | as 3, with the shard count (1 to 64) in the mark: `4/1`, `4/64` |
+//! | 5 | this component | as 4, with contributions spread by writer slot, and shards signed: `5/1`, `5/64` |
 //!
+//! This component lays out fresh keyspaces in layout 5, and reads and writes
+//! layouts 3 and 4 as they are, spreading by row; it never rewrites a mark,
+//! so hosts with an earlier component keep working beside it.
 //! Layout 3 is layout 4 with 64 shards, so this component reads and writes it
 //! as such and leaves its mark as it is.
 
@@ -47,23 +56,34 @@ use crate::prelude::*;
 
 /// The layout this component writes (see the table above). A keyspace with
 /// a version it does not read is refused as corrupt rather than misread.
-pub const LAYOUT_VERSION: &str = "4";
+pub const LAYOUT_VERSION: &str = "5";
 
 /// The most shards a counter has: per-shard tallies fit in arrays this long.
 pub const MAX_SHARDS: u8 = 64;
 
-/// How many shards each counter of one keyspace has, fixed when the keyspace
-/// is laid out: the shard a task or timer counts in depends on it, so it can
-/// never change afterwards.
+/// How many shards each counter of one keyspace has, and how contributions
+/// are spread over them, fixed when the keyspace is laid out: the shard a
+/// contribution goes to depends on both, so neither can change afterwards.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Shards(u8);
+pub struct Shards {
+    count: u8,
+    /// Layout 5: by the writer's slot, shards signed. Layouts 3 and 4: by
+    /// row, shards never below zero.
+    by_writer: bool,
+}
 
 impl Shards {
-    /// For a keyspace that several processes write at once: writers of
-    /// different tasks seldom share a shard.
-    pub const SHARED: Shards = Shards(MAX_SHARDS);
+    /// For a keyspace that several processes write at once: writers the
+    /// host runs side by side never share a shard.
+    pub const SHARED: Shards = Shards {
+        count: MAX_SHARDS,
+        by_writer: true,
+    };
     /// For a keyspace with one writing host: a count reads one key.
-    pub const SOLE: Shards = Shards(1);
+    pub const SOLE: Shards = Shards {
+        count: 1,
+        by_writer: true,
+    };
 
     /// What a keyspace is laid out with, given what its host says of it.
     pub fn for_host(concurrent_writers: bool) -> Shards {
@@ -74,26 +94,52 @@ impl Shards {
         }
     }
 
-    /// `n` shards, if `n` is a count a layout may hold (1 to [`MAX_SHARDS`]).
+    /// `n` shards spread by writer (layout 5), if `n` is a count a layout
+    /// may hold (1 to [`MAX_SHARDS`]).
     pub fn new(n: u8) -> Option<Shards> {
-        (1..=MAX_SHARDS).contains(&n).then_some(Shards(n))
+        (1..=MAX_SHARDS).contains(&n).then_some(Shards {
+            count: n,
+            by_writer: true,
+        })
+    }
+
+    /// `n` shards spread by row, as layouts 3 and 4 are.
+    pub fn by_row(n: u8) -> Option<Shards> {
+        Shards::new(n).map(|s| Shards {
+            by_writer: false,
+            ..s
+        })
     }
 
     pub fn count(self) -> u8 {
-        self.0
+        self.count
+    }
+
+    /// Whether contributions go to the writer's shard (and shards are
+    /// signed), rather than to their row's.
+    pub fn by_writer(self) -> bool {
+        self.by_writer
     }
 
     fn of(self, hash: u64) -> u8 {
         // The remainder is below a u8.
-        (hash % u64::from(self.0)) as u8
+        (hash % u64::from(self.count)) as u8
     }
 
-    /// The counter shard every contribution of task `id` goes to.
+    /// The shard a call moves in a layout spread by writer, given the host's
+    /// writer slot.
+    pub fn writer(self, slot: u32) -> u8 {
+        self.of(u64::from(slot))
+    }
+
+    /// The counter shard every contribution of task `id` goes to, in a
+    /// layout spread by row.
     pub fn task(self, id: &str) -> u8 {
         self.of(fnv1a64(&[id.as_bytes()]))
     }
 
-    /// The counter shard every contribution of timer `(run, effect)` goes to.
+    /// The counter shard every contribution of timer `(run, effect)` goes to,
+    /// in a layout spread by row.
     /// The `0x00` keeps `("ab", "c")` and `("a", "bc")` apart.
     pub fn timer(self, run: &str, effect: &str) -> u8 {
         self.of(fnv1a64(&[run.as_bytes(), &[0], effect.as_bytes()]))
@@ -101,7 +147,7 @@ impl Shards {
 
     /// Every shard key of the counter `name`, in shard order.
     pub fn keys(self, name: &str) -> Vec<Vec<u8>> {
-        (0..self.0)
+        (0..self.count)
             .map(|s| counter_shard(name, s).into_bytes())
             .collect()
     }
@@ -260,8 +306,13 @@ mod tests {
         assert_eq!(Shards::new(64), Some(Shards::SHARED));
         assert_eq!(Shards::for_host(true), Shards::SHARED);
         assert_eq!(Shards::for_host(false), Shards::SOLE);
-        assert_eq!(layout_mark(Shards::SOLE), "4/1");
-        assert_eq!(layout_mark(Shards::SHARED), "4/64");
+        assert_eq!(layout_mark(Shards::SOLE), "5/1");
+        assert_eq!(layout_mark(Shards::SHARED), "5/64");
+        assert_eq!(Shards::by_row(64).map(Shards::by_writer), Some(false));
+        assert_eq!(Shards::by_row(65), None);
+        assert_eq!(Shards::SHARED.writer(3), 3);
+        assert_eq!(Shards::SHARED.writer(67), 3);
+        assert_eq!(Shards::SOLE.writer(67), 0);
     }
 
     #[test]

@@ -139,15 +139,23 @@ pub fn known_layout(mark: Option<&[u8]>) -> Result<Option<Shards>, StoreError> {
         return Ok(None);
     };
     if v == b"3" {
-        return Ok(Some(Shards::SHARED));
+        return Ok(Some(
+            Shards::by_row(schema::MAX_SHARDS).expect("64 is a shard count"),
+        ));
     }
-    if let Some(n) = v.strip_prefix(b"4/") {
-        // Only the mark this component writes for that count is read as it.
+    let counted = match v {
+        [b'4', b'/', n @ ..] => Some((n, Shards::by_row as fn(u8) -> Option<Shards>)),
+        [b'5', b'/', n @ ..] => Some((n, Shards::new as fn(u8) -> Option<Shards>)),
+        _ => None,
+    };
+    if let Some((n, shards)) = counted {
+        // Only the canonical spelling of a count is read as it: no sign, no
+        // leading zero, nothing after it.
         let shards = core::str::from_utf8(n)
             .ok()
+            .filter(|n| !n.starts_with(['0', '+']))
             .and_then(|n| n.parse::<u8>().ok())
-            .and_then(Shards::new)
-            .filter(|&s| schema::layout_mark(s).as_bytes() == v);
+            .and_then(shards);
         return shards.map(Some).ok_or_else(|| {
             corrupt(format!(
                 "the layout mark {:?} does not name a shard count from 1 to {}",
@@ -159,18 +167,18 @@ pub fn known_layout(mark: Option<&[u8]>) -> Result<Option<Shards>, StoreError> {
     Err(match v {
         b"1" => corrupt(format!(
             "the keyspace has layout 1 (JSON rows, written by Leasehold 0.1); this component \
-             reads only layouts 3 and {}: export the data with the 0.1 component and open it \
+             reads only layouts 3 to {}: export the data with the 0.1 component and open it \
              again",
             schema::LAYOUT_VERSION
         )),
         b"2" => corrupt(format!(
             "the keyspace has layout 2 (single-key counters, written by an earlier Leasehold \
-             0.2 build); this component reads only layouts 3 and {} (sharded counters): export \
+             0.2 build); this component reads only layouts 3 to {} (sharded counters): export \
              the data with that build and open it again",
             schema::LAYOUT_VERSION
         )),
         _ => corrupt(format!(
-            "the keyspace has layout {:?}; this component knows layouts 3 and {}",
+            "the keyspace has layout {:?}; this component knows layouts 3 to {}",
             String::from_utf8_lossy(v),
             schema::LAYOUT_VERSION
         )),
@@ -207,8 +215,15 @@ fn checked_len(
     Ok(values)
 }
 
-/// A stored shard: absent is zero, anything but eight bytes is damage.
-fn shard_value(name: &str, shard: u8, value: Option<&[u8]>) -> Result<u64, StoreError> {
+/// A stored shard: absent is zero, anything but eight bytes is damage, and
+/// so is a shard below zero where shards are spread by row (there every
+/// shard counts rows of its own).
+fn shard_value(
+    name: &str,
+    shard: u8,
+    value: Option<&[u8]>,
+    shards: Shards,
+) -> Result<i64, StoreError> {
     let Some(v) = value else {
         return Ok(0);
     };
@@ -218,7 +233,13 @@ fn shard_value(name: &str, shard: u8, value: Option<&[u8]>) -> Result<u64, Store
             v.len()
         ))
     })?;
-    Ok(u64::from_be_bytes(raw))
+    let n = i64::from_be_bytes(raw);
+    if n < 0 && !shards.by_writer() {
+        return Err(corrupt(format!(
+            "counter {name}, shard {shard}, is {n}, in a layout whose shards never go below zero"
+        )));
+    }
+    Ok(n)
 }
 
 /// The value of counter `name`: the sum of its shards. The layout mark and
@@ -238,48 +259,63 @@ pub fn read_counter<K: Kv + ?Sized>(kv: &mut K, name: &str) -> Result<u64, Store
         let rest = &shards.keys(name)[usize::from(expected.count())..];
         found.extend(get_each(kv, rest)?);
     }
-    let mut total = 0u64;
+    let mut total = 0i64;
     for (shard, v) in (0..shards.count()).zip(found) {
         total = total
-            .checked_add(shard_value(name, shard, v.as_deref())?)
+            .checked_add(shard_value(name, shard, v.as_deref(), shards)?)
             .ok_or_else(|| corrupt(format!("counter {name}: its shards overflow when summed")))?;
     }
-    Ok(total)
+    u64::try_from(total).map_err(|_| {
+        corrupt(format!(
+            "counter {name}: its shards sum to {total}, below zero"
+        ))
+    })
 }
 
-/// One shard of counter `name`.
-pub fn read_shard<K: Kv + ?Sized>(kv: &mut K, name: &str, shard: u8) -> Result<u64, StoreError> {
+/// One shard of counter `name`, among `shards`.
+pub fn read_shard<K: Kv + ?Sized>(
+    kv: &mut K,
+    name: &str,
+    shard: u8,
+    shards: Shards,
+) -> Result<i64, StoreError> {
     let v = kv.get(schema::counter_shard(name, shard).as_bytes())?;
-    shard_value(name, shard, v.as_deref())
+    shard_value(name, shard, v.as_deref(), shards)
 }
 
-/// Moves one shard of counter `name` by `delta`; a shard may never go below
-/// zero, so one that would is damage.
+/// Moves one shard of counter `name`, among `shards`, by `delta`. Where
+/// shards are spread by row a shard may never go below zero, so one that
+/// would is damage.
 pub fn add_to_counter<K: Kv + ?Sized>(
     kv: &mut K,
     name: &str,
     shard: u8,
+    shards: Shards,
     delta: i64,
 ) -> Result<(), StoreError> {
     if delta == 0 {
         return Ok(());
     }
-    let now = read_shard(kv, name, shard)?;
-    set_shard(kv, name, shard, now, delta)
+    let now = read_shard(kv, name, shard, shards)?;
+    set_shard(kv, name, shard, shards, now, delta)
 }
 
 fn set_shard<K: Kv + ?Sized>(
     kv: &mut K,
     name: &str,
     shard: u8,
-    now: u64,
+    shards: Shards,
+    now: i64,
     delta: i64,
 ) -> Result<(), StoreError> {
-    let next = now.checked_add_signed(delta).ok_or_else(|| {
-        corrupt(format!(
-            "counter {name}, shard {shard}, is {now} and cannot move by {delta}"
-        ))
-    })?;
+    let next = now
+        .checked_add(delta)
+        .filter(|&n| n >= 0 || shards.by_writer())
+        .ok_or_else(|| {
+            corrupt(format!(
+                "counter {name}, shard {shard}, is {now} and cannot move by {delta}"
+            ))
+        })?;
     Ok(kv.set(
         schema::counter_shard(name, shard).as_bytes(),
         &next.to_be_bytes(),
@@ -292,6 +328,7 @@ fn set_shard<K: Kv + ?Sized>(
 pub fn add_to_shards<K: Kv + ?Sized>(
     kv: &mut K,
     name: &str,
+    shards: Shards,
     deltas: &[i64; schema::MAX_SHARDS as usize],
 ) -> Result<(), StoreError> {
     let moving: Vec<(u8, i64)> = (0..schema::MAX_SHARDS)
@@ -307,15 +344,43 @@ pub fn add_to_shards<K: Kv + ?Sized>(
         .collect();
     let values = get_each(kv, &keys)?;
     for (&(shard, delta), v) in moving.iter().zip(values) {
-        let now = shard_value(name, shard, v.as_deref())?;
-        set_shard(kv, name, shard, now, delta)?;
+        let now = shard_value(name, shard, v.as_deref(), shards)?;
+        set_shard(kv, name, shard, shards, now, delta)?;
     }
     Ok(())
 }
 
+/// The writer slot this call's contributions go by, among `shards`: a
+/// keyspace of one shard needs no crossing to ask.
+fn writer_slot<K: Kv + ?Sized>(kv: &mut K, shards: Shards) -> u32 {
+    if shards.count() == 1 {
+        0
+    } else {
+        kv.writer_slot()
+    }
+}
+
+/// The shard this call moves for task `id`, among `shards`.
+pub fn task_shard<K: Kv + ?Sized>(kv: &mut K, shards: Shards, id: &str) -> u8 {
+    if shards.by_writer() {
+        shards.writer(writer_slot(kv, shards))
+    } else {
+        shards.task(id)
+    }
+}
+
+/// The shard this call moves for timer `(run, effect)`, among `shards`.
+pub fn timer_shard<K: Kv + ?Sized>(kv: &mut K, shards: Shards, run: &str, effect: &str) -> u8 {
+    if shards.by_writer() {
+        shards.writer(writer_slot(kv, shards))
+    } else {
+        shards.timer(run, effect)
+    }
+}
+
 /// The counter shards [`write_task`] may move for task `id`, among `shards`.
-pub fn task_counter_keys(id: &str, shards: Shards) -> [Vec<u8>; 2] {
-    let shard = shards.task(id);
+pub fn task_counter_keys<K: Kv + ?Sized>(kv: &mut K, id: &str, shards: Shards) -> [Vec<u8>; 2] {
+    let shard = task_shard(kv, shards, id);
     [
         schema::counter_shard(schema::OPEN_TASKS, shard).into_bytes(),
         schema::counter_shard(schema::LEASED_CLAIMS, shard).into_bytes(),
@@ -324,16 +389,22 @@ pub fn task_counter_keys(id: &str, shards: Shards) -> [Vec<u8>; 2] {
 
 /// The counter shard that arming or retiring timer `(run, effect)` moves,
 /// among `shards`.
-pub fn timer_counter_key(run: &str, effect: &str, shards: Shards) -> Vec<u8> {
-    schema::counter_shard(schema::ARMED_TIMERS, shards.timer(run, effect)).into_bytes()
+pub fn timer_counter_key<K: Kv + ?Sized>(
+    kv: &mut K,
+    run: &str,
+    effect: &str,
+    shards: Shards,
+) -> Vec<u8> {
+    schema::counter_shard(schema::ARMED_TIMERS, timer_shard(kv, shards, run, effect)).into_bytes()
 }
 
 /// Reads ahead, in one round trip, what a verb on one task may need: the
 /// layout mark, the task's row and the counter shards [`write_task`] may
-/// move (only this task's, so writers of other tasks never share a key).
+/// move (this writer's, so calls the host runs side by side never share a
+/// key).
 pub fn prefetch_task<K: Kv + ?Sized>(kv: &mut K, id: &str) -> Result<(), StoreError> {
     let shards = expected_shards(kv);
-    let [open, leased] = task_counter_keys(id, shards);
+    let [open, leased] = task_counter_keys(kv, id, shards);
     Ok(kv.prefetch(&[
         schema::layout().into_bytes(),
         schema::task(id).into_bytes(),
@@ -412,7 +483,7 @@ pub fn indexed_rows<K: Kv + ?Sized>(
     if along.leased_shards {
         // Tasks share shards; each shard is asked for once.
         let expected = expected_shards(kv);
-        let mut shards: Vec<u8> = ids.iter().map(|id| expected.task(id)).collect();
+        let mut shards: Vec<u8> = ids.iter().map(|id| task_shard(kv, expected, id)).collect();
         shards.sort_unstable();
         shards.dedup();
         keys.extend(
@@ -488,14 +559,16 @@ pub fn write_task<K: Kv + ?Sized>(
     for k in after.iter().filter(|k| !before.contains(k)) {
         kv.set(k, &[])?;
     }
-    // A row keeps its id, so old and new count in the same shard.
-    let shard = shards(kv)?.task(&new.task.id);
+    // Spread by row, a row keeps its id, so old and new count in one shard.
+    let shards = shards(kv)?;
+    let shard = task_shard(kv, shards, &new.task.id);
     let was = old.is_some_and(|r| r.task.state.is_pending());
     let is = new.task.state.is_pending();
     add_to_counter(
         kv,
         schema::OPEN_TASKS,
         shard,
+        shards,
         i64::from(is) - i64::from(was),
     )?;
     let was = old.is_some_and(TaskRow::is_leased);
@@ -503,6 +576,7 @@ pub fn write_task<K: Kv + ?Sized>(
         kv,
         schema::LEASED_CLAIMS,
         shard,
+        shards,
         i64::from(new.is_leased()) - i64::from(was),
     )
 }
@@ -570,8 +644,9 @@ pub fn write_timer<K: Kv + ?Sized>(
         }
         None => {
             kv.set(due.as_bytes(), &[])?;
-            let shard = shards(kv)?.timer(&t.run, &t.effect);
-            add_to_counter(kv, schema::ARMED_TIMERS, shard, 1)?;
+            let shards = shards(kv)?;
+            let shard = timer_shard(kv, shards, &t.run, &t.effect);
+            add_to_counter(kv, schema::ARMED_TIMERS, shard, shards, 1)?;
         }
     }
     Ok(())
@@ -581,8 +656,9 @@ pub fn write_timer<K: Kv + ?Sized>(
 pub fn retire_timer<K: Kv + ?Sized>(kv: &mut K, row: &TimerRow) -> Result<(), StoreError> {
     remove_timer(kv, row)?;
     let t = &row.timer;
-    let shard = shards(kv)?.timer(&t.run, &t.effect);
-    add_to_counter(kv, schema::ARMED_TIMERS, shard, -1)
+    let shards = shards(kv)?;
+    let shard = timer_shard(kv, shards, &t.run, &t.effect);
+    add_to_counter(kv, schema::ARMED_TIMERS, shard, shards, -1)
 }
 
 /// Removes a timer with its due entry, leaving its count to the caller, who
@@ -776,7 +852,7 @@ mod tests {
                         d.contains("layout 2") && d.contains("single-key counters"),
                         "{d}"
                     );
-                    assert!(d.contains("only layouts 3 and 4"), "{d}");
+                    assert!(d.contains("only layouts 3 to 5"), "{d}");
                 }
                 other => panic!("expected corrupt, got {other:?}"),
             }
@@ -788,28 +864,47 @@ mod tests {
     fn a_counter_is_the_sum_of_its_shards_read_with_the_layout_in_one_batch() {
         let mut kv = MemKv::new();
         check_layout(&mut kv, true).expect("a fresh keyspace");
-        add_to_counter(&mut kv, schema::OPEN_TASKS, 0, 3).expect("adds");
-        add_to_counter(&mut kv, schema::OPEN_TASKS, 17, 2).expect("adds");
-        add_to_counter(&mut kv, schema::OPEN_TASKS, 63, 1).expect("adds");
-        add_to_counter(&mut kv, schema::OPEN_TASKS, 17, -1).expect("subtracts");
+        let sh = Shards::SHARED;
+        add_to_counter(&mut kv, schema::OPEN_TASKS, 0, sh, 3).expect("adds");
+        add_to_counter(&mut kv, schema::OPEN_TASKS, 17, sh, 2).expect("adds");
+        add_to_counter(&mut kv, schema::OPEN_TASKS, 63, sh, 1).expect("adds");
+        add_to_counter(&mut kv, schema::OPEN_TASKS, 17, sh, -1).expect("subtracts");
+        // Spread by writer, a shard may go below zero.
+        add_to_counter(&mut kv, schema::OPEN_TASKS, 40, sh, -2).expect("subtracts");
         // Another counter's shards are not this one's.
-        add_to_counter(&mut kv, schema::LEASED_CLAIMS, 5, 9).expect("adds");
+        add_to_counter(&mut kv, schema::LEASED_CLAIMS, 5, sh, 9).expect("adds");
         kv.calls = Default::default();
-        assert_eq!(read_counter(&mut kv, schema::OPEN_TASKS), Ok(5));
+        assert_eq!(read_counter(&mut kv, schema::OPEN_TASKS), Ok(3));
         assert_eq!(kv.calls.get_manys, 1, "{:?}", kv.calls);
         assert_eq!(kv.calls.round_trips(), 1, "{:?}", kv.calls);
         assert_eq!(kv.calls.batched_keys, 65, "{:?}", kv.calls);
-        assert_eq!(read_shard(&mut kv, schema::OPEN_TASKS, 17), Ok(1));
+        assert_eq!(read_shard(&mut kv, schema::OPEN_TASKS, 17, sh), Ok(1));
+        assert_eq!(read_shard(&mut kv, schema::OPEN_TASKS, 40, sh), Ok(-2));
         assert_eq!(read_counter(&mut kv, schema::LEASED_CLAIMS), Ok(9));
         assert_eq!(read_counter(&mut kv, schema::ARMED_TIMERS), Ok(0));
     }
 
     #[test]
-    fn a_shard_never_goes_below_zero_even_when_the_sum_could() {
+    fn a_counter_whose_shards_sum_below_zero_is_corrupt() {
         let mut kv = MemKv::new();
-        add_to_counter(&mut kv, schema::OPEN_TASKS, 1, 4).expect("adds");
+        check_layout(&mut kv, true).expect("a fresh keyspace");
+        add_to_counter(&mut kv, schema::OPEN_TASKS, 3, Shards::SHARED, 1).expect("adds");
+        add_to_counter(&mut kv, schema::OPEN_TASKS, 4, Shards::SHARED, -2).expect("moves");
+        match read_counter(&mut kv, schema::OPEN_TASKS) {
+            Err(StoreError::Corrupt(d)) => assert!(d.contains("sum to -1"), "{d}"),
+            other => panic!("expected corrupt, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn spread_by_row_a_shard_never_goes_below_zero_even_when_the_sum_could() {
+        let mut kv = MemKv::new();
+        kv.map
+            .insert(schema::layout().into_bytes(), b"4/64".to_vec());
+        let sh = Shards::by_row(64).expect("64 shards");
+        add_to_counter(&mut kv, schema::OPEN_TASKS, 1, sh, 4).expect("adds");
         let before = kv.map.clone();
-        match add_to_counter(&mut kv, schema::OPEN_TASKS, 2, -1) {
+        match add_to_counter(&mut kv, schema::OPEN_TASKS, 2, sh, -1) {
             Err(StoreError::Corrupt(d)) => assert!(d.contains("shard 2"), "{d}"),
             other => panic!("expected corrupt, got {other:?}"),
         }
@@ -817,13 +912,22 @@ mod tests {
         deltas[1] = -1;
         deltas[2] = -1;
         assert!(matches!(
-            add_to_shards(&mut kv, schema::OPEN_TASKS, &deltas),
+            add_to_shards(&mut kv, schema::OPEN_TASKS, sh, &deltas),
             Err(StoreError::Corrupt(_))
         ));
         kv.map = before;
         deltas[2] = 0;
-        add_to_shards(&mut kv, schema::OPEN_TASKS, &deltas).expect("moves");
+        add_to_shards(&mut kv, schema::OPEN_TASKS, sh, &deltas).expect("moves");
         assert_eq!(read_counter(&mut kv, schema::OPEN_TASKS), Ok(3));
+        // A negative shard where shards are spread by row is damage.
+        kv.map.insert(
+            schema::counter_shard(schema::OPEN_TASKS, 9).into_bytes(),
+            (-1i64).to_be_bytes().to_vec(),
+        );
+        match read_counter(&mut kv, schema::OPEN_TASKS) {
+            Err(StoreError::Corrupt(d)) => assert!(d.contains("shard 9"), "{d}"),
+            other => panic!("expected corrupt, got {other:?}"),
+        }
     }
 
     #[test]
@@ -835,8 +939,8 @@ mod tests {
                 vec![0; width],
             );
             for answer in [
-                read_counter(&mut kv, schema::ARMED_TIMERS),
-                read_shard(&mut kv, schema::ARMED_TIMERS, 40),
+                read_counter(&mut kv, schema::ARMED_TIMERS).map(drop),
+                read_shard(&mut kv, schema::ARMED_TIMERS, 40, Shards::SHARED).map(drop),
             ] {
                 match answer {
                     Err(StoreError::Corrupt(d)) => {
@@ -845,7 +949,7 @@ mod tests {
                     other => panic!("width {width}: expected corrupt, got {other:?}"),
                 }
             }
-            assert!(add_to_counter(&mut kv, schema::ARMED_TIMERS, 40, 1).is_err());
+            assert!(add_to_counter(&mut kv, schema::ARMED_TIMERS, 40, Shards::SHARED, 1).is_err());
         }
     }
 }

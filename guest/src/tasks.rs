@@ -316,13 +316,14 @@ pub(crate) fn withdraw_awaited<K: Kv + ?Sized>(
     awaited: &[String],
 ) -> Result<u32, StoreError> {
     let shards = store::shards(kv)?;
-    let keys: Vec<Vec<u8>> = awaited
-        .iter()
-        .flat_map(|id| {
-            let [open, leased] = store::task_counter_keys(id, shards);
-            [schema::task(id).into_bytes(), open, leased]
-        })
-        .collect();
+    let mut keys: Vec<Vec<u8>> = Vec::with_capacity(awaited.len() * 3);
+    for id in awaited {
+        let [open, leased] = store::task_counter_keys(kv, id, shards);
+        keys.extend([schema::task(id).into_bytes(), open, leased]);
+    }
+    // Spread by writer, every task names the same two shards.
+    keys.sort_unstable();
+    keys.dedup();
     kv.prefetch(&keys)?;
     let mut moved = 0;
     for id in awaited {

@@ -21,11 +21,12 @@ use crate::validate;
 pub fn arm<K: Kv + ?Sized>(kv: &mut K, timer: &Timer) -> Result<ArmOutcome, StoreError> {
     validate::timer(timer)?;
     let shards = store::expected_shards(kv);
+    let shard = store::timer_counter_key(kv, &timer.run, &timer.effect, shards);
     kv.prefetch(&[
         schema::layout().into_bytes(),
         schema::sealed(&timer.run).into_bytes(),
         schema::timer(&timer.run, &timer.effect).into_bytes(),
-        store::timer_counter_key(&timer.run, &timer.effect, shards),
+        shard,
     ])?;
     store::check_layout(kv, true)?;
     if store::is_sealed(kv, &timer.run)? {
@@ -102,16 +103,20 @@ pub fn claim_due<K: Kv + ?Sized>(
         }
         // The counter shards of timers about to be retired come in the batch
         // of rows; `load_timers` then reads the rows from what it brought.
-        let ahead: Vec<Vec<u8>> = listed
+        let mut ahead: Vec<Vec<u8>> = listed
             .iter()
             .map(|(_, r, e)| schema::timer(r, e).into_bytes())
-            .chain(
-                listed
-                    .iter()
-                    .filter(|(_, r, _)| sealed.get(r).copied().unwrap_or(false))
-                    .map(|(_, r, e)| store::timer_counter_key(r, e, shards)),
-            )
             .collect();
+        let mut shard_keys: Vec<Vec<u8>> = Vec::new();
+        for (_, r, e) in listed
+            .iter()
+            .filter(|(_, r, _)| sealed.get(r).copied().unwrap_or(false))
+        {
+            shard_keys.push(store::timer_counter_key(kv, r, e, shards));
+        }
+        shard_keys.sort_unstable();
+        shard_keys.dedup();
+        ahead.extend(shard_keys);
         kv.prefetch(&ahead)?;
         let rows = store::load_timers(kv, listed.iter().map(|(_, r, e)| (r.as_str(), e.as_str())))?;
         for ((at, run, effect), row) in listed.iter().zip(rows) {
@@ -154,10 +159,11 @@ pub fn disarm<K: Kv + ?Sized>(kv: &mut K, run: &str, effect: &str) -> Result<boo
     validate::name("run", run)?;
     validate::name("effect", effect)?;
     let shards = store::expected_shards(kv);
+    let shard = store::timer_counter_key(kv, run, effect, shards);
     kv.prefetch(&[
         schema::layout().into_bytes(),
         schema::timer(run, effect).into_bytes(),
-        store::timer_counter_key(run, effect, shards),
+        shard,
     ])?;
     store::check_layout(kv, true)?;
     match store::load_timer(kv, run, effect)? {
@@ -186,11 +192,16 @@ pub(crate) fn retire_run<K: Kv + ?Sized>(kv: &mut K, run: &str) -> Result<u32, S
         let row = store::decode_timer(&value)
             .map_err(|e| StoreError::Corrupt(format!("a timer of run {run}: {e}")))?;
         store::remove_timer(kv, &row)?;
-        by_shard[usize::from(shards.timer(&row.timer.run, &row.timer.effect))] -= 1;
+        by_shard[usize::from(store::timer_shard(
+            kv,
+            shards,
+            &row.timer.run,
+            &row.timer.effect,
+        ))] -= 1;
         retired += 1;
         Ok(true)
     })?;
-    store::add_to_shards(kv, schema::ARMED_TIMERS, &by_shard)?;
+    store::add_to_shards(kv, schema::ARMED_TIMERS, shards, &by_shard)?;
     Ok(retired)
 }
 

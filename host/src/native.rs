@@ -74,6 +74,10 @@ impl Snapshot for TxnSnapshot<'_> {
         self.concurrent_writers
     }
 
+    fn writer_slot(&mut self) -> u32 {
+        self.txn.writer_slot()
+    }
+
     fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, KvError> {
         self.txn.get(key).map_err(kv_error)
     }

@@ -114,6 +114,10 @@ impl kv::Host for KvView {
         Ok(self.concurrent_writers)
     }
 
+    fn writer_slot(&mut self) -> wasmtime::Result<u32> {
+        Ok(self.txn()?.writer_slot())
+    }
+
     fn get(&mut self, key: Vec<u8>) -> wasmtime::Result<Option<Vec<u8>>> {
         self.check_key(&key)?;
         let found = self.txn()?.get(&key);

@@ -288,8 +288,8 @@ fn a_keyspace_is_laid_out_for_its_backends_writers() {
     let db = seeded();
     let raw = db.raw_contents(TENANT);
     let (mark, want) = match db.backend() {
-        Backend::Redb => (&b"4/1"[..], schema::Shards::SOLE),
-        Backend::Postgres => (&b"4/64"[..], schema::Shards::SHARED),
+        Backend::Redb => (&b"5/1"[..], schema::Shards::SOLE),
+        Backend::Postgres => (&b"5/64"[..], schema::Shards::SHARED),
     };
     assert_eq!(
         raw.get(schema::layout().as_bytes()).map(Vec::as_slice),

@@ -44,10 +44,20 @@ fn shard(name: &str, shard: u8) -> String {
 fn skew_shard(kv: &mut MemKv, name: &str, shard: u8, delta: i64) {
     let key = schema::counter_shard(name, shard).into_bytes();
     let now = kv.map.get(&key).map_or(0, |v| {
-        u64::from_be_bytes(v.as_slice().try_into().expect("8 bytes"))
+        i64::from_be_bytes(v.as_slice().try_into().expect("8 bytes"))
     });
-    let next = now.checked_add_signed(delta).expect("in range");
+    let next = now.checked_add(delta).expect("in range");
     kv.map.insert(key, next.to_be_bytes().to_vec());
+}
+
+/// A keyspace laid out by an earlier component (layout 4, 64 shards spread
+/// by row), where the check compares every shard with the rows counting in
+/// it.
+fn layout_4() -> MemKv {
+    let mut kv = MemKv::new();
+    kv.map
+        .insert(schema::layout().into_bytes(), b"4/64".to_vec());
+    kv
 }
 
 fn found(list: &[(&str, &str)]) -> Vec<(String, String)> {
@@ -188,7 +198,7 @@ fn a_timer_row_that_does_not_decode_is_corrupt() {
 
 #[test]
 fn a_counter_shard_of_the_wrong_width_is_corrupt() {
-    let mut kv = MemKv::new();
+    let mut kv = layout_4();
     open(&mut kv, task("t"));
     let own = schema::Shards::SHARED.task("t");
     kv.map.insert(
@@ -204,7 +214,7 @@ fn a_counter_shard_of_the_wrong_width_is_corrupt() {
     }));
     // A reader sums every shard, so damage in a shard no task counts in is
     // found as well.
-    let mut kv = MemKv::new();
+    let mut kv = layout_4();
     arm(&mut kv, timer("r", "e", 10));
     let other = (schema::Shards::SHARED.timer("r", "e") + 1) % schema::MAX_SHARDS;
     kv.map.insert(
@@ -492,7 +502,7 @@ fn the_check_finds_nothing_on_a_healthy_store_after_a_mixed_workload() {
 
 #[test]
 fn the_check_finds_a_task_row_deleted_behind_its_indexes() {
-    let mut kv = MemKv::new();
+    let mut kv = layout_4();
     mixed_workload(&mut kv);
     // "open": queue-role approver, overdue at 50, case c; and it was pending.
     kv.map.remove(schema::task("open").as_bytes());
@@ -546,7 +556,7 @@ fn the_check_finds_a_missing_index_entry() {
 #[test]
 fn the_check_finds_the_open_counter_off_by_one_either_way() {
     for delta in [1i64, -1] {
-        let mut kv = MemKv::new();
+        let mut kv = layout_4();
         mixed_workload(&mut kv);
         let own = schema::Shards::SHARED.task("open");
         skew_shard(&mut kv, schema::OPEN_TASKS, own, delta);
@@ -567,7 +577,7 @@ fn the_check_finds_the_open_counter_off_by_one_either_way() {
 #[test]
 fn the_check_finds_the_timer_counter_off_by_one_either_way() {
     for delta in [1i64, -1] {
-        let mut kv = MemKv::new();
+        let mut kv = layout_4();
         mixed_workload(&mut kv);
         let own = schema::Shards::SHARED.timer("r1", "a");
         skew_shard(&mut kv, schema::ARMED_TIMERS, own, delta);
@@ -583,7 +593,7 @@ fn the_check_finds_the_timer_counter_off_by_one_either_way() {
 /// settles.
 #[test]
 fn the_check_finds_a_count_in_the_wrong_shard_though_the_sum_is_right() {
-    let mut kv = MemKv::new();
+    let mut kv = layout_4();
     mixed_workload(&mut kv);
     let total = tasks::open_count(&mut kv).expect("open-count");
     let own = schema::Shards::SHARED.task("open");
@@ -705,7 +715,7 @@ fn the_check_finds_a_lease_entry_left_behind() {
 #[test]
 fn the_check_finds_the_leased_counter_off_by_one_either_way() {
     for delta in [1i64, -1] {
-        let mut kv = MemKv::new();
+        let mut kv = layout_4();
         mixed_workload(&mut kv);
         let n = tasks::leased_count(&mut kv).expect("leased-count");
         assert_eq!(n, 1);
@@ -784,4 +794,47 @@ fn the_check_never_passes_over_a_key_that_does_not_decode() {
             Err(e) => assert!(matches!(e, StoreError::Corrupt(_)), "{e:?}"),
         }
     }
+}
+
+/// Spread by writer (layout 5), a row's count may sit in any shard: the
+/// check sums each counter and names the counter.
+#[test]
+fn spread_by_writer_the_check_finds_each_counter_off_by_one_either_way() {
+    for (name, structure) in [
+        (schema::OPEN_TASKS, "open-count"),
+        (schema::LEASED_CLAIMS, "leased-count"),
+        (schema::ARMED_TIMERS, "pending-count"),
+    ] {
+        for delta in [1i64, -1] {
+            let mut kv = MemKv::new();
+            mixed_workload(&mut kv);
+            assert_healthy(&mut kv);
+            // Any shard, even one no call of the workload moved.
+            skew_shard(&mut kv, name, 33, delta);
+            let found_now = check::check(&mut kv).expect("the check runs");
+            assert_eq!(found_now.len(), 1, "{found_now:?}");
+            let d = &found_now[0];
+            assert_eq!(
+                (d.structure.as_str(), d.subject.as_str()),
+                (structure, name)
+            );
+            assert!(d.detail.contains("sum to"), "{d:?}");
+        }
+    }
+}
+
+#[test]
+fn spread_by_writer_the_check_finds_a_task_row_deleted_behind_its_indexes() {
+    let mut kv = MemKv::new();
+    mixed_workload(&mut kv);
+    kv.map.remove(schema::task("open").as_bytes());
+    assert_eq!(
+        findings(&mut kv),
+        found(&[
+            ("case-index", "open"),
+            ("open-count", schema::OPEN_TASKS),
+            ("overdue-index", "open"),
+            ("queue-index", "open"),
+        ])
+    );
 }

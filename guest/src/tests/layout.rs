@@ -57,7 +57,7 @@ fn busy(kv: &mut MemKv) {
 fn a_sole_writer_lays_out_one_shard_per_counter() {
     let mut kv = sole();
     busy(&mut kv);
-    assert_eq!(mark(&kv), Some(&b"4/1"[..]));
+    assert_eq!(mark(&kv), Some(&b"5/1"[..]));
     for name in schema::COUNTERS {
         assert!(stored_shards(&kv, name).iter().all(|&s| s == 0), "{name}");
     }
@@ -70,8 +70,13 @@ fn a_sole_writer_lays_out_one_shard_per_counter() {
 fn concurrent_writers_lay_out_64_shards() {
     let mut kv = MemKv::new();
     busy(&mut kv);
-    assert_eq!(mark(&kv), Some(&b"4/64"[..]));
-    assert!(stored_shards(&kv, schema::OPEN_TASKS).len() > 1);
+    assert_eq!(mark(&kv), Some(&b"5/64"[..]));
+    // Each writer slot counts in a shard of its own.
+    kv.slot = 40;
+    open(&mut kv, task("late"));
+    kv.slot = 0;
+    tasks::settle(&mut kv, "late", Settlement::Completed, None).expect("settle");
+    assert!(stored_shards(&kv, schema::OPEN_TASKS).contains(&40));
     assert_eq!(tasks::open_count(&mut kv), Ok(35));
     assert_eq!(tasks::leased_count(&mut kv), Ok(10));
     assert_healthy(&mut kv);
@@ -122,8 +127,8 @@ fn the_mark_outranks_what_a_later_host_says() {
 #[test]
 fn a_layout_3_keyspace_counts_in_its_64_shards() {
     let mut kv = MemKv::new();
-    busy(&mut kv);
     kv.map.insert(schema::layout().into_bytes(), b"3".to_vec());
+    busy(&mut kv);
     kv.sole_writer = true;
     open(&mut kv, task("late"));
     assert_eq!(mark(&kv), Some(&b"3"[..]));
@@ -178,6 +183,13 @@ fn a_mark_naming_no_shard_count_is_refused_as_corrupt() {
         b"4/x",
         b"4",
         b"4/1 ",
+        b"5/0",
+        b"5/65",
+        b"5/08",
+        b"5/-1",
+        b"5",
+        b"5/64/",
+        b"6/64",
     ] {
         let mut kv = MemKv::new();
         kv.map.insert(schema::layout().into_bytes(), bad.to_vec());
@@ -192,6 +204,11 @@ fn a_mark_naming_no_shard_count_is_refused_as_corrupt() {
     }
     for good in [1u8, 2, 7, 63, 64] {
         let mark = format!("4/{good}");
+        assert_eq!(
+            store::known_layout(Some(mark.as_bytes())),
+            Ok(Shards::by_row(good))
+        );
+        let mark = format!("5/{good}");
         assert_eq!(
             store::known_layout(Some(mark.as_bytes())),
             Ok(Shards::new(good))

@@ -1,6 +1,8 @@
-//! Sharded counters: a counter is the sum of its shards, and calls on
-//! different tasks or timers share no key they write, so a serializable store
-//! never makes one of them retry because of the other.
+//! Sharded counters: a counter is the sum of its shards, and calls the host
+//! runs side by side (different writer slots) on different tasks or timers
+//! share no key they write, so a serializable store never makes one of them
+//! retry because of the other. Layout-4 keyspaces spread by row instead:
+//! there calls on tasks in different shards share no key.
 
 use std::collections::BTreeSet;
 
@@ -56,6 +58,10 @@ impl Snapshot for Recording<'_> {
         Snapshot::concurrent_writers(&mut *self.kv)
     }
 
+    fn writer_slot(&mut self) -> u32 {
+        Snapshot::writer_slot(&mut *self.kv)
+    }
+
     fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, KvError> {
         self.print.read.insert(key.to_vec());
         Snapshot::get(&mut *self.kv, key)
@@ -103,7 +109,8 @@ fn footprint<T, E: fmt::Debug>(
     print
 }
 
-/// An id whose task counts in another shard than `id`'s, or the same one.
+/// An id whose task counts in another shard than `id`'s, or the same one,
+/// where shards are spread by row.
 fn id_in(same_shard_as: &str, same: bool) -> String {
     let want = schema::Shards::SHARED.task(same_shard_as);
     (0..)
@@ -112,51 +119,123 @@ fn id_in(same_shard_as: &str, same: bool) -> String {
         .expect("some id")
 }
 
-#[test]
-fn the_counts_sum_every_shard() {
+/// A keyspace laid out by an earlier component: 64 shards, spread by row.
+fn layout_4() -> MemKv {
     let mut kv = MemKv::new();
-    let approver = names(&["a"]);
-    let lease = Lease {
-        now: 1,
-        lease_ms: 100,
-    };
-    for i in 0..500 {
-        open(&mut kv, task(&format!("t{i:03}")).roles(&["a"]));
+    kv.map
+        .insert(schema::layout().into_bytes(), b"4/64".to_vec());
+    kv
+}
+
+fn by_row() -> schema::Shards {
+    schema::Shards::by_row(64).expect("64 shards")
+}
+
+#[test]
+fn the_counts_sum_every_shard_however_the_writers_spread_them() {
+    for layout in [5, 4] {
+        let mut kv = if layout == 5 {
+            MemKv::new()
+        } else {
+            layout_4()
+        };
+        let approver = names(&["a"]);
+        let lease = Lease {
+            now: 1,
+            lease_ms: 100,
+        };
+        // Each call by another writer slot: a task opened in one shard is
+        // claimed and settled in others.
+        let mut slot = 0u32;
+        let mut next = |kv: &mut MemKv| {
+            slot = (slot + 7) % 97;
+            kv.slot = slot;
+        };
+        for i in 0..500 {
+            next(&mut kv);
+            open(&mut kv, task(&format!("t{i:03}")).roles(&["a"]));
+        }
+        for i in 0..200 {
+            next(&mut kv);
+            let id = format!("t{i:03}");
+            tasks::claim(&mut kv, &id, "bob", &approver, Some(&lease)).expect("claims");
+        }
+        // Settled all by one writer, whose shard then falls below zero
+        // where shards are spread by writer.
+        for i in 0..100 {
+            kv.slot = 63;
+            let id = format!("t{i:03}");
+            tasks::settle(&mut kv, &id, Settlement::Completed, None).expect("settles");
+        }
+        for i in 0..300 {
+            next(&mut kv);
+            arm(&mut kv, timer(&format!("r{}", i % 3), &format!("e{i}"), i));
+        }
+        next(&mut kv);
+        assert_eq!(timers::disarm_run(&mut kv, "r0"), Ok(100));
+        assert_eq!(tasks::open_count(&mut kv), Ok(400));
+        assert_eq!(tasks::leased_count(&mut kv), Ok(100));
+        assert_eq!(timers::pending_count(&mut kv), Ok(200));
+        let shards = if layout == 5 {
+            schema::Shards::SHARED
+        } else {
+            by_row()
+        };
+        let each: Vec<i64> = (0..schema::MAX_SHARDS)
+            .map(|s| {
+                crate::store::read_shard(&mut kv, schema::OPEN_TASKS, s, shards).expect("a shard")
+            })
+            .collect();
+        assert_eq!(each.iter().sum::<i64>(), 400);
+        assert!(each.iter().filter(|&&n| n != 0).count() > 50, "{each:?}");
+        // Spread by row no shard goes below zero; spread by writer, the
+        // shards that settled more than they opened do.
+        assert_eq!(each.iter().any(|&n| n < 0), layout == 5, "{each:?}");
+        assert_healthy(&mut kv);
     }
-    for i in 0..200 {
-        let id = format!("t{i:03}");
-        tasks::claim(&mut kv, &id, "bob", &approver, Some(&lease)).expect("claims");
-    }
-    for i in 0..100 {
-        let id = format!("t{i:03}");
-        tasks::settle(&mut kv, &id, Settlement::Completed, None).expect("settles");
-    }
-    for i in 0..300 {
-        arm(&mut kv, timer(&format!("r{}", i % 3), &format!("e{i}"), i));
-    }
-    // Spread over the shards, as the hash means them to be.
-    let used: BTreeSet<u8> = (0..500)
-        .map(|i| schema::Shards::SHARED.task(&format!("t{i:03}")))
+}
+
+#[test]
+fn a_call_counts_only_in_its_writers_shard() {
+    let mut kv = MemKv::new();
+    kv.slot = 69;
+    open(&mut kv, task("t1"));
+    kv.slot = 9;
+    tasks::settle(&mut kv, "t1", Settlement::Completed, None).expect("settles");
+    let keys: Vec<(Vec<u8>, Vec<u8>)> = kv
+        .map
+        .iter()
+        .filter(|(k, _)| k.starts_with(schema::counters().as_bytes()))
+        .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    assert!(used.len() > 50, "{} shards used", used.len());
-    assert_eq!(tasks::open_count(&mut kv), Ok(400));
-    assert_eq!(tasks::leased_count(&mut kv), Ok(100));
-    assert_eq!(timers::pending_count(&mut kv), Ok(300));
-    let shards: u64 = (0..schema::MAX_SHARDS)
-        .map(|s| crate::store::read_shard(&mut kv, schema::OPEN_TASKS, s).expect("a shard"))
-        .sum();
-    assert_eq!(shards, 400);
+    assert_eq!(
+        keys,
+        [
+            (
+                schema::counter_shard(schema::OPEN_TASKS, 5).into_bytes(),
+                1i64.to_be_bytes().to_vec()
+            ),
+            (
+                schema::counter_shard(schema::OPEN_TASKS, 9).into_bytes(),
+                (-1i64).to_be_bytes().to_vec()
+            ),
+        ],
+        "slot 69 is shard 5 of 64; an absent shard is zero, and a zero is not written"
+    );
+    assert_eq!(tasks::open_count(&mut kv), Ok(0));
     assert_healthy(&mut kv);
 }
 
 #[test]
-fn a_task_counts_only_in_its_own_shard() {
-    let mut kv = MemKv::new();
+fn in_a_layout_4_keyspace_a_task_counts_only_in_its_own_shard() {
+    let mut kv = layout_4();
+    kv.slot = 3;
     open(&mut kv, task("t1"));
     let own = schema::Shards::SHARED.task("t1");
     for s in 0..schema::MAX_SHARDS {
-        let n = crate::store::read_shard(&mut kv, schema::OPEN_TASKS, s).expect("a shard");
-        assert_eq!(n, u64::from(s == own), "shard {s}");
+        let n =
+            crate::store::read_shard(&mut kv, schema::OPEN_TASKS, s, by_row()).expect("a shard");
+        assert_eq!(n, i64::from(s == own), "shard {s}");
     }
     let keys: Vec<&Vec<u8>> = kv
         .map
@@ -168,24 +247,37 @@ fn a_task_counts_only_in_its_own_shard() {
         [&schema::counter_shard(schema::OPEN_TASKS, own).into_bytes()],
         "an absent shard is zero, and a zero is not written"
     );
+    assert_eq!(
+        kv.map.get(schema::layout().as_bytes()).map(Vec::as_slice),
+        Some(&b"4/64"[..]),
+        "the mark is left as it is"
+    );
 }
 
-/// The point of sharding: two calls on tasks in different shards share no
-/// key one of them writes, whichever verbs they are; tasks in the same shard
-/// share exactly that shard.
+/// The point of sharding: two calls on different tasks, by writers the host
+/// runs side by side, share no key one of them writes, whichever verbs they
+/// are, even tasks a layout spread by row would count in one shard; by one
+/// writer slot they share exactly that slot's shards. In a layout-4 keyspace,
+/// tasks in different shards share no key, and tasks in one shard that one.
 #[test]
-fn calls_on_tasks_in_different_shards_touch_different_keys() {
+fn calls_by_different_writers_touch_different_keys() {
     let roles = names(&["a"]);
     let lease = Lease {
         now: 1,
         lease_ms: 100,
     };
-    for same in [false, true] {
+    for (layout, same) in [(5, false), (5, true), (4, false), (4, true)] {
         let a = "t1".to_owned();
-        let b = id_in(&a, same);
-        let mut kv = MemKv::new();
+        // Layout 5: always tasks of one shard by row, told apart by slot.
+        let b = id_in(&a, layout == 5 || same);
+        let mut kv = if layout == 5 {
+            MemKv::new()
+        } else {
+            layout_4()
+        };
         // Another task already there, so the layout mark is written.
         open(&mut kv, task("seed"));
+        let slots = if same { (4, 4) } else { (4, 5) };
         let pair = |kv: &mut MemKv, verb: &str| -> (Footprint, Footprint) {
             let run = |kv: &mut MemKv, id: &str| match verb {
                 "open" => footprint(kv, |kv| {
@@ -202,7 +294,10 @@ fn calls_on_tasks_in_different_shards_touch_different_keys() {
                 }),
                 other => panic!("no verb {other}"),
             };
-            (run(kv, &a), run(kv, &b))
+            kv.slot = slots.0;
+            let fa = run(kv, &a);
+            kv.slot = slots.1;
+            (fa, run(kv, &b))
         };
         for verb in ["open", "claim", "renew", "release", "escalate", "settle"] {
             let (fa, fb) = pair(&mut kv, verb);
@@ -211,7 +306,11 @@ fn calls_on_tasks_in_different_shards_touch_different_keys() {
                 // Only the shard they share, and only when the verb moves a
                 // count: renew and escalate (of a task already unheld) move
                 // none.
-                let shard = schema::Shards::SHARED.task(&a);
+                let shard = if layout == 5 {
+                    schema::Shards::SHARED.writer(slots.0)
+                } else {
+                    schema::Shards::SHARED.task(&a)
+                };
                 let moves = !matches!(verb, "renew" | "escalate");
                 assert_eq!(!conflicts.is_empty(), moves, "{verb}: {conflicts:?}");
                 assert!(
@@ -229,22 +328,35 @@ fn calls_on_tasks_in_different_shards_touch_different_keys() {
 }
 
 #[test]
-fn calls_on_timers_in_different_shards_touch_different_keys() {
-    let mut kv = MemKv::new();
-    arm(&mut kv, timer("seed", "e", 1));
-    let a = ("r", "a".to_owned());
-    let b = (0..)
-        .map(|i| ("r", format!("e{i}")))
-        .find(|(r, e)| {
-            schema::Shards::SHARED.timer(r, e) != schema::Shards::SHARED.timer(a.0, &a.1)
-        })
-        .expect("some effect");
-    let fa = footprint(&mut kv, |kv| timers::arm(kv, &timer(a.0, &a.1, 10)));
-    let fb = footprint(&mut kv, |kv| timers::arm(kv, &timer(b.0, &b.1, 20)));
-    assert_eq!(fa.conflicts(&fb), Vec::<Vec<u8>>::new());
-    let fa = footprint(&mut kv, |kv| timers::disarm(kv, a.0, &a.1));
-    let fb = footprint(&mut kv, |kv| timers::disarm(kv, b.0, &b.1));
-    assert_eq!(fa.conflicts(&fb), Vec::<Vec<u8>>::new());
-    assert_eq!(timers::pending_count(&mut kv), Ok(1));
-    assert_healthy(&mut kv);
+fn timer_calls_by_different_writers_touch_different_keys() {
+    for layout in [5, 4] {
+        let mut kv = if layout == 5 {
+            MemKv::new()
+        } else {
+            layout_4()
+        };
+        arm(&mut kv, timer("seed", "e", 1));
+        let a = ("r", "a".to_owned());
+        // Layout 5: a timer of the same shard by row, told apart by slot.
+        let b = (0..)
+            .map(|i| ("r", format!("e{i}")))
+            .find(|(r, e)| {
+                (schema::Shards::SHARED.timer(r, e) == schema::Shards::SHARED.timer(a.0, &a.1))
+                    == (layout == 5)
+                    && e != &a.1
+            })
+            .expect("some effect");
+        kv.slot = 1;
+        let fa = footprint(&mut kv, |kv| timers::arm(kv, &timer(a.0, &a.1, 10)));
+        kv.slot = 2;
+        let fb = footprint(&mut kv, |kv| timers::arm(kv, &timer(b.0, &b.1, 20)));
+        assert_eq!(fa.conflicts(&fb), Vec::<Vec<u8>>::new());
+        kv.slot = 2;
+        let fa = footprint(&mut kv, |kv| timers::disarm(kv, a.0, &a.1));
+        kv.slot = 1;
+        let fb = footprint(&mut kv, |kv| timers::disarm(kv, b.0, &b.1));
+        assert_eq!(fa.conflicts(&fb), Vec::<Vec<u8>>::new());
+        assert_eq!(timers::pending_count(&mut kv), Ok(1));
+        assert_healthy(&mut kv);
+    }
 }

@@ -146,6 +146,8 @@ export class ComponentInstances {
     const forward = {};
     for (const name of ['get', 'getMany', 'scan', 'stage']) forward[name] = (...a) => slot.kv[name](...a);
     forward.concurrentWriters = () => slot.kv.concurrentWriters();
+    // This host's stores have one writer at a time: every call one slot.
+    forward.writerSlot = () => 0;
     const memories = [];
     const root = this.bindings.instantiate(
       (path) => this.#module(path),

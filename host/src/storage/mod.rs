@@ -126,6 +126,14 @@ pub trait Txn: Send {
     /// transaction without committing adds nothing.
     fn commit(self: Box<Self>, batch: Vec<Write>) -> Result<Pending, Error>;
 
+    /// The writer slot of this call (`kv.writer-slot`): different for calls
+    /// that may run side by side, where the backend can arrange it, so that
+    /// a keyspace spread by writer gives them different counter shards. A
+    /// backend whose writers never overlap answers 0.
+    fn writer_slot(&self) -> u32 {
+        0
+    }
+
     /// Ends a call that answered an error, writing nothing. Where the call
     /// may have read writes not yet committed (redb's group commit), the
     /// answer must wait for them: the returned [`Pending`] settles when

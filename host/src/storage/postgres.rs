@@ -34,7 +34,7 @@ pub use tls::{SslMode, TlsError};
 use std::collections::HashMap;
 use std::future::{Future, poll_fn};
 use std::pin::{Pin, pin};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::task::Poll;
 use std::time::{Duration, Instant};
@@ -82,9 +82,21 @@ INSERT INTO leasehold_meta (name, value) VALUES ('schema-version', '1')
 
 /// Version 2 is version 1 with the hash index: a version-1 database (or a
 /// fresh one) gets the index and its new mark in one transaction.
+///
+/// A hash index starts with buckets for the rows its table has when it is
+/// built, and a serializable read locks the whole bucket it visits: on a
+/// young table a few dozen buckets would make unrelated keys meet there. So
+/// the index is built over 30,000 placeholder rows (some hundreds of
+/// buckets, a few megabytes of index), under the empty tenant name (which no
+/// caller can use), that the same transaction then deletes: the index keeps
+/// their buckets, since a hash index never shrinks, and nobody ever sees the
+/// rows.
 const MIGRATE_FROM_1: &str = "
+INSERT INTO leasehold_kv (tenant, key, value)
+    SELECT '', int8send(g), '' FROM generate_series(1, 30000) AS g;
 CREATE INDEX IF NOT EXISTS leasehold_kv_point ON leasehold_kv
     USING hash ((tenant || ':' || encode(key, 'hex'))) WITH (fillfactor = 10);
+DELETE FROM leasehold_kv WHERE tenant = '';
 UPDATE leasehold_meta SET value = '2' WHERE name = 'schema-version' AND value = '1';
 ";
 
@@ -270,6 +282,27 @@ struct Conn {
     connection: Connection,
     stmts: Statements,
     broken: bool,
+    /// The writer slot of every call on this connection (see [`SLOT_SQL`]).
+    slot: u32,
+}
+
+/// Writer slots handed out through the database: the first of them that no
+/// other session holds, taken with a session-level advisory lock that lives
+/// as long as the connection. So connections open at once, from any number
+/// of hosts, have different slots, and calls on them move different counter
+/// shards. `LH` keys the locks apart from any the application takes.
+const SLOT_SQL: &str = "SELECT s FROM generate_series(0, 63) AS s \
+     WHERE pg_try_advisory_lock(19528, s) LIMIT 1";
+
+/// A writer slot from this process's own sequence, for a connection the
+/// database gave none (all 64 taken, or a PostgreSQL-compatible server
+/// without advisory locks): another process's may then meet it.
+fn local_slot() -> u32 {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    // The process id spreads processes that all start their sequence at 0.
+    std::process::id()
+        .wrapping_mul(0x9e37_79b9)
+        .wrapping_add(NEXT.fetch_add(1, Ordering::Relaxed))
 }
 
 /// Runs `fut` to completion while driving the connection: one wait for the
@@ -458,12 +491,28 @@ impl Conn {
             upsert: next()?,
             delete: next()?,
         };
+        let slot = match drive(
+            &rt,
+            &mut connection,
+            trips,
+            until,
+            client.query_opt(SLOT_SQL, &[]),
+        ) {
+            Ok(Some(row)) => row
+                .try_get::<_, i32>(0)
+                .ok()
+                .and_then(|s| u32::try_from(s).ok())
+                .unwrap_or_else(local_slot),
+            Ok(None) | Err(DriveError::Query(_)) => local_slot(),
+            Err(e) => return Err(e.into_error("take a writer slot")),
+        };
         Ok(Conn {
             rt,
             client,
             connection,
             stmts,
             broken: false,
+            slot,
         })
     }
 }
@@ -745,6 +794,10 @@ impl Parts<'_> {
 }
 
 impl Txn for PgTxn {
+    fn writer_slot(&self) -> u32 {
+        self.conn.as_ref().map_or(0, |c| c.slot)
+    }
+
     fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
         let p = self.parts()?;
         let (c, s, t) = (p.client, p.stmts, p.tenant);

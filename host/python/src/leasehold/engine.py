@@ -169,6 +169,11 @@ class _Kv:
     def concurrent_writers(self, _store: Any) -> bool:
         return self._current().concurrent_writers
 
+    def writer_slot(self, _store: Any) -> int:
+        # This host runs one call at a time per store: every call one slot.
+        self._current()
+        return 0
+
     def get(self, _store: Any, key: bytes) -> bytes | None:
         c = self._current()
         c.check_key(key)
@@ -333,6 +338,7 @@ class Engine:
         with linker.root() as root:
             with root.add_instance(f"{PACKAGE}/kv@{VERSION}") as kv:
                 kv.add_func("concurrent-writers", self._kv.concurrent_writers)
+                kv.add_func("writer-slot", self._kv.writer_slot)
                 kv.add_func("get", self._kv.get)
                 kv.add_func("get-many", self._kv.get_many)
                 kv.add_func("scan", self._kv.scan)
