@@ -383,7 +383,7 @@ fn check_counters<K: Kv + ?Sized>(
                     e.structure,
                     e.name,
                     format!(
-                        "counter {}'s shards sum to {counted}; there are {rows} {}",
+                        "the shards of counter {} sum to {counted}; there are {rows} {}",
                         e.name, e.rows
                     ),
                 );

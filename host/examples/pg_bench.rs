@@ -439,7 +439,7 @@ fn contention(base: &str, url: &str) -> Result<()> {
     // The shared queue: enough open tasks that no run empties it.
     let engine = Engine::builder().postgres(url)?;
     let t = engine.tenant("queue")?;
-    let backlog = 6000;
+    let backlog = 24_000;
     std::thread::scope(|s| -> Result<()> {
         let handles: Vec<_> = (0..4)
             .map(|w| {

@@ -174,12 +174,21 @@ impl Engine {
         // The turn to write comes first, with its own bound: a call waiting
         // for the writer ahead of it holds no instance slot and spends none
         // of its deadline.
-        let txn = s.backend.begin_with_deadline(
-            tenant.name(),
-            verb.mode(),
-            limits.lock_wait,
-            deadline,
-        )?;
+        let txn = match verb.line() {
+            Some(line) => s.backend.begin_in_line(
+                tenant.name(),
+                verb.mode(),
+                limits.lock_wait,
+                deadline,
+                line,
+            ),
+            None => s.backend.begin_with_deadline(
+                tenant.name(),
+                verb.mode(),
+                limits.lock_wait,
+                deadline,
+            ),
+        }?;
         let ctx = CallCtx {
             kv: KvView::new(txn, verb.mode(), limits, s.backend.concurrent_writers()),
             wasi: None,

@@ -89,6 +89,16 @@ impl Verb {
     pub(crate) fn is_long(self) -> bool {
         self == Verb::Check
     }
+
+    /// The index head the verb sweeps, if it sweeps one: calls on one line
+    /// read what each other write (see `Backend::begin_in_line`).
+    pub(crate) fn line(self) -> Option<&'static str> {
+        match self {
+            Verb::ClaimNext | Verb::ReclaimLapsed => Some("tasks"),
+            Verb::ClaimDue => Some("timers"),
+            _ => None,
+        }
+    }
 }
 
 #[cfg(test)]

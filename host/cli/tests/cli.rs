@@ -994,18 +994,17 @@ fn check_exits_one_when_a_counter_disagrees_with_the_rows() {
         .success()
         .stdout(contains("Consistent"));
     assert_eq!(s.json(&["check"]), serde_json::json!([]));
-    // The finding names the shard pay-1 counts in, which holds 1: the only
-    // one, since a redb keyspace is laid out with one shard per counter.
-    let shard = leasehold_guest::schema::Shards::SOLE.task("pay-1");
-    skew_open_count(&s.db, "default", shard, 99);
+    // The finding names the counter, which pay-1 alone counts in: a redb
+    // keyspace is laid out with one shard per counter.
+    skew_open_count(&s.db, "default", 0, 99);
     s.run(&["check"]).assert().code(1).stdout(
-        contains(format!("shard {shard}, says 99; 1 pending"))
+        contains("counter open-tasks sum to 99; there are 1 pending")
             .and(contains("1 discrepancy found.")),
     );
     let out = s.run(&["check", "--json"]).assert().code(1);
     let found = parse(&out.get_output().stdout);
     assert_eq!(found.as_array().map(Vec::len), Some(1));
-    assert_eq!(found[0]["subject"], format!("open-tasks/{shard}"));
+    assert_eq!(found[0]["subject"], "open-tasks");
     s.run(&["check", "--tenant", "a\u{1}b"]).assert().code(2);
 }
 

@@ -84,6 +84,25 @@ pub trait Backend: Send + Sync + 'static {
         self.begin(tenant, mode, lock_wait)
     }
 
+    /// [`begin_with_deadline`](Self::begin_with_deadline) for a call that
+    /// sweeps the head of one of the tenant's indexes (`claim-next`,
+    /// `reclaim-lapsed`, `claim-due`). Every such call on one `line` reads
+    /// what the others write, so calls that run side by side can only race,
+    /// and all but one lose. A backend whose writers do run side by side may
+    /// have them take turns instead, each waiting at most `lock_wait`; one
+    /// with a single writer has turns already and need do nothing.
+    fn begin_in_line(
+        &self,
+        tenant: &str,
+        mode: Mode,
+        lock_wait: Duration,
+        deadline: Duration,
+        line: &'static str,
+    ) -> Result<Box<dyn Txn>, Error> {
+        let _ = line;
+        self.begin_with_deadline(tenant, mode, lock_wait, deadline)
+    }
+
     /// Whether other processes may write the same tenants' keys while a call
     /// runs (a database server several hosts share), or this process is
     /// their only writer (an embedded file it holds locked). The component

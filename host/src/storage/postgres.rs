@@ -39,7 +39,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
-use futures_util::future::{join, join3, try_join_all};
+use futures_util::future::{join, join3, join4, try_join_all};
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, Config, Statement};
 
@@ -353,6 +353,8 @@ enum DriveError {
     Closed(Option<tokio_postgres::Error>),
     /// No answer within the bound; the connection is unusable.
     Timeout(Duration),
+    /// The call's turn on its line did not come within its lock wait.
+    NoTurn(Duration),
 }
 
 impl DriveError {
@@ -361,6 +363,7 @@ impl DriveError {
         match self {
             DriveError::Query(e) => e.is_closed(),
             DriveError::Closed(_) | DriveError::Timeout(_) => true,
+            DriveError::NoTurn(_) => false,
         }
     }
 
@@ -373,6 +376,7 @@ impl DriveError {
             DriveError::Timeout(waited) => {
                 Error::Storage(Box::new(PgError::Timeout { what, waited }))
             }
+            DriveError::NoTurn(waited) => Error::LockTimeout(waited),
         }
     }
 }
@@ -700,7 +704,57 @@ impl Backend for PgBackend {
             mode,
             begun: false,
             until: Instant::now() + deadline + WAIT_GRACE,
+            turn: None,
         }))
+    }
+
+    /// Calls on one line take turns through a session advisory lock on
+    /// (schema, tenant, line), taken before `BEGIN` in the same round trip
+    /// as the call's first read and given back with its `COMMIT`: the next
+    /// call's snapshot then already holds this one's writes, so the two
+    /// never race. Calls on other tasks, other tenants and other lines do
+    /// not wait. A wait past `lock_wait` answers [`Error::LockTimeout`].
+    fn begin_in_line(
+        &self,
+        tenant: &str,
+        mode: Mode,
+        lock_wait: Duration,
+        deadline: Duration,
+        line: &'static str,
+    ) -> Result<Box<dyn Txn>, Error> {
+        let started = Instant::now();
+        let mut txn = PgTxn {
+            pool: self.pool.clone(),
+            conn: None,
+            tenant: tenant.to_owned(),
+            mode,
+            begun: false,
+            until: started + deadline + WAIT_GRACE,
+            turn: None,
+        };
+        check_tenant(tenant)?;
+        txn.conn = Some(self.pool.take(lock_wait)?);
+        if mode == Mode::Write {
+            // Tenant names are letters, digits, '-', '_' and '.', so the
+            // key needs no quoting.
+            let key = format!("{tenant}/{line}");
+            let wait = lock_wait
+                .saturating_sub(started.elapsed())
+                .max(Duration::from_millis(1));
+            txn.turn = Some(Turn {
+                take: format!(
+                    "SET LOCAL lock_timeout = '{}ms'; SELECT pg_advisory_lock({LINE_LOCKS}, \
+                     hashtext(current_schema() || '/{key}'))",
+                    wait.as_millis()
+                ),
+                give_back: format!(
+                    "SELECT pg_advisory_unlock({LINE_LOCKS}, hashtext(current_schema() || '/{key}'))"
+                ),
+                lock_wait,
+                held: false,
+            });
+        }
+        Ok(Box::new(txn))
     }
 
     fn round_trips(&self) -> Option<u64> {
@@ -718,6 +772,21 @@ struct PgTxn {
     begun: bool,
     /// When every wait of this call for the server gives up.
     until: Instant,
+    /// The call's turn on its line, if it sweeps one.
+    turn: Option<Turn>,
+}
+
+/// The advisory-lock class of lines' turns (`LI`), apart from writer slots'.
+const LINE_LOCKS: u32 = 19529;
+
+/// A call's turn on a line: the SQL that takes it (before `BEGIN`, with the
+/// wait bounded) and gives it back (after `COMMIT` or `ROLLBACK`).
+struct Turn {
+    take: String,
+    give_back: String,
+    lock_wait: Duration,
+    /// Taken and not yet given back.
+    held: bool,
 }
 
 /// What one request needs of its transaction, borrowed apart so that the
@@ -732,6 +801,8 @@ struct Parts<'a> {
     tenant: &'a str,
     /// `BEGIN`, when this request is the transaction's first.
     begin: Option<&'static str>,
+    /// The call's turn on its line, taken ahead of `BEGIN`.
+    turn: Option<&'a mut Turn>,
     until: Instant,
 }
 
@@ -746,6 +817,10 @@ impl PgTxn {
             .conn
             .as_mut()
             .ok_or_else(|| Error::setup("the transaction's connection is gone"))?;
+        let turn = match (begin, self.turn.as_mut()) {
+            (Some(_), Some(turn)) if !turn.held => Some(turn),
+            _ => None,
+        };
         Ok(Parts {
             rt: &conn.rt,
             client: &conn.client,
@@ -755,6 +830,7 @@ impl PgTxn {
             trips: &self.pool.trips,
             tenant: &self.tenant,
             begin,
+            turn,
             until: self.until,
         })
     }
@@ -768,13 +844,39 @@ impl Parts<'_> {
         request: impl Future<Output = Result<T, tokio_postgres::Error>>,
     ) -> Result<T, DriveError> {
         let (rt, connection, trips, until) = (self.rt, self.connection, self.trips, self.until);
-        let out = match self.begin {
-            Some(sql) => drive(rt, connection, trips, until, async {
+        let out = match (self.begin, self.turn) {
+            (Some(sql), Some(turn)) => {
+                // Three requests, answered in order, in one round trip.
+                let mut took = None;
+                let out = drive(rt, connection, trips, until, async {
+                    let (t, began, out) = join3(
+                        self.client.batch_execute(&turn.take),
+                        self.client.batch_execute(sql),
+                        request,
+                    )
+                    .await;
+                    took = Some(t);
+                    began?;
+                    out
+                });
+                match took {
+                    Some(Ok(())) => {
+                        turn.held = true;
+                        out
+                    }
+                    Some(Err(e)) if e.code() == Some(&SqlState::LOCK_NOT_AVAILABLE) => {
+                        Err(DriveError::NoTurn(turn.lock_wait))
+                    }
+                    Some(Err(e)) => Err(DriveError::Query(e)),
+                    None => out,
+                }
+            }
+            (Some(sql), None) => drive(rt, connection, trips, until, async {
                 let (began, out) = join(self.client.batch_execute(sql), request).await;
                 began?;
                 out
             }),
-            None => drive(rt, connection, trips, until, request),
+            (None, _) => drive(rt, connection, trips, until, request),
         };
         out.inspect_err(|e| {
             if e.lost_connection() {
@@ -885,6 +987,8 @@ impl Txn for PgTxn {
                 _ => {}
             }
         }
+        // The turn on the line goes back behind the COMMIT, in its round trip.
+        let give_back = self.turn.as_ref().map(|turn| turn.give_back.clone());
         let p = self.parts()?;
         let (c, s, t) = (p.client, p.stmts, p.tenant);
         // The writes and COMMIT (and BEGIN, if no read began the
@@ -904,14 +1008,26 @@ impl Txn for PgTxn {
                 c.execute(&s.upsert, &[&t, &put_keys, &put_values]).await
             }
         };
+        let given_back = async {
+            match &give_back {
+                Some(sql) => c.batch_execute(sql).await,
+                None => Ok(()),
+            }
+        };
         let committed = p.run(async {
-            let (deleted, put, committed) = join3(deleted, put, c.batch_execute("COMMIT")).await;
+            let (deleted, put, committed, given_back) =
+                join4(deleted, put, c.batch_execute("COMMIT"), given_back).await;
             deleted?;
             put?;
-            committed
+            committed?;
+            given_back
         });
-        // Whatever the outcome, COMMIT ended the transaction on the server.
+        // Whatever the outcome, COMMIT ended the transaction on the server,
+        // and the turn was given back after it (or the session is gone).
         self.begun = false;
+        if let Some(turn) = self.turn.as_mut() {
+            turn.held = false;
+        }
         match committed {
             Ok(()) => Ok(Pending::done()),
             // The COMMIT went out with the writes; with the connection gone
@@ -949,6 +1065,20 @@ impl Drop for PgTxn {
                 ..
             } = &mut conn;
             if !send_only(rt, connection, client.batch_execute(sql)) {
+                *broken = true;
+            }
+        }
+        if let Some(turn) = self.turn.as_ref().filter(|t| t.held)
+            && !conn.broken
+        {
+            let Conn {
+                rt,
+                client,
+                connection,
+                broken,
+                ..
+            } = &mut conn;
+            if !send_only(rt, connection, client.batch_execute(&turn.give_back)) {
                 *broken = true;
             }
         }
