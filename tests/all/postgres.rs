@@ -176,7 +176,7 @@ fn verbs_cost_few_round_trips() {
 /// ahead of it, rather than racing it and being run again): every task
 /// goes to exactly one, and no call is run again.
 #[test]
-fn lost_races_are_run_again_and_the_result_is_right() {
+fn claimers_of_one_queue_head_take_turns_and_each_task_goes_to_one() {
     let Some(schema) = Schema::fresh() else {
         return;
     };
@@ -216,6 +216,57 @@ fn lost_races_are_run_again_and_the_result_is_right() {
     assert_eq!(distinct.len(), 60);
     // Claimers of one queue head take turns rather than race.
     assert_eq!(e.conflict_retries(), 0, "claim-next calls raced");
+    assert_consistent(&t);
+}
+
+/// A turn on a line is a wait like any other: one held past the caller's
+/// lock wait answers the typed, retryable `LockTimeout`, and the call did
+/// nothing. Calls on other lines, and other verbs, do not wait for it.
+#[test]
+fn a_turn_held_past_the_lock_wait_answers_lock_timeout() {
+    let Some(schema) = Schema::fresh() else {
+        return;
+    };
+    let e = Engine::builder()
+        .limits(Limits {
+            lock_wait: Duration::from_millis(300),
+            ..Limits::default()
+        })
+        .postgres(&schema.url)
+        .expect("engine");
+    let t = e.tenant("acme").expect("tenant");
+    t.open(&task("t1", 1).roles(&["r"])).expect("open");
+    // Another session holds the tenant's turn on the tasks line.
+    let mut holder = schema.client();
+    holder
+        .execute(
+            "SELECT pg_advisory_lock(19529, hashtext(current_schema() || '/acme/tasks'))",
+            &[],
+        )
+        .expect("take the turn");
+    let started = Instant::now();
+    let r = t.claim_next(&query(&["r"], Some("ann"), 1, None), None);
+    assert!(matches!(r, Err(Error::LockTimeout(_))), "{r:?}");
+    assert!(r.as_ref().is_err_and(Error::is_retryable));
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    // The timers line and a claim by id go on.
+    assert_eq!(t.claim_due(1, 10, 1000).expect("claim-due").len(), 0);
+    t.claim("t1", "bob", &["r"], None).expect("claim by id");
+    t.release("t1", "bob").expect("release");
+    holder
+        .execute(
+            "SELECT pg_advisory_unlock(19529, hashtext(current_schema() || '/acme/tasks'))",
+            &[],
+        )
+        .expect("give the turn back");
+    let got = t
+        .claim_next(&query(&["r"], Some("ann"), 1, None), None)
+        .expect("claim-next");
+    assert_eq!(got.map(|task| task.id).as_deref(), Some("t1"));
     assert_consistent(&t);
 }
 
