@@ -18,7 +18,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use leasehold_host::{
-    Engine, Error, OnExpiry, Phase, Priority, QueueQuery, Task, TaskState, Timer,
+    Engine, Error, OnExpiry, Phase, Priority, QueueQuery, Task, TaskState, Tenant, Timer,
 };
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
@@ -264,19 +264,15 @@ fn main() -> Result<()> {
     out
 }
 
-fn run(url: &str) -> Result<()> {
-    let engine = Engine::builder().postgres(url)?;
-    let t = engine.tenant("bench")?;
-    let n = 2000;
-    // A backlog, opened from four threads so seeding takes seconds.
-    let backlog = 4000;
+/// Opens `backlog` tasks named `prefix` and a number, from four threads so
+/// seeding takes seconds.
+fn seed(t: &Tenant, prefix: &str, backlog: usize) -> Result<()> {
     std::thread::scope(|s| -> Result<()> {
         let handles: Vec<_> = (0..4)
             .map(|w| {
-                let t = &t;
                 s.spawn(move || -> std::result::Result<(), Error> {
                     for i in (w..backlog).step_by(4) {
-                        t.open(&task(format!("b{i:06}"), i as i64))?;
+                        t.open(&task(format!("{prefix}{i:06}"), i as i64))?;
                     }
                     Ok(())
                 })
@@ -286,7 +282,15 @@ fn run(url: &str) -> Result<()> {
             h.join().map_err(|_| "a seeding thread panicked")??;
         }
         Ok(())
-    })?;
+    })
+}
+
+fn run(url: &str) -> Result<()> {
+    let engine = Engine::builder().postgres(url)?;
+    let t = engine.tenant("bench")?;
+    let n = 2000;
+    let backlog = 4000;
+    seed(&t, "b", backlog)?;
     println!("A schema of its own; {backlog} open tasks behind every measurement.");
     println!();
     println!("| verb | p50 | p99 | round trips / call | retries / 1,000 calls |");
@@ -440,23 +444,7 @@ fn contention(base: &str, url: &str) -> Result<()> {
     let engine = Engine::builder().postgres(url)?;
     let t = engine.tenant("queue")?;
     let backlog = 24_000;
-    std::thread::scope(|s| -> Result<()> {
-        let handles: Vec<_> = (0..4)
-            .map(|w| {
-                let t = &t;
-                s.spawn(move || -> std::result::Result<(), Error> {
-                    for i in (w..backlog).step_by(4) {
-                        t.open(&task(format!("q{i:06}"), i as i64))?;
-                    }
-                    Ok(())
-                })
-            })
-            .collect();
-        for h in handles {
-            h.join().map_err(|_| "a seeding thread panicked")??;
-        }
-        Ok(())
-    })?;
+    seed(&t, "q", backlog)?;
     sql(
         url,
         "CREATE TABLE plain_queue (id bigserial PRIMARY KEY, state text NOT NULL, \

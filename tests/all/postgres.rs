@@ -219,6 +219,55 @@ fn claimers_of_one_queue_head_take_turns_and_each_task_goes_to_one() {
     assert_consistent(&t);
 }
 
+/// Connections open at once hold different writer slots (each keeps the
+/// advisory lock of its slot while it lives, idle in its pool or not), so
+/// calls on them move different counter shards: two engines, each with a
+/// connection of its own, each open a task, and the open count sits in two
+/// shards, one each.
+#[test]
+fn calls_on_connections_open_at_once_count_in_different_shards() {
+    use leasehold_guest::schema;
+    let Some(schema_) = Schema::fresh() else {
+        return;
+    };
+    let (a, b) = (engine(&schema_), engine(&schema_));
+    a.tenant("acme")
+        .expect("tenant")
+        .open(&task("a", 1))
+        .expect("open");
+    b.tenant("acme")
+        .expect("tenant")
+        .open(&task("b", 2))
+        .expect("open");
+    let stored: Vec<(Vec<u8>, Vec<u8>)> = schema_
+        .client()
+        .query(
+            "SELECT key, value FROM leasehold_kv WHERE tenant = 'acme'",
+            &[],
+        )
+        .expect("read the keyspace")
+        .into_iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    let shards: Vec<i64> = (0..schema::MAX_SHARDS)
+        .filter_map(|s| {
+            let key = schema::counter_shard(schema::OPEN_TASKS, s).into_bytes();
+            stored
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, v)| i64::from_be_bytes(v.as_slice().try_into().expect("8 bytes")))
+        })
+        .collect();
+    assert_eq!(shards, [1, 1], "one shard per connection");
+    assert_eq!(
+        a.tenant("acme")
+            .expect("tenant")
+            .open_count()
+            .expect("count"),
+        2
+    );
+}
+
 /// A turn on a line is a wait like any other: one held past the caller's
 /// lock wait answers the typed, retryable `LockTimeout`, and the call did
 /// nothing. Calls on other lines, and other verbs, do not wait for it.

@@ -672,6 +672,31 @@ impl PgBackend {
     }
 }
 
+impl PgBackend {
+    /// A transaction on a pooled connection, waiting at most `lock_wait`
+    /// for one; its waits for the server end `deadline` (plus
+    /// [`WAIT_GRACE`]) after it has one.
+    fn txn(
+        &self,
+        tenant: &str,
+        mode: Mode,
+        lock_wait: Duration,
+        deadline: Duration,
+    ) -> Result<PgTxn, Error> {
+        check_tenant(tenant)?;
+        let conn = self.pool.take(lock_wait)?;
+        Ok(PgTxn {
+            pool: self.pool.clone(),
+            conn: Some(conn),
+            tenant: tenant.to_owned(),
+            mode,
+            begun: false,
+            until: Instant::now() + deadline + WAIT_GRACE,
+            turn: None,
+        })
+    }
+}
+
 impl Backend for PgBackend {
     fn read_only(&self) -> bool {
         self.read_only
@@ -695,17 +720,7 @@ impl Backend for PgBackend {
         lock_wait: Duration,
         deadline: Duration,
     ) -> Result<Box<dyn Txn>, Error> {
-        check_tenant(tenant)?;
-        let conn = self.pool.take(lock_wait)?;
-        Ok(Box::new(PgTxn {
-            pool: self.pool.clone(),
-            conn: Some(conn),
-            tenant: tenant.to_owned(),
-            mode,
-            begun: false,
-            until: Instant::now() + deadline + WAIT_GRACE,
-            turn: None,
-        }))
+        Ok(Box::new(self.txn(tenant, mode, lock_wait, deadline)?))
     }
 
     /// Calls on one line take turns through a session advisory lock on
@@ -723,17 +738,7 @@ impl Backend for PgBackend {
         line: &'static str,
     ) -> Result<Box<dyn Txn>, Error> {
         let started = Instant::now();
-        let mut txn = PgTxn {
-            pool: self.pool.clone(),
-            conn: None,
-            tenant: tenant.to_owned(),
-            mode,
-            begun: false,
-            until: started + deadline + WAIT_GRACE,
-            turn: None,
-        };
-        check_tenant(tenant)?;
-        txn.conn = Some(self.pool.take(lock_wait)?);
+        let mut txn = self.txn(tenant, mode, lock_wait, deadline)?;
         if mode == Mode::Write {
             // Tenant names are letters, digits, '-', '_' and '.', so the
             // key needs no quoting.
