@@ -1,247 +1,178 @@
 //! One call: a fresh `Store` and instance from the pool, the sandbox's
 //! limits and deadline, and the commit decision. The call's turn to write
 //! comes first; its writes commit only when the guest answered `ok`, the
-//! answer passed its checks and nothing broke a limit.
+//! answer passed its checks and nothing broke a limit. It owns running a
+//! call and running it again after a lost race; it must never commit a
+//! batch whose answer failed its checks, and never retry a call whose
+//! outcome is unknown.
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use wasmtime::component::{
-    ComponentExportIndex, ComponentNamedList, Instance, Lift, Lower, ResourceTable,
-};
-use wasmtime::{ResourceLimiter, Store, Trap};
-use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime::component::ResourceTable;
+use wasmtime::{Store, Trap};
 
 use crate::compiled::ticks;
-use crate::engine::Engine;
+use crate::ctx::{CallCtx, Export};
 use crate::error::{Error, SandboxError};
-use crate::storage;
-use crate::tenant::Tenant;
+use crate::runtime::Shared;
+use crate::storage::backend::Mode;
+use crate::storage::error::StorageError;
 use crate::verbs::Verb;
 use crate::view::KvView;
 
-/// One call's store data: storage view, an empty WASI context, memory cap.
-pub(crate) struct CallCtx {
-    pub(crate) kv: KvView,
-    /// Made on first use: the shipped guest links no WASI, and making a
-    /// context (clocks, random sources) on every call would cost more than
-    /// some calls do.
-    wasi: Option<WasiCtx>,
-    table: ResourceTable,
-    memory_cap: usize,
+/// Runs one exported call in one transaction of its own. `f` makes the
+/// call; `check` turns its answer into the caller's, refusing what the
+/// contract rules out. The call's writes commit only if `check` accepts.
+pub(crate) fn call<R, T>(
+    shared: &Shared,
+    tenant: &str,
+    verb: Verb,
+    f: impl Fn(&Export, &mut Store<CallCtx>) -> wasmtime::Result<R>,
+    check: impl Fn(R) -> Result<T, Error>,
+) -> Result<T, Error> {
+    let span = tracing::debug_span!("leasehold.call", tenant = tenant, verb = verb.name());
+    let _entered = span.enter();
+    let started = Instant::now();
+    let out = run_with_retries(shared, tenant, verb, &f, &check);
+    tracing::debug!(
+        outcome = match &out {
+            Ok(_) => "ok",
+            Err(e) if e.is_refusal() || e.is_invalid_input() => "declined",
+            Err(_) => "failed",
+        },
+        micros = started.elapsed().as_micros() as u64,
+        "call finished"
+    );
+    out
 }
 
-impl WasiView for CallCtx {
-    fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView {
-            // No files, environment, arguments, input or sockets; only the
-            // clocks and random source every WASI context has, which the rules
-            // never read (time is always an argument).
-            ctx: self.wasi.get_or_insert_with(|| WasiCtx::builder().build()),
-            table: &mut self.table,
-        }
-    }
-}
-
-/// The export a call runs, on the call's fresh instance.
-pub(crate) struct Export {
-    instance: Instance,
-    index: ComponentExportIndex,
-}
-
-impl Export {
-    /// Calls the export with `params` and answers its one result. Only this
-    /// function's types are checked against the component's: loading the
-    /// typed handles of every export, as the generated bindings
-    /// do, cost about 3.5 µs per call.
-    pub(crate) fn call<P, R>(&self, store: &mut Store<CallCtx>, params: P) -> wasmtime::Result<R>
-    where
-        P: ComponentNamedList + Lower,
-        (R,): ComponentNamedList + Lift,
-    {
-        let func = self
-            .instance
-            .get_typed_func::<P, (R,)>(&mut *store, &self.index)?;
-        let (answer,) = func.call(&mut *store, params)?;
-        Ok(answer)
-    }
-}
-
-impl ResourceLimiter for CallCtx {
-    fn memory_growing(
-        &mut self,
-        _current: usize,
-        desired: usize,
-        _maximum: Option<usize>,
-    ) -> wasmtime::Result<bool> {
-        if desired > self.memory_cap {
-            self.kv.fail(Error::Sandbox(SandboxError::Memory {
-                cap: self.memory_cap,
-            }));
-            return Ok(false);
-        }
-        Ok(true)
-    }
-
-    fn table_growing(
-        &mut self,
-        _current: usize,
-        desired: usize,
-        _maximum: Option<usize>,
-    ) -> wasmtime::Result<bool> {
-        Ok(desired <= 100_000)
-    }
-}
-
-impl Engine {
-    /// Runs one exported call in one transaction of its own. `f` makes the
-    /// call; `check` turns its answer into the caller's, refusing what the
-    /// contract rules out. The call's writes commit only if `check` accepts.
-    pub(crate) fn call<R, T>(
-        &self,
-        tenant: &Tenant,
-        verb: Verb,
-        f: impl Fn(&Export, &mut Store<CallCtx>) -> wasmtime::Result<R>,
-        check: impl Fn(R) -> Result<T, Error>,
-    ) -> Result<T, Error> {
-        let span =
-            tracing::debug_span!("leasehold.call", tenant = tenant.name(), verb = verb.name());
-        let _entered = span.enter();
-        let started = Instant::now();
-        let out = self.run_with_retries(tenant, verb, &f, &check);
-        tracing::debug!(
-            outcome = match &out {
-                Ok(_) => "ok",
-                Err(e) if e.is_refusal() || e.is_invalid_input() => "declined",
-                Err(_) => "failed",
-            },
-            micros = started.elapsed().as_micros() as u64,
-            "call finished"
-        );
-        out
-    }
-
-    /// Runs the call until it does not lose a serialization race, each time
-    /// from a fresh instance on a fresh transaction, at most
-    /// `conflict_retries` more times. The rules are deterministic, so
-    /// running a call again is the same call; the waits between attempts
-    /// grow and are jittered, so racing calls do not meet again in step.
-    fn run_with_retries<R, T>(
-        &self,
-        tenant: &Tenant,
-        verb: Verb,
-        f: &impl Fn(&Export, &mut Store<CallCtx>) -> wasmtime::Result<R>,
-        check: &impl Fn(R) -> Result<T, Error>,
-    ) -> Result<T, Error> {
-        let retries = self.shared.limits.conflict_retries;
-        let mut attempt = 1u32;
-        loop {
-            match self.run(tenant, verb, f, check) {
-                Err(Error::Conflict { source, .. }) if attempt <= retries => {
-                    tracing::debug!(attempt, reason = %source, "serialization conflict; running the call again");
-                    self.shared.retries.fetch_add(1, Ordering::Relaxed);
-                    std::thread::sleep(backoff(attempt));
-                    attempt += 1;
-                }
-                Err(Error::Conflict { source, .. }) => {
-                    return Err(Error::Conflict {
-                        attempts: attempt,
-                        source,
-                    });
-                }
-                out => return out,
+/// Runs the call until it does not lose a serialization race, each time
+/// from a fresh instance on a fresh transaction, at most
+/// `conflict_retries` more times. The rules are deterministic, so
+/// running a call again is the same call; the waits between attempts
+/// grow and are jittered, so racing calls do not meet again in step.
+fn run_with_retries<R, T>(
+    shared: &Shared,
+    tenant: &str,
+    verb: Verb,
+    f: &impl Fn(&Export, &mut Store<CallCtx>) -> wasmtime::Result<R>,
+    check: &impl Fn(R) -> Result<T, Error>,
+) -> Result<T, Error> {
+    let retries = shared.limits.conflict_retries;
+    let mut attempt = 1u32;
+    loop {
+        match run(shared, tenant, verb, f, check) {
+            Err(Error::Conflict { source, .. }) if attempt <= retries => {
+                tracing::debug!(attempt, reason = %source, "serialization conflict; running the call again");
+                shared.retries.fetch_add(1, Ordering::Relaxed);
+                std::thread::sleep(backoff(attempt));
+                attempt += 1;
             }
+            Err(Error::Conflict { source, .. }) => {
+                return Err(Error::Conflict {
+                    attempts: attempt,
+                    source,
+                });
+            }
+            out => return out,
         }
     }
+}
 
-    fn run<R, T>(
-        &self,
-        tenant: &Tenant,
-        verb: Verb,
-        f: &impl Fn(&Export, &mut Store<CallCtx>) -> wasmtime::Result<R>,
-        check: &impl Fn(R) -> Result<T, Error>,
-    ) -> Result<T, Error> {
-        let s = &self.shared;
-        let limits = s.limits;
-        let deadline = if verb.is_long() {
-            limits.check_deadline
-        } else {
-            limits.deadline
-        };
-        if verb.mode() == storage::Mode::Write && s.backend.read_only() {
-            return Err(Error::ReadOnly { verb: verb.name() });
+fn run<R, T>(
+    shared: &Shared,
+    tenant: &str,
+    verb: Verb,
+    f: &impl Fn(&Export, &mut Store<CallCtx>) -> wasmtime::Result<R>,
+    check: &impl Fn(R) -> Result<T, Error>,
+) -> Result<T, Error> {
+    let s = shared;
+    let limits = s.limits;
+    let deadline = if verb.is_long() {
+        limits.check_deadline
+    } else {
+        limits.deadline
+    };
+    if verb.mode() == Mode::Write && s.backend.read_only() {
+        return Err(Error::ReadOnly { verb: verb.name() });
+    }
+    // The turn to write comes first, with its own bound: a call waiting
+    // for the writer ahead of it holds no instance slot and spends none
+    // of its deadline.
+    let txn = match verb.line() {
+        Some(line) => {
+            s.backend
+                .begin_in_line(tenant, verb.mode(), limits.lock_wait, deadline, line)
         }
-        // The turn to write comes first, with its own bound: a call waiting
-        // for the writer ahead of it holds no instance slot and spends none
-        // of its deadline.
-        let txn = match verb.line() {
-            Some(line) => s.backend.begin_in_line(
-                tenant.name(),
-                verb.mode(),
-                limits.lock_wait,
-                deadline,
-                line,
-            ),
-            None => s.backend.begin_with_deadline(
-                tenant.name(),
-                verb.mode(),
-                limits.lock_wait,
-                deadline,
-            ),
-        }?;
-        let ctx = CallCtx {
-            kv: KvView::new(txn, verb.mode(), limits, s.backend.concurrent_writers()),
-            wasi: None,
-            table: ResourceTable::new(),
-            memory_cap: limits.memory_bytes,
-        };
-        let mut store = Store::new(&s.compiled.wasm, ctx);
-        store.limiter(|c| c);
-        store.set_epoch_deadline(ticks(deadline));
-        store.epoch_deadline_trap();
-        let answer = match s.compiled.pre.instantiate(&mut store) {
-            Ok(instance) => {
-                let export = Export {
-                    instance,
-                    index: s.compiled.exports[verb.index()],
-                };
-                f(&export, &mut store)
-            }
-            Err(e) => Err(e),
-        };
+        None => s
+            .backend
+            .begin_with_deadline(tenant, verb.mode(), limits.lock_wait, deadline),
+    }
+    .map_err(|e| storage_error(e, verb))?;
+    let ctx = CallCtx {
+        kv: KvView::new(txn, verb.mode(), limits, s.backend.concurrent_writers()),
+        wasi: None,
+        table: ResourceTable::new(),
+        memory_cap: limits.memory_bytes,
+    };
+    let mut store = Store::new(&s.compiled.wasm, ctx);
+    store.limiter(|c| c);
+    store.set_epoch_deadline(ticks(deadline));
+    store.epoch_deadline_trap();
+    let answer = match s.compiled.pre.instantiate(&mut store) {
+        Ok(instance) => {
+            let export = Export {
+                instance,
+                index: s.compiled.exports[verb.index()],
+            };
+            f(&export, &mut store)
+        }
+        Err(e) => Err(e),
+    };
 
-        // The transaction ends before the instance is torn down, so a writer
-        // gives up its turn as soon as it can.
-        let outcome = store.data_mut().kv.take();
-        let txn = outcome
-            .txn
-            .ok_or_else(|| Error::setup("the call lost its transaction"))?;
-        let answer = match outcome.violation {
-            // A limit the host recorded names the cause better than the trap
-            // it led to.
-            Some(v) => Err(v),
-            None => answer
-                .map_err(|trap| Error::Sandbox(classify_trap(trap, deadline)))
-                .and_then(check),
-        };
-        let answer = match answer {
-            Ok(answer) => answer,
-            Err(refused) => {
-                // An error answer may rest on writes of calls before it in
-                // its group: it is given once they are committed, and if
-                // they never are, the caller hears that instead.
-                let pending = txn.finish_unwritten();
-                drop(store);
-                pending.wait()?;
-                return Err(refused);
-            }
-        };
-        let pending = txn.commit(outcome.batch)?;
-        // The instance slot is free before the call waits for its commit to
-        // be durable (with group commit, possibly another call's fsync).
-        drop(store);
-        pending.wait()?;
-        Ok(answer)
+    // The transaction ends before the instance is torn down, so a writer
+    // gives up its turn as soon as it can.
+    let outcome = store.data_mut().kv.take();
+    let txn = outcome
+        .txn
+        .ok_or_else(|| Error::setup("the call lost its transaction"))?;
+    let answer = match outcome.violation {
+        // A limit the host recorded names the cause better than the trap
+        // it led to.
+        Some(v) => Err(v),
+        None => answer
+            .map_err(|trap| Error::Sandbox(classify_trap(trap, deadline)))
+            .and_then(check),
+    };
+    let answer = match answer {
+        Ok(answer) => answer,
+        Err(refused) => {
+            // An error answer may rest on writes of calls before it in
+            // its group: it is given once they are committed, and if
+            // they never are, the caller hears that instead.
+            let pending = txn.finish_unwritten();
+            drop(store);
+            pending.wait().map_err(|e| storage_error(e, verb))?;
+            return Err(refused);
+        }
+    };
+    let pending = txn
+        .commit(outcome.batch)
+        .map_err(|e| storage_error(e, verb))?;
+    // The instance slot is free before the call waits for its commit to
+    // be durable (with group commit, possibly another call's fsync).
+    drop(store);
+    pending.wait().map_err(|e| storage_error(e, verb))?;
+    Ok(answer)
+}
+
+/// A storage failure as the caller hears it, naming the verb where the
+/// store refused to write.
+fn storage_error(e: StorageError, verb: Verb) -> Error {
+    match e {
+        StorageError::ReadOnly => Error::ReadOnly { verb: verb.name() },
+        e => Error::from(e),
     }
 }
 

@@ -1,7 +1,7 @@
 //! Compiling a component and pooling its instances: one compilation per
 //! process for the same bytes and pool sizes, shared by every engine built
 //! from them, with the clock that ends overlong calls. Nothing here knows a
-//! call or a tenant.
+//! call, a tenant or a backend.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
@@ -12,8 +12,8 @@ use wasmtime::component::{Component, ComponentExportIndex, HasSelf, InstancePre,
 use wasmtime::{Config, Enabled, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 use crate::bindings::{WorldPre, kv};
-use crate::call::CallCtx;
-use crate::engine::Limits;
+use crate::config::Limits;
+use crate::ctx::CallCtx;
 use crate::error::Error;
 use crate::verbs::Verb;
 use crate::view::KvView;
@@ -31,7 +31,7 @@ const MEMORY_KEEP_RESIDENT: usize = 1 << 20;
 const TABLE_KEEP_RESIDENT: usize = 8 << 10;
 
 /// How often the deadline clock ticks; deadlines are accurate to one tick.
-const TICK: Duration = Duration::from_millis(5);
+pub(crate) const TICK: Duration = Duration::from_millis(5);
 
 /// A deadline as clock ticks, rounded up, with one tick of slack.
 pub(crate) fn ticks(d: Duration) -> u64 {
@@ -152,98 +152,4 @@ fn export_indices(component: &Component) -> Result<Vec<ComponentExportIndex>, Er
                 })
         })
         .collect()
-}
-
-/// Held by every unit test that makes an engine while another counts the
-/// deadline clocks of the process, so the count sees only its own.
-#[cfg(test)]
-pub(crate) static ENGINE_TESTS: Mutex<()> = Mutex::new(());
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::engine::{Engine, GUEST_COMPONENT};
-    use std::time::Instant;
-
-    /// Threads of this process that run a deadline clock.
-    fn clocks() -> usize {
-        std::fs::read_dir("/proc/self/task")
-            .map(|tasks| {
-                tasks
-                    .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
-                    .filter(|name| name.starts_with("leasehold-dead"))
-                    .count()
-            })
-            .unwrap_or(0)
-    }
-
-    /// Sizes no other test uses, so this test's compilation is its own.
-    fn own_limits() -> Limits {
-        Limits {
-            memory_bytes: 48 << 20,
-            concurrent_calls: 3,
-            ..Limits::default()
-        }
-    }
-
-    #[test]
-    fn a_compiled_component_and_its_clock_go_when_the_last_engine_does() {
-        let _one_at_a_time = ENGINE_TESTS.lock().unwrap_or_else(|p| p.into_inner());
-        // No engine lives while the lock is held, but the clock of one that
-        // just went ends up to a tick later, and a new clock thread takes its
-        // name only once it runs: counts are awaited, never read once.
-        let settle = |want: usize| {
-            let waited = Instant::now();
-            while clocks() != want && waited.elapsed() < Duration::from_secs(2) {
-                std::thread::sleep(TICK);
-            }
-            clocks()
-        };
-        let before = settle(0);
-        let a = Engine::builder()
-            .limits(own_limits())
-            .in_memory()
-            .expect("engine");
-        let b = Engine::builder()
-            .limits(own_limits())
-            .in_memory()
-            .expect("engine");
-        assert!(
-            Arc::ptr_eq(&a.shared.compiled, &b.shared.compiled),
-            "the same bytes and sizes compile once"
-        );
-        assert_eq!(settle(before + 1), before + 1);
-        let compiled = Arc::downgrade(&a.shared.compiled);
-        drop((a, b));
-        assert!(compiled.upgrade().is_none(), "the cache kept the component");
-        let waited = Instant::now();
-        while clocks() > before && waited.elapsed() < Duration::from_secs(2) {
-            std::thread::sleep(TICK);
-        }
-        assert_eq!(clocks(), before, "the deadline clock outlived its engines");
-    }
-
-    #[test]
-    fn components_that_differ_in_any_byte_never_share_a_compilation() {
-        // Serialised with the test above, which counts clocks.
-        let _one_at_a_time = ENGINE_TESTS.lock().unwrap_or_else(|p| p.into_inner());
-        // The same component with a custom section appended: valid, and
-        // different bytes.
-        let mut other = GUEST_COMPONENT.to_vec();
-        other.extend_from_slice(&[0, 5, 4, b'n', b'o', b't', b'e']);
-        let limits = Limits {
-            concurrent_calls: 5,
-            ..own_limits()
-        };
-        let a = Engine::builder()
-            .limits(limits)
-            .in_memory()
-            .expect("engine");
-        let b = Engine::builder()
-            .limits(limits)
-            .component(other)
-            .in_memory()
-            .expect("engine");
-        assert!(!Arc::ptr_eq(&a.shared.compiled, &b.shared.compiled));
-    }
 }

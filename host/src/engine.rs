@@ -1,7 +1,9 @@
-//! The engine's public face: its limits, its builder, and the handle that
-//! hands out tenants. It decides nothing about a call: compiling and the
-//! instance pool are [`crate::compiled`], one call's store, limits and
-//! commit decision are [`crate::call`].
+//! The engine's public face: its builder, which picks a backend, and the
+//! handle that hands out tenants. It decides nothing about a call:
+//! compiling and the instance pool are [`crate::compiled`], one call's
+//! store, limits and commit decision are [`crate::call`], and it must never
+//! reach a backend except through the storage trait, so that a backend of
+//! someone else's is served exactly as the shipped ones are.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -9,87 +11,19 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::compiled::{Compiled, compiled};
+use crate::config::{Durability, Limits};
 use crate::error::Error;
+use crate::runtime::Shared;
+use crate::storage::backend::Backend;
+use crate::storage::commit::CommitStats;
 use crate::storage::file::Access;
-use crate::storage::postgres::{DEFAULT_POOL_SIZE, PgBackend};
+use crate::storage::postgres::{DEFAULT_POOL_SIZE, PgBackend, is_url};
 use crate::storage::redb::{GroupCommit, RedbBackend};
-use crate::storage::{self, Backend, CommitStats};
+use crate::storage::tenant_name::check_tenant;
 use crate::tenant::Tenant;
 
 /// The guest component built from `guest/` by `build.rs`.
 pub static GUEST_COMPONENT: &[u8] = include_bytes!(env!("LEASEHOLD_GUEST_WASM"));
-
-/// The sandbox's limits. Every one has a safe default.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Limits {
-    /// Wall-clock budget of one call (epoch interruption).
-    pub deadline: Duration,
-    /// Budget of the consistency check, which walks the whole tenant.
-    pub check_deadline: Duration,
-    /// Linear memory one instance may grow to, in bytes.
-    pub memory_bytes: usize,
-    /// Longest key the guest may use (before the tenant prefix).
-    pub key_bytes: usize,
-    /// Largest value the guest may write.
-    pub value_bytes: usize,
-    /// Most entries one scan may ask for, and most keys one `get-many`.
-    pub scan_entries: u32,
-    /// Most bytes (keys and values) one scan may hand the guest.
-    pub scan_bytes: usize,
-    /// Most bytes all of a call's reads together may hand the guest.
-    pub call_read_bytes: usize,
-    /// Most bytes (keys and values) one call may write.
-    pub call_write_bytes: usize,
-    /// How long a writing call waits for the writer ahead of it (redb), or
-    /// any call for a free connection (PostgreSQL), before it answers
-    /// [`Error::LockTimeout`]. Not part of the call's deadline.
-    pub lock_wait: Duration,
-    /// Most write calls one redb group commit takes before it commits, so
-    /// that a stream of callers cannot hold a group open.
-    pub group_calls: u32,
-    /// A redb group older than this commits at the next call that finishes,
-    /// whoever is waiting. A member's wait for its commit is bounded by
-    /// this, one call's deadline and the commit itself.
-    pub group_age: Duration,
-    /// Instances that can run at once (pooling allocator slots).
-    pub concurrent_calls: u32,
-    /// How many times a call that lost a serialization race (PostgreSQL) is
-    /// run again, from a fresh instance, before it answers
-    /// [`Error::Conflict`].
-    pub conflict_retries: u32,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits {
-            deadline: Duration::from_secs(5),
-            check_deadline: Duration::from_secs(600),
-            memory_bytes: 64 << 20,
-            key_bytes: 4096,
-            value_bytes: 4 << 20,
-            scan_entries: 4096,
-            scan_bytes: 16 << 20,
-            call_read_bytes: 64 << 20,
-            call_write_bytes: 16 << 20,
-            lock_wait: Duration::from_secs(5),
-            group_calls: 128,
-            group_age: Duration::from_millis(20),
-            concurrent_calls: 128,
-            conflict_retries: 32,
-        }
-    }
-}
-
-/// How hard a commit presses the data to disk.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Durability {
-    /// Each commit is on disk when the call returns (one fsync per call).
-    #[default]
-    Immediate,
-    /// Commits are atomic but may be lost by a crash until a later durable
-    /// commit. For benchmarks and throwaway databases.
-    None,
-}
 
 /// Builds an [`Engine`].
 #[derive(Clone, Debug, Default)]
@@ -176,10 +110,21 @@ impl EngineBuilder {
         Ok(self.build(compiled, Arc::new(backend)))
     }
 
+    /// Runs the engine over `backend`: any implementation of the storage
+    /// trait, the shipped ones (see [`crate::storage`]) or one of the
+    /// caller's. Limits apply as to any other; durability, group commit,
+    /// read-only access and the pool size are the backend's own business
+    /// and are not applied here. Pass an `Arc` to keep a handle on the
+    /// backend.
+    pub fn backend(self, backend: impl Backend) -> Result<Engine, Error> {
+        let compiled = self.compile()?;
+        Ok(self.build(compiled, Arc::new(backend)))
+    }
+
     /// Opens `db`: a PostgreSQL URL (see [`postgres`](Self::postgres)) or a
     /// redb file path (see [`open`](Self::open)).
     pub fn open_any(self, db: &str) -> Result<Engine, Error> {
-        if crate::storage::postgres::is_url(db) {
+        if is_url(db) {
             self.postgres(db)
         } else {
             self.open(db)
@@ -210,7 +155,8 @@ impl EngineBuilder {
     /// limits apply as to a file.
     pub fn redb_storage(self, storage: impl redb::StorageBackend) -> Result<Engine, Error> {
         let compiled = self.compile()?;
-        let backend = RedbBackend::on_storage(storage, self.durability, self.group())?;
+        let backend =
+            RedbBackend::on_storage(storage, self.durability, self.group()).map_err(Error::from)?;
         Ok(self.build(compiled, Arc::new(backend)))
     }
 
@@ -221,7 +167,7 @@ impl EngineBuilder {
     /// A redb database that lives in memory and is gone with the engine.
     pub fn in_memory(self) -> Result<Engine, Error> {
         let compiled = self.compile()?;
-        let backend = RedbBackend::in_memory(self.durability, self.group())?;
+        let backend = RedbBackend::in_memory(self.durability, self.group()).map_err(Error::from)?;
         Ok(self.build(compiled, Arc::new(backend)))
     }
 
@@ -244,15 +190,6 @@ impl EngineBuilder {
             }),
         }
     }
-}
-
-pub(crate) struct Shared {
-    pub(crate) compiled: Arc<Compiled>,
-    pub(crate) backend: Arc<dyn Backend>,
-    pub(crate) limits: Limits,
-    pub(crate) durability: Durability,
-    /// Calls run again after a serialization conflict.
-    pub(crate) retries: AtomicU64,
 }
 
 /// A Leasehold engine over one database. Cheap to clone; share it between
@@ -290,8 +227,8 @@ impl Engine {
     /// A handle on one tenant: every call through it sees only that
     /// tenant's keys.
     pub fn tenant(&self, name: &str) -> Result<Tenant, Error> {
-        storage::check_tenant(name)?;
-        Ok(Tenant::new(self.clone(), name.to_owned()))
+        check_tenant(name)?;
+        Ok(Tenant::new(self.shared.clone(), name.to_owned()))
     }
 
     /// An engine that runs another component over this engine's database,
@@ -339,7 +276,8 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::storage::{Mode, Txn};
+    use crate::storage::backend::{Mode, Txn};
+    use crate::storage::error::StorageError;
     use leasehold_guest::model::{OnExpiry, Priority, Task, TaskState};
     use leasehold_guest::schema;
 
@@ -353,7 +291,7 @@ mod tests {
             tenant: &str,
             mode: Mode,
             lock_wait: Duration,
-        ) -> Result<Box<dyn Txn>, Error> {
+        ) -> Result<Box<dyn Txn>, StorageError> {
             self.0.begin(tenant, mode, lock_wait)
         }
 
@@ -413,5 +351,119 @@ mod tests {
             assert_eq!(mark(&sole, &tenant).as_deref(), Some(&b"5/1"[..]));
             assert_eq!(mark(&shared, &tenant).as_deref(), Some(&b"5/64"[..]));
         }
+    }
+}
+
+#[cfg(test)]
+mod compiling {
+    use super::*;
+    use crate::compiled::TICK;
+    use crate::testing::ENGINE_TESTS;
+    use std::time::Instant;
+
+    /// Threads of this process that run a deadline clock.
+    fn clocks() -> usize {
+        std::fs::read_dir("/proc/self/task")
+            .map(|tasks| {
+                tasks
+                    .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+                    .filter(|name| name.starts_with("leasehold-dead"))
+                    .count()
+            })
+            .unwrap_or(0)
+    }
+
+    /// Sizes no other test uses, so this test's compilation is its own.
+    fn own_limits() -> Limits {
+        Limits {
+            memory_bytes: 48 << 20,
+            concurrent_calls: 3,
+            ..Limits::default()
+        }
+    }
+
+    #[test]
+    fn a_compiled_component_and_its_clock_go_when_the_last_engine_does() {
+        let _one_at_a_time = ENGINE_TESTS.lock().unwrap_or_else(|p| p.into_inner());
+        // No engine lives while the lock is held, but the clock of one that
+        // just went ends up to a tick later, and a new clock thread takes its
+        // name only once it runs: counts are awaited, never read once.
+        let settle = |want: usize| {
+            let waited = Instant::now();
+            while clocks() != want && waited.elapsed() < Duration::from_secs(2) {
+                std::thread::sleep(TICK);
+            }
+            clocks()
+        };
+        let before = settle(0);
+        let a = Engine::builder()
+            .limits(own_limits())
+            .in_memory()
+            .expect("engine");
+        let b = Engine::builder()
+            .limits(own_limits())
+            .in_memory()
+            .expect("engine");
+        assert!(
+            Arc::ptr_eq(&a.shared.compiled, &b.shared.compiled),
+            "the same bytes and sizes compile once"
+        );
+        assert_eq!(settle(before + 1), before + 1);
+        let compiled = Arc::downgrade(&a.shared.compiled);
+        drop((a, b));
+        assert!(compiled.upgrade().is_none(), "the cache kept the component");
+        let waited = Instant::now();
+        while clocks() > before && waited.elapsed() < Duration::from_secs(2) {
+            std::thread::sleep(TICK);
+        }
+        assert_eq!(clocks(), before, "the deadline clock outlived its engines");
+    }
+
+    #[test]
+    fn components_that_differ_in_any_byte_never_share_a_compilation() {
+        // Serialised with the test above, which counts clocks.
+        let _one_at_a_time = ENGINE_TESTS.lock().unwrap_or_else(|p| p.into_inner());
+        // The same component with a custom section appended: valid, and
+        // different bytes.
+        let mut other = GUEST_COMPONENT.to_vec();
+        other.extend_from_slice(&[0, 5, 4, b'n', b'o', b't', b'e']);
+        let limits = Limits {
+            concurrent_calls: 5,
+            ..own_limits()
+        };
+        let a = Engine::builder()
+            .limits(limits)
+            .in_memory()
+            .expect("engine");
+        let b = Engine::builder()
+            .limits(limits)
+            .component(other)
+            .in_memory()
+            .expect("engine");
+        assert!(!Arc::ptr_eq(&a.shared.compiled, &b.shared.compiled));
+    }
+
+    #[test]
+    fn a_read_only_engine_refuses_a_writing_verb_and_changes_nothing() {
+        let _counted = crate::testing::ENGINE_TESTS
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("db.redb");
+        drop(Engine::open(&path).expect("created"));
+        let before = std::fs::read(&path).expect("read");
+        let engine = Engine::builder()
+            .read_only()
+            .open(&path)
+            .expect("read-only engine");
+        let t = engine.tenant("acme").expect("tenant");
+        assert_eq!(t.open_count().expect("a reading verb"), 0);
+        let r = t.escalate("t1");
+        assert!(
+            matches!(r, Err(Error::ReadOnly { verb: "escalate" })),
+            "{r:?}"
+        );
+        drop((t, engine));
+        assert_eq!(std::fs::read(&path).expect("read"), before);
     }
 }

@@ -1,11 +1,19 @@
-//! The host's one error type. It keeps apart what calls for different
-//! responses: the engine refusing (a claim ladder rung, not found), bad input,
-//! damaged data, failed storage, and a guest that broke the sandbox.
+//! The host's public error: what a call answers when it does not succeed.
+//! It keeps apart what calls for different responses: the engine refusing
+//! (a claim ladder rung, not found), bad input, damaged data, failed
+//! storage, and a guest that broke the sandbox. It owns the one mapping
+//! from the storage boundary's [`StorageError`] into it; it must never be
+//! what a backend answers, so a backend never has to speak of verbs,
+//! tenants or the sandbox.
 
 use std::time::Duration;
 
 use leasehold_guest::model::ClaimError;
 pub use leasehold_guest::model::{StoreError, TaskState};
+
+use crate::storage::error::{BoxError, GroupFailure, StorageError};
+use crate::storage::file::OpenError;
+use crate::storage::tenant_name::InvalidTenant;
 
 /// Why a claim, take-over, release, renewal or holder-checked settlement did
 /// not happen. Each variant calls for a different response: `NotFound` means
@@ -114,11 +122,11 @@ pub enum Error {
     Sandbox(SandboxError),
     /// The database underneath failed.
     #[error("storage: {0}")]
-    Storage(#[source] Box<dyn std::error::Error + Send + Sync>),
+    Storage(#[source] BoxError),
     /// The database file could not be opened: busy, missing, empty, not a
     /// database, or refused by the file system.
     #[error(transparent)]
-    Open(#[from] crate::storage::file::OpenError),
+    Open(#[from] OpenError),
     /// A call waited this long for its turn and gave up: on redb a writing
     /// call, for the writer ahead of it; on PostgreSQL any call, for a free
     /// connection of the pool. Nothing was done; try again.
@@ -131,7 +139,7 @@ pub enum Error {
     Conflict {
         attempts: u32,
         #[source]
-        source: Box<dyn std::error::Error + Send + Sync>,
+        source: BoxError,
     },
     /// The call's commit was sent, but its answer never came back: it may
     /// have landed or not. Not retryable as it is: re-read, since every verb
@@ -139,14 +147,14 @@ pub enum Error {
     #[error("the outcome of the call's commit is unknown: {source}")]
     OutcomeUnknown {
         #[source]
-        source: Box<dyn std::error::Error + Send + Sync>,
+        source: BoxError,
     },
     /// The commit this call shared with other calls (redb's group commit)
     /// did not happen, and the call's answer, whatever it was, rested on it.
     /// Every call of the group gets the same failure. Retryable when the
     /// group was aborted ([`GroupFailure::nothing_committed`]).
     #[error("{0}")]
-    GroupFailed(#[source] crate::storage::GroupFailure),
+    GroupFailed(#[source] GroupFailure),
     /// A writing verb was called on an engine opened read-only.
     #[error("the database is open read-only, and {verb} writes")]
     ReadOnly { verb: &'static str },
@@ -160,7 +168,7 @@ pub enum Error {
     Setup {
         what: String,
         #[source]
-        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+        source: Option<BoxError>,
     },
 }
 
@@ -174,10 +182,7 @@ impl Error {
     }
 
     /// A setup failure caused by `source`.
-    pub(crate) fn setup_from(
-        what: impl Into<String>,
-        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
-    ) -> Error {
+    pub(crate) fn setup_from(what: impl Into<String>, source: impl Into<BoxError>) -> Error {
         Error::Setup {
             what: what.into(),
             source: Some(source.into()),
@@ -233,8 +238,32 @@ impl From<StoreError> for Error {
     }
 }
 
-impl From<redb::Error> for Error {
-    fn from(e: redb::Error) -> Self {
-        Error::Storage(Box::new(e))
+impl From<InvalidTenant> for Error {
+    fn from(e: InvalidTenant) -> Self {
+        Error::Tenant {
+            name: e.name,
+            why: e.why,
+        }
+    }
+}
+
+/// What a storage failure means to a caller. A backend's own error stays
+/// the source, so a caller can still ask it (a [`PgError`](crate::PgError),
+/// say) what happened.
+impl From<StorageError> for Error {
+    fn from(e: StorageError) -> Self {
+        match e {
+            StorageError::Unavailable(source)
+            | StorageError::Corrupt(source)
+            | StorageError::Other(source) => Error::Storage(source),
+            StorageError::Busy(waited) => Error::LockTimeout(waited),
+            StorageError::Conflict(source) => Error::Conflict {
+                attempts: 1,
+                source,
+            },
+            StorageError::OutcomeUnknown(source) => Error::OutcomeUnknown { source },
+            StorageError::GroupFailed(failure) => Error::GroupFailed(failure),
+            StorageError::ReadOnly => Error::ReadOnly { verb: "this call" },
+        }
     }
 }

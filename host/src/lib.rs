@@ -22,25 +22,35 @@
 mod bindings;
 mod call;
 mod compiled;
+mod config;
+mod ctx;
 mod engine;
 mod error;
+#[cfg(test)]
+mod layering;
 #[cfg(feature = "native")]
 pub mod native;
-mod storage;
+mod runtime;
+pub mod storage;
 mod tenant;
+#[cfg(test)]
+mod testing;
+#[cfg(feature = "testkit")]
+pub mod testkit;
 mod verbs;
 mod view;
 
-pub use engine::{Durability, Engine, EngineBuilder, GUEST_COMPONENT, Limits};
+pub use config::{Durability, Limits};
+pub use engine::{Engine, EngineBuilder, GUEST_COMPONENT};
 pub use error::{Error, Refusal, SandboxError};
 pub use leasehold_guest::model::{
     ArmOutcome, Discrepancy, Lease, OnExpiry, Page, Phase, Priority, QueueQuery, SealOutcome,
     Settlement, StoreError, Task, TaskState, Timer, Timestamp,
 };
-pub use storage::file::{OpenError, repair};
+pub use storage::file::{KV_TABLE_NAME, OpenError, repair};
 pub use storage::postgres::{
     DEFAULT_POOL_SIZE, PG_TABLE, PgError, SCHEMA_VERSION, SslMode, TlsError, WAIT_GRACE, is_url,
 };
-pub use storage::redb::{KV_TABLE_NAME, tenant_prefix};
+pub use storage::redb::tenant_prefix;
 pub use storage::{CommitHung, CommitStats, GroupFailure, MAX_TENANT_BYTES};
 pub use tenant::Tenant;

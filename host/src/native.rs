@@ -12,11 +12,13 @@ use std::time::Duration;
 
 use leasehold_guest::kv::{self, Entry, Kv, KvError, Snapshot};
 
-use crate::engine::Durability;
+use crate::config::{Durability, Limits};
 use crate::error::Error;
+use crate::storage::backend::{Backend, Mode, Txn};
+use crate::storage::error::StorageError;
 use crate::storage::file::Access;
 use crate::storage::redb::{GroupCommit, RedbBackend};
-use crate::storage::{Backend, Mode, Txn, check_tenant};
+use crate::storage::tenant_name::check_tenant;
 
 /// A database run by the native build of the rules.
 #[derive(Clone)]
@@ -38,7 +40,7 @@ impl NativeEngine {
                 durability,
                 Access::Write,
                 Duration::ZERO,
-                GroupCommit::new(true, &crate::Limits::default()),
+                GroupCommit::new(true, &Limits::default()),
             )?),
         })
     }
@@ -65,7 +67,7 @@ struct TxnSnapshot<'a> {
     concurrent_writers: bool,
 }
 
-fn kv_error(e: Error) -> KvError {
+fn kv_error(e: StorageError) -> KvError {
     KvError::Storage(e.to_string())
 }
 

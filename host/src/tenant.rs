@@ -17,16 +17,31 @@ use leasehold_guest::model::{
     StoreError, Task, TaskState, Timer, Timestamp,
 };
 
+use std::sync::Arc;
+
+use wasmtime::Store;
+
 use crate::bindings::{WitQueueQuery, wit};
-use crate::engine::Engine;
+use crate::call::call;
+use crate::ctx::{CallCtx, Export};
 use crate::error::{Error, SandboxError};
+use crate::runtime::Shared;
 use crate::verbs::Verb;
 
-/// One tenant of an [`Engine`]. Cheap to clone; share it between threads.
-#[derive(Clone, Debug)]
+/// One tenant of an [`Engine`](crate::Engine). Cheap to clone; share it
+/// between threads.
+#[derive(Clone)]
 pub struct Tenant {
-    engine: Engine,
+    shared: Arc<Shared>,
     name: String,
+}
+
+impl std::fmt::Debug for Tenant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tenant")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
 }
 
 fn strings(list: &[&str]) -> Vec<String> {
@@ -114,8 +129,18 @@ fn wit_query(query: &QueueQuery) -> WitQueueQuery {
 }
 
 impl Tenant {
-    pub(crate) fn new(engine: Engine, name: String) -> Self {
-        Tenant { engine, name }
+    pub(crate) fn new(shared: Arc<Shared>, name: String) -> Self {
+        Tenant { shared, name }
+    }
+
+    /// One call of `verb` on this tenant (see [`crate::call`]).
+    fn call<R, T>(
+        &self,
+        verb: Verb,
+        f: impl Fn(&Export, &mut Store<CallCtx>) -> wasmtime::Result<R>,
+        check: impl Fn(R) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        call(&self.shared, &self.name, verb, f, check)
     }
 
     pub fn name(&self) -> &str {
@@ -125,8 +150,7 @@ impl Tenant {
     /// Creates a task; first open wins (see the contract).
     pub fn open(&self, task: &Task) -> Result<Task, Error> {
         let t = wit::Task::from(task.clone());
-        self.engine.call(
-            self,
+        self.call(
             Verb::Open,
             |x, s| x.call(s, (&t,)),
             |a: StoreAnswer<wit::Task>| same_task(store(a)?, &task.id),
@@ -134,8 +158,7 @@ impl Tenant {
     }
 
     pub fn get(&self, id: &str) -> Result<Option<Task>, Error> {
-        self.engine.call(
-            self,
+        self.call(
             Verb::Get,
             |x, s| x.call(s, (id,)),
             |a: StoreAnswer<Option<wit::Task>>| store(a)?.map(|t| same_task(t, id)).transpose(),
@@ -153,8 +176,7 @@ impl Tenant {
     ) -> Result<Task, Error> {
         let roles = strings(roles);
         let lease = lease.map(wit::Lease::from);
-        self.engine.call(
-            self,
+        self.call(
             Verb::Claim,
             |x, s| x.call(s, (id, actor, roles.as_slice(), lease)),
             |a: ClaimAnswer<wit::Task>| held_task(claim(a)?, id, actor),
@@ -162,12 +184,7 @@ impl Tenant {
     }
 
     pub fn release(&self, id: &str, actor: &str) -> Result<(), Error> {
-        self.engine.call(
-            self,
-            Verb::Release,
-            |x, s| x.call(s, (id, actor)),
-            claim::<()>,
-        )
+        self.call(Verb::Release, |x, s| x.call(s, (id, actor)), claim::<()>)
     }
 
     /// Moves a claim from `from` to `actor`, who holds it under `lease` or,
@@ -182,8 +199,7 @@ impl Tenant {
     ) -> Result<Task, Error> {
         let roles = strings(roles);
         let lease = lease.map(wit::Lease::from);
-        self.engine.call(
-            self,
+        self.call(
             Verb::TakeOver,
             |x, s| x.call(s, (id, from, actor, roles.as_slice(), lease)),
             |a: ClaimAnswer<wit::Task>| held_task(claim(a)?, id, actor),
@@ -198,8 +214,7 @@ impl Tenant {
         now: Timestamp,
         lease_ms: u32,
     ) -> Result<Task, Error> {
-        self.engine.call(
-            self,
+        self.call(
             Verb::Renew,
             |x, s| x.call(s, (id, actor, now, lease_ms)),
             |a: ClaimAnswer<wit::Task>| held_task(claim(a)?, id, actor),
@@ -209,8 +224,7 @@ impl Tenant {
     /// Returns up to `limit` tasks whose lease ended at or before `now` to
     /// the queue, answering them as they now stand.
     pub fn reclaim_lapsed(&self, now: Timestamp, limit: u32) -> Result<Vec<Task>, Error> {
-        self.engine.call(
-            self,
+        self.call(
             Verb::ReclaimLapsed,
             |x, s| x.call(s, (now, limit)),
             |a: StoreAnswer<Vec<wit::Task>>| {
@@ -242,8 +256,7 @@ impl Tenant {
     ) -> Result<Option<Task>, Error> {
         let q = wit_query(query);
         let lease = lease.map(wit::Lease::from);
-        self.engine.call(
-            self,
+        self.call(
             Verb::ClaimNext,
             |x, s| x.call(s, (&q, lease)),
             |a: StoreAnswer<Option<wit::Task>>| match store(a)? {
@@ -268,8 +281,7 @@ impl Tenant {
         holder: Option<&str>,
     ) -> Result<bool, Error> {
         let settlement = wit::Settlement::from(settlement);
-        self.engine.call(
-            self,
+        self.call(
             Verb::Settle,
             |x, s| x.call(s, (id, settlement, holder)),
             claim::<bool>,
@@ -278,8 +290,7 @@ impl Tenant {
 
     pub fn withdraw_run(&self, run: &str, awaited: &[&str]) -> Result<u32, Error> {
         let awaited = strings(awaited);
-        self.engine.call(
-            self,
+        self.call(
             Verb::WithdrawRun,
             |x, s| x.call(s, (run, awaited.as_slice())),
             |a: StoreAnswer<u32>| {
@@ -296,8 +307,7 @@ impl Tenant {
     }
 
     pub fn escalate(&self, id: &str) -> Result<Task, Error> {
-        self.engine.call(
-            self,
+        self.call(
             Verb::Escalate,
             |x, s| x.call(s, (id,)),
             |a: StoreAnswer<wit::Task>| same_task(store(a)?, id),
@@ -306,8 +316,7 @@ impl Tenant {
 
     pub fn queue(&self, query: &QueueQuery) -> Result<Page, Error> {
         let q = wit_query(query);
-        self.engine.call(
-            self,
+        self.call(
             Verb::Queue,
             |x, s| x.call(s, (&q,)),
             |a: StoreAnswer<wit::Page>| page(store(a)?, query.limit, "queue"),
@@ -315,8 +324,7 @@ impl Tenant {
     }
 
     pub fn for_case(&self, case: &str, limit: u32, after: Option<&str>) -> Result<Page, Error> {
-        self.engine.call(
-            self,
+        self.call(
             Verb::ForCase,
             |x, s| x.call(s, (case, limit, after)),
             |a: StoreAnswer<wit::Page>| page(store(a)?, limit, "for-case"),
@@ -325,20 +333,17 @@ impl Tenant {
 
     /// Pending tasks (claimed ones count). One counter read.
     pub fn open_count(&self) -> Result<u64, Error> {
-        self.engine
-            .call(self, Verb::OpenCount, |x, s| x.call(s, ()), store::<u64>)
+        self.call(Verb::OpenCount, |x, s| x.call(s, ()), store::<u64>)
     }
 
     /// Tasks claimed under a lease, lapsed or not. One counter read.
     pub fn leased_count(&self) -> Result<u64, Error> {
-        self.engine
-            .call(self, Verb::LeasedCount, |x, s| x.call(s, ()), store::<u64>)
+        self.call(Verb::LeasedCount, |x, s| x.call(s, ()), store::<u64>)
     }
 
     /// The earliest lease end among leased claims.
     pub fn next_lease_end(&self) -> Result<Option<Timestamp>, Error> {
-        self.engine.call(
-            self,
+        self.call(
             Verb::NextLeaseEnd,
             |x, s| x.call(s, ()),
             store::<Option<Timestamp>>,
@@ -346,8 +351,7 @@ impl Tenant {
     }
 
     pub fn overdue(&self, now: Timestamp, limit: u32) -> Result<Vec<Task>, Error> {
-        self.engine.call(
-            self,
+        self.call(
             Verb::Overdue,
             |x, s| x.call(s, (now, limit)),
             |a: StoreAnswer<Vec<wit::Task>>| {
@@ -359,8 +363,7 @@ impl Tenant {
 
     pub fn arm(&self, timer: &Timer) -> Result<ArmOutcome, Error> {
         let t = wit::Timer::from(timer.clone());
-        self.engine.call(
-            self,
+        self.call(
             Verb::Arm,
             |x, s| x.call(s, (&t,)),
             |a: StoreAnswer<wit::ArmOutcome>| Ok(store(a)?.into()),
@@ -374,8 +377,7 @@ impl Tenant {
         limit: u32,
         lease_ms: u32,
     ) -> Result<Vec<Timer>, Error> {
-        self.engine.call(
-            self,
+        self.call(
             Verb::ClaimDue,
             |x, s| x.call(s, (now, limit, lease_ms)),
             |a: StoreAnswer<Vec<wit::Timer>>| {
@@ -400,32 +402,20 @@ impl Tenant {
     }
 
     pub fn disarm(&self, run: &str, effect: &str) -> Result<bool, Error> {
-        self.engine.call(
-            self,
-            Verb::Disarm,
-            |x, s| x.call(s, (run, effect)),
-            store::<bool>,
-        )
+        self.call(Verb::Disarm, |x, s| x.call(s, (run, effect)), store::<bool>)
     }
 
     pub fn disarm_run(&self, run: &str) -> Result<u32, Error> {
-        self.engine.call(
-            self,
-            Verb::DisarmRun,
-            |x, s| x.call(s, (run,)),
-            store::<u32>,
-        )
+        self.call(Verb::DisarmRun, |x, s| x.call(s, (run,)), store::<u32>)
     }
 
     /// Armed timers. One counter read.
     pub fn pending_count(&self) -> Result<u64, Error> {
-        self.engine
-            .call(self, Verb::PendingCount, |x, s| x.call(s, ()), store::<u64>)
+        self.call(Verb::PendingCount, |x, s| x.call(s, ()), store::<u64>)
     }
 
     pub fn next_due(&self) -> Result<Option<Timestamp>, Error> {
-        self.engine.call(
-            self,
+        self.call(
             Verb::NextDue,
             |x, s| x.call(s, ()),
             store::<Option<Timestamp>>,
@@ -434,8 +424,7 @@ impl Tenant {
 
     pub fn seal(&self, run: &str, awaited: &[&str]) -> Result<SealOutcome, Error> {
         let awaited = strings(awaited);
-        self.engine.call(
-            self,
+        self.call(
             Verb::Seal,
             |x, s| x.call(s, (run, awaited.as_slice())),
             |a: StoreAnswer<wit::SealOutcome>| Ok(store(a)?.into()),
@@ -443,19 +432,13 @@ impl Tenant {
     }
 
     pub fn is_sealed(&self, run: &str) -> Result<bool, Error> {
-        self.engine.call(
-            self,
-            Verb::IsSealed,
-            |x, s| x.call(s, (run,)),
-            store::<bool>,
-        )
+        self.call(Verb::IsSealed, |x, s| x.call(s, (run,)), store::<bool>)
     }
 
     /// The consistency check: every discrepancy between this tenant's rows
     /// and its indexes and counters. Empty means consistent.
     pub fn check(&self) -> Result<Vec<Discrepancy>, Error> {
-        self.engine.call(
-            self,
+        self.call(
             Verb::Check,
             |x, s| x.call(s, ()),
             |a: StoreAnswer<Vec<wit::Discrepancy>>| {

@@ -4,7 +4,7 @@
 //! by a string looked up at call time, and a writing verb cannot be run on a
 //! read snapshot.
 
-use crate::storage::Mode;
+use crate::storage::backend::Mode;
 
 /// The WIT package every interface below belongs to.
 pub(crate) const PACKAGE: &str = "leasehold:engine";

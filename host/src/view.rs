@@ -8,9 +8,10 @@
 //! commit: the recorded error is the call's outcome.
 
 use crate::bindings::kv;
-use crate::engine::Limits;
+use crate::config::Limits;
 use crate::error::{Error, SandboxError};
-use crate::storage::{Mode, Txn, Write};
+use crate::storage::backend::{Mode, Txn, Write};
+use crate::storage::error::StorageError;
 
 /// One call's view of storage.
 pub(crate) struct KvView {
@@ -100,8 +101,8 @@ impl KvView {
         }
     }
 
-    fn stored<T>(&mut self, r: Result<T, Error>) -> wasmtime::Result<T> {
-        r.map_err(|e| self.trap(e))
+    fn stored<T>(&mut self, r: Result<T, StorageError>) -> wasmtime::Result<T> {
+        r.map_err(|e| self.trap(Error::from(e)))
     }
 }
 

@@ -6,6 +6,7 @@
 
 mod component;
 mod concurrency;
+mod conformance;
 mod consistency;
 mod crash;
 mod isolation;
@@ -17,7 +18,6 @@ mod queue;
 mod redb_files;
 mod runs;
 mod sandbox;
-mod scenarios;
 mod smoke;
 mod soak;
 mod tasks;

@@ -17,11 +17,11 @@
 //! once: no batching window.
 //!
 //! The bounds:
-//! - a wait for the turn ends within `lock_wait` ([`Error::LockTimeout`]);
+//! - a wait for the turn ends within `lock_wait` ([`StorageError::Busy`]);
 //! - a group takes at most `calls` calls and closes at the first call that
 //!   finishes after it is `age` old, so a member waits for at most the
 //!   group's age cap, one call, and the commit; past `outcome_wait` it stops
-//!   waiting and answers [`Error::OutcomeUnknown`], which only a commit that
+//!   waiting and answers [`StorageError::OutcomeUnknown`], which only a commit that
 //!   hangs in the file system can cause;
 //! - a batch that fails to apply closes its group at once, and the group is
 //!   aborted: it takes no further call, and every member gets the failure;
@@ -39,9 +39,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use crate::error::Error;
-
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
+use crate::storage::commit::{CommitStats, Pending};
+use crate::storage::error::{BoxError, CommitHung, GroupFailure, StorageError};
 
 /// The transaction a group shares: redb's, or a test's.
 pub(crate) trait GroupTxn: Send + 'static {
@@ -73,39 +72,6 @@ pub(crate) struct Bounds {
     pub(crate) outcome_wait: Duration,
 }
 
-/// Why a group did not commit, shared by every call of the group.
-#[derive(Debug, Clone, thiserror::Error)]
-#[non_exhaustive]
-pub enum GroupFailure {
-    /// The database refused the commit. redb then takes no further write
-    /// until the file is opened again, and what reached the disk is for its
-    /// recovery to decide.
-    #[error("the commit this call shared with others failed")]
-    Commit(#[source] Arc<dyn std::error::Error + Send + Sync>),
-    /// A call of the group could not apply its batch; the group was aborted
-    /// and nothing of it was committed.
-    #[error("a call of this call's group failed to apply its writes; the group was aborted")]
-    Apply(#[source] Arc<dyn std::error::Error + Send + Sync>),
-    /// The call that was to commit the group panicked or was dropped first;
-    /// the group was aborted and nothing of it was committed.
-    #[error(
-        "the call that was to commit this call's group stopped before it did; the group was aborted"
-    )]
-    Abandoned,
-}
-
-impl GroupFailure {
-    /// Whether the group was aborted, so that nothing of it was written.
-    pub fn nothing_committed(&self) -> bool {
-        !matches!(self, GroupFailure::Commit(_))
-    }
-}
-
-/// A member stopped waiting for its group's commit, which was still going.
-#[derive(Debug, thiserror::Error)]
-#[error("the commit this call shared with others had not finished after {0:?}")]
-pub struct CommitHung(pub Duration);
-
 type Outcome = Result<(), GroupFailure>;
 
 /// A group's members still waiting for its commit, and its outcome once known.
@@ -132,27 +98,6 @@ struct State<T> {
     taken: u64,
     members: HashMap<u64, Members>,
     stats: CommitStats,
-}
-
-/// What group commit has done on one database so far: how many durable
-/// commits it made, how many write calls they covered, and how long they
-/// took. `calls / commits` is the mean group size.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct CommitStats {
-    /// Commits that made writes durable (or, under `Durability::None`,
-    /// visible).
-    pub commits: u64,
-    /// Write calls those commits covered, including calls of a group that
-    /// wrote nothing or failed: they shared its turn.
-    pub calls: u64,
-    /// Time spent inside those commits, fsync included.
-    pub committing: Duration,
-    /// The most calls any one group took, committed or not.
-    pub largest: u64,
-    /// Groups that ended without committing because a batch failed to
-    /// apply, the commit failed, or the closer stopped first.
-    pub failed: u64,
 }
 
 /// The writer of one redb database.
@@ -209,8 +154,8 @@ impl<T: GroupTxn> Writer<T> {
     pub(crate) fn enter(
         writer: &Arc<Writer<T>>,
         wait: Duration,
-        begin: impl FnOnce() -> Result<T, Error>,
-    ) -> Result<Turn<T>, Error> {
+        begin: impl FnOnce() -> Result<T, StorageError>,
+    ) -> Result<Turn<T>, StorageError> {
         let deadline = Instant::now() + wait;
         let mut s = writer.lock();
         s.waiting += 1;
@@ -218,7 +163,7 @@ impl<T: GroupTxn> Writer<T> {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 s.waiting -= 1;
-                return Err(Error::LockTimeout(wait));
+                return Err(StorageError::Busy(wait));
             }
             s = writer
                 .turn
@@ -275,13 +220,13 @@ impl<T: GroupTxn> Writer<T> {
 
     /// Waits for the commit of `group`, of which the caller is a member, at
     /// most `outcome_wait`.
-    fn outcome_of(&self, group: u64) -> Result<(), Error> {
+    fn outcome_of(&self, group: u64) -> Result<(), StorageError> {
         let deadline = Instant::now() + self.bounds.outcome_wait;
         let mut s = self.lock();
         loop {
             let Some(entry) = s.members.get_mut(&group) else {
                 // Only a member's own leaving removes its entry.
-                return Err(Error::setup("a member's group was forgotten"));
+                return Err(StorageError::other("a member's group was forgotten"));
             };
             let outcome = entry.outcome.clone();
             let left = deadline.saturating_duration_since(Instant::now());
@@ -291,10 +236,10 @@ impl<T: GroupTxn> Writer<T> {
                     s.members.remove(&group);
                 }
                 return match outcome {
-                    Some(outcome) => outcome.map_err(Error::GroupFailed),
-                    None => Err(Error::OutcomeUnknown {
-                        source: Box::new(CommitHung(self.bounds.outcome_wait)),
-                    }),
+                    Some(outcome) => outcome.map_err(StorageError::GroupFailed),
+                    None => Err(StorageError::OutcomeUnknown(Box::new(CommitHung(
+                        self.bounds.outcome_wait,
+                    )))),
                 };
             }
             s = self
@@ -346,12 +291,12 @@ impl<T: GroupTxn> Turn<T> {
             // is aborted now, before another call runs on it.
             let failure = GroupFailure::Apply(Arc::from(e));
             let closing = close_group(&writer, s, txn, group, Some(failure));
-            return Pending::closer(closing);
+            return closer(closing);
         }
         s.dirty |= wrote;
         if writer.must_close(&s) {
             let closing = close_group(&writer, s, txn, group, None);
-            return Pending::closer(closing);
+            return closer(closing);
         }
         // A call that wrote nothing may still have read what earlier calls
         // of the group wrote: its answer waits for their commit too.
@@ -369,7 +314,7 @@ impl<T: GroupTxn> Turn<T> {
             group,
             asked: false,
         };
-        Pending(Some(Box::new(move || member.wait())))
+        Pending::waiting(move || member.wait())
     }
 }
 
@@ -398,34 +343,8 @@ impl<T: GroupTxn> Drop for Turn<T> {
     }
 }
 
-/// A call's commit, which may still be becoming durable.
-pub struct Pending(Option<Box<dyn FnOnce() -> Result<(), Error> + Send>>);
-
-impl std::fmt::Debug for Pending {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Pending")
-            .field("waits", &self.0.is_some())
-            .finish()
-    }
-}
-
-impl Pending {
-    /// Nothing to wait for.
-    pub fn done() -> Pending {
-        Pending(None)
-    }
-
-    fn closer<T: GroupTxn>(closing: Closing<T>) -> Pending {
-        Pending(Some(Box::new(move || closing.finish())))
-    }
-
-    /// Waits until the commit is settled, and answers how it went.
-    pub fn wait(self) -> Result<(), Error> {
-        match self.0 {
-            Some(wait) => wait(),
-            None => Ok(()),
-        }
-    }
+fn closer<T: GroupTxn>(closing: Closing<T>) -> Pending {
+    Pending::waiting(move || closing.finish())
 }
 
 /// A call waiting for its group's commit. Dropped without asking, it leaves
@@ -437,7 +356,7 @@ struct Member<T: GroupTxn> {
 }
 
 impl<T: GroupTxn> Member<T> {
-    fn wait(mut self) -> Result<(), Error> {
+    fn wait(mut self) -> Result<(), StorageError> {
         self.asked = true;
         self.writer.outcome_of(self.group)
     }
@@ -495,7 +414,7 @@ fn close_group<T: GroupTxn>(
 impl<T: GroupTxn> Closing<T> {
     /// Commits the group (or aborts it, when nothing was written or a batch
     /// failed to apply) and tells its waiting calls how it went.
-    fn finish(mut self) -> Result<(), Error> {
+    fn finish(mut self) -> Result<(), StorageError> {
         let mut took = None;
         let outcome: Outcome = match (self.txn.take(), self.failure.take()) {
             (None, None) => Ok(()),
@@ -517,7 +436,7 @@ impl<T: GroupTxn> Closing<T> {
             }
         };
         self.tell(outcome.clone(), took);
-        outcome.map_err(Error::GroupFailed)
+        outcome.map_err(StorageError::GroupFailed)
     }
 
     fn tell(&mut self, outcome: Outcome, took: Option<Duration>) {

@@ -11,21 +11,18 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use redb::{ReadableDatabase, ReadableTable, TableDefinition};
+use redb::{ReadableDatabase, ReadableTable};
 
-use super::file::{self, Access, Db};
-use super::group::{Bounds, Turn, Writer};
-use super::{Backend, CommitStats, Entry, Mode, Pending, Txn, Write, check_tenant};
-use crate::engine::Durability;
-use crate::error::Error;
-
-/// The name of the one redb table: tenant-prefixed guest keys to guest values.
-pub const KV_TABLE_NAME: &str = "leasehold-kv";
-
-pub(crate) const KV_TABLE: TableDefinition<&[u8], &[u8]> = TableDefinition::new(KV_TABLE_NAME);
+use crate::config::{Durability, Limits};
+use crate::storage::backend::{Backend, Entry, Mode, Txn, Write};
+use crate::storage::commit::{CommitStats, Pending};
+use crate::storage::error::StorageError;
+use crate::storage::file::{self, Access, Db, KV_TABLE, OpenError, redb_error as storage};
+use crate::storage::group::{Bounds, Turn, Writer};
+use crate::storage::tenant_name::{InvalidTenant, check_tenant};
 
 /// Answers the key prefix of a tenant: every key of the tenant starts with it.
-pub fn tenant_prefix(name: &str) -> Result<Vec<u8>, Error> {
+pub fn tenant_prefix(name: &str) -> Result<Vec<u8>, InvalidTenant> {
     check_tenant(name)?;
     let mut prefix = Vec::with_capacity(name.len() + 1);
     prefix.push(name.len() as u8);
@@ -61,7 +58,7 @@ impl RedbBackend {
         access: Access,
         file_wait: Duration,
         group: GroupCommit,
-    ) -> Result<Self, Error> {
+    ) -> Result<Self, OpenError> {
         Ok(Self::new(
             file::open(path, access, file_wait)?,
             durability,
@@ -70,7 +67,7 @@ impl RedbBackend {
     }
 
     /// A database that lives in memory and is gone with the backend.
-    pub fn in_memory(durability: Durability, group: GroupCommit) -> Result<Self, Error> {
+    pub fn in_memory(durability: Durability, group: GroupCommit) -> Result<Self, StorageError> {
         Ok(Self::new(file::in_memory()?, durability, group))
     }
 
@@ -81,7 +78,7 @@ impl RedbBackend {
         storage: impl redb::StorageBackend,
         durability: Durability,
         group: GroupCommit,
-    ) -> Result<Self, Error> {
+    ) -> Result<Self, StorageError> {
         Ok(Self::new(file::on_storage(storage)?, durability, group))
     }
 
@@ -92,10 +89,6 @@ impl RedbBackend {
             writer: Writer::new(group.on, group.bounds),
         }
     }
-}
-
-fn storage(e: impl Into<redb::Error>) -> Error {
-    Error::from(e.into())
 }
 
 impl Backend for RedbBackend {
@@ -112,8 +105,13 @@ impl Backend for RedbBackend {
         Some(self.writer.stats())
     }
 
-    fn begin(&self, tenant: &str, mode: Mode, lock_wait: Duration) -> Result<Box<dyn Txn>, Error> {
-        let prefix = tenant_prefix(tenant)?;
+    fn begin(
+        &self,
+        tenant: &str,
+        mode: Mode,
+        lock_wait: Duration,
+    ) -> Result<Box<dyn Txn>, StorageError> {
+        let prefix = tenant_prefix(tenant).map_err(|e| StorageError::Other(Box::new(e)))?;
         let end = prefix_end(&prefix);
         let keys = Keys { prefix, end };
         match mode {
@@ -130,7 +128,7 @@ impl Backend for RedbBackend {
             }
             Mode::Write => {
                 let Db::Write(db) = &self.db else {
-                    return Err(Error::ReadOnly { verb: "this call" });
+                    return Err(StorageError::ReadOnly);
                 };
                 let turn = Writer::enter(&self.writer, lock_wait, || {
                     let mut txn = db.begin_write().map_err(storage)?;
@@ -155,7 +153,7 @@ pub struct GroupCommit {
 
 impl GroupCommit {
     /// Group commit as `limits` bound it, or every call committing alone.
-    pub fn new(on: bool, limits: &crate::Limits) -> Self {
+    pub fn new(on: bool, limits: &Limits) -> Self {
         GroupCommit {
             on,
             bounds: Bounds {
@@ -199,7 +197,7 @@ fn get_in(
     table: &impl ReadableTable<&'static [u8], &'static [u8]>,
     keys: &Keys,
     key: &[u8],
-) -> Result<Option<Vec<u8>>, Error> {
+) -> Result<Option<Vec<u8>>, StorageError> {
     Ok(table
         .get(keys.full(key).as_slice())
         .map_err(storage)?
@@ -223,7 +221,7 @@ fn get_many_in(
     table: &impl ReadableTable<&'static [u8], &'static [u8]>,
     keys: &Keys,
     wanted: &[Vec<u8>],
-) -> Result<Vec<Option<Vec<u8>>>, Error> {
+) -> Result<Vec<Option<Vec<u8>>>, StorageError> {
     if wanted.len() < CURSOR_FROM {
         return wanted.iter().map(|k| get_in(table, keys, k)).collect();
     }
@@ -276,7 +274,7 @@ fn scan_in(
     limit: u32,
     reverse: bool,
     max_bytes: usize,
-) -> Result<(Vec<Entry>, bool), Error> {
+) -> Result<(Vec<Entry>, bool), StorageError> {
     let Some((start, end)) = keys.range(start, end) else {
         return Ok((Vec::new(), false));
     };
@@ -306,7 +304,7 @@ fn collect<'a>(
     limit: u32,
     max_bytes: usize,
     out: &mut Vec<Entry>,
-) -> Result<bool, Error> {
+) -> Result<bool, StorageError> {
     let mut bytes = 0usize;
     for item in it.take(limit as usize) {
         let (k, v) = item.map_err(storage)?;
@@ -326,11 +324,11 @@ struct ReadTxn {
 }
 
 impl Txn for ReadTxn {
-    fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+    fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
         get_in(&self.table, &self.keys, key)
     }
 
-    fn get_many(&mut self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>, Error> {
+    fn get_many(&mut self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>, StorageError> {
         get_many_in(&self.table, &self.keys, keys)
     }
 
@@ -341,7 +339,7 @@ impl Txn for ReadTxn {
         limit: u32,
         reverse: bool,
         max_bytes: usize,
-    ) -> Result<(Vec<Entry>, bool), Error> {
+    ) -> Result<(Vec<Entry>, bool), StorageError> {
         scan_in(
             &self.table,
             &self.keys,
@@ -353,11 +351,11 @@ impl Txn for ReadTxn {
         )
     }
 
-    fn commit(self: Box<Self>, batch: Vec<Write>) -> Result<Pending, Error> {
+    fn commit(self: Box<Self>, batch: Vec<Write>) -> Result<Pending, StorageError> {
         if batch.is_empty() {
             Ok(Pending::done())
         } else {
-            Err(Error::ReadOnly { verb: "this call" })
+            Err(StorageError::ReadOnly)
         }
     }
 }
@@ -368,12 +366,12 @@ struct WriteTxn {
 }
 
 impl Txn for WriteTxn {
-    fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+    fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
         let table = self.turn.txn().open_table(KV_TABLE).map_err(storage)?;
         get_in(&table, &self.keys, key)
     }
 
-    fn get_many(&mut self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>, Error> {
+    fn get_many(&mut self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>, StorageError> {
         let table = self.turn.txn().open_table(KV_TABLE).map_err(storage)?;
         get_many_in(&table, &self.keys, keys)
     }
@@ -385,12 +383,12 @@ impl Txn for WriteTxn {
         limit: u32,
         reverse: bool,
         max_bytes: usize,
-    ) -> Result<(Vec<Entry>, bool), Error> {
+    ) -> Result<(Vec<Entry>, bool), StorageError> {
         let table = self.turn.txn().open_table(KV_TABLE).map_err(storage)?;
         scan_in(&table, &self.keys, start, end, limit, reverse, max_bytes)
     }
 
-    fn commit(self: Box<Self>, batch: Vec<Write>) -> Result<Pending, Error> {
+    fn commit(self: Box<Self>, batch: Vec<Write>) -> Result<Pending, StorageError> {
         let WriteTxn { turn, keys } = *self;
         let wrote = !batch.is_empty();
         Ok(turn.commit(
@@ -482,7 +480,7 @@ mod tests {
     fn tenant_names_are_checked() {
         for bad in ["", "has space", "slash/", "é", &"x".repeat(65)] {
             assert!(
-                matches!(tenant_prefix(bad), Err(Error::Tenant { .. })),
+                matches!(tenant_prefix(bad), Err(InvalidTenant { .. })),
                 "{bad:?} accepted"
             );
         }

@@ -33,7 +33,7 @@ pub fn token(cli: &Cli, verb: &TokenCommand, out: &mut impl Write) -> Result<(),
         roles,
         scope: s,
     } = verb;
-    leasehold_host::tenant_prefix(&cli.tenant)?;
+    leasehold_host::tenant_prefix(&cli.tenant).map_err(leasehold_host::Error::from)?;
     let token = fresh_token()?;
     let principal = Principal {
         tenant: cli.tenant.clone(),

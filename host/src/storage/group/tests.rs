@@ -63,7 +63,7 @@ impl GroupTxn for Scripted {
     fn abort(self) {}
 }
 
-fn begin(store: &Arc<Store>) -> impl FnOnce() -> Result<Scripted, Error> + '_ {
+fn begin(store: &Arc<Store>) -> impl FnOnce() -> Result<Scripted, StorageError> + '_ {
     move || {
         let mut live = store.live.lock().expect("live");
         while *live {
@@ -124,9 +124,9 @@ fn queue_for_turn(
     rx
 }
 
-fn group_failure(r: Result<(), Error>) -> GroupFailure {
+fn group_failure(r: Result<(), StorageError>) -> GroupFailure {
     match r {
-        Err(Error::GroupFailed(f)) => f,
+        Err(StorageError::GroupFailed(f)) => f,
         other => panic!("expected the group's failure, got {other:?}"),
     }
 }
@@ -138,7 +138,7 @@ fn a_writer_waits_for_the_turn_a_bounded_time() {
     let held = Writer::enter(&writer, Duration::ZERO, begin(&store)).expect("free");
     let started = Instant::now();
     let again = Writer::enter(&writer, Duration::from_millis(30), begin(&store));
-    assert!(matches!(again, Err(Error::LockTimeout(_))));
+    assert!(matches!(again, Err(StorageError::Busy(_))));
     assert!(started.elapsed() >= Duration::from_millis(30));
     drop(held);
     assert!(Writer::enter(&writer, Duration::ZERO, begin(&store)).is_ok());
@@ -341,7 +341,7 @@ fn an_error_answer_in_a_clean_group_does_not_wait() {
     let second = queue_for_turn(&writer, &store);
     let refused = first.commit(put(99), false);
     assert!(
-        refused.0.is_none(),
+        refused.is_done(),
         "a refusal on clean state waits for nothing"
     );
     second
@@ -474,7 +474,7 @@ fn a_member_of_a_commit_that_hangs_is_told_the_outcome_is_unknown() {
     let closer = second.recv().expect("turn").commit(put(2), true);
     let closing = thread::spawn(move || closer.wait());
     let r = one.wait();
-    assert!(matches!(r, Err(Error::OutcomeUnknown { .. })), "{r:?}");
+    assert!(matches!(r, Err(StorageError::OutcomeUnknown(_))), "{r:?}");
     *store.hang.lock().expect("hang") = false;
     store.unhung.notify_all();
     closing

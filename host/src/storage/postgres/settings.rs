@@ -9,8 +9,13 @@ use std::time::Duration;
 
 use tokio_postgres::Config;
 
-use super::PgError;
-use super::tls::SslMode;
+use crate::storage::postgres::error::PgError;
+use crate::storage::postgres::tls::SslMode;
+
+/// Whether `text` names a PostgreSQL database rather than a file.
+pub fn is_url(text: &str) -> bool {
+    text.starts_with("postgres://") || text.starts_with("postgresql://")
+}
 
 /// How long logging in may take, TLS and authentication included, unless
 /// `connect_timeout` says otherwise.
@@ -49,7 +54,7 @@ pub struct Settings {
 
 impl Settings {
     pub fn parse(url: &str) -> Result<Settings, PgError> {
-        let (rest, own, seen) = if super::is_url(url) {
+        let (rest, own, seen) = if is_url(url) {
             split_url(url)
         } else {
             split_key_values(url)?

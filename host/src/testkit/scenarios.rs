@@ -1,77 +1,185 @@
-//! The scenario suite, `tests/scenarios/*.json`, through the Rust host on a
-//! fresh database of the run's backend. The JavaScript and Python hosts run the same files, so a
-//! host that answers differently fails the same step; the format is in
-//! `tests/scenarios/README.md`. This runner prints the SHA-256 of the
-//! component it ran, as the other two do.
+//! The scenario suite (`tests/scenarios/*.json`) through the component on
+//! any backend. The JavaScript and Python hosts run the same files, so a
+//! host or a backend that answers differently fails the same step; the
+//! format is in `tests/scenarios/README.md`. It owns reading and running a
+//! scenario; it must never change what a scenario expects, and never reach
+//! the backend except through the storage trait.
 
 use std::collections::BTreeMap;
-use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
 
-use leasehold_host::{
-    ArmOutcome, Durability, Engine, Error, Lease, QueueQuery, Refusal, Settlement, StoreError,
-    Task, Tenant, Timer,
-};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
-use leasehold_tests::TestDb;
+use crate::config::Limits;
+use crate::engine::{Engine, GUEST_COMPONENT};
+use crate::error::{Error, Refusal};
+use crate::storage::backend::{Backend, Mode, Write};
+use crate::tenant::Tenant;
+use crate::testkit::report::Failure;
+use leasehold_guest::model::{ArmOutcome, Lease, QueueQuery, Settlement, StoreError, Task, Timer};
 
 /// The tenant a step runs as unless it names another.
 const DEFAULT_TENANT: &str = "acme";
 
-fn scenario_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios")
-}
+/// Every scenario file, by name, as the crate was built with it.
+pub const SCENARIOS: &[(&str, &str)] = &[
+    (
+        "claim-ladder",
+        include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/scenarios/claim-ladder.json"
+        )),
+    ),
+    (
+        "escalation",
+        include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/scenarios/escalation.json"
+        )),
+    ),
+    (
+        "for-case",
+        include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/scenarios/for-case.json"
+        )),
+    ),
+    (
+        "leased-claims",
+        include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/scenarios/leased-claims.json"
+        )),
+    ),
+    (
+        "nothing-committed",
+        include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/scenarios/nothing-committed.json"
+        )),
+    ),
+    (
+        "open-and-get",
+        include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/scenarios/open-and-get.json"
+        )),
+    ),
+    (
+        "overdue",
+        include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/scenarios/overdue.json"
+        )),
+    ),
+    (
+        "queue-order-and-paging",
+        include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/scenarios/queue-order-and-paging.json"
+        )),
+    ),
+    (
+        "release-and-take-over",
+        include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/scenarios/release-and-take-over.json"
+        )),
+    ),
+    (
+        "seal",
+        include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/scenarios/seal.json"
+        )),
+    ),
+    (
+        "settle-and-withdraw",
+        include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/scenarios/settle-and-withdraw.json"
+        )),
+    ),
+    (
+        "tenancy",
+        include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/scenarios/tenancy.json"
+        )),
+    ),
+    (
+        "timers",
+        include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/scenarios/timers.json"
+        )),
+    ),
+];
 
-fn component_sha256() -> String {
-    Sha256::digest(leasehold_host::GUEST_COMPONENT)
+/// The SHA-256 of the component the suite runs, in hex: every host's
+/// runner prints it, so a run shows that all of them tested the same bytes.
+pub fn component_sha256() -> String {
+    Sha256::digest(GUEST_COMPONENT)
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
 }
 
-/// One scenario's database: an engine on a fresh [`TestDb`] that a raw step
-/// closes and reopens (redb admits one opener at a time; on PostgreSQL the
-/// step is the same, so a scenario means the same on both).
-struct Db {
-    db: TestDb,
-    engine: Option<Engine>,
+/// One scenario's store: an engine over the backend, and the backend
+/// itself for the raw steps, which go around the component.
+struct Db<B: Backend> {
+    backend: Arc<B>,
+    engine: Engine,
 }
 
-impl Db {
-    fn new() -> Db {
-        let mut db = Db {
-            db: TestDb::new(),
-            engine: None,
-        };
-        db.reopen();
-        db
-    }
-
-    fn reopen(&mut self) {
-        self.engine = Some(self.db.fast_engine());
+impl<B: Backend> Db<B> {
+    fn new(backend: B) -> Result<Db<B>, Failure> {
+        let backend = Arc::new(backend);
+        let engine = Engine::builder()
+            .backend(backend.clone())
+            .map_err(|e| Failure::new("scenarios", format!("no engine on the backend: {e}")))?;
+        Ok(Db { backend, engine })
     }
 
     fn tenant(&self, name: &str) -> Tenant {
-        self.engine
-            .as_ref()
-            .expect("the engine is open")
-            .tenant(name)
-            .expect("valid tenant")
+        self.engine.tenant(name).expect("valid tenant")
     }
 
-    /// Runs `f` on the store with no engine open, then reopens it.
-    fn closed<T>(&mut self, f: impl FnOnce(&TestDb) -> T) -> T {
-        self.engine = None;
-        let out = f(&self.db);
-        self.reopen();
-        out
+    /// Puts `value` under `key` in `tenant`, around the component.
+    fn raw_put(&self, tenant: &str, key: &[u8], value: &[u8]) -> Result<(), String> {
+        let txn = self
+            .backend
+            .begin(tenant, Mode::Write, Limits::default().lock_wait)
+            .map_err(|e| e.to_string())?;
+        txn.commit(vec![Write::Put(key.to_vec(), value.to_vec())])
+            .and_then(|pending| pending.wait())
+            .map_err(|e| e.to_string())
     }
 
-    /// Every guest key and value of `tenant`, read raw.
-    fn keyspace(&mut self, tenant: &str) -> BTreeMap<Vec<u8>, Vec<u8>> {
-        self.closed(|db| db.raw_contents(tenant))
+    /// Every key and value of `tenant`, read around the component.
+    fn keyspace(&self, tenant: &str) -> Result<BTreeMap<Vec<u8>, Vec<u8>>, String> {
+        let mut txn = self
+            .backend
+            .begin(tenant, Mode::Read, Duration::from_secs(5))
+            .map_err(|e| e.to_string())?;
+        let mut out = BTreeMap::new();
+        let mut start = Vec::new();
+        loop {
+            let (page, _) = txn
+                .scan(&start, None, 1024, false, usize::MAX)
+                .map_err(|e| e.to_string())?;
+            let done = page.len() < 1024;
+            if let Some((last, _)) = page.last() {
+                start = last.clone();
+                start.push(0);
+            }
+            out.extend(page);
+            if done {
+                return Ok(out);
+            }
+        }
     }
 }
 
@@ -148,7 +256,6 @@ fn error_variant(e: &Error, claim_verb: bool) -> Value {
             Refusal::NotPending(s) => json!({"not-pending": s.as_str()}),
             Refusal::AlreadyClaimed(t) => json!({"already-claimed": t}),
             Refusal::NotHeld(t) => json!({"not-held": t}),
-            other => json!({"host": other.to_string()}),
         },
         Error::Store(s) if claim_verb => json!({"store": store_error(s)}),
         Error::Store(s) => store_error(s),
@@ -367,9 +474,11 @@ fn hex(text: &str) -> Vec<u8> {
         .collect()
 }
 
-/// Runs one scenario and answers what went wrong, step by step.
-fn run(scenario: &Value) -> Vec<String> {
-    let mut db = Db::new();
+/// Runs one scenario on `backend` and answers what went wrong, step by
+/// step.
+pub fn run_scenario<B: Backend>(backend: B, scenario: &Value) -> Result<(), Failure> {
+    let name = scenario["name"].as_str().unwrap_or("?").to_owned();
+    let db = Db::new(backend)?;
     let mut vars = Map::new();
     let mut saved: BTreeMap<String, BTreeMap<Vec<u8>, Vec<u8>>> = BTreeMap::new();
     let mut failures = Vec::new();
@@ -407,9 +516,17 @@ fn run(scenario: &Value) -> Vec<String> {
         } else if let Some(raw) = step.get("raw-put") {
             let key = hex(raw["key"].as_str().expect("key hex"));
             let value = hex(raw["value"].as_str().expect("value hex"));
-            db.closed(|db| db.raw_put(tenant, &key, &value));
+            if let Err(e) = db.raw_put(tenant, &key, &value) {
+                failures.push(format!("{at}: the raw write failed: {e}"));
+            }
         } else if let Some(what) = step["keyspace"].as_str() {
-            let now = db.keyspace(tenant);
+            let now = match db.keyspace(tenant) {
+                Ok(now) => now,
+                Err(e) => {
+                    failures.push(format!("{at}: reading the keyspace failed: {e}"));
+                    continue;
+                }
+            };
             match what {
                 "save" => {
                     saved.insert(tenant.to_owned(), now);
@@ -425,45 +542,40 @@ fn run(scenario: &Value) -> Vec<String> {
             panic!("{at}: no call, raw-put or keyspace");
         }
     }
-    failures
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(Failure::new(
+            "scenarios",
+            format!(
+                "{name}: {} steps failed:\n{}",
+                failures.len(),
+                failures.join("\n")
+            ),
+        ))
+    }
 }
 
-#[test]
-fn every_scenario_answers_as_written_through_the_rust_host() {
-    // Scenario databases open and close often; this engine keeps the compiled
+/// Runs every scenario, each on a fresh backend from `make`, and answers
+/// every failure.
+pub fn run_scenarios<B: Backend>(make: &dyn Fn() -> B) -> Result<(), Failure> {
+    eprintln!("scenarios: component sha256 {}", component_sha256());
+    // Each scenario's engine is dropped with it; this one keeps the compiled
     // component cached meanwhile.
     let _compiled = Engine::builder()
-        .durability(Durability::None)
         .in_memory()
-        .expect("engine");
-    // Written past the test harness's capture, so every run shows which bytes
-    // it tested.
-    let _ = writeln!(
-        std::io::stderr(),
-        "scenarios: component sha256 {}",
-        component_sha256()
-    );
-    let mut files: Vec<PathBuf> = std::fs::read_dir(scenario_dir())
-        .expect("tests/scenarios exists")
-        .map(|e| e.expect("dir entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        .collect();
-    files.sort();
-    assert!(!files.is_empty(), "no scenario files");
+        .map_err(|e| Failure::new("scenarios", format!("no engine: {e}")))?;
     let mut failures = Vec::new();
-    for file in &files {
-        let text = std::fs::read_to_string(file).expect("read scenario");
-        let scenario: Value = serde_json::from_str(&text)
-            .unwrap_or_else(|e| panic!("{}: not JSON: {e}", file.display()));
-        let name = scenario["name"].as_str().unwrap_or("?").to_owned();
-        for f in run(&scenario) {
-            failures.push(format!("{name}: {f}"));
+    for (file, text) in SCENARIOS {
+        let scenario: Value =
+            serde_json::from_str(text).unwrap_or_else(|e| panic!("{file}.json: not JSON: {e}"));
+        if let Err(f) = run_scenario(make(), &scenario) {
+            failures.push(f.what);
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{} scenario steps failed:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(Failure::new("scenarios", failures.join("\n")))
+    }
 }

@@ -1,0 +1,21 @@
+//! What every call of one engine shares: the compiled component and its
+//! instance pool, the backend, the limits, and the count of calls run again.
+//! It owns these values and nothing of what a call does with them; it must
+//! never hold a call's state, so that engines and tenants are cheap to
+//! clone and share between threads.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+
+use crate::compiled::Compiled;
+use crate::config::{Durability, Limits};
+use crate::storage::backend::Backend;
+
+pub(crate) struct Shared {
+    pub(crate) compiled: Arc<Compiled>,
+    pub(crate) backend: Arc<dyn Backend>,
+    pub(crate) limits: Limits,
+    pub(crate) durability: Durability,
+    /// Calls run again after a serialization conflict.
+    pub(crate) retries: AtomicU64,
+}

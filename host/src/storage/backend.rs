@@ -1,0 +1,282 @@
+//! The storage trait: what a backend must do for one call, free of the
+//! component's bindings. It owns the promises every backend keeps (snapshot
+//! reads, bytewise order, one atomic batch, tenancy) and the two facts a
+//! backend states about itself; it must never know a verb, a limit of the
+//! sandbox or how any one backend keeps its data.
+//!
+//! A backend serves one tenant's keys inside one transaction: snapshot
+//! reads ([`Txn::get`], [`Txn::get_many`], ordered [`Txn::scan`]), then,
+//! when the call answered `ok`, one batch of writes applied atomically by
+//! [`Txn::commit`]. The component keeps its own writes until then, so a
+//! backend needs no read-your-writes, no savepoints and no undo. Keys are the
+//! component's keys; how a backend keeps tenants apart is its own business
+//! (a key prefix in redb, a column in PostgreSQL), as long as no key of one
+//! tenant is ever seen or touched through another, including a tenant whose
+//! name is a prefix of the other's.
+//!
+//! The conformance kit (`leasehold_host::testkit`, feature `testkit`) checks
+//! every promise here against any backend, then runs the scenario suite
+//! through the component on it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use leasehold_guest::kv::{Entry, Write};
+
+use crate::storage::commit::{CommitStats, Pending};
+use crate::storage::error::StorageError;
+
+/// Whether a call writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Runs on a snapshot; never waits for a writer, never writes. Its
+    /// commit is handed only an empty batch.
+    Read,
+    /// Runs in the one write transaction of its call.
+    Write,
+}
+
+/// A store of many tenants' ordered keys.
+///
+/// # The promises
+///
+/// - **Snapshot reads.** Every read of one transaction sees the tenant's
+///   keys as they were at one point: never a write another transaction has
+///   not committed, and, for a [`Mode::Read`] transaction, never one that
+///   was committed after the transaction began.
+/// - **Serializable writers.** Two write transactions of one tenant must
+///   not both commit what they computed from the same old value: either
+///   they take turns (one waits for the other, [`StorageError::Busy`] past
+///   `lock_wait`), or the one that loses answers
+///   [`StorageError::Conflict`] and writes nothing. The engine runs a
+///   conflicting call again from the start.
+/// - **Bytewise order.** Keys compare as byte strings (`[0x00]` before
+///   `[0x00, 0x00]` before `[0x01]`, `[0xff]` last); a scan walks them in
+///   that order or its reverse.
+/// - **One atomic batch.** [`Txn::commit`] applies all of a batch or none of
+///   it. Each key appears at most once in a batch; a delete of an absent key
+///   is not an error; an empty batch commits nothing and succeeds.
+/// - **Tenancy.** Tenant names are 1–64 bytes of ASCII letters, digits,
+///   `-`, `_` and `.` (the engine checks them before a backend sees one).
+///   Every key belongs to the tenant its transaction was begun for.
+pub trait Backend: Send + Sync + 'static {
+    /// Begins one call's transaction on `tenant`'s keys. A write transaction
+    /// waits at most `lock_wait` for its turn (a single writer, a free
+    /// connection) before it answers [`StorageError::Busy`].
+    fn begin(
+        &self,
+        tenant: &str,
+        mode: Mode,
+        lock_wait: Duration,
+    ) -> Result<Box<dyn Txn>, StorageError>;
+
+    /// Whether other processes may write the same tenants' keys while a call
+    /// runs (a database server several hosts share), or this process is
+    /// their only writer (an embedded store it holds locked). The component
+    /// lays out a fresh keyspace by it: spread wide enough that concurrent
+    /// writers seldom meet on a key, or narrow so that reads touch fewer
+    /// keys. It decides contention, never correctness, and must not change
+    /// while the backend lives.
+    fn concurrent_writers(&self) -> bool;
+
+    /// Whether every call must be a read: a writing verb is refused before
+    /// it begins.
+    fn read_only(&self) -> bool {
+        false
+    }
+
+    /// [`begin`](Self::begin) for a call that must be over within
+    /// `deadline` of now: a backend that waits on a server gives up those
+    /// waits past it (plus a grace it states). One in this process has no
+    /// such waits and need not override it.
+    fn begin_with_deadline(
+        &self,
+        tenant: &str,
+        mode: Mode,
+        lock_wait: Duration,
+        deadline: Duration,
+    ) -> Result<Box<dyn Txn>, StorageError> {
+        let _ = deadline;
+        self.begin(tenant, mode, lock_wait)
+    }
+
+    /// [`begin_with_deadline`](Self::begin_with_deadline) for a call that
+    /// sweeps the head of one of the tenant's indexes (`claim-next`,
+    /// `reclaim-lapsed`, `claim-due`). Every such call on one `line` reads
+    /// what the others write, so calls that run side by side can only race,
+    /// and all but one lose. A backend whose writers do run side by side may
+    /// have them take turns instead, each waiting at most `lock_wait`; one
+    /// with a single writer has turns already and need do nothing.
+    fn begin_in_line(
+        &self,
+        tenant: &str,
+        mode: Mode,
+        lock_wait: Duration,
+        deadline: Duration,
+        line: &'static str,
+    ) -> Result<Box<dyn Txn>, StorageError> {
+        let _ = line;
+        self.begin_with_deadline(tenant, mode, lock_wait, deadline)
+    }
+
+    /// How many times, so far, a call waited for a server's answer; `None`
+    /// for a backend in this process.
+    fn round_trips(&self) -> Option<u64> {
+        None
+    }
+
+    /// What group commit has done so far; `None` for a backend that does
+    /// not group commits itself.
+    fn commit_stats(&self) -> Option<CommitStats> {
+        None
+    }
+}
+
+/// One call's transaction on one tenant's keys. Dropping it without
+/// committing writes nothing.
+pub trait Txn: Send {
+    /// The value stored under `key`, if any.
+    fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError>;
+
+    /// The values stored under `keys`, one per key, in the order asked (a
+    /// repeated key answered in each place). A backend that can read many
+    /// keys in one go (one round trip, one cursor) should override this.
+    fn get_many(&mut self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>, StorageError> {
+        keys.iter().map(|k| self.get(k)).collect()
+    }
+
+    /// Up to `limit` entries with `start <= key < end` (no `end`: to the end
+    /// of the tenant's keys), in key order or its reverse. Stops early,
+    /// answering what it has and `true`, once the entries' keys and values
+    /// would hold more than `max_bytes`; otherwise answers `false`.
+    fn scan(
+        &mut self,
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: u32,
+        reverse: bool,
+        max_bytes: usize,
+    ) -> Result<(Vec<Entry>, bool), StorageError>;
+
+    /// Applies `batch` atomically and commits; a read transaction accepts
+    /// only an empty batch ([`StorageError::ReadOnly`] otherwise). The
+    /// commit may still be becoming durable when this returns: the call is
+    /// acknowledged only after [`Pending::wait`].
+    fn commit(self: Box<Self>, batch: Vec<Write>) -> Result<Pending, StorageError>;
+
+    /// The writer slot of this call (`kv.writer-slot`): different for calls
+    /// that may run side by side, where the backend can arrange it, so that
+    /// a keyspace spread by writer gives them different counter shards. A
+    /// backend whose writers never overlap answers 0.
+    fn writer_slot(&self) -> u32 {
+        0
+    }
+
+    /// Ends a call that answered an error, writing nothing. Where the call
+    /// may have read writes not yet durable (a group commit's open group),
+    /// the answer must wait for them: the returned [`Pending`] settles when
+    /// they are. Dropping the transaction is enough elsewhere.
+    fn finish_unwritten(self: Box<Self>) -> Pending {
+        Pending::done()
+    }
+}
+
+/// A shared backend is a backend: an engine can take an `Arc` of one that
+/// the caller keeps a handle on (to inspect it, or to hand it to a second
+/// engine).
+impl<B: Backend + ?Sized> Backend for Arc<B> {
+    fn begin(
+        &self,
+        tenant: &str,
+        mode: Mode,
+        lock_wait: Duration,
+    ) -> Result<Box<dyn Txn>, StorageError> {
+        (**self).begin(tenant, mode, lock_wait)
+    }
+
+    fn concurrent_writers(&self) -> bool {
+        (**self).concurrent_writers()
+    }
+
+    fn read_only(&self) -> bool {
+        (**self).read_only()
+    }
+
+    fn begin_with_deadline(
+        &self,
+        tenant: &str,
+        mode: Mode,
+        lock_wait: Duration,
+        deadline: Duration,
+    ) -> Result<Box<dyn Txn>, StorageError> {
+        (**self).begin_with_deadline(tenant, mode, lock_wait, deadline)
+    }
+
+    fn begin_in_line(
+        &self,
+        tenant: &str,
+        mode: Mode,
+        lock_wait: Duration,
+        deadline: Duration,
+        line: &'static str,
+    ) -> Result<Box<dyn Txn>, StorageError> {
+        (**self).begin_in_line(tenant, mode, lock_wait, deadline, line)
+    }
+
+    fn round_trips(&self) -> Option<u64> {
+        (**self).round_trips()
+    }
+
+    fn commit_stats(&self) -> Option<CommitStats> {
+        (**self).commit_stats()
+    }
+}
+
+/// A boxed backend is a backend: one chosen at run time.
+impl<B: Backend + ?Sized> Backend for Box<B> {
+    fn begin(
+        &self,
+        tenant: &str,
+        mode: Mode,
+        lock_wait: Duration,
+    ) -> Result<Box<dyn Txn>, StorageError> {
+        (**self).begin(tenant, mode, lock_wait)
+    }
+
+    fn concurrent_writers(&self) -> bool {
+        (**self).concurrent_writers()
+    }
+
+    fn read_only(&self) -> bool {
+        (**self).read_only()
+    }
+
+    fn begin_with_deadline(
+        &self,
+        tenant: &str,
+        mode: Mode,
+        lock_wait: Duration,
+        deadline: Duration,
+    ) -> Result<Box<dyn Txn>, StorageError> {
+        (**self).begin_with_deadline(tenant, mode, lock_wait, deadline)
+    }
+
+    fn begin_in_line(
+        &self,
+        tenant: &str,
+        mode: Mode,
+        lock_wait: Duration,
+        deadline: Duration,
+        line: &'static str,
+    ) -> Result<Box<dyn Txn>, StorageError> {
+        (**self).begin_in_line(tenant, mode, lock_wait, deadline, line)
+    }
+
+    fn round_trips(&self) -> Option<u64> {
+        (**self).round_trips()
+    }
+
+    fn commit_stats(&self) -> Option<CommitStats> {
+        (**self).commit_stats()
+    }
+}

@@ -1,0 +1,191 @@
+//! The PostgreSQL backend: many host processes, on many machines, sharing
+//! one worklist through one table.
+//!
+//! Every call is one transaction at SERIALIZABLE. Its reads run as they come;
+//! its batch of writes, which the guest hands over only once it has answered
+//! `ok`, goes to the server together with the `COMMIT`. Serialization
+//! failures and deadlocks answer [`StorageError::Conflict`], and the engine runs the
+//! whole call again from a fresh instance: the rules are deterministic (time
+//! is always an argument), so a call that lost a race is simply made again.
+//!
+//! Round trips are what a call costs here, so requests are pipelined: `BEGIN`
+//! travels with the call's first read, and the writes with the `COMMIT`. A
+//! read-only call runs `SERIALIZABLE READ ONLY DEFERRABLE`: its snapshot is
+//! one in which no serialization anomaly can be seen, so what it read is valid
+//! as soon as it is read, it can neither fail nor make a writer fail, and its
+//! `COMMIT` is sent without waiting for the answer.
+//!
+//! The SQL is the common subset that PostgreSQL-compatible engines also
+//! speak: one table, a composite primary key, `unnest`, `ANY`, `ON CONFLICT`,
+//! and one hash index on an expression.
+//!
+//! Every wait for the server is bounded: logging in by the connect timeout,
+//! a call's requests by its deadline plus [`WAIT_GRACE`]. A connection that
+//! timed out or closed is dropped, never handed out again. A call whose
+//! connection was lost while its `COMMIT` was in flight answers
+//! [`StorageError::OutcomeUnknown`]: the server may have committed it.
+
+mod conn;
+mod error;
+mod pool;
+mod schema;
+mod settings;
+mod tls;
+mod txn;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+pub use error::PgError;
+pub use schema::{PG_TABLE, SCHEMA_VERSION};
+pub use settings::is_url;
+pub use tls::{SslMode, TlsError};
+
+use crate::config::Limits;
+use crate::storage::backend::{Backend, Mode, Txn};
+use crate::storage::error::StorageError;
+use crate::storage::tenant_name::check_tenant;
+use pool::{Pool, PoolState};
+use schema::prepare_schema;
+use settings::Settings;
+use tls::MakeRustls;
+use txn::{LINE_LOCKS, PgTxn, Turn};
+
+/// Connections one engine keeps open at most, unless told otherwise.
+pub const DEFAULT_POOL_SIZE: usize = 16;
+
+/// How long past its deadline a call still waits for the server: enough for
+/// a `COMMIT` sent just before the deadline to be answered, rather than
+/// reported as an unknown outcome.
+pub const WAIT_GRACE: Duration = Duration::from_secs(2);
+
+/// A PostgreSQL database serving Leasehold calls.
+pub struct PgBackend {
+    pool: Arc<Pool>,
+    read_only: bool,
+}
+
+impl PgBackend {
+    /// Connects to the database `url` names (a `postgres://` URL or a
+    /// key=value connection string), creating Leasehold's tables if they are
+    /// missing and refusing tables of another schema version.
+    pub fn connect(url: &str, pool_size: usize, read_only: bool) -> Result<Self, StorageError> {
+        let settings = Settings::parse(url).map_err(|e| StorageError::Other(Box::new(e)))?;
+        let tls = MakeRustls::new(settings.ssl_mode, settings.root_cert.as_deref())
+            .map_err(|e| StorageError::Other(Box::new(PgError::TlsSetup(e))))?;
+        let trips = AtomicU64::new(0);
+        prepare_schema(&settings, &tls, &trips)?;
+        Ok(PgBackend {
+            pool: Arc::new(Pool {
+                settings,
+                tls,
+                state: Mutex::new(PoolState::default()),
+                freed: Condvar::new(),
+                max: pool_size.max(1),
+                trips,
+            }),
+            read_only,
+        })
+    }
+}
+
+impl PgBackend {
+    /// A transaction on a pooled connection, waiting at most `lock_wait`
+    /// for one; its waits for the server end `deadline` (plus
+    /// [`WAIT_GRACE`]) after it has one.
+    fn txn(
+        &self,
+        tenant: &str,
+        mode: Mode,
+        lock_wait: Duration,
+        deadline: Duration,
+    ) -> Result<PgTxn, StorageError> {
+        check_tenant(tenant).map_err(|e| StorageError::Other(Box::new(e)))?;
+        let conn = self.pool.take(lock_wait)?;
+        Ok(PgTxn {
+            pool: self.pool.clone(),
+            conn: Some(conn),
+            tenant: tenant.to_owned(),
+            mode,
+            begun: false,
+            until: Instant::now() + deadline + WAIT_GRACE,
+            turn: None,
+        })
+    }
+}
+
+impl Backend for PgBackend {
+    fn read_only(&self) -> bool {
+        self.read_only
+    }
+
+    /// Every host pointed at the database writes the same tenants.
+    fn concurrent_writers(&self) -> bool {
+        true
+    }
+
+    /// A transaction with no deadline of its own waits for the server for
+    /// as long as [`Limits::default`](crate::config::Limits)'s deadline allows.
+    fn begin(
+        &self,
+        tenant: &str,
+        mode: Mode,
+        lock_wait: Duration,
+    ) -> Result<Box<dyn Txn>, StorageError> {
+        self.begin_with_deadline(tenant, mode, lock_wait, Limits::default().deadline)
+    }
+
+    fn begin_with_deadline(
+        &self,
+        tenant: &str,
+        mode: Mode,
+        lock_wait: Duration,
+        deadline: Duration,
+    ) -> Result<Box<dyn Txn>, StorageError> {
+        Ok(Box::new(self.txn(tenant, mode, lock_wait, deadline)?))
+    }
+
+    /// Calls on one line take turns through a session advisory lock on
+    /// (schema, tenant, line), taken before `BEGIN` in the same round trip
+    /// as the call's first read and given back with its `COMMIT`: the next
+    /// call's snapshot then already holds this one's writes, so the two
+    /// never race. Calls on other tasks, other tenants and other lines do
+    /// not wait. A wait past `lock_wait` answers [`StorageError::Busy`].
+    fn begin_in_line(
+        &self,
+        tenant: &str,
+        mode: Mode,
+        lock_wait: Duration,
+        deadline: Duration,
+        line: &'static str,
+    ) -> Result<Box<dyn Txn>, StorageError> {
+        let started = Instant::now();
+        let mut txn = self.txn(tenant, mode, lock_wait, deadline)?;
+        if mode == Mode::Write {
+            // Tenant names are letters, digits, '-', '_' and '.', so the
+            // key needs no quoting.
+            let key = format!("{tenant}/{line}");
+            let wait = lock_wait
+                .saturating_sub(started.elapsed())
+                .max(Duration::from_millis(1));
+            txn.turn = Some(Turn {
+                take: format!(
+                    "SET LOCAL lock_timeout = '{}ms'; SELECT pg_advisory_lock({LINE_LOCKS}, \
+                     hashtext(current_schema() || '/{key}'))",
+                    wait.as_millis()
+                ),
+                give_back: format!(
+                    "SELECT pg_advisory_unlock({LINE_LOCKS}, hashtext(current_schema() || '/{key}'))"
+                ),
+                lock_wait,
+                held: false,
+            });
+        }
+        Ok(Box::new(txn))
+    }
+
+    fn round_trips(&self) -> Option<u64> {
+        Some(self.pool.trips.load(Ordering::Relaxed))
+    }
+}

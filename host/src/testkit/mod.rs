@@ -1,0 +1,168 @@
+//! The conformance kit: what any storage backend runs against itself to
+//! know it keeps the storage trait's promises. It owns the checks and the
+//! way they report; it must never need anything of a backend beyond the
+//! public trait, so a third party's backend is checked exactly as the
+//! shipped ones are.
+//!
+//! Two parts:
+//! - [`kv`]: every promise of [`Backend`] and [`Txn`](crate::storage::Txn)
+//!   checked directly: snapshot reads against a concurrent commit, bytewise
+//!   order both ways, scan limits and byte caps, empty batches, deletes of
+//!   absent keys, atomic batches, serializable writers, and tenants kept
+//!   apart, including tenants whose names are prefixes of each other;
+//! - [`scenarios`]: the whole scenario suite through the component on the
+//!   backend.
+//!
+//! A backend's tests run all of it with one macro call, one `#[test]` per
+//! check:
+//!
+//! ```ignore
+//! #[cfg(test)]
+//! mod conformance {
+//!     leasehold_host::conformance_tests!(|| my_store::MyBackend::in_memory());
+//! }
+//! ```
+//!
+//! `make` is called once per check and must answer a backend with nothing
+//! in it that a check could see: a fresh store, or a fresh schema or
+//! namespace of a shared server ([`Guarded`] drops such a namespace with
+//! the backend). Checks use tenant names of their own, so they may also
+//! share one store.
+
+pub mod kv;
+mod report;
+pub mod scenarios;
+
+pub use report::{Check, Failure, assert_passes, run_one};
+
+use std::time::Duration;
+
+use crate::storage::backend::{Backend, Mode, Txn};
+use crate::storage::commit::CommitStats;
+use crate::storage::error::StorageError;
+
+/// Every check of the kit, the scenario suite last.
+pub fn checks<B: Backend>() -> Vec<Check<B>> {
+    let mut all = kv::checks::<B>();
+    all.push(("scenarios", |make| scenarios::run_scenarios(make)));
+    all
+}
+
+/// Runs every check on backends from `make` and answers every failure (an
+/// empty list: the backend conforms). A check that panics counts as failed.
+pub fn run_all<B: Backend>(make: &dyn Fn() -> B) -> Vec<Failure> {
+    checks::<B>()
+        .into_iter()
+        .filter_map(|(name, check)| run_one(name, check, make).err())
+        .collect()
+}
+
+/// A backend with something that must live as long as it, and go with it:
+/// a fresh database schema, a temporary directory.
+pub struct Guarded<B, G> {
+    backend: B,
+    _guard: G,
+}
+
+impl<B: Backend, G: Send + Sync + 'static> Guarded<B, G> {
+    pub fn new(backend: B, guard: G) -> Self {
+        Guarded {
+            backend,
+            _guard: guard,
+        }
+    }
+}
+
+impl<B: Backend, G: Send + Sync + 'static> Backend for Guarded<B, G> {
+    fn begin(
+        &self,
+        tenant: &str,
+        mode: Mode,
+        lock_wait: Duration,
+    ) -> Result<Box<dyn Txn>, StorageError> {
+        self.backend.begin(tenant, mode, lock_wait)
+    }
+
+    fn concurrent_writers(&self) -> bool {
+        self.backend.concurrent_writers()
+    }
+
+    fn read_only(&self) -> bool {
+        self.backend.read_only()
+    }
+
+    fn begin_with_deadline(
+        &self,
+        tenant: &str,
+        mode: Mode,
+        lock_wait: Duration,
+        deadline: Duration,
+    ) -> Result<Box<dyn Txn>, StorageError> {
+        self.backend
+            .begin_with_deadline(tenant, mode, lock_wait, deadline)
+    }
+
+    fn begin_in_line(
+        &self,
+        tenant: &str,
+        mode: Mode,
+        lock_wait: Duration,
+        deadline: Duration,
+        line: &'static str,
+    ) -> Result<Box<dyn Txn>, StorageError> {
+        self.backend
+            .begin_in_line(tenant, mode, lock_wait, deadline, line)
+    }
+
+    fn round_trips(&self) -> Option<u64> {
+        self.backend.round_trips()
+    }
+
+    fn commit_stats(&self) -> Option<CommitStats> {
+        self.backend.commit_stats()
+    }
+}
+
+/// One `#[test]` per check of the kit, on backends from `$make` (an
+/// expression that calls to a fresh backend: a closure or a function
+/// path). Use it inside a test module of the backend's crate.
+#[macro_export]
+macro_rules! conformance_tests {
+    ($make:expr) => {
+        $crate::conformance_tests!(@each $make;
+            empty_store_reads_nothing,
+            puts_read_back,
+            bytewise_order_both_ways,
+            scan_limits_and_bounds,
+            scan_byte_caps,
+            largest_key_and_value,
+            empty_batches_commit_nothing,
+            deletes_of_absent_keys,
+            batches_are_all_or_nothing,
+            reads_see_one_snapshot,
+            batches_land_whole_under_a_concurrent_reader,
+            writers_are_serializable,
+            tenants_are_apart,
+        );
+        #[test]
+        fn scenarios() {
+            $crate::testkit::assert_passes($crate::testkit::run_one(
+                "scenarios",
+                |make| $crate::testkit::scenarios::run_scenarios(make),
+                &$make,
+            ));
+        }
+    };
+    (@each $make:expr; $($check:ident,)+) => {
+        $(
+            #[test]
+            fn $check() {
+                $crate::testkit::assert_passes($crate::testkit::run_one(
+                    stringify!($check),
+                    |make| $crate::testkit::kv::$check(make),
+                    &$make,
+                ));
+            }
+        )+
+    };
+}
