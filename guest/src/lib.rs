@@ -35,6 +35,7 @@ pub mod kv;
 #[cfg(any(test, target_arch = "wasm32"))]
 mod mem;
 pub mod model;
+mod queue;
 pub mod runs;
 pub mod schema;
 pub mod store;

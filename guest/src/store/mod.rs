@@ -1,0 +1,41 @@
+//! Rows, counters and the layout mark: reading and writing them so that a row
+//! and everything derived from it change together, in the caller's call.
+//!
+//! A row that does not decode is `corrupt`, never a default. Index entries are
+//! derived from the parsed row by one function per row kind and written as the
+//! difference between the old and new derivations, so no verb can forget one.
+//!
+//! The files below split the store by what it keeps: task rows, timer rows,
+//! run seals, counters and the layout mark, over the row codec, batched reads
+//! and range walks they share. This file only names them and re-exports what
+//! the domain modules use, so their paths stay `store::…`. It decides
+//! nothing, and the files below import from one another, never from here;
+//! only the tests use the store through it, as its callers do.
+
+mod batch;
+mod codec;
+mod counters;
+mod layout;
+mod ranges;
+mod runs;
+mod tasks;
+mod timers;
+
+#[cfg(test)]
+mod tests;
+
+pub use codec::{RowError, encode_row};
+pub use counters::{
+    add_to_counter, add_to_shards, read_counter, read_shard, task_counter_keys, task_shard,
+    timer_counter_key, timer_shard,
+};
+pub use layout::{check_layout, expected_shards, known_layout, shards};
+pub(crate) use ranges::bad_entry;
+pub use ranges::{SCAN_CHUNK, suffix, walk};
+pub use runs::is_sealed;
+pub use tasks::{
+    Along, TaskRow, decode_task, indexed_rows, indexed_tasks, load_task, prefetch_task, write_task,
+};
+pub use timers::{
+    TimerRow, decode_timer, load_timer, load_timers, remove_timer, retire_timer, write_timer,
+};

@@ -1,0 +1,60 @@
+//! Reading ordered ranges of keys: walking a prefix a chunk at a time, and
+//! decoding the tuple an index entry's key holds past its index's prefix.
+//!
+//! An index entry is its key and holds nothing. An entry that lies outside
+//! its range, does not decode, or has the wrong shape is damage, never
+//! skipped. This module only reads: entries are derived from rows and
+//! written with them, by the row modules.
+
+#[allow(unused_imports)]
+use crate::prelude::*;
+
+use crate::keys::{self, Elem, Key};
+use crate::kv::Kv;
+use crate::model::StoreError;
+
+use super::codec::corrupt;
+
+/// How many entries a verb asks for per scan while it walks a range.
+pub const SCAN_CHUNK: u32 = 256;
+
+/// Decodes the tuple that follows `prefix` in `key`.
+pub fn suffix(key: &[u8], prefix: &Key) -> Result<Vec<Elem>, StoreError> {
+    let rest = key
+        .strip_prefix(prefix.as_bytes())
+        .ok_or_else(|| corrupt("an index entry lies outside its range"))?;
+    keys::decode(rest).map_err(|e| corrupt(format!("an index key does not decode: {e}")))
+}
+
+/// Walks every key of `prefix` in order, in chunks, calling `f` with each
+/// entry; `f` answers whether to go on.
+pub fn walk<K: Kv + ?Sized>(
+    kv: &mut K,
+    prefix: &Key,
+    mut f: impl FnMut(&mut K, Vec<u8>, Vec<u8>) -> Result<bool, StoreError>,
+) -> Result<(), StoreError> {
+    let end = prefix.prefix_end();
+    let mut start = prefix.as_bytes().to_vec();
+    loop {
+        let chunk = kv.scan(&start, Some(&end), SCAN_CHUNK, false)?;
+        let full = chunk.len() == SCAN_CHUNK as usize;
+        let Some(last) = chunk.last().map(|(k, _)| k.clone()) else {
+            return Ok(());
+        };
+        for (k, v) in chunk {
+            if !f(kv, k, v)? {
+                return Ok(());
+            }
+        }
+        if !full {
+            return Ok(());
+        }
+        start = last;
+        start.push(0);
+    }
+}
+
+/// An index entry whose key holds a tuple of the wrong shape for `index`.
+pub(crate) fn bad_entry(index: &str) -> StoreError {
+    StoreError::Corrupt(format!("an entry of the {index} index has the wrong shape"))
+}

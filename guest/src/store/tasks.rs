@@ -1,0 +1,228 @@
+//! Task rows and what a task row implies: its index entries (queue, overdue,
+//! lease and case, derived by [`TaskRow::index_keys`]) and its counts of open
+//! tasks and leased claims.
+//!
+//! [`write_task`] is the only way a task row is written: it writes the row
+//! and moves the entries and counts from what the old row implied to what
+//! the new one implies. A row stored under another id, or an index entry
+//! whose row is missing, is damage. This module keeps a row and what derives
+//! from it in step, and never judges a verb's rules.
+
+#[allow(unused_imports)]
+use crate::prelude::*;
+
+use serde::{Deserialize, Serialize};
+
+use crate::kv::Kv;
+use crate::model::{StoreError, Task, TaskState};
+use crate::schema;
+
+use super::batch::{get_each, get_kept};
+use super::codec::{RowError, corrupt, decode_row, encode_row};
+use super::counters::{add_to_counter, task_counter_keys, task_shard};
+use super::layout::{check_layout, expected_shards, known_layout, shards};
+
+/// A stored task: the task plus what the contract needs but the caller never
+/// sets. Stored in the compact binary form of [`encode_row`]: the fields in
+/// declaration order, so the field list lives only in the struct.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskRow {
+    pub task: Task,
+    /// Escalation has fired once: the task never returns to the overdue scan,
+    /// and a release puts it back as `escalated`, audience still widened.
+    pub ever_escalated: bool,
+}
+
+impl TaskRow {
+    /// Still owed to the expiry sweep.
+    pub fn awaits_expiry(&self) -> bool {
+        matches!(self.task.state, TaskState::Open | TaskState::Claimed) && !self.ever_escalated
+    }
+
+    /// Held under a lease: in the lease index, and counted as leased.
+    pub fn is_leased(&self) -> bool {
+        self.task.state == TaskState::Claimed && self.task.lease_until.is_some()
+    }
+
+    /// Every index key this row implies.
+    pub fn index_keys(&self) -> Vec<Vec<u8>> {
+        let t = &self.task;
+        let mut out = Vec::new();
+        if t.state.is_queued() {
+            let pos = schema::queue_position(t.priority.rank(), t.created_at, &t.id);
+            if t.candidate_roles.is_empty() {
+                out.push(schema::queue_any().raw(pos.as_bytes()).into_bytes());
+            }
+            for role in &t.candidate_roles {
+                out.push(schema::queue_role(role).raw(pos.as_bytes()).into_bytes());
+            }
+        }
+        if let Some(due) = t.due_at.filter(|_| self.awaits_expiry()) {
+            out.push(schema::overdue_entry(due, &t.id).into_bytes());
+        }
+        if let Some(until) = t.lease_until.filter(|_| self.is_leased()) {
+            out.push(schema::lease_entry(until, &t.id).into_bytes());
+        }
+        if let Some(case) = &t.case {
+            out.push(
+                schema::case(case)
+                    .raw(schema::case_position(t.created_at, &t.id).as_bytes())
+                    .into_bytes(),
+            );
+        }
+        out
+    }
+}
+
+/// Reads ahead, in one round trip, what a verb on one task may need: the
+/// layout mark, the task's row and the counter shards [`write_task`] may
+/// move (this writer's, so calls the host runs side by side never share a
+/// key).
+pub fn prefetch_task<K: Kv + ?Sized>(kv: &mut K, id: &str) -> Result<(), StoreError> {
+    let shards = expected_shards(kv);
+    let [open, leased] = task_counter_keys(kv, id, shards);
+    Ok(kv.prefetch(&[
+        schema::layout().into_bytes(),
+        schema::task(id).into_bytes(),
+        open,
+        leased,
+    ])?)
+}
+
+pub fn load_task<K: Kv + ?Sized>(kv: &mut K, id: &str) -> Result<Option<TaskRow>, StoreError> {
+    match kv.get(schema::task(id).as_bytes())? {
+        Some(bytes) => task_from(id, &bytes).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// Decodes the row stored under `id`, which must be that task's.
+fn task_from(id: &str, bytes: &[u8]) -> Result<TaskRow, StoreError> {
+    let row = decode_task(bytes).map_err(|e| corrupt(format!("task {id}: {e}")))?;
+    if row.task.id != id {
+        return Err(corrupt(format!(
+            "task {id}: the row is stored under another id ({})",
+            row.task.id
+        )));
+    }
+    Ok(row)
+}
+
+pub fn decode_task(bytes: &[u8]) -> Result<TaskRow, RowError> {
+    decode_row(bytes)
+}
+
+/// Loads, in one batched read, the tasks an index lists; a missing row is
+/// damage.
+pub fn indexed_tasks<K: Kv + ?Sized>(
+    kv: &mut K,
+    ids: &[String],
+    index: &str,
+) -> Result<Vec<Task>, StoreError> {
+    Ok(indexed_rows(kv, ids, index, Along::default())?
+        .into_iter()
+        .map(|r| r.task)
+        .collect())
+}
+
+/// What [`indexed_rows`] reads in the same batch as the rows, so that a verb
+/// pays for them no round trip of their own.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Along {
+    /// The layout mark, checked before any row is decoded (with no row to
+    /// read, it is read alone).
+    pub layout: bool,
+    /// Each task's leased-claims shard, for a verb about to take or end a
+    /// claim (which leaves the open count as it is). Such a verb writes the
+    /// rows it reads, so the store keeps them and the shards for its writes.
+    pub leased_shards: bool,
+}
+
+/// [`indexed_tasks`], answering the whole rows, with what `along` asks for.
+pub fn indexed_rows<K: Kv + ?Sized>(
+    kv: &mut K,
+    ids: &[String],
+    index: &str,
+    along: Along,
+) -> Result<Vec<TaskRow>, StoreError> {
+    if ids.is_empty() {
+        if along.layout {
+            check_layout(kv, false)?;
+        }
+        return Ok(Vec::new());
+    }
+    let mut keys: Vec<Vec<u8>> = Vec::new();
+    if along.layout {
+        keys.push(schema::layout().into_bytes());
+    }
+    keys.extend(ids.iter().map(|id| schema::task(id).into_bytes()));
+    if along.leased_shards {
+        // Tasks share shards; each shard is asked for once.
+        let expected = expected_shards(kv);
+        let mut shards: Vec<u8> = ids.iter().map(|id| task_shard(kv, expected, id)).collect();
+        shards.sort_unstable();
+        shards.dedup();
+        keys.extend(
+            shards
+                .into_iter()
+                .map(|s| schema::counter_shard(schema::LEASED_CLAIMS, s).into_bytes()),
+        );
+    }
+    let values = if along.leased_shards {
+        get_kept(kv, &keys)?
+    } else {
+        get_each(kv, &keys)?
+    };
+    let mut values = values.into_iter();
+    if along.layout {
+        known_layout(values.next().flatten().as_deref())?;
+    }
+    // The counter shards, last in the batch, are left for the writes to read.
+    ids.iter()
+        .zip(values)
+        .map(|(id, v)| match v {
+            Some(bytes) => task_from(id, &bytes),
+            None => Err(corrupt(format!(
+                "{index} lists task {id}, which has no row"
+            ))),
+        })
+        .collect()
+}
+
+/// Writes a task row and moves its index entries and counters from what
+/// `old` implied to what `new` implies.
+pub fn write_task<K: Kv + ?Sized>(
+    kv: &mut K,
+    old: Option<&TaskRow>,
+    new: &TaskRow,
+) -> Result<(), StoreError> {
+    kv.set(schema::task(&new.task.id).as_bytes(), &encode_row(new)?)?;
+    let before = old.map(TaskRow::index_keys).unwrap_or_default();
+    let after = new.index_keys();
+    for k in before.iter().filter(|k| !after.contains(k)) {
+        kv.delete(k)?;
+    }
+    for k in after.iter().filter(|k| !before.contains(k)) {
+        kv.set(k, &[])?;
+    }
+    // Spread by row, a row keeps its id, so old and new count in one shard.
+    let shards = shards(kv)?;
+    let shard = task_shard(kv, shards, &new.task.id);
+    let was = old.is_some_and(|r| r.task.state.is_pending());
+    let is = new.task.state.is_pending();
+    add_to_counter(
+        kv,
+        schema::OPEN_TASKS,
+        shard,
+        shards,
+        i64::from(is) - i64::from(was),
+    )?;
+    let was = old.is_some_and(TaskRow::is_leased);
+    add_to_counter(
+        kv,
+        schema::LEASED_CLAIMS,
+        shard,
+        shards,
+        i64::from(new.is_leased()) - i64::from(was),
+    )
+}

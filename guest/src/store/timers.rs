@@ -1,0 +1,131 @@
+//! Timer rows, their entries in the due index and their count of armed
+//! timers.
+//!
+//! A timer row implies one due entry, at the instant the timer becomes
+//! claimable, and every write moves that entry with the row, so the due
+//! index never lists a timer at an instant its row no longer says. This
+//! module stores what it is given: when a timer fires and who holds it are
+//! for the timer verbs to decide, never this module.
+
+#[allow(unused_imports)]
+use crate::prelude::*;
+
+use serde::{Deserialize, Serialize};
+
+use crate::keys::Key;
+use crate::kv::Kv;
+use crate::model::{StoreError, Timer, Timestamp};
+use crate::schema;
+
+use super::codec::{RowError, corrupt, decode_row, encode_row};
+use super::counters::{add_to_counter, timer_shard};
+use super::layout::shards;
+
+/// A stored timer and its lease, stored like [`TaskRow`](super::tasks::TaskRow).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TimerRow {
+    pub timer: Timer,
+    /// Held by a sweeper until this instant.
+    pub lease_until: Option<Timestamp>,
+}
+
+impl TimerRow {
+    /// The instant from which a sweep may claim this timer.
+    pub fn claimable_at(&self) -> Timestamp {
+        self.lease_until.unwrap_or(self.timer.fire_at)
+    }
+
+    pub fn due_key(&self) -> Key {
+        schema::due_entry(self.claimable_at(), &self.timer.run, &self.timer.effect)
+    }
+}
+
+pub fn load_timer<K: Kv + ?Sized>(
+    kv: &mut K,
+    run: &str,
+    effect: &str,
+) -> Result<Option<TimerRow>, StoreError> {
+    kv.get(schema::timer(run, effect).as_bytes())?
+        .map(|bytes| timer_from(run, effect, &bytes))
+        .transpose()
+}
+
+/// Loads, in one batched read, the timers `(run, effect)` names, each
+/// checked to be stored under its own identity.
+pub fn load_timers<'a, K: Kv + ?Sized>(
+    kv: &mut K,
+    ids: impl Iterator<Item = (&'a str, &'a str)> + Clone,
+) -> Result<Vec<Option<TimerRow>>, StoreError> {
+    let keys: Vec<Vec<u8>> = ids
+        .clone()
+        .map(|(run, effect)| schema::timer(run, effect).into_bytes())
+        .collect();
+    if keys.is_empty() {
+        return Ok(Vec::new());
+    }
+    let values = kv.get_many(&keys)?;
+    ids.zip(values)
+        .map(|((run, effect), v)| v.map(|bytes| timer_from(run, effect, &bytes)).transpose())
+        .collect()
+}
+
+fn timer_from(run: &str, effect: &str, bytes: &[u8]) -> Result<TimerRow, StoreError> {
+    let row = decode_timer(bytes).map_err(|e| corrupt(format!("timer {run}/{effect}: {e}")))?;
+    if row.timer.run != run || row.timer.effect != effect {
+        return Err(corrupt(format!(
+            "timer {run}/{effect}: the row is stored under another identity"
+        )));
+    }
+    Ok(row)
+}
+
+pub fn decode_timer(bytes: &[u8]) -> Result<TimerRow, RowError> {
+    decode_row(bytes)
+}
+
+/// Writes a timer row, moving its due entry; `old` is what was stored.
+pub fn write_timer<K: Kv + ?Sized>(
+    kv: &mut K,
+    old: Option<&TimerRow>,
+    new: &TimerRow,
+) -> Result<(), StoreError> {
+    let t = &new.timer;
+    kv.set(
+        schema::timer(&t.run, &t.effect).as_bytes(),
+        &encode_row(new)?,
+    )?;
+    let due = new.due_key();
+    match old {
+        Some(o) if o.due_key() == due => {}
+        Some(o) => {
+            kv.delete(o.due_key().as_bytes())?;
+            kv.set(due.as_bytes(), &[])?;
+        }
+        None => {
+            kv.set(due.as_bytes(), &[])?;
+            let shards = shards(kv)?;
+            let shard = timer_shard(kv, shards, &t.run, &t.effect);
+            add_to_counter(kv, schema::ARMED_TIMERS, shard, shards, 1)?;
+        }
+    }
+    Ok(())
+}
+
+/// Removes a timer with its due entry and its count.
+pub fn retire_timer<K: Kv + ?Sized>(kv: &mut K, row: &TimerRow) -> Result<(), StoreError> {
+    remove_timer(kv, row)?;
+    let t = &row.timer;
+    let shards = shards(kv)?;
+    let shard = timer_shard(kv, shards, &t.run, &t.effect);
+    add_to_counter(kv, schema::ARMED_TIMERS, shard, shards, -1)
+}
+
+/// Removes a timer with its due entry, leaving its count to the caller, who
+/// moves many timers' shards at once with
+/// [`add_to_shards`](super::counters::add_to_shards).
+pub fn remove_timer<K: Kv + ?Sized>(kv: &mut K, row: &TimerRow) -> Result<(), StoreError> {
+    let t = &row.timer;
+    kv.delete(schema::timer(&t.run, &t.effect).as_bytes())?;
+    kv.delete(row.due_key().as_bytes())?;
+    Ok(())
+}
