@@ -1,0 +1,77 @@
+//! Section 2, the fixed per-call cost of the sandbox: one counter read
+//! through the component and natively, and the difference of their p50s.
+//! The read must stay the cheapest call there is, so that the difference is
+//! the sandbox and not the rules.
+
+use anyhow::{Result, ensure};
+use leasehold_host::Durability;
+
+use crate::bench::Bench;
+use crate::drivers::{Driver, Kind};
+use crate::stats::{Runs, Spread, time_calls, us};
+use crate::workload::{reviewer_task, seed, seed_tasks};
+
+impl Bench {
+    /// Item 2: `open-count` through the component and natively; the
+    /// difference is what instantiation and the boundary cost per call.
+    pub(crate) fn fixed_cost(&mut self) -> Result<()> {
+        let s = self.sizes;
+        let path = self.fresh_file();
+        seed(&path, |kv| seed_tasks(kv, (0..10).map(reviewer_task)))?;
+        let mut product = Vec::new();
+        let mut native = Vec::new();
+        for _ in 0..s.runs {
+            for (kind, out) in [(Kind::Product, &mut product), (Kind::Native, &mut native)] {
+                let d = Driver::open(kind, &path, Durability::None)?;
+                for _ in 0..100 {
+                    d.open_count()?;
+                }
+                out.push(time_calls(s.read_calls * 5, |_| {
+                    let n = d.open_count()?;
+                    ensure!(n == 10, "open-count answered {n}");
+                    Ok(())
+                })?);
+            }
+        }
+        let diffs: Vec<f64> = product
+            .iter()
+            .zip(&native)
+            .map(|(p, n)| p.p50() - n.p50())
+            .collect();
+        let (product, native, fixed) = (Runs(product), Runs(native), Spread::of(&diffs));
+        println!("## 2. Fixed per-call cost of the sandbox\n");
+        println!(
+            "`open-count` (one counter read) on a read snapshot, {} calls per run. The \
+             difference of the p50s is what a fresh instance from the pre-instantiated \
+             component (pooling allocator, nothing compiled per call) plus the boundary \
+             crossing costs per call.\n",
+            s.read_calls * 5
+        );
+        println!("| | p50 µs | p99 µs | calls/s |");
+        println!("| --- | --- | --- | --- |");
+        println!(
+            "| product | {} | {} | {} |",
+            product.p50().us(),
+            product.p99().us(),
+            product.rate().rate()
+        );
+        println!(
+            "| native | {} | {} | {} |",
+            native.p50().us(),
+            native.p99().us(),
+            native.rate().rate()
+        );
+        println!(
+            "| **sandbox cost per call** (product p50 − native p50) | {} | | |",
+            fixed.us()
+        );
+        println!();
+        self.target(
+            "fixed per-call cost of the sandbox",
+            "≤ 4 µs median",
+            format!("{} µs", us(fixed.median)),
+            fixed.median <= 4.0,
+        );
+        Ok(())
+    }
+}
