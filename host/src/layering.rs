@@ -43,15 +43,47 @@ fn modules(root: &Path) -> BTreeMap<String, PathBuf> {
     out
 }
 
-/// The source without comments (line comments, doc comments included).
+/// The source without comments (doc comments included) and with string
+/// literals emptied, so that neither a comment nor a message that spells a
+/// path counts as an import. Char literals are kept whole, so a `'"'` does
+/// not open a string.
 fn code(text: &str) -> String {
-    text.lines()
-        .map(|line| match line.find("//") {
-            Some(at) => &line[..at],
-            None => line,
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '/' && chars.get(i + 1) == Some(&'/') {
+            while i < chars.len() && chars[i] != '\n' {
+                i += 1;
+            }
+            continue;
+        }
+        if c == '"' {
+            out.push('"');
+            i += 1;
+            while i < chars.len() && chars[i] != '"' {
+                i += if chars[i] == '\\' { 2 } else { 1 };
+            }
+            out.push('"');
+            i += 1;
+            continue;
+        }
+        if c == '\'' {
+            // A char literal: 'x' or an escape such as '\'' or '\n'.
+            let len = match (chars.get(i + 1), chars.get(i + 2), chars.get(i + 3)) {
+                (Some('\\'), Some(_), Some('\'')) => 4,
+                (Some(_), Some('\''), _) => 3,
+                _ => 1,
+            };
+            out.extend(&chars[i..(i + len).min(chars.len())]);
+            i += len;
+            continue;
+        }
+        out.push(c);
+        i += 1;
+    }
+    out
 }
 
 /// The module paths a file's code names after `prefix` (`crate::`, or a
@@ -204,7 +236,10 @@ fn the_check_sees_cycles() {
         std::fs::write(path, text).expect("write");
     };
     write("lib.rs", "mod a;\nmod b;\npub use a::A;\n");
-    write("a.rs", "use crate::b::B; // crate::lib is a comment\n");
+    write(
+        "a.rs",
+        "use crate::b::B; // crate::lib is a comment\nconst S: &str = \"crate::\";\n",
+    );
     write("b.rs", "pub struct B;\nfn f() -> crate::A { todo!() }\n");
     let c = cycle(&graph(dir.path())).expect("a cycle");
     assert!(

@@ -436,7 +436,7 @@ mod tests {
     /// stored one, and another tenant's keys beside this one's.
     #[test]
     fn a_batched_read_answers_as_point_reads_do() {
-        let group = GroupCommit::new(true, &crate::Limits::default());
+        let group = GroupCommit::new(true, &Limits::default());
         let backend = RedbBackend::in_memory(Durability::None, group).expect("in memory");
         let put = |tenant: &str, keys: &mut dyn Iterator<Item = u32>| {
             let txn = backend

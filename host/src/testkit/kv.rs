@@ -302,7 +302,9 @@ pub fn scan_limits_and_bounds<B: Backend>(make: &dyn Fn() -> B) -> Result<(), Fa
             .map(|(entries, _)| keys(&entries))
             .map_err(failed(C, "scan"))
     };
-    let cases: Vec<(Vec<u8>, Option<Vec<u8>>, u32, bool, Vec<Vec<u8>>)> = vec![
+    /// start, end, limit, reverse, and the keys expected.
+    type Case = (Vec<u8>, Option<Vec<u8>>, u32, bool, Vec<Vec<u8>>);
+    let cases: Vec<Case> = vec![
         (vec![], None, 0, false, vec![]),
         (vec![], None, 0, true, vec![]),
         (vec![], None, 3, false, vec![k(0), k(1), k(2)]),
@@ -581,7 +583,7 @@ pub fn batches_land_whole_under_a_concurrent_reader<B: Backend>(
         // At least a few reads even if the writer finishes first.
         while !done.load(Ordering::Acquire) || reads < 3 {
             reads += 1;
-            let all = everything(C, &b, &t, reads % 2 == 0)?;
+            let all = everything(C, &b, &t, reads.is_multiple_of(2))?;
             let generations: BTreeMap<Vec<u8>, usize> =
                 all.iter().fold(BTreeMap::new(), |mut m, (_, v)| {
                     *m.entry(v.clone()).or_default() += 1;

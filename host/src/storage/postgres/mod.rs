@@ -27,6 +27,7 @@
 
 mod conn;
 mod error;
+mod migrate;
 mod pool;
 mod schema;
 mod settings;
@@ -46,8 +47,8 @@ use crate::config::Limits;
 use crate::storage::backend::{Backend, Mode, Txn};
 use crate::storage::error::StorageError;
 use crate::storage::tenant_name::check_tenant;
+use migrate::prepare_schema;
 use pool::{Pool, PoolState};
-use schema::prepare_schema;
 use settings::Settings;
 use tls::MakeRustls;
 use txn::{LINE_LOCKS, PgTxn, Turn};
