@@ -54,3 +54,4 @@ pub use storage::postgres::{
 pub use storage::redb::tenant_prefix;
 pub use storage::{CommitHung, CommitStats, GroupFailure, MAX_TENANT_BYTES};
 pub use tenant::Tenant;
+pub use verbs::{ExportedFunction, exported_functions};

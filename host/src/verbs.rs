@@ -41,6 +41,15 @@ macro_rules! verbs {
                     $(Verb::$verb => Mode::$mode,)+
                 }
             }
+
+            /// The variant's own name, e.g. `TakeOver`, for the checks that
+            /// find where each verb is called.
+            #[cfg(test)]
+            pub(crate) fn ident(self) -> &'static str {
+                match self {
+                    $(Verb::$verb => stringify!($verb),)+
+                }
+            }
         }
     };
 }
@@ -72,6 +81,35 @@ verbs! {
     Seal => "runs" "seal" Write,
     IsSealed => "runs" "is-sealed" Read,
     Check => "admin" "check" Read,
+}
+
+/// One exported function of the world, as the one table above declares it.
+/// Every `Tenant` method, CLI command and HTTP route that reaches a verb is
+/// checked against this list, so a verb added to the WIT and the table
+/// cannot be left out of them unnoticed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ExportedFunction {
+    /// The exporting interface, e.g. `tasks`.
+    pub interface: &'static str,
+    /// The function's WIT name, e.g. `take-over`; the `Tenant` method is
+    /// the same name in snake case.
+    pub name: &'static str,
+    /// Whether the function may write.
+    pub writes: bool,
+}
+
+/// Every exported function of the `leasehold:engine/engine` world, in the
+/// order the table declares them.
+pub fn exported_functions() -> Vec<ExportedFunction> {
+    Verb::ALL
+        .iter()
+        .map(|v| ExportedFunction {
+            interface: v.interface(),
+            name: v.name(),
+            writes: v.mode() == Mode::Write,
+        })
+        .collect()
 }
 
 impl Verb {
@@ -127,6 +165,66 @@ mod tests {
                 panic!("the WIT does not say whether {} writes", verb.name())
             };
             assert_eq!(verb.mode(), documented, "{}", verb.name());
+        }
+    }
+
+    /// The other way round: every function the WIT exports is in the table.
+    #[test]
+    fn every_function_the_wit_exports_is_in_the_table() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../wit");
+        for interface in ["tasks", "timers", "runs", "admin"] {
+            let text = std::fs::read_to_string(dir.join(format!("{interface}.wit")))
+                .expect("the interface's WIT file");
+            for line in text.lines() {
+                let Some((name, _)) = line.trim().split_once(": func(") else {
+                    continue;
+                };
+                assert!(
+                    Verb::ALL
+                        .iter()
+                        .any(|v| v.interface() == interface && v.name() == name),
+                    "{interface}.{name} is exported by the WIT but not in the verb table"
+                );
+            }
+        }
+    }
+
+    /// Each verb has one `Tenant` method, named as the WIT names it in snake
+    /// case, and that method calls that verb.
+    #[test]
+    fn every_verb_has_its_tenant_method() {
+        let text = include_str!("tenant.rs");
+        let methods: Vec<&str> = text.split("    pub fn ").skip(1).collect();
+        for verb in Verb::ALL {
+            let snake = verb.name().replace('-', "_");
+            let body = methods
+                .iter()
+                .find(|m| m.starts_with(&format!("{snake}(")))
+                .unwrap_or_else(|| panic!("Tenant has no method {snake} for {}", verb.name()));
+            assert!(
+                body.contains(&format!("Verb::{},", verb.ident())),
+                "Tenant::{snake} does not call Verb::{}",
+                verb.ident()
+            );
+            assert_eq!(
+                text.matches(&format!("Verb::{},", verb.ident())).count(),
+                1,
+                "Verb::{} is called by more than one Tenant method",
+                verb.ident()
+            );
+        }
+    }
+
+    /// The scenario suite's runner can make every call.
+    #[test]
+    fn the_scenario_runner_makes_every_call() {
+        let text = include_str!("testkit/scenarios.rs");
+        for verb in Verb::ALL {
+            assert!(
+                text.contains(&format!("\"{}\" =>", verb.name())),
+                "the scenario runner cannot call {}",
+                verb.name()
+            );
         }
     }
 

@@ -567,3 +567,26 @@ async fn check(c: Caller) -> Answer<CheckReport> {
             .collect(),
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    /// Checked against the host's one declaration of the verbs: each has
+    /// its route, named as the WIT names the verb in snake case, and the
+    /// handlers call the verb's `Tenant` method.
+    #[test]
+    fn every_verb_has_its_route() {
+        let code = include_str!("api.rs");
+        for f in leasehold_host::exported_functions() {
+            let snake = f.name.replace('-', "_");
+            assert!(
+                code.contains(&format!(".routes(routes!({snake}))")),
+                "no route for {}",
+                f.name
+            );
+            assert!(
+                code.contains(&format!("x.{snake}(")),
+                "no route calls Tenant::{snake}"
+            );
+        }
+    }
+}

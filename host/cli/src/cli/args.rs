@@ -472,4 +472,67 @@ mod tests {
         }
         assert!(parse_limit("ten").expect_err("ten").contains("1..=1000"));
     }
+
+    /// Where each exported function of the world is reached from the
+    /// command line: `stats` reads the counts and next times together.
+    const REACHED_BY: &[(&str, &[&str])] = &[
+        ("open", &["task", "open"]),
+        ("get", &["task", "get"]),
+        ("claim", &["task", "claim"]),
+        ("release", &["task", "release"]),
+        ("take-over", &["task", "take-over"]),
+        ("renew", &["task", "renew"]),
+        ("reclaim-lapsed", &["task", "reclaim"]),
+        ("claim-next", &["task", "claim-next"]),
+        ("settle", &["task", "settle"]),
+        ("withdraw-run", &["task", "withdraw-run"]),
+        ("escalate", &["task", "escalate"]),
+        ("queue", &["queue"]),
+        ("for-case", &["case"]),
+        ("open-count", &["stats"]),
+        ("leased-count", &["stats"]),
+        ("next-lease-end", &["stats"]),
+        ("overdue", &["overdue"]),
+        ("arm", &["timer", "arm"]),
+        ("claim-due", &["timer", "sweep"]),
+        ("disarm", &["timer", "disarm"]),
+        ("disarm-run", &["timer", "disarm-run"]),
+        ("pending-count", &["stats"]),
+        ("next-due", &["timer", "next"]),
+        ("seal", &["run", "seal"]),
+        ("is-sealed", &["run", "sealed"]),
+        ("check", &["check"]),
+    ];
+
+    /// Checked against the host's one declaration of the verbs: every verb
+    /// has a command, every command named here exists, and the commands'
+    /// code calls the verb's `Tenant` method. A verb added to the WIT and
+    /// the host's table fails this until the command line reaches it.
+    #[test]
+    fn every_verb_is_reached_by_a_command() {
+        let verbs: Vec<&str> = leasehold_host::exported_functions()
+            .iter()
+            .map(|f| f.name)
+            .collect();
+        let here: Vec<&str> = REACHED_BY.iter().map(|(v, _)| *v).collect();
+        assert_eq!(
+            here, verbs,
+            "the command line's table and the host's differ"
+        );
+        let cli = super::Cli::command();
+        let code = include_str!("commands.rs");
+        for (verb, path) in REACHED_BY {
+            let mut at = &cli;
+            for part in *path {
+                at = at
+                    .find_subcommand(part)
+                    .unwrap_or_else(|| panic!("{verb}: no command {}", path.join(" ")));
+            }
+            let method = verb.replace('-', "_");
+            assert!(
+                code.contains(&format!(".{method}(")),
+                "{verb}: the commands never call Tenant::{method}"
+            );
+        }
+    }
 }
