@@ -1,7 +1,8 @@
 //! The generated bindings for the `leasehold:engine/engine` world, and the
 //! conversions between their types and the domain types the public API uses.
 //! Nobody reads the generated code to understand the host; this file is the
-//! whole boundary.
+//! whole boundary, and no other module may name a generated type except
+//! through it.
 
 mod generated {
     wasmtime::component::bindgen!({

@@ -1,6 +1,9 @@
 //! The reference Leasehold host: runs the Leasehold component under wasmtime,
-//! supplies its `kv` import over a storage backend (a redb file), and runs
-//! each exported call in exactly one transaction, scoped to one tenant.
+//! supplies its `kv` import over a storage backend (a redb file, PostgreSQL,
+//! or any implementation of [`storage::Backend`]), and runs each exported
+//! call in exactly one transaction, scoped to one tenant. This file only
+//! names the modules and what is public; nothing inside the crate imports
+//! through it.
 //!
 //! ```no_run
 //! use leasehold_host::{Engine, QueueQuery};

@@ -1,6 +1,7 @@
 //! The same rules compiled natively: the guest's domain code called directly
 //! over the same storage backend and the same write buffer, one transaction
-//! per call, with no component, no instance and no boundary.
+//! per call, with no component, no instance and no boundary. It must never
+//! be used to serve calls: only the benchmark builds it.
 //!
 //! This is not the product (it has no sandbox: no deadline, no memory cap, no
 //! isolation from a faulty rule); it exists so the benchmark can say what the

@@ -1,4 +1,6 @@
-//! The typed verbs, one method per WIT export, scoped to one tenant.
+//! The typed verbs, one method per WIT export, scoped to one tenant. It owns
+//! what an answer may be; it must never hand a caller an answer it has not
+//! checked, and never reach storage except through a call.
 //!
 //! Each method is one call of the component in one transaction. Answers are
 //! checked for what the contract rules out (a task under another id, a claim

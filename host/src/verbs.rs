@@ -2,7 +2,10 @@
 //! WIT name and whether it writes. The engine resolves each one's export
 //! when it compiles the component, so a call names its verb by value, never
 //! by a string looked up at call time, and a writing verb cannot be run on a
-//! read snapshot.
+//! read snapshot. It owns the list; it must never be edited without the WIT,
+//! and its tests check the WIT, the `Tenant` methods and the scenario
+//! runner against it (the CLI and the HTTP service check themselves against
+//! [`exported_functions`]).
 
 use crate::storage::backend::Mode;
 

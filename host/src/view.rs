@@ -1,5 +1,7 @@
 //! What one call's guest sees of storage: the `kv` import over the call's one
 //! transaction, with every size the guest controls checked before it is used.
+//! It owns those checks; it must never pass the backend a size it has not
+//! checked, and never apply a write itself.
 //!
 //! Reads go to the transaction; the guest's batch of writes is only staged
 //! here, and the engine applies it after the export has answered `ok` and the

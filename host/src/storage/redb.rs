@@ -1,9 +1,10 @@
 //! The redb backend: one table of byte keys, every guest key behind its
-//! tenant's prefix.
+//! tenant's prefix. It owns how keys are laid out in the file; it must never
+//! let a key or a scan reach past its tenant's prefix.
 //!
 //! The prefix is the tenant name's length, then the name, so tenant `a` can
 //! never alias tenant `ab`, and every scan is clamped to the prefix. Writers
-//! take turns at a [`Writer`] of our own before redb's write lock: a call
+//! take turns at a writer of our own (`group.rs`) before redb's write lock: a call
 //! waits for its turn a bounded time and says so, instead of blocking inside
 //! redb, and calls that queue while a commit is flushing share the next one.
 
@@ -48,7 +49,7 @@ pub struct RedbBackend {
 }
 
 impl RedbBackend {
-    /// Opens a database file (see [`file::open`]): created when the path
+    /// Opens a database file: created when the path
     /// does not exist and `access` allows it, refused when it is empty or
     /// not Leasehold's; waits up to `file_wait` while another process holds
     /// it.

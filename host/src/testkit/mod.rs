@@ -5,7 +5,7 @@
 //! shipped ones are.
 //!
 //! Two parts:
-//! - [`kv`]: every promise of [`Backend`] and [`Txn`](crate::storage::Txn)
+//! - [`kv`]: every promise of [`Backend`] and [`Txn`]
 //!   checked directly: snapshot reads against a concurrent commit, bytewise
 //!   order both ways, scan limits and byte caps, empty batches, deletes of
 //!   absent keys, atomic batches, serializable writers, and tenants kept

@@ -1,5 +1,8 @@
 //! The PostgreSQL backend: many host processes, on many machines, sharing
-//! one worklist through one table.
+//! one worklist through one table. This file owns the backend's face (the
+//! pool it opens and the turns of lines); the connection, the pool, the
+//! transaction, the schema and its migration each live in a module of
+//! their own, and none of them imports this file.
 //!
 //! Every call is one transaction at SERIALIZABLE. Its reads run as they come;
 //! its batch of writes, which the guest hands over only once it has answered
