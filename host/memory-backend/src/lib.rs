@@ -24,7 +24,9 @@ use std::ops::Bound;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use leasehold_host::storage::{Backend, Entry, Mode, Pending, StorageError, Txn, Write};
+use leasehold_host::storage::{
+    Backend, Entry, Mode, Pending, StorageError, Txn, Write, take_within,
+};
 
 /// Keys of every tenant: ordered by tenant, then by key bytes, so one
 /// tenant's keys are one contiguous range and no tenant's name, however it
@@ -174,16 +176,12 @@ impl Txn for MemoryTxn {
         } else {
             Box::new(range)
         };
-        let mut out = Vec::new();
-        let mut bytes = 0usize;
-        for ((_, k), v) in entries.take(limit as usize) {
-            bytes = bytes.saturating_add(k.len() + v.len());
-            if bytes > max_bytes {
-                return Ok((out, true));
-            }
-            out.push((k.clone(), v.clone()));
-        }
-        Ok((out, false))
+        take_within(
+            entries
+                .take(limit as usize)
+                .map(|((_, k), v)| Ok((k.clone(), v.clone()))),
+            max_bytes,
+        )
     }
 
     fn commit(self: Box<Self>, batch: Vec<Write>) -> Result<Pending, StorageError> {

@@ -36,7 +36,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use leasehold_host::storage::{Backend, Entry, Mode, Pending, StorageError, Txn, Write};
+use leasehold_host::storage::{
+    Backend, Entry, Mode, Pending, StorageError, Txn, Write, take_within,
+};
 use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
 
 const SCHEMA: &str = "
@@ -229,21 +231,12 @@ impl Txn for SqliteTxn {
         let which = usize::from(end.is_none()) + 2 * usize::from(reverse);
         let conn = self.conn()?;
         let mut stmt = conn.prepare_cached(SCAN_SQL[which]).map_err(storage)?;
-        let mut rows = stmt
-            .query(params![self.tenant, start, end, i64::from(limit)])
+        let rows = stmt
+            .query_map(params![self.tenant, start, end, i64::from(limit)], |row| {
+                Ok((row.get(0)?, row.get(1)?))
+            })
             .map_err(storage)?;
-        let mut out = Vec::new();
-        let mut bytes = 0usize;
-        while let Some(row) = rows.next().map_err(storage)? {
-            let (k, v): (Vec<u8>, Vec<u8>) =
-                (row.get(0).map_err(storage)?, row.get(1).map_err(storage)?);
-            bytes = bytes.saturating_add(k.len() + v.len());
-            if bytes > max_bytes {
-                return Ok((out, true));
-            }
-            out.push((k, v));
-        }
-        Ok((out, false))
+        take_within(rows, max_bytes).map_err(storage)
     }
 
     fn commit(mut self: Box<Self>, batch: Vec<Write>) -> Result<Pending, StorageError> {

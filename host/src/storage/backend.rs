@@ -181,102 +181,86 @@ pub trait Txn: Send {
     }
 }
 
-/// A shared backend is a backend: an engine can take an `Arc` of one that
-/// the caller keeps a handle on (to inspect it, or to hand it to a second
-/// engine).
-impl<B: Backend + ?Sized> Backend for Arc<B> {
-    fn begin(
-        &self,
-        tenant: &str,
-        mode: Mode,
-        lock_wait: Duration,
-    ) -> Result<Box<dyn Txn>, StorageError> {
-        (**self).begin(tenant, mode, lock_wait)
+/// Takes `entries`, in the order given, until their keys and values would
+/// hold more than `max_bytes`, and says whether it stopped there: what
+/// [`Txn::scan`] answers, for a backend that reads entries one at a time
+/// (limit them first, with `take`). The entry over the cap is not kept.
+pub fn take_within<E>(
+    entries: impl IntoIterator<Item = Result<Entry, E>>,
+    max_bytes: usize,
+) -> Result<(Vec<Entry>, bool), E> {
+    let mut out = Vec::new();
+    let mut bytes = 0usize;
+    for entry in entries {
+        let (k, v) = entry?;
+        bytes = bytes.saturating_add(k.len() + v.len());
+        if bytes > max_bytes {
+            return Ok((out, true));
+        }
+        out.push((k, v));
     }
-
-    fn concurrent_writers(&self) -> bool {
-        (**self).concurrent_writers()
-    }
-
-    fn read_only(&self) -> bool {
-        (**self).read_only()
-    }
-
-    fn begin_with_deadline(
-        &self,
-        tenant: &str,
-        mode: Mode,
-        lock_wait: Duration,
-        deadline: Duration,
-    ) -> Result<Box<dyn Txn>, StorageError> {
-        (**self).begin_with_deadline(tenant, mode, lock_wait, deadline)
-    }
-
-    fn begin_in_line(
-        &self,
-        tenant: &str,
-        mode: Mode,
-        lock_wait: Duration,
-        deadline: Duration,
-        line: &'static str,
-    ) -> Result<Box<dyn Txn>, StorageError> {
-        (**self).begin_in_line(tenant, mode, lock_wait, deadline, line)
-    }
-
-    fn round_trips(&self) -> Option<u64> {
-        (**self).round_trips()
-    }
-
-    fn commit_stats(&self) -> Option<CommitStats> {
-        (**self).commit_stats()
-    }
+    Ok((out, false))
 }
 
-/// A boxed backend is a backend: one chosen at run time.
-impl<B: Backend + ?Sized> Backend for Box<B> {
-    fn begin(
-        &self,
-        tenant: &str,
-        mode: Mode,
-        lock_wait: Duration,
-    ) -> Result<Box<dyn Txn>, StorageError> {
-        (**self).begin(tenant, mode, lock_wait)
-    }
+/// Implements [`Backend`] for a wrapper by forwarding every method,
+/// optional ones included, to the backend it wraps: a wrapper written by
+/// hand that forgot one would silently fall back to its default.
+macro_rules! forward_backend {
+    ([$($generics:tt)*] $ty:ty, $this:ident => $inner:expr) => {
+        impl<$($generics)*> $crate::storage::backend::Backend for $ty {
+            fn begin(
+                &$this,
+                tenant: &str,
+                mode: $crate::storage::backend::Mode,
+                lock_wait: ::std::time::Duration,
+            ) -> Result<Box<dyn $crate::storage::backend::Txn>, $crate::storage::error::StorageError> {
+                $inner.begin(tenant, mode, lock_wait)
+            }
 
-    fn concurrent_writers(&self) -> bool {
-        (**self).concurrent_writers()
-    }
+            fn concurrent_writers(&$this) -> bool {
+                $inner.concurrent_writers()
+            }
 
-    fn read_only(&self) -> bool {
-        (**self).read_only()
-    }
+            fn read_only(&$this) -> bool {
+                $inner.read_only()
+            }
 
-    fn begin_with_deadline(
-        &self,
-        tenant: &str,
-        mode: Mode,
-        lock_wait: Duration,
-        deadline: Duration,
-    ) -> Result<Box<dyn Txn>, StorageError> {
-        (**self).begin_with_deadline(tenant, mode, lock_wait, deadline)
-    }
+            fn begin_with_deadline(
+                &$this,
+                tenant: &str,
+                mode: $crate::storage::backend::Mode,
+                lock_wait: ::std::time::Duration,
+                deadline: ::std::time::Duration,
+            ) -> Result<Box<dyn $crate::storage::backend::Txn>, $crate::storage::error::StorageError> {
+                $inner.begin_with_deadline(tenant, mode, lock_wait, deadline)
+            }
 
-    fn begin_in_line(
-        &self,
-        tenant: &str,
-        mode: Mode,
-        lock_wait: Duration,
-        deadline: Duration,
-        line: &'static str,
-    ) -> Result<Box<dyn Txn>, StorageError> {
-        (**self).begin_in_line(tenant, mode, lock_wait, deadline, line)
-    }
+            fn begin_in_line(
+                &$this,
+                tenant: &str,
+                mode: $crate::storage::backend::Mode,
+                lock_wait: ::std::time::Duration,
+                deadline: ::std::time::Duration,
+                line: &'static str,
+            ) -> Result<Box<dyn $crate::storage::backend::Txn>, $crate::storage::error::StorageError> {
+                $inner.begin_in_line(tenant, mode, lock_wait, deadline, line)
+            }
 
-    fn round_trips(&self) -> Option<u64> {
-        (**self).round_trips()
-    }
+            fn round_trips(&$this) -> Option<u64> {
+                $inner.round_trips()
+            }
 
-    fn commit_stats(&self) -> Option<CommitStats> {
-        (**self).commit_stats()
-    }
+            fn commit_stats(&$this) -> Option<$crate::storage::commit::CommitStats> {
+                $inner.commit_stats()
+            }
+        }
+    };
 }
+pub(crate) use forward_backend;
+
+// A shared backend is a backend: an engine can take an `Arc` of one that the
+// caller keeps a handle on (to inspect it, or to hand it to a second engine).
+forward_backend!([B: Backend + ?Sized] Arc<B>, self => (**self));
+
+// A boxed backend is a backend: one chosen at run time.
+forward_backend!([B: Backend + ?Sized] Box<B>, self => (**self));

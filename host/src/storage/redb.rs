@@ -15,7 +15,7 @@ use std::time::Duration;
 use redb::{ReadableDatabase, ReadableTable};
 
 use crate::config::{Durability, Limits};
-use crate::storage::backend::{Backend, Entry, Mode, Txn, Write};
+use crate::storage::backend::{Backend, Entry, Mode, Txn, Write, take_within};
 use crate::storage::commit::{CommitStats, Pending};
 use crate::storage::error::StorageError;
 use crate::storage::file::{self, Access, Db, KV_TABLE, OpenError, redb_error as storage};
@@ -286,37 +286,26 @@ fn scan_in(
         .range(start.as_slice()..end.as_slice())
         .map_err(storage)?;
     let strip = keys.prefix.len();
-    let mut out = Vec::new();
-    let over = if reverse {
-        collect(range.rev(), strip, limit, max_bytes, &mut out)?
+    if reverse {
+        collect(range.rev(), strip, limit, max_bytes)
     } else {
-        collect(range, strip, limit, max_bytes, &mut out)?
-    };
-    Ok((out, over))
+        collect(range, strip, limit, max_bytes)
+    }
 }
 
 type Guard<'a> = redb::AccessGuard<'a, &'static [u8]>;
 
-/// Takes up to `limit` entries, without the tenant prefix; answers `true`
-/// when it stopped because the entries would hold more than `max_bytes`.
+/// Up to `limit` entries within `max_bytes`, without the tenant prefix.
 fn collect<'a>(
     it: impl Iterator<Item = Result<(Guard<'a>, Guard<'a>), redb::StorageError>>,
     strip: usize,
     limit: u32,
     max_bytes: usize,
-    out: &mut Vec<Entry>,
-) -> Result<bool, StorageError> {
-    let mut bytes = 0usize;
-    for item in it.take(limit as usize) {
-        let (k, v) = item.map_err(storage)?;
-        let (k, v) = (k.value(), v.value());
-        bytes = bytes.saturating_add(k.len() - strip + v.len());
-        if bytes > max_bytes {
-            return Ok(true);
-        }
-        out.push((k[strip..].to_vec(), v.to_vec()));
-    }
-    Ok(false)
+) -> Result<(Vec<Entry>, bool), StorageError> {
+    let entries = it
+        .take(limit as usize)
+        .map(|item| item.map(|(k, v)| (k.value()[strip..].to_vec(), v.value().to_vec())));
+    take_within(entries, max_bytes).map_err(storage)
 }
 
 struct ReadTxn {

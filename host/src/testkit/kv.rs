@@ -15,32 +15,10 @@ use crate::storage::backend::{Backend, Entry, Mode, Txn, Write};
 use crate::storage::error::StorageError;
 use crate::testkit::report::{Check, Failure};
 
-/// Every check of this module, by name.
+/// Every check of this module, by name (the list is
+/// `leasehold_host::__kv_checks!`'s).
 pub fn checks<B: Backend>() -> Vec<Check<B>> {
-    vec![
-        ("empty_store_reads_nothing", empty_store_reads_nothing::<B>),
-        ("puts_read_back", puts_read_back::<B>),
-        ("bytewise_order_both_ways", bytewise_order_both_ways::<B>),
-        ("scan_limits_and_bounds", scan_limits_and_bounds::<B>),
-        ("scan_byte_caps", scan_byte_caps::<B>),
-        ("largest_key_and_value", largest_key_and_value::<B>),
-        (
-            "empty_batches_commit_nothing",
-            empty_batches_commit_nothing::<B>,
-        ),
-        ("deletes_of_absent_keys", deletes_of_absent_keys::<B>),
-        (
-            "batches_are_all_or_nothing",
-            batches_are_all_or_nothing::<B>,
-        ),
-        ("reads_see_one_snapshot", reads_see_one_snapshot::<B>),
-        (
-            "batches_land_whole_under_a_concurrent_reader",
-            batches_land_whole_under_a_concurrent_reader::<B>,
-        ),
-        ("writers_are_serializable", writers_are_serializable::<B>),
-        ("tenants_are_apart", tenants_are_apart::<B>),
-    ]
+    crate::__kv_checks!(checks(B))
 }
 
 /// Long enough for any healthy store; a check never waits on it to pass.
@@ -614,21 +592,33 @@ pub fn writers_are_serializable<B: Backend>(make: &dyn Fn() -> B) -> Result<(), 
     const C: &str = "writers_are_serializable";
     let b = make();
     let t = tenant("");
-    let read_counter = |txn: &mut dyn Txn| -> Result<u64, Failure> {
-        let v = txn.get(b"counter").map_err(failed(C, "get"))?;
-        Ok(v.map_or(0, |v| {
+    let counter = |v: Option<Vec<u8>>| {
+        v.map_or(0, |v| {
             u64::from_be_bytes(v.as_slice().try_into().unwrap_or([0; 8]))
-        }))
+        })
+    };
+    let read_counter = |txn: &mut dyn Txn| -> Result<u64, Failure> {
+        txn.get(b"counter").map(counter).map_err(failed(C, "get"))
+    };
+    // A writer that lost the race (a conflict, no turn, an aborted group)
+    // answers `false`; any other failure fails the check.
+    let lost = |e: StorageError, doing: &str| -> Result<bool, Failure> {
+        if e.is_retryable() {
+            Ok(false)
+        } else {
+            Err(Failure::new(
+                C,
+                format!("a racing writer's {doing} failed: {e}"),
+            ))
+        }
     };
     let bump = |txn: Box<dyn Txn>, seen: u64| -> Result<bool, Failure> {
-        let out = txn
+        match txn
             .commit(vec![put(b"counter", &(seen + 1).to_be_bytes())])
-            .and_then(|p| p.wait());
-        match out {
+            .and_then(|p| p.wait())
+        {
             Ok(()) => Ok(true),
-            Err(StorageError::Conflict(_) | StorageError::Busy(_)) => Ok(false),
-            Err(StorageError::GroupFailed(f)) if f.nothing_committed() => Ok(false),
-            Err(e) => Err(Failure::new(C, format!("a racing commit failed: {e}"))),
+            Err(e) => lost(e, "commit"),
         }
     };
     for round in 0..5 {
@@ -642,17 +632,12 @@ pub fn writers_are_serializable<B: Backend>(make: &dyn Fn() -> B) -> Result<(), 
             let second = s.spawn(|| -> Result<bool, Failure> {
                 let mut txn = match b.begin(&t, Mode::Write, WAIT) {
                     Ok(txn) => txn,
-                    Err(StorageError::Busy(_)) => return Ok(false),
-                    Err(e) => return Err(Failure::new(C, format!("a second writer: {e}"))),
+                    Err(e) => return lost(e, "begin"),
                 };
-                let seen = match txn.get(b"counter") {
-                    Ok(v) => v.map_or(0, |v| {
-                        u64::from_be_bytes(v.as_slice().try_into().unwrap_or([0; 8]))
-                    }),
-                    Err(StorageError::Conflict(_)) => return Ok(false),
-                    Err(e) => return Err(Failure::new(C, format!("a second writer's read: {e}"))),
-                };
-                bump(txn, seen)
+                match txn.get(b"counter") {
+                    Ok(v) => bump(txn, counter(v)),
+                    Err(e) => lost(e, "read"),
+                }
             });
             let first_ok = bump(first, seen);
             let second_ok = second
@@ -662,8 +647,10 @@ pub fn writers_are_serializable<B: Backend>(make: &dyn Fn() -> B) -> Result<(), 
             (first_ok, second_ok)
         });
         let oks = u64::from(first_ok?) + u64::from(second_ok?);
-        first = begin(C, &b, &t, Mode::Read)?;
-        let end = read_counter(first.as_mut())?;
+        let end = {
+            let mut r = begin(C, &b, &t, Mode::Read)?;
+            read_counter(r.as_mut())?
+        };
         ensure(C, end == start + oks, || {
             format!(
                 "round {round}: {oks} writers committed a bump of the counter from {start}, \

@@ -15,7 +15,7 @@ use futures_util::future::{join, join3, join4};
 use tokio_postgres::Client;
 use tokio_postgres::error::SqlState;
 
-use crate::storage::backend::{Entry, Mode, Txn, Write};
+use crate::storage::backend::{Entry, Mode, Txn, Write, take_within};
 use crate::storage::commit::Pending;
 use crate::storage::error::{BoxError, StorageError};
 use crate::storage::postgres::conn::{Conn, Connection, DriveError, Statements, drive, send_only};
@@ -205,17 +205,11 @@ impl Txn for PgTxn {
             "scan keys",
             c.query(&s.scan[which], &[&t, &start, &end, &limit]),
         )?;
-        let mut bytes = 0usize;
-        let mut out = Vec::with_capacity(rows.len());
-        for r in rows {
-            let (k, v): (Vec<u8>, Vec<u8>) = (r.get(0), r.get(1));
-            bytes = bytes.saturating_add(k.len() + v.len());
-            if bytes > max_bytes {
-                return Ok((out, true));
-            }
-            out.push((k, v));
-        }
-        Ok((out, false))
+        take_within(
+            rows.into_iter()
+                .map(|r| Ok::<_, StorageError>((r.get(0), r.get(1)))),
+            max_bytes,
+        )
     }
 
     fn commit(mut self: Box<Self>, batch: Vec<Write>) -> Result<Pending, StorageError> {
