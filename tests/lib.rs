@@ -36,6 +36,19 @@ pub fn backend() -> Backend {
     }
 }
 
+/// Whether this run reuses instances, from `LEASEHOLD_TEST_REUSE`: unset or
+/// `0` for a fresh instance per call (the default), `1` to let every engine
+/// the harness opens keep instances between calls of a tenant. `tests/run`
+/// runs the suite once more with it set, so every test also holds with
+/// reuse on.
+pub fn reuse() -> Option<leasehold_host::Reuse> {
+    match std::env::var("LEASEHOLD_TEST_REUSE").as_deref() {
+        Err(_) | Ok("") | Ok("0") => None,
+        Ok("1") => Some(leasehold_host::Reuse::default()),
+        Ok(v) => panic!("LEASEHOLD_TEST_REUSE must be 0 or 1, not {v:?}"),
+    }
+}
+
 /// One test's database, gone when this guard is dropped: a temp redb file,
 /// or a fresh PostgreSQL schema. Any number of engines can be opened on it
 /// one after another (reopening), and its raw contents read and damaged
@@ -106,8 +119,19 @@ impl TestDb {
         }
     }
 
-    /// An engine on this database, built by `builder`.
+    /// An engine on this database, built by `builder`; with instance reuse
+    /// switched on when the run asks for it (see [`reuse`]).
     pub fn try_open(&self, builder: EngineBuilder) -> Result<Engine, leasehold_host::Error> {
+        let builder = match reuse() {
+            Some(policy) => builder.reuse_instances(policy),
+            None => builder,
+        };
+        self.open_as_built(builder)
+    }
+
+    /// An engine on this database, built by `builder` exactly, whatever
+    /// the run asks for: for the tests of instance reuse itself.
+    pub fn open_as_built(&self, builder: EngineBuilder) -> Result<Engine, leasehold_host::Error> {
         match &self.store {
             Store::Redb { path, .. } => builder.open(path),
             Store::Postgres(schema) => builder.postgres(&schema.url),

@@ -27,23 +27,27 @@ use crate::prelude::*;
 #[global_allocator]
 static ALLOCATOR: BumpFirst = BumpFirst {
     next: core::cell::Cell::new(0),
+    call_ended: core::cell::Cell::new(false),
     talc: talc::cell::TalcSyncCell::new_wasm(ArenaThenGrow {
         arena_claimed: false,
     }),
 };
 
-/// The Rust host runs every call in a fresh instance whose memory is thrown
-/// away after it, so most of a call's allocations need no bookkeeping at
-/// all: they are cut from the front of one region, and only the most recent
-/// one gives its room back when freed (a `Vec` growing in place). What does
-/// not fit goes to talc, which frees properly, for calls that allocate a
-/// lot. A host that keeps an instance for many calls (the JavaScript and
-/// Python hosts do) sees the region fill with freed blocks over its first
-/// calls and talc serve the rest: the region is never reused, so this costs
-/// at most its 256 KiB and never correctness.
+/// Nothing a call allocates outlives the call, so most allocations need no
+/// bookkeeping at all: they are cut from the front of one region, and only
+/// the most recent one gives its room back when freed (a `Vec` growing in
+/// place). The region starts empty again with every call (see
+/// [`BumpFirst::begin_call`]), so an instance kept for many calls (by the
+/// JavaScript and Python hosts, and by the Rust host when asked to reuse
+/// instances) cuts each call's blocks from the same front. What does not fit
+/// goes to talc, which frees properly, for calls that allocate a lot.
 struct BumpFirst {
     /// Offset of the first free byte of `BUMP`.
     next: core::cell::Cell<usize>,
+    /// Set when a call's rules have answered: the next call's first
+    /// allocation by the host (its arguments) or its entry starts the region
+    /// afresh.
+    call_ended: core::cell::Cell<bool>,
     talc: talc::cell::TalcSyncCell<ArenaThenGrow, talc::wasm::WasmBinning>,
 }
 
@@ -67,6 +71,28 @@ impl BumpFirst {
     /// Whether the block at `ptr` of `size` bytes is the last one cut.
     fn is_last(&self, ptr: *mut u8, size: usize) -> bool {
         ptr as usize + size == Self::base() + self.next.get()
+    }
+
+    /// Called where a new call may begin: by `cabi_realloc` (the host
+    /// lowering the arguments comes first in a call) and on entry to the
+    /// rules. After the last call ended, and once the host has lifted its
+    /// answer and run its post-return, nothing in the region is live, so it
+    /// empties. Within a call the flag is clear, so the host lowering the
+    /// answers of `kv` imports into the region never empties it.
+    ///
+    /// An export's glue moves its arguments into the rules and allocates
+    /// nothing of its own before [`call`] enters; an export whose arguments
+    /// hold no list or string has nothing in the region when it enters.
+    fn begin_call(&self) {
+        if self.call_ended.replace(false) {
+            self.next.set(0);
+        }
+    }
+
+    /// The rules have answered; the glue may still allocate the answer's
+    /// lists in the region, which stay until the next call begins.
+    fn end_call(&self) {
+        self.call_ended.set(true);
     }
 }
 
@@ -203,6 +229,7 @@ pub unsafe extern "C" fn cabi_realloc(
     new_len: usize,
 ) -> *mut u8 {
     use alloc::alloc::{Layout, alloc as allocate, realloc};
+    ALLOCATOR.begin_call();
     if new_len == 0 {
         return align as *mut u8;
     }
@@ -299,6 +326,7 @@ crate::wit_conversions!(wit);
 fn call<T, E, U: From<T>, F: From<E>>(
     f: impl FnOnce(&mut kv::Buffered<HostKv>) -> Result<T, E>,
 ) -> Result<U, F> {
+    ALLOCATOR.begin_call();
     let (answer, batch) = kv::buffered(HostKv, f);
     if !batch.is_empty() {
         let batch: Vec<host_kv::Write> = batch
@@ -310,6 +338,7 @@ fn call<T, E, U: From<T>, F: From<E>>(
             .collect();
         host_kv::stage(&batch);
     }
+    ALLOCATOR.end_call();
     answer.map(U::from).map_err(F::from)
 }
 

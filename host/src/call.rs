@@ -1,10 +1,12 @@
-//! One call: a fresh `Store` and instance from the pool, the sandbox's
-//! limits and deadline, and the commit decision. The call's turn to write
+//! One call: an instance (fresh from the pool, or kept from the tenant's
+//! last call when the engine reuses them), the sandbox's limits and
+//! deadline, and the commit decision. The call's turn to write
 //! comes first; its writes commit only when the guest answered `ok`, the
 //! answer passed its checks and nothing broke a limit. It owns running a
 //! call and running it again after a lost race; it must never commit a
-//! batch whose answer failed its checks, and never retry a call whose
-//! outcome is unknown.
+//! batch whose answer failed its checks, never retry a call whose
+//! outcome is unknown, and never keep an instance whose call did not
+//! answer `ok`.
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -15,6 +17,7 @@ use wasmtime::{Store, Trap};
 use crate::compiled::ticks;
 use crate::ctx::{CallCtx, Export};
 use crate::error::{Error, SandboxError};
+use crate::keep::Warm;
 use crate::runtime::Shared;
 use crate::storage::backend::Mode;
 use crate::storage::error::StorageError;
@@ -110,30 +113,40 @@ fn run<R, T>(
             .begin_with_deadline(tenant, verb.mode(), limits.lock_wait, deadline),
     }
     .map_err(|e| storage_error(e, verb))?;
-    let ctx = CallCtx {
-        kv: KvView::new(txn, verb.mode(), limits, s.backend.concurrent_writers()),
-        wasi: None,
-        table: ResourceTable::new(),
-        memory_cap: limits.memory_bytes,
-    };
-    let mut store = Store::new(&s.compiled.wasm, ctx);
-    store.limiter(|c| c);
-    store.set_epoch_deadline(ticks(deadline));
-    store.epoch_deadline_trap();
-    let answer = match s.compiled.pre.instantiate(&mut store) {
-        Ok(instance) => {
-            let export = Export {
-                instance,
-                index: s.compiled.exports[verb.index()],
-            };
-            f(&export, &mut store)
+    let kv = KvView::new(txn, verb.mode(), limits, s.backend.concurrent_writers());
+    let mut warm = match s.keeper.take(tenant) {
+        Some(mut warm) => {
+            warm.store.data_mut().kv = kv;
+            Some(warm)
         }
-        Err(e) => Err(e),
+        None => match instantiate(s, kv, deadline) {
+            Ok(warm) => Some(warm),
+            Err((mut ctx, e)) => {
+                // Nothing ran: the call's transaction comes back in the
+                // store data, and ends as a failed call's does.
+                let outcome = ctx.kv.take();
+                let refused = outcome
+                    .violation
+                    .unwrap_or_else(|| Error::Sandbox(classify_trap(e, deadline)));
+                return finish_unwritten(outcome.txn, verb, Err(refused));
+            }
+        },
+    };
+    let w = warm.as_mut().expect("an instance was just made or taken");
+    // The deadline counts from here for a kept instance, and again from
+    // here, for the call itself, on a fresh one.
+    w.store.set_epoch_deadline(ticks(deadline));
+    let answer = match w.func(verb, &s.compiled.exports[verb.index()]) {
+        Some(func) => f(&Export { func }, &mut w.store),
+        None => Err(wasmtime::Error::msg(format!(
+            "the instance has no export {}",
+            verb.name()
+        ))),
     };
 
-    // The transaction ends before the instance is torn down, so a writer
-    // gives up its turn as soon as it can.
-    let outcome = store.data_mut().kv.take();
+    // The transaction ends before the instance is torn down or kept, so a
+    // writer gives up its turn as soon as it can.
+    let outcome = w.store.data_mut().kv.take();
     let txn = outcome
         .txn
         .ok_or_else(|| Error::setup("the call lost its transaction"))?;
@@ -147,24 +160,83 @@ fn run<R, T>(
     };
     let answer = match answer {
         Ok(answer) => answer,
+        // An instance whose call failed in any way is never kept.
         Err(refused) => {
-            // An error answer may rest on writes of calls before it in
-            // its group: it is given once they are committed, and if
-            // they never are, the caller hears that instead.
-            let pending = txn.finish_unwritten();
-            drop(store);
-            pending.wait().map_err(|e| storage_error(e, verb))?;
-            return Err(refused);
+            drop(warm);
+            return finish_unwritten(Some(txn), verb, Err(refused));
         }
     };
     let pending = txn
         .commit(outcome.batch)
         .map_err(|e| storage_error(e, verb))?;
-    // The instance slot is free before the call waits for its commit to
-    // be durable (with group commit, possibly another call's fsync).
-    drop(store);
+    // The instance slot is free (or the instance kept) before the call
+    // waits for its commit to be durable (with group commit, possibly
+    // another call's fsync).
+    if let Some(w) = warm.take() {
+        s.keeper.give_back(tenant, w);
+    }
     pending.wait().map_err(|e| storage_error(e, verb))?;
     Ok(answer)
+}
+
+/// Ends a call that writes nothing and answers `refused`. An error answer
+/// may rest on writes of calls before it in its group: it is given once
+/// they are committed, and if they never are, the caller hears that
+/// instead.
+fn finish_unwritten<T>(
+    txn: Option<Box<dyn crate::storage::backend::Txn>>,
+    verb: Verb,
+    refused: Result<T, Error>,
+) -> Result<T, Error> {
+    let txn = txn.ok_or_else(|| Error::setup("the call lost its transaction"))?;
+    txn.finish_unwritten()
+        .wait()
+        .map_err(|e| storage_error(e, verb))?;
+    refused
+}
+
+/// A fresh store and instance for one call. Idle instances hold slots of
+/// the pool; when the pool is full and some are kept, the least recently
+/// used goes and the call tries again. On failure the call's store data
+/// comes back, so that its transaction can end.
+fn instantiate(
+    s: &Shared,
+    kv: KvView,
+    deadline: Duration,
+) -> Result<Warm, (CallCtx, wasmtime::Error)> {
+    let mut ctx = CallCtx {
+        kv,
+        wasi: None,
+        table: ResourceTable::new(),
+        memory_cap: s.limits.memory_bytes,
+        memory_grew: false,
+    };
+    loop {
+        let mut store = Store::new(&s.compiled.wasm, ctx);
+        store.limiter(|c| c);
+        // Instantiating runs the component's start code, under the call's
+        // deadline as the rest of the call is.
+        store.set_epoch_deadline(ticks(deadline));
+        store.epoch_deadline_trap();
+        match s.compiled.pre.instantiate(&mut store) {
+            Ok(instance) => {
+                s.keeper.counted_fresh();
+                return Ok(Warm::new(store, instance));
+            }
+            Err(e) => {
+                let full = e
+                    .downcast_ref::<wasmtime::PoolConcurrencyLimitError>()
+                    .is_some();
+                // A store that failed to instantiate is never reused: the
+                // next attempt starts from a new one.
+                ctx = store.into_data();
+                ctx.memory_grew = false;
+                if !(full && s.keeper.evict_one()) {
+                    return Err((ctx, e));
+                }
+            }
+        }
+    }
 }
 
 /// A storage failure as the caller hears it, naming the verb where the

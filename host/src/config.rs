@@ -66,6 +66,34 @@ impl Default for Limits {
     }
 }
 
+/// When an instance may serve more than one call (see
+/// [`EngineBuilder::reuse_instances`](crate::EngineBuilder::reuse_instances)).
+/// An instance only ever serves calls of the one tenant whose call made it,
+/// and is thrown away after any call that did not answer `ok`: a trap, a
+/// limit, a deadline, an error answer or a failed commit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reuse {
+    /// Most calls one instance serves before it is thrown away.
+    pub calls: u32,
+    /// An instance older than this is thrown away instead of serving the
+    /// next call.
+    pub age: Duration,
+    /// Most instances kept idle at once, over all tenants; the least
+    /// recently used goes first. Each holds a slot of the pool
+    /// ([`Limits::concurrent_calls`]), so at most half the slots are kept.
+    pub idle: u32,
+}
+
+impl Default for Reuse {
+    fn default() -> Self {
+        Reuse {
+            calls: 1000,
+            age: Duration::from_secs(30),
+            idle: 32,
+        }
+    }
+}
+
 /// How hard a commit presses the data to disk.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Durability {

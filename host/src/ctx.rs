@@ -1,12 +1,11 @@
-//! One call's store data: the guest's view of storage, an empty WASI
-//! context, the memory cap, and the handle of the export the call runs. It
-//! owns what a wasmtime `Store` carries for one call; it must never outlive
-//! that call, and never give the guest a file, a socket, the environment or
-//! a clock it could read.
+//! A call's store data: the guest's view of storage, an empty WASI context,
+//! the memory cap, and the handle of the export the call runs. It owns what
+//! a wasmtime `Store` carries; the storage view is one call's and is
+//! replaced for the next when the instance is kept (see `keep`). It must
+//! never give the guest a file, a socket, the environment or a clock it
+//! could read.
 
-use wasmtime::component::{
-    ComponentExportIndex, ComponentNamedList, Instance, Lift, Lower, ResourceTable,
-};
+use wasmtime::component::{ComponentNamedList, Func, Lift, Lower, ResourceTable};
 use wasmtime::{ResourceLimiter, Store};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
@@ -22,6 +21,9 @@ pub(crate) struct CallCtx {
     pub(crate) wasi: Option<WasiCtx>,
     pub(crate) table: ResourceTable,
     pub(crate) memory_cap: usize,
+    /// Whether the instance grew its memory past what it started with: such
+    /// an instance is never kept for another call.
+    pub(crate) memory_grew: bool,
 }
 
 impl WasiView for CallCtx {
@@ -36,25 +38,22 @@ impl WasiView for CallCtx {
     }
 }
 
-/// The export a call runs, on the call's fresh instance.
+/// The export a call runs, on the call's instance.
 pub(crate) struct Export {
-    pub(crate) instance: Instance,
-    pub(crate) index: ComponentExportIndex,
+    pub(crate) func: Func,
 }
 
 impl Export {
     /// Calls the export with `params` and answers its one result. Only this
     /// function's types are checked against the component's: loading the
     /// typed handles of every export, as the generated bindings
-    /// do, cost about 3.5 µs per call.
+    /// do, would cost more than many calls do.
     pub(crate) fn call<P, R>(&self, store: &mut Store<CallCtx>, params: P) -> wasmtime::Result<R>
     where
         P: ComponentNamedList + Lower,
         (R,): ComponentNamedList + Lift,
     {
-        let func = self
-            .instance
-            .get_typed_func::<P, (R,)>(&mut *store, &self.index)?;
+        let func = self.func.typed::<P, (R,)>(&*store)?;
         let (answer,) = func.call(&mut *store, params)?;
         Ok(answer)
     }
@@ -63,10 +62,14 @@ impl Export {
 impl ResourceLimiter for CallCtx {
     fn memory_growing(
         &mut self,
-        _current: usize,
+        current: usize,
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
+        // Instantiation asks from zero; anything after is the guest growing.
+        if current > 0 {
+            self.memory_grew = true;
+        }
         if desired > self.memory_cap {
             self.kv.fail(Error::Sandbox(SandboxError::Memory {
                 cap: self.memory_cap,

@@ -11,8 +11,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::compiled::{Compiled, compiled};
-use crate::config::{Durability, Limits};
+use crate::config::{Durability, Limits, Reuse};
 use crate::error::Error;
+use crate::keep::{InstanceStats, Keeper};
 use crate::runtime::Shared;
 use crate::storage::backend::Backend;
 use crate::storage::commit::CommitStats;
@@ -36,6 +37,7 @@ pub struct EngineBuilder {
     /// Unset means on.
     no_group_commit: bool,
     pool_size: Option<usize>,
+    reuse: Option<Reuse>,
 }
 
 impl EngineBuilder {
@@ -63,6 +65,25 @@ impl EngineBuilder {
     /// there to measure what grouping buys.
     pub fn group_commit(mut self, on: bool) -> Self {
         self.no_group_commit = !on;
+        self
+    }
+
+    /// Lets an instance serve more than one call of the same tenant, within
+    /// `reuse`'s bounds, instead of instantiating the component for every
+    /// call (the default). A kept instance never serves another tenant, and
+    /// is thrown away after any call that did not answer `ok` (a trap, a
+    /// limit, a deadline, an error answer, a failed commit) and after any
+    /// call that grew its memory.
+    ///
+    /// The trade: a call skips instantiation and teardown, but what one call
+    /// of a tenant leaves in the instance's memory (the guest starts its
+    /// allocator afresh every call, but does not wipe the bytes) is still
+    /// there during the tenant's next calls, so a flaw in the rules that
+    /// read memory it never wrote could see an earlier call's data of the
+    /// same tenant, never another's. Idle instances hold pool slots (at
+    /// most half of [`Limits::concurrent_calls`]).
+    pub fn reuse_instances(mut self, reuse: Reuse) -> Self {
+        self.reuse = Some(reuse);
         self
     }
 
@@ -184,6 +205,7 @@ impl EngineBuilder {
             shared: Arc::new(Shared {
                 compiled,
                 backend,
+                keeper: Keeper::new(self.reuse, self.limits.concurrent_calls),
                 limits: self.limits,
                 durability: self.durability,
                 retries: AtomicU64::new(0),
@@ -242,6 +264,7 @@ impl Engine {
             shared: Arc::new(Shared {
                 compiled,
                 backend: s.backend.clone(),
+                keeper: Keeper::new(s.keeper.policy(), s.limits.concurrent_calls),
                 limits: s.limits,
                 durability: s.durability,
                 retries: AtomicU64::new(0),
@@ -263,6 +286,18 @@ impl Engine {
     /// (PostgreSQL); `None` for redb, which lives in this process.
     pub fn round_trips(&self) -> Option<u64> {
         self.shared.backend.round_trips()
+    }
+
+    /// How many calls so far instantiated the component, and how many ran
+    /// on an instance kept from an earlier call of their tenant (see
+    /// [`EngineBuilder::reuse_instances`]).
+    pub fn instance_stats(&self) -> InstanceStats {
+        self.shared.keeper.stats()
+    }
+
+    /// How instances are reused, if they are.
+    pub fn reuse(&self) -> Option<Reuse> {
+        self.shared.keeper.policy()
     }
 
     /// What group commit has done on this engine's redb database so far:

@@ -29,6 +29,7 @@ mod config;
 mod ctx;
 mod engine;
 mod error;
+mod keep;
 #[cfg(test)]
 mod layering;
 #[cfg(feature = "native")]
@@ -43,9 +44,10 @@ pub mod testkit;
 mod verbs;
 mod view;
 
-pub use config::{Durability, Limits};
+pub use config::{Durability, Limits, Reuse};
 pub use engine::{Engine, EngineBuilder, GUEST_COMPONENT};
 pub use error::{Error, Refusal, SandboxError};
+pub use keep::InstanceStats;
 pub use leasehold_guest::model::{
     ArmOutcome, Discrepancy, Lease, OnExpiry, Page, Phase, Priority, QueueQuery, SealOutcome,
     Settlement, StoreError, Task, TaskState, Timer, Timestamp,

@@ -1,5 +1,6 @@
 //! What every call of one engine shares: the compiled component and its
-//! instance pool, the backend, the limits, and the count of calls run again.
+//! instance pool, the backend, the limits, the instances kept between calls,
+//! and the count of calls run again.
 //! It owns these values and nothing of what a call does with them; it must
 //! never hold a call's state, so that engines and tenants are cheap to
 //! clone and share between threads.
@@ -9,6 +10,7 @@ use std::sync::atomic::AtomicU64;
 
 use crate::compiled::Compiled;
 use crate::config::{Durability, Limits};
+use crate::keep::Keeper;
 use crate::storage::backend::Backend;
 
 pub(crate) struct Shared {
@@ -16,6 +18,8 @@ pub(crate) struct Shared {
     pub(crate) backend: Arc<dyn Backend>,
     pub(crate) limits: Limits,
     pub(crate) durability: Durability,
+    /// Idle instances, for an engine that reuses them.
+    pub(crate) keeper: Keeper,
     /// Calls run again after a serialization conflict.
     pub(crate) retries: AtomicU64,
 }

@@ -16,6 +16,7 @@ mod postgres;
 mod power_loss;
 mod queue;
 mod redb_files;
+mod reuse;
 mod runs;
 mod sandbox;
 mod smoke;

@@ -256,6 +256,8 @@ macro_rules! forward_backend {
         }
     };
 }
+// Only the conformance kit's wrapper names it from outside this file.
+#[cfg(feature = "testkit")]
 pub(crate) use forward_backend;
 
 // A shared backend is a backend: an engine can take an `Arc` of one that the
