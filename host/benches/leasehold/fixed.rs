@@ -19,9 +19,14 @@ impl Bench {
         let path = self.fresh_file();
         seed(&path, |kv| seed_tasks(kv, (0..10).map(reviewer_task)))?;
         let mut product = Vec::new();
+        let mut reused = Vec::new();
         let mut native = Vec::new();
         for _ in 0..s.runs {
-            for (kind, out) in [(Kind::Product, &mut product), (Kind::Native, &mut native)] {
+            for (kind, out) in [
+                (Kind::Product, &mut product),
+                (Kind::Reused, &mut reused),
+                (Kind::Native, &mut native),
+            ] {
                 let d = Driver::open(kind, &path, Durability::None)?;
                 for _ in 0..100 {
                     d.open_count()?;
@@ -33,18 +38,21 @@ impl Bench {
                 })?);
             }
         }
-        let diffs: Vec<f64> = product
-            .iter()
-            .zip(&native)
-            .map(|(p, n)| p.p50() - n.p50())
-            .collect();
-        let (product, native, fixed) = (Runs(product), Runs(native), Spread::of(&diffs));
+        let diffs = |runs: &[crate::stats::Run]| -> Vec<f64> {
+            runs.iter()
+                .zip(&native)
+                .map(|(p, n)| p.p50() - n.p50())
+                .collect()
+        };
+        let (fixed, fixed_reused) = (Spread::of(&diffs(&product)), Spread::of(&diffs(&reused)));
+        let (product, reused, native) = (Runs(product), Runs(reused), Runs(native));
         println!("## 2. Fixed per-call cost of the sandbox\n");
         println!(
             "`open-count` (one counter read) on a read snapshot, {} calls per run. The \
              difference of the p50s is what a fresh instance from the pre-instantiated \
              component (pooling allocator, nothing compiled per call) plus the boundary \
-             crossing costs per call.\n",
+             crossing costs per call; *reused*, with instance reuse on, what the crossing \
+             alone costs.\n",
             s.read_calls * 5
         );
         println!("| | p50 µs | p99 µs | calls/s |");
@@ -56,6 +64,12 @@ impl Bench {
             product.rate().rate()
         );
         println!(
+            "| reused | {} | {} | {} |",
+            reused.p50().us(),
+            reused.p99().us(),
+            reused.rate().rate()
+        );
+        println!(
             "| native | {} | {} | {} |",
             native.p50().us(),
             native.p99().us(),
@@ -64,6 +78,10 @@ impl Bench {
         println!(
             "| **sandbox cost per call** (product p50 − native p50) | {} | | |",
             fixed.us()
+        );
+        println!(
+            "| **with reuse** (reused p50 − native p50) | {} | | |",
+            fixed_reused.us()
         );
         println!();
         self.target(

@@ -87,6 +87,7 @@ struct VerbRow {
     /// Measured with the thread idle for [`PAUSE`] after every call.
     paused: bool,
     product: Runs,
+    reused: Runs,
     native: Runs,
     raw: Runs,
 }
@@ -301,7 +302,7 @@ impl Bench {
                 {
                     continue;
                 }
-                let mut per_kind: [Vec<Run>; 3] = Default::default();
+                let mut per_kind: [Vec<Run>; 4] = Default::default();
                 for _ in 0..self.sizes.runs {
                     let round = self
                         .verb_round(filter, verb, durability, pause)
@@ -312,7 +313,7 @@ impl Bench {
                         per_kind[k].push(run);
                     }
                 }
-                let [product, native, raw] = per_kind;
+                let [product, reused, native, raw] = per_kind;
                 eprintln!(
                     "  measured {} ({durability:?}{})",
                     verb.name(),
@@ -323,6 +324,7 @@ impl Bench {
                     durability,
                     paused: pause.is_some(),
                     product: Runs(product),
+                    reused: Runs(reused),
                     native: Runs(native),
                     raw: Runs(raw),
                 });
@@ -340,13 +342,16 @@ impl Bench {
              and {} under Durability::Immediate. *product*: the Wasm component through the host; \
              *native*: the same rules compiled natively over the same redb layer, one \
              transaction per call; *raw*: one {}-byte insert + commit per call on redb directly \
-             (for the read verb `queue`: one read transaction and one point get). `queue` reads \
+             (for the read verb `queue`: one read transaction and one point get); *reused*: \
+             the product with instance reuse switched on (`EngineBuilder::reuse_instances`, \
+             default bounds), so a call runs on the instance the tenant's last call left. \
+             `queue` reads \
              the first page of {} queued tasks; `claim-next` claims the head of a queue of as \
              many tasks as the run makes calls, beside `queue+claim`, the two calls a caller \
              makes without it (a one-task page, then a claim of its head, timed together as one \
-             call); `claim-due` claims 100 of a pool of {} due timers. The three engines run \
-             side by side on three files, taking turns {TURN} calls at a time, so a slow spell \
-             of the machine or its disk hits all three alike.\n",
+             call); `claim-due` claims 100 of a pool of {} due timers. The engines run \
+             side by side on files of their own, taking turns {TURN} calls at a time, so a slow \
+             spell of the machine or its disk hits them alike.\n",
             s.calls_none,
             s.calls_immediate,
             RAW_VALUE.len() + 16,
@@ -367,35 +372,44 @@ impl Bench {
             }
             println!("### Durability::{durability:?}\n");
             println!(
-                "| verb | product calls/s | native calls/s | raw calls/s | product/native | product/raw |"
+                "| verb | product calls/s | reused calls/s | native calls/s | raw calls/s | product/native | reused/native | product/raw |"
             );
-            println!("| --- | --- | --- | --- | --- | --- |");
+            println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
             for r in &rows {
-                let (p, n, w) = (r.product.rate(), r.native.rate(), r.raw.rate());
+                let (p, u, n, w) = (
+                    r.product.rate(),
+                    r.reused.rate(),
+                    r.native.rate(),
+                    r.raw.rate(),
+                );
                 println!(
-                    "| {} | {} | {} | {} | {:.2} | {:.2} |",
+                    "| {} | {} | {} | {} | {} | {:.2} | {:.2} | {:.2} |",
                     r.verb.name(),
                     p.rate(),
+                    u.rate(),
                     n.rate(),
                     w.rate(),
                     p.median / n.median,
+                    u.median / n.median,
                     p.median / w.median,
                 );
             }
             println!();
             println!("Latency per call, µs (p50 and p99 within a run):\n");
             println!(
-                "| verb | product p50 | native p50 | raw p50 | product p99 | native p99 | raw p99 |"
+                "| verb | product p50 | reused p50 | native p50 | raw p50 | product p99 | reused p99 | native p99 | raw p99 |"
             );
-            println!("| --- | --- | --- | --- | --- | --- | --- |");
+            println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
             for r in &rows {
                 println!(
-                    "| {} | {} | {} | {} | {} | {} | {} |",
+                    "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                     r.verb.name(),
                     r.product.p50().us(),
+                    r.reused.p50().us(),
                     r.native.p50().us(),
                     r.raw.p50().us(),
                     r.product.p99().us(),
+                    r.reused.p99().us(),
                     r.native.p99().us(),
                     r.raw.p99().us(),
                 );
@@ -403,6 +417,33 @@ impl Bench {
             println!();
         }
         self.print_paused(rows);
+        // The round-3 targets: what the sandbox costs, as ratios of
+        // throughput to the same rules compiled natively.
+        for r in rows
+            .iter()
+            .filter(|r| !r.paused && r.durability == Durability::None)
+        {
+            let n = r.native.rate().median;
+            let (p, u) = (r.product.rate().median / n, r.reused.rate().median / n);
+            let floor = match r.verb {
+                Verb::Queue | Verb::ClaimDue => 0.75,
+                Verb::QueueClaim => continue,
+                _ => 0.70,
+            };
+            let name = r.verb.name();
+            self.target(
+                format!("{name}, None: product/native (fresh instance per call)"),
+                &format!("≥ {floor:.2}"),
+                format!("{p:.2}"),
+                p >= floor,
+            );
+            self.target(
+                format!("{name}, None: reused/native (instance reuse on)"),
+                "≥ 0.85",
+                format!("{u:.2}"),
+                u >= 0.85,
+            );
+        }
         // The round-2 targets, as ratios of p50 latencies taken in this run.
         for r in rows
             .iter()
