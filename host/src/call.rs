@@ -121,7 +121,8 @@ fn run<R, T>(
         }
         None => match instantiate(s, kv, deadline) {
             Ok(warm) => Some(warm),
-            Err((mut ctx, e)) => {
+            Err(failed) => {
+                let (mut ctx, e) = *failed;
                 // Nothing ran: the call's transaction comes back in the
                 // store data, and ends as a failed call's does.
                 let outcome = ctx.kv.take();
@@ -203,7 +204,7 @@ fn instantiate(
     s: &Shared,
     kv: KvView,
     deadline: Duration,
-) -> Result<Warm, (CallCtx, wasmtime::Error)> {
+) -> Result<Warm, Box<(CallCtx, wasmtime::Error)>> {
     let mut ctx = CallCtx {
         kv,
         wasi: None,
@@ -232,7 +233,7 @@ fn instantiate(
                 ctx = store.into_data();
                 ctx.memory_grew = false;
                 if !(full && s.keeper.evict_one()) {
-                    return Err((ctx, e));
+                    return Err(Box::new((ctx, e)));
                 }
             }
         }

@@ -90,6 +90,11 @@ fn compile(bytes: &[u8], limits: &Limits) -> Result<Compiled, Error> {
         .table_keep_resident(TABLE_KEEP_RESIDENT)
         .pagemap_scan(Enabled::Auto);
     let mut config = Config::new();
+    // For profiling the guest's compiled code with `perf`: wasmtime writes
+    // the map `perf report` names JIT code by.
+    if std::env::var_os("LEASEHOLD_PERF_MAP").is_some() {
+        config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+    }
     config
         .wasm_component_model(true)
         .epoch_interruption(true)
