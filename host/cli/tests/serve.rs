@@ -128,12 +128,19 @@ fn task(id: &str) -> Value {
 
 #[test]
 fn minted_tokens_authenticate_and_a_tenant_sees_only_its_own() {
+    tokens_authenticate_and_tenants_stay_apart(&[]);
+}
+
+#[test]
+fn with_instance_reuse_on_a_tenant_still_sees_only_its_own() {
+    tokens_authenticate_and_tenants_stay_apart(&["--reuse-instances"]);
+}
+
+fn tokens_authenticate_and_tenants_stay_apart(extra: &[&str]) {
     let s = setup();
-    let server = serve(
-        s.dir.path(),
-        &s.db,
-        &["--tokens", s.tokens.to_str().expect("utf-8")],
-    );
+    let mut args = vec!["--tokens", s.tokens.to_str().expect("utf-8")];
+    args.extend_from_slice(extra);
+    let server = serve(s.dir.path(), &s.db, &args);
     let c = client();
     let open = c
         .post(format!("{}/v1/tasks", server.base))
@@ -156,6 +163,18 @@ fn minted_tokens_authenticate_and_a_tenant_sees_only_its_own() {
         .send()
         .expect("answers");
     assert_eq!(cross.status(), 404);
+    // The intruder's own tenant, served right after acme's calls (on an
+    // instance of its own when instances are kept), has no such task.
+    for (token, open) in [(&s.operator, 1), (&s.intruder, 0), (&s.operator, 1)] {
+        let count = c
+            .get(format!("{}/v1/stats/open-count", server.base))
+            .bearer_auth(token)
+            .send()
+            .expect("answers");
+        assert_eq!(count.status(), 200);
+        let count: Value = count.json().expect("JSON");
+        assert_eq!(count["count"], open, "{count}");
+    }
     let nobody = c
         .get(format!("{}/v1/tasks/t-1", server.base))
         .send()

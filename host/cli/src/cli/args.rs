@@ -183,6 +183,11 @@ pub struct ServeArgs {
     /// RUST_LOG, default info)
     #[arg(long)]
     pub log_json: bool,
+    /// Let an instance of the rules serve more than one call of the same
+    /// tenant (faster; an instance never serves another tenant and is
+    /// thrown away after any failed call). Off: a fresh instance per call
+    #[arg(long)]
+    pub reuse_instances: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -4,7 +4,7 @@
 
 use std::io::Write;
 
-use leasehold_host::Engine;
+use leasehold_host::{Engine, Reuse};
 use leasehold_serve::{
     ClaimNames, Config, Credentials, JwtConfig, JwtVerifier, Options, Principal, Scope, Server,
     TokenTable, new_token, token_line,
@@ -135,7 +135,13 @@ pub fn serve(cli: &Cli, args: &ServeArgs) -> Result<(), CliError> {
             request_timeout: args.request_timeout,
             max_in_flight: args.max_in_flight,
         },
-        engine: Engine::builder().file_wait(cli.wait),
+        engine: if args.reuse_instances {
+            Engine::builder()
+                .file_wait(cli.wait)
+                .reuse_instances(Reuse::default())
+        } else {
+            Engine::builder().file_wait(cli.wait)
+        },
         tls: args.tls_cert.clone().zip(args.tls_key.clone()),
         handle_signals: true,
     };

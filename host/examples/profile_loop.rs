@@ -1,0 +1,106 @@
+//! One verb in a tight loop, for a profiler: `perf record` sees the calls
+//! and little else (the component compiles once and the seeding is small),
+//! which the benchmark, with its many engines and fresh files, cannot give.
+//!
+//! ```sh
+//! cargo build --release -p leasehold-host --example profile_loop
+//! LEASEHOLD_PERF_MAP=1 perf record -F 10000 target/release/examples/profile_loop queue reuse 30000
+//! perf report --no-children --sort dso,sym
+//! ```
+//!
+//! Arguments: the verb (`queue`, a page of 50 of 1000 open tasks; `count`,
+//! `open-count`; `open`; `due`, `claim-due` of 100 of 1000 timers), then
+//! `fresh` or `reuse` (instance reuse), then the number of calls. It prints
+//! the mean time per call. `GUEST_WASM=path` runs another build of the
+//! guest, such as one that keeps its function names (`CARGO_PROFILE_RELEASE_STRIP=false`)
+//! so that `perf report` names them.
+use leasehold_host::{Durability, Engine, OnExpiry, Priority, QueueQuery, Reuse, Task, TaskState};
+use std::time::Instant;
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fn task(i: usize) -> Task {
+    Task {
+        id: format!("task-{i:06}"),
+        run: format!("run-{}", i / 10),
+        case: Some(format!("case-{}", i / 10)),
+        kind: "review".into(),
+        justification: r#"{"why":"bench"}"#.into(),
+        candidate_roles: vec!["reviewer".into()],
+        assignee: None,
+        lease_until: None,
+        priority: Priority::Normal,
+        state: TaskState::Open,
+        on_expiry: OnExpiry::Deny,
+        escalate_to: vec![],
+        excluded_actors: vec![],
+        created_at: i as i64,
+        due_at: None,
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let what = args.get(1).map(String::as_str).unwrap_or("queue");
+    let reuse = args.get(2).map(String::as_str) == Some("reuse");
+    let n: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(20000);
+    let dir = tempfile::tempdir().unwrap();
+    let mut b = Engine::builder().durability(Durability::None);
+    if reuse {
+        b = b.reuse_instances(Reuse::default());
+    }
+    if let Ok(path) = std::env::var("GUEST_WASM") {
+        b = b.component(std::fs::read(path).unwrap());
+    }
+    let e = b.open(dir.path().join("db")).unwrap();
+    let t = e.tenant("acme").unwrap();
+    for i in 0..1000 {
+        t.open(&task(i)).unwrap();
+    }
+    if what == "due" {
+        for i in 0..1000 {
+            t.arm(&leasehold_host::Timer {
+                run: format!("run-{i}"),
+                case: None,
+                effect: "wake".into(),
+                step: 1,
+                phase: leasehold_host::Phase::Forward,
+                fire_at: i as i64,
+            })
+            .unwrap();
+        }
+    }
+    let q = QueueQuery {
+        roles: vec!["reviewer".into()],
+        actor: Some("alice".into()),
+        limit: 50,
+        after: None,
+    };
+    let started = Instant::now();
+    for i in 0..n {
+        match what {
+            "queue" => {
+                assert_eq!(t.queue(&q).unwrap().tasks.len(), 50);
+            }
+            "due" => {
+                assert_eq!(
+                    t.claim_due(10_000 + i as i64 * 10, 100, 1).unwrap().len(),
+                    100
+                );
+            }
+            "count" => {
+                t.open_count().unwrap();
+            }
+            "open" => {
+                t.open(&task(100_000 + i)).unwrap();
+            }
+            _ => panic!(),
+        }
+    }
+    let el = started.elapsed();
+    eprintln!(
+        "{what} reuse={reuse}: {:.2} µs per call",
+        el.as_secs_f64() * 1e6 / n as f64
+    );
+}
