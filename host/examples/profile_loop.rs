@@ -14,7 +14,10 @@
 //! the mean time per call. `GUEST_WASM=path` runs another build of the
 //! guest, such as one that keeps its function names (`CARGO_PROFILE_RELEASE_STRIP=false`)
 //! so that `perf report` names them.
-use leasehold_host::{Durability, Engine, OnExpiry, Priority, QueueQuery, Reuse, Task, TaskState};
+use anyhow::{bail, ensure};
+use leasehold_host::{
+    Durability, Engine, OnExpiry, Phase, Priority, QueueQuery, Reuse, Task, TaskState, Timer,
+};
 use std::time::Instant;
 
 #[global_allocator]
@@ -40,35 +43,33 @@ fn task(i: usize) -> Task {
     }
 }
 
-fn main() {
+fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
-    let what = args.get(1).map(String::as_str).unwrap_or("queue");
+    let what = args.get(1).map_or("queue", String::as_str);
     let reuse = args.get(2).map(String::as_str) == Some("reuse");
-    let n: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(20000);
-    let dir = tempfile::tempdir().unwrap();
+    let n: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(20_000);
+    let dir = tempfile::tempdir()?;
     let mut b = Engine::builder().durability(Durability::None);
     if reuse {
         b = b.reuse_instances(Reuse::default());
     }
     if let Ok(path) = std::env::var("GUEST_WASM") {
-        b = b.component(std::fs::read(path).unwrap());
+        b = b.component(std::fs::read(path)?);
     }
-    let e = b.open(dir.path().join("db")).unwrap();
-    let t = e.tenant("acme").unwrap();
+    let t = b.open(dir.path().join("db"))?.tenant("acme")?;
     for i in 0..1000 {
-        t.open(&task(i)).unwrap();
+        t.open(&task(i))?;
     }
     if what == "due" {
         for i in 0..1000 {
-            t.arm(&leasehold_host::Timer {
+            t.arm(&Timer {
                 run: format!("run-{i}"),
                 case: None,
                 effect: "wake".into(),
                 step: 1,
-                phase: leasehold_host::Phase::Forward,
+                phase: Phase::Forward,
                 fire_at: i as i64,
-            })
-            .unwrap();
+            })?;
         }
     }
     let q = QueueQuery {
@@ -80,22 +81,14 @@ fn main() {
     let started = Instant::now();
     for i in 0..n {
         match what {
-            "queue" => {
-                assert_eq!(t.queue(&q).unwrap().tasks.len(), 50);
-            }
-            "due" => {
-                assert_eq!(
-                    t.claim_due(10_000 + i as i64 * 10, 100, 1).unwrap().len(),
-                    100
-                );
-            }
-            "count" => {
-                t.open_count().unwrap();
-            }
-            "open" => {
-                t.open(&task(100_000 + i)).unwrap();
-            }
-            _ => panic!(),
+            "queue" => ensure!(t.queue(&q)?.tasks.len() == 50, "a short page"),
+            "due" => ensure!(
+                t.claim_due(10_000 + i as i64 * 10, 100, 1)?.len() == 100,
+                "a short sweep"
+            ),
+            "count" => ensure!(t.open_count()? == 1000, "a wrong count"),
+            "open" => drop(t.open(&task(100_000 + i))?),
+            other => bail!("no verb {other:?}: queue, due, count or open"),
         }
     }
     let el = started.elapsed();
@@ -103,4 +96,5 @@ fn main() {
         "{what} reuse={reuse}: {:.2} µs per call",
         el.as_secs_f64() * 1e6 / n as f64
     );
+    Ok(())
 }
