@@ -26,6 +26,8 @@ use crate::verbs::Verb;
 pub(crate) struct Warm {
     pub(crate) store: Store<CallCtx>,
     pub(crate) instance: Instance,
+    /// The tenant whose call made it: the only one it ever serves.
+    tenant: Box<str>,
     funcs: Vec<Option<Func>>,
     /// Calls this instance has begun.
     calls: u32,
@@ -33,10 +35,11 @@ pub(crate) struct Warm {
 }
 
 impl Warm {
-    pub(crate) fn new(store: Store<CallCtx>, instance: Instance) -> Warm {
+    pub(crate) fn new(store: Store<CallCtx>, instance: Instance, tenant: &str) -> Warm {
         Warm {
             store,
             instance,
+            tenant: tenant.into(),
             funcs: vec![None; Verb::ALL.len()],
             calls: 0,
             born: Instant::now(),
@@ -74,7 +77,7 @@ pub struct InstanceStats {
 /// keeper that keeps none.
 pub(crate) struct Keeper {
     policy: Option<Reuse>,
-    idle: Mutex<VecDeque<(Box<str>, Warm)>>,
+    idle: Mutex<VecDeque<Warm>>,
     fresh: AtomicU64,
     reused: AtomicU64,
 }
@@ -99,7 +102,7 @@ impl Keeper {
         self.policy
     }
 
-    fn idle(&self) -> std::sync::MutexGuard<'_, VecDeque<(Box<str>, Warm)>> {
+    fn idle(&self) -> std::sync::MutexGuard<'_, VecDeque<Warm>> {
         // A panic while the lock was held left nothing half-done: the
         // queue is only pushed to and removed from.
         self.idle.lock().unwrap_or_else(|p| p.into_inner())
@@ -110,8 +113,8 @@ impl Keeper {
         let policy = self.policy?;
         let found = {
             let mut idle = self.idle();
-            let at = idle.iter().rposition(|(t, _)| &**t == tenant)?;
-            idle.remove(at).map(|(_, w)| w)
+            let at = idle.iter().rposition(|w| &*w.tenant == tenant)?;
+            idle.remove(at)
         }?;
         // Too old: dropped here, outside the lock (freeing a slot takes a
         // while), and the call instantiates afresh.
@@ -127,21 +130,17 @@ impl Keeper {
         self.fresh.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Keeps `warm` for `tenant`'s next call, unless it has served its
-    /// calls, is too old, or grew its memory. The caller hands back only an
-    /// instance whose call answered `ok`.
-    pub(crate) fn give_back(&self, tenant: &str, warm: Warm) {
+    /// Keeps `warm` for its tenant's next call, unless it has served its
+    /// calls or grew its memory (its age is checked when it is taken). The
+    /// caller hands back only an instance whose call answered `ok`.
+    pub(crate) fn give_back(&self, warm: Warm) {
         let Some(policy) = self.policy else { return };
-        if warm.calls >= policy.calls
-            || warm.born.elapsed() > policy.age
-            || warm.store.data().memory_grew
-            || policy.idle == 0
-        {
+        if warm.calls >= policy.calls || warm.store.data().memory_grew || policy.idle == 0 {
             return;
         }
         let evicted = {
             let mut idle = self.idle();
-            idle.push_back((tenant.into(), warm));
+            idle.push_back(warm);
             if idle.len() > policy.idle as usize {
                 idle.pop_front()
             } else {
