@@ -75,7 +75,7 @@ impl Default for Limits {
 pub struct Reuse {
     /// Most calls one instance serves before it is thrown away.
     pub calls: u32,
-    /// An instance older than this is thrown away instead of serving the
+    /// An instance this old or older is thrown away instead of serving the
     /// next call.
     pub age: Duration,
     /// Most instances kept idle at once, over all tenants; the least

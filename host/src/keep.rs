@@ -28,7 +28,7 @@ pub(crate) struct Warm {
     pub(crate) instance: Instance,
     /// The tenant whose call made it: the only one it ever serves.
     tenant: Box<str>,
-    funcs: Vec<Option<Func>>,
+    funcs: [Option<Func>; Verb::ALL.len()],
     /// Calls this instance has begun.
     calls: u32,
     born: Instant,
@@ -40,7 +40,7 @@ impl Warm {
             store,
             instance,
             tenant: tenant.into(),
-            funcs: vec![None; Verb::ALL.len()],
+            funcs: [None; Verb::ALL.len()],
             calls: 0,
             born: Instant::now(),
         }
@@ -118,7 +118,7 @@ impl Keeper {
         }?;
         // Too old: dropped here, outside the lock (freeing a slot takes a
         // while), and the call instantiates afresh.
-        if found.born.elapsed() > policy.age {
+        if found.born.elapsed() >= policy.age {
             return None;
         }
         self.reused.fetch_add(1, Ordering::Relaxed);
