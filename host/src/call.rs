@@ -8,6 +8,7 @@
 //! outcome is unknown, and never keep an instance whose call did not
 //! answer `ok`.
 
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -19,7 +20,7 @@ use crate::ctx::{CallCtx, Export};
 use crate::error::{Error, SandboxError};
 use crate::keep::Warm;
 use crate::runtime::Shared;
-use crate::storage::backend::Mode;
+use crate::storage::backend::{Mode, Txn};
 use crate::storage::error::StorageError;
 use crate::verbs::Verb;
 use crate::view::KvView;
@@ -29,12 +30,12 @@ use crate::view::KvView;
 /// contract rules out. The call's writes commit only if `check` accepts.
 pub(crate) fn call<R, T>(
     shared: &Shared,
-    tenant: &str,
+    tenant: &Arc<str>,
     verb: Verb,
     f: impl Fn(&Export, &mut Store<CallCtx>) -> wasmtime::Result<R>,
     check: impl Fn(R) -> Result<T, Error>,
 ) -> Result<T, Error> {
-    let span = tracing::debug_span!("leasehold.call", tenant = tenant, verb = verb.name());
+    let span = tracing::debug_span!("leasehold.call", tenant = &**tenant, verb = verb.name());
     let _entered = span.enter();
     // The clock is read only for the debug event: reading it costs a
     // noticeable share of the cheapest calls.
@@ -60,7 +61,7 @@ pub(crate) fn call<R, T>(
 /// grow and are jittered, so racing calls do not meet again in step.
 fn run_with_retries<R, T>(
     shared: &Shared,
-    tenant: &str,
+    tenant: &Arc<str>,
     verb: Verb,
     f: &impl Fn(&Export, &mut Store<CallCtx>) -> wasmtime::Result<R>,
     check: &impl Fn(R) -> Result<T, Error>,
@@ -88,7 +89,7 @@ fn run_with_retries<R, T>(
 
 fn run<R, T>(
     shared: &Shared,
-    tenant: &str,
+    tenant: &Arc<str>,
     verb: Verb,
     f: &impl Fn(&Export, &mut Store<CallCtx>) -> wasmtime::Result<R>,
     check: &impl Fn(R) -> Result<T, Error>,
@@ -120,10 +121,10 @@ fn run<R, T>(
     let mut warm = match s.keeper.take(tenant) {
         Some(mut warm) => {
             warm.store.data_mut().kv = kv;
-            Some(warm)
+            warm
         }
         None => match instantiate(s, tenant, kv, deadline) {
-            Ok(warm) => Some(warm),
+            Ok(warm) => warm,
             Err(failed) => {
                 let (mut ctx, e) = *failed;
                 // Nothing ran: the call's transaction comes back in the
@@ -132,16 +133,15 @@ fn run<R, T>(
                 let refused = outcome
                     .violation
                     .unwrap_or_else(|| Error::Sandbox(classify_trap(e, deadline)));
-                return finish_unwritten(outcome.txn, verb, Err(refused));
+                return finish_unwritten(outcome.txn.ok_or_else(lost)?, verb, Err(refused));
             }
         },
     };
-    let w = warm.as_mut().expect("an instance was just made or taken");
     // The deadline counts from here for a kept instance, and again from
     // here, for the call itself, on a fresh one.
-    w.store.set_epoch_deadline(ticks(deadline));
-    let answer = match w.func(verb, &s.compiled.exports[verb.index()]) {
-        Some(func) => f(&Export { func }, &mut w.store),
+    warm.store.set_epoch_deadline(ticks(deadline));
+    let answer = match warm.begin_call(verb, &s.compiled.exports[verb.index()]) {
+        Some(func) => f(&Export { func }, &mut warm.store),
         None => Err(wasmtime::Error::msg(format!(
             "the instance has no export {}",
             verb.name()
@@ -150,10 +150,8 @@ fn run<R, T>(
 
     // The transaction ends before the instance is torn down or kept, so a
     // writer gives up its turn as soon as it can.
-    let outcome = w.store.data_mut().kv.take();
-    let txn = outcome
-        .txn
-        .ok_or_else(|| Error::setup("the call lost its transaction"))?;
+    let outcome = warm.store.data_mut().kv.take();
+    let txn = outcome.txn.ok_or_else(lost)?;
     let answer = match outcome.violation {
         // A limit the host recorded names the cause better than the trap
         // it led to.
@@ -167,7 +165,7 @@ fn run<R, T>(
         // An instance whose call failed in any way is never kept.
         Err(refused) => {
             drop(warm);
-            return finish_unwritten(Some(txn), verb, Err(refused));
+            return finish_unwritten(txn, verb, Err(refused));
         }
     };
     let pending = txn
@@ -176,9 +174,7 @@ fn run<R, T>(
     // The instance slot is free (or the instance kept) before the call
     // waits for its commit to be durable (with group commit, possibly
     // another call's fsync).
-    if let Some(w) = warm.take() {
-        s.keeper.give_back(w);
-    }
+    s.keeper.give_back(warm);
     pending.wait().map_err(|e| storage_error(e, verb))?;
     Ok(answer)
 }
@@ -188,15 +184,18 @@ fn run<R, T>(
 /// they are committed, and if they never are, the caller hears that
 /// instead.
 fn finish_unwritten<T>(
-    txn: Option<Box<dyn crate::storage::backend::Txn>>,
+    txn: Box<dyn Txn>,
     verb: Verb,
     refused: Result<T, Error>,
 ) -> Result<T, Error> {
-    let txn = txn.ok_or_else(|| Error::setup("the call lost its transaction"))?;
     txn.finish_unwritten()
         .wait()
         .map_err(|e| storage_error(e, verb))?;
     refused
+}
+
+fn lost() -> Error {
+    Error::setup("the call lost its transaction")
 }
 
 /// A fresh store and instance for one call. Idle instances hold slots of
@@ -205,7 +204,7 @@ fn finish_unwritten<T>(
 /// comes back, so that its transaction can end.
 fn instantiate(
     s: &Shared,
-    tenant: &str,
+    tenant: &Arc<str>,
     kv: KvView,
     deadline: Duration,
 ) -> Result<Warm, Box<(CallCtx, wasmtime::Error)>> {

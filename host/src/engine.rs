@@ -250,7 +250,7 @@ impl Engine {
     /// tenant's keys.
     pub fn tenant(&self, name: &str) -> Result<Tenant, Error> {
         check_tenant(name)?;
-        Ok(Tenant::new(self.shared.clone(), name.to_owned()))
+        Ok(Tenant::new(self.shared.clone(), name.into()))
     }
 
     /// An engine that runs another component over this engine's database,

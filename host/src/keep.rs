@@ -10,8 +10,8 @@
 //! of every call, and the host gives every call its own view of storage.
 
 use std::collections::VecDeque;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use wasmtime::Store;
@@ -25,9 +25,9 @@ use crate::verbs::Verb;
 /// up so far (a lookup adds to the store, so a kept store looks each up once).
 pub(crate) struct Warm {
     pub(crate) store: Store<CallCtx>,
-    pub(crate) instance: Instance,
+    instance: Instance,
     /// The tenant whose call made it: the only one it ever serves.
-    tenant: Box<str>,
+    tenant: Arc<str>,
     funcs: [Option<Func>; Verb::ALL.len()],
     /// Calls this instance has begun.
     calls: u32,
@@ -35,19 +35,20 @@ pub(crate) struct Warm {
 }
 
 impl Warm {
-    pub(crate) fn new(store: Store<CallCtx>, instance: Instance, tenant: &str) -> Warm {
+    pub(crate) fn new(store: Store<CallCtx>, instance: Instance, tenant: &Arc<str>) -> Warm {
         Warm {
             store,
             instance,
-            tenant: tenant.into(),
+            tenant: tenant.clone(),
             funcs: [None; Verb::ALL.len()],
             calls: 0,
             born: Instant::now(),
         }
     }
 
-    /// The export `verb` runs, counting the call.
-    pub(crate) fn func(
+    /// Counts a call begun on this instance, and answers the export
+    /// `verb` runs.
+    pub(crate) fn begin_call(
         &mut self,
         verb: Verb,
         index: &wasmtime::component::ComponentExportIndex,

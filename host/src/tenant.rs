@@ -35,7 +35,8 @@ use crate::verbs::Verb;
 #[derive(Clone)]
 pub struct Tenant {
     shared: Arc<Shared>,
-    name: String,
+    /// Shared with the instances kept for this tenant (see `keep`).
+    name: Arc<str>,
 }
 
 impl std::fmt::Debug for Tenant {
@@ -131,7 +132,7 @@ fn wit_query(query: &QueueQuery) -> WitQueueQuery {
 }
 
 impl Tenant {
-    pub(crate) fn new(shared: Arc<Shared>, name: String) -> Self {
+    pub(crate) fn new(shared: Arc<Shared>, name: Arc<str>) -> Self {
         Tenant { shared, name }
     }
 
