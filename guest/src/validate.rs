@@ -9,9 +9,16 @@ use crate::prelude::*;
 
 use crate::model::{Lease, StoreError, Task, TaskState, Timer, Timestamp};
 
-pub const MAX_NAME_BYTES: usize = 256;
+/// The most characters (Unicode scalar values) in an id, actor, role or
+/// kind. Counted in characters, not bytes, so that the limit is one a
+/// JSON Schema `maxLength` states exactly.
+pub const MAX_NAME_CHARS: usize = 256;
 pub const MAX_LIST: usize = 256;
 pub const MAX_JUSTIFICATION_BYTES: usize = 256 * 1024;
+/// The deepest a justification's arrays and objects may nest. Clients read
+/// it back with parsers that recurse, and many stop far short of what a
+/// hostile document can nest.
+pub const MAX_JUSTIFICATION_DEPTH: usize = 64;
 pub const MAX_TIMESTAMP: Timestamp = 253_402_300_799_999;
 pub const MAX_LEASE_MS: u32 = 604_800_000;
 pub const MAX_LIMIT: u32 = 1000;
@@ -20,16 +27,19 @@ pub fn invalid(why: impl Into<String>) -> StoreError {
     StoreError::Invalid(why.into())
 }
 
-/// Ids, actors, roles, kinds: 1–256 bytes, no control characters.
+/// Ids, actors, roles, kinds: 1–256 characters, no control characters.
 pub fn name(field: &str, value: &str) -> Result<(), StoreError> {
     if value.is_empty() {
         return Err(invalid(format!("{field} is empty")));
     }
-    if value.len() > MAX_NAME_BYTES {
-        return Err(invalid(format!(
-            "{field} is {} bytes, more than {MAX_NAME_BYTES}",
-            value.len()
-        )));
+    // Cheap first: 256 characters are at most 1024 bytes of UTF-8.
+    if value.len() > MAX_NAME_CHARS {
+        let chars = value.chars().count();
+        if chars > MAX_NAME_CHARS {
+            return Err(invalid(format!(
+                "{field} is {chars} characters, more than {MAX_NAME_CHARS}"
+            )));
+        }
     }
     if let Some(c) = value.chars().find(|c| c.is_control()) {
         return Err(invalid(format!(
@@ -101,9 +111,45 @@ pub fn justification(text: &str) -> Result<(), StoreError> {
             text.len()
         )));
     }
+    let depth = nesting_depth(text.as_bytes());
+    if depth > MAX_JUSTIFICATION_DEPTH {
+        return Err(invalid(format!(
+            "justification nests {depth} levels deep, more than {MAX_JUSTIFICATION_DEPTH}"
+        )));
+    }
     serde_json::from_str::<serde::de::IgnoredAny>(text)
         .map_err(|e| invalid(format!("justification is not a JSON document: {e}")))?;
     Ok(())
+}
+
+/// How deep the arrays and objects of JSON text nest, brackets inside
+/// strings not counted. Iterative, so a hostile document costs one pass and
+/// no stack; text that is not JSON gets some count and is refused by the
+/// parse that follows.
+fn nesting_depth(text: &[u8]) -> usize {
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    let (mut in_string, mut escaped) = (false, false);
+    for &b in text {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
 }
 
 /// A task's fields under the input rules, with its lists deduplicated. What
@@ -173,11 +219,13 @@ mod tests {
     }
 
     #[test]
-    fn names_are_one_to_256_bytes_without_control_characters() {
+    fn names_are_one_to_256_characters_without_control_characters() {
         assert!(name("id", "a").is_ok());
-        assert!(name("id", &"é".repeat(128)).is_ok());
+        assert!(name("id", &"é".repeat(256)).is_ok());
+        assert!(name("id", &"\u{1F600}".repeat(256)).is_ok());
         assert!(reason(name("id", "")).contains("id is empty"));
-        assert!(reason(name("actor", &"x".repeat(257))).contains("actor is 257 bytes"));
+        assert!(reason(name("actor", &"x".repeat(257))).contains("actor is 257 characters"));
+        assert!(reason(name("actor", &"é".repeat(257))).contains("actor is 257 characters"));
         assert!(reason(name("role", "a\u{7}")).contains("U+0007"));
         assert!(reason(name("role", "a\u{85}")).contains("U+0085"));
         // Verbatim: spaces are not trimmed or refused.
@@ -213,5 +261,18 @@ mod tests {
         assert!(reason(justification("{nope")).contains("not a JSON document"));
         let big = format!("\"{}\"", "x".repeat(MAX_JUSTIFICATION_BYTES));
         assert!(reason(justification(&big)).contains("more than"));
+    }
+
+    #[test]
+    fn justification_nesting_is_capped_and_strings_do_not_count() {
+        let nest = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        assert!(justification(&nest(MAX_JUSTIFICATION_DEPTH)).is_ok());
+        let deep = reason(justification(&nest(MAX_JUSTIFICATION_DEPTH + 1)));
+        assert!(deep.starts_with("justification nests 65 levels"), "{deep}");
+        let hostile = format!("{}1{}", "{\"a\":".repeat(10_000), "}".repeat(10_000));
+        assert!(reason(justification(&hostile)).contains("nests 10000 levels"));
+        // Brackets inside strings, escaped quotes included, are text.
+        let text = format!("{{\"a\": \"\\\"{}\"}}", "[".repeat(1000));
+        assert!(justification(&text).is_ok(), "{text}");
     }
 }

@@ -31,6 +31,7 @@ use crate::view::KvView;
 pub(crate) fn call<R, T>(
     shared: &Shared,
     tenant: &Arc<str>,
+    until: Option<Instant>,
     verb: Verb,
     f: impl Fn(&Export, &mut Store<CallCtx>) -> wasmtime::Result<R>,
     check: impl Fn(R) -> Result<T, Error>,
@@ -40,7 +41,7 @@ pub(crate) fn call<R, T>(
     // The clock is read only for the debug event: reading it costs a
     // noticeable share of the cheapest calls.
     let started = tracing::enabled!(tracing::Level::DEBUG).then(Instant::now);
-    let out = run_with_retries(shared, tenant, verb, &f, &check);
+    let out = run_with_retries(shared, tenant, until, verb, &f, &check);
     tracing::debug!(
         outcome = match &out {
             Ok(_) => "ok",
@@ -62,6 +63,7 @@ pub(crate) fn call<R, T>(
 fn run_with_retries<R, T>(
     shared: &Shared,
     tenant: &Arc<str>,
+    until: Option<Instant>,
     verb: Verb,
     f: &impl Fn(&Export, &mut Store<CallCtx>) -> wasmtime::Result<R>,
     check: &impl Fn(R) -> Result<T, Error>,
@@ -69,11 +71,17 @@ fn run_with_retries<R, T>(
     let retries = shared.limits.conflict_retries;
     let mut attempt = 1u32;
     loop {
-        match run(shared, tenant, verb, f, check) {
+        match run(shared, tenant, until, verb, f, check) {
             Err(Error::Conflict { source, .. }) if attempt <= retries => {
                 tracing::debug!(attempt, reason = %source, "serialization conflict; running the call again");
                 shared.retries.fetch_add(1, Ordering::Relaxed);
-                std::thread::sleep(backoff(attempt));
+                let pause = backoff(attempt);
+                // A caller whose deadline would pass during the pause hears
+                // so now rather than after it.
+                if until.is_some_and(|u| Instant::now() + pause >= u) {
+                    return Err(Error::DeadlinePassed);
+                }
+                std::thread::sleep(pause);
                 attempt += 1;
             }
             Err(Error::Conflict { source, .. }) => {
@@ -90,13 +98,14 @@ fn run_with_retries<R, T>(
 fn run<R, T>(
     shared: &Shared,
     tenant: &Arc<str>,
+    until: Option<Instant>,
     verb: Verb,
     f: &impl Fn(&Export, &mut Store<CallCtx>) -> wasmtime::Result<R>,
     check: &impl Fn(R) -> Result<T, Error>,
 ) -> Result<T, Error> {
     let s = shared;
     let limits = s.limits;
-    let deadline = if verb.is_long() {
+    let sandbox_deadline = if verb.is_long() {
         limits.check_deadline
     } else {
         limits.deadline
@@ -104,19 +113,31 @@ fn run<R, T>(
     if verb.mode() == Mode::Write && s.backend.read_only() {
         return Err(Error::ReadOnly { verb: verb.name() });
     }
+    // The caller's deadline shortens every wait and the sandbox's deadline;
+    // what it cut short is the caller's deadline passing, not a limit.
+    let left = until.map(|u| u.saturating_duration_since(Instant::now()));
+    if left == Some(Duration::ZERO) {
+        return Err(Error::DeadlinePassed);
+    }
+    let cut = |d: Duration| left.map_or(d, |l| d.min(l));
+    let deadline = cut(sandbox_deadline);
+    let lock_wait = cut(limits.lock_wait);
+    let passed = || until.is_some_and(|u| Instant::now() >= u);
     // The turn to write comes first, with its own bound: a call waiting
     // for the writer ahead of it holds no instance slot and spends none
     // of its deadline.
     let txn = match verb.line() {
-        Some(line) => {
-            s.backend
-                .begin_in_line(tenant, verb.mode(), limits.lock_wait, deadline, line)
-        }
+        Some(line) => s
+            .backend
+            .begin_in_line(tenant, verb.mode(), lock_wait, deadline, line),
         None => s
             .backend
-            .begin_with_deadline(tenant, verb.mode(), limits.lock_wait, deadline),
+            .begin_with_deadline(tenant, verb.mode(), lock_wait, deadline),
     }
-    .map_err(|e| storage_error(e, verb))?;
+    .map_err(|e| match storage_error(e, verb) {
+        Error::LockTimeout(_) if passed() => Error::DeadlinePassed,
+        e => e,
+    })?;
     let kv = KvView::new(txn, verb.mode(), limits, s.backend.concurrent_writers());
     let mut warm = match s.keeper.take(tenant) {
         Some(mut warm) => {
@@ -157,8 +178,18 @@ fn run<R, T>(
         // it led to.
         Some(v) => Err(v),
         None => answer
-            .map_err(|trap| Error::Sandbox(classify_trap(trap, deadline)))
+            .map_err(|trap| match classify_trap(trap, deadline) {
+                SandboxError::Deadline(_) if deadline < sandbox_deadline => Error::DeadlinePassed,
+                e => Error::Sandbox(e),
+            })
             .and_then(check),
+    };
+    // The last moment to give up: past the caller's deadline, a write
+    // commits nothing, whatever the call answered. A read's answer is as
+    // true late as on time.
+    let answer = match answer {
+        Ok(_) if verb.mode() == Mode::Write && passed() => Err(Error::DeadlinePassed),
+        answer => answer,
     };
     let answer = match answer {
         Ok(answer) => answer,

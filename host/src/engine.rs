@@ -114,6 +114,12 @@ impl EngineBuilder {
         self
     }
 
+    /// The PostgreSQL connections an engine built here keeps open at most,
+    /// and so how many of its calls can run at once there.
+    pub fn connections(&self) -> usize {
+        self.pool_size.unwrap_or(DEFAULT_POOL_SIZE)
+    }
+
     /// Opens the PostgreSQL database `url` names (`postgres://user:password@host:port/db`,
     /// or a `key=value` connection string), creating Leasehold's tables in
     /// the connection's `search_path` on first use. Many engines, in many

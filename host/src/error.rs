@@ -155,6 +155,10 @@ pub enum Error {
     /// group was aborted ([`GroupFailure::nothing_committed`]).
     #[error("{0}")]
     GroupFailed(#[source] GroupFailure),
+    /// The caller's deadline ([`Tenant::until`](crate::Tenant::until))
+    /// passed before the call could commit. Nothing was done; try again.
+    #[error("the caller's deadline passed before the call could commit; nothing was done")]
+    DeadlinePassed,
     /// A writing verb was called on an engine opened read-only.
     #[error("the database is open read-only, and {verb} writes")]
     ReadOnly { verb: &'static str },
@@ -202,6 +206,7 @@ impl Error {
         matches!(
             self,
             Error::LockTimeout(_)
+                | Error::DeadlinePassed
                 | Error::Conflict { .. }
                 | Error::Refused(Refusal::AlreadyClaimed(_))
                 | Error::Sandbox(SandboxError::Busy(_))

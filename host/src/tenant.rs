@@ -20,6 +20,7 @@ use leasehold_guest::model::{
 };
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use wasmtime::Store;
 
@@ -37,6 +38,8 @@ pub struct Tenant {
     shared: Arc<Shared>,
     /// Shared with the instances kept for this tenant (see `keep`).
     name: Arc<str>,
+    /// The caller's deadline (see [`Tenant::until`]).
+    until: Option<Instant>,
 }
 
 impl std::fmt::Debug for Tenant {
@@ -133,7 +136,24 @@ fn wit_query(query: &QueueQuery) -> WitQueueQuery {
 
 impl Tenant {
     pub(crate) fn new(shared: Arc<Shared>, name: Arc<str>) -> Self {
-        Tenant { shared, name }
+        Tenant {
+            shared,
+            name,
+            until: None,
+        }
+    }
+
+    /// This tenant, for calls that must be decided by `deadline`: a call
+    /// still waiting for its turn, running, or about to commit when the
+    /// deadline passes commits nothing and answers [`Error::DeadlinePassed`],
+    /// so its caller may make it again. A call whose commit has begun by
+    /// then is not stopped: it answers its true outcome, late. The
+    /// sandbox's own deadlines still apply.
+    pub fn until(&self, deadline: Instant) -> Tenant {
+        Tenant {
+            until: Some(deadline),
+            ..self.clone()
+        }
     }
 
     /// One call of `verb` on this tenant (see [`crate::call`]).
@@ -143,7 +163,7 @@ impl Tenant {
         f: impl Fn(&Export, &mut Store<CallCtx>) -> wasmtime::Result<R>,
         check: impl Fn(R) -> Result<T, Error>,
     ) -> Result<T, Error> {
-        call(&self.shared, &self.name, verb, f, check)
+        call(&self.shared, &self.name, self.until, verb, f, check)
     }
 
     pub fn name(&self) -> &str {

@@ -55,6 +55,15 @@ impl Drop for Served {
 
 /// Starts `serve` on a free loopback port and waits for its address line.
 fn serve(dir: &Path, db: &Path, extra: &[&str]) -> Served {
+    serve_logged(dir, db, extra).0
+}
+
+/// [`serve`], with every later line of its log sent to the receiver.
+fn serve_logged(
+    dir: &Path,
+    db: &Path,
+    extra: &[&str],
+) -> (Served, std::sync::mpsc::Receiver<String>) {
     let mut child = leasehold(dir)
         .arg("--db")
         .arg(db)
@@ -76,8 +85,13 @@ fn serve(dir: &Path, db: &Path, extra: &[&str]) -> Served {
         }
     };
     // Keep draining the logs so the server never blocks on a full pipe.
-    std::thread::spawn(move || for _ in lines {});
-    Served { child, base }
+    let (log, logged) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in lines.map_while(Result::ok) {
+            let _ = log.send(line);
+        }
+    });
+    (Served { child, base }, logged)
 }
 
 fn client() -> reqwest::blocking::Client {
@@ -384,4 +398,107 @@ fn a_sigkill_under_load_loses_nothing_that_was_answered() {
         total = count["count"].as_u64().unwrap_or(0) as usize;
         assert!(total >= answered.len());
     }
+}
+
+/// Waits for the process to exit, at most `limit`.
+fn exits_within(child: &mut Child, limit: Duration) -> Option<std::process::ExitStatus> {
+    let until = std::time::Instant::now() + limit;
+    while std::time::Instant::now() < until {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            return Some(status);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    None
+}
+
+/// Two hundred connections holding half a request, whose header timeout is
+/// ten minutes off, do not hold SIGTERM up: past the shutdown grace they are
+/// closed and the process exits 0.
+#[test]
+fn sigterm_exits_within_the_grace_while_half_sent_requests_hang() {
+    use std::io::Write;
+    let s = setup();
+    let mut server = serve(
+        s.dir.path(),
+        &s.db,
+        &[
+            "--tokens",
+            s.tokens.to_str().expect("utf-8"),
+            "--header-timeout",
+            "600s",
+            "--shutdown-grace",
+            "1s",
+        ],
+    );
+    let addr = server.base.trim_start_matches("http://").to_owned();
+    let half: Vec<std::net::TcpStream> = (0..200)
+        .map(|_| {
+            let mut tcp = std::net::TcpStream::connect(&addr).expect("connects");
+            tcp.write_all(b"GET /healthz HTTP/1.1\r\nX: a")
+                .expect("writes");
+            tcp
+        })
+        .collect();
+    let r = client()
+        .get(format!("{}/v1/stats/open-count", server.base))
+        .bearer_auth(&s.operator)
+        .send()
+        .expect("served beside them");
+    assert_eq!(r.status(), 200);
+    signal(&server.child, "-TERM");
+    let status = exits_within(&mut server.child, Duration::from_secs(60))
+        .expect("serve exits within the grace, not at the header timeout");
+    assert!(status.success(), "{status:?}");
+    drop(half);
+}
+
+/// SIGHUP reads the token file again: a token taken out of it is refused
+/// from then on, one added is accepted, and the log says how many are live.
+#[test]
+fn sighup_reloads_the_token_file() {
+    let s = setup();
+    let (server, log) = serve_logged(
+        s.dir.path(),
+        &s.db,
+        &["--tokens", s.tokens.to_str().expect("utf-8")],
+    );
+    let c = client();
+    let status = |token: &str| {
+        c.get(format!("{}/v1/queue", server.base))
+            .bearer_auth(token)
+            .send()
+            .expect("answers")
+            .status()
+            .as_u16()
+    };
+    assert_eq!(status(&s.alice), 200);
+    let (bob, bob_line) = mint(s.dir.path(), "acme", "bob", "reviewer", &["finance"]);
+    assert_eq!(status(&bob), 401);
+    // Alice's line goes; bob's comes; the others stay.
+    let text = std::fs::read_to_string(&s.tokens).expect("read");
+    let alice_hash = leasehold_serve::token_hash(&s.alice);
+    let kept: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.starts_with(&alice_hash))
+        .collect();
+    assert_eq!(kept.len(), text.lines().count() - 1);
+    std::fs::write(&s.tokens, format!("{}\n{bob_line}\n", kept.join("\n"))).expect("write");
+    signal(&server.child, "-HUP");
+    let reloaded = loop {
+        let line = log
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the reload is logged");
+        if line.contains("credentials reloaded") {
+            break line;
+        }
+    };
+    assert!(reloaded.contains("4 tokens"), "{reloaded}");
+    assert_eq!(status(&s.alice), 401, "a revoked token");
+    assert_eq!(status(&bob), 200, "an added token");
+    assert_eq!(
+        status(&s.service),
+        403,
+        "a service token, still live, may not read a queue"
+    );
 }

@@ -161,6 +161,8 @@ fn bench(backend: &str, db: &str) {
         options: Options::default(),
         engine: Engine::builder(),
         tls: None,
+        reload: None,
+        cursor_key: None,
         handle_signals: false,
     })
     .expect("serves");

@@ -70,6 +70,36 @@ fn visible(c: &Caller, t: &host::Task) -> bool {
         || (!t.excluded_actors.contains(me) && t.admits_roles(&c.principal.roles))
 }
 
+/// A refusal as a reviewer may hear it: about a task it may not see, every
+/// verb answers as `get` does, 404, so no answer tells it the task exists.
+/// `excluded` and `wrong-role` only ever concern such a task; `not-held`
+/// may, and then the task is read to tell.
+async fn hidden_as_missing<T>(
+    c: &Caller,
+    id: &str,
+    answer: Result<T, ApiError>,
+) -> Result<T, ApiError> {
+    if c.principal.scope != Scope::Reviewer {
+        return answer;
+    }
+    let missing = || ApiError::NotFound(format!("no task {id}"));
+    match answer {
+        Err(ApiError::Refused(host::Refusal::Excluded(_) | host::Refusal::WrongRole(_))) => {
+            Err(missing())
+        }
+        Err(ApiError::Refused(host::Refusal::NotHeld(who))) => {
+            let key = id.to_owned();
+            match c.call("get", move |x| x.get(&key)).await? {
+                Some(task) if visible(c, &task) => {
+                    Err(ApiError::Refused(host::Refusal::NotHeld(who)))
+                }
+                _ => Err(missing()),
+            }
+        }
+        other => other,
+    }
+}
+
 /// Open a task. First open wins: if the id exists, the stored task is
 /// answered unchanged.
 #[utoipa::path(post, path = "/v1/tasks", operation_id = "open", tag = "tasks",
@@ -79,7 +109,7 @@ fn visible(c: &Caller, t: &host::Task) -> bool {
         (status = 400, description = "Invalid input", body = Problem, content_type = "application/problem+json"),
         (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("bearer" = [])))]
+    security(("bearer" = ["service", "operator"])))]
 async fn open(c: Caller, Json(body): Json<NewTask>) -> Answer<Task> {
     let created = c.now(body.created_at)?;
     let task = body.into_host(created);
@@ -89,14 +119,14 @@ async fn open(c: Caller, Json(body): Json<NewTask>) -> Answer<Task> {
 
 /// One task. A reviewer sees only tasks it holds or may take.
 #[utoipa::path(get, path = "/v1/tasks/{id}", operation_id = "get", tag = "tasks",
-    params(("id" = String, Path, description = "The task id")),
+    params(TaskPath),
     responses(
         (status = 200, description = "The task", body = Task),
         (status = 404, description = "No such task", body = Problem, content_type = "application/problem+json"),
         (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("bearer" = [])))]
-async fn get(c: Caller, Path(id): Path<String>) -> Answer<Task> {
+    security(("bearer" = ["reviewer", "service", "operator"])))]
+async fn get(c: Caller, Path(TaskPath { id }): Path<TaskPath>) -> Answer<Task> {
     let key = id.clone();
     let found = c.call("get", move |x| x.get(&key)).await?;
     match found {
@@ -108,58 +138,68 @@ async fn get(c: Caller, Path(id): Path<String>) -> Answer<Task> {
 /// Reserve a task for the caller (an operator may name the actor), under a
 /// lease if `lease_ms` is given.
 #[utoipa::path(post, path = "/v1/tasks/{id}/claim", operation_id = "claim", tag = "tasks",
-    params(("id" = String, Path, description = "The task id")),
-    request_body = ClaimRequest,
+    params(TaskPath),
+    request_body = Option<ClaimRequest>,
     responses(
         (status = 200, description = "The task, now held by the actor", body = Task),
         (status = 409, description = "A claim-ladder refusal: excluded, wrong-role, not-pending, already-claimed", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such task", body = Problem, content_type = "application/problem+json"),
         (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("bearer" = [])))]
-async fn claim(c: Caller, Path(id): Path<String>, Json(body): Json<ClaimRequest>) -> Answer<Task> {
+    security(("bearer" = ["reviewer", "operator"])))]
+async fn claim(
+    c: Caller,
+    Path(TaskPath { id }): Path<TaskPath>,
+    Json(body): Json<ClaimRequest>,
+) -> Answer<Task> {
     let actor = c.actor(body.actor)?;
     let roles = c.roles(body.roles)?;
     let lease = lease(c.now(body.now)?, body.lease_ms);
-    let task = c
-        .call("claim", move |x| x.claim(&id, &actor, &refs(&roles), lease))
-        .await?;
+    let key = id.clone();
+    let answer = c
+        .call("claim", move |x| {
+            x.claim(&key, &actor, &refs(&roles), lease)
+        })
+        .await;
+    let task = hidden_as_missing(&c, &id, answer).await?;
     Ok(axum::Json(task.into()))
 }
 
 /// Give a claimed task back; only its holder may.
 #[utoipa::path(post, path = "/v1/tasks/{id}/release", operation_id = "release", tag = "tasks",
-    params(("id" = String, Path, description = "The task id")),
-    request_body = ReleaseRequest,
+    params(TaskPath),
+    request_body = Option<ReleaseRequest>,
     responses(
         (status = 204, description = "Released"),
         (status = 409, description = "not-held", body = Problem, content_type = "application/problem+json"),
         (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("bearer" = [])))]
+    security(("bearer" = ["reviewer", "operator"])))]
 async fn release(
     c: Caller,
-    Path(id): Path<String>,
+    Path(TaskPath { id }): Path<TaskPath>,
     Json(body): Json<ReleaseRequest>,
 ) -> Result<StatusCode, ApiError> {
     let actor = c.actor(body.actor)?;
-    c.call("release", move |x| x.release(&id, &actor)).await?;
+    let key = id.clone();
+    let answer = c.call("release", move |x| x.release(&key, &actor)).await;
+    hidden_as_missing(&c, &id, answer).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
 /// Move a claim from `from` to `actor` (default: the operator).
 #[utoipa::path(post, path = "/v1/tasks/{id}/take-over", operation_id = "take-over", tag = "tasks",
-    params(("id" = String, Path, description = "The task id")),
+    params(TaskPath),
     request_body = TakeOverRequest,
     responses(
         (status = 200, description = "The task, now held by the actor", body = Task),
         (status = 409, description = "A claim-ladder refusal, or not-held by `from`", body = Problem, content_type = "application/problem+json"),
         (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("bearer" = [])))]
+    security(("bearer" = ["operator"])))]
 async fn take_over(
     c: Caller,
-    Path(id): Path<String>,
+    Path(TaskPath { id }): Path<TaskPath>,
     Json(body): Json<TakeOverRequest>,
 ) -> Answer<Task> {
     let actor = c.actor(body.actor)?;
@@ -176,28 +216,34 @@ async fn take_over(
 
 /// The holder extends its lease to end `lease_ms` from now.
 #[utoipa::path(post, path = "/v1/tasks/{id}/renew", operation_id = "renew", tag = "tasks",
-    params(("id" = String, Path, description = "The task id")),
+    params(TaskPath),
     request_body = RenewRequest,
     responses(
         (status = 200, description = "The task with its new lease end", body = Task),
         (status = 409, description = "not-held", body = Problem, content_type = "application/problem+json"),
         (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("bearer" = [])))]
-async fn renew(c: Caller, Path(id): Path<String>, Json(body): Json<RenewRequest>) -> Answer<Task> {
+    security(("bearer" = ["reviewer", "operator"])))]
+async fn renew(
+    c: Caller,
+    Path(TaskPath { id }): Path<TaskPath>,
+    Json(body): Json<RenewRequest>,
+) -> Answer<Task> {
     let actor = c.actor(body.actor)?;
     let now = c.now(body.now)?;
     let lease_ms = body.lease_ms;
-    let task = c
-        .call("renew", move |x| x.renew(&id, &actor, now, lease_ms))
-        .await?;
+    let key = id.clone();
+    let answer = c
+        .call("renew", move |x| x.renew(&key, &actor, now, lease_ms))
+        .await;
+    let task = hidden_as_missing(&c, &id, answer).await?;
     Ok(axum::Json(task.into()))
 }
 
 /// Settle a pending task. A reviewer settles only a task it holds; a
 /// service or operator may settle without a holder.
 #[utoipa::path(post, path = "/v1/tasks/{id}/settle", operation_id = "settle", tag = "tasks",
-    params(("id" = String, Path, description = "The task id")),
+    params(TaskPath),
     request_body = SettleRequest,
     responses(
         (status = 200, description = "Whether this call settled the task", body = Settled),
@@ -205,10 +251,10 @@ async fn renew(c: Caller, Path(id): Path<String>, Json(body): Json<RenewRequest>
         (status = 404, description = "No such task", body = Problem, content_type = "application/problem+json"),
         (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("bearer" = [])))]
+    security(("bearer" = ["reviewer", "service", "operator"])))]
 async fn settle(
     c: Caller,
-    Path(id): Path<String>,
+    Path(TaskPath { id }): Path<TaskPath>,
     Json(body): Json<SettleRequest>,
 ) -> Answer<Settled> {
     let holder = if c.principal.scope == Scope::Reviewer {
@@ -217,25 +263,27 @@ async fn settle(
         body.holder
     };
     let settlement = host::Settlement::from(body.settlement);
-    let settled = c
+    let key = id.clone();
+    let answer = c
         .call("settle", move |x| {
-            x.settle(&id, settlement, holder.as_deref())
+            x.settle(&key, settlement, holder.as_deref())
         })
-        .await?;
+        .await;
+    let settled = hidden_as_missing(&c, &id, answer).await?;
     Ok(axum::Json(Settled { settled }))
 }
 
 /// Escalate a pending task: back to the queue, with `escalate_to` added to
 /// its candidate roles.
 #[utoipa::path(post, path = "/v1/tasks/{id}/escalate", operation_id = "escalate", tag = "tasks",
-    params(("id" = String, Path, description = "The task id")),
+    params(TaskPath),
     responses(
         (status = 200, description = "The task as it now stands", body = Task),
         (status = 404, description = "No such task", body = Problem, content_type = "application/problem+json"),
         (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("bearer" = [])))]
-async fn escalate(c: Caller, Path(id): Path<String>) -> Answer<Task> {
+    security(("bearer" = ["service", "operator"])))]
+async fn escalate(c: Caller, Path(TaskPath { id }): Path<TaskPath>) -> Answer<Task> {
     let task = c.call("escalate", move |x| x.escalate(&id)).await?;
     Ok(axum::Json(task.into()))
 }
@@ -248,36 +296,34 @@ async fn escalate(c: Caller, Path(id): Path<String>) -> Answer<Task> {
         (status = 400, description = "Invalid input, such as a bad cursor", body = Problem, content_type = "application/problem+json"),
         (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("bearer" = [])))]
+    security(("bearer" = ["reviewer", "operator"])))]
 async fn queue(c: Caller, Query(q): Query<QueueParams>) -> Answer<Page> {
     let actor = c.actor(q.actor)?;
-    let roles = c.roles(q.roles.map(|r| {
-        r.split(',')
-            .filter(|s| !s.is_empty())
-            .map(str::to_owned)
-            .collect()
-    }))?;
+    let roles = c.roles(q.roles)?;
+    // A queue's cursor is a position in the queue order, bound to the
+    // actor whose queue it pages.
+    let list = format!("queue:{actor}");
     let query = QueueQuery {
         roles,
         actor: Some(actor),
         limit: q.limit.unwrap_or(DEFAULT_PAGE),
-        after: q.after,
+        after: c.open_cursor(&list, q.after)?,
     };
     let page = c.call("queue", move |x| x.queue(&query)).await?;
     Ok(axum::Json(Page {
         tasks: page.tasks.into_iter().map(Into::into).collect(),
-        next: page.next,
+        next: c.seal_cursor(&list, page.next)?,
     }))
 }
 
 /// Claim the head of the caller's queue; `task` is null when it is empty.
 #[utoipa::path(post, path = "/v1/queue/claim-next", operation_id = "claim-next", tag = "queue",
-    request_body = ClaimRequest,
+    request_body = Option<ClaimRequest>,
     responses(
         (status = 200, description = "The claimed task, or null", body = ClaimedNext),
         (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("bearer" = [])))]
+    security(("bearer" = ["reviewer", "operator"])))]
 async fn claim_next(c: Caller, Json(body): Json<ClaimRequest>) -> Answer<ClaimedNext> {
     let actor = c.actor(body.actor)?;
     let roles = c.roles(body.roles)?;
@@ -297,21 +343,24 @@ async fn claim_next(c: Caller, Json(body): Json<ClaimRequest>) -> Answer<Claimed
 }
 
 /// Every task of a case, in any state, oldest first. A reviewer sees only
-/// the tasks it holds or may take; the cursor still walks the whole case.
+/// the tasks it holds or may take; the cursor walks the whole case, sealed,
+/// so a page may come back with fewer tasks than asked, or none, and a
+/// `next`.
 #[utoipa::path(get, path = "/v1/cases/{case}/tasks", operation_id = "for-case", tag = "tasks",
-    params(("case" = String, Path, description = "The case"), PageParams),
+    params(CasePath, PageParams),
     responses(
         (status = 200, description = "One page of the case's tasks", body = Page),
         (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("bearer" = [])))]
+    security(("bearer" = ["reviewer", "service", "operator"])))]
 async fn for_case(
     c: Caller,
-    Path(case): Path<String>,
+    Path(CasePath { case }): Path<CasePath>,
     Query(q): Query<PageParams>,
 ) -> Answer<Page> {
     let limit = q.limit.unwrap_or(DEFAULT_PAGE);
-    let after = q.after;
+    let list = format!("for-case:{case}");
+    let after = c.open_cursor(&list, q.after)?;
     let page = c
         .call("for-case", move |x| {
             x.for_case(&case, limit, after.as_deref())
@@ -324,7 +373,7 @@ async fn for_case(
             .filter(|t| visible(&c, t))
             .map(Into::into)
             .collect(),
-        next: page.next,
+        next: c.seal_cursor(&list, page.next)?,
     }))
 }
 
@@ -335,7 +384,7 @@ async fn for_case(
         (status = 200, description = "Overdue tasks", body = TaskList),
         (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("bearer" = [])))]
+    security(("bearer" = ["service", "operator"])))]
 async fn overdue(c: Caller, Query(q): Query<OverdueParams>) -> Answer<TaskList> {
     let now = c.now(q.now)?;
     let limit = q.limit.unwrap_or(DEFAULT_PAGE);
@@ -347,12 +396,12 @@ async fn overdue(c: Caller, Query(q): Query<OverdueParams>) -> Answer<TaskList> 
 
 /// Return tasks whose lease has lapsed to the queue.
 #[utoipa::path(post, path = "/v1/reclaim-lapsed", operation_id = "reclaim-lapsed", tag = "sweeps",
-    request_body = ReclaimRequest,
+    request_body = Option<ReclaimRequest>,
     responses(
         (status = 200, description = "The tasks moved, as they now stand", body = TaskList),
         (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("bearer" = [])))]
+    security(("bearer" = ["service", "operator"])))]
 async fn reclaim_lapsed(c: Caller, Json(body): Json<ReclaimRequest>) -> Answer<TaskList> {
     let now = c.now(body.now)?;
     let limit = body.limit.unwrap_or(DEFAULT_SWEEP);
@@ -366,16 +415,16 @@ async fn reclaim_lapsed(c: Caller, Json(body): Json<ReclaimRequest>) -> Answer<T
 
 /// Withdraw the run's awaited tasks that are still pending.
 #[utoipa::path(post, path = "/v1/runs/{run}/withdraw", operation_id = "withdraw-run", tag = "runs",
-    params(("run" = String, Path, description = "The run")),
-    request_body = AwaitedRequest,
+    params(RunPath),
+    request_body = Option<AwaitedRequest>,
     responses(
         (status = 200, description = "How many tasks moved", body = Withdrawn),
         (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("bearer" = [])))]
+    security(("bearer" = ["service", "operator"])))]
 async fn withdraw_run(
     c: Caller,
-    Path(run): Path<String>,
+    Path(RunPath { run }): Path<RunPath>,
     Json(body): Json<AwaitedRequest>,
 ) -> Answer<Withdrawn> {
     let awaited = body.awaited;
@@ -389,16 +438,16 @@ async fn withdraw_run(
 
 /// Seal a run: retire its timers and withdraw its awaited pending tasks.
 #[utoipa::path(post, path = "/v1/runs/{run}/seal", operation_id = "seal", tag = "runs",
-    params(("run" = String, Path, description = "The run")),
-    request_body = AwaitedRequest,
+    params(RunPath),
+    request_body = Option<AwaitedRequest>,
     responses(
         (status = 200, description = "What this call moved", body = SealOutcome),
         (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("bearer" = [])))]
+    security(("bearer" = ["service", "operator"])))]
 async fn seal(
     c: Caller,
-    Path(run): Path<String>,
+    Path(RunPath { run }): Path<RunPath>,
     Json(body): Json<AwaitedRequest>,
 ) -> Answer<SealOutcome> {
     let awaited = body.awaited;
@@ -413,13 +462,13 @@ async fn seal(
 
 /// Whether a run is sealed.
 #[utoipa::path(get, path = "/v1/runs/{run}", operation_id = "is-sealed", tag = "runs",
-    params(("run" = String, Path, description = "The run")),
+    params(RunPath),
     responses(
         (status = 200, description = "The run's seal", body = RunStatus),
         (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("bearer" = [])))]
-async fn is_sealed(c: Caller, Path(run): Path<String>) -> Answer<RunStatus> {
+    security(("bearer" = ["service", "operator"])))]
+async fn is_sealed(c: Caller, Path(RunPath { run }): Path<RunPath>) -> Answer<RunStatus> {
     let key = run.clone();
     let sealed = c.call("is-sealed", move |x| x.is_sealed(&key)).await?;
     Ok(axum::Json(RunStatus { run, sealed }))
@@ -432,7 +481,7 @@ async fn is_sealed(c: Caller, Path(run): Path<String>) -> Answer<RunStatus> {
         (status = 200, description = "What arming did", body = Armed),
         (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("bearer" = [])))]
+    security(("bearer" = ["service", "operator"])))]
 async fn arm(c: Caller, Json(body): Json<Timer>) -> Answer<Armed> {
     let timer = host::Timer::from(body);
     let outcome = c.call("arm", move |x| x.arm(&timer)).await?;
@@ -448,7 +497,7 @@ async fn arm(c: Caller, Json(body): Json<Timer>) -> Answer<Armed> {
         (status = 200, description = "The timers claimed", body = TimerList),
         (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("bearer" = [])))]
+    security(("bearer" = ["service", "operator"])))]
 async fn claim_due(c: Caller, Json(body): Json<ClaimDueRequest>) -> Answer<TimerList> {
     let now = c.now(body.now)?;
     let limit = body.limit.unwrap_or(DEFAULT_TIMERS);
@@ -463,26 +512,26 @@ async fn claim_due(c: Caller, Json(body): Json<ClaimDueRequest>) -> Answer<Timer
 
 /// Retire one timer.
 #[utoipa::path(delete, path = "/v1/runs/{run}/timers/{effect}", operation_id = "disarm", tag = "timers",
-    params(("run" = String, Path, description = "The run"), ("effect" = String, Path, description = "The timer's effect key")),
+    params(TimerPath),
     responses(
         (status = 200, description = "Whether the timer existed", body = Disarmed),
         (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("bearer" = [])))]
-async fn disarm(c: Caller, Path((run, effect)): Path<(String, String)>) -> Answer<Disarmed> {
+    security(("bearer" = ["service", "operator"])))]
+async fn disarm(c: Caller, Path(TimerPath { run, effect }): Path<TimerPath>) -> Answer<Disarmed> {
     let disarmed = c.call("disarm", move |x| x.disarm(&run, &effect)).await?;
     Ok(axum::Json(Disarmed { disarmed }))
 }
 
 /// Retire every timer of a run.
 #[utoipa::path(delete, path = "/v1/runs/{run}/timers", operation_id = "disarm-run", tag = "timers",
-    params(("run" = String, Path, description = "The run")),
+    params(RunPath),
     responses(
         (status = 200, description = "How many timers were retired", body = DisarmedRun),
         (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("bearer" = [])))]
-async fn disarm_run(c: Caller, Path(run): Path<String>) -> Answer<DisarmedRun> {
+    security(("bearer" = ["service", "operator"])))]
+async fn disarm_run(c: Caller, Path(RunPath { run }): Path<RunPath>) -> Answer<DisarmedRun> {
     let disarmed = c.call("disarm-run", move |x| x.disarm_run(&run)).await?;
     Ok(axum::Json(DisarmedRun { disarmed }))
 }
@@ -493,7 +542,7 @@ async fn disarm_run(c: Caller, Path(run): Path<String>) -> Answer<DisarmedRun> {
         (status = 200, description = "The count", body = Count),
         (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("bearer" = [])))]
+    security(("bearer" = ["operator"])))]
 async fn open_count(c: Caller) -> Answer<Count> {
     let count = c.call("open-count", |x| x.open_count()).await?;
     Ok(axum::Json(Count { count }))
@@ -505,7 +554,7 @@ async fn open_count(c: Caller) -> Answer<Count> {
         (status = 200, description = "The count", body = Count),
         (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("bearer" = [])))]
+    security(("bearer" = ["operator"])))]
 async fn pending_count(c: Caller) -> Answer<Count> {
     let count = c.call("pending-count", |x| x.pending_count()).await?;
     Ok(axum::Json(Count { count }))
@@ -517,7 +566,7 @@ async fn pending_count(c: Caller) -> Answer<Count> {
         (status = 200, description = "The count", body = Count),
         (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("bearer" = [])))]
+    security(("bearer" = ["operator"])))]
 async fn leased_count(c: Caller) -> Answer<Count> {
     let count = c.call("leased-count", |x| x.leased_count()).await?;
     Ok(axum::Json(Count { count }))
@@ -529,7 +578,7 @@ async fn leased_count(c: Caller) -> Answer<Count> {
         (status = 200, description = "The instant, or null", body = NextAt),
         (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("bearer" = [])))]
+    security(("bearer" = ["operator"])))]
 async fn next_due(c: Caller) -> Answer<NextAt> {
     let at = c.call("next-due", |x| x.next_due()).await?;
     Ok(axum::Json(NextAt { at }))
@@ -541,7 +590,7 @@ async fn next_due(c: Caller) -> Answer<NextAt> {
         (status = 200, description = "The instant, or null", body = NextAt),
         (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("bearer" = [])))]
+    security(("bearer" = ["operator"])))]
 async fn next_lease_end(c: Caller) -> Answer<NextAt> {
     let at = c.call("next-lease-end", |x| x.next_lease_end()).await?;
     Ok(axum::Json(NextAt { at }))
@@ -553,7 +602,7 @@ async fn next_lease_end(c: Caller) -> Answer<NextAt> {
         (status = 200, description = "Every discrepancy found; empty means consistent", body = CheckReport),
         (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("bearer" = [])))]
+    security(("bearer" = ["operator"])))]
 async fn check(c: Caller) -> Answer<CheckReport> {
     let found = c.call("check", |x| x.check()).await?;
     Ok(axum::Json(CheckReport {

@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::path::Path;
+use std::sync::{Arc, PoisonError, RwLock};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -239,6 +240,14 @@ impl Credentials {
         self.tokens.is_empty() && self.jwt.is_none()
     }
 
+    /// How many credentials it accepts: tokens, and JWT signing keys.
+    pub fn live(&self) -> (usize, usize) {
+        (
+            self.tokens.len(),
+            self.jwt.as_ref().map_or(0, JwtVerifier::key_count),
+        )
+    }
+
     /// The principal an `Authorization` header value names.
     pub fn authenticate(&self, header: Option<&str>) -> Result<Principal, AuthError> {
         let header = header.ok_or(AuthError::Missing)?;
@@ -255,6 +264,39 @@ impl Credentials {
             Some(jwt) if token.matches('.').count() == 2 => jwt.verify(token),
             _ => Err(AuthError::Unknown),
         }
+    }
+}
+
+/// Where fresh credentials come from when the server is asked to reload
+/// them (SIGHUP): the token file and JWT keys read again.
+pub type Reload = Arc<dyn Fn() -> Result<Credentials, String> + Send + Sync>;
+
+/// The credentials in force, replaced whole by a reload: a request
+/// authenticates against one set, never a mix of old and new.
+#[derive(Clone, Debug, Default)]
+pub struct LiveCredentials(Arc<RwLock<Arc<Credentials>>>);
+
+impl LiveCredentials {
+    pub fn new(c: Credentials) -> Self {
+        LiveCredentials(Arc::new(RwLock::new(Arc::new(c))))
+    }
+
+    pub fn current(&self) -> Arc<Credentials> {
+        self.0
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Puts `c` in force, unless it accepts nothing (a token file emptied
+    /// by mistake would lock everyone out): the old set then stays.
+    pub fn replace(&self, c: Credentials) -> Result<(usize, usize), String> {
+        if c.is_empty() {
+            return Err("the new credentials accept nobody; keeping the old ones".to_owned());
+        }
+        let live = c.live();
+        *self.0.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(c);
+        Ok(live)
     }
 }
 

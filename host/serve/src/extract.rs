@@ -3,24 +3,90 @@
 //! wrong. It must never let a body or query choose the tenant or the scope:
 //! those come from the credential alone.
 
+use std::time::Instant;
+
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, FailedToBufferBody, PathRejection};
-use axum::extract::{FromRequest, FromRequestParts, MatchedPath, Request};
+use axum::extract::{FromRequest, FromRequestParts, MatchedPath, Request, State};
 use axum::http::header;
 use axum::http::request::Parts;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
 use leasehold_host::Tenant;
 use serde::de::DeserializeOwned;
 
-use crate::auth::Principal;
+use crate::auth::{Principal, Scope};
 use crate::problem::ApiError;
-use crate::routes;
-use crate::state::AppState;
+use crate::routes::{self, Route};
+use crate::state::{AppState, budget};
+
+/// What authorization found out about a request, for its handler.
+#[derive(Clone)]
+struct Authorized {
+    principal: Principal,
+    tenant: Tenant,
+    route: &'static Route,
+    arrived: Instant,
+}
+
+/// Authorizes every API request before its handler runs: the bearer
+/// credential names the principal, and the route table (the handlers' own
+/// declarations) says whether its scope may call the route. Requests that
+/// are not API routes (operations, not-found, wrong method) pass through.
+pub async fn authorize(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
+    let arrived = Instant::now();
+    let path = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|m| m.as_str().to_owned())
+        .unwrap_or_default();
+    let Some(route) = routes::find(req.method(), &path) else {
+        return next.run(req).await;
+    };
+    let header = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .map(|v| v.to_str().unwrap_or_default());
+    let principal = match state.credentials.current().authenticate(header) {
+        Ok(p) => p,
+        Err(e) => {
+            tracing::info!(reason = %e, "credential refused");
+            return ApiError::Unauthorized("a valid bearer credential is required".to_owned())
+                .into_response();
+        }
+    };
+    // A credential that names an unusable tenant is a bad credential.
+    let tenant = match state.engine.tenant(&principal.tenant) {
+        Ok(t) => t,
+        Err(e) => {
+            tracing::warn!(error = %e, "credential names an unusable tenant");
+            return ApiError::Unauthorized("the credential names an unusable tenant".to_owned())
+                .into_response();
+        }
+    };
+    if !route.allows(principal.scope) {
+        return ApiError::forbidden(format!(
+            "a {} credential may not call {}",
+            principal.scope, route.verb
+        ))
+        .into_response();
+    }
+    req.extensions_mut().insert(Authorized {
+        principal,
+        tenant,
+        route,
+        arrived,
+    });
+    next.run(req).await
+}
 
 /// The authenticated caller, already allowed to call this route, and the
 /// handle on its own tenant.
 pub struct Caller {
     pub principal: Principal,
     pub tenant: Tenant,
+    route: &'static Route,
+    arrived: Instant,
     state: AppState,
 }
 
@@ -28,49 +94,37 @@ impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let header = parts
-            .headers
-            .get(header::AUTHORIZATION)
-            .map(|v| v.to_str().unwrap_or_default());
-        let principal = state.credentials.authenticate(header).map_err(|e| {
-            tracing::info!(reason = %e, "credential refused");
-            ApiError::Unauthorized("a valid bearer credential is required".to_owned())
-        })?;
-        // A credential that names an unusable tenant is a bad credential.
-        let tenant = state.engine.tenant(&principal.tenant).map_err(|e| {
-            tracing::warn!(error = %e, "credential names an unusable tenant");
-            ApiError::Unauthorized("the credential names an unusable tenant".to_owned())
-        })?;
-        let path = parts
+        let a = parts
             .extensions
-            .get::<MatchedPath>()
-            .map(|m| m.as_str().to_owned())
-            .unwrap_or_default();
-        let route = routes::find(&parts.method, &path).ok_or_else(|| {
-            ApiError::Internal(format!("{} {path} is not in the route table", parts.method).into())
-        })?;
-        if !route.scopes.contains(&principal.scope) {
-            return Err(ApiError::forbidden(format!(
-                "a {} credential may not call {}",
-                principal.scope, route.verb
-            )));
-        }
+            .get::<Authorized>()
+            .cloned()
+            .ok_or_else(|| {
+                ApiError::Internal(
+                    format!("{} {} was not authorized", parts.method, parts.uri.path()).into(),
+                )
+            })?;
         Ok(Caller {
-            principal,
-            tenant,
+            principal: a.principal,
+            tenant: a.tenant,
+            route: a.route,
+            arrived: a.arrived,
             state: state.clone(),
         })
     }
 }
 
 impl Caller {
-    /// Runs one engine call for `verb` on the caller's tenant.
+    /// Runs one engine call for `verb` on the caller's tenant, within the
+    /// request's time.
     pub async fn call<T, F>(&self, verb: &'static str, f: F) -> Result<T, ApiError>
     where
         T: Send + 'static,
         F: FnOnce(&Tenant) -> Result<T, leasehold_host::Error> + Send + 'static,
     {
-        self.state.call(verb, self.tenant.clone(), f).await
+        let deadline = self.arrived + budget(&self.state.options, &self.route.verb);
+        self.state
+            .call(verb, self.tenant.clone(), deadline, f)
+            .await
     }
 
     /// The actor a verb acts as: the caller itself unless an operator names
@@ -79,7 +133,7 @@ impl Caller {
         match named {
             None => Ok(self.principal.actor.clone()),
             Some(a) if a == self.principal.actor => Ok(a),
-            Some(a) if self.principal.scope == crate::auth::Scope::Operator => Ok(a),
+            Some(a) if self.principal.scope == Scope::Operator => Ok(a),
             Some(a) => Err(ApiError::ActingAsAnother(format!(
                 "this credential acts as {}, not as {a}",
                 self.principal.actor
@@ -92,7 +146,7 @@ impl Caller {
     pub fn roles(&self, named: Option<Vec<String>>) -> Result<Vec<String>, ApiError> {
         match named {
             None => Ok(self.principal.roles.clone()),
-            Some(r) if self.principal.scope == crate::auth::Scope::Operator => Ok(r),
+            Some(r) if self.principal.scope == Scope::Operator => Ok(r),
             Some(r) if r.iter().all(|x| self.principal.roles.contains(x)) => Ok(r),
             Some(_) => Err(ApiError::ActingAsAnother(
                 "a reviewer acts only with its own roles".to_owned(),
@@ -100,16 +154,60 @@ impl Caller {
         }
     }
 
-    /// The instant a verb runs at: the service's clock, unless a service or
-    /// operator credential gives one (for replay and tests).
+    /// The instant a verb runs at: the service's clock. A given one (for
+    /// replay and tests) is taken only from a service or operator
+    /// credential, and only when the server allows clock overrides.
     pub fn now(&self, given: Option<i64>) -> Result<i64, ApiError> {
         match given {
             None => Ok(crate::state::clock_ms()),
-            Some(t) if self.principal.scope.may_set_now() => Ok(t),
+            Some(_) if !self.state.options.allow_clock_override => Err(ApiError::forbidden(
+                "this server takes the time from its own clock: `now` and `created_at` are \
+                 refused unless it runs with --allow-clock-override",
+            )),
+            Some(t) if self.principal.scope != Scope::Reviewer => Ok(t),
             Some(_) => Err(ApiError::forbidden(
                 "only service and operator credentials may give `now`",
             )),
         }
+    }
+
+    /// The rules' cursor inside a cursor this server sealed for `list` of
+    /// the caller's tenant.
+    pub fn open_cursor(
+        &self,
+        list: &str,
+        sealed: Option<String>,
+    ) -> Result<Option<String>, ApiError> {
+        let Some(sealed) = sealed else {
+            return Ok(None);
+        };
+        self.state
+            .cursors
+            .open(self.tenant.name(), list, &sealed)
+            .map(Some)
+            .ok_or_else(|| {
+                ApiError::invalid(
+                    "after",
+                    "the cursor is not one this service gave for this list (pass back `next` \
+                     as it came; a cursor from a server with another --cursor-key does not open)",
+                )
+            })
+    }
+
+    /// A page's `next`, sealed for `list` of the caller's tenant.
+    pub fn seal_cursor(
+        &self,
+        list: &str,
+        next: Option<String>,
+    ) -> Result<Option<String>, ApiError> {
+        let Some(next) = next else {
+            return Ok(None);
+        };
+        self.state
+            .cursors
+            .seal(self.tenant.name(), list, &next)
+            .map(Some)
+            .ok_or_else(|| ApiError::Internal("could not seal a cursor".into()))
     }
 }
 
@@ -135,7 +233,7 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for Query<T> {
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
         let query = parts.uri.query().unwrap_or_default();
-        let de = serde_urlencoded::Deserializer::new(form_urlencoded_parse(query));
+        let de = serde_html_form::Deserializer::new(form_urlencoded_parse(query));
         serde_path_to_error::deserialize(de)
             .map(Query)
             .map_err(|e| {
@@ -177,6 +275,11 @@ impl<T: DeserializeOwned> FromRequest<AppState> for Json<T> {
                     limit: state.options.body_limit,
                 }
             }
+            BytesRejection::FailedToBufferBody(FailedToBufferBody::UnknownBodyError(e))
+                if timed_out(&e) =>
+            {
+                ApiError::BodyTimeout
+            }
             other => ApiError::MalformedBody(other.body_text()),
         })?;
         let json = match declared.as_deref() {
@@ -194,6 +297,18 @@ impl<T: DeserializeOwned> FromRequest<AppState> for Json<T> {
         }
         decode(&bytes).map(Json)
     }
+}
+
+/// Whether a body failed because its time ran out.
+fn timed_out(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut at = Some(e);
+    while let Some(e) = at {
+        if e.is::<tower_http::timeout::TimeoutError>() {
+            return true;
+        }
+        at = e.source();
+    }
+    false
 }
 
 /// Decodes JSON, naming the field at fault.

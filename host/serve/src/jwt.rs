@@ -81,6 +81,11 @@ pub enum JwtKeyError {
 }
 
 impl JwtVerifier {
+    /// How many public keys it holds.
+    pub fn key_count(&self) -> usize {
+        self.keys.len()
+    }
+
     /// Loads a PEM public key (RSA or P-256) or a JWKS document.
     pub fn load(path: &Path, config: JwtConfig) -> Result<JwtVerifier, JwtKeyError> {
         let shown = path.display().to_string();

@@ -13,9 +13,11 @@
 //!     db: "worklist.redb".into(),
 //!     listen: "127.0.0.1:8080".parse()?,
 //!     credentials: Credentials { tokens, jwt: None },
+//!     reload: None,
 //!     options: Options::default(),
 //!     engine: leasehold_host::Engine::builder(),
 //!     tls: None,
+//!     cursor_key: None,
 //!     handle_signals: true,
 //! })?;
 //! println!("listening on {}", server.addr());
@@ -25,22 +27,28 @@
 
 mod api;
 mod auth;
+mod connections;
+mod cursor;
 mod extract;
 mod jwt;
 mod model;
 mod openapi;
+mod ops;
 mod problem;
 mod routes;
+mod schema;
 mod server;
 mod state;
 mod tls;
 
 pub use auth::{
-    AuthError, Credentials, Principal, Scope, TOKEN_PREFIX, TokenFileError, TokenTable, new_token,
-    token_hash, token_line,
+    AuthError, Credentials, LiveCredentials, Principal, Reload, Scope, TOKEN_PREFIX,
+    TokenFileError, TokenTable, new_token, token_hash, token_line,
 };
+pub use connections::ConnectionLimits;
+pub use cursor::{CursorKey, CursorKeyError};
 pub use jwt::{ClaimNames, JwtConfig, JwtKeyError, JwtVerifier};
 pub use problem::{ApiError, CATALOG as PROBLEM_CATALOG, Problem, TYPE_PREFIX};
-pub use routes::{ROUTES, Route};
+pub use routes::{Route, routes};
 pub use server::{Config, REQUEST_ID, ServeError, Server, app, openapi};
 pub use state::Options;

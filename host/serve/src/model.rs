@@ -62,7 +62,7 @@ pub struct Task {
     pub case: Option<String>,
     pub kind: String,
     /// The JSON document explaining the request, as stored.
-    #[schema(value_type = Object)]
+    #[schema(schema_with = crate::schema::stored_justification)]
     pub justification: Box<RawValue>,
     pub candidate_roles: Vec<String>,
     pub assignee: Option<String>,
@@ -114,29 +114,39 @@ fn empty_object() -> Box<RawValue> {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewTask {
+    #[schema(schema_with = crate::schema::name)]
     pub id: String,
+    #[schema(schema_with = crate::schema::name)]
     pub run: String,
     #[serde(default)]
+    #[schema(schema_with = crate::schema::opt_name)]
     pub case: Option<String>,
+    #[schema(schema_with = crate::schema::name)]
     pub kind: String,
     /// Any JSON document; `{}` when omitted. Stored as sent.
     #[serde(default)]
-    #[schema(value_type = Option<Object>)]
+    #[schema(schema_with = crate::schema::justification)]
     pub justification: Option<Box<RawValue>>,
     #[serde(default)]
+    #[schema(schema_with = crate::schema::names)]
     pub candidate_roles: Vec<String>,
     #[serde(default)]
+    #[schema(schema_with = crate::schema::names)]
     pub escalate_to: Vec<String>,
     #[serde(default)]
+    #[schema(schema_with = crate::schema::names)]
     pub excluded_actors: Vec<String>,
     #[serde(default)]
     pub priority: Option<Priority>,
     #[serde(default)]
     pub on_expiry: Option<OnExpiry>,
-    /// Defaults to the service's clock.
+    /// Defaults to the service's clock; giving it is a clock override
+    /// (`--allow-clock-override`).
     #[serde(default)]
+    #[schema(schema_with = crate::schema::opt_instant)]
     pub created_at: Option<i64>,
     #[serde(default)]
+    #[schema(schema_with = crate::schema::opt_instant)]
     pub due_at: Option<i64>,
 }
 
@@ -169,16 +179,22 @@ impl NewTask {
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ClaimRequest {
+    /// Operator only: whose claim (default: the caller).
     #[serde(default)]
+    #[schema(schema_with = crate::schema::opt_name)]
     pub actor: Option<String>,
+    /// Operator only: with which roles (default: the caller's).
     #[serde(default)]
+    #[schema(schema_with = crate::schema::opt_names)]
     pub roles: Option<Vec<String>>,
-    /// Hold the task for this long (1–604800000 ms), renewable; without it
-    /// the claim holds until released.
+    /// Hold the task for this long, renewable; without it the claim holds
+    /// until released.
     #[serde(default)]
+    #[schema(schema_with = crate::schema::opt_lease_ms)]
     pub lease_ms: Option<u32>,
-    /// Service and operator only.
+    /// A clock override: refused unless the server allows them.
     #[serde(default)]
+    #[schema(schema_with = crate::schema::opt_instant)]
     pub now: Option<i64>,
 }
 
@@ -186,7 +202,9 @@ pub struct ClaimRequest {
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReleaseRequest {
+    /// Operator only: whose claim (default: the caller).
     #[serde(default)]
+    #[schema(schema_with = crate::schema::opt_name)]
     pub actor: Option<String>,
 }
 
@@ -194,14 +212,20 @@ pub struct ReleaseRequest {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TakeOverRequest {
+    #[schema(schema_with = crate::schema::name)]
     pub from: String,
     #[serde(default)]
+    #[schema(schema_with = crate::schema::opt_name)]
     pub actor: Option<String>,
     #[serde(default)]
+    #[schema(schema_with = crate::schema::opt_names)]
     pub roles: Option<Vec<String>>,
     #[serde(default)]
+    #[schema(schema_with = crate::schema::opt_lease_ms)]
     pub lease_ms: Option<u32>,
+    /// A clock override: refused unless the server allows them.
     #[serde(default)]
+    #[schema(schema_with = crate::schema::opt_instant)]
     pub now: Option<i64>,
 }
 
@@ -209,10 +233,15 @@ pub struct TakeOverRequest {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RenewRequest {
+    #[schema(schema_with = crate::schema::lease_ms)]
     pub lease_ms: u32,
+    /// Operator only: whose lease (default: the caller's).
     #[serde(default)]
+    #[schema(schema_with = crate::schema::opt_name)]
     pub actor: Option<String>,
+    /// A clock override: refused unless the server allows them.
     #[serde(default)]
+    #[schema(schema_with = crate::schema::opt_instant)]
     pub now: Option<i64>,
 }
 
@@ -221,7 +250,10 @@ pub struct RenewRequest {
 #[serde(deny_unknown_fields)]
 pub struct SettleRequest {
     pub settlement: Settlement,
+    /// Settle only if this actor holds the task (a reviewer always settles
+    /// as the holder).
     #[serde(default)]
+    #[schema(schema_with = crate::schema::opt_name)]
     pub holder: Option<String>,
 }
 
@@ -253,23 +285,31 @@ pub struct TaskList {
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct QueueParams {
-    /// 1–1000 tasks per page (default 20).
+    /// Tasks per page (default 20).
+    #[param(schema_with = crate::schema::limit)]
     pub limit: Option<u32>,
     /// The `next` of the previous page.
+    #[param(schema_with = crate::schema::cursor)]
     pub after: Option<String>,
     /// Operator only: whose queue (default: the caller's).
+    #[param(schema_with = crate::schema::name)]
     pub actor: Option<String>,
-    /// Operator only: comma-separated roles (default: the caller's).
-    pub roles: Option<String>,
+    /// Operator only: the roles, one `roles=` each (default: the
+    /// caller's).
+    #[serde(default)]
+    #[param(schema_with = crate::schema::names)]
+    pub roles: Option<Vec<String>>,
 }
 
 #[derive(Debug, Deserialize, ToSchema, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct PageParams {
-    /// 1–1000 tasks per page (default 20).
+    /// Tasks per page (default 20).
+    #[param(schema_with = crate::schema::limit)]
     pub limit: Option<u32>,
     /// The `next` of the previous page.
+    #[param(schema_with = crate::schema::cursor)]
     pub after: Option<String>,
 }
 
@@ -277,9 +317,12 @@ pub struct PageParams {
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct OverdueParams {
-    /// 1–1000 tasks (default 20).
+    /// How many tasks (default 20).
+    #[param(schema_with = crate::schema::limit)]
     pub limit: Option<u32>,
-    /// Compare due times with this instant (default: the service's clock).
+    /// A clock override: compare due times with this instant instead of the
+    /// service's clock; refused unless the server allows them.
+    #[param(schema_with = crate::schema::instant)]
     pub now: Option<i64>,
 }
 
@@ -287,10 +330,13 @@ pub struct OverdueParams {
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReclaimRequest {
-    /// 1–1000 (default 100).
+    /// How many tasks at most (default 100).
     #[serde(default)]
+    #[schema(schema_with = crate::schema::opt_limit)]
     pub limit: Option<u32>,
+    /// A clock override: refused unless the server allows them.
     #[serde(default)]
+    #[schema(schema_with = crate::schema::opt_instant)]
     pub now: Option<i64>,
 }
 
@@ -299,6 +345,7 @@ pub struct ReclaimRequest {
 #[serde(deny_unknown_fields)]
 pub struct AwaitedRequest {
     #[serde(default)]
+    #[schema(schema_with = crate::schema::names)]
     pub awaited: Vec<String>,
 }
 
@@ -324,12 +371,17 @@ pub struct RunStatus {
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Timer {
+    #[schema(schema_with = crate::schema::name)]
     pub run: String,
     #[serde(default)]
+    #[schema(schema_with = crate::schema::opt_name)]
     pub case: Option<String>,
+    #[schema(schema_with = crate::schema::name)]
     pub effect: String,
+    #[schema(schema_with = crate::schema::step)]
     pub step: u32,
     pub phase: Phase,
+    #[schema(schema_with = crate::schema::instant)]
     pub fire_at: i64,
 }
 
@@ -368,11 +420,15 @@ pub struct Armed {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ClaimDueRequest {
-    /// 1–1000 (default 10).
+    /// How many timers at most (default 10).
     #[serde(default)]
+    #[schema(schema_with = crate::schema::opt_limit)]
     pub limit: Option<u32>,
+    #[schema(schema_with = crate::schema::lease_ms)]
     pub lease_ms: u32,
+    /// A clock override: refused unless the server allows them.
     #[serde(default)]
+    #[schema(schema_with = crate::schema::opt_instant)]
     pub now: Option<i64>,
 }
 
@@ -417,4 +473,43 @@ pub struct Discrepancy {
 pub struct CheckReport {
     /// Empty means consistent.
     pub discrepancies: Vec<Discrepancy>,
+}
+
+/// The task a path names.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct TaskPath {
+    /// The task id.
+    #[param(schema_with = crate::schema::name)]
+    pub id: String,
+}
+
+/// The case a path names.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct CasePath {
+    /// The case.
+    #[param(schema_with = crate::schema::name)]
+    pub case: String,
+}
+
+/// The run a path names.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct RunPath {
+    /// The run.
+    #[param(schema_with = crate::schema::name)]
+    pub run: String,
+}
+
+/// The timer a path names.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct TimerPath {
+    /// The run.
+    #[param(schema_with = crate::schema::name)]
+    pub run: String,
+    /// The timer's effect key.
+    #[param(schema_with = crate::schema::name)]
+    pub effect: String,
 }

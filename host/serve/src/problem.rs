@@ -56,10 +56,18 @@ pub enum ApiError {
     /// or the service is at its bound of in-flight calls.
     #[error("{detail}")]
     Unavailable { kind: &'static str, detail: String },
-    /// The request ran past the service's per-request timeout. The call may
-    /// still complete; only a 2xx answer says it did.
-    #[error("the request ran past its deadline of {0:?}; its outcome is unknown")]
-    Timeout(std::time::Duration),
+    /// The request ran past its deadline before its call could commit:
+    /// nothing was done, and the same request may be sent again.
+    #[error("the request ran past its deadline before its call could commit; nothing was done")]
+    Timeout,
+    /// The request's body did not arrive within the request's time.
+    #[error("the request body did not arrive in time")]
+    BodyTimeout,
+    /// The call may or may not have taken effect: its commit was sent and
+    /// no answer came back, or it had not finished when the request had to
+    /// be answered. Read before trying again.
+    #[error("{0}")]
+    OutcomeUnknown(String),
     /// The rules sandbox failed the call. Its transaction was aborted.
     #[error("the rules engine failed this call; nothing was written")]
     Sandbox(#[source] SandboxError),
@@ -157,7 +165,17 @@ impl ApiError {
             ApiError::Unavailable { kind, .. } => {
                 (kind, S::SERVICE_UNAVAILABLE, "Unavailable; retry later")
             }
-            ApiError::Timeout(_) => ("timeout", S::SERVICE_UNAVAILABLE, "Request timed out"),
+            ApiError::Timeout => ("timeout", S::SERVICE_UNAVAILABLE, "Request timed out"),
+            ApiError::BodyTimeout => (
+                "body-timeout",
+                S::REQUEST_TIMEOUT,
+                "The request body did not arrive in time",
+            ),
+            ApiError::OutcomeUnknown(_) => (
+                "outcome-unknown",
+                S::INTERNAL_SERVER_ERROR,
+                "The outcome is unknown; read before retrying",
+            ),
             ApiError::Sandbox(_) => ("sandbox", S::INTERNAL_SERVER_ERROR, "Rules engine failure"),
             ApiError::Corrupt(_) => ("corrupt", S::INTERNAL_SERVER_ERROR, "Damaged data"),
             ApiError::Internal(_) => ("internal", S::INTERNAL_SERVER_ERROR, "Internal error"),
@@ -228,6 +246,30 @@ impl From<Error> for ApiError {
                 kind: "busy",
                 detail: format!("the database gave this call no turn within {wait:?}"),
             },
+            Error::DeadlinePassed => ApiError::Timeout,
+            Error::OutcomeUnknown { source } => {
+                tracing::error!(error = %source, "a commit's outcome is unknown");
+                ApiError::OutcomeUnknown(
+                    "the call's commit was sent and its answer never came back: it may or may \
+                     not have taken effect; read before trying again"
+                        .to_owned(),
+                )
+            }
+            Error::GroupFailed(f) if f.nothing_committed() => {
+                tracing::error!(error = %f, "a group commit failed; nothing was committed");
+                ApiError::Unavailable {
+                    kind: "commit-failed",
+                    detail: "the commit failed and nothing was written; try again".to_owned(),
+                }
+            }
+            Error::GroupFailed(f) => {
+                tracing::error!(error = %f, "a group commit's outcome is unknown");
+                ApiError::OutcomeUnknown(
+                    "the commit this call shared with others did not complete cleanly: it may \
+                     or may not have taken effect; read before trying again"
+                        .to_owned(),
+                )
+            }
             Error::Conflict { attempts, .. } => ApiError::Unavailable {
                 kind: "conflict",
                 detail: format!("the call lost to concurrent calls on each of {attempts} attempts"),
@@ -261,6 +303,8 @@ impl IntoResponse for ApiError {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/problem+json"),
         );
+        // Every 503 says nothing was done: try again. An unknown outcome
+        // (500) is never an invitation to retry blindly.
         if status == StatusCode::SERVICE_UNAVAILABLE {
             headers.insert(
                 header::RETRY_AFTER,
@@ -299,6 +343,9 @@ pub const CATALOG: &[(&str, u16)] = &[
     ("storage-unavailable", 503),
     ("overloaded", 503),
     ("timeout", 503),
+    ("commit-failed", 503),
+    ("body-timeout", 408),
+    ("outcome-unknown", 500),
     ("sandbox", 500),
     ("corrupt", 500),
     ("internal", 500),
@@ -365,7 +412,9 @@ mod tests {
             ApiError::UnsupportedMediaType(String::new()),
             ApiError::NotFound(String::new()),
             ApiError::MethodNotAllowed,
-            ApiError::Timeout(std::time::Duration::from_secs(1)),
+            ApiError::Timeout,
+            ApiError::BodyTimeout,
+            ApiError::OutcomeUnknown(String::new()),
             ApiError::Corrupt(String::new()),
             ApiError::Sandbox(SandboxError::Trap(String::new())),
         ];

@@ -1,83 +1,91 @@
 //! The route table: every API operation's method, path, WIT verb and the
-//! scopes allowed to call it. Authorization reads it and a test holds the
-//! OpenAPI document and the WIT's verb list to it, so a route cannot be
-//! added without deciding who may call it. It must never decide anything
-//! about a request's contents; the handlers check actor and time.
+//! scopes allowed to call it, read from the OpenAPI document the handlers'
+//! annotations generate. A handler declares its route and its scopes once,
+//! in its `#[utoipa::path]` (the scopes as the `bearer` requirement's role
+//! names); the router, the document and authorization all come from that
+//! declaration, so a route cannot exist without deciding who may call it,
+//! and an operation that names no scope admits nobody. It must never decide
+//! anything about a request's contents; the handlers check actor and time.
+
+use std::sync::OnceLock;
 
 use axum::http::Method;
+use utoipa::openapi::OpenApi;
 
 use crate::auth::Scope;
 
 /// One API operation. `verb` is its WIT function's name, which is also its
 /// OpenAPI `operationId`.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Route {
-    pub method: &'static str,
-    pub path: &'static str,
-    pub verb: &'static str,
-    pub scopes: &'static [Scope],
+    pub method: String,
+    pub path: String,
+    pub verb: String,
+    pub scopes: Vec<Scope>,
 }
 
-const R: Scope = Scope::Reviewer;
-const S: Scope = Scope::Service;
-const O: Scope = Scope::Operator;
+impl Route {
+    pub fn allows(&self, scope: Scope) -> bool {
+        self.scopes.contains(&scope)
+    }
+}
 
-/// Reviewer verbs: a reviewer acts as itself; an operator on anyone's
-/// behalf.
-const PEOPLE: &[Scope] = &[R, O];
-/// Workflow and integration verbs.
-const SYSTEMS: &[Scope] = &[S, O];
-const EVERYONE: &[Scope] = &[R, S, O];
-const OPERATORS: &[Scope] = &[O];
+/// The name of the security scheme every operation names its scopes under.
+pub const SCHEME: &str = "bearer";
 
-macro_rules! route {
-    ($method:literal $path:literal $verb:literal $scopes:expr) => {
-        Route {
-            method: $method,
-            path: $path,
-            verb: $verb,
-            scopes: $scopes,
+/// The operations a document declares, with the scopes each names.
+/// Unknown scope names are dropped, so a misspelt one admits nobody.
+pub fn table(doc: &OpenApi) -> Vec<Route> {
+    let mut out = Vec::new();
+    for (path, item) in &doc.paths.paths {
+        let ops = [
+            ("GET", &item.get),
+            ("POST", &item.post),
+            ("PUT", &item.put),
+            ("DELETE", &item.delete),
+            ("PATCH", &item.patch),
+        ];
+        for (method, op) in ops {
+            let Some(op) = op else { continue };
+            let mut scopes = Vec::new();
+            for requirement in op.security.iter().flatten() {
+                let json = serde_json::to_value(requirement).unwrap_or_default();
+                for name in json[SCHEME].as_array().into_iter().flatten() {
+                    if let Some(s) = name.as_str().and_then(Scope::parse)
+                        && !scopes.contains(&s)
+                    {
+                        scopes.push(s);
+                    }
+                }
+            }
+            out.push(Route {
+                method: method.to_owned(),
+                path: path.clone(),
+                verb: op.operation_id.clone().unwrap_or_default(),
+                scopes,
+            });
         }
-    };
+    }
+    out
 }
 
-/// The URL space under `/v1` leaves room for what comes later: server-side
-/// sweeps (`/v1/sweeps`), a timer long-poll (`wait` on `claim-due`), an
-/// event stream (`/v1/events`) and a reviewer inbox page (`/inbox`).
-pub const ROUTES: &[Route] = &[
-    route!("POST" "/v1/tasks" "open" SYSTEMS),
-    route!("GET" "/v1/tasks/{id}" "get" EVERYONE),
-    route!("POST" "/v1/tasks/{id}/claim" "claim" PEOPLE),
-    route!("POST" "/v1/tasks/{id}/release" "release" PEOPLE),
-    route!("POST" "/v1/tasks/{id}/take-over" "take-over" OPERATORS),
-    route!("POST" "/v1/tasks/{id}/renew" "renew" PEOPLE),
-    route!("POST" "/v1/tasks/{id}/settle" "settle" EVERYONE),
-    route!("POST" "/v1/tasks/{id}/escalate" "escalate" SYSTEMS),
-    route!("GET" "/v1/queue" "queue" PEOPLE),
-    route!("POST" "/v1/queue/claim-next" "claim-next" PEOPLE),
-    route!("GET" "/v1/cases/{case}/tasks" "for-case" EVERYONE),
-    route!("GET" "/v1/overdue" "overdue" SYSTEMS),
-    route!("POST" "/v1/reclaim-lapsed" "reclaim-lapsed" SYSTEMS),
-    route!("POST" "/v1/runs/{run}/withdraw" "withdraw-run" SYSTEMS),
-    route!("POST" "/v1/runs/{run}/seal" "seal" SYSTEMS),
-    route!("GET" "/v1/runs/{run}" "is-sealed" SYSTEMS),
-    route!("POST" "/v1/timers" "arm" SYSTEMS),
-    route!("POST" "/v1/timers/claim-due" "claim-due" SYSTEMS),
-    route!("DELETE" "/v1/runs/{run}/timers/{effect}" "disarm" SYSTEMS),
-    route!("DELETE" "/v1/runs/{run}/timers" "disarm-run" SYSTEMS),
-    route!("GET" "/v1/stats/open-count" "open-count" OPERATORS),
-    route!("GET" "/v1/stats/pending-count" "pending-count" OPERATORS),
-    route!("GET" "/v1/stats/leased-count" "leased-count" OPERATORS),
-    route!("GET" "/v1/stats/next-due" "next-due" OPERATORS),
-    route!("GET" "/v1/stats/next-lease-end" "next-lease-end" OPERATORS),
-    route!("GET" "/v1/check" "check" OPERATORS),
-];
+/// Every API route, from the served document.
+pub fn routes() -> &'static [Route] {
+    static TABLE: OnceLock<Vec<Route>> = OnceLock::new();
+    TABLE.get_or_init(|| table(&crate::server::openapi()))
+}
 
-/// The operation a matched path and method name, if it is an API route.
+/// The operation a matched path and method name, if it is an API route. A
+/// `HEAD` is its `GET`, answered without a body.
 pub fn find(method: &Method, path: &str) -> Option<&'static Route> {
-    ROUTES
+    let method = if method == Method::HEAD {
+        "GET"
+    } else {
+        method.as_str()
+    };
+    routes()
         .iter()
-        .find(|r| r.path == path && r.method == method.as_str())
+        .find(|r| r.path == path && r.method == method)
 }
 
 #[cfg(test)]
@@ -85,9 +93,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn each_route_appears_once_and_each_verb_once() {
-        for (i, r) in ROUTES.iter().enumerate() {
-            for s in &ROUTES[..i] {
+    fn each_route_appears_once_each_verb_once_and_each_names_its_scopes() {
+        let all = routes();
+        assert!(all.len() >= 26, "{} routes", all.len());
+        for (i, r) in all.iter().enumerate() {
+            for s in &all[..i] {
                 assert!(
                     !(s.path == r.path && s.method == r.method),
                     "{} {} twice",
@@ -97,6 +107,12 @@ mod tests {
                 assert_ne!(s.verb, r.verb, "{} has two routes", r.verb);
             }
             assert!(!r.scopes.is_empty(), "nobody may call {}", r.verb);
+            assert!(
+                !r.verb.is_empty(),
+                "{} {} has no operationId",
+                r.method,
+                r.path
+            );
         }
     }
 
@@ -115,11 +131,35 @@ mod tests {
             "overdue",
             "open-count",
         ] {
-            let r = ROUTES.iter().find(|r| r.verb == verb).expect(verb);
-            assert!(!r.scopes.contains(&Scope::Reviewer), "{verb}");
+            let r = routes().iter().find(|r| r.verb == verb).expect(verb);
+            assert!(!r.allows(Scope::Reviewer), "{verb}");
         }
-        for r in ROUTES {
-            assert!(r.scopes.contains(&Scope::Operator), "{}", r.verb);
+        for r in routes() {
+            assert!(r.allows(Scope::Operator), "{}", r.verb);
         }
+    }
+
+    #[test]
+    fn a_misspelt_scope_admits_nobody() {
+        let doc: OpenApi = serde_json::from_value(serde_json::json!({
+            "openapi": "3.1.0",
+            "info": {"title": "t", "version": "1"},
+            "paths": {"/x": {"get": {
+                "operationId": "x",
+                "responses": {},
+                "security": [{"bearer": ["operater"]}]
+            }}}
+        }))
+        .expect("a document");
+        let t = table(&doc);
+        assert_eq!(t.len(), 1);
+        assert!(t[0].scopes.is_empty());
+    }
+
+    #[test]
+    fn head_is_answered_as_get() {
+        let r = find(&Method::HEAD, "/v1/queue").expect("the queue route");
+        assert_eq!(r.verb, "queue");
+        assert!(find(&Method::HEAD, "/v1/tasks").is_none(), "open is a POST");
     }
 }

@@ -1,32 +1,31 @@
 //! Putting the service together and running it: the router with its
-//! layers (request id, trace, HTTP metrics, body limit, timeout, bound on
-//! in-flight requests), the operations endpoints, the listener, and
-//! graceful shutdown. It owns the runtime; it must never answer a request
-//! before its engine call has returned, so a 2xx is always durable.
+//! layers (request id, trace, HTTP metrics, authorization, body limit and
+//! body timeout), the operations endpoints, the connections, signals
+//! (SIGTERM and SIGINT stop, SIGHUP reloads the credentials) and shutdown.
+//! It owns the runtime; it must never answer a request before its engine
+//! call has returned, so a 2xx is always durable.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
-use std::time::Instant;
+use std::sync::Arc;
 
-use axum::error_handling::HandleErrorLayer;
-use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
-use axum::http::{HeaderName, StatusCode, header};
-use axum::middleware::{self, Next};
-use axum::response::{IntoResponse, Response};
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, Request};
+use axum::http::HeaderName;
+use axum::middleware;
 use axum::routing::get;
-use axum::{BoxError, Router};
-use leasehold_host::{Engine, EngineBuilder};
-use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use leasehold_host::EngineBuilder;
 use tower::ServiceBuilder;
-use tower::limit::GlobalConcurrencyLimitLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::timeout::RequestBodyTimeoutLayer;
 use tower_http::trace::{DefaultOnResponse, TraceLayer};
 use utoipa::OpenApi;
 
 use crate::api;
-use crate::auth::Credentials;
+use crate::auth::{Credentials, LiveCredentials, Reload};
+use crate::cursor::CursorKey;
 use crate::openapi::ApiDoc;
+use crate::ops;
 use crate::problem::ApiError;
 use crate::state::{AppState, Options};
 
@@ -34,18 +33,35 @@ use crate::state::{AppState, Options};
 pub const REQUEST_ID: &str = "x-request-id";
 
 /// What the server needs to start.
-#[derive(Debug)]
 pub struct Config {
     /// A redb file path or a PostgreSQL URL.
     pub db: String,
     pub listen: SocketAddr,
     pub credentials: Credentials,
+    /// How to read the credentials again on SIGHUP (or
+    /// [`Server::reload_credentials`]); without it they are fixed.
+    pub reload: Option<Reload>,
     pub options: Options,
     pub engine: EngineBuilder,
     /// The listener's certificate chain and key (PEM), for HTTPS.
     pub tls: Option<(PathBuf, PathBuf)>,
-    /// Stop on SIGTERM and SIGINT (the CLI); tests stop through the handle.
+    /// The key page cursors are sealed with; without one the server makes
+    /// its own, and its cursors open only on it.
+    pub cursor_key: Option<CursorKey>,
+    /// Stop on SIGTERM and SIGINT and reload on SIGHUP (the CLI); tests
+    /// stop through the handle.
     pub handle_signals: bool,
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("db", &self.db)
+            .field("listen", &self.listen)
+            .field("options", &self.options)
+            .field("tls", &self.tls)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Why the server could not start or stopped with an error.
@@ -65,6 +81,8 @@ pub enum ServeError {
     Runtime(#[source] std::io::Error),
     #[error("TLS setup: {0}")]
     Tls(String),
+    #[error("cursor key: {0}")]
+    CursorKey(#[source] crate::cursor::CursorKeyError),
     #[error("the server failed: {0}")]
     Serve(#[source] std::io::Error),
 }
@@ -81,52 +99,24 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
     api().1
 }
 
-/// The recorder is process-wide: every server in a process shares it.
-fn prometheus() -> Option<&'static PrometheusHandle> {
-    static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
-    HANDLE
-        .get_or_init(|| {
-            let buckets = [
-                0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0,
-            ];
-            let recorder = PrometheusBuilder::new()
-                .set_buckets(&buckets)
-                .ok()?
-                .build_recorder();
-            let handle = recorder.handle();
-            metrics::set_global_recorder(recorder).ok()?;
-            Some(handle)
-        })
-        .as_ref()
-}
-
 /// The whole application: the API under `/v1` with its limits, and the
 /// operations endpoints beside it.
-pub fn app(engine: Engine, credentials: Credentials, options: Options) -> Router {
-    let _ = prometheus();
-    let state = AppState {
-        engine,
-        credentials: Arc::new(credentials),
-        options,
-    };
+pub fn app(state: AppState) -> Router {
+    let _ = ops::prometheus();
+    let options = state.options;
     let (api, doc) = api();
     let doc = Arc::new(doc);
-    let limits = ServiceBuilder::new()
-        .layer(HandleErrorLayer::new(move |e: BoxError| async move {
-            limit_error(e, options)
-        }))
-        .load_shed()
-        // One bound shared by every route: `Router::layer` wraps each route
-        // on its own, so a per-layer limit would be a bound per route.
-        .layer(GlobalConcurrencyLimitLayer::new(options.max_in_flight))
-        .timeout(options.request_timeout);
     let api = api
-        .layer(limits)
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            crate::extract::authorize,
+        ))
+        .layer(RequestBodyTimeoutLayer::new(options.request_timeout))
         .layer(DefaultBodyLimit::max(options.body_limit));
     let ops = Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
-        .route("/readyz", get(readyz))
-        .route("/metrics", get(metrics_text))
+        .route("/readyz", get(ops::readyz))
+        .route("/metrics", get(ops::metrics_text))
         .route(
             "/v1/openapi.json",
             get(move || {
@@ -138,8 +128,8 @@ pub fn app(engine: Engine, credentials: Credentials, options: Options) -> Router
     api.merge(ops)
         .fallback(|| async { ApiError::NotFound("no such route".to_owned()) })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
-        .with_state(state.clone())
-        .layer(middleware::from_fn(http_metrics))
+        .with_state(state)
+        .layer(middleware::from_fn(ops::http_metrics))
         .layer(
             ServiceBuilder::new()
                 .layer(SetRequestIdLayer::new(request_id.clone(), MakeRequestUuid))
@@ -150,7 +140,7 @@ pub fn app(engine: Engine, credentials: Credentials, options: Options) -> Router
                             .get(REQUEST_ID)
                             .and_then(|v| v.to_str().ok())
                             .unwrap_or_default();
-                        tracing::info_span!("request", method = %req.method(), uri = %req.uri().path(), request_id = %id)
+                        tracing::info_span!("request", method = %ops::method_label(req.method()), uri = %req.uri().path(), request_id = %id)
                     })
                     .on_response(DefaultOnResponse::new().level(tracing::Level::INFO)),
                 )
@@ -158,82 +148,49 @@ pub fn app(engine: Engine, credentials: Credentials, options: Options) -> Router
         )
 }
 
-fn limit_error(e: BoxError, options: Options) -> ApiError {
-    if e.is::<tower::timeout::error::Elapsed>() {
-        ApiError::Timeout(options.request_timeout)
-    } else if e.is::<tower::load_shed::error::Overloaded>() {
-        ApiError::Unavailable {
-            kind: "overloaded",
-            detail: format!(
-                "the service is at its bound of {} requests in flight",
-                options.max_in_flight
+/// The credentials in force and where fresh ones come from.
+struct Reloader {
+    live: LiveCredentials,
+    source: Option<Reload>,
+}
+
+impl Reloader {
+    fn reload(&self) -> Result<(usize, usize), String> {
+        let Some(source) = &self.source else {
+            return Err("this server was given no credential files to read again".to_owned());
+        };
+        let fresh = source()?;
+        self.live.replace(fresh)
+    }
+
+    /// Reloads and says so in the log, whatever the outcome: a failed
+    /// reload keeps the credentials in force.
+    fn reload_logged(&self) {
+        match self.reload() {
+            Ok((tokens, keys)) => tracing::info!(
+                tokens,
+                jwt_keys = keys,
+                "credentials reloaded: {tokens} tokens and {keys} JWT keys are live"
             ),
+            Err(why) => tracing::error!(%why, "credentials not reloaded; the old ones stay live"),
         }
-    } else {
-        ApiError::Internal(e)
     }
-}
-
-/// Readiness means storage answers: one counter read on a tenant no
-/// credential can name (token files and JWTs are checked the same way, but
-/// the name is reserved here by convention).
-async fn readyz(State(state): State<AppState>) -> Response {
-    let engine = state.engine.clone();
-    let answer =
-        tokio::task::spawn_blocking(move || engine.tenant("_readyz").and_then(|t| t.open_count()))
-            .await;
-    match answer {
-        Ok(Ok(_)) => (StatusCode::OK, "ready\n").into_response(),
-        Ok(Err(e)) => {
-            tracing::warn!(error = %e, "not ready");
-            ApiError::Unavailable {
-                kind: "storage-unavailable",
-                detail: "the storage does not answer".to_owned(),
-            }
-            .into_response()
-        }
-        Err(e) => ApiError::Internal(Box::new(e)).into_response(),
-    }
-}
-
-async fn metrics_text(State(state): State<AppState>) -> Response {
-    let engine = &state.engine;
-    if let Some(c) = engine.commit_stats() {
-        metrics::counter!("leasehold_group_commits_total").absolute(c.commits);
-        metrics::counter!("leasehold_group_commit_calls_total").absolute(c.calls);
-    }
-    metrics::counter!("leasehold_pg_conflict_retries_total").absolute(engine.conflict_retries());
-    if let Some(n) = engine.round_trips() {
-        metrics::counter!("leasehold_pg_round_trips_total").absolute(n);
-    }
-    let text = prometheus().map(|h| h.render()).unwrap_or_default();
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
-}
-
-/// Counts every HTTP answer by route template and status: never by the
-/// concrete path, which would carry task ids.
-async fn http_metrics(req: Request, next: Next) -> Response {
-    let route = req
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or_else(|| "unmatched".to_owned(), |m| m.as_str().to_owned());
-    let method = req.method().as_str().to_owned();
-    let started = Instant::now();
-    let res = next.run(req).await;
-    let status = res.status().as_u16().to_string();
-    metrics::counter!("leasehold_http_requests_total", "route" => route.clone(), "method" => method, "status" => status)
-        .increment(1);
-    metrics::histogram!("leasehold_http_request_seconds", "route" => route)
-        .record(started.elapsed().as_secs_f64());
-    res
 }
 
 /// A running server: its address, and the way to stop it.
-#[derive(Debug)]
 pub struct Server {
     addr: SocketAddr,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<Result<(), ServeError>>>,
+    reloader: Arc<Reloader>,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Server {
@@ -248,6 +205,16 @@ impl Server {
             .clone()
             .open_any(&config.db)
             .map_err(ServeError::Engine)?;
+        Server::start_on(engine, config)
+    }
+
+    /// [`start`](Self::start) over an engine the caller opened (over a
+    /// backend of its own, say); `config.db` only decides the per-tenant
+    /// bound, as a URL or a file would.
+    pub fn start_on(engine: leasehold_host::Engine, config: Config) -> Result<Server, ServeError> {
+        if config.credentials.is_empty() {
+            return Err(ServeError::NoCredentials);
+        }
         let listener =
             std::net::TcpListener::bind(config.listen).map_err(|source| ServeError::Listen {
                 addr: config.listen,
@@ -263,64 +230,94 @@ impl Server {
             .thread_name("leasehold-serve")
             .build()
             .map_err(ServeError::Runtime)?;
+        let cursors = match config.cursor_key {
+            Some(k) => k,
+            None => CursorKey::random().map_err(ServeError::CursorKey)?,
+        };
+        let live = LiveCredentials::new(config.credentials);
+        let (tokens, keys) = live.current().live();
+        tracing::info!(
+            tokens,
+            jwt_keys = keys,
+            "{tokens} tokens and {keys} JWT keys are live"
+        );
+        let reloader = Arc::new(Reloader {
+            live: live.clone(),
+            source: config.reload,
+        });
+        // No tenant may hold more than half of what the engine can run at
+        // once: its instance slots, or its database connections.
+        let capacity = if leasehold_host::is_url(&config.db) {
+            config.engine.connections()
+        } else {
+            engine.limits().concurrent_calls as usize
+        };
+        let mut options = config.options;
+        options.max_in_flight_per_tenant =
+            options.max_in_flight_per_tenant.min((capacity / 2).max(1));
         // The last handle on the engine is dropped on this thread, outside
         // the runtime: a PostgreSQL engine owns a runtime of its own, which
         // may not be dropped from async code.
         let last = engine.clone();
-        let app = app(engine, config.credentials, config.options);
+        let app = app(AppState::new(engine, live, cursors, options));
         let tls = match &config.tls {
             Some((cert, key)) => Some(crate::tls::acceptor(cert, key)?),
             None => None,
         };
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let signals = config.handle_signals;
+        let hup = reloader.clone();
+        // Signal handlers are in place before `start` answers: a signal sent
+        // once the server is up is never met by the default action.
+        let (up, is_up) = std::sync::mpsc::channel::<()>();
         let thread = std::thread::Builder::new()
             .name("leasehold-serve".to_owned())
             .spawn(move || {
                 let served = runtime.block_on(async move {
-                    let shutdown = async move {
-                        if signals {
+                    let listener = tokio::net::TcpListener::from_std(listener);
+                    let shutdown = if signals {
+                        let handlers = Signals::install();
+                        let Signals { hangup, terminate } = handlers;
+                        tokio::spawn(reload_on_hangup(hup, hangup));
+                        let _ = up.send(());
+                        Box::pin(async move {
                             tokio::select! {
                                 _ = stopped => {}
-                                () = terminate() => {}
+                                () = terminate => {}
                             }
-                        } else {
+                        })
+                            as std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>
+                    } else {
+                        let _ = up.send(());
+                        Box::pin(async move {
                             let _ = stopped.await;
-                        }
+                        })
+                    };
+                    let listener = listener.map_err(ServeError::Serve)?;
+                    let shutdown = async move {
+                        shutdown.await;
                         tracing::info!(
                             "shutting down: no new connections; finishing requests in flight"
                         );
                     };
-                    let listener =
-                        tokio::net::TcpListener::from_std(listener).map_err(ServeError::Serve)?;
-                    match tls {
-                        None => axum::serve(listener, app)
-                            .with_graceful_shutdown(shutdown)
-                            .await
-                            .map_err(ServeError::Serve),
-                        Some(acceptor) => axum::serve(
-                            crate::tls::TlsListener {
-                                tcp: listener,
-                                acceptor,
-                            },
-                            app,
-                        )
-                        .with_graceful_shutdown(shutdown)
-                        .await
-                        .map_err(ServeError::Serve),
-                    }
+                    crate::connections::serve(listener, tls, app, options.connections, shutdown)
+                        .await;
+                    Ok(())
                 });
-                // Dropping the runtime waits for engine calls still on the
-                // blocking pool, so the engine closes after them.
-                drop(runtime);
+                // Engine calls still on the blocking pool have deadlines of
+                // their own; past the grace the process does not wait for
+                // them, and a call that had not committed writes nothing.
+                runtime.shutdown_timeout(options.connections.shutdown_grace);
                 drop(last);
                 served
             })
             .map_err(ServeError::Runtime)?;
+        let _ = is_up.recv();
         Ok(Server {
             addr,
             stop: Some(stop),
             thread: Some(thread),
+            reloader,
         })
     }
 
@@ -328,8 +325,14 @@ impl Server {
         self.addr
     }
 
-    /// Stops accepting, lets requests in flight finish, closes the
-    /// database, and answers how serving ended.
+    /// Reads the credentials again, as SIGHUP does, and answers how many
+    /// tokens and JWT keys are now live. On failure the old ones stay.
+    pub fn reload_credentials(&self) -> Result<(usize, usize), String> {
+        self.reloader.reload()
+    }
+
+    /// Stops accepting, lets requests in flight finish within the grace,
+    /// closes the database, and answers how serving ended.
     pub fn shutdown(mut self) -> Result<(), ServeError> {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
@@ -362,26 +365,46 @@ impl Drop for Server {
     }
 }
 
-/// SIGTERM or SIGINT.
-async fn terminate() {
-    let ctrl_c = async {
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
+/// The signals the CLI's server answers, registered up front.
+struct Signals {
+    hangup: Option<tokio::signal::unix::Signal>,
+    terminate: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
+}
+
+impl Signals {
+    fn install() -> Signals {
+        use tokio::signal::unix::{SignalKind, signal};
+        let hangup = signal(SignalKind::hangup())
+            .inspect_err(|e| {
+                tracing::warn!(error = %e, "cannot listen for SIGHUP; credentials reload only on restart");
+            })
+            .ok();
+        let term = signal(SignalKind::terminate()).ok();
+        let int = signal(SignalKind::interrupt()).ok();
+        let wait = |s: Option<tokio::signal::unix::Signal>| async move {
+            match s {
+                Some(mut s) => {
+                    s.recv().await;
+                }
+                None => std::future::pending::<()>().await,
             }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {}
-        () = term => {}
+        };
+        let terminate = Box::pin(async move {
+            tokio::select! {
+                () = wait(term) => {}
+                () = wait(int) => {}
+            }
+        });
+        Signals { hangup, terminate }
+    }
+}
+
+/// SIGHUP, each time: the credentials are read again.
+async fn reload_on_hangup(reloader: Arc<Reloader>, hangup: Option<tokio::signal::unix::Signal>) {
+    let Some(mut hup) = hangup else { return };
+    while hup.recv().await.is_some() {
+        let r = reloader.clone();
+        // Reading files blocks.
+        let _ = tokio::task::spawn_blocking(move || r.reload_logged()).await;
     }
 }

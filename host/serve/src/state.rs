@@ -1,14 +1,23 @@
-//! What every handler shares: the engine, the credentials, the limits, and
-//! the one way a handler calls the engine. It owns moving each synchronous
-//! engine call onto the blocking pool and counting it; it must never run an
-//! engine call on the async executor.
+//! What every handler shares: the engine, the credentials in force, the
+//! cursor key, the limits, and the one way a handler calls the engine. It
+//! owns admitting a call (the bounds on calls in flight, in all and per
+//! tenant, and on consistency checks), running it on the blocking pool under
+//! the request's deadline, and counting it; it must never run an engine call
+//! on the async executor, never free a call's slot before the call has
+//! ended, and never answer as done, or as not done, a call whose outcome it
+//! does not know.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use leasehold_host::{Engine, Error, Tenant};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::auth::Credentials;
+use crate::auth::LiveCredentials;
+use crate::connections::ConnectionLimits;
+use crate::cursor::CursorKey;
+use crate::ops::Readiness;
 use crate::problem::ApiError;
 
 /// The service's limits.
@@ -16,10 +25,30 @@ use crate::problem::ApiError;
 pub struct Options {
     /// Largest request body accepted, in bytes.
     pub body_limit: usize,
-    /// Longest a request may take before it is answered 503.
+    /// How long a request may take: reading its body, waiting for its turn
+    /// and running its call. A call that has not begun to commit by then
+    /// commits nothing and is answered `timeout`.
     pub request_timeout: Duration,
-    /// Most requests handled at once; past it, 503 with `Retry-After`.
+    /// The same for the consistency check, which walks the whole tenant.
+    pub check_timeout: Duration,
+    /// How long past its deadline a call whose commit has begun is waited
+    /// for, before the answer says its outcome is unknown.
+    pub commit_grace: Duration,
+    /// Most engine calls in flight at once; past it, 503 `overloaded`.
     pub max_in_flight: usize,
+    /// Most engine calls of one tenant in flight at once, so no tenant can
+    /// take every slot; past it, a call waits its turn (within its
+    /// deadline) while other tenants' calls go on.
+    pub max_in_flight_per_tenant: usize,
+    /// Most consistency checks running at once, over all tenants; past it,
+    /// a check waits its turn within its deadline.
+    pub max_checks: usize,
+    /// Whether a service or operator credential may give `now` (or a new
+    /// task's `created_at`) instead of the server's clock. Off, any request
+    /// that gives one is refused, 403.
+    pub allow_clock_override: bool,
+    /// The bounds on connections.
+    pub connections: ConnectionLimits,
 }
 
 impl Default for Options {
@@ -28,7 +57,13 @@ impl Default for Options {
             // A justification may be 256 KiB; room for the rest of a task.
             body_limit: 512 * 1024,
             request_timeout: Duration::from_secs(30),
+            check_timeout: Duration::from_secs(300),
+            commit_grace: Duration::from_secs(10),
             max_in_flight: 256,
+            max_in_flight_per_tenant: 32,
+            max_checks: 1,
+            allow_clock_override: false,
+            connections: ConnectionLimits::default(),
         }
     }
 }
@@ -36,12 +71,33 @@ impl Default for Options {
 #[derive(Clone)]
 pub struct AppState {
     pub engine: Engine,
-    pub credentials: Arc<Credentials>,
+    pub credentials: LiveCredentials,
+    pub cursors: CursorKey,
     pub options: Options,
+    pub readiness: Arc<Readiness>,
+    admission: Arc<Admission>,
+}
+
+impl AppState {
+    pub fn new(
+        engine: Engine,
+        credentials: LiveCredentials,
+        cursors: CursorKey,
+        options: Options,
+    ) -> Self {
+        AppState {
+            engine,
+            credentials,
+            cursors,
+            options,
+            readiness: Arc::default(),
+            admission: Arc::new(Admission::new(&options)),
+        }
+    }
 }
 
 /// Milliseconds since the Unix epoch by this server's clock: the time every
-/// call runs at unless a service or operator gives one.
+/// call runs at unless an allowed override gives one.
 pub fn clock_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -49,42 +105,179 @@ pub fn clock_ms() -> i64 {
         .unwrap_or(0)
 }
 
-/// The outcome label of a call, coarse on purpose: labels are never per
-/// task or per actor.
-fn outcome(r: &Result<(), &Error>) -> &'static str {
-    match r {
-        Ok(()) => "ok",
-        Err(e) if e.is_invalid_input() => "invalid",
-        Err(e) if e.is_refusal() => "refused",
-        Err(e) if e.is_retryable() => "unavailable",
-        Err(_) => "error",
+/// The slots a call holds until it ends: one of all calls in flight, one of
+/// its tenant's, and one of the checks' if it is one.
+struct Admission {
+    all: Arc<Semaphore>,
+    checks: Arc<Semaphore>,
+    per_tenant: usize,
+    tenants: Mutex<HashMap<Arc<str>, Arc<Semaphore>>>,
+    /// The bound on all calls in flight, for the refusal's words.
+    all_bound: usize,
+}
+
+/// A call's slots; given back when the call ends, however its request
+/// ended.
+struct Slots {
+    _all: Option<OwnedSemaphorePermit>,
+    _check: Option<OwnedSemaphorePermit>,
+    tenant: Option<OwnedSemaphorePermit>,
+    tenant_slots: Arc<Semaphore>,
+    name: Arc<str>,
+    admission: Arc<Admission>,
+}
+
+impl Drop for Slots {
+    fn drop(&mut self) {
+        drop(self.tenant.take());
+        // A tenant with nothing in flight leaves the table, so the table
+        // holds only tenants with calls running.
+        let mut tenants = self
+            .admission
+            .tenants
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if Arc::strong_count(&self.tenant_slots) == 2 {
+            tenants.remove(&self.name);
+        }
+    }
+}
+
+fn overloaded(detail: String) -> ApiError {
+    ApiError::Unavailable {
+        kind: "overloaded",
+        detail,
+    }
+}
+
+impl Admission {
+    fn new(o: &Options) -> Self {
+        let all = o.max_in_flight;
+        let per_tenant = o.max_in_flight_per_tenant.clamp(1, all.max(1));
+        let checks = o.max_checks.max(1);
+        Admission {
+            all: Arc::new(Semaphore::new(all)),
+            checks: Arc::new(Semaphore::new(checks)),
+            per_tenant,
+            tenants: Mutex::new(HashMap::new()),
+            all_bound: all,
+        }
+    }
+
+    /// Slots for one call of `verb` by `tenant`. A call waits for its
+    /// tenant's slot (and a check for the checks' slot) until its deadline,
+    /// holding nothing else meanwhile, so a tenant at its bound delays only
+    /// itself; past the deadline it is answered `timeout`, having started
+    /// nothing. The slot of all calls is taken at once or refused,
+    /// `overloaded`.
+    async fn admit(
+        self: &Arc<Self>,
+        verb: &str,
+        tenant: &str,
+        deadline: Instant,
+    ) -> Result<Slots, ApiError> {
+        let all = self.all_bound;
+        let (name, tenant_slots) = {
+            let mut tenants = self.tenants.lock().unwrap_or_else(PoisonError::into_inner);
+            match tenants.get_key_value(tenant) {
+                Some((name, slots)) => (name.clone(), slots.clone()),
+                None => {
+                    let name: Arc<str> = Arc::from(tenant);
+                    let slots = Arc::new(Semaphore::new(self.per_tenant));
+                    tenants.insert(name.clone(), slots.clone());
+                    (name, slots)
+                }
+            }
+        };
+        let mut slots = Slots {
+            _all: None,
+            _check: None,
+            tenant: None,
+            tenant_slots: tenant_slots.clone(),
+            name,
+            admission: self.clone(),
+        };
+        let wait =
+            |sem: Arc<Semaphore>| tokio::time::timeout_at(deadline.into(), sem.acquire_owned());
+        slots.tenant = Some(
+            wait(tenant_slots)
+                .await
+                .map_err(|_| ApiError::Timeout)?
+                .map_err(|e| ApiError::Internal(Box::new(e)))?,
+        );
+        if verb == "check" {
+            slots._check = Some(
+                wait(self.checks.clone())
+                    .await
+                    .map_err(|_| ApiError::Timeout)?
+                    .map_err(|e| ApiError::Internal(Box::new(e)))?,
+            );
+        }
+        slots._all = Some(self.all.clone().try_acquire_owned().map_err(|_| {
+            overloaded(format!(
+                "the service is at its bound of {all} calls in flight"
+            ))
+        })?);
+        Ok(slots)
     }
 }
 
 impl AppState {
-    /// Runs one engine call for `verb` on the blocking pool, counting it by
-    /// verb and outcome and timing it.
-    pub async fn call<T, F>(&self, verb: &'static str, tenant: Tenant, f: F) -> Result<T, ApiError>
+    /// Runs one engine call for `verb` on the blocking pool, to be decided
+    /// by `deadline`: counted by verb and outcome, and timed. The call's
+    /// slots are held until the call itself ends, even when its request has
+    /// been answered.
+    pub async fn call<T, F>(
+        &self,
+        verb: &'static str,
+        tenant: Tenant,
+        deadline: Instant,
+        f: F,
+    ) -> Result<T, ApiError>
     where
         T: Send + 'static,
         F: FnOnce(&Tenant) -> Result<T, Error> + Send + 'static,
     {
+        let slots = self.admission.admit(verb, tenant.name(), deadline).await?;
         metrics::gauge!("leasehold_calls_in_flight").increment(1.0);
         let started = Instant::now();
-        let joined = tokio::task::spawn_blocking(move || f(&tenant)).await;
-        metrics::gauge!("leasehold_calls_in_flight").decrement(1.0);
-        let elapsed = started.elapsed().as_secs_f64();
-        let answer = match joined {
-            Ok(answer) => answer,
-            Err(e) => {
+        let tenant = tenant.until(deadline);
+        let call = tokio::task::spawn_blocking(move || {
+            let answer = f(&tenant).map_err(ApiError::from);
+            let label = answer.as_ref().map_or_else(|e| e.kind().0, |_| "ok");
+            metrics::counter!("leasehold_calls_total", "verb" => verb, "outcome" => label)
+                .increment(1);
+            metrics::histogram!("leasehold_call_seconds", "verb" => verb)
+                .record(started.elapsed().as_secs_f64());
+            metrics::gauge!("leasehold_calls_in_flight").decrement(1.0);
+            drop(slots);
+            answer
+        });
+        let waited =
+            tokio::time::timeout_at((deadline + self.options.commit_grace).into(), call).await;
+        match waited {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(e)) => {
                 metrics::counter!("leasehold_calls_total", "verb" => verb, "outcome" => "panic")
                     .increment(1);
-                return Err(ApiError::Internal(Box::new(e)));
+                Err(ApiError::Internal(Box::new(e)))
             }
-        };
-        let label = outcome(&answer.as_ref().map(|_| ()));
-        metrics::counter!("leasehold_calls_total", "verb" => verb, "outcome" => label).increment(1);
-        metrics::histogram!("leasehold_call_seconds", "verb" => verb).record(elapsed);
-        answer.map_err(ApiError::from)
+            // The call is past the point where it could still give up: it
+            // goes on, holding its slots, and nobody here can say how it ends.
+            Err(_) => Err(ApiError::OutcomeUnknown(format!(
+                "the call did not finish within {:?} of its deadline; it may or may not \
+                 have taken effect: read before trying again",
+                self.options.commit_grace
+            ))),
+        }
+    }
+}
+
+/// How long a request may take, by verb.
+pub fn budget(options: &Options, verb: &str) -> Duration {
+    if verb == "check" {
+        options.check_timeout
+    } else {
+        options.request_timeout
     }
 }

@@ -1,24 +1,17 @@
 //! HTTPS for the listener: the certificate chain and key from PEM files,
-//! and a listener that hands axum only connections whose handshake
-//! finished. It must never let one slow or failed handshake stop the
-//! listener from accepting others for longer than the handshake timeout.
+//! made into the acceptor every connection's task handshakes with (see
+//! `connections`). It must never accept a key that does not fit the
+//! certificate, or a protocol version rustls deems unsafe.
 
-use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
-use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::rustls::ServerConfig;
-use tokio_rustls::server::TlsStream;
 
 use crate::server::ServeError;
-
-/// How long a client may take over its handshake.
-const HANDSHAKE: Duration = Duration::from_secs(10);
 
 /// The acceptor for a PEM certificate chain and private key.
 pub fn acceptor(cert: &Path, key: &Path) -> Result<TlsAcceptor, ServeError> {
@@ -42,39 +35,4 @@ pub fn acceptor(cert: &Path, key: &Path) -> Result<TlsAcceptor, ServeError> {
         .with_single_cert(chain, key_der)
         .map_err(|e| ServeError::Tls(format!("the certificate and key do not fit: {e}")))?;
     Ok(TlsAcceptor::from(Arc::new(config)))
-}
-
-/// A TCP listener whose connections are TLS sessions.
-pub struct TlsListener {
-    pub tcp: TcpListener,
-    pub acceptor: TlsAcceptor,
-}
-
-impl axum::serve::Listener for TlsListener {
-    type Io = TlsStream<TcpStream>;
-    type Addr = SocketAddr;
-
-    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
-        loop {
-            let (stream, addr) = match self.tcp.accept().await {
-                Ok(accepted) => accepted,
-                Err(e) => {
-                    // As axum's own listener does: an accept error (such as
-                    // too many open files) is waited out, never fatal.
-                    tracing::warn!(error = %e, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    continue;
-                }
-            };
-            match tokio::time::timeout(HANDSHAKE, self.acceptor.accept(stream)).await {
-                Ok(Ok(tls)) => return (tls, addr),
-                Ok(Err(e)) => tracing::info!(%addr, error = %e, "TLS handshake failed"),
-                Err(_) => tracing::info!(%addr, "TLS handshake timed out"),
-            }
-        }
-    }
-
-    fn local_addr(&self) -> std::io::Result<Self::Addr> {
-        self.tcp.local_addr()
-    }
 }

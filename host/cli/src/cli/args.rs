@@ -173,12 +173,48 @@ pub struct ServeArgs {
     /// Largest request body accepted, in bytes
     #[arg(long, default_value_t = 512 * 1024, value_name = "BYTES")]
     pub body_limit: usize,
-    /// Longest a request may take before it is answered 503
+    /// How long a request may take; a call that has not begun to commit by
+    /// then commits nothing and is answered 503 `timeout`
     #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = parse_wait)]
     pub request_timeout: Duration,
-    /// Most requests handled at once; past it, 503 with Retry-After
+    /// The same for the consistency check (`GET /v1/check`)
+    #[arg(long, default_value = "300s", value_name = "DURATION", value_parser = parse_wait)]
+    pub check_timeout: Duration,
+    /// Most engine calls in flight at once; past it, 503 `overloaded`
     #[arg(long, default_value_t = 256, value_name = "N")]
     pub max_in_flight: usize,
+    /// Most engine calls of one tenant in flight at once; past it, 503
+    /// `overloaded` for that tenant only
+    #[arg(long, default_value_t = 32, value_name = "N")]
+    pub max_in_flight_per_tenant: usize,
+    /// Most consistency checks running at once, over all tenants
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub max_checks: usize,
+    /// Most connections open at once; past it, new ones are refused
+    #[arg(long, default_value_t = 1024, value_name = "N")]
+    pub max_connections: usize,
+    /// How long a client has to send a request's head, counted from the
+    /// connection's start or the end of its previous answer (so also how
+    /// long an idle kept-alive connection stays open)
+    #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = parse_wait)]
+    pub header_timeout: Duration,
+    /// How long a client has to finish its TLS handshake
+    #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = parse_wait)]
+    pub handshake_timeout: Duration,
+    /// On SIGTERM or SIGINT, how long open connections may finish before
+    /// they are closed and the process exits
+    #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = parse_wait)]
+    pub shutdown_grace: Duration,
+    /// Accept `now` (and a new task's `created_at`) from service and
+    /// operator credentials instead of the server's clock: for replay and
+    /// tests, never production. Off, any request that gives one is 403
+    #[arg(long)]
+    pub allow_clock_override: bool,
+    /// The key page cursors are sealed with: a file of 64 hex digits
+    /// (`openssl rand -hex 32`). Servers sharing one database should share
+    /// it; without it each server makes its own at start
+    #[arg(long, value_name = "FILE")]
+    pub cursor_key: Option<PathBuf>,
     /// Log one JSON object per line instead of text (the level comes from
     /// RUST_LOG, default info)
     #[arg(long)]

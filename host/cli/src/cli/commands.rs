@@ -58,7 +58,7 @@ fn repair_to_read(path: &Path, cli: &Cli) -> Result<(), CliError> {
         }
         Err(why) => {
             eprintln!(
-                "leasehold: {} was not closed cleanly, and this command could not repair it: {}",
+                "error: {} was not closed cleanly, and this command could not repair it: {}",
                 path.display(),
                 super::error::with_sources(&why)
             );

@@ -5,9 +5,12 @@
 use std::io::Write;
 
 use leasehold_host::{Engine, Reuse};
+use std::path::PathBuf;
+use std::sync::Arc;
+
 use leasehold_serve::{
-    ClaimNames, Config, Credentials, JwtConfig, JwtVerifier, Options, Principal, Scope, Server,
-    TokenTable, new_token, token_line,
+    ClaimNames, Config, ConnectionLimits, Credentials, CursorKey, JwtConfig, JwtVerifier, Options,
+    Principal, Reload, Scope, Server, TokenTable, new_token, token_line,
 };
 
 use super::args::{Cli, ScopeArg, ServeArgs, TokenCommand};
@@ -68,7 +71,48 @@ pub fn token(cli: &Cli, verb: &TokenCommand, out: &mut impl Write) -> Result<(),
     Ok(())
 }
 
-/// Runs the service until SIGTERM or SIGINT.
+/// The files credentials are read from, at start and on every SIGHUP.
+struct CredentialFiles {
+    tokens: Option<PathBuf>,
+    jwt: Option<(PathBuf, JwtConfig)>,
+}
+
+impl CredentialFiles {
+    fn from_args(args: &ServeArgs) -> Self {
+        CredentialFiles {
+            tokens: args.tokens.clone(),
+            jwt: args.jwt_keys.clone().map(|path| {
+                (
+                    path,
+                    JwtConfig {
+                        issuer: args.jwt_issuer.clone().unwrap_or_default(),
+                        audience: args.jwt_audience.clone().unwrap_or_default(),
+                        claims: ClaimNames {
+                            tenant: args.jwt_tenant_claim.clone(),
+                            actor: args.jwt_actor_claim.clone(),
+                            roles: args.jwt_roles_claim.clone(),
+                            scope: args.jwt_scope_claim.clone(),
+                        },
+                    },
+                )
+            }),
+        }
+    }
+
+    fn load(&self) -> Result<Credentials, String> {
+        let mut credentials = Credentials::default();
+        if let Some(path) = &self.tokens {
+            credentials.tokens = TokenTable::load(path).map_err(|e| e.to_string())?;
+        }
+        if let Some((path, config)) = &self.jwt {
+            credentials.jwt =
+                Some(JwtVerifier::load(path, config.clone()).map_err(|e| e.to_string())?);
+        }
+        Ok(credentials)
+    }
+}
+
+/// Runs the service until SIGTERM or SIGINT; SIGHUP reloads credentials.
 pub fn serve(cli: &Cli, args: &ServeArgs) -> Result<(), CliError> {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
@@ -82,36 +126,20 @@ pub fn serve(cli: &Cli, args: &ServeArgs) -> Result<(), CliError> {
         logs.try_init()
     };
 
-    let mut credentials = Credentials::default();
-    if let Some(path) = &args.tokens {
-        credentials.tokens = TokenTable::load(path).map_err(|e| CliError::Input(e.to_string()))?;
-    }
-    if let Some(path) = &args.jwt_keys {
-        let config = JwtConfig {
-            issuer: args.jwt_issuer.clone().unwrap_or_default(),
-            audience: args.jwt_audience.clone().unwrap_or_default(),
-            claims: ClaimNames {
-                tenant: args.jwt_tenant_claim.clone(),
-                actor: args.jwt_actor_claim.clone(),
-                roles: args.jwt_roles_claim.clone(),
-                scope: args.jwt_scope_claim.clone(),
-            },
-        };
-        credentials.jwt =
-            Some(JwtVerifier::load(path, config).map_err(|e| CliError::Input(e.to_string()))?);
-    }
+    let files = CredentialFiles::from_args(args);
+    let mut credentials = files.load().map_err(CliError::Input)?;
+    let mut dev = None;
     if args.dev {
         let token = fresh_token()?;
         let tenant = format!("dev-{}", &fresh_token()?[3..11]);
-        credentials.tokens.insert(
-            &token,
-            Principal {
-                tenant: tenant.clone(),
-                actor: "dev".to_owned(),
-                roles: Vec::new(),
-                scope: Scope::Operator,
-            },
-        );
+        let principal = Principal {
+            tenant: tenant.clone(),
+            actor: "dev".to_owned(),
+            roles: Vec::new(),
+            scope: Scope::Operator,
+        };
+        credentials.tokens.insert(&token, principal.clone());
+        dev = Some((token.clone(), principal));
         eprintln!(
             "WARNING: --dev: anyone with the token below is an operator of the throwaway \
              tenant {tenant}. Never use --dev in production."
@@ -125,15 +153,39 @@ pub fn serve(cli: &Cli, args: &ServeArgs) -> Result<(), CliError> {
                 .to_owned(),
         ));
     }
+    // SIGHUP reads the files again; the --dev token, made once, stays.
+    let reload: Reload = Arc::new(move || {
+        let mut c = files.load()?;
+        if let Some((token, p)) = &dev {
+            c.tokens.insert(token, p.clone());
+        }
+        Ok(c)
+    });
+    let cursor_key = match &args.cursor_key {
+        Some(path) => Some(CursorKey::load(path).map_err(|e| CliError::Input(e.to_string()))?),
+        None => None,
+    };
     let db = db_path(cli);
     let config = Config {
         db: db.to_string_lossy().into_owned(),
         listen: args.listen,
         credentials,
+        reload: Some(reload),
         options: Options {
             body_limit: args.body_limit,
             request_timeout: args.request_timeout,
+            check_timeout: args.check_timeout,
             max_in_flight: args.max_in_flight,
+            max_in_flight_per_tenant: args.max_in_flight_per_tenant,
+            max_checks: args.max_checks,
+            allow_clock_override: args.allow_clock_override,
+            connections: ConnectionLimits {
+                max_connections: args.max_connections,
+                header_timeout: args.header_timeout,
+                handshake_timeout: args.handshake_timeout,
+                shutdown_grace: args.shutdown_grace,
+            },
+            ..Options::default()
         },
         engine: if args.reuse_instances {
             Engine::builder()
@@ -143,6 +195,7 @@ pub fn serve(cli: &Cli, args: &ServeArgs) -> Result<(), CliError> {
             Engine::builder().file_wait(cli.wait)
         },
         tls: args.tls_cert.clone().zip(args.tls_key.clone()),
+        cursor_key,
         handle_signals: true,
     };
     let server = Server::start(config).map_err(|e| CliError::Failed(e.to_string()))?;

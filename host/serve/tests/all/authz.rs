@@ -3,7 +3,7 @@
 //! gets its status and none changes the store: the check answers and the
 //! raw keyspace are the same before and after.
 
-use leasehold_serve::{ROUTES, Route, Scope};
+use leasehold_serve::{Route, Scope, routes};
 use serde_json::{Value, json};
 
 use crate::harness::{Service, claims, each_backend, jwt, new_task, new_timer, unix_now};
@@ -19,7 +19,7 @@ fn path(r: &Route) -> String {
 
 /// A body the route accepts, so only the credential decides.
 fn body(r: &Route) -> Option<Value> {
-    Some(match r.verb {
+    Some(match r.verb.as_str() {
         "open" => new_task("t-new"),
         "claim" | "claim-next" => json!({"lease_ms": 1000}),
         "release" => json!({}),
@@ -83,12 +83,12 @@ fn no_credential_outside_its_rights_changes_anything() {
             c
         });
         let mut cells = 0;
-        for r in ROUTES {
+        for r in routes() {
             let p = path(r);
             let b = body(r);
             let send = |who: Option<&str>, body: Option<Value>| {
-                let reply = svc.call(r.method, &p, who, body);
-                svc.conforms(r.method, r.path, &reply);
+                let reply = svc.call(&r.method, &p, who, body);
+                svc.conforms(&r.method, &r.path, &reply);
                 reply
             };
             // No token, a bad token, an expired JWT: 401.
@@ -109,7 +109,7 @@ fn no_credential_outside_its_rights_changes_anything() {
 
             // A reviewer acting as someone else, or giving its own time.
             if r.scopes.contains(&Scope::Reviewer) {
-                let as_bob = match r.verb {
+                let as_bob = match r.verb.as_str() {
                     "claim" | "claim-next" => Some(json!({"actor": "bob", "lease_ms": 1000})),
                     "release" => Some(json!({"actor": "bob"})),
                     "renew" => Some(json!({"actor": "bob", "lease_ms": 1000})),
@@ -127,7 +127,7 @@ fn no_credential_outside_its_rights_changes_anything() {
                     q.expect_problem(403, "acting-as-another");
                     cells += 2;
                 }
-                if matches!(r.verb, "claim" | "claim-next" | "renew") {
+                if matches!(r.verb.as_str(), "claim" | "claim-next" | "renew") {
                     let mut timed = b.clone().unwrap_or_else(|| json!({}));
                     timed["now"] = json!(5);
                     send(Some("alice"), Some(timed)).expect_problem(403, "forbidden");

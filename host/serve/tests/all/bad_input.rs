@@ -105,7 +105,7 @@ fn bad_input_is_refused_naming_the_problem_and_changes_nothing() {
             Some("alice"),
             None,
         );
-        names(&r, 400, "invalid", &["id", "300 bytes"]);
+        names(&r, 400, "invalid", &["id", "300 characters"]);
         let r = svc.call(
             "POST",
             "/v1/tasks",

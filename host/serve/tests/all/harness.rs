@@ -86,11 +86,21 @@ pub fn stores() -> Vec<Store> {
     all
 }
 
+/// The options the tests' servers run with: the defaults, with clock
+/// overrides allowed so that tests can replay time (the tests of the switch
+/// itself turn it off).
+pub fn test_options() -> Options {
+    Options {
+        allow_clock_override: true,
+        ..Options::default()
+    }
+}
+
 /// Runs `body` once on each backend, on a fresh store and server.
 pub fn each_backend(body: impl Fn(&mut Service)) {
     for store in stores() {
         eprintln!("-- on {}", store.name());
-        let mut svc = Service::start(store, Options::default());
+        let mut svc = Service::start(store, test_options());
         body(&mut svc);
     }
 }
@@ -299,7 +309,7 @@ pub const PEOPLE: &[(&str, &str, &str, Scope, &[&str])] = &[
     ("gus", "globex", "gus", Scope::Reviewer, &["finance"]),
 ];
 
-fn tokens() -> (Tokens, TokenTable) {
+pub fn tokens() -> (Tokens, TokenTable) {
     let mut table = TokenTable::default();
     let mut by_name = BTreeMap::new();
     for (name, tenant, actor, scope, roles) in PEOPLE {
@@ -388,6 +398,8 @@ impl Service {
             options: self.options,
             engine: self.builder.clone(),
             tls: None,
+            reload: None,
+            cursor_key: None,
             handle_signals: false,
         })
         .expect("the server starts");
@@ -625,4 +637,79 @@ pub fn new_task(id: &str) -> Value {
 /// A timer body for `arm`.
 pub fn new_timer(run: &str, effect: &str, fire_at: i64) -> Value {
     json!({ "run": run, "effect": effect, "step": 1, "phase": "forward", "fire_at": fire_at })
+}
+
+/// A throwaway certificate authority and a leaf for 127.0.0.1 signed by it,
+/// made with the openssl CLI in `dir`: the leaf's chain, its key, and the
+/// authority's certificate (PEM) for a client to trust.
+pub fn tls_certificate(dir: &std::path::Path) -> (PathBuf, PathBuf, Vec<u8>) {
+    let cert = dir.join("cert.pem");
+    let key = dir.join("key.pem");
+    // A throwaway CA, and a leaf for 127.0.0.1 signed by it.
+    let path = |name: &str| dir.join(name).to_string_lossy().into_owned();
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+    ];
+    std::fs::write(
+        dir.join("leaf.ext"),
+        "subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=critical,CA:FALSE\n",
+    )
+    .expect("write");
+    for args in [
+        vec![
+            "req",
+            "-x509",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=test-ca",
+            "-keyout",
+            &path("ca.key"),
+            "-out",
+            &path("ca.pem"),
+        ],
+        vec![
+            "req",
+            "-subj",
+            "/CN=localhost",
+            "-keyout",
+            &path("key.pem"),
+            "-out",
+            &path("leaf.csr"),
+        ],
+        vec![
+            "x509",
+            "-req",
+            "-in",
+            &path("leaf.csr"),
+            "-CA",
+            &path("ca.pem"),
+            "-CAkey",
+            &path("ca.key"),
+            "-CAcreateserial",
+            "-days",
+            "1",
+            "-extfile",
+            &path("leaf.ext"),
+            "-out",
+            &path("cert.pem"),
+        ],
+    ] {
+        let mut c = std::process::Command::new("openssl");
+        c.args(&args);
+        if args[0] == "req" {
+            c.args(ec);
+        }
+        let status = c
+            .stderr(std::process::Stdio::null())
+            .status()
+            .expect("openssl runs");
+        assert!(status.success(), "openssl {args:?}");
+    }
+    let pem = std::fs::read(dir.join("ca.pem")).expect("CA certificate");
+    (cert, key, pem)
 }

@@ -3,6 +3,7 @@
 
 mod authz;
 mod bad_input;
+mod front_door;
 mod harness;
 mod load;
 mod openapi;

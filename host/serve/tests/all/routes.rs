@@ -94,6 +94,8 @@ fn tasks_open_get_and_move_through_the_claim_ladder() {
         );
         r.expect_problem(409, "already-claimed");
         assert_eq!(r.body["holder"], "alice");
+        // Carol (legal) may not see a finance task: to her it does not
+        // exist. On her behalf, an operator hears the rung.
         call(
             svc,
             "POST",
@@ -101,6 +103,15 @@ fn tasks_open_get_and_move_through_the_claim_ladder() {
             "/v1/tasks/t-1/claim",
             "carol",
             None,
+        )
+        .expect_problem(404, "not-found");
+        call(
+            svc,
+            "POST",
+            "/v1/tasks/{id}/claim",
+            "/v1/tasks/t-1/claim",
+            "olga",
+            Some(json!({"actor": "carol", "roles": ["legal"]})),
         )
         .expect_problem(409, "wrong-role");
         call(
@@ -248,13 +259,24 @@ fn tasks_open_get_and_move_through_the_claim_ladder() {
         let mut t2 = new_task("t-2");
         t2["excluded_actors"] = json!(["bob"]);
         call(svc, "POST", "/v1/tasks", "/v1/tasks", "sam", Some(t2)).expect_ok();
-        let r = call(
+        // Bob may not see a task he is excluded from; on his behalf, an
+        // operator hears the rung.
+        call(
             svc,
             "POST",
             "/v1/tasks/{id}/claim",
             "/v1/tasks/t-2/claim",
             "bob",
             None,
+        )
+        .expect_problem(404, "not-found");
+        let r = call(
+            svc,
+            "POST",
+            "/v1/tasks/{id}/claim",
+            "/v1/tasks/t-2/claim",
+            "olga",
+            Some(json!({"actor": "bob", "roles": ["finance"]})),
         );
         r.expect_problem(409, "excluded");
         assert_eq!(r.body["actor"], "bob");

@@ -2,10 +2,9 @@
 //! 500 that says nothing of the guest and writes nothing, and a call still
 //! running when the server is told to stop finishes and is kept.
 
-use leasehold_serve::Options;
 use serde_json::json;
 
-use crate::harness::{Service, stores};
+use crate::harness::{Service, stores, test_options};
 
 fn hostile() -> leasehold_host::EngineBuilder {
     leasehold_host::Engine::builder().component(leasehold_tests::HOSTILE_COMPONENT)
@@ -18,7 +17,7 @@ fn open_body(id: &str) -> serde_json::Value {
 #[test]
 fn a_sandbox_failure_is_a_500_that_shows_no_guest_internals_and_writes_nothing() {
     for store in stores() {
-        let mut svc = Service::start_with(store, Options::default(), hostile());
+        let mut svc = Service::start_with(store, test_options(), hostile());
         let r = svc.call(
             "POST",
             "/v1/tasks",
@@ -59,7 +58,7 @@ fn a_sandbox_failure_is_a_500_that_shows_no_guest_internals_and_writes_nothing()
 #[test]
 fn a_call_running_when_the_server_stops_finishes_and_is_kept() {
     for store in stores() {
-        let mut svc = Service::start_with(store, Options::default(), hostile());
+        let mut svc = Service::start_with(store, test_options(), hostile());
         let mut caught = false;
         for round in 0..10 {
             let id = format!("work-1500-{round}");

@@ -1,0 +1,220 @@
+//! Connections as a resource with limits: the accept loop, the cap on open
+//! connections, each connection's TLS handshake and HTTP/1.1 session in a
+//! task of its own, and shutdown with a grace. It owns how long a client may
+//! hold a connection without sending a request (the header timeout, which
+//! also bounds the idle wait between requests on a kept-alive connection),
+//! and when the process stops waiting for connections at shutdown. It must
+//! never wait on one client inside the accept loop, and never let a
+//! connection outlive the shutdown grace.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
+use tokio_rustls::TlsAcceptor;
+
+/// The bounds on connections (see README, "The HTTP service").
+#[derive(Clone, Copy, Debug)]
+pub struct ConnectionLimits {
+    /// Most connections open at once; a connection past it is refused.
+    pub max_connections: usize,
+    /// How long a client has to send a request's head, counted from the
+    /// connection's start or from the end of the previous answer.
+    pub header_timeout: Duration,
+    /// How long a client has to finish its TLS handshake.
+    pub handshake_timeout: Duration,
+    /// How long shutdown waits for open connections to finish before it
+    /// closes them.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> Self {
+        ConnectionLimits {
+            max_connections: 1024,
+            header_timeout: Duration::from_secs(10),
+            handshake_timeout: Duration::from_secs(10),
+            shutdown_grace: Duration::from_secs(10),
+        }
+    }
+}
+
+/// The answer a plain-HTTP connection past the cap gets before it is closed:
+/// written once without waiting, so a client that never reads costs nothing.
+const REFUSED: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\n\
+content-type: application/problem+json\r\n\
+retry-after: 1\r\n\
+connection: close\r\n\
+content-length: 156\r\n\
+\r\n\
+{\"type\":\"urn:leasehold:problem:overloaded\",\"title\":\"Unavailable; retry later\",\"status\":503,\"detail\":\"the service has as many connections open as it allows\"}";
+
+/// Two one-way signals every connection task watches: `soft` asks it to
+/// finish the request in hand and close, `hard` closes it now.
+#[derive(Clone)]
+struct Stop {
+    soft: watch::Receiver<bool>,
+    hard: watch::Receiver<bool>,
+}
+
+async fn raised(rx: &mut watch::Receiver<bool>) {
+    // A closed channel means the server is gone: as good as raised.
+    let _ = rx.wait_for(|up| *up).await;
+}
+
+/// Serves `app` on `listener` until `shutdown` resolves, then lets open
+/// connections finish within the grace and closes the rest.
+pub(crate) async fn serve(
+    listener: TcpListener,
+    tls: Option<TlsAcceptor>,
+    app: Router,
+    limits: ConnectionLimits,
+    shutdown: impl Future<Output = ()>,
+) {
+    let max = limits.max_connections.clamp(1, Semaphore::MAX_PERMITS);
+    let slots = Arc::new(Semaphore::new(max));
+    let (soft_tx, soft) = watch::channel(false);
+    let (hard_tx, hard) = watch::channel(false);
+    let stop = Stop { soft, hard };
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let accepted = tokio::select! {
+            biased;
+            () = &mut shutdown => break,
+            accepted = listener.accept() => accepted,
+        };
+        let (tcp, addr) = match accepted {
+            Ok(a) => a,
+            Err(e) => {
+                // As axum's own listener does: an accept error (such as too
+                // many open files) is waited out, never fatal.
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let Ok(permit) = slots.clone().try_acquire_owned() else {
+            refuse(&tcp, addr, tls.is_some());
+            continue;
+        };
+        metrics::gauge!("leasehold_connections_open").increment(1.0);
+        tokio::spawn(connection(
+            tcp,
+            addr,
+            tls.clone(),
+            app.clone(),
+            limits,
+            stop.clone(),
+            permit,
+        ));
+    }
+    drop(listener);
+    let open = max - slots.available_permits();
+    tracing::info!(open, "no longer accepting; letting open connections finish");
+    let _ = soft_tx.send(true);
+    let everyone = u32::try_from(max).unwrap_or(u32::MAX);
+    if tokio::time::timeout(limits.shutdown_grace, slots.acquire_many(everyone))
+        .await
+        .is_err()
+    {
+        let open = max - slots.available_permits();
+        tracing::warn!(
+            open,
+            grace = ?limits.shutdown_grace,
+            "closing connections still open after the shutdown grace"
+        );
+        let _ = hard_tx.send(true);
+        // Each task drops its connection as soon as it sees the signal.
+        let _ = tokio::time::timeout(Duration::from_secs(1), slots.acquire_many(everyone)).await;
+    }
+}
+
+/// A connection past the cap: a plain-HTTP client is told why, a TLS client
+/// sees the connection close.
+fn refuse(tcp: &TcpStream, addr: SocketAddr, tls: bool) {
+    metrics::counter!("leasehold_connections_refused_total").increment(1);
+    tracing::warn!(%addr, "refused a connection: at the bound of open connections");
+    if !tls {
+        let _ = tcp.try_write(REFUSED);
+    }
+}
+
+async fn connection(
+    tcp: TcpStream,
+    addr: SocketAddr,
+    tls: Option<TlsAcceptor>,
+    app: Router,
+    limits: ConnectionLimits,
+    mut stop: Stop,
+    permit: OwnedSemaphorePermit,
+) {
+    let _ = tcp.set_nodelay(true);
+    match tls {
+        None => session(tcp, app, limits, stop).await,
+        Some(acceptor) => {
+            let handshake = tokio::time::timeout(limits.handshake_timeout, acceptor.accept(tcp));
+            let done = tokio::select! {
+                done = handshake => done,
+                // A handshake unfinished when shutdown begins is not a
+                // request in flight: it is dropped at once.
+                () = raised(&mut stop.soft) => {
+                    finish(permit);
+                    return;
+                }
+            };
+            match done {
+                Ok(Ok(stream)) => session(stream, app, limits, stop).await,
+                Ok(Err(e)) => {
+                    metrics::counter!("leasehold_tls_handshakes_failed_total").increment(1);
+                    tracing::info!(%addr, error = %e, "TLS handshake failed");
+                }
+                Err(_) => {
+                    metrics::counter!("leasehold_tls_handshakes_failed_total").increment(1);
+                    tracing::info!(%addr, "TLS handshake timed out");
+                }
+            }
+        }
+    }
+    finish(permit);
+}
+
+fn finish(permit: OwnedSemaphorePermit) {
+    metrics::gauge!("leasehold_connections_open").decrement(1.0);
+    drop(permit);
+}
+
+/// One HTTP/1.1 session until the client closes, a timeout ends it, or
+/// shutdown does.
+async fn session<I>(io: I, app: Router, limits: ConnectionLimits, mut stop: Stop)
+where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let conn = http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout)
+        .serve_connection(TokioIo::new(io), TowerToHyperService::new(app));
+    let mut conn = std::pin::pin!(conn);
+    let ended = tokio::select! {
+        ended = conn.as_mut() => ended,
+        () = raised(&mut stop.soft) => {
+            // Finish the request in hand, if any, then close; an idle
+            // connection closes at once.
+            conn.as_mut().graceful_shutdown();
+            tokio::select! {
+                ended = conn.as_mut() => ended,
+                () = raised(&mut stop.hard) => Ok(()),
+            }
+        }
+    };
+    if let Err(e) = ended {
+        tracing::debug!(error = %e, "connection ended with an error");
+    }
+}

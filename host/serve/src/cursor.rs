@@ -1,0 +1,211 @@
+//! Page cursors as the API hands them out: the rules' own cursor (a queue
+//! position that names a task) sealed with a server key, so a caller can
+//! neither read which task a page ended on nor make a cursor of its own. A
+//! cursor is bound to the tenant, the verb and the list it pages (the case,
+//! or the caller's queue), and opens only for the same. It owns the key and
+//! the sealing; it must never hand out, log or answer an unsealed cursor.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use chacha20poly1305::aead::{Aead, KeyInit, Payload};
+use chacha20poly1305::{XChaCha20Poly1305, XNonce};
+
+/// What a sealed cursor looks like: URL-safe base64 without padding, long
+/// enough for the nonce and the tag.
+pub const PATTERN: &str = "^[A-Za-z0-9_-]{55,4096}$";
+
+const NONCE: usize = 24;
+
+/// A cursor key: 32 bytes. Servers that share a database should share the
+/// key (`leasehold serve --cursor-key`), so that a page from one can be read
+/// on through another; a server without one makes its own at start.
+#[derive(Clone)]
+pub struct CursorKey([u8; 32]);
+
+impl std::fmt::Debug for CursorKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CursorKey(..)")
+    }
+}
+
+/// Why a cursor key could not be had.
+#[derive(Debug, thiserror::Error)]
+pub enum CursorKeyError {
+    #[error("cannot read the cursor key file {path}: {source}")]
+    Read {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the cursor key file {path} must hold 64 hexadecimal digits (32 bytes)")]
+    Format { path: String },
+    #[error("no random bytes from the system: {0}")]
+    Random(String),
+}
+
+impl CursorKey {
+    pub fn random() -> Result<CursorKey, CursorKeyError> {
+        let mut key = [0u8; 32];
+        getrandom::fill(&mut key).map_err(|e| CursorKeyError::Random(e.to_string()))?;
+        Ok(CursorKey(key))
+    }
+
+    pub fn from_bytes(key: [u8; 32]) -> CursorKey {
+        CursorKey(key)
+    }
+
+    /// A key from a file of 64 hexadecimal digits (surrounding white space
+    /// ignored), such as `openssl rand -hex 32` writes.
+    pub fn load(path: &std::path::Path) -> Result<CursorKey, CursorKeyError> {
+        let text = std::fs::read_to_string(path).map_err(|source| CursorKeyError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        let bad = || CursorKeyError::Format {
+            path: path.display().to_string(),
+        };
+        let hex = text.trim();
+        if hex.len() != 64 {
+            return Err(bad());
+        }
+        let mut key = [0u8; 32];
+        for (i, byte) in key.iter_mut().enumerate() {
+            *byte = u8::from_str_radix(hex.get(2 * i..2 * i + 2).ok_or_else(bad)?, 16)
+                .map_err(|_| bad())?;
+        }
+        Ok(CursorKey(key))
+    }
+
+    fn cipher(&self) -> XChaCha20Poly1305 {
+        XChaCha20Poly1305::new((&self.0).into())
+    }
+
+    /// Seals the rules' cursor for pages of `list` (a verb and what it
+    /// pages) in `tenant`.
+    pub fn seal(&self, tenant: &str, list: &str, cursor: &str) -> Option<String> {
+        let mut nonce = [0u8; NONCE];
+        getrandom::fill(&mut nonce).ok()?;
+        let aad = binding(tenant, list);
+        let sealed = self
+            .cipher()
+            .encrypt(
+                XNonce::from_slice(&nonce),
+                Payload {
+                    msg: cursor.as_bytes(),
+                    aad: &aad,
+                },
+            )
+            .ok()?;
+        let mut out = nonce.to_vec();
+        out.extend_from_slice(&sealed);
+        Some(URL_SAFE_NO_PAD.encode(out))
+    }
+
+    /// The rules' cursor inside `sealed`, if this key sealed it for the same
+    /// tenant and list.
+    pub fn open(&self, tenant: &str, list: &str, sealed: &str) -> Option<String> {
+        let bytes = URL_SAFE_NO_PAD.decode(sealed).ok()?;
+        if bytes.len() <= NONCE {
+            return None;
+        }
+        let (nonce, body) = bytes.split_at(NONCE);
+        let aad = binding(tenant, list);
+        let plain = self
+            .cipher()
+            .decrypt(
+                XNonce::from_slice(nonce),
+                Payload {
+                    msg: body,
+                    aad: &aad,
+                },
+            )
+            .ok()?;
+        String::from_utf8(plain).ok()
+    }
+}
+
+/// What a cursor is bound to, each part length-prefixed so no two pairs of
+/// names run together into the same bytes.
+fn binding(tenant: &str, list: &str) -> Vec<u8> {
+    let mut aad = Vec::with_capacity(tenant.len() + list.len() + 16);
+    for part in [tenant, list] {
+        aad.extend_from_slice(&(part.len() as u64).to_be_bytes());
+        aad.extend_from_slice(part.as_bytes());
+    }
+    aad
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key() -> CursorKey {
+        CursorKey::random().expect("random")
+    }
+
+    #[test]
+    fn a_sealed_cursor_opens_only_for_its_tenant_and_list_under_its_key() {
+        let k = key();
+        let sealed = k.seal("acme", "for-case:c1", "c0a1b2").expect("sealed");
+        assert!(
+            regex::Regex::new(PATTERN)
+                .expect("pattern")
+                .is_match(&sealed)
+        );
+        assert_eq!(
+            k.open("acme", "for-case:c1", &sealed).as_deref(),
+            Some("c0a1b2")
+        );
+        assert_eq!(k.open("acmE", "for-case:c1", &sealed), None);
+        assert_eq!(k.open("acme", "for-case:c2", &sealed), None);
+        assert_eq!(k.open("acme", "queue", &sealed), None);
+        assert_eq!(key().open("acme", "for-case:c1", &sealed), None);
+        // Names that run together differently bind differently.
+        let s = k.seal("ab", "c", "x").expect("sealed");
+        assert_eq!(k.open("a", "bc", &s), None);
+    }
+
+    #[test]
+    fn a_sealed_cursor_carries_nothing_readable_and_never_repeats() {
+        let k = key();
+        let a = k.seal("acme", "queue", "secret-task-id").expect("sealed");
+        let b = k.seal("acme", "queue", "secret-task-id").expect("sealed");
+        assert_ne!(a, b, "a fresh nonce every time");
+        for s in [&a, &b] {
+            let bytes = URL_SAFE_NO_PAD.decode(s).expect("base64");
+            assert!(!bytes.windows(6).any(|w| w == b"secret"));
+            assert!(!s.contains("secret"));
+        }
+    }
+
+    #[test]
+    fn a_forged_or_damaged_cursor_opens_to_nothing() {
+        let k = key();
+        let sealed = k.seal("acme", "queue", "c01").expect("sealed");
+        let mut bytes = URL_SAFE_NO_PAD.decode(&sealed).expect("base64");
+        let last = bytes.len() - 1;
+        bytes[last] ^= 1;
+        assert_eq!(
+            k.open("acme", "queue", &URL_SAFE_NO_PAD.encode(&bytes)),
+            None
+        );
+        for junk in ["", "c01", "!!!!", &"A".repeat(80)] {
+            assert_eq!(k.open("acme", "queue", junk), None, "{junk:?}");
+        }
+    }
+
+    #[test]
+    fn a_key_file_holds_64_hex_digits() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("k");
+        std::fs::write(&path, format!("{}\n", "ab".repeat(32))).expect("write");
+        assert!(CursorKey::load(&path).is_ok());
+        for bad in ["ab", &"zz".repeat(32), &"ab".repeat(33)] {
+            std::fs::write(&path, bad).expect("write");
+            assert!(matches!(
+                CursorKey::load(&path),
+                Err(CursorKeyError::Format { .. })
+            ));
+        }
+    }
+}

@@ -1,0 +1,170 @@
+//! The input rules as JSON Schema, built from the constants the rules
+//! enforce (`leasehold_guest::validate`), so the OpenAPI document states
+//! exactly what the server accepts: a client generated from it sends no
+//! request the rules refuse for its shape, and a fuzzer (schemathesis, in
+//! `tests/run`) holds the two together. It owns the schema of every
+//! constrained field; it must never state a bound the rules do not enforce.
+
+use leasehold_guest::validate::{
+    MAX_JUSTIFICATION_BYTES, MAX_JUSTIFICATION_DEPTH, MAX_LEASE_MS, MAX_LIMIT, MAX_LIST,
+    MAX_NAME_CHARS, MAX_TIMESTAMP,
+};
+use utoipa::openapi::schema::{Array, ArrayBuilder, Object, ObjectBuilder, SchemaType, Type};
+
+/// No control character (Unicode category Cc: U+0000–U+001F and
+/// U+007F–U+009F), as the rules refuse them. Written with `\u` escapes,
+/// which ECMA-262 and Python regular expressions both read.
+const NO_CONTROL: &str = r"\u0000-\u001f\u007f-\u009f";
+
+/// A name: 1–256 characters without control characters.
+pub fn name_pattern() -> String {
+    format!("^[^{NO_CONTROL}]{{1,{MAX_NAME_CHARS}}}$")
+}
+
+fn with_null(t: Type, nullable: bool) -> SchemaType {
+    if nullable {
+        SchemaType::from_iter([t, Type::Null])
+    } else {
+        SchemaType::Type(t)
+    }
+}
+
+fn name_of(nullable: bool) -> Object {
+    ObjectBuilder::new()
+        .schema_type(with_null(Type::String, nullable))
+        .min_length(Some(1))
+        .max_length(Some(MAX_NAME_CHARS))
+        .pattern(Some(name_pattern()))
+        .build()
+}
+
+/// An id, actor, role, kind, run, case or effect.
+pub fn name() -> Object {
+    name_of(false)
+}
+
+pub fn opt_name() -> Object {
+    name_of(true)
+}
+
+/// A list of names: at most 256 (duplicates count once).
+pub fn names() -> Array {
+    ArrayBuilder::new()
+        .items(name())
+        .max_items(Some(MAX_LIST))
+        .build()
+}
+
+pub fn opt_names() -> Array {
+    ArrayBuilder::new()
+        .schema_type(with_null(Type::Array, true))
+        .items(name())
+        .max_items(Some(MAX_LIST))
+        .build()
+}
+
+fn integer(min: i64, max: i64, nullable: bool) -> Object {
+    ObjectBuilder::new()
+        .schema_type(with_null(Type::Integer, nullable))
+        .format(Some(utoipa::openapi::SchemaFormat::KnownFormat(
+            utoipa::openapi::KnownFormat::Int64,
+        )))
+        .minimum(Some(min as f64))
+        .maximum(Some(max as f64))
+        .build()
+}
+
+/// A page size or sweep size: 1–1000.
+pub fn limit() -> Object {
+    integer(1, i64::from(MAX_LIMIT), false)
+}
+
+pub fn opt_limit() -> Object {
+    integer(1, i64::from(MAX_LIMIT), true)
+}
+
+/// A lease, in milliseconds: 1–604800000 (seven days).
+pub fn lease_ms() -> Object {
+    integer(1, i64::from(MAX_LEASE_MS), false)
+}
+
+pub fn opt_lease_ms() -> Object {
+    integer(1, i64::from(MAX_LEASE_MS), true)
+}
+
+/// An instant, in milliseconds since 1970, up to the year 9999.
+pub fn instant() -> Object {
+    integer(0, MAX_TIMESTAMP, false)
+}
+
+pub fn opt_instant() -> Object {
+    integer(0, MAX_TIMESTAMP, true)
+}
+
+/// A timer's saga step: any unsigned 32-bit number.
+pub fn step() -> Object {
+    integer(0, i64::from(u32::MAX), false)
+}
+
+/// A justification: any JSON document within the rules' size and nesting
+/// bounds, which JSON Schema cannot state, so they are said in words.
+pub fn justification() -> Object {
+    ObjectBuilder::new()
+        .schema_type(SchemaType::AnyValue)
+        .description(Some(format!(
+            "Any JSON document, at most {} KiB, its arrays and objects nested at most {} \
+             deep; stored and returned byte for byte. Null or absent means {{}}.",
+            MAX_JUSTIFICATION_BYTES / 1024,
+            MAX_JUSTIFICATION_DEPTH
+        )))
+        .build()
+}
+
+/// A stored justification, as answered.
+pub fn stored_justification() -> Object {
+    ObjectBuilder::new()
+        .schema_type(SchemaType::AnyValue)
+        .description(Some("The JSON document explaining the request, as stored"))
+        .build()
+}
+
+/// A page cursor: opaque, sealed by the server (see `crate::cursor`).
+pub fn cursor() -> Object {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .pattern(Some(crate::cursor::PATTERN))
+        .description(Some(
+            "The `next` of the previous page, passed back as it was given: sealed by the \
+             server, so it can be neither read nor made",
+        ))
+        .build()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The document's patterns, read by a regex engine as a client would.
+    #[test]
+    fn the_name_pattern_admits_exactly_what_the_rules_admit() {
+        let re = regex::Regex::new(&name_pattern()).expect("a valid pattern");
+        for ok in ["a", " bob ", "é", &"x".repeat(256), &"😀".repeat(256)] {
+            assert!(re.is_match(ok), "{ok:?}");
+            assert!(leasehold_guest::validate::name("id", ok).is_ok(), "{ok:?}");
+        }
+        for bad in [
+            "",
+            "a\u{7}",
+            "a\u{85}",
+            "\n",
+            &"x".repeat(257),
+            &"é".repeat(257),
+        ] {
+            assert!(!re.is_match(bad), "{bad:?}");
+            assert!(
+                leasehold_guest::validate::name("id", bad).is_err(),
+                "{bad:?}"
+            );
+        }
+    }
+}
