@@ -75,7 +75,7 @@ def main():
                      "--workers", "1", "--no-color", "--suppress-health-check", "all",
                      "--generation-database", "none",
                      "-H", f"Authorization: Bearer {tokens[scope]}"],
-                    cwd=HERE, env={**os.environ, "PYTHONPATH": str(HERE)},
+                    cwd=work, env={**os.environ, "PYTHONPATH": str(HERE)},
                 )
                 ok = run.returncode == 0
                 failed += not ok

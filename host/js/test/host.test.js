@@ -143,3 +143,20 @@ test('a store says whether other processes write its keys, and a fresh keyspace 
     assert.deepEqual(t.check(), []);
   }
 });
+
+test('a justification nested 10,000 deep is invalid, naming the field, and stores nothing', () => {
+  const store = new MemoryStore();
+  const acme = open({ store }).tenant('acme');
+  const deep = `${'['.repeat(10_000)}1${']'.repeat(10_000)}`;
+  assert.throws(() => acme.open(task('deep', { justification: deep })), (e) => {
+    assert.ok(e instanceof StoreError);
+    assert.equal(e.case, 'invalid');
+    assert.match(e.detail, /^justification nests 10000 levels/);
+    return true;
+  });
+  assert.ok(acme.get('deep') == null);
+  assert.deepEqual(store.dump('acme'), new MemoryStore().dump('acme'));
+  // As deep as the rules allow is stored and read back as it was sent.
+  const ok = `${'['.repeat(64)}1${']'.repeat(64)}`;
+  assert.equal(acme.open(task('ok', { justification: ok })).justification, ok);
+});

@@ -165,3 +165,17 @@ def test_a_store_says_whether_other_processes_write_its_keys_and_a_fresh_keyspac
         assert t.open_count() == 2
         assert dict(store.dump("acme"))[LAYOUT_KEY] == mark
         assert t.check() == []
+
+
+def test_a_justification_nested_10000_deep_is_invalid_and_stores_nothing():
+    store = lh.MemoryStore()
+    acme = lh.open(store).tenant("acme")
+    deep = "[" * 10_000 + "1" + "]" * 10_000
+    with pytest.raises(lh.StoreError) as e:
+        acme.open(task("deep", justification=deep))
+    assert e.value.case == "invalid"
+    assert e.value.detail.startswith("justification nests 10000 levels")
+    assert acme.get("deep") is None
+    assert store.dump("acme") == lh.MemoryStore().dump("acme")
+    ok = "[" * 64 + "1" + "]" * 64
+    assert acme.open(task("ok", justification=ok)).justification == ok

@@ -233,6 +233,14 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for Query<T> {
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
         let query = parts.uri.query().unwrap_or_default();
+        // No parameter of the API may be empty: `?after=` is a mistake, not
+        // the first page.
+        if let Some((name, _)) = form_urlencoded_parse(query).find(|(_, v)| v.is_empty()) {
+            return Err(ApiError::Invalid {
+                detail: format!("query parameter {name} is empty"),
+                field: Some(name.into_owned()),
+            });
+        }
         let de = serde_html_form::Deserializer::new(form_urlencoded_parse(query));
         serde_path_to_error::deserialize(de)
             .map(Query)
@@ -250,7 +258,7 @@ fn form_urlencoded_parse(query: &str) -> form_urlencoded::Parse<'_> {
     form_urlencoded::parse(query.as_bytes())
 }
 
-/// A JSON body. An empty body reads as `{}`, so actions whose fields are all
+/// A JSON object as the body. An empty body (or `null`) reads as `{}`, so actions whose fields are all
 /// optional need none.
 pub struct Json<T>(pub T);
 
@@ -294,6 +302,21 @@ impl<T: DeserializeOwned> FromRequest<AppState> for Json<T> {
             return Err(ApiError::UnsupportedMediaType(
                 "send the body as Content-Type: application/json".to_owned(),
             ));
+        }
+        // Every body is one JSON object; `null` is no body at all, as for a
+        // route whose body is optional.
+        let text = bytes.trim_ascii();
+        if text == b"null" {
+            return decode(b"{}").map(Json);
+        }
+        if text.first() != Some(&b'{') {
+            return match serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
+                Ok(_) => Err(ApiError::Invalid {
+                    field: None,
+                    detail: "the body must be a JSON object".to_owned(),
+                }),
+                Err(e) => Err(ApiError::MalformedBody(format!("the body is not JSON: {e}"))),
+            };
         }
         decode(&bytes).map(Json)
     }

@@ -8,6 +8,95 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use utoipa::ToSchema;
 
+/// Integers as JSON Schema counts them: `738` and `738.0` are the same
+/// integer, so a field the document declares `integer` takes both; a
+/// fraction or a value out of range is refused, naming the field.
+pub mod whole {
+    use serde::de::{self, Deserializer, Visitor};
+
+    struct Whole;
+
+    impl Visitor<'_> for Whole {
+        type Value = i128;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("an integer")
+        }
+
+        fn visit_i64<E: de::Error>(self, v: i64) -> Result<i128, E> {
+            Ok(i128::from(v))
+        }
+
+        fn visit_u64<E: de::Error>(self, v: u64) -> Result<i128, E> {
+            Ok(i128::from(v))
+        }
+
+        fn visit_f64<E: de::Error>(self, v: f64) -> Result<i128, E> {
+            // Exact below 2^53, which covers every bound the rules have.
+            if v.fract() == 0.0 && v.abs() < 9_007_199_254_740_992.0 {
+                Ok(v as i128)
+            } else {
+                Err(E::invalid_value(de::Unexpected::Float(v), &self))
+            }
+        }
+
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<i128, E> {
+            if let Ok(n) = v.parse::<i128>() {
+                return Ok(n);
+            }
+            match v.parse::<f64>() {
+                Ok(f) if f.is_finite() => self.visit_f64(f),
+                _ => Err(E::invalid_value(de::Unexpected::Str(v), &self)),
+            }
+        }
+    }
+
+    fn whole<'de, D: Deserializer<'de>, T: TryFrom<i128>>(d: D) -> Result<T, D::Error> {
+        let n = d.deserialize_any(Whole)?;
+        T::try_from(n).map_err(|_| {
+            de::Error::invalid_value(de::Unexpected::Other("an integer out of range"), &Whole)
+        })
+    }
+
+    pub fn u32<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+        whole(d)
+    }
+
+    pub fn i64<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
+        whole(d)
+    }
+
+    struct Maybe<T>(std::marker::PhantomData<T>);
+
+    impl<'de, T: TryFrom<i128>> Visitor<'de> for Maybe<T> {
+        type Value = Option<T>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("an integer or null")
+        }
+
+        fn visit_none<E: de::Error>(self) -> Result<Option<T>, E> {
+            Ok(None)
+        }
+
+        fn visit_unit<E: de::Error>(self) -> Result<Option<T>, E> {
+            Ok(None)
+        }
+
+        fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Option<T>, D::Error> {
+            whole(d).map(Some)
+        }
+    }
+
+    pub fn opt_u32<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+        d.deserialize_option(Maybe(std::marker::PhantomData))
+    }
+
+    pub fn opt_i64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+        d.deserialize_option(Maybe(std::marker::PhantomData))
+    }
+}
+
 macro_rules! mirror_enum {
     ($(#[$doc:meta])* $name:ident => $host:ident { $($variant:ident),+ }) => {
         $(#[$doc])*
@@ -67,13 +156,18 @@ pub struct Task {
     pub candidate_roles: Vec<String>,
     pub assignee: Option<String>,
     /// Milliseconds since 1970 when the holder's lease ends.
+    #[serde(default)]
+    #[serde(deserialize_with = "whole::opt_i64")]
     pub lease_until: Option<i64>,
     pub priority: Priority,
     pub state: TaskState,
     pub on_expiry: OnExpiry,
     pub escalate_to: Vec<String>,
     pub excluded_actors: Vec<String>,
+    #[serde(deserialize_with = "whole::i64")]
     pub created_at: i64,
+    #[serde(default)]
+    #[serde(deserialize_with = "whole::opt_i64")]
     pub due_at: Option<i64>,
 }
 
@@ -144,9 +238,11 @@ pub struct NewTask {
     /// (`--allow-clock-override`).
     #[serde(default)]
     #[schema(schema_with = crate::schema::opt_instant)]
+    #[serde(deserialize_with = "whole::opt_i64")]
     pub created_at: Option<i64>,
     #[serde(default)]
     #[schema(schema_with = crate::schema::opt_instant)]
+    #[serde(deserialize_with = "whole::opt_i64")]
     pub due_at: Option<i64>,
 }
 
@@ -191,10 +287,12 @@ pub struct ClaimRequest {
     /// until released.
     #[serde(default)]
     #[schema(schema_with = crate::schema::opt_lease_ms)]
+    #[serde(deserialize_with = "whole::opt_u32")]
     pub lease_ms: Option<u32>,
     /// A clock override: refused unless the server allows them.
     #[serde(default)]
     #[schema(schema_with = crate::schema::opt_instant)]
+    #[serde(deserialize_with = "whole::opt_i64")]
     pub now: Option<i64>,
 }
 
@@ -222,10 +320,12 @@ pub struct TakeOverRequest {
     pub roles: Option<Vec<String>>,
     #[serde(default)]
     #[schema(schema_with = crate::schema::opt_lease_ms)]
+    #[serde(deserialize_with = "whole::opt_u32")]
     pub lease_ms: Option<u32>,
     /// A clock override: refused unless the server allows them.
     #[serde(default)]
     #[schema(schema_with = crate::schema::opt_instant)]
+    #[serde(deserialize_with = "whole::opt_i64")]
     pub now: Option<i64>,
 }
 
@@ -234,6 +334,7 @@ pub struct TakeOverRequest {
 #[serde(deny_unknown_fields)]
 pub struct RenewRequest {
     #[schema(schema_with = crate::schema::lease_ms)]
+    #[serde(deserialize_with = "whole::u32")]
     pub lease_ms: u32,
     /// Operator only: whose lease (default: the caller's).
     #[serde(default)]
@@ -242,6 +343,7 @@ pub struct RenewRequest {
     /// A clock override: refused unless the server allows them.
     #[serde(default)]
     #[schema(schema_with = crate::schema::opt_instant)]
+    #[serde(deserialize_with = "whole::opt_i64")]
     pub now: Option<i64>,
 }
 
@@ -287,6 +389,8 @@ pub struct TaskList {
 pub struct QueueParams {
     /// Tasks per page (default 20).
     #[param(schema_with = crate::schema::limit)]
+    #[serde(default)]
+    #[serde(deserialize_with = "whole::opt_u32")]
     pub limit: Option<u32>,
     /// The `next` of the previous page.
     #[param(schema_with = crate::schema::cursor)]
@@ -307,6 +411,8 @@ pub struct QueueParams {
 pub struct PageParams {
     /// Tasks per page (default 20).
     #[param(schema_with = crate::schema::limit)]
+    #[serde(default)]
+    #[serde(deserialize_with = "whole::opt_u32")]
     pub limit: Option<u32>,
     /// The `next` of the previous page.
     #[param(schema_with = crate::schema::cursor)]
@@ -319,10 +425,14 @@ pub struct PageParams {
 pub struct OverdueParams {
     /// How many tasks (default 20).
     #[param(schema_with = crate::schema::limit)]
+    #[serde(default)]
+    #[serde(deserialize_with = "whole::opt_u32")]
     pub limit: Option<u32>,
     /// A clock override: compare due times with this instant instead of the
     /// service's clock; refused unless the server allows them.
     #[param(schema_with = crate::schema::instant)]
+    #[serde(default)]
+    #[serde(deserialize_with = "whole::opt_i64")]
     pub now: Option<i64>,
 }
 
@@ -333,10 +443,12 @@ pub struct ReclaimRequest {
     /// How many tasks at most (default 100).
     #[serde(default)]
     #[schema(schema_with = crate::schema::opt_limit)]
+    #[serde(deserialize_with = "whole::opt_u32")]
     pub limit: Option<u32>,
     /// A clock override: refused unless the server allows them.
     #[serde(default)]
     #[schema(schema_with = crate::schema::opt_instant)]
+    #[serde(deserialize_with = "whole::opt_i64")]
     pub now: Option<i64>,
 }
 
@@ -351,13 +463,16 @@ pub struct AwaitedRequest {
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct Withdrawn {
+    #[serde(deserialize_with = "whole::u32")]
     pub withdrawn: u32,
 }
 
 /// What `seal` moved in this call.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct SealOutcome {
+    #[serde(deserialize_with = "whole::u32")]
     pub timers_disarmed: u32,
+    #[serde(deserialize_with = "whole::u32")]
     pub tasks_withdrawn: u32,
 }
 
@@ -379,9 +494,11 @@ pub struct Timer {
     #[schema(schema_with = crate::schema::name)]
     pub effect: String,
     #[schema(schema_with = crate::schema::step)]
+    #[serde(deserialize_with = "whole::u32")]
     pub step: u32,
     pub phase: Phase,
     #[schema(schema_with = crate::schema::instant)]
+    #[serde(deserialize_with = "whole::i64")]
     pub fire_at: i64,
 }
 
@@ -423,12 +540,15 @@ pub struct ClaimDueRequest {
     /// How many timers at most (default 10).
     #[serde(default)]
     #[schema(schema_with = crate::schema::opt_limit)]
+    #[serde(deserialize_with = "whole::opt_u32")]
     pub limit: Option<u32>,
     #[schema(schema_with = crate::schema::lease_ms)]
+    #[serde(deserialize_with = "whole::u32")]
     pub lease_ms: u32,
     /// A clock override: refused unless the server allows them.
     #[serde(default)]
     #[schema(schema_with = crate::schema::opt_instant)]
+    #[serde(deserialize_with = "whole::opt_i64")]
     pub now: Option<i64>,
 }
 
@@ -446,6 +566,7 @@ pub struct Disarmed {
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct DisarmedRun {
     /// How many timers were retired.
+    #[serde(deserialize_with = "whole::u32")]
     pub disarmed: u32,
 }
 
@@ -458,6 +579,8 @@ pub struct Count {
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct NextAt {
     /// Milliseconds since 1970; null when there is none.
+    #[serde(default)]
+    #[serde(deserialize_with = "whole::opt_i64")]
     pub at: Option<i64>,
 }
 
