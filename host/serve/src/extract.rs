@@ -315,7 +315,9 @@ impl<T: DeserializeOwned> FromRequest<AppState> for Json<T> {
                     field: None,
                     detail: "the body must be a JSON object".to_owned(),
                 }),
-                Err(e) => Err(ApiError::MalformedBody(format!("the body is not JSON: {e}"))),
+                Err(e) => Err(ApiError::MalformedBody(format!(
+                    "the body is not JSON: {e}"
+                ))),
             };
         }
         decode(&bytes).map(Json)

@@ -116,7 +116,7 @@ pub enum Command {
     /// temporary file unless --db names a new one)
     Demo,
     /// Serve the HTTP API (JSON under /v1) until SIGTERM or SIGINT
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Make credentials for `serve`
     #[command(subcommand)]
     Token(TokenCommand),
@@ -180,6 +180,10 @@ pub struct ServeArgs {
     /// The same for the consistency check (`GET /v1/check`)
     #[arg(long, default_value = "300s", value_name = "DURATION", value_parser = parse_wait)]
     pub check_timeout: Duration,
+    /// How long past its deadline a call whose commit has begun is waited
+    /// for before the answer says its outcome is unknown
+    #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = parse_wait)]
+    pub commit_grace: Duration,
     /// Most engine calls in flight at once; past it, 503 `overloaded`
     #[arg(long, default_value_t = 256, value_name = "N")]
     pub max_in_flight: usize,

@@ -175,6 +175,7 @@ pub fn serve(cli: &Cli, args: &ServeArgs) -> Result<(), CliError> {
             body_limit: args.body_limit,
             request_timeout: args.request_timeout,
             check_timeout: args.check_timeout,
+            commit_grace: args.commit_grace,
             max_in_flight: args.max_in_flight,
             max_in_flight_per_tenant: args.max_in_flight_per_tenant,
             max_checks: args.max_checks,
@@ -185,7 +186,6 @@ pub fn serve(cli: &Cli, args: &ServeArgs) -> Result<(), CliError> {
                 handshake_timeout: args.handshake_timeout,
                 shutdown_grace: args.shutdown_grace,
             },
-            ..Options::default()
         },
         engine: if args.reuse_instances {
             Engine::builder()

@@ -58,7 +58,7 @@ fn bad_input_is_refused_naming_the_problem_and_changes_nothing() {
         let r = svc.call("POST", "/v1/tasks", Some("sam"), Some(t));
         names(&r, 400, "invalid", &["candidate_roles"]);
         let r = svc.raw_call("POST", "/v1/tasks", "sam", json_ct, b"[1, 2]".to_vec());
-        names(&r, 400, "invalid", &["[0]", "expected"]);
+        names(&r, 400, "invalid", &["a JSON object"]);
 
         // Missing and unknown fields.
         let r = svc.call(
