@@ -32,6 +32,7 @@
 pub mod kv;
 mod report;
 pub mod scenarios;
+mod steps;
 
 pub use report::{Check, Failure, assert_passes, run_one};
 
@@ -120,13 +121,18 @@ macro_rules! __kv_checks {
         $crate::__kv_checks! { @list $mode $arg;
             empty_store_reads_nothing,
             puts_read_back,
+            absent_keys_read_as_absent,
             bytewise_order_both_ways,
             scan_limits_and_bounds,
             scan_byte_caps,
+            long_scans_skip_nothing,
             largest_key_and_value,
             empty_batches_commit_nothing,
             deletes_of_absent_keys,
+            deleted_keys_are_gone,
             batches_are_all_or_nothing,
+            read_transactions_refuse_batches,
+            commits_are_seen_once_acknowledged,
             reads_see_one_snapshot,
             batches_land_whole_under_a_concurrent_reader,
             writers_are_serializable,
