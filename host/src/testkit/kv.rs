@@ -35,7 +35,7 @@ pub use tenants::tenants_are_apart;
 pub use writers::writers_are_serializable;
 
 use crate::storage::backend::Backend;
-use crate::testkit::report::{Check, Failure};
+use crate::testkit::report::Check;
 
 /// Every check of this module, by name (the list is
 /// `leasehold_host::__kv_checks!`'s).
