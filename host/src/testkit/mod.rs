@@ -6,10 +6,12 @@
 //!
 //! Two parts:
 //! - [`kv`]: every promise of [`Backend`] and [`Txn`]
-//!   checked directly: snapshot reads against a concurrent commit, bytewise
-//!   order both ways, scan limits and byte caps, empty batches, deletes of
-//!   absent keys, atomic batches, serializable writers, and tenants kept
-//!   apart, including tenants whose names are prefixes of each other;
+//!   checked directly: point reads of present and absent keys, bytewise
+//!   order both ways, scan limits, byte caps and scans across pages, empty
+//!   batches, deletes, atomic batches, read transactions that refuse a
+//!   batch, commits seen once acknowledged, snapshot reads against a
+//!   concurrent commit, serializable writers (the races forced), and
+//!   tenants kept apart, whatever names a backend might merge;
 //! - [`scenarios`]: the whole scenario suite through the component on the
 //!   backend.
 //!
@@ -46,7 +48,8 @@ pub fn checks<B: Backend>() -> Vec<Check<B>> {
 }
 
 /// Runs every check on backends from `make` and answers every failure (an
-/// empty list: the backend conforms). A check that panics counts as failed.
+/// empty list: the backend conforms). No check panics or hangs on a
+/// misbehaving backend; a backend that panics fails the check it was in.
 pub fn run_all<B: Backend>(make: &dyn Fn() -> B) -> Vec<Failure> {
     checks::<B>()
         .into_iter()
