@@ -759,9 +759,10 @@ impl Txn for OptimisticTxn {
                 Validates::Everything => {
                     writes.contains(k)
                         || self.read.contains(k)
-                        || self.scanned.iter().any(|(start, end)| {
-                            k >= start && end.as_ref().is_none_or(|e| k < e)
-                        })
+                        || self
+                            .scanned
+                            .iter()
+                            .any(|(start, end)| k >= start && end.as_ref().is_none_or(|e| k < e))
                 }
             });
             if clash {

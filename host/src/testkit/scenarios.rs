@@ -492,7 +492,9 @@ fn hex(text: &str) -> Result<Vec<u8>, String> {
     }
     (0..text.len())
         .step_by(2)
-        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).map_err(|_| format!("{text:?} is not hex")))
+        .map(|i| {
+            u8::from_str_radix(&text[i..i + 2], 16).map_err(|_| format!("{text:?} is not hex"))
+        })
         .collect()
 }
 
@@ -509,7 +511,10 @@ pub fn run_scenario<B: Backend>(backend: B, scenario: &Value) -> Result<(), Fail
     let mut saved: BTreeMap<String, BTreeMap<Vec<u8>, Vec<u8>>> = BTreeMap::new();
     let mut failures = Vec::new();
     let Some(steps) = scenario["steps"].as_array() else {
-        return Err(Failure::new("scenarios", format!("{name}: the file has no steps")));
+        return Err(Failure::new(
+            "scenarios",
+            format!("{name}: the file has no steps"),
+        ));
     };
     for (i, step) in steps.iter().enumerate() {
         let tenant = step["tenant"].as_str().unwrap_or(DEFAULT_TENANT);

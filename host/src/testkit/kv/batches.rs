@@ -7,7 +7,9 @@
 use crate::storage::backend::{Backend, Entry, Mode, Write};
 use crate::storage::error::StorageError;
 use crate::testkit::report::Failure;
-use crate::testkit::steps::{begin, ensure, everything, failed, put, scan_all, show, tenant, write};
+use crate::testkit::steps::{
+    begin, ensure, everything, failed, put, scan_all, show, tenant, write,
+};
 
 /// An empty batch commits and changes nothing, in a write transaction or a
 /// read one.
@@ -102,7 +104,6 @@ pub fn batches_are_all_or_nothing<B: Backend>(make: &dyn Fn() -> B) -> Result<()
     })
 }
 
-
 /// A deleted key is gone for every kind of read, in both kinds of
 /// transaction: `get`, `get_many` beside live keys, scans both ways, and a
 /// scan's limit, which counts only live entries. Put again, it is back.
@@ -113,10 +114,7 @@ pub fn deleted_keys_are_gone<B: Backend>(make: &dyn Fn() -> B) -> Result<(), Fai
     let key = |i: u8| format!("d{i:02}").into_bytes();
     write(C, &b, &t, (0..20).map(|i| put(&key(i), &[i])).collect())?;
     // Every other key deleted, and a put beside them in the same batch.
-    let mut batch: Vec<Write> = (1..20)
-        .step_by(2)
-        .map(|i| Write::Delete(key(i)))
-        .collect();
+    let mut batch: Vec<Write> = (1..20).step_by(2).map(|i| Write::Delete(key(i))).collect();
     batch.push(put(b"e", b"new"));
     write(C, &b, &t, batch)?;
     let deleted: Vec<Vec<u8>> = (1..20).step_by(2).map(key).collect();
@@ -141,7 +139,9 @@ pub fn deleted_keys_are_gone<B: Backend>(make: &dyn Fn() -> B) -> Result<(), Fai
         }
         let got = txn.get_many(&asked).map_err(failed(C, "get-many"))?;
         ensure(C, got == want, || {
-            format!("{mode:?}: get-many of deleted keys beside live ones answered {got:?}, not {want:?}")
+            format!(
+                "{mode:?}: get-many of deleted keys beside live ones answered {got:?}, not {want:?}"
+            )
         })?;
         for reverse in [false, true] {
             let mut want_all = live.clone();
@@ -174,7 +174,10 @@ pub fn deleted_keys_are_gone<B: Backend>(make: &dyn Fn() -> B) -> Result<(), Fai
             .scan(&key(1), Some(&key(2)), 10, false, usize::MAX)
             .map_err(failed(C, "scan"))?;
         ensure(C, got.is_empty() && !over, || {
-            format!("{mode:?}: a scan of a deleted key's range answered {} entries", got.len())
+            format!(
+                "{mode:?}: a scan of a deleted key's range answered {} entries",
+                got.len()
+            )
         })?;
     }
     write(C, &b, &t, vec![put(&key(1), b"again")])?;
@@ -212,7 +215,9 @@ pub fn read_transactions_refuse_batches<B: Backend>(make: &dyn Fn() -> B) -> Res
     }
     let after = everything(C, &b, &t, false)?;
     ensure(C, before == after, || {
-        format!("a read transaction's refused batch changed the tenant: {before:?} became {after:?}")
+        format!(
+            "a read transaction's refused batch changed the tenant: {before:?} became {after:?}"
+        )
     })
 }
 
@@ -223,9 +228,7 @@ pub fn read_transactions_refuse_batches<B: Backend>(make: &dyn Fn() -> B) -> Res
 ///
 /// [`Pending::done`]: crate::storage::commit::Pending::done
 /// [`Pending::wait`]: crate::storage::commit::Pending::wait
-pub fn commits_are_seen_once_acknowledged<B: Backend>(
-    make: &dyn Fn() -> B,
-) -> Result<(), Failure> {
+pub fn commits_are_seen_once_acknowledged<B: Backend>(make: &dyn Fn() -> B) -> Result<(), Failure> {
     const C: &str = "commits_are_seen_once_acknowledged";
     let b = make();
     let t = tenant("");
@@ -259,9 +262,7 @@ pub fn commits_are_seen_once_acknowledged<B: Backend>(
                     model.len()
                 )
             })?;
-            pending
-                .wait()
-                .map_err(failed(C, "waiting for a commit"))?;
+            pending.wait().map_err(failed(C, "waiting for a commit"))?;
         }
         let how = if settled {
             "answered done"

@@ -110,4 +110,3 @@ pub fn batches_land_whole_under_a_concurrent_reader<B: Backend>(
             .map_err(|_| Failure::new(C, "the writer panicked"))?
     })
 }
-

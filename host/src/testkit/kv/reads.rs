@@ -100,7 +100,12 @@ fn largest_get_many<B: Backend>(c: &'static str, b: &B) -> Result<(), Failure> {
     let present = asked_len / 2;
     let key = |i: usize| format!("g{i:05}").into_bytes();
     let value = |i: usize| (i as u32).to_be_bytes().to_vec();
-    write(c, b, &t, (0..present).map(|i| put(&key(i), &value(i))).collect())?;
+    write(
+        c,
+        b,
+        &t,
+        (0..present).map(|i| put(&key(i), &value(i))).collect(),
+    )?;
     // Odd multipliers walk every index once; every seventh key repeats the
     // one before it.
     let mut asked = Vec::with_capacity(asked_len);

@@ -194,7 +194,6 @@ pub fn scan_byte_caps<B: Backend>(make: &dyn Fn() -> B) -> Result<(), Failure> {
     Ok(())
 }
 
-
 /// Chains of four keys, each key the one before it with a zero byte added,
 /// then the next chain: wherever a page of a scan ends, the key after it
 /// extends the page's last key or starts the next chain, so a cursor that
@@ -241,7 +240,14 @@ pub fn long_scans_skip_nothing<B: Backend>(make: &dyn Fn() -> B) -> Result<(), F
     let t = tenant("");
     let all = chained_keys(1024);
     let n = all.len();
-    write(C, &b, &t, all.iter().map(|(k, v)| Write::Put(k.clone(), v.clone())).collect())?;
+    write(
+        C,
+        &b,
+        &t,
+        all.iter()
+            .map(|(k, v)| Write::Put(k.clone(), v.clone()))
+            .collect(),
+    )?;
     let room = u32::try_from(n + 8).unwrap_or(u32::MAX);
     for mode in [Mode::Read, Mode::Write] {
         let mut txn = begin(C, &b, &t, mode)?;

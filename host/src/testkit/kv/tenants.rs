@@ -27,7 +27,10 @@ fn name_groups(stem: &str) -> Vec<(&'static str, Vec<(String, Vec<Entry>)>)> {
             "one name a prefix of another",
             vec![
                 (format!("{stem}a"), vec![e("b1", "a's b1"), e("x", "a's x")]),
-                (format!("{stem}ab"), vec![e("1", "ab's 1"), e("x", "ab's x")]),
+                (
+                    format!("{stem}ab"),
+                    vec![e("1", "ab's 1"), e("x", "ab's x")],
+                ),
                 (
                     format!("{stem}b"),
                     vec![(vec![0xff], b"b's ff".to_vec()), e("x", "b's x")],
@@ -41,7 +44,11 @@ fn name_groups(stem: &str) -> Vec<(&'static str, Vec<(String, Vec<Entry>)>)> {
             vec![
                 (
                     format!("{stem}j"),
-                    vec![e("x.k", "j's x.k"), e("x-k", "j's x-k"), e("x_k", "j's x_k")],
+                    vec![
+                        e("x.k", "j's x.k"),
+                        e("x-k", "j's x-k"),
+                        e("x_k", "j's x_k"),
+                    ],
                 ),
                 plain(format!("{stem}j.x")),
                 plain(format!("{stem}j-x")),
@@ -109,7 +116,12 @@ pub fn tenants_are_apart<B: Backend>(make: &dyn Fn() -> B) -> Result<(), Failure
         .into_iter()
         .collect();
     for (_, name, entries) in &own {
-        write(C, &b, name, entries.iter().map(|(k, v)| put(k, v)).collect())?;
+        write(
+            C,
+            &b,
+            name,
+            entries.iter().map(|(k, v)| put(k, v)).collect(),
+        )?;
     }
     check_each_reads_its_own(C, &b, &own, &every_key)?;
     // A delete in every other tenant leaves the rest alone.
@@ -138,7 +150,10 @@ fn check_each_reads_its_own<B: Backend>(
             .join(", ")
     };
     for (group, name, entries) in own {
-        let want: Vec<Entry> = entries.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        let want: Vec<Entry> = entries
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
         let got = everything(c, b, name, false)?;
         ensure(c, got == want, || {
             format!(

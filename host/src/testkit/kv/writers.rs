@@ -57,7 +57,10 @@ fn number(v: Option<Vec<u8>>) -> u64 {
 
 fn bump_counter(txn: &mut dyn Txn) -> Result<Vec<Write>, StorageError> {
     let n = number(txn.get(b"counter")?);
-    Ok(vec![Write::Put(b"counter".to_vec(), (n + 1).to_be_bytes().to_vec())])
+    Ok(vec![Write::Put(
+        b"counter".to_vec(),
+        (n + 1).to_be_bytes().to_vec(),
+    )])
 }
 
 /// Reads both keys and writes `mine` as one more than `theirs`.
@@ -113,7 +116,10 @@ fn races() -> Vec<Race> {
         },
         Race {
             what: "a phantom (one counts a range, the other adds to it)",
-            seed: vec![(b"p/a".to_vec(), b"a".to_vec()), (b"q".to_vec(), b"q".to_vec())],
+            seed: vec![
+                (b"p/a".to_vec(), b"a".to_vec()),
+                (b"q".to_vec(), b"q".to_vec()),
+            ],
             first: seal_with_count,
             second: add_unless_sealed,
         },
@@ -318,13 +324,16 @@ fn run_race<B: Backend>(
     race: &Race,
     second_first: bool,
     turns: &mut bool,
-) -> Result<(), Failure> {
+) -> Result<String, Failure> {
     let t = tenant("");
     write(
         C,
         b.as_ref(),
         &t,
-        race.seed.iter().map(|(k, v)| Write::Put(k.clone(), v.clone())).collect(),
+        race.seed
+            .iter()
+            .map(|(k, v)| Write::Put(k.clone(), v.clone()))
+            .collect(),
     )?;
     let mut first = begin(C, b.as_ref(), &t, Mode::Write)?;
     let first_batch = (race.first)(first.as_mut()).map_err(failed(C, "the first writer's read"))?;
@@ -447,21 +456,21 @@ fn run_race<B: Backend>(
         .filter_map(|(ok, w)| ok.then_some(w))
         .collect();
     let outcomes = serial_outcomes(&race.seed, &works)?;
+    let who = match (first_ok, second_ok) {
+        (true, true) => "both",
+        (true, false) => "only the first",
+        (false, true) => "only the second",
+        (false, false) => "neither",
+    };
     if outcomes.contains(&end) {
-        return Ok(());
+        return Ok(format!("{how}; {who} committed"));
     }
     let expected: Vec<String> = outcomes.iter().map(describe).collect();
     Err(Failure::new(
         C,
         format!(
-            "{}: {how}; {} committed, and the tenant ended as {}, which no serial order of them explains ({}): {}",
+            "{}: {how}; {who} committed, and the tenant ended as {}, which no serial order of them explains ({}): {}",
             race.what,
-            match (first_ok, second_ok) {
-                (true, true) => "both",
-                (true, false) => "only the first",
-                (false, true) => "only the second",
-                (false, false) => "neither",
-            },
             describe(&end),
             expected.join(" or "),
             if first_ok && second_ok {
@@ -498,10 +507,14 @@ fn in_turn(read_rx: &Receiver<Read>) -> Result<bool, Failure> {
 pub fn writers_are_serializable<B: Backend>(make: &dyn Fn() -> B) -> Result<(), Failure> {
     let b = Arc::new(make());
     let mut turns = false;
+    let mut ran = Vec::new();
     for race in races() {
         for second_first in [false, true] {
-            run_race(&b, &race, second_first, &mut turns)?;
+            ran.push(run_race(&b, &race, second_first, &mut turns)?);
         }
     }
+    // What the races were, so a backend's author can see whether its
+    // writers were raced side by side or took turns.
+    eprintln!("{C}: {}", ran.join(" | "));
     Ok(())
 }
