@@ -4,11 +4,16 @@
 //! committed after the reader began, and never depend on timing to pass.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::mpsc::{self, TryRecvError};
+use std::time::Instant;
 
 use crate::storage::backend::{Backend, Mode, Write};
 use crate::testkit::report::Failure;
-use crate::testkit::steps::{begin, ensure, everything, failed, put, scan_all, tenant, write};
+use crate::testkit::steps::{
+    WAIT, begin, ensure, everything, failed, put, scan_all, tenant, write,
+};
 
 /// A read transaction sees one snapshot: writes committed after it began
 /// are invisible to every kind of read it makes.
@@ -69,44 +74,71 @@ pub fn batches_land_whole_under_a_concurrent_reader<B: Backend>(
     const C: &str = "batches_land_whole_under_a_concurrent_reader";
     const KEYS: u32 = 32;
     const BATCHES: u32 = 20;
-    let b = make();
+    let b = Arc::new(make());
     let t = tenant("");
-    let done = AtomicBool::new(false);
-    std::thread::scope(|s| {
-        let writer = s.spawn(|| {
+    let committed = Arc::new(AtomicU32::new(0));
+    // The writer runs on a thread of its own, so that a writer that never
+    // finishes fails the check instead of holding it up.
+    let (tx, rx) = mpsc::channel();
+    {
+        let (b, t, committed) = (b.clone(), t.clone(), committed.clone());
+        std::thread::spawn(move || {
             let out = (1..=BATCHES).try_for_each(|g| {
                 let batch = (0..KEYS)
                     .map(|i| put(format!("g{i:02}").as_bytes(), &g.to_be_bytes()))
                     .collect();
-                write(C, &b, &t, batch)
+                write(C, b.as_ref(), &t, batch)?;
+                committed.store(g, Ordering::Release);
+                Ok(())
             });
-            done.store(true, Ordering::Release);
-            out
+            let _ = tx.send(out);
         });
-        let mut reads = 0u32;
-        // At least a few reads even if the writer finishes first.
-        while !done.load(Ordering::Acquire) || reads < 3 {
-            reads += 1;
-            let all = everything(C, &b, &t, reads.is_multiple_of(2))?;
-            let generations: BTreeMap<Vec<u8>, usize> =
-                all.iter().fold(BTreeMap::new(), |mut m, (_, v)| {
-                    *m.entry(v.clone()).or_default() += 1;
-                    m
-                });
-            ensure(
-                C,
-                all.is_empty() || (all.len() == KEYS as usize && generations.len() == 1),
-                || {
-                    format!(
-                        "one snapshot held {} keys from {} batches",
-                        all.len(),
-                        generations.len()
-                    )
-                },
-            )?;
+    }
+    let bound = 2 * WAIT;
+    let started = Instant::now();
+    let mut reads = 0u32;
+    let mut written = None;
+    // At least a few reads even if the writer finishes first.
+    while written.is_none() || reads < 3 {
+        if written.is_none() {
+            written = match rx.try_recv() {
+                Ok(out) => Some(out),
+                Err(TryRecvError::Empty) => None,
+                Err(TryRecvError::Disconnected) => {
+                    return Err(Failure::new(
+                        C,
+                        "the writer stopped without an answer (did the backend panic?)",
+                    ));
+                }
+            };
         }
-        writer
-            .join()
-            .map_err(|_| Failure::new(C, "the writer panicked"))?
-    })
+        if written.is_none() && started.elapsed() > bound {
+            return Err(Failure::new(
+                C,
+                format!(
+                    "the writer had committed {} of its {BATCHES} batches after {bound:?}",
+                    committed.load(Ordering::Acquire)
+                ),
+            ));
+        }
+        reads += 1;
+        let all = everything(C, b.as_ref(), &t, reads.is_multiple_of(2))?;
+        let generations: BTreeMap<Vec<u8>, usize> =
+            all.iter().fold(BTreeMap::new(), |mut m, (_, v)| {
+                *m.entry(v.clone()).or_default() += 1;
+                m
+            });
+        ensure(
+            C,
+            all.is_empty() || (all.len() == KEYS as usize && generations.len() == 1),
+            || {
+                format!(
+                    "one snapshot held {} keys from {} batches",
+                    all.len(),
+                    generations.len()
+                )
+            },
+        )?;
+    }
+    written.unwrap_or(Ok(()))
 }

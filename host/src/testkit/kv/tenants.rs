@@ -11,13 +11,24 @@ use crate::storage::tenant_name::MAX_TENANT_BYTES;
 use crate::testkit::report::Failure;
 use crate::testkit::steps::{begin, ensure, everything, failed, put, show, tenant, write};
 
+/// A tenant of the check: the group of names it was tried among, its name,
+/// and what it holds.
+struct Named {
+    group: &'static str,
+    name: String,
+    entries: BTreeMap<Vec<u8>, Vec<u8>>,
+}
+
+/// A group of names, each with the extra keys it writes.
+type Group = (&'static str, Vec<(String, Vec<Entry>)>);
+
 /// Groups of tenant names that differ only in a way some backend could
 /// lose: one a prefix of another, letter case, trailing or leading dots,
 /// which separator, a name joined to a key with a separator that names may
 /// hold, and names that share all but their last byte at the length limit
 /// (a column or identifier that truncates them), with the extra keys each
 /// name writes beside the key `k` every name writes.
-fn name_groups(stem: &str) -> Vec<(&'static str, Vec<(String, Vec<Entry>)>)> {
+fn name_groups(stem: &str) -> Vec<Group> {
     let e = |k: &str, v: &str| (k.as_bytes().to_vec(), v.as_bytes().to_vec());
     let plain = |n: String| (n, Vec::new());
     let long = "l".repeat((MAX_TENANT_BYTES - 1).saturating_sub(stem.len()));
@@ -101,34 +112,34 @@ pub fn tenants_are_apart<B: Backend>(make: &dyn Fn() -> B) -> Result<(), Failure
     let stem = tenant("");
     let groups = name_groups(&stem);
     // Every tenant's own entries: its extra keys, and `k` holding its name.
-    let mut own: Vec<(&'static str, String, BTreeMap<Vec<u8>, Vec<u8>>)> = Vec::new();
+    let mut own: Vec<Named> = Vec::new();
     for (group, names) in groups {
         for (name, extra) in names {
             let mut entries: BTreeMap<Vec<u8>, Vec<u8>> = extra.into_iter().collect();
             entries.insert(b"k".to_vec(), name.as_bytes().to_vec());
-            own.push((group, name, entries));
+            own.push(Named {
+                group,
+                name,
+                entries,
+            });
         }
     }
     let every_key: Vec<Vec<u8>> = own
         .iter()
-        .flat_map(|(_, _, entries)| entries.keys().cloned())
+        .flat_map(|n| n.entries.keys().cloned())
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
-    for (_, name, entries) in &own {
-        write(
-            C,
-            &b,
-            name,
-            entries.iter().map(|(k, v)| put(k, v)).collect(),
-        )?;
+    for n in &own {
+        let batch = n.entries.iter().map(|(k, v)| put(k, v)).collect();
+        write(C, &b, &n.name, batch)?;
     }
     check_each_reads_its_own(C, &b, &own, &every_key)?;
     // A delete in every other tenant leaves the rest alone.
-    for (i, (_, name, entries)) in own.iter_mut().enumerate() {
+    for (i, n) in own.iter_mut().enumerate() {
         if i % 2 == 0 {
-            write(C, &b, name, vec![Write::Delete(b"k".to_vec())])?;
-            entries.remove(&b"k"[..]);
+            write(C, &b, &n.name, vec![Write::Delete(b"k".to_vec())])?;
+            n.entries.remove(&b"k"[..]);
         }
     }
     check_each_reads_its_own(C, &b, &own, &every_key)
@@ -139,7 +150,7 @@ pub fn tenants_are_apart<B: Backend>(make: &dyn Fn() -> B) -> Result<(), Failure
 fn check_each_reads_its_own<B: Backend>(
     c: &'static str,
     b: &B,
-    own: &[(&'static str, String, BTreeMap<Vec<u8>, Vec<u8>>)],
+    own: &[Named],
     every_key: &[Vec<u8>],
 ) -> Result<(), Failure> {
     let listed = |entries: &[Entry]| -> String {
@@ -149,7 +160,12 @@ fn check_each_reads_its_own<B: Backend>(
             .collect::<Vec<_>>()
             .join(", ")
     };
-    for (group, name, entries) in own {
+    for Named {
+        group,
+        name,
+        entries,
+    } in own
+    {
         let want: Vec<Entry> = entries
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
