@@ -913,3 +913,55 @@ fn the_whole_kit_passes_the_working_backends() {
         assert!(none.is_empty(), "{what}: {none:?}");
     }
 }
+
+/// A step that uses a value an earlier step did not save (its answer was an
+/// error, or held nothing at the path) is reported as not run, beside the
+/// step that went wrong, instead of panicking: what a backend that loses
+/// writes makes a scenario do.
+#[test]
+fn a_scenario_step_that_uses_a_value_never_saved_is_reported_not_run() {
+    let scenario = serde_json::json!({
+        "name": "unsaved",
+        "steps": [
+            {"call": "claim", "args": {"id": "nope", "actor": "bob", "roles": []},
+             "ok": {"id": "nope"}, "save": {"claimed": "id"}},
+            {"call": "get", "args": {"id": {"$var": "claimed"}}, "ok": null},
+            {"call": "get", "args": {"id": "t1"}, "ok": null, "save": {"missing": "tasks.0.id"}},
+            {"call": "get", "args": {"id": {"$var": "missing"}}, "ok": null},
+            {"call": "get", "args": {"id": {"$var": "never"}}, "ok": null},
+        ],
+    });
+    let failure = testkit::scenarios::run_scenario(MemoryBackend::new(), &scenario)
+        .expect_err("the scenario passed");
+    let lines: Vec<&str> = failure.what.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "unsaved: 4 steps failed:",
+            r#"step 1 (claim): expected {"ok":{"id":"nope"}}, got {"error":{"not-found":"nope"}}"#,
+            "step 2 (get): not run: it uses the value saved as claimed, but step 1 answered an error",
+            "step 4 (get): not run: it uses the value saved as missing, but step 3's answer held no tasks.0.id",
+            "step 5 (get): not run: it uses the value saved as never, but nothing was saved under it",
+        ],
+        "{failure}"
+    );
+}
+
+/// A step the runner cannot make (an argument missing) is that step's
+/// failure, and the scenario stops there; the runner does not panic.
+#[test]
+fn a_scenario_step_with_an_argument_missing_is_reported() {
+    let scenario = serde_json::json!({
+        "name": "malformed",
+        "steps": [
+            {"call": "get", "args": {}, "ok": null},
+            {"call": "get", "args": {"id": "t1"}, "ok": null},
+        ],
+    });
+    let failure = testkit::scenarios::run_scenario(MemoryBackend::new(), &scenario)
+        .expect_err("the scenario passed");
+    assert_eq!(
+        failure.what, "malformed: 1 steps failed:\nstep 1 (get): panicked: argument id is missing",
+        "{failure}"
+    );
+}
