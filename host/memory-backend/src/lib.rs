@@ -2,7 +2,8 @@
 //! in-memory `BTreeMap`, written against the public storage trait alone
 //! (`leasehold_host::storage`), as a backend of a platform's own would be.
 //! It passes the conformance kit (`tests/conformance.rs`), and its tests
-//! break it three ways to show the kit notices (`tests/broken.rs`).
+//! break it the ways real backends go wrong, each a small wrapper, to show
+//! the kit's check for each notices (`tests/broken.rs`).
 //!
 //! It owns its map and its one writer's turn; it must never let a reader
 //! see a write committed after the reader began, and never let two writers

@@ -1,15 +1,31 @@
-//! Tests of the conformance kit itself: the example backend broken three
-//! ways, each of which the kit must catch. A kit that passed any of these
-//! would pass a backend that loses or leaks data.
+//! Tests of the conformance kit itself: the example backend broken in the
+//! ways real backends go wrong, each of which the kit must catch. A kit
+//! that passed any of these would pass a backend that loses, leaks or
+//! invents data.
 //!
 //! Each flaw is a wrapper around the working backend, so what breaks is the
-//! one promise named, and the kit must name that check among its failures.
+//! one promise named, and the kit must name that check among its failures,
+//! for the reason the flaw gives it. Two wrappers are not broken (writers
+//! that validate what they read, writers that take turns however short the
+//! lock wait): the kit must pass them, so a check cannot catch flaws by
+//! refusing every backend of their kind.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use leasehold_host::storage::{Backend, Entry, Mode, Pending, StorageError, Txn, Write};
+use leasehold_host::storage::{
+    Backend, Entry, Mode, Pending, StorageError, Txn, Write, take_within,
+};
 use leasehold_host::testkit::{self, Failure};
 use leasehold_memory_backend::MemoryBackend;
+
+type Answer<T> = Result<T, StorageError>;
+
+/// A poisoned lock only means a panic elsewhere; the data under it is whole.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 /// Runs `check` of the kit on the flawed backend and answers its failure.
 fn caught<B: Backend>(check: &'static str, make: &dyn Fn() -> B) -> Result<(), Failure> {
@@ -20,48 +36,559 @@ fn caught<B: Backend>(check: &'static str, make: &dyn Fn() -> B) -> Result<(), F
     testkit::run_one(check, run, make)
 }
 
-// ---- a scan that ignores its limit ----------------------------------------------------
+// ---- one flaw at a time --------------------------------------------------------------
 
-struct IgnoresLimit(MemoryBackend);
+/// What a transaction of a flawed backend knows of itself.
+struct Ctx {
+    backend: MemoryBackend,
+    tenant: String,
+    mode: Mode,
+}
 
-struct IgnoresLimitTxn(Box<dyn Txn>);
+/// One way to break the working backend: every hook answers as the working
+/// backend does unless the flaw overrides it.
+trait Flaw: Default + Send + Sync + 'static {
+    /// The tenant the working backend is asked for.
+    fn tenant(&self, name: &str) -> String {
+        name.to_owned()
+    }
+    fn get(&self, txn: &mut dyn Txn, key: &[u8]) -> Answer<Option<Vec<u8>>> {
+        txn.get(key)
+    }
+    fn get_many(&self, txn: &mut dyn Txn, keys: &[Vec<u8>]) -> Answer<Vec<Option<Vec<u8>>>> {
+        txn.get_many(keys)
+    }
+    #[allow(clippy::too_many_arguments)]
+    fn scan(
+        &self,
+        txn: &mut dyn Txn,
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: u32,
+        reverse: bool,
+        max_bytes: usize,
+    ) -> Answer<(Vec<Entry>, bool)> {
+        txn.scan(start, end, limit, reverse, max_bytes)
+    }
+    fn commit(&self, ctx: &Ctx, txn: Box<dyn Txn>, batch: Vec<Write>) -> Answer<Pending> {
+        let _ = ctx;
+        txn.commit(batch)
+    }
+}
 
-impl Backend for IgnoresLimit {
-    fn begin(&self, t: &str, m: Mode, w: Duration) -> Result<Box<dyn Txn>, StorageError> {
-        Ok(Box::new(IgnoresLimitTxn(self.0.begin(t, m, w)?)))
+/// The working backend with the flaw `F`.
+struct Flawed<F> {
+    inner: MemoryBackend,
+    flaw: Arc<F>,
+}
+
+impl<F: Flaw> Flawed<F> {
+    fn new() -> Self {
+        Flawed {
+            inner: MemoryBackend::new(),
+            flaw: Arc::new(F::default()),
+        }
+    }
+}
+
+struct FlawedTxn<F> {
+    inner: Box<dyn Txn>,
+    flaw: Arc<F>,
+    ctx: Ctx,
+}
+
+impl<F: Flaw> Backend for Flawed<F> {
+    fn begin(&self, t: &str, m: Mode, w: Duration) -> Answer<Box<dyn Txn>> {
+        let tenant = self.flaw.tenant(t);
+        Ok(Box::new(FlawedTxn {
+            inner: self.inner.begin(&tenant, m, w)?,
+            flaw: self.flaw.clone(),
+            ctx: Ctx {
+                backend: self.inner.clone(),
+                tenant,
+                mode: m,
+            },
+        }))
     }
     fn concurrent_writers(&self) -> bool {
         false
     }
 }
 
-impl Txn for IgnoresLimitTxn {
-    fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
-        self.0.get(key)
+impl<F: Flaw> Txn for FlawedTxn<F> {
+    fn get(&mut self, key: &[u8]) -> Answer<Option<Vec<u8>>> {
+        self.flaw.get(self.inner.as_mut(), key)
+    }
+    fn get_many(&mut self, keys: &[Vec<u8>]) -> Answer<Vec<Option<Vec<u8>>>> {
+        self.flaw.get_many(self.inner.as_mut(), keys)
     }
     fn scan(
         &mut self,
         start: &[u8],
         end: Option<&[u8]>,
+        limit: u32,
+        reverse: bool,
+        max_bytes: usize,
+    ) -> Answer<(Vec<Entry>, bool)> {
+        self.flaw
+            .scan(self.inner.as_mut(), start, end, limit, reverse, max_bytes)
+    }
+    fn commit(self: Box<Self>, batch: Vec<Write>) -> Answer<Pending> {
+        let FlawedTxn { inner, flaw, ctx } = *self;
+        flaw.commit(&ctx, inner, batch)
+    }
+}
+
+// ---- scans ---------------------------------------------------------------------------
+
+/// A scan that ignores its limit.
+#[derive(Default)]
+struct IgnoresLimit;
+
+impl Flaw for IgnoresLimit {
+    fn scan(
+        &self,
+        txn: &mut dyn Txn,
+        start: &[u8],
+        end: Option<&[u8]>,
         _limit: u32,
         reverse: bool,
         max_bytes: usize,
-    ) -> Result<(Vec<Entry>, bool), StorageError> {
-        self.0.scan(start, end, u32::MAX, reverse, max_bytes)
-    }
-    fn commit(self: Box<Self>, batch: Vec<Write>) -> Result<Pending, StorageError> {
-        self.0.commit(batch)
+    ) -> Answer<(Vec<Entry>, bool)> {
+        txn.scan(start, end, u32::MAX, reverse, max_bytes)
     }
 }
 
-#[test]
-fn the_kit_catches_a_scan_that_ignores_its_limit() {
-    let make = || IgnoresLimit(MemoryBackend::new());
-    let failure = caught("scan_limits_and_bounds", &make).expect_err("the kit passed it");
-    assert!(failure.what.contains("limit"), "{failure}");
+/// Reads a forward scan in pages of 64 entries, as a server cursor would,
+/// and resumes each page after the last key read by raising that key's
+/// last byte: the keys that extend the last key (it with a zero byte
+/// added, and so on) are skipped.
+#[derive(Default)]
+struct SkipsAfterAPage;
+
+impl Flaw for SkipsAfterAPage {
+    fn scan(
+        &self,
+        txn: &mut dyn Txn,
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: u32,
+        reverse: bool,
+        max_bytes: usize,
+    ) -> Answer<(Vec<Entry>, bool)> {
+        const PAGE: u32 = 64;
+        if reverse {
+            return txn.scan(start, end, limit, reverse, max_bytes);
+        }
+        let mut out: Vec<Entry> = Vec::new();
+        let mut from = start.to_vec();
+        while out.len() < limit as usize {
+            let want = PAGE.min(limit - out.len() as u32);
+            let (page, _) = txn.scan(&from, end, want, false, usize::MAX)?;
+            let full = page.len() == want as usize;
+            if let Some((last, _)) = page.last() {
+                from = last.clone();
+                match from.last_mut() {
+                    Some(b) if *b < 0xff => *b += 1,
+                    _ => from.push(0),
+                }
+            }
+            out.extend(page);
+            if !full {
+                break;
+            }
+        }
+        take_within(out.into_iter().map(Ok::<_, StorageError>), max_bytes)
+    }
 }
 
-// ---- a read that sees a batch committed after it began --------------------------------
+/// A byte cap that counts keys but not values.
+#[derive(Default)]
+struct CapCountsKeysOnly;
+
+impl Flaw for CapCountsKeysOnly {
+    fn scan(
+        &self,
+        txn: &mut dyn Txn,
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: u32,
+        reverse: bool,
+        max_bytes: usize,
+    ) -> Answer<(Vec<Entry>, bool)> {
+        let (entries, _) = txn.scan(start, end, limit, reverse, usize::MAX)?;
+        let mut bytes = 0usize;
+        let mut out = Vec::new();
+        for (k, v) in entries {
+            bytes += k.len();
+            if bytes > max_bytes {
+                return Ok((out, true));
+            }
+            out.push((k, v));
+        }
+        Ok((out, false))
+    }
+}
+
+/// A reverse scan that seeks to the first key at or after its end and
+/// steps back from there: with no key at or after the end, it finds
+/// nothing to step back from and answers nothing.
+#[derive(Default)]
+struct ReverseLosesAnEndPastTheLastKey;
+
+impl Flaw for ReverseLosesAnEndPastTheLastKey {
+    fn scan(
+        &self,
+        txn: &mut dyn Txn,
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: u32,
+        reverse: bool,
+        max_bytes: usize,
+    ) -> Answer<(Vec<Entry>, bool)> {
+        if let (true, Some(e)) = (reverse, end) {
+            let (after, _) = txn.scan(e, None, 1, false, usize::MAX)?;
+            if after.is_empty() {
+                return Ok((Vec::new(), false));
+            }
+        }
+        txn.scan(start, end, limit, reverse, max_bytes)
+    }
+}
+
+// ---- point reads ---------------------------------------------------------------------
+
+/// A `get` of an absent key that answers the value of the next key sharing
+/// all but its last byte (a lookup that lands on the neighbour's slot).
+#[derive(Default)]
+struct GetAnswersANeighbour;
+
+impl Flaw for GetAnswersANeighbour {
+    fn get(&self, txn: &mut dyn Txn, key: &[u8]) -> Answer<Option<Vec<u8>>> {
+        if let Some(v) = txn.get(key)? {
+            return Ok(Some(v));
+        }
+        let Some((_, stem)) = key.split_last() else {
+            return Ok(None);
+        };
+        let (next, _) = txn.scan(key, None, 1, false, usize::MAX)?;
+        Ok(next
+            .into_iter()
+            .next()
+            .filter(|(k, _)| k.len() == key.len() && k.starts_with(stem))
+            .map(|(_, v)| v))
+    }
+}
+
+/// A `get_many` that seeks to each key and answers the entry it lands on
+/// when that entry's key starts with the one asked: an absent key that is
+/// a prefix of a present one answers the present one's value.
+#[derive(Default)]
+struct GetManyMatchesPrefixes;
+
+impl Flaw for GetManyMatchesPrefixes {
+    fn get_many(&self, txn: &mut dyn Txn, keys: &[Vec<u8>]) -> Answer<Vec<Option<Vec<u8>>>> {
+        keys.iter()
+            .map(|key| {
+                let (next, _) = txn.scan(key, None, 1, false, usize::MAX)?;
+                Ok(next
+                    .into_iter()
+                    .next()
+                    .filter(|(k, _)| k.starts_with(key))
+                    .map(|(_, v)| v))
+            })
+            .collect()
+    }
+}
+
+/// A `get_many` that reads each distinct key once and hands the answers
+/// back by position: after a repeated key, every answer is in the wrong
+/// place.
+#[derive(Default)]
+struct GetManyLosesRepeats;
+
+impl Flaw for GetManyLosesRepeats {
+    fn get_many(&self, txn: &mut dyn Txn, keys: &[Vec<u8>]) -> Answer<Vec<Option<Vec<u8>>>> {
+        let mut distinct: Vec<Vec<u8>> = Vec::new();
+        for k in keys {
+            if !distinct.contains(k) {
+                distinct.push(k.clone());
+            }
+        }
+        let answers = txn.get_many(&distinct)?;
+        Ok((0..keys.len())
+            .map(|i| answers.get(i).cloned().flatten())
+            .collect())
+    }
+}
+
+/// A `get_many` that sends its keys in one request the store caps at 100
+/// and answers the rest as absent (a batch read that drops what the store
+/// left unprocessed).
+#[derive(Default)]
+struct GetManyReadsAHundred;
+
+impl Flaw for GetManyReadsAHundred {
+    fn get_many(&self, txn: &mut dyn Txn, keys: &[Vec<u8>]) -> Answer<Vec<Option<Vec<u8>>>> {
+        let mut out = txn.get_many(&keys[..keys.len().min(100)])?;
+        out.resize(keys.len(), None);
+        Ok(out)
+    }
+}
+
+// ---- deletes -------------------------------------------------------------------------
+
+/// What a delete leaves behind in a store that keeps tombstones.
+const TOMBSTONE: &[u8] = b"\xff tombstone";
+
+fn is_live(entry: &Entry) -> bool {
+    entry.1 != TOMBSTONE
+}
+
+/// A delete writes a tombstone, which `get` and scans skip, but the batched
+/// read (another code path) answers as the value.
+#[derive(Default)]
+struct GetManySeesTombstones;
+
+impl Flaw for GetManySeesTombstones {
+    fn get(&self, txn: &mut dyn Txn, key: &[u8]) -> Answer<Option<Vec<u8>>> {
+        Ok(txn.get(key)?.filter(|v| v != TOMBSTONE))
+    }
+    fn scan(
+        &self,
+        txn: &mut dyn Txn,
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: u32,
+        reverse: bool,
+        max_bytes: usize,
+    ) -> Answer<(Vec<Entry>, bool)> {
+        let (all, _) = txn.scan(start, end, u32::MAX, reverse, usize::MAX)?;
+        let live = all.into_iter().filter(is_live).take(limit as usize);
+        take_within(live.map(Ok::<_, StorageError>), max_bytes)
+    }
+    fn commit(&self, _: &Ctx, txn: Box<dyn Txn>, batch: Vec<Write>) -> Answer<Pending> {
+        txn.commit(with_tombstones(batch))
+    }
+}
+
+/// A delete writes a tombstone, which every read skips, but a scan takes
+/// its `limit` entries before skipping them: among deleted keys it answers
+/// fewer than its limit though the range holds more.
+#[derive(Default)]
+struct TombstonesUseUpTheLimit;
+
+impl Flaw for TombstonesUseUpTheLimit {
+    fn get(&self, txn: &mut dyn Txn, key: &[u8]) -> Answer<Option<Vec<u8>>> {
+        Ok(txn.get(key)?.filter(|v| v != TOMBSTONE))
+    }
+    fn get_many(&self, txn: &mut dyn Txn, keys: &[Vec<u8>]) -> Answer<Vec<Option<Vec<u8>>>> {
+        Ok(txn
+            .get_many(keys)?
+            .into_iter()
+            .map(|v| v.filter(|v| v != TOMBSTONE))
+            .collect())
+    }
+    fn scan(
+        &self,
+        txn: &mut dyn Txn,
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: u32,
+        reverse: bool,
+        max_bytes: usize,
+    ) -> Answer<(Vec<Entry>, bool)> {
+        let (taken, _) = txn.scan(start, end, limit, reverse, usize::MAX)?;
+        take_within(
+            taken.into_iter().filter(is_live).map(Ok::<_, StorageError>),
+            max_bytes,
+        )
+    }
+    fn commit(&self, _: &Ctx, txn: Box<dyn Txn>, batch: Vec<Write>) -> Answer<Pending> {
+        txn.commit(with_tombstones(batch))
+    }
+}
+
+fn with_tombstones(batch: Vec<Write>) -> Vec<Write> {
+    batch
+        .into_iter()
+        .map(|w| match w {
+            Write::Delete(k) => Write::Put(k, TOMBSTONE.to_vec()),
+            put => put,
+        })
+        .collect()
+}
+
+// ---- commits -------------------------------------------------------------------------
+
+/// Commits every other write of a batch.
+#[derive(Default)]
+struct DropsHalfOfEachBatch;
+
+impl Flaw for DropsHalfOfEachBatch {
+    fn commit(&self, _: &Ctx, txn: Box<dyn Txn>, batch: Vec<Write>) -> Answer<Pending> {
+        txn.commit(batch.into_iter().step_by(2).collect())
+    }
+}
+
+/// A read transaction's batch is written through a write transaction of its
+/// own instead of refused.
+#[derive(Default)]
+struct ReadsCommitBatches;
+
+impl Flaw for ReadsCommitBatches {
+    fn commit(&self, ctx: &Ctx, txn: Box<dyn Txn>, batch: Vec<Write>) -> Answer<Pending> {
+        if ctx.mode == Mode::Write || batch.is_empty() {
+            return txn.commit(batch);
+        }
+        drop(txn);
+        ctx.backend
+            .begin(&ctx.tenant, Mode::Write, Duration::from_secs(5))?
+            .commit(batch)
+    }
+}
+
+/// Says a commit is still becoming durable (`Pending::waiting`), answers
+/// its wait at once, and writes the batch only with the tenant's next
+/// commit: a write-behind whose acknowledgement comes before the write.
+#[derive(Default)]
+struct AcknowledgesBeforeItWrites {
+    behind: Mutex<HashMap<String, Vec<Write>>>,
+}
+
+impl Flaw for AcknowledgesBeforeItWrites {
+    fn commit(&self, ctx: &Ctx, txn: Box<dyn Txn>, batch: Vec<Write>) -> Answer<Pending> {
+        if batch.is_empty() {
+            return txn.commit(batch);
+        }
+        let earlier = lock(&self.behind)
+            .insert(ctx.tenant.clone(), batch)
+            .unwrap_or_default();
+        txn.commit(earlier)?.wait()?;
+        Ok(Pending::waiting(|| Ok(())))
+    }
+}
+
+// ---- tenants -------------------------------------------------------------------------
+
+/// Folds tenant names to lower case: `Acme` and `acme` share keys.
+#[derive(Default)]
+struct FoldsCase;
+
+impl Flaw for FoldsCase {
+    fn tenant(&self, name: &str) -> String {
+        name.to_ascii_lowercase()
+    }
+}
+
+/// Drops a tenant name's trailing dots, as a DNS-style name would.
+#[derive(Default)]
+struct DropsTrailingDots;
+
+impl Flaw for DropsTrailingDots {
+    fn tenant(&self, name: &str) -> String {
+        name.trim_end_matches('.').to_owned()
+    }
+}
+
+/// Keeps 48 bytes of a tenant name, as a fixed-width column would.
+#[derive(Default)]
+struct CutsNamesShort;
+
+impl Flaw for CutsNamesShort {
+    fn tenant(&self, name: &str) -> String {
+        name[..name.len().min(48)].to_owned()
+    }
+}
+
+/// Keeps every tenant in one tenant of the store underneath, each key the
+/// tenant's name and `SEP` joined to the key (`'\0'`: no separator), a scan
+/// to the tenant's end stopping where the joined prefix ends: with no
+/// separator, tenant `a`'s key `b1` is tenant `ab`'s key `1`, and a scan of
+/// `a` to its end runs on into `ab`; with a dot, tenant `j`'s key `x.k` is
+/// tenant `j.x`'s key `k`.
+struct JoinedNames<const SEP: char>(MemoryBackend);
+
+impl<const SEP: char> JoinedNames<SEP> {
+    fn new() -> Self {
+        JoinedNames(MemoryBackend::new())
+    }
+}
+
+struct JoinedNamesTxn {
+    inner: Box<dyn Txn>,
+    prefix: Vec<u8>,
+}
+
+impl JoinedNamesTxn {
+    fn key(&self, key: &[u8]) -> Vec<u8> {
+        [self.prefix.as_slice(), key].concat()
+    }
+}
+
+impl<const SEP: char> Backend for JoinedNames<SEP> {
+    fn begin(&self, t: &str, m: Mode, w: Duration) -> Answer<Box<dyn Txn>> {
+        let prefix = if SEP == '\0' {
+            t.to_owned()
+        } else {
+            format!("{t}{SEP}")
+        };
+        Ok(Box::new(JoinedNamesTxn {
+            inner: self.0.begin("all", m, w)?,
+            prefix: prefix.into_bytes(),
+        }))
+    }
+    fn concurrent_writers(&self) -> bool {
+        false
+    }
+}
+
+impl Txn for JoinedNamesTxn {
+    fn get(&mut self, key: &[u8]) -> Answer<Option<Vec<u8>>> {
+        let k = self.key(key);
+        self.inner.get(&k)
+    }
+    fn scan(
+        &mut self,
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: u32,
+        reverse: bool,
+        max_bytes: usize,
+    ) -> Answer<(Vec<Entry>, bool)> {
+        let start = self.key(start);
+        // Names are ASCII: the prefix's last byte can always be raised.
+        let end = end.map(|e| self.key(e)).unwrap_or_else(|| {
+            let mut end = self.prefix.clone();
+            if let Some(last) = end.last_mut() {
+                *last += 1;
+            }
+            end
+        });
+        let (entries, over) = self
+            .inner
+            .scan(&start, Some(&end), limit, reverse, max_bytes)?;
+        let strip = self.prefix.len();
+        let entries = entries
+            .into_iter()
+            .filter(|(k, _)| k.len() >= strip)
+            .map(|(k, v)| (k[strip..].to_vec(), v))
+            .collect();
+        Ok((entries, over))
+    }
+    fn commit(self: Box<Self>, batch: Vec<Write>) -> Answer<Pending> {
+        let batch = batch
+            .into_iter()
+            .map(|w| match w {
+                Write::Put(k, v) => Write::Put(self.key(&k), v),
+                Write::Delete(k) => Write::Delete(self.key(&k)),
+            })
+            .collect();
+        self.inner.commit(batch)
+    }
+}
+
+// ---- snapshots -----------------------------------------------------------------------
 
 /// Its read transactions read whatever is committed at each read, not the
 /// snapshot they began on: from the reader's side, a batch that was not
@@ -74,14 +601,14 @@ struct NoSnapshotTxn {
 }
 
 impl NoSnapshotTxn {
-    fn now(&self) -> Result<Box<dyn Txn>, StorageError> {
+    fn now(&self) -> Answer<Box<dyn Txn>> {
         self.backend
             .begin(&self.tenant, Mode::Read, Duration::from_secs(1))
     }
 }
 
 impl Backend for NoSnapshot {
-    fn begin(&self, t: &str, m: Mode, w: Duration) -> Result<Box<dyn Txn>, StorageError> {
+    fn begin(&self, t: &str, m: Mode, w: Duration) -> Answer<Box<dyn Txn>> {
         match m {
             Mode::Write => self.0.begin(t, m, w),
             Mode::Read => Ok(Box::new(NoSnapshotTxn {
@@ -96,7 +623,7 @@ impl Backend for NoSnapshot {
 }
 
 impl Txn for NoSnapshotTxn {
-    fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
+    fn get(&mut self, key: &[u8]) -> Answer<Option<Vec<u8>>> {
         self.now()?.get(key)
     }
     fn scan(
@@ -106,56 +633,97 @@ impl Txn for NoSnapshotTxn {
         limit: u32,
         reverse: bool,
         max_bytes: usize,
-    ) -> Result<(Vec<Entry>, bool), StorageError> {
+    ) -> Answer<(Vec<Entry>, bool)> {
         self.now()?.scan(start, end, limit, reverse, max_bytes)
     }
-    fn commit(self: Box<Self>, batch: Vec<Write>) -> Result<Pending, StorageError> {
+    fn commit(self: Box<Self>, batch: Vec<Write>) -> Answer<Pending> {
         self.now()?.commit(batch)
     }
 }
 
-#[test]
-fn the_kit_catches_a_read_that_sees_a_batch_committed_after_it_began() {
-    let make = || NoSnapshot(MemoryBackend::new());
-    let failure = caught("reads_see_one_snapshot", &make).expect_err("the kit passed it");
-    assert!(failure.what.contains("after it began"), "{failure}");
-    caught("batches_are_all_or_nothing", &make).expect_err("the kit passed it");
+// ---- writers side by side ------------------------------------------------------------
+
+/// What an optimistic backend checks at commit against the writes committed
+/// since the transaction's snapshot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Validates {
+    /// Nothing: every batch lands, the last writer's over the others.
+    Nothing,
+    /// Only keys both wrote (first committer wins): snapshot isolation.
+    Writes,
+    /// Keys it wrote or read by `get`, but not the ranges it scanned.
+    PointReads,
+    /// Keys it wrote or read, and every range it scanned: serializable.
+    Everything,
 }
 
-// ---- a tenant prefix that leaks -------------------------------------------------------
-
-/// Keeps every tenant in one tenant of the store underneath, each key the
-/// tenant's name joined to the key: tenant `a`'s key `b1` is tenant `ab`'s
-/// key `1`, and a scan of `a` to its end runs on into `ab`.
-struct JoinedNames(MemoryBackend);
-
-struct JoinedNamesTxn {
-    inner: Box<dyn Txn>,
-    prefix: Vec<u8>,
+/// Writers that run side by side, each reading a snapshot taken when it
+/// began, and checking at commit what `validates` says.
+struct Optimistic {
+    inner: MemoryBackend,
+    validates: Validates,
+    log: Arc<Mutex<Log>>,
 }
 
-impl JoinedNamesTxn {
-    fn key(&self, key: &[u8]) -> Vec<u8> {
-        [self.prefix.as_slice(), key].concat()
+/// The commits so far, each with what it wrote.
+#[derive(Default)]
+struct Log {
+    commits: u64,
+    written: Vec<(u64, String, Vec<Vec<u8>>)>,
+}
+
+impl Optimistic {
+    fn new(validates: Validates) -> Self {
+        Optimistic {
+            inner: MemoryBackend::new(),
+            validates,
+            log: Arc::default(),
+        }
     }
 }
 
-impl Backend for JoinedNames {
-    fn begin(&self, t: &str, m: Mode, w: Duration) -> Result<Box<dyn Txn>, StorageError> {
-        Ok(Box::new(JoinedNamesTxn {
-            inner: self.0.begin("all", m, w)?,
-            prefix: t.as_bytes().to_vec(),
+struct OptimisticTxn {
+    snapshot: Box<dyn Txn>,
+    inner: MemoryBackend,
+    validates: Validates,
+    log: Arc<Mutex<Log>>,
+    tenant: String,
+    since: u64,
+    read: Vec<Vec<u8>>,
+    scanned: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+}
+
+impl Backend for Optimistic {
+    fn begin(&self, t: &str, m: Mode, w: Duration) -> Answer<Box<dyn Txn>> {
+        if m == Mode::Read {
+            return self.inner.begin(t, m, w);
+        }
+        // The snapshot and the commit count it holds are taken together.
+        let log = lock(&self.log);
+        Ok(Box::new(OptimisticTxn {
+            snapshot: self.inner.begin(t, Mode::Read, w)?,
+            inner: self.inner.clone(),
+            validates: self.validates,
+            log: self.log.clone(),
+            tenant: t.to_owned(),
+            since: log.commits,
+            read: Vec::new(),
+            scanned: Vec::new(),
         }))
     }
     fn concurrent_writers(&self) -> bool {
-        false
+        true
     }
 }
 
-impl Txn for JoinedNamesTxn {
-    fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
-        let k = self.key(key);
-        self.inner.get(&k)
+impl Txn for OptimisticTxn {
+    fn get(&mut self, key: &[u8]) -> Answer<Option<Vec<u8>>> {
+        self.read.push(key.to_vec());
+        self.snapshot.get(key)
+    }
+    fn get_many(&mut self, keys: &[Vec<u8>]) -> Answer<Vec<Option<Vec<u8>>>> {
+        self.read.extend(keys.iter().cloned());
+        self.snapshot.get_many(keys)
     }
     fn scan(
         &mut self,
@@ -164,52 +732,236 @@ impl Txn for JoinedNamesTxn {
         limit: u32,
         reverse: bool,
         max_bytes: usize,
-    ) -> Result<(Vec<Entry>, bool), StorageError> {
-        let start = self.key(start);
-        let end = end.map(|e| self.key(e));
-        let (entries, over) = self
-            .inner
-            .scan(&start, end.as_deref(), limit, reverse, max_bytes)?;
-        let strip = self.prefix.len();
-        let entries = entries
-            .into_iter()
-            .filter(|(k, _)| k.len() >= strip)
-            .map(|(k, v)| (k[strip..].to_vec(), v))
-            .collect();
-        Ok((entries, over))
+    ) -> Answer<(Vec<Entry>, bool)> {
+        self.scanned.push((start.to_vec(), end.map(<[u8]>::to_vec)));
+        self.snapshot.scan(start, end, limit, reverse, max_bytes)
     }
-    fn commit(self: Box<Self>, batch: Vec<Write>) -> Result<Pending, StorageError> {
-        let batch = batch
-            .into_iter()
+    fn commit(self: Box<Self>, batch: Vec<Write>) -> Answer<Pending> {
+        if batch.is_empty() {
+            return Ok(Pending::done());
+        }
+        let writes: Vec<Vec<u8>> = batch
+            .iter()
             .map(|w| match w {
-                Write::Put(k, v) => Write::Put(self.key(&k), v),
-                Write::Delete(k) => Write::Delete(self.key(&k)),
+                Write::Put(k, _) | Write::Delete(k) => k.clone(),
             })
             .collect();
-        self.inner.commit(batch)
+        let mut log = lock(&self.log);
+        let since_mine = log
+            .written
+            .iter()
+            .filter(|(seq, tenant, _)| *seq > self.since && *tenant == self.tenant);
+        for (_, _, theirs) in since_mine {
+            let clash = theirs.iter().any(|k| match self.validates {
+                Validates::Nothing => false,
+                Validates::Writes => writes.contains(k),
+                Validates::PointReads => writes.contains(k) || self.read.contains(k),
+                Validates::Everything => {
+                    writes.contains(k)
+                        || self.read.contains(k)
+                        || self
+                            .scanned
+                            .iter()
+                            .any(|(start, end)| k >= start && end.as_ref().is_none_or(|e| k < e))
+                }
+            });
+            if clash {
+                return Err(StorageError::Conflict(
+                    "a concurrent commit changed what this transaction read or wrote".into(),
+                ));
+            }
+        }
+        self.inner
+            .begin(&self.tenant, Mode::Write, Duration::from_secs(5))?
+            .commit(batch)?
+            .wait()?;
+        log.commits += 1;
+        let seq = log.commits;
+        log.written.push((seq, self.tenant.clone(), writes));
+        Ok(Pending::done())
     }
 }
 
-#[test]
-fn the_kit_catches_a_tenant_prefix_that_leaks() {
-    let make = || JoinedNames(MemoryBackend::new());
-    let failure = caught("tenants_are_apart", &make).expect_err("the kit passed it");
-    assert!(failure.what.contains("tenant"), "{failure}");
+/// Writers that take turns, a second `begin` waiting for the first writer
+/// however short its `lock_wait`: slow, but not broken.
+struct TakesTurnsWhateverTheWait(MemoryBackend);
+
+impl Backend for TakesTurnsWhateverTheWait {
+    fn begin(&self, t: &str, m: Mode, _: Duration) -> Answer<Box<dyn Txn>> {
+        self.0.begin(t, m, Duration::from_secs(60))
+    }
+    fn concurrent_writers(&self) -> bool {
+        false
+    }
 }
 
-/// Run whole, the kit names each flaw's check among its failures, and
-/// passes the working backend.
-#[test]
-fn the_whole_kit_names_each_flaw() {
-    let names = |failures: Vec<Failure>| -> Vec<&'static str> {
-        failures.into_iter().map(|f| f.check).collect()
+// ---- the flaws, and the check that must catch each ----------------------------------
+
+type Make = fn() -> Box<dyn Backend>;
+
+/// Each flaw: its test's name, how to make the backend, the check that
+/// must catch it, and words its failure must hold (why it failed). Each
+/// test runs the check alone, then the whole kit, which must name the
+/// check among its failures and report none of them as a panic.
+macro_rules! flaws {
+    ($($test:ident: $make:expr => $check:literal, $why:literal;)+) => {
+        $(
+            #[test]
+            fn $test() {
+                let make: Make = || -> Box<dyn Backend> { Box::new($make) };
+                let failure = caught($check, &make).expect_err("the kit passed it");
+                assert!(failure.what.contains($why), "{failure}");
+                let all = testkit::run_all(&make);
+                assert!(all.iter().any(|f| f.check == $check), "{all:?}");
+                assert!(all.iter().all(|f| !f.what.contains("panicked")), "{all:?}");
+            }
+        )+
     };
-    let all = names(testkit::run_all(&|| IgnoresLimit(MemoryBackend::new())));
-    assert!(all.contains(&"scan_limits_and_bounds"), "{all:?}");
-    let all = names(testkit::run_all(&|| NoSnapshot(MemoryBackend::new())));
-    assert!(all.contains(&"reads_see_one_snapshot"), "{all:?}");
-    let all = names(testkit::run_all(&|| JoinedNames(MemoryBackend::new())));
-    assert!(all.contains(&"tenants_are_apart"), "{all:?}");
-    let none = testkit::run_all(&MemoryBackend::new);
-    assert!(none.is_empty(), "{none:?}");
+}
+
+flaws! {
+    the_kit_catches_a_scan_that_ignores_its_limit:
+        Flawed::<IgnoresLimit>::new() => "scan_limits_and_bounds", "limit";
+    the_kit_catches_a_cursor_that_skips_a_key_after_a_page:
+        Flawed::<SkipsAfterAPage>::new() => "long_scans_skip_nothing", "a forward scan from";
+    the_kit_catches_a_byte_cap_that_counts_keys_but_not_values:
+        Flawed::<CapCountsKeysOnly>::new() => "scan_byte_caps", "a scan capped at";
+    the_kit_catches_a_reverse_scan_that_loses_an_end_past_the_last_key:
+        Flawed::<ReverseLosesAnEndPastTheLastKey>::new() => "bytewise_order_both_ways", "reverse true";
+    the_kit_catches_a_point_read_that_answers_a_neighbour:
+        Flawed::<GetAnswersANeighbour>::new() => "absent_keys_read_as_absent", "get of absent key";
+    the_kit_catches_a_batched_read_that_answers_a_longer_key:
+        Flawed::<GetManyMatchesPrefixes>::new() => "absent_keys_read_as_absent", "get-many of absent keys";
+    the_kit_catches_a_batched_read_that_answers_repeated_keys_out_of_place:
+        Flawed::<GetManyLosesRepeats>::new() => "puts_read_back", "in the order asked";
+    the_kit_catches_a_batched_read_that_answers_only_its_first_hundred_keys:
+        Flawed::<GetManyReadsAHundred>::new() => "puts_read_back", "a get-many of 4096 keys";
+    the_kit_catches_a_delete_that_a_batched_read_still_sees:
+        Flawed::<GetManySeesTombstones>::new() => "deleted_keys_are_gone", "get-many of deleted keys";
+    the_kit_catches_deleted_keys_that_use_up_a_scans_limit:
+        Flawed::<TombstonesUseUpTheLimit>::new() => "deleted_keys_are_gone", "a scan limited to";
+    the_kit_catches_a_backend_that_drops_half_of_each_batch:
+        Flawed::<DropsHalfOfEachBatch>::new() => "batches_are_all_or_nothing", "of 201 entries";
+    the_kit_catches_a_read_transaction_that_commits_a_batch:
+        Flawed::<ReadsCommitBatches>::new() => "read_transactions_refuse_batches", "committed a batch";
+    the_kit_catches_a_commit_acknowledged_before_it_lands:
+        Flawed::<AcknowledgesBeforeItWrites>::new() => "commits_are_seen_once_acknowledged", "was waited for";
+    the_kit_catches_a_read_that_sees_a_batch_committed_after_it_began:
+        NoSnapshot(MemoryBackend::new()) => "reads_see_one_snapshot", "after it began";
+    the_kit_catches_lost_updates:
+        Optimistic::new(Validates::Nothing) => "writers_are_serializable", "a lost update";
+    the_kit_catches_write_skew:
+        Optimistic::new(Validates::Writes) => "writers_are_serializable", "write skew";
+    the_kit_catches_phantoms:
+        Optimistic::new(Validates::PointReads) => "writers_are_serializable", "a phantom";
+    the_kit_catches_a_tenant_prefix_that_leaks:
+        JoinedNames::<'\0'>::new() => "tenants_are_apart", "one name a prefix of another";
+    the_kit_catches_tenants_joined_to_keys_with_a_dot:
+        JoinedNames::<'.'>::new() => "tenants_are_apart", "joined to a key with a separator";
+    the_kit_catches_tenants_that_differ_only_by_case:
+        Flawed::<FoldsCase>::new() => "tenants_are_apart", "differ only in case";
+    the_kit_catches_tenants_that_differ_only_by_a_trailing_dot:
+        Flawed::<DropsTrailingDots>::new() => "tenants_are_apart", "trailing or leading dots";
+    the_kit_catches_tenant_names_cut_short:
+        Flawed::<CutsNamesShort>::new() => "tenants_are_apart", "at the length limit";
+}
+
+/// The working backends the kit must pass whole.
+fn working() -> Vec<(&'static str, Make)> {
+    vec![
+        ("the example backend", || -> Box<dyn Backend> {
+            Box::new(MemoryBackend::new())
+        }),
+        (
+            "optimistic writers that validate what they read",
+            || -> Box<dyn Backend> { Box::new(Optimistic::new(Validates::Everything)) },
+        ),
+        (
+            "writers that take turns whatever the lock wait",
+            || -> Box<dyn Backend> { Box::new(TakesTurnsWhateverTheWait(MemoryBackend::new())) },
+        ),
+    ]
+}
+
+/// Writers side by side that check every key and range they read pass the
+/// serializable-writers check, and so do writers whose second `begin`
+/// waits for its turn however short its `lock_wait` (the check does not
+/// hang on them).
+#[test]
+fn the_kit_passes_writers_that_are_serializable_either_way() {
+    for (what, make) in working() {
+        caught("writers_are_serializable", &make).unwrap_or_else(|f| panic!("{what}: {f}"));
+    }
+}
+
+/// On a backend that drops half of each batch, the scenario suite reports
+/// the steps that went wrong instead of panicking.
+#[test]
+fn the_scenario_suite_reports_a_backend_that_drops_half_of_each_batch() {
+    let failure = testkit::scenarios::run_scenarios(&Flawed::<DropsHalfOfEachBatch>::new)
+        .expect_err("the scenario suite passed it");
+    assert_eq!(failure.check, "scenarios");
+    assert!(failure.what.contains("steps failed"), "{failure}");
+    assert!(!failure.what.contains("panicked"), "{failure}");
+}
+
+/// Run whole, the kit passes the working backends.
+#[test]
+fn the_whole_kit_passes_the_working_backends() {
+    for (what, make) in working() {
+        let none = testkit::run_all(&make);
+        assert!(none.is_empty(), "{what}: {none:?}");
+    }
+}
+
+/// A step that uses a value an earlier step did not save (its answer was an
+/// error, or held nothing at the path) is reported as not run, beside the
+/// step that went wrong, instead of panicking: what a backend that loses
+/// writes makes a scenario do.
+#[test]
+fn a_scenario_step_that_uses_a_value_never_saved_is_reported_not_run() {
+    let scenario = serde_json::json!({
+        "name": "unsaved",
+        "steps": [
+            {"call": "claim", "args": {"id": "nope", "actor": "bob", "roles": []},
+             "ok": {"id": "nope"}, "save": {"claimed": "id"}},
+            {"call": "get", "args": {"id": {"$var": "claimed"}}, "ok": null},
+            {"call": "get", "args": {"id": "t1"}, "ok": null, "save": {"missing": "tasks.0.id"}},
+            {"call": "get", "args": {"id": {"$var": "missing"}}, "ok": null},
+            {"call": "get", "args": {"id": {"$var": "never"}}, "ok": null},
+        ],
+    });
+    let failure = testkit::scenarios::run_scenario(MemoryBackend::new(), &scenario)
+        .expect_err("the scenario passed");
+    let lines: Vec<&str> = failure.what.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "unsaved: 4 steps failed:",
+            r#"step 1 (claim): expected {"ok":{"id":"nope"}}, got {"error":{"not-found":"nope"}}"#,
+            "step 2 (get): not run: it uses the value saved as claimed, but step 1 answered an error",
+            "step 4 (get): not run: it uses the value saved as missing, but step 3's answer held no tasks.0.id",
+            "step 5 (get): not run: it uses the value saved as never, but nothing was saved under it",
+        ],
+        "{failure}"
+    );
+}
+
+/// A step the runner cannot make (an argument missing) is that step's
+/// failure, and the scenario stops there; the runner does not panic.
+#[test]
+fn a_scenario_step_with_an_argument_missing_is_reported() {
+    let scenario = serde_json::json!({
+        "name": "malformed",
+        "steps": [
+            {"call": "get", "args": {}, "ok": null},
+            {"call": "get", "args": {"id": "t1"}, "ok": null},
+        ],
+    });
+    let failure = testkit::scenarios::run_scenario(MemoryBackend::new(), &scenario)
+        .expect_err("the scenario passed");
+    assert_eq!(
+        failure.what, "malformed: 1 steps failed:\nstep 1 (get): panicked: argument id is missing",
+        "{failure}"
+    );
 }

@@ -44,10 +44,13 @@ pub enum Mode {
 ///   keys as they were at one point: never a write another transaction has
 ///   not committed, and, for a [`Mode::Read`] transaction, never one that
 ///   was committed after the transaction began.
-/// - **Serializable writers.** Two write transactions of one tenant must
-///   not both commit what they computed from the same old value: either
-///   they take turns (one waits for the other, [`StorageError::Busy`] past
-///   `lock_wait`), or the one that loses answers
+/// - **Serializable writers.** Write transactions of one tenant that
+///   commit leave it as some order of them, one after the other, would:
+///   two must not both commit what they computed from a value the other
+///   changed, whether a key both wrote (a lost update), a key only one wrote
+///   (write skew), or a key one added inside a range the other scanned (a
+///   phantom). Either they take turns (one waits for the other,
+///   [`StorageError::Busy`] past `lock_wait`), or the one that loses answers
 ///   [`StorageError::Conflict`] and writes nothing. The engine runs a
 ///   conflicting call again from the start.
 /// - **Bytewise order.** Keys compare as byte strings (`[0x00]` before
@@ -57,7 +60,8 @@ pub enum Mode {
 ///   it. Each key appears at most once in a batch; a delete of an absent key
 ///   is not an error; an empty batch commits nothing and succeeds.
 /// - **Tenancy.** Tenant names are 1–64 bytes of ASCII letters, digits,
-///   `-`, `_` and `.` (the engine checks them before a backend sees one).
+///   `-`, `_` and `.` (the engine checks them before a backend sees one),
+///   compared byte for byte: `Acme`, `acme` and `acme.` are three tenants.
 ///   Every key belongs to the tenant its transaction was begun for.
 pub trait Backend: Send + Sync + 'static {
     /// Begins one call's transaction on `tenant`'s keys. A write transaction
@@ -161,7 +165,8 @@ pub trait Txn: Send {
     /// Applies `batch` atomically and commits; a read transaction accepts
     /// only an empty batch ([`StorageError::ReadOnly`] otherwise). The
     /// commit may still be becoming durable when this returns: the call is
-    /// acknowledged only after [`Pending::wait`].
+    /// acknowledged only after [`Pending::wait`], and from then on (or at
+    /// once, for [`Pending::done`]) every transaction begun sees the batch.
     fn commit(self: Box<Self>, batch: Vec<Write>) -> Result<Pending, StorageError>;
 
     /// The writer slot of this call (`kv.writer-slot`): different for calls

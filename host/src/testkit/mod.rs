@@ -6,10 +6,12 @@
 //!
 //! Two parts:
 //! - [`kv`]: every promise of [`Backend`] and [`Txn`]
-//!   checked directly: snapshot reads against a concurrent commit, bytewise
-//!   order both ways, scan limits and byte caps, empty batches, deletes of
-//!   absent keys, atomic batches, serializable writers, and tenants kept
-//!   apart, including tenants whose names are prefixes of each other;
+//!   checked directly: point reads of present and absent keys, bytewise
+//!   order both ways, scan limits, byte caps and scans across pages, empty
+//!   batches, deletes, atomic batches, read transactions that refuse a
+//!   batch, commits seen once acknowledged, snapshot reads against a
+//!   concurrent commit, serializable writers (the races forced), and
+//!   tenants kept apart, whatever names a backend might merge;
 //! - [`scenarios`]: the whole scenario suite through the component on the
 //!   backend.
 //!
@@ -32,6 +34,7 @@
 pub mod kv;
 mod report;
 pub mod scenarios;
+mod steps;
 
 pub use report::{Check, Failure, assert_passes, run_one};
 
@@ -45,7 +48,8 @@ pub fn checks<B: Backend>() -> Vec<Check<B>> {
 }
 
 /// Runs every check on backends from `make` and answers every failure (an
-/// empty list: the backend conforms). A check that panics counts as failed.
+/// empty list: the backend conforms). No check panics or hangs on a
+/// misbehaving backend; a backend that panics fails the check it was in.
 pub fn run_all<B: Backend>(make: &dyn Fn() -> B) -> Vec<Failure> {
     checks::<B>()
         .into_iter()
@@ -120,13 +124,18 @@ macro_rules! __kv_checks {
         $crate::__kv_checks! { @list $mode $arg;
             empty_store_reads_nothing,
             puts_read_back,
+            absent_keys_read_as_absent,
             bytewise_order_both_ways,
             scan_limits_and_bounds,
             scan_byte_caps,
+            long_scans_skip_nothing,
             largest_key_and_value,
             empty_batches_commit_nothing,
             deletes_of_absent_keys,
+            deleted_keys_are_gone,
             batches_are_all_or_nothing,
+            read_transactions_refuse_batches,
+            commits_are_seen_once_acknowledged,
             reads_see_one_snapshot,
             batches_land_whole_under_a_concurrent_reader,
             writers_are_serializable,

@@ -40,15 +40,20 @@ pub fn run_one<B: Backend>(
 ) -> Result<(), Failure> {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(make))) {
         Ok(out) => out,
-        Err(panic) => {
-            let what = panic
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
-                .unwrap_or_else(|| "it panicked".to_owned());
-            Err(Failure::new(name, format!("panicked: {what}")))
-        }
+        Err(panic) => Err(Failure::new(
+            name,
+            format!("panicked: {}", panic_text(&*panic)),
+        )),
     }
+}
+
+/// What a panic said, for a report.
+pub(crate) fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+        .unwrap_or_else(|| "it panicked".to_owned())
 }
 
 /// Panics with the failure, for a `#[test]`.

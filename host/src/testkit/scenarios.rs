@@ -17,7 +17,7 @@ use crate::engine::{Engine, GUEST_COMPONENT};
 use crate::error::{Error, Refusal};
 use crate::storage::backend::{Backend, Mode, Write};
 use crate::tenant::Tenant;
-use crate::testkit::report::Failure;
+use crate::testkit::report::{Failure, panic_text};
 use leasehold_guest::model::{ArmOutcome, Lease, QueueQuery, Settlement, StoreError, Task, Timer};
 
 /// The tenant a step runs as unless it names another.
@@ -143,8 +143,10 @@ impl<B: Backend> Db<B> {
         Ok(Db { backend, engine })
     }
 
-    fn tenant(&self, name: &str) -> Tenant {
-        self.engine.tenant(name).expect("valid tenant")
+    fn tenant(&self, name: &str) -> Result<Tenant, String> {
+        self.engine
+            .tenant(name)
+            .map_err(|e| format!("no tenant {name}: {e}"))
     }
 
     /// Puts `value` under `key` in `tenant`, around the component.
@@ -158,19 +160,31 @@ impl<B: Backend> Db<B> {
             .map_err(|e| e.to_string())
     }
 
-    /// Every key and value of `tenant`, read around the component.
+    /// Every key and value of `tenant`, read around the component. A page
+    /// that does not climb from where it was asked to start is an error, so
+    /// a backend that ignores a scan's start cannot keep this reading.
     fn keyspace(&self, tenant: &str) -> Result<BTreeMap<Vec<u8>, Vec<u8>>, String> {
+        const PAGE: u32 = 1024;
+        const MOST_PAGES: usize = 1024;
         let mut txn = self
             .backend
             .begin(tenant, Mode::Read, Duration::from_secs(5))
             .map_err(|e| e.to_string())?;
         let mut out = BTreeMap::new();
         let mut start = Vec::new();
-        loop {
+        for _ in 0..MOST_PAGES {
             let (page, _) = txn
-                .scan(&start, None, 1024, false, usize::MAX)
+                .scan(&start, None, PAGE, false, usize::MAX)
                 .map_err(|e| e.to_string())?;
-            let done = page.len() < 1024;
+            let climbs = page.first().is_none_or(|(k, _)| *k >= start)
+                && page.windows(2).all(|w| w[0].0 < w[1].0);
+            if !climbs || page.len() > PAGE as usize {
+                return Err(format!(
+                    "a scan from {start:?} limited to {PAGE} answered {} keys, not all at or after its start and climbing",
+                    page.len()
+                ));
+            }
+            let done = page.len() < PAGE as usize;
             if let Some((last, _)) = page.last() {
                 start = last.clone();
                 start.push(0);
@@ -180,6 +194,9 @@ impl<B: Backend> Db<B> {
                 return Ok(out);
             }
         }
+        Err(format!(
+            "the tenant holds more than {MOST_PAGES} pages of {PAGE} keys"
+        ))
     }
 }
 
@@ -438,59 +455,101 @@ fn error_matches(expected: &Value, actual: &Value) -> bool {
             })
 }
 
-/// Replaces each `{"$var": name}` with the value saved under that name.
-fn resolve(v: &Value, vars: &Map<String, Value>) -> Value {
+/// Replaces each `{"$var": name}` with the value saved under that name;
+/// a name nothing was saved under is the error.
+fn resolve(v: &Value, vars: &Map<String, Value>) -> Result<Value, String> {
     match v {
         Value::Object(m) => match (m.len(), m.get("$var").and_then(Value::as_str)) {
-            (1, Some(name)) => vars
-                .get(name)
-                .cloned()
-                .unwrap_or_else(|| panic!("no saved value {name}")),
-            _ => Value::Object(
-                m.iter()
-                    .map(|(k, v)| (k.clone(), resolve(v, vars)))
-                    .collect(),
-            ),
+            (1, Some(name)) => vars.get(name).cloned().ok_or_else(|| name.to_owned()),
+            _ => m
+                .iter()
+                .map(|(k, v)| Ok((k.clone(), resolve(v, vars)?)))
+                .collect::<Result<Map<_, _>, String>>()
+                .map(Value::Object),
         },
-        Value::Array(a) => Value::Array(a.iter().map(|v| resolve(v, vars)).collect()),
-        other => other.clone(),
+        Value::Array(a) => a
+            .iter()
+            .map(|v| resolve(v, vars))
+            .collect::<Result<Vec<_>, String>>()
+            .map(Value::Array),
+        other => Ok(other.clone()),
     }
 }
 
-/// The value at a dotted path (`next`, `tasks.0.id`) of an answer.
-fn at_path<'a>(v: &'a Value, path: &str) -> &'a Value {
+/// The value at a dotted path (`next`, `tasks.0.id`) of an answer, if the
+/// answer has one there (a `null` there is a value).
+fn at_path<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
     path.split('.')
-        .fold(v, |v, part| match part.parse::<usize>() {
-            Ok(i) => &v[i],
-            Err(_) => &v[part],
+        .try_fold(v, |v, part| match part.parse::<usize>() {
+            Ok(i) => v.get(i),
+            Err(_) => v.get(part),
         })
 }
 
-fn hex(text: &str) -> Vec<u8> {
-    assert!(text.len().is_multiple_of(2), "odd hex {text}");
+fn hex(text: &str) -> Result<Vec<u8>, String> {
+    if !text.len().is_multiple_of(2) || !text.is_ascii() {
+        return Err(format!("{text:?} is not hex"));
+    }
     (0..text.len())
         .step_by(2)
-        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).expect("hex"))
+        .map(|i| {
+            u8::from_str_radix(&text[i..i + 2], 16).map_err(|_| format!("{text:?} is not hex"))
+        })
         .collect()
 }
 
 /// Runs one scenario on `backend` and answers what went wrong, step by
-/// step.
+/// step. A step that cannot run (it uses a value an earlier step's answer
+/// did not hold, or the file spells it wrongly) is one of them; a step
+/// that panics is the last, as the engine under it may be left half-way.
 pub fn run_scenario<B: Backend>(backend: B, scenario: &Value) -> Result<(), Failure> {
     let name = scenario["name"].as_str().unwrap_or("?").to_owned();
     let db = Db::new(backend)?;
     let mut vars = Map::new();
+    // Why a name a later step uses holds no value.
+    let mut unsaved: BTreeMap<String, String> = BTreeMap::new();
     let mut saved: BTreeMap<String, BTreeMap<Vec<u8>, Vec<u8>>> = BTreeMap::new();
     let mut failures = Vec::new();
-    let steps = scenario["steps"].as_array().expect("steps");
+    let Some(steps) = scenario["steps"].as_array() else {
+        return Err(Failure::new(
+            "scenarios",
+            format!("{name}: the file has no steps"),
+        ));
+    };
     for (i, step) in steps.iter().enumerate() {
         let tenant = step["tenant"].as_str().unwrap_or(DEFAULT_TENANT);
         let at = format!("step {}", i + 1);
         if let Some(verb) = step["call"].as_str() {
-            let args = resolve(&step["args"], &vars);
+            let args = match resolve(&step["args"], &vars) {
+                Ok(args) => args,
+                Err(var) => {
+                    let why = unsaved
+                        .get(&var)
+                        .map_or("nothing was saved under it", String::as_str);
+                    failures.push(format!(
+                        "{at} ({verb}): not run: it uses the value saved as {var}, but {why}"
+                    ));
+                    continue;
+                }
+            };
+            let t = match db.tenant(tenant) {
+                Ok(t) => t,
+                Err(e) => {
+                    failures.push(format!("{at} ({verb}): not run: {e}"));
+                    continue;
+                }
+            };
             let empty = Map::new();
             let args = Args(args.as_object().unwrap_or(&empty));
-            let got = call(&db.tenant(tenant), verb, &args);
+            let got = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                call(&t, verb, &args)
+            })) {
+                Ok(got) => got,
+                Err(panic) => {
+                    failures.push(format!("{at} ({verb}): panicked: {}", panic_text(&*panic)));
+                    break;
+                }
+            };
             let ok = match (&got, step.get("ok"), step.get("error")) {
                 (Ok(a), Some(e), None) => matches(e, a),
                 (Err(a), None, Some(e)) => error_matches(e, a),
@@ -507,17 +566,37 @@ pub fn run_scenario<B: Backend>(backend: B, scenario: &Value) -> Result<(), Fail
                 };
                 failures.push(format!("{at} ({verb}): expected {expected}, got {got}"));
             }
-            if let (Ok(answer), Some(save)) = (&got, step["save"].as_object()) {
-                for (name, path) in save {
-                    let path = path.as_str().expect("a save path");
-                    vars.insert(name.clone(), at_path(answer, path).clone());
+            for (var, path) in step["save"].as_object().into_iter().flatten() {
+                let path = path.as_str().unwrap_or_default();
+                match got.as_ref().map(|answer| at_path(answer, path)) {
+                    Ok(Some(value)) => {
+                        vars.insert(var.clone(), value.clone());
+                        unsaved.remove(var);
+                    }
+                    Ok(None) => {
+                        vars.remove(var);
+                        unsaved.insert(var.clone(), format!("{at}'s answer held no {path}"));
+                    }
+                    Err(_) => {
+                        vars.remove(var);
+                        unsaved.insert(var.clone(), format!("{at} answered an error"));
+                    }
                 }
             }
         } else if let Some(raw) = step.get("raw-put") {
-            let key = hex(raw["key"].as_str().expect("key hex"));
-            let value = hex(raw["value"].as_str().expect("value hex"));
-            if let Err(e) = db.raw_put(tenant, &key, &value) {
-                failures.push(format!("{at}: the raw write failed: {e}"));
+            let bytes = |field: &str| {
+                raw[field]
+                    .as_str()
+                    .ok_or_else(|| format!("raw-put has no {field}"))
+                    .and_then(hex)
+            };
+            let written = bytes("key").and_then(|key| {
+                let value = bytes("value")?;
+                db.raw_put(tenant, &key, &value)
+                    .map_err(|e| format!("the raw write failed: {e}"))
+            });
+            if let Err(e) = written {
+                failures.push(format!("{at}: {e}"));
             }
         } else if let Some(what) = step["keyspace"].as_str() {
             let now = match db.keyspace(tenant) {
@@ -536,10 +615,10 @@ pub fn run_scenario<B: Backend>(backend: B, scenario: &Value) -> Result<(), Fail
                         failures.push(format!("{at}: tenant {tenant}'s keyspace changed"));
                     }
                 }
-                other => panic!("keyspace step {other}"),
+                other => failures.push(format!("{at}: no keyspace step {other:?}")),
             }
         } else {
-            panic!("{at}: no call, raw-put or keyspace");
+            failures.push(format!("{at}: no call, raw-put or keyspace"));
         }
     }
     if failures.is_empty() {
@@ -567,9 +646,10 @@ pub fn run_scenarios<B: Backend>(make: &dyn Fn() -> B) -> Result<(), Failure> {
         .map_err(|e| Failure::new("scenarios", format!("no engine: {e}")))?;
     let mut failures = Vec::new();
     for (file, text) in SCENARIOS {
-        let scenario: Value =
-            serde_json::from_str(text).unwrap_or_else(|e| panic!("{file}.json: not JSON: {e}"));
-        if let Err(f) = run_scenario(make(), &scenario) {
+        let outcome = serde_json::from_str::<Value>(text)
+            .map_err(|e| Failure::new("scenarios", format!("{file}.json is not JSON: {e}")))
+            .and_then(|scenario| run_scenario(make(), &scenario));
+        if let Err(f) = outcome {
             failures.push(f.what);
         }
     }

@@ -1,0 +1,327 @@
+//! Range scans: bytewise order both ways, limits and bounds, byte caps, and
+//! scans long enough to cross any page a backend reads in. It owns these
+//! checks' keys and the answers they expect; it must never accept a scan
+//! that skips, repeats or reorders a key, or answers past its bounds.
+
+use crate::storage::backend::{Backend, Entry, Mode, Write};
+use crate::testkit::report::Failure;
+use crate::testkit::steps::{begin, ensure, everything, failed, keys, put, show, tenant, write};
+
+/// Keys that differ only in how bytewise order treats them: a prefix before
+/// its extensions, `0x00` after nothing, `0x80` and `0xff` as unsigned.
+fn tricky_keys() -> Vec<Vec<u8>> {
+    let mut keys: Vec<Vec<u8>> = vec![
+        vec![0x00],
+        vec![0x00, 0x00],
+        vec![0x00, 0x01],
+        vec![0x01],
+        vec![0x7f],
+        vec![0x80],
+        vec![0x80, 0x00],
+        vec![0xfe, 0xff],
+        vec![0xff],
+        vec![0xff, 0x00],
+        vec![0xff, 0xff],
+        b"a".to_vec(),
+        b"a\0".to_vec(),
+        b"ab".to_vec(),
+        b"b".to_vec(),
+    ];
+    keys.sort();
+    keys
+}
+
+/// Scans walk keys in bytewise order, and its reverse, over any range.
+pub fn bytewise_order_both_ways<B: Backend>(make: &dyn Fn() -> B) -> Result<(), Failure> {
+    const C: &str = "bytewise_order_both_ways";
+    let b = make();
+    let t = tenant("");
+    let sorted = tricky_keys();
+    // Put in an order that is not the sorted one.
+    let mut batch: Vec<Write> = sorted.iter().rev().map(|k| put(k, k)).collect();
+    batch.rotate_left(5);
+    write(C, &b, &t, batch)?;
+    let forward = everything(C, &b, &t, false)?;
+    ensure(C, keys(&forward) == sorted, || {
+        format!(
+            "a forward scan answered {:?}, not {sorted:?}",
+            keys(&forward)
+        )
+    })?;
+    let backward = everything(C, &b, &t, true)?;
+    let mut want: Vec<Vec<u8>> = sorted.clone();
+    want.reverse();
+    ensure(C, keys(&backward) == want, || {
+        format!(
+            "a reverse scan answered {:?}, not {want:?}",
+            keys(&backward)
+        )
+    })?;
+    let mut txn = begin(C, &b, &t, Mode::Read)?;
+    let bounds: [(&[u8], Option<&[u8]>); 11] = [
+        (&[0x00], Some(&[0x01])),
+        (&[0x00, 0x00], Some(&[0x7f])),
+        (&[0x80], None),
+        (b"a", Some(b"ab")),
+        (&[0xff], Some(&[0xff, 0xff])),
+        (&[0x7f, 0xff], Some(&[0xff, 0x00, 0x00])),
+        // An end past the last key: a reverse scan starts at the last key,
+        // not at nothing.
+        (&[0x80], Some(&[0xff, 0xff, 0x00])),
+        (&[], Some(&[0xff, 0xff, 0xff, 0xff])),
+        // A start past the last key, and a range between two keys.
+        (&[0xff, 0xff, 0x00], None),
+        (&[0xff, 0xff, 0x00], Some(&[0xff, 0xff, 0x01])),
+        (b"a\0\0", Some(b"aa")),
+    ];
+    for (start, end) in bounds {
+        let inside: Vec<Vec<u8>> = sorted
+            .iter()
+            .filter(|k| k.as_slice() >= start && end.is_none_or(|e| k.as_slice() < e))
+            .cloned()
+            .collect();
+        for reverse in [false, true] {
+            for limit in [1u32, 2, 100] {
+                let (got, _) = txn
+                    .scan(start, end, limit, reverse, usize::MAX)
+                    .map_err(failed(C, "scan"))?;
+                let mut want = inside.clone();
+                if reverse {
+                    want.reverse();
+                }
+                want.truncate(limit as usize);
+                ensure(C, keys(&got) == want, || {
+                    format!(
+                        "scan [{start:?}, {end:?}) limit {limit} reverse {reverse} answered {:?}, not {want:?}",
+                        keys(&got)
+                    )
+                })?;
+                ensure(C, got.iter().all(|(k, v)| k == v), || {
+                    "a scan paired a key with another key's value".into()
+                })?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A scan answers at most `limit` entries from the right end of its range;
+/// fewer than `limit` means the range is exhausted.
+pub fn scan_limits_and_bounds<B: Backend>(make: &dyn Fn() -> B) -> Result<(), Failure> {
+    const C: &str = "scan_limits_and_bounds";
+    let b = make();
+    let t = tenant("");
+    let k = |i: u8| vec![b'k', b'0' + i];
+    write(C, &b, &t, (0..10).map(|i| put(&k(i), &[i])).collect())?;
+    let mut txn = begin(C, &b, &t, Mode::Read)?;
+    let mut scan = |start: Vec<u8>, end: Option<Vec<u8>>, limit: u32, reverse: bool| {
+        txn.scan(&start, end.as_deref(), limit, reverse, usize::MAX)
+            .map(|(entries, _)| keys(&entries))
+            .map_err(failed(C, "scan"))
+    };
+    /// start, end, limit, reverse, and the keys expected.
+    type Case = (Vec<u8>, Option<Vec<u8>>, u32, bool, Vec<Vec<u8>>);
+    let cases: Vec<Case> = vec![
+        (vec![], None, 0, false, vec![]),
+        (vec![], None, 0, true, vec![]),
+        (vec![], None, 3, false, vec![k(0), k(1), k(2)]),
+        (vec![], None, 3, true, vec![k(9), k(8), k(7)]),
+        (k(3), None, 1, false, vec![k(3)]),
+        (vec![], Some(k(5)), 1, true, vec![k(4)]),
+        (k(3), Some(k(6)), 2, true, vec![k(5), k(4)]),
+        (k(3), Some(k(6)), 10, false, vec![k(3), k(4), k(5)]),
+        (k(5), Some(k(5)), 10, false, vec![]),
+        (k(6), Some(k(2)), 10, false, vec![]),
+        (k(6), Some(k(2)), 10, true, vec![]),
+        (b"l".to_vec(), None, 10, false, vec![]),
+        (vec![], None, 100, false, (0..10).map(k).collect()),
+    ];
+    for (start, end, limit, reverse, want) in cases {
+        let got = scan(start.clone(), end.clone(), limit, reverse)?;
+        ensure(C, got == want, || {
+            format!(
+                "scan [{start:?}, {end:?}) limit {limit} reverse {reverse} answered {got:?}, not {want:?}"
+            )
+        })?;
+    }
+    Ok(())
+}
+
+/// A scan stops once its entries would hold more than `max_bytes`, says so,
+/// and answers only entries that fit.
+pub fn scan_byte_caps<B: Backend>(make: &dyn Fn() -> B) -> Result<(), Failure> {
+    const C: &str = "scan_byte_caps";
+    let b = make();
+    let t = tenant("");
+    // Five entries of ten bytes each: a 2-byte key and an 8-byte value.
+    write(
+        C,
+        &b,
+        &t,
+        (0..5u8).map(|i| put(&[b'k', i], &[i; 8])).collect(),
+    )?;
+    let mut txn = begin(C, &b, &t, Mode::Read)?;
+    for reverse in [false, true] {
+        let (all, over) = txn
+            .scan(&[], None, 100, reverse, 50)
+            .map_err(failed(C, "scan"))?;
+        ensure(C, all.len() == 5 && !over, || {
+            format!(
+                "entries of exactly max-bytes answered {} entries, stopped early: {over}",
+                all.len()
+            )
+        })?;
+        for cap in [0usize, 9, 10, 29, 30, 49] {
+            let (got, over) = txn
+                .scan(&[], None, 100, reverse, cap)
+                .map_err(failed(C, "scan"))?;
+            let bytes: usize = got.iter().map(|(k, v)| k.len() + v.len()).sum();
+            ensure(C, over, || {
+                format!("a scan over {cap} bytes of 50 did not say it stopped early")
+            })?;
+            ensure(C, bytes <= cap && got.len() == cap / 10, || {
+                format!(
+                    "a scan capped at {cap} bytes answered {} entries ({bytes} bytes), not {}",
+                    got.len(),
+                    cap / 10
+                )
+            })?;
+            ensure(C, keys(&got) == keys(&all)[..got.len()], || {
+                "a capped scan did not answer the head of the range".into()
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// Chains of four keys, each key the one before it with a zero byte added,
+/// then the next chain: wherever a page of a scan ends, the key after it
+/// extends the page's last key or starts the next chain, so a cursor that
+/// resumes past the wrong key skips one.
+fn chained_keys(chains: u16) -> Vec<Entry> {
+    let mut out = Vec::with_capacity(usize::from(chains) * 4);
+    for c in 0..chains {
+        let [hi, lo] = c.to_be_bytes();
+        for zeros in 0..4u8 {
+            let mut key = vec![b'L', hi, lo];
+            key.extend(std::iter::repeat_n(0u8, usize::from(zeros)));
+            let value = vec![hi, lo, zeros];
+            out.push((key, value));
+        }
+    }
+    out
+}
+
+/// The first place two scans' keys differ, for a message.
+fn first_difference(got: &[Entry], want: &[Entry]) -> String {
+    match (0..got.len().min(want.len())).find(|&i| got[i] != want[i]) {
+        Some(i) => format!(
+            "at place {i} it answered {} where {} was due",
+            show(&got[i].0),
+            show(&want[i].0)
+        ),
+        None if got.len() < want.len() => format!(
+            "it stopped after {} entries of {}, before {}",
+            got.len(),
+            want.len(),
+            show(&want[got.len()].0)
+        ),
+        None => format!("it answered {} entries of {}", got.len(), want.len()),
+    }
+}
+
+/// Scans of thousands of entries, starting and ending at each of four
+/// neighbouring keys, answer every entry once, in order, both ways, whatever
+/// page size the backend reads them in; so do scans cut short by a limit or
+/// a byte cap that falls among them.
+pub fn long_scans_skip_nothing<B: Backend>(make: &dyn Fn() -> B) -> Result<(), Failure> {
+    const C: &str = "long_scans_skip_nothing";
+    let b = make();
+    let t = tenant("");
+    let all = chained_keys(1024);
+    let n = all.len();
+    write(
+        C,
+        &b,
+        &t,
+        all.iter()
+            .map(|(k, v)| Write::Put(k.clone(), v.clone()))
+            .collect(),
+    )?;
+    let room = u32::try_from(n + 8).unwrap_or(u32::MAX);
+    for mode in [Mode::Read, Mode::Write] {
+        let mut txn = begin(C, &b, &t, mode)?;
+        // The Write transaction repeats only the first scan each way.
+        let offsets = if mode == Mode::Read { 0..4 } else { 0..1 };
+        for s in offsets {
+            let from = &all[s].0;
+            let (got, _) = txn
+                .scan(from, None, room, false, usize::MAX)
+                .map_err(failed(C, "scan"))?;
+            let want = &all[s..];
+            ensure(C, got == want, || {
+                format!(
+                    "{mode:?}: a forward scan from {} over {} entries went wrong: {}",
+                    show(from),
+                    want.len(),
+                    first_difference(&got, want)
+                )
+            })?;
+            let to = &all[n - 1 - s].0;
+            let (got, _) = txn
+                .scan(&[], Some(to), room, true, usize::MAX)
+                .map_err(failed(C, "scan"))?;
+            let want: Vec<Entry> = all[..n - 1 - s].iter().rev().cloned().collect();
+            ensure(C, got == want, || {
+                format!(
+                    "{mode:?}: a reverse scan before {} over {} entries went wrong: {}",
+                    show(to),
+                    want.len(),
+                    first_difference(&got, &want)
+                )
+            })?;
+        }
+    }
+    let mut txn = begin(C, &b, &t, Mode::Read)?;
+    let (got, _) = txn
+        .scan(&[], None, room, true, usize::MAX)
+        .map_err(failed(C, "scan"))?;
+    let want: Vec<Entry> = all.iter().rev().cloned().collect();
+    ensure(C, got == want, || {
+        format!(
+            "a reverse scan of the whole tenant went wrong: {}",
+            first_difference(&got, &want)
+        )
+    })?;
+    // Cut short by a limit, then by a byte cap, somewhere among the pages.
+    let (got, _) = txn
+        .scan(&all[1].0, None, 3000, false, usize::MAX)
+        .map_err(failed(C, "scan"))?;
+    ensure(C, got == all[1..3001], || {
+        format!(
+            "a forward scan limited to 3000 went wrong: {}",
+            first_difference(&got, &all[1..3001])
+        )
+    })?;
+    let cap: usize = all[..2500].iter().map(|(k, v)| k.len() + v.len()).sum();
+    let (got, over) = txn
+        .scan(&[], None, room, false, cap)
+        .map_err(failed(C, "scan"))?;
+    ensure(C, over && got == all[..2500], || {
+        format!(
+            "a forward scan capped at the bytes of its first 2500 entries (stopped early: {over}) went wrong: {}",
+            first_difference(&got, &all[..2500])
+        )
+    })?;
+    let cap: usize = all[n - 2500..].iter().map(|(k, v)| k.len() + v.len()).sum();
+    let (got, over) = txn
+        .scan(&[], None, room, true, cap)
+        .map_err(failed(C, "scan"))?;
+    let want: Vec<Entry> = all[n - 2500..].iter().rev().cloned().collect();
+    ensure(C, over && got == want, || {
+        format!(
+            "a reverse scan capped at the bytes of its first 2500 entries (stopped early: {over}) went wrong: {}",
+            first_difference(&got, &want)
+        )
+    })
+}

@@ -1,0 +1,121 @@
+//! The small steps every kv check takes: a tenant name of its own, a
+//! transaction begun, a batch committed and waited for, a tenant read whole,
+//! and a storage error turned into the check's failure. It owns how a check
+//! talks to a backend for the ordinary steps; it must never decide whether
+//! a promise holds (each check does), and never wait on a backend without a
+//! bound where another transaction could be holding it up.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use crate::storage::backend::{Backend, Entry, Mode, Txn, Write};
+use crate::storage::error::StorageError;
+use crate::testkit::report::Failure;
+
+/// Long enough for any healthy store: the lock wait a check's transactions
+/// begin with, and the bound on every wait for something a conforming
+/// backend does at once. A check never waits on it to pass.
+pub(crate) const WAIT: Duration = Duration::from_secs(10);
+
+/// A tenant name no other check, run or process uses: `kit`, the process,
+/// a counter and the clock's nanoseconds, then `suffix`. At most 30 bytes
+/// before the suffix, so a check can grow one to the 64-byte limit.
+pub(crate) fn tenant(suffix: &str) -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!(
+        "kit{}-{}-{nanos}{suffix}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// A failure of `check` unless `holds`.
+pub(crate) fn ensure(
+    check: &'static str,
+    holds: bool,
+    what: impl FnOnce() -> String,
+) -> Result<(), Failure> {
+    if holds {
+        Ok(())
+    } else {
+        Err(Failure::new(check, what()))
+    }
+}
+
+/// A storage error where none was expected.
+pub(crate) fn failed(check: &'static str, doing: &str) -> impl FnOnce(StorageError) -> Failure {
+    let doing = doing.to_owned();
+    move |e| Failure::new(check, format!("{doing} failed: {e}"))
+}
+
+pub(crate) fn begin<B: Backend + ?Sized>(
+    check: &'static str,
+    b: &B,
+    tenant: &str,
+    mode: Mode,
+) -> Result<Box<dyn Txn>, Failure> {
+    b.begin(tenant, mode, WAIT)
+        .map_err(failed(check, &format!("beginning a {mode:?} transaction")))
+}
+
+/// Commits `batch` in a write transaction of its own and waits for it.
+pub(crate) fn write<B: Backend + ?Sized>(
+    check: &'static str,
+    b: &B,
+    tenant: &str,
+    batch: Vec<Write>,
+) -> Result<(), Failure> {
+    let txn = begin(check, b, tenant, Mode::Write)?;
+    txn.commit(batch)
+        .and_then(|p| p.wait())
+        .map_err(failed(check, "committing a batch"))
+}
+
+pub(crate) fn put(key: &[u8], value: &[u8]) -> Write {
+    Write::Put(key.to_vec(), value.to_vec())
+}
+
+/// Every entry of `tenant`, read in one snapshot, in scan order.
+pub(crate) fn everything<B: Backend + ?Sized>(
+    check: &'static str,
+    b: &B,
+    tenant: &str,
+    reverse: bool,
+) -> Result<Vec<Entry>, Failure> {
+    let mut txn = begin(check, b, tenant, Mode::Read)?;
+    scan_all(check, txn.as_mut(), reverse)
+}
+
+/// Every entry the transaction sees, in one scan of at most 4096 entries
+/// (more than any check but the long-scan one writes).
+pub(crate) fn scan_all(
+    check: &'static str,
+    txn: &mut dyn Txn,
+    reverse: bool,
+) -> Result<Vec<Entry>, Failure> {
+    let (entries, over) = txn
+        .scan(&[], None, 4096, reverse, usize::MAX)
+        .map_err(failed(check, "scanning"))?;
+    ensure(check, !over, || {
+        "a scan with no byte cap stopped early".into()
+    })?;
+    Ok(entries)
+}
+
+pub(crate) fn keys(entries: &[Entry]) -> Vec<Vec<u8>> {
+    entries.iter().map(|(k, _)| k.clone()).collect()
+}
+
+/// A key for a message: printable ASCII as text, anything else in hex.
+pub(crate) fn show(key: &[u8]) -> String {
+    if key.iter().all(|b| b.is_ascii_graphic()) {
+        format!("{:?}", String::from_utf8_lossy(key))
+    } else {
+        let hex: String = key.iter().map(|b| format!("{b:02x}")).collect();
+        format!("0x{hex}")
+    }
+}
