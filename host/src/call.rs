@@ -40,7 +40,9 @@ pub(crate) fn call<R, T>(
     // The clock is read only for the debug event: reading it costs a
     // noticeable share of the cheapest calls.
     let started = tracing::enabled!(tracing::Level::DEBUG).then(Instant::now);
-    let out = run_with_retries(shared, tenant, verb, &f, &check);
+    // Read once for the call, so a call run again records the same instant.
+    let at = shared.clock.now();
+    let out = run_with_retries(shared, tenant, verb, at, &f, &check);
     tracing::debug!(
         outcome = match &out {
             Ok(_) => "ok",
@@ -63,13 +65,14 @@ fn run_with_retries<R, T>(
     shared: &Shared,
     tenant: &Arc<str>,
     verb: Verb,
+    at: i64,
     f: &impl Fn(&Export, &mut Store<CallCtx>) -> wasmtime::Result<R>,
     check: &impl Fn(R) -> Result<T, Error>,
 ) -> Result<T, Error> {
     let retries = shared.limits.conflict_retries;
     let mut attempt = 1u32;
     loop {
-        match run(shared, tenant, verb, f, check) {
+        match run(shared, tenant, verb, at, f, check) {
             Err(Error::Conflict { source, .. }) if attempt <= retries => {
                 tracing::debug!(attempt, reason = %source, "serialization conflict; running the call again");
                 shared.retries.fetch_add(1, Ordering::Relaxed);
@@ -91,6 +94,7 @@ fn run<R, T>(
     shared: &Shared,
     tenant: &Arc<str>,
     verb: Verb,
+    at: i64,
     f: &impl Fn(&Export, &mut Store<CallCtx>) -> wasmtime::Result<R>,
     check: &impl Fn(R) -> Result<T, Error>,
 ) -> Result<T, Error> {
@@ -117,7 +121,13 @@ fn run<R, T>(
             .begin_with_deadline(tenant, verb.mode(), limits.lock_wait, deadline),
     }
     .map_err(|e| storage_error(e, verb))?;
-    let kv = KvView::new(txn, verb.mode(), limits, s.backend.concurrent_writers());
+    let kv = KvView::new(
+        txn,
+        verb.mode(),
+        limits,
+        s.backend.concurrent_writers(),
+        at,
+    );
     let mut warm = match s.keeper.take(tenant) {
         Some(mut warm) => {
             warm.store.data_mut().kv = kv;
@@ -168,6 +178,7 @@ fn run<R, T>(
             return finish_unwritten(txn, verb, Err(refused));
         }
     };
+    let wrote = !outcome.batch.is_empty();
     let pending = txn
         .commit(outcome.batch)
         .map_err(|e| storage_error(e, verb))?;
@@ -176,6 +187,11 @@ fn run<R, T>(
     // another call's fsync).
     s.keeper.give_back(warm);
     pending.wait().map_err(|e| storage_error(e, verb))?;
+    // Waiters hear of a commit only once it is durable, and never of a
+    // call that wrote nothing.
+    if wrote {
+        s.hub.committed(&*s.backend, tenant);
+    }
     Ok(answer)
 }
 
