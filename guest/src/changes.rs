@@ -216,9 +216,8 @@ impl Stream {
                     self.head
                 )));
             }
-            let row = store::decode_feed_row(&v).map_err(|e| {
-                StoreError::Corrupt(format!("feed entry {}.{seq}: {e}", self.slot))
-            })?;
+            let row = store::decode_feed_row(&v)
+                .map_err(|e| StoreError::Corrupt(format!("feed entry {}.{seq}: {e}", self.slot)))?;
             self.read = seq;
             self.buffered.push_back((seq, row));
         }
@@ -574,9 +573,6 @@ fn trim_history<K: Kv + ?Sized>(
     }
     *left -= reach - log.first;
     log.first = reach;
-    kv.set(
-        schema::task_log(id).as_bytes(),
-        &store::encode_row(&log)?,
-    )?;
+    kv.set(schema::task_log(id).as_bytes(), &store::encode_row(&log)?)?;
     Ok((gone, reach == target))
 }

@@ -230,7 +230,10 @@ fn check_last_change<K: Kv + ?Sized>(
             f.add(
                 "history",
                 id,
-                format!("the last entry, {}, and the row disagree on the {what}", log.last),
+                format!(
+                    "the last entry, {}, and the row disagree on the {what}",
+                    log.last
+                ),
             );
         }
     }
@@ -343,11 +346,7 @@ fn check_timers<K: Kv + ?Sized>(
                         format!("no entry at {} for this timer", row.claimable_at()),
                     );
                 }
-                if every
-                    && kv
-                        .get(schema::timer_log(run, effect).as_bytes())?
-                        .is_none()
-                {
+                if every && kv.get(schema::timer_log(run, effect).as_bytes())?.is_none() {
                     f.add(
                         "timer-log",
                         &subject,
@@ -553,9 +552,7 @@ fn check_feed<K: Kv + ?Sized>(
         };
         let p = match elems.as_slice() {
             [Elem::Int(s), Elem::Int(q)] => match (u8::try_from(*s), u64::try_from(*q)) {
-                (Ok(slot), Ok(seq)) if slot < slots.shards.count() => {
-                    store::Position { slot, seq }
-                }
+                (Ok(slot), Ok(seq)) if slot < slots.shards.count() => store::Position { slot, seq },
                 _ => {
                     f.add("feed", &text(&elems), "an entry outside the feed's slots");
                     return Ok(!f.full());
@@ -568,7 +565,11 @@ fn check_feed<K: Kv + ?Sized>(
         };
         let n = &mut next[usize::from(p.slot)];
         if p.seq < *n {
-            f.add("feed", &at(p), "an entry at or below its slot's floor was kept");
+            f.add(
+                "feed",
+                &at(p),
+                "an entry at or below its slot's floor was kept",
+            );
             return Ok(!f.full());
         }
         if p.seq > slots.head.get(p.slot) {
@@ -578,7 +579,10 @@ fn check_feed<K: Kv + ?Sized>(
         if p.seq > *n {
             f.add(
                 "feed",
-                &at(store::Position { slot: p.slot, seq: *n }),
+                &at(store::Position {
+                    slot: p.slot,
+                    seq: *n,
+                }),
                 format!("entries {} to {} of the slot are missing", *n, p.seq - 1),
             );
         }
@@ -716,7 +720,10 @@ fn check_feed_task<K: Kv + ?Sized>(
         None => f.add(
             "feed",
             &at(p),
-            format!("change {} of task {id} is missing from its history", entry.seq),
+            format!(
+                "change {} of task {id} is missing from its history",
+                entry.seq
+            ),
         ),
     }
     Ok(())
@@ -759,7 +766,10 @@ fn check_task_logs<K: Kv + ?Sized>(
             f.add(
                 "task-log",
                 id,
-                format!("the last change is at {}, past the feed's head", at(log.position)),
+                format!(
+                    "the last change is at {}, past the feed's head",
+                    at(log.position)
+                ),
             );
         } else if kept(slots, log.position) {
             let right = matches!(
@@ -848,7 +858,11 @@ fn check_histories<K: Kv + ?Sized>(
         let row = match store::decode_history(&value) {
             Ok(row) => row,
             Err(e) => {
-                f.add("history", &subject, format!("the entry does not decode: {e}"));
+                f.add(
+                    "history",
+                    &subject,
+                    format!("the entry does not decode: {e}"),
+                );
                 return Ok(!f.full());
             }
         };
@@ -905,7 +919,11 @@ fn check_timer_logs<K: Kv + ?Sized>(
         let position = match store::decode_position(&value) {
             Ok(p) => p,
             Err(e) => {
-                f.add("timer-log", &subject, format!("the log does not decode: {e}"));
+                f.add(
+                    "timer-log",
+                    &subject,
+                    format!("the log does not decode: {e}"),
+                );
                 return Ok(!f.full());
             }
         };
@@ -913,7 +931,10 @@ fn check_timer_logs<K: Kv + ?Sized>(
             f.add(
                 "timer-log",
                 &subject,
-                format!("the last change is at {}, past the feed's head", at(position)),
+                format!(
+                    "the last change is at {}, past the feed's head",
+                    at(position)
+                ),
             );
             return Ok(!f.full());
         }

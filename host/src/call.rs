@@ -121,13 +121,7 @@ fn run<R, T>(
             .begin_with_deadline(tenant, verb.mode(), limits.lock_wait, deadline),
     }
     .map_err(|e| storage_error(e, verb))?;
-    let kv = KvView::new(
-        txn,
-        verb.mode(),
-        limits,
-        s.backend.concurrent_writers(),
-        at,
-    );
+    let kv = KvView::new(txn, verb.mode(), limits, s.backend.concurrent_writers(), at);
     let mut warm = match s.keeper.take(tenant) {
         Some(mut warm) => {
             warm.store.data_mut().kv = kv;

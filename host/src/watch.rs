@@ -160,7 +160,11 @@ impl Hub {
 
     /// A subscription to `tenant`'s commits, or to every tenant's; the
     /// first one asks the backend to listen to other processes.
-    pub(crate) fn subscribe(self: &Arc<Self>, backend: &dyn Backend, tenant: Option<Arc<str>>) -> Changes {
+    pub(crate) fn subscribe(
+        self: &Arc<Self>,
+        backend: &dyn Backend,
+        tenant: Option<Arc<str>>,
+    ) -> Changes {
         let sub = Arc::new(Subscriber {
             pending: Mutex::new(Pending::default()),
             cond: Condvar::new(),

@@ -71,6 +71,9 @@ pub const ROUTES: &[Route] = &[
     route!("GET" "/v1/stats/next-due" "next-due" OPERATORS),
     route!("GET" "/v1/stats/next-lease-end" "next-lease-end" OPERATORS),
     route!("GET" "/v1/check" "check" OPERATORS),
+    route!("GET" "/v1/tasks/{id}/history" "history" EVERYONE),
+    route!("GET" "/v1/events" "feed" SYSTEMS),
+    route!("POST" "/v1/events/trim" "trim" OPERATORS),
 ];
 
 /// The operation a matched path and method name, if it is an API route.
