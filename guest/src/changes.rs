@@ -457,10 +457,21 @@ pub fn trim<K: Kv + ?Sized>(
     let mut removed: Vec<(Position, FeedRow)> = Vec::new();
     // Whether the rule would remove one more, once `limit` are taken.
     let mut more = false;
+    let mut bytes = 0usize;
     loop {
+        // Past the read budget the call stops where it is, and says to call
+        // again, rather than read on past a host's per-call budget.
+        if bytes >= READ_BUDGET && !removed.is_empty() {
+            more = streams.iter().any(|s| match s.buffered.front() {
+                Some((_, r)) => rule.removes(r.at(), kept),
+                None => s.more(),
+            });
+            break;
+        }
         for s in streams.iter_mut() {
             if s.buffered.is_empty() && s.more() {
-                s.fill(kv, chunk)?;
+                let chunk = if bytes < READ_BUDGET { chunk } else { 1 };
+                bytes += s.fill(kv, chunk)?;
             }
         }
         let oldest = streams

@@ -543,3 +543,32 @@ fn a_page_of_large_entries_stops_short_and_reads_on() {
     let h = changes::history(&mut kv, "t000", None, 1000).expect("history");
     assert_eq!(h.len(), 1);
 }
+
+/// A trim of entries too large to read in one call stops at its read
+/// budget, says there is more, and the next calls finish the work.
+#[test]
+fn a_trim_of_large_entries_stops_at_its_budget_and_says_there_is_more() {
+    let mut kv = MemKv::new();
+    let roles: Vec<String> = (0..256).map(|i| format!("{i:0>250}")).collect();
+    for i in 0..200 {
+        let mut t = task(&format!("t{i:03}"));
+        t.candidate_roles = roles.clone();
+        open(&mut kv, t);
+    }
+    let first = changes::trim(&mut kv, None, Some(0), 1000).expect("trim");
+    assert!(
+        first.more && first.feed_removed > 0 && first.feed_removed < 200,
+        "{first:?}"
+    );
+    let mut removed = first.feed_removed;
+    loop {
+        let out = changes::trim(&mut kv, None, Some(0), 1000).expect("trim");
+        removed += out.feed_removed;
+        if !out.more {
+            break;
+        }
+    }
+    assert_eq!(removed, 200);
+    assert!(read_all(&mut kv, &mut None, 10).is_empty());
+    assert_healthy(&mut kv);
+}
