@@ -9,6 +9,7 @@ wit_bindgen::generate!({
 });
 
 use exports::leasehold::engine::admin as admin_api;
+use exports::leasehold::engine::changes as changes_api;
 use exports::leasehold::engine::runs as runs_api;
 use exports::leasehold::engine::tasks as tasks_api;
 use exports::leasehold::engine::timers as timers_api;
@@ -289,6 +290,11 @@ impl Snapshot for HostKv {
         host_kv::writer_slot()
     }
 
+    // Asked by a call that records a change, once (the buffer keeps it).
+    fn call_time(&mut self) -> i64 {
+        host_kv::call_time()
+    }
+
     fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, KvError> {
         Ok(host_kv::get(key))
     }
@@ -497,5 +503,28 @@ impl admin_api::Guest for Component {
     fn check() -> Result<Vec<wit::Discrepancy>, wit::StoreError> {
         call(crate::check::check)
             .map(|ds: Vec<model::Discrepancy>| ds.into_iter().map(Into::into).collect())
+    }
+}
+
+impl changes_api::Guest for Component {
+    fn history(
+        id: String,
+        after: Option<u64>,
+        limit: u32,
+    ) -> Result<Vec<wit::HistoryEntry>, wit::StoreError> {
+        call(|kv| crate::changes::history(kv, &id, after, limit))
+            .map(|es: Vec<model::HistoryEntry>| es.into_iter().map(Into::into).collect())
+    }
+
+    fn feed(after: Option<String>, limit: u32) -> Result<wit::FeedRead, wit::StoreError> {
+        call(|kv| crate::changes::feed(kv, after.as_deref(), limit))
+    }
+
+    fn trim(
+        before: Option<i64>,
+        keep: Option<u64>,
+        limit: u32,
+    ) -> Result<wit::TrimOutcome, wit::StoreError> {
+        call(|kv| crate::changes::trim(kv, before, keep, limit))
     }
 }

@@ -7,12 +7,22 @@
 //! and 4), counters are checked shard by shard against the rows that count in
 //! each shard, which is stronger than checking their sums: a count in the
 //! wrong shard leaves the sum right, yet can later make a correct write fail
-//! as taking a shard below zero. Spread by writer (layout 5), a row's count
-//! may sit in any shard, so each counter's sum is checked.
+//! as taking a shard below zero. Spread by writer (layouts 5 and 6), a row's
+//! count may sit in any shard, so each counter's sum is checked.
+//!
+//! The change record is checked against the rows and against itself: every
+//! task's last history entry says what its row says; each history entry and
+//! the feed entry of the same change name each other, so every change not
+//! trimmed is in the feed exactly once; each slot of the feed holds every
+//! number from its floor to its head and nothing else; each entry's
+//! predecessor is an earlier change of the same task or timer. In layout 6,
+//! which has recorded every change, every task and timer must have a
+//! record; in earlier layouts rows may predate it.
 
+use crate::changes::{Slots, read_slots};
 use crate::keys::{self, Elem, Key};
 use crate::kv::Kv;
-use crate::model::{Discrepancy, StoreError};
+use crate::model::{Change, Discrepancy, StoreError, TimerEvent};
 #[allow(unused_imports)]
 use crate::prelude::*;
 use crate::schema::{self, Shards};
@@ -69,9 +79,12 @@ pub fn check<K: Kv + ?Sized>(kv: &mut K) -> Result<Vec<Discrepancy>, StoreError>
         return Ok(f.0);
     }
     let shards = store::shards(kv)?;
-    let (pending, leased) = check_tasks(kv, &mut f, shards)?;
+    let mark = kv.get(schema::layout().as_bytes())?;
+    let every = store::records_from_the_start(mark.as_deref());
+    let (pending, leased) = check_tasks(kv, &mut f, shards, every)?;
     check_task_indexes(kv, &mut f)?;
-    let armed = check_timers(kv, &mut f, shards)?;
+    let armed = check_timers(kv, &mut f, shards, every)?;
+    check_record(kv, &mut f)?;
     check_counters(
         kv,
         &mut f,
@@ -113,6 +126,7 @@ fn check_tasks<K: Kv + ?Sized>(
     kv: &mut K,
     f: &mut Findings,
     shards: Shards,
+    every: bool,
 ) -> Result<(PerShard, PerShard), StoreError> {
     let mut pending: PerShard = [0; schema::MAX_SHARDS as usize];
     let mut leased: PerShard = [0; schema::MAX_SHARDS as usize];
@@ -164,9 +178,66 @@ fn check_tasks<K: Kv + ?Sized>(
                 );
             }
         }
+        check_last_change(kv, f, &id, &row, every)?;
         Ok(!f.full())
     })?;
     Ok((pending, leased))
+}
+
+/// The task's last history entry must say what its row says.
+fn check_last_change<K: Kv + ?Sized>(
+    kv: &mut K,
+    f: &mut Findings,
+    id: &str,
+    row: &store::TaskRow,
+    every: bool,
+) -> Result<(), StoreError> {
+    let Some(bytes) = kv.get(schema::task_log(id).as_bytes())? else {
+        if every {
+            f.add(
+                "history",
+                id,
+                "the task has no history in a keyspace that records every change",
+            );
+        }
+        return Ok(());
+    };
+    // A log that does not decode is reported by the walk of the logs.
+    let Ok(log) = store::decode_task_log(&bytes) else {
+        return Ok(());
+    };
+    let Some(bytes) = kv.get(schema::history_entry(id, log.last).as_bytes())? else {
+        f.add(
+            "history",
+            id,
+            format!("the log's last entry, {}, is missing", log.last),
+        );
+        return Ok(());
+    };
+    let Ok(last) = store::decode_history(&bytes) else {
+        return Ok(());
+    };
+    let (e, t) = (&last.entry, &row.task);
+    let differs = [
+        ("state", e.after != t.state),
+        ("assignee", e.assignee != t.assignee),
+        ("lease end", e.lease_until != t.lease_until),
+        ("candidate roles", e.candidate_roles != t.candidate_roles),
+        ("excluded actors", e.excluded_actors != t.excluded_actors),
+    ];
+    for (what, wrong) in differs {
+        if wrong {
+            f.add(
+                "history",
+                id,
+                format!(
+                    "the last entry, {}, and the row disagree on the {what}",
+                    log.last
+                ),
+            );
+        }
+    }
+    Ok(())
 }
 
 /// The tuple after `prefix` in `key`, or a finding when it does not decode.
@@ -248,6 +319,7 @@ fn check_timers<K: Kv + ?Sized>(
     kv: &mut K,
     f: &mut Findings,
     shards: Shards,
+    every: bool,
 ) -> Result<PerShard, StoreError> {
     let mut armed: PerShard = [0; schema::MAX_SHARDS as usize];
     let prefix = schema::timers();
@@ -272,6 +344,13 @@ fn check_timers<K: Kv + ?Sized>(
                         "due-index",
                         &subject,
                         format!("no entry at {} for this timer", row.claimable_at()),
+                    );
+                }
+                if every && kv.get(schema::timer_log(run, effect).as_bytes())?.is_none() {
+                    f.add(
+                        "timer-log",
+                        &subject,
+                        "the timer has no record in a keyspace that records every change",
                     );
                 }
             }
@@ -407,3 +486,486 @@ fn check_counters<K: Kv + ?Sized>(
     }
     Ok(())
 }
+
+/// Checks the feed, the task logs, the histories and the timer logs against
+/// each other (the rows' side is checked with the rows).
+fn check_record<K: Kv + ?Sized>(kv: &mut K, f: &mut Findings) -> Result<(), StoreError> {
+    let slots = match read_slots(kv) {
+        Ok(Some(slots)) => slots,
+        Ok(None) => return Ok(()),
+        Err(StoreError::Corrupt(d)) => {
+            f.add("feed", "heads", d);
+            return Ok(());
+        }
+        Err(e) => return Err(e),
+    };
+    check_feed(kv, f, &slots)?;
+    check_task_logs(kv, f, &slots)?;
+    check_histories(kv, f, &slots)?;
+    check_timer_logs(kv, f, &slots)
+}
+
+/// A feed position as findings name it.
+fn at(p: store::Position) -> String {
+    format!("{}.{}", p.slot, p.seq)
+}
+
+/// Whether a position lies in the feed as it stands (past its slot's floor,
+/// at or below its head); one at or below the floor was trimmed.
+fn kept(slots: &Slots, p: store::Position) -> bool {
+    p.slot < slots.shards.count()
+        && p.seq > slots.floor.get(p.slot)
+        && p.seq <= slots.head.get(p.slot)
+}
+
+fn past_head(slots: &Slots, p: store::Position) -> bool {
+    p.slot >= slots.shards.count() || p.seq > slots.head.get(p.slot)
+}
+
+/// The feed entry at `p`, if it is there and decodes.
+fn feed_row<K: Kv + ?Sized>(
+    kv: &mut K,
+    p: store::Position,
+) -> Result<Option<store::FeedRow>, StoreError> {
+    Ok(kv
+        .get(schema::feed_entry(p.slot, p.seq).as_bytes())?
+        .and_then(|b| store::decode_feed_row(&b).ok()))
+}
+
+/// Walks the feed: each slot holds every number from its floor to its
+/// head, each entry decodes, follows an earlier change of its own task or
+/// timer, and (for a task) is the change its history entry records.
+fn check_feed<K: Kv + ?Sized>(
+    kv: &mut K,
+    f: &mut Findings,
+    slots: &Slots,
+) -> Result<(), StoreError> {
+    let prefix = schema::feed();
+    // The next number each slot should hold.
+    let mut next: [u64; schema::MAX_SHARDS as usize] = [0; schema::MAX_SHARDS as usize];
+    for s in 0..slots.shards.count() {
+        next[usize::from(s)] = slots.floor.get(s) + 1;
+    }
+    store::walk_chunked(kv, &prefix, RECORD_WALK, |kv, key, value| {
+        let Some(elems) = decoded(f, "feed", &key, &prefix) else {
+            return Ok(!f.full());
+        };
+        let p = match elems.as_slice() {
+            [Elem::Int(s), Elem::Int(q)] => match (u8::try_from(*s), u64::try_from(*q)) {
+                (Ok(slot), Ok(seq)) if slot < slots.shards.count() => store::Position { slot, seq },
+                _ => {
+                    f.add("feed", &text(&elems), "an entry outside the feed's slots");
+                    return Ok(!f.full());
+                }
+            },
+            other => {
+                f.add("feed", &text(other), "a feed key has the wrong shape");
+                return Ok(!f.full());
+            }
+        };
+        let n = &mut next[usize::from(p.slot)];
+        if p.seq < *n {
+            f.add(
+                "feed",
+                &at(p),
+                "an entry at or below its slot's floor was kept",
+            );
+            return Ok(!f.full());
+        }
+        if p.seq > slots.head.get(p.slot) {
+            f.add("feed", &at(p), "an entry past its slot's head");
+            return Ok(!f.full());
+        }
+        if p.seq > *n {
+            f.add(
+                "feed",
+                &at(store::Position {
+                    slot: p.slot,
+                    seq: *n,
+                }),
+                format!("entries {} to {} of the slot are missing", *n, p.seq - 1),
+            );
+        }
+        *n = p.seq + 1;
+        let row = match store::decode_feed_row(&value) {
+            Ok(row) => row,
+            Err(e) => {
+                f.add("feed", &at(p), format!("the entry does not decode: {e}"));
+                return Ok(!f.full());
+            }
+        };
+        check_prev(kv, f, slots, p, &row)?;
+        if let Change::Task(t) = &row.change {
+            check_feed_task(kv, f, p, &t.id, &t.entry)?;
+        }
+        Ok(!f.full())
+    })?;
+    for s in 0..slots.shards.count() {
+        let n = next[usize::from(s)];
+        if n <= slots.head.get(s) {
+            f.add(
+                "feed",
+                &at(store::Position { slot: s, seq: n }),
+                format!(
+                    "entries {n} to {} of the slot are missing",
+                    slots.head.get(s)
+                ),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The entry an entry follows: earlier, and a change of the same task or
+/// timer (where it is still kept).
+fn check_prev<K: Kv + ?Sized>(
+    kv: &mut K,
+    f: &mut Findings,
+    slots: &Slots,
+    p: store::Position,
+    row: &store::FeedRow,
+) -> Result<(), StoreError> {
+    let Some(prev) = row.prev else {
+        return Ok(());
+    };
+    if past_head(slots, prev) || (prev.slot == p.slot && prev.seq >= p.seq) {
+        f.add(
+            "feed",
+            &at(p),
+            format!("the entry follows {}, which is not before it", at(prev)),
+        );
+        return Ok(());
+    }
+    if !kept(slots, prev) {
+        return Ok(());
+    }
+    let same = match (feed_row(kv, prev)?, &row.change) {
+        (None, _) => false,
+        (Some(earlier), Change::Task(t)) => {
+            matches!(&earlier.change, Change::Task(e) if e.id == t.id && e.entry.seq < t.entry.seq)
+        }
+        (Some(earlier), Change::Timer(t)) => {
+            matches!(&earlier.change, Change::Timer(e) if e.run == t.run && e.effect == t.effect)
+        }
+    };
+    if !same {
+        f.add(
+            "feed",
+            &at(p),
+            format!(
+                "the entry follows {}, which is no earlier change of the same task or timer",
+                at(prev)
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// A task's feed entry and its history entry (while kept) record one change
+/// and name each other.
+fn check_feed_task<K: Kv + ?Sized>(
+    kv: &mut K,
+    f: &mut Findings,
+    p: store::Position,
+    id: &str,
+    entry: &crate::model::HistoryEntry,
+) -> Result<(), StoreError> {
+    let log = kv
+        .get(schema::task_log(id).as_bytes())?
+        .and_then(|b| store::decode_task_log(&b).ok());
+    let Some(log) = log else {
+        f.add(
+            "feed",
+            &at(p),
+            format!("a change of task {id}, which has no history"),
+        );
+        return Ok(());
+    };
+    if entry.seq > log.last {
+        f.add(
+            "feed",
+            &at(p),
+            format!(
+                "change {} of task {id}, whose history ends at {}",
+                entry.seq, log.last
+            ),
+        );
+        return Ok(());
+    }
+    if entry.seq < log.first {
+        return Ok(());
+    }
+    let history = kv
+        .get(schema::history_entry(id, entry.seq).as_bytes())?
+        .and_then(|b| store::decode_history(&b).ok());
+    match history {
+        Some(h) if h.position == p && h.entry == *entry => {}
+        Some(h) if h.position != p => f.add(
+            "feed",
+            &at(p),
+            format!(
+                "change {} of task {id}, whose history entry was recorded at {}",
+                entry.seq,
+                at(h.position)
+            ),
+        ),
+        Some(_) => f.add(
+            "feed",
+            &at(p),
+            format!(
+                "change {} of task {id} differs from its history entry",
+                entry.seq
+            ),
+        ),
+        None => f.add(
+            "feed",
+            &at(p),
+            format!(
+                "change {} of task {id} is missing from its history",
+                entry.seq
+            ),
+        ),
+    }
+    Ok(())
+}
+
+/// Each task log belongs to a task, and names its last change where the
+/// feed still holds it.
+fn check_task_logs<K: Kv + ?Sized>(
+    kv: &mut K,
+    f: &mut Findings,
+    slots: &Slots,
+) -> Result<(), StoreError> {
+    let prefix = schema::task_logs();
+    store::walk_chunked(kv, &prefix, RECORD_WALK, |kv, key, value| {
+        let Some(elems) = decoded(f, "task-log", &key, &prefix) else {
+            return Ok(!f.full());
+        };
+        let [Elem::Str(id)] = elems.as_slice() else {
+            f.add("task-log", &text(&elems), "a log key has the wrong shape");
+            return Ok(!f.full());
+        };
+        let log = match store::decode_task_log(&value) {
+            Ok(log) => log,
+            Err(e) => {
+                f.add("task-log", id, format!("the log does not decode: {e}"));
+                return Ok(!f.full());
+            }
+        };
+        if kv.get(schema::task(id).as_bytes())?.is_none() {
+            f.add("task-log", id, "a log for a task with no row");
+        }
+        if log.first == 0 || log.first > log.last {
+            f.add(
+                "task-log",
+                id,
+                format!("the log keeps entries {} to {}", log.first, log.last),
+            );
+        }
+        if past_head(slots, log.position) {
+            f.add(
+                "task-log",
+                id,
+                format!(
+                    "the last change is at {}, past the feed's head",
+                    at(log.position)
+                ),
+            );
+        } else if kept(slots, log.position) {
+            let right = matches!(
+                feed_row(kv, log.position)?.map(|r| r.change),
+                Some(Change::Task(t)) if t.id == *id && t.entry.seq == log.last
+            );
+            if !right {
+                f.add(
+                    "task-log",
+                    id,
+                    format!(
+                        "the feed entry at {} is not the task's last change",
+                        at(log.position)
+                    ),
+                );
+            }
+        }
+        Ok(!f.full())
+    })
+}
+
+/// Each task's history holds every entry from its log's first to its last,
+/// each recorded at a feed position that holds the same change or was
+/// trimmed.
+fn check_histories<K: Kv + ?Sized>(
+    kv: &mut K,
+    f: &mut Findings,
+    slots: &Slots,
+) -> Result<(), StoreError> {
+    let prefix = schema::histories();
+    // The task being walked, its log, and the next entry it should hold.
+    let mut current: Option<(String, Option<store::TaskLog>, u64)> = None;
+    let end_of = |f: &mut Findings, current: &Option<(String, Option<store::TaskLog>, u64)>| {
+        if let Some((id, Some(log), next)) = current
+            && *next <= log.last
+        {
+            f.add(
+                "history",
+                id,
+                format!("entries {next} to {} are missing", log.last),
+            );
+        }
+    };
+    store::walk_chunked(kv, &prefix, RECORD_WALK, |kv, key, value| {
+        let Some(elems) = decoded(f, "history", &key, &prefix) else {
+            return Ok(!f.full());
+        };
+        let (id, seq) = match elems.as_slice() {
+            [Elem::Str(id), Elem::Int(q)] if *q > 0 => (id.clone(), *q as u64),
+            other => {
+                f.add("history", &text(other), "a history key has the wrong shape");
+                return Ok(!f.full());
+            }
+        };
+        if current.as_ref().is_none_or(|(c, _, _)| *c != id) {
+            end_of(f, &current);
+            let log = kv
+                .get(schema::task_log(&id).as_bytes())?
+                .and_then(|b| store::decode_task_log(&b).ok());
+            if log.is_none() {
+                f.add("history", &id, "a history with no log");
+            }
+            let first = log.map_or(seq, |l| l.first);
+            current = Some((id.clone(), log, first));
+        }
+        let Some((_, log, next)) = current.as_mut() else {
+            return Ok(!f.full());
+        };
+        let subject = format!("{id}/{seq}");
+        if let Some(log) = log {
+            if seq < log.first || seq > log.last {
+                f.add(
+                    "history",
+                    &subject,
+                    format!("an entry outside the kept {} to {}", log.first, log.last),
+                );
+            } else if seq > *next {
+                f.add(
+                    "history",
+                    &id,
+                    format!("entries {} to {} are missing", *next, seq - 1),
+                );
+            }
+        }
+        *next = seq + 1;
+        let row = match store::decode_history(&value) {
+            Ok(row) => row,
+            Err(e) => {
+                f.add(
+                    "history",
+                    &subject,
+                    format!("the entry does not decode: {e}"),
+                );
+                return Ok(!f.full());
+            }
+        };
+        if row.entry.seq != seq {
+            f.add(
+                "history",
+                &subject,
+                format!("the entry says it is {}", row.entry.seq),
+            );
+        }
+        if past_head(slots, row.position) {
+            f.add(
+                "history",
+                &subject,
+                format!("recorded at {}, past the feed's head", at(row.position)),
+            );
+        } else if kept(slots, row.position) {
+            let right = matches!(
+                feed_row(kv, row.position)?.map(|r| r.change),
+                Some(Change::Task(t)) if t.id == id && t.entry.seq == seq
+            );
+            if !right {
+                f.add(
+                    "history",
+                    &subject,
+                    format!("the feed holds another change at {}", at(row.position)),
+                );
+            }
+        }
+        Ok(!f.full())
+    })?;
+    end_of(f, &current);
+    Ok(())
+}
+
+/// Each timer log names the timer's last change where the feed still holds
+/// it: a retirement when the timer is gone, anything else while it is
+/// armed.
+fn check_timer_logs<K: Kv + ?Sized>(
+    kv: &mut K,
+    f: &mut Findings,
+    slots: &Slots,
+) -> Result<(), StoreError> {
+    let prefix = schema::timer_logs();
+    store::walk_chunked(kv, &prefix, RECORD_WALK, |kv, key, value| {
+        let Some(elems) = decoded(f, "timer-log", &key, &prefix) else {
+            return Ok(!f.full());
+        };
+        let subject = text(&elems);
+        let [Elem::Str(run), Elem::Str(effect)] = elems.as_slice() else {
+            f.add("timer-log", &subject, "a log key has the wrong shape");
+            return Ok(!f.full());
+        };
+        let position = match store::decode_position(&value) {
+            Ok(p) => p,
+            Err(e) => {
+                f.add(
+                    "timer-log",
+                    &subject,
+                    format!("the log does not decode: {e}"),
+                );
+                return Ok(!f.full());
+            }
+        };
+        if past_head(slots, position) {
+            f.add(
+                "timer-log",
+                &subject,
+                format!(
+                    "the last change is at {}, past the feed's head",
+                    at(position)
+                ),
+            );
+            return Ok(!f.full());
+        }
+        if !kept(slots, position) {
+            return Ok(!f.full());
+        }
+        let armed = kv.get(schema::timer(run, effect).as_bytes())?.is_some();
+        match feed_row(kv, position)?.map(|r| r.change) {
+            Some(Change::Timer(t)) if t.run == *run && t.effect == *effect => {
+                if armed == (t.what == TimerEvent::Retired) {
+                    f.add(
+                        "timer-log",
+                        &subject,
+                        format!(
+                            "the last change was {:?}, but the timer is {}",
+                            t.what,
+                            if armed { "armed" } else { "gone" }
+                        ),
+                    );
+                }
+            }
+            _ => f.add(
+                "timer-log",
+                &subject,
+                format!("the feed entry at {} is not this timer's", at(position)),
+            ),
+        }
+        Ok(!f.full())
+    })
+}
+
+/// Entries per scan when walking the record: its entries may be far larger
+/// than index entries.
+const RECORD_WALK: u32 = 32;

@@ -17,6 +17,14 @@ macro_rules! wit_conversions {
         $crate::wit_conversions!(@enum $wit, Settlement, Completed, Expired, Withdrawn);
         $crate::wit_conversions!(@enum $wit, Phase, Forward, Compensating);
         $crate::wit_conversions!(@enum $wit, ArmOutcome, Armed, AlreadyArmed, RunSealed);
+        $crate::wit_conversions!(@enum $wit, TimerEvent, Armed, Claimed, Retired);
+        $crate::wit_conversions!(@record $wit, TimerChange, run, effect, at, verb; what;
+            fire_at, lease_until);
+        $crate::wit_conversions!(@record $wit, TaskChange, id; entry;);
+        $crate::wit_conversions!(@record $wit, FeedEntry, position; change;);
+        $crate::wit_conversions!(@record $wit, TrimOutcome, feed_removed, history_removed, more;;);
+        $crate::wit_conversions!(@variant $wit, Change,; Task, Timer);
+        $crate::wit_conversions!(@variant $wit, FeedRead, Gone; Page);
         $crate::wit_conversions!(@record $wit, Task,
             id, run, case, kind, justification, candidate_roles, assignee; priority, state,
             on_expiry; escalate_to, excluded_actors, created_at, due_at, lease_until);
@@ -28,6 +36,56 @@ macro_rules! wit_conversions {
         $crate::wit_conversions!(@variant $wit, ClaimError,
             NotFound, Excluded, WrongRole, AlreadyClaimed, NotHeld; NotPending, Store);
 
+        impl From<$wit::HistoryEntry> for $crate::model::HistoryEntry {
+            fn from(e: $wit::HistoryEntry) -> Self {
+                $crate::model::HistoryEntry {
+                    seq: e.seq,
+                    at: e.at,
+                    verb: e.verb,
+                    actor: e.actor,
+                    before: e.before.map(Into::into),
+                    after: e.after.into(),
+                    assignee: e.assignee,
+                    lease_until: e.lease_until,
+                    candidate_roles: e.candidate_roles,
+                    excluded_actors: e.excluded_actors,
+                }
+            }
+        }
+        impl From<$crate::model::HistoryEntry> for $wit::HistoryEntry {
+            fn from(e: $crate::model::HistoryEntry) -> Self {
+                $wit::HistoryEntry {
+                    seq: e.seq,
+                    at: e.at,
+                    verb: e.verb,
+                    actor: e.actor,
+                    before: e.before.map(Into::into),
+                    after: e.after.into(),
+                    assignee: e.assignee,
+                    lease_until: e.lease_until,
+                    candidate_roles: e.candidate_roles,
+                    excluded_actors: e.excluded_actors,
+                }
+            }
+        }
+        impl From<$wit::FeedPage> for $crate::model::FeedPage {
+            fn from(p: $wit::FeedPage) -> Self {
+                $crate::model::FeedPage {
+                    entries: p.entries.into_iter().map(Into::into).collect(),
+                    next: p.next,
+                    head: p.head,
+                }
+            }
+        }
+        impl From<$crate::model::FeedPage> for $wit::FeedPage {
+            fn from(p: $crate::model::FeedPage) -> Self {
+                $wit::FeedPage {
+                    entries: p.entries.into_iter().map(Into::into).collect(),
+                    next: p.next,
+                    head: p.head,
+                }
+            }
+        }
         impl From<$wit::Page> for $crate::model::Page {
             fn from(p: $wit::Page) -> Self {
                 $crate::model::Page {

@@ -14,6 +14,8 @@ use alloc::collections::BTreeMap;
 use core::fmt;
 use core::ops::Bound;
 
+use crate::model::Timestamp;
+
 /// Why a storage operation failed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum KvError {
@@ -77,6 +79,10 @@ pub trait Kv {
     /// host at most once per call.
     fn writer_slot(&mut self) -> u32;
 
+    /// The instant the host runs this call at (see [`Snapshot::call_time`]),
+    /// asked of the host at most once per call.
+    fn call_time(&mut self) -> Timestamp;
+
     /// Up to `limit` entries with `start <= key < end` (no `end`: unbounded),
     /// ascending, or descending when `reverse`. Fewer than `limit` means the
     /// range is exhausted.
@@ -101,6 +107,9 @@ pub trait Snapshot {
     /// a call's contributions in the shard it names. It decides contention,
     /// never what a call computes.
     fn writer_slot(&mut self) -> u32;
+    /// The instant the host runs the call at, by its clock: recorded in the
+    /// call's history and feed entries, never used to decide a rule.
+    fn call_time(&mut self) -> Timestamp;
     fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, KvError>;
     fn get_many(&mut self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>, KvError>;
     fn scan(
@@ -118,6 +127,9 @@ impl<S: Snapshot + ?Sized> Snapshot for &mut S {
     }
     fn writer_slot(&mut self) -> u32 {
         (**self).writer_slot()
+    }
+    fn call_time(&mut self) -> Timestamp {
+        (**self).call_time()
     }
     fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, KvError> {
         (**self).get(key)
@@ -163,6 +175,8 @@ pub struct Buffered<S> {
     writes: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
     /// The host's writer slot, once asked.
     slot: Option<u32>,
+    /// The host's call time, once asked.
+    at: Option<Timestamp>,
 }
 
 impl<S: Snapshot> Buffered<S> {
@@ -172,6 +186,7 @@ impl<S: Snapshot> Buffered<S> {
             fetched: BTreeMap::new(),
             writes: BTreeMap::new(),
             slot: None,
+            at: None,
         }
     }
 
@@ -299,6 +314,11 @@ impl<S: Snapshot> Kv for Buffered<S> {
         *self.slot.get_or_insert_with(|| self.source.writer_slot())
     }
 
+    // Kept for the call: every entry a call records carries one instant.
+    fn call_time(&mut self) -> Timestamp {
+        *self.at.get_or_insert_with(|| self.source.call_time())
+    }
+
     fn scan(
         &mut self,
         start: &[u8],
@@ -401,6 +421,8 @@ pub struct Calls {
     pub asks: u64,
     /// Times the host was asked [`Snapshot::writer_slot`].
     pub slot_asks: u64,
+    /// Times the host was asked [`Snapshot::call_time`].
+    pub time_asks: u64,
 }
 
 impl Calls {
@@ -426,6 +448,8 @@ pub struct MemKv {
     pub sole_writer: bool,
     /// The writer slot it gives every call.
     pub slot: u32,
+    /// The call time it gives every call.
+    pub now: Timestamp,
 }
 
 impl MemKv {
@@ -501,6 +525,10 @@ impl Kv for MemKv {
         Snapshot::writer_slot(self)
     }
 
+    fn call_time(&mut self) -> Timestamp {
+        Snapshot::call_time(self)
+    }
+
     fn set(&mut self, key: &[u8], value: &[u8]) -> Result<(), KvError> {
         self.calls.sets += 1;
         self.map.insert(key.to_vec(), value.to_vec());
@@ -533,6 +561,11 @@ impl Snapshot for MemKv {
     fn writer_slot(&mut self) -> u32 {
         self.calls.slot_asks += 1;
         self.slot
+    }
+
+    fn call_time(&mut self) -> Timestamp {
+        self.calls.time_asks += 1;
+        self.now
     }
 
     fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, KvError> {

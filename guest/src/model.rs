@@ -200,6 +200,108 @@ pub struct SealOutcome {
     pub tasks_withdrawn: u32,
 }
 
+/// One entry of a task's history (WIT `history-entry`): one change of the
+/// task, as the call that made it left it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HistoryEntry {
+    /// 1 for the task's first change, then one more for each change.
+    pub seq: u64,
+    /// When the host ran the call (`kv.call-time`): recorded, never used to
+    /// decide a rule.
+    pub at: Timestamp,
+    /// The WIT name of the verb that made the change, e.g. `take-over`.
+    pub verb: String,
+    /// Who made it; `None` for the service (a sweep, an escalation, a
+    /// settlement without a holder).
+    pub actor: Option<String>,
+    /// The state before the change; `None` for the change that opened it.
+    pub before: Option<TaskState>,
+    pub after: TaskState,
+    /// The task's assignee, lease end, candidate roles and excluded actors
+    /// after the change.
+    pub assignee: Option<String>,
+    pub lease_until: Option<Timestamp>,
+    pub candidate_roles: Vec<String>,
+    pub excluded_actors: Vec<String>,
+}
+
+/// What a change did to a timer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TimerEvent {
+    Armed,
+    Claimed,
+    Retired,
+}
+
+/// One change of a timer (WIT `timer-change`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TimerChange {
+    pub run: String,
+    pub effect: String,
+    pub at: Timestamp,
+    pub verb: String,
+    pub what: TimerEvent,
+    pub fire_at: Timestamp,
+    /// The sweeper's lease end, for a claim.
+    pub lease_until: Option<Timestamp>,
+}
+
+/// One change of a task, in the feed (WIT `task-change`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskChange {
+    pub id: String,
+    pub entry: HistoryEntry,
+}
+
+/// What one feed entry records (WIT `change`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Change {
+    Task(TaskChange),
+    Timer(TimerChange),
+}
+
+/// One committed change, with the position to resume after it (WIT
+/// `feed-entry`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FeedEntry {
+    pub position: String,
+    pub change: Change,
+}
+
+/// A page of the feed (WIT `feed-page`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FeedPage {
+    pub entries: Vec<FeedEntry>,
+    /// Where the next read resumes: after the last entry, or where this one
+    /// began when it found none.
+    pub next: String,
+    /// The end of the feed as this read saw it: `next == head` means caught
+    /// up.
+    pub head: String,
+}
+
+/// What a read of the feed answers (WIT `feed-read`): a page, or `Gone`
+/// when entries after the position asked for were trimmed (or the position
+/// is not one of this feed's), carrying the feed's end to follow from once
+/// the reader has refreshed what it knows.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FeedRead {
+    Page(FeedPage),
+    Gone(String),
+}
+
+/// What `trim` removed (WIT `trim-outcome`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrimOutcome {
+    pub feed_removed: u32,
+    pub history_removed: u32,
+    /// Whether more is due for removal under the same rule.
+    pub more: bool,
+}
+
 /// One disagreement found by the consistency check.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Discrepancy {

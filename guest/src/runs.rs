@@ -24,8 +24,8 @@ pub fn seal<K: Kv + ?Sized>(
         kv.set(schema::sealed(run).as_bytes(), &[])?;
     }
     Ok(SealOutcome {
-        timers_disarmed: timers::retire_run(kv, run)?,
-        tasks_withdrawn: tasks::withdraw_awaited(kv, run, &awaited)?,
+        timers_disarmed: timers::retire_run(kv, "seal", run)?,
+        tasks_withdrawn: tasks::withdraw_awaited(kv, "seal", run, &awaited)?,
     })
 }
 

@@ -18,6 +18,12 @@
 //! | `("timer", run, effect)` | timer row; its range per run is the run's index |
 //! | `("due", claimable-at, run, effect)` | when a timer can next be claimed |
 //! | `("sealed", run)` | the run is sealed |
+//! | `("task-log", id)` | where the task's history stands: its last and first kept entries, and the feed position of its last change |
+//! | `("history", id, seq)` | one entry of a task's history, with the feed position it was recorded at |
+//! | `("timer-log", run, effect)` | the feed position of the timer's last change (kept after the timer is retired) |
+//! | `("feed-head", slot)` | the last sequence number written in a slot of the feed, a big-endian `u64` |
+//! | `("feed-floor", slot)` | the last sequence number trimmed from a slot of the feed, a big-endian `u64` |
+//! | `("feed", slot, seq)` | one entry of the feed, with the position of the previous entry of the same task or timer |
 //!
 //! A counter is split into shards so that concurrent writers touch different
 //! keys: under a serializable store, two calls that read-modify-write one
@@ -41,11 +47,23 @@
 //! | 2 | early Leasehold 0.2 builds | rows as postcard; each counter one key `("count", name)` |
 //! | 3 | earlier builds of this component | each counter 64 shard keys `("count", name, shard)`; the mark is `3` |
 //! | 4 | earlier builds of this component | as 3, with the shard count (1 to 64) in the mark: `4/1`, `4/64` |
-//! | 5 | this component | as 4, with contributions spread by writer slot, and shards signed: `5/1`, `5/64` |
+//! | 5 | earlier builds of this component | as 4, with contributions spread by writer slot, and shards signed: `5/1`, `5/64` |
+//! | 6 | this component | as 5, with every change recorded in the history and the feed from the first: `6/1`, `6/64` |
 //!
-//! This component lays out fresh keyspaces in layout 5, and reads and writes
-//! layouts 3 and 4 as they are, spreading by row; it never rewrites a mark,
-//! so hosts with an earlier component keep working beside it.
+//! This component lays out fresh keyspaces in layout 6, and reads and writes
+//! layouts 3 to 5 as they are (3 and 4 spreading by row); it never rewrites
+//! a mark, so hosts with an earlier component keep working beside it. It
+//! records history and feed entries in every layout; a component that
+//! predates them reads layouts up to 5 and refuses 6 by name, so a keyspace
+//! marked 6 has had every change recorded, while one of an earlier layout
+//! may hold tasks whose history starts later than they did (or, written by
+//! an earlier component beside this one, changes the feed never saw).
+//!
+//! The feed is kept per writer slot, folded to the keyspace's shard count
+//! (one slot where one writer runs at a time): each writing call reads its
+//! slot's head and writes the next sequence numbers, so calls in different
+//! slots never touch one key, and within a slot a higher number always
+//! commits later (a call reads the head the last call of its slot wrote).
 //! Layout 3 is layout 4 with 64 shards, so this component reads and writes it
 //! as such and leaves its mark as it is.
 
@@ -56,7 +74,7 @@ use crate::prelude::*;
 
 /// The layout this component writes (see the table above). A keyspace with
 /// a version it does not read is refused as corrupt rather than misread.
-pub const LAYOUT_VERSION: &str = "5";
+pub const LAYOUT_VERSION: &str = "6";
 
 /// The most shards a counter has: per-shard tallies fit in arrays this long.
 pub const MAX_SHARDS: u8 = 64;
@@ -274,6 +292,69 @@ pub fn sealed(run: &str) -> Key {
     Key::new().str("sealed").str(run)
 }
 
+pub fn task_logs() -> Key {
+    Key::new().str("task-log")
+}
+
+pub fn task_log(id: &str) -> Key {
+    task_logs().str(id)
+}
+
+pub fn histories() -> Key {
+    Key::new().str("history")
+}
+
+pub fn history(id: &str) -> Key {
+    histories().str(id)
+}
+
+pub fn history_entry(id: &str, seq: u64) -> Key {
+    history(id).int(seq_int(seq))
+}
+
+pub fn timer_logs() -> Key {
+    Key::new().str("timer-log")
+}
+
+pub fn timer_log(run: &str, effect: &str) -> Key {
+    timer_logs().str(run).str(effect)
+}
+
+pub fn feed_heads() -> Key {
+    Key::new().str("feed-head")
+}
+
+pub fn feed_head(slot: u8) -> Key {
+    feed_heads().int(i64::from(slot))
+}
+
+pub fn feed_floors() -> Key {
+    Key::new().str("feed-floor")
+}
+
+pub fn feed_floor(slot: u8) -> Key {
+    feed_floors().int(i64::from(slot))
+}
+
+pub fn feed() -> Key {
+    Key::new().str("feed")
+}
+
+pub fn feed_slot(slot: u8) -> Key {
+    feed().int(i64::from(slot))
+}
+
+pub fn feed_entry(slot: u8, seq: u64) -> Key {
+    feed_slot(slot).int(seq_int(seq))
+}
+
+/// A sequence number as a key element. Sequences count calls, one at a
+/// time, so they never come near `i64::MAX`; one that did would be stored
+/// as the largest element rather than wrap below the others.
+pub fn seq_int(seq: u64) -> i64 {
+    i64::try_from(seq).unwrap_or(i64::MAX)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -306,8 +387,8 @@ mod tests {
         assert_eq!(Shards::new(64), Some(Shards::SHARED));
         assert_eq!(Shards::for_host(true), Shards::SHARED);
         assert_eq!(Shards::for_host(false), Shards::SOLE);
-        assert_eq!(layout_mark(Shards::SOLE), "5/1");
-        assert_eq!(layout_mark(Shards::SHARED), "5/64");
+        assert_eq!(layout_mark(Shards::SOLE), "6/1");
+        assert_eq!(layout_mark(Shards::SHARED), "6/64");
         assert_eq!(Shards::by_row(64).map(Shards::by_writer), Some(false));
         assert_eq!(Shards::by_row(65), None);
         assert_eq!(Shards::SHARED.writer(3), 3);

@@ -26,7 +26,7 @@ use crate::model::{
 };
 use crate::queue;
 use crate::schema;
-use crate::store::{self, TaskRow, bad_entry};
+use crate::store::{self, Cause, TaskRow, bad_entry};
 use crate::validate;
 
 /// `open`: first open wins.
@@ -45,7 +45,7 @@ pub fn open<K: Kv + ?Sized>(kv: &mut K, task: &Task) -> Result<Task, StoreError>
         task,
         ever_escalated: false,
     };
-    store::write_task(kv, None, &row)?;
+    store::write_task(kv, Cause::service("open"), None, &row)?;
     Ok(row.task)
 }
 
@@ -82,9 +82,10 @@ fn load_for_claim<K: Kv + ?Sized>(kv: &mut K, id: &str) -> Result<TaskRow, Claim
 }
 
 /// Gives the task to `actor`, held under `lease` or, without one, until
-/// released.
+/// released; `verb` is the one that hands it over.
 fn hand_to<K: Kv + ?Sized>(
     kv: &mut K,
+    verb: &'static str,
     row: &TaskRow,
     actor: &str,
     lease: Option<&Lease>,
@@ -93,7 +94,7 @@ fn hand_to<K: Kv + ?Sized>(
     next.task.state = TaskState::Claimed;
     next.task.assignee = Some(actor.to_owned());
     next.task.lease_until = lease.map(|l| l.end());
-    store::write_task(kv, Some(row), &next)?;
+    store::write_task(kv, Cause::by(verb, actor), Some(row), &next)?;
     Ok(next.task)
 }
 
@@ -102,6 +103,7 @@ fn hand_to<K: Kv + ?Sized>(
 /// makes it endless.
 fn reclaim_by_holder<K: Kv + ?Sized>(
     kv: &mut K,
+    cause: Cause<'_>,
     row: &TaskRow,
     lease: Option<&Lease>,
 ) -> Result<Task, StoreError> {
@@ -109,7 +111,7 @@ fn reclaim_by_holder<K: Kv + ?Sized>(
         Some(l) if row.task.lease_until != Some(l.end()) => {
             let mut next = row.clone();
             next.task.lease_until = Some(l.end());
-            store::write_task(kv, Some(row), &next)?;
+            store::write_task(kv, cause, Some(row), &next)?;
             Ok(next.task)
         }
         _ => Ok(row.task.clone()),
@@ -135,14 +137,17 @@ pub fn claim<K: Kv + ?Sized>(
     let row = load_for_claim(kv, id)?;
     ladder(&row, actor, &roles)?;
     match (&row.task.state, &row.task.assignee) {
-        (TaskState::Claimed, Some(holder)) if holder == actor => {
-            Ok(reclaim_by_holder(kv, &row, lease)?)
-        }
+        (TaskState::Claimed, Some(holder)) if holder == actor => Ok(reclaim_by_holder(
+            kv,
+            Cause::by("claim", actor),
+            &row,
+            lease,
+        )?),
         (TaskState::Claimed, Some(holder)) => Err(ClaimError::AlreadyClaimed(holder.clone())),
         (TaskState::Claimed, None) => Err(ClaimError::Store(StoreError::Corrupt(format!(
             "task {id} is claimed by nobody"
         )))),
-        _ => Ok(hand_to(kv, &row, actor, lease)?),
+        _ => Ok(hand_to(kv, "claim", &row, actor, lease)?),
     }
 }
 
@@ -169,9 +174,14 @@ pub fn take_over<K: Kv + ?Sized>(
         return Err(ClaimError::NotHeld(from.to_owned()));
     }
     if from == actor {
-        return Ok(reclaim_by_holder(kv, &row, lease)?);
+        return Ok(reclaim_by_holder(
+            kv,
+            Cause::by("take-over", actor),
+            &row,
+            lease,
+        )?);
     }
-    Ok(hand_to(kv, &row, actor, lease)?)
+    Ok(hand_to(kv, "take-over", &row, actor, lease)?)
 }
 
 /// The row put back in the queue it came from, unheld: what `release` and
@@ -195,7 +205,7 @@ pub fn release<K: Kv + ?Sized>(kv: &mut K, id: &str, actor: &str) -> Result<(), 
     if !held_by(&row, actor) {
         return Err(ClaimError::NotHeld(actor.to_owned()));
     }
-    store::write_task(kv, Some(&row), &returned(&row))?;
+    store::write_task(kv, Cause::by("release", actor), Some(&row), &returned(&row))?;
     Ok(())
 }
 
@@ -216,7 +226,12 @@ pub fn renew<K: Kv + ?Sized>(
     if !held_by(&row, actor) || row.task.lease_until.is_none() {
         return Err(ClaimError::NotHeld(actor.to_owned()));
     }
-    Ok(reclaim_by_holder(kv, &row, Some(&lease))?)
+    Ok(reclaim_by_holder(
+        kv,
+        Cause::by("renew", actor),
+        &row,
+        Some(&lease),
+    )?)
 }
 
 /// `reclaim-lapsed`: the lease index up to `now` is exactly the set of
@@ -254,7 +269,7 @@ pub fn reclaim_lapsed<K: Kv + ?Sized>(
             )));
         }
         let next = returned(&row);
-        store::write_task(kv, Some(&row), &next)?;
+        store::write_task(kv, Cause::service("reclaim-lapsed"), Some(&row), &next)?;
         moved.push(next.task);
     }
     Ok(moved)
@@ -264,6 +279,7 @@ pub fn reclaim_lapsed<K: Kv + ?Sized>(
 /// any, ends. Answers whether it moved; a settled task stays as it stands.
 fn settle_row<K: Kv + ?Sized>(
     kv: &mut K,
+    cause: Cause<'_>,
     row: &TaskRow,
     settlement: Settlement,
 ) -> Result<bool, StoreError> {
@@ -273,7 +289,7 @@ fn settle_row<K: Kv + ?Sized>(
     let mut next = row.clone();
     next.task.state = settlement.state();
     next.task.lease_until = None;
-    store::write_task(kv, Some(row), &next)?;
+    store::write_task(kv, cause, Some(row), &next)?;
     Ok(true)
 }
 
@@ -296,7 +312,11 @@ pub fn settle<K: Kv + ?Sized>(
     {
         return Err(ClaimError::NotHeld(h.to_owned()));
     }
-    Ok(settle_row(kv, &row, settlement)?)
+    let cause = match holder {
+        Some(h) => Cause::by("settle", h),
+        None => Cause::service("settle"),
+    };
+    Ok(settle_row(kv, cause, &row, settlement)?)
 }
 
 pub fn withdraw_run<K: Kv + ?Sized>(
@@ -307,22 +327,29 @@ pub fn withdraw_run<K: Kv + ?Sized>(
     validate::name("run", run)?;
     let awaited = validate::names("awaited", awaited)?;
     store::check_layout(kv, true)?;
-    withdraw_awaited(kv, run, &awaited)
+    withdraw_awaited(kv, "withdraw-run", run, &awaited)
 }
 
 /// Withdraws the still-pending tasks of `run` among `awaited` (already
-/// validated and deduplicated). Shared with `seal`.
+/// validated and deduplicated), as `verb` does. Shared with `seal`.
 pub(crate) fn withdraw_awaited<K: Kv + ?Sized>(
     kv: &mut K,
+    verb: &'static str,
     run: &str,
     awaited: &[String],
 ) -> Result<u32, StoreError> {
     let shards = store::shards(kv)?;
-    let mut keys: Vec<Vec<u8>> = Vec::with_capacity(awaited.len() * 3);
+    let mut keys: Vec<Vec<u8>> = Vec::with_capacity(awaited.len() * 4 + 1);
     for id in awaited {
         let [open, leased] = store::task_counter_keys(kv, id, shards);
-        keys.extend([schema::task(id).into_bytes(), open, leased]);
+        keys.extend([
+            schema::task(id).into_bytes(),
+            open,
+            leased,
+            schema::task_log(id).into_bytes(),
+        ]);
     }
+    keys.push(schema::feed_head(store::feed_slot_of(kv, shards)).into_bytes());
     // Spread by writer, every task names the same two shards.
     keys.sort_unstable();
     keys.dedup();
@@ -331,7 +358,7 @@ pub(crate) fn withdraw_awaited<K: Kv + ?Sized>(
     for id in awaited {
         if let Some(row) = store::load_task(kv, id)?
             && row.task.run == run
-            && settle_row(kv, &row, Settlement::Withdrawn)?
+            && settle_row(kv, Cause::service(verb), &row, Settlement::Withdrawn)?
         {
             moved += 1;
         }
@@ -361,7 +388,7 @@ pub fn escalate<K: Kv + ?Sized>(kv: &mut K, id: &str) -> Result<Task, StoreError
             }
         }
     }
-    store::write_task(kv, Some(&row), &next)?;
+    store::write_task(kv, Cause::service("escalate"), Some(&row), &next)?;
     Ok(next.task)
 }
 
@@ -459,7 +486,7 @@ pub fn claim_next<K: Kv + ?Sized>(
             row.task.id, row.task.state
         )));
     }
-    hand_to(kv, &row, actor, lease).map(Some)
+    hand_to(kv, "claim-next", &row, actor, lease).map(Some)
 }
 
 pub fn for_case<K: Kv + ?Sized>(

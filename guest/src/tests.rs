@@ -19,6 +19,7 @@ mod error_paths;
 mod layout;
 mod model_based;
 mod queue_reads;
+mod record;
 mod sealing;
 mod sharding;
 mod timer_leases;

@@ -22,11 +22,14 @@ pub fn arm<K: Kv + ?Sized>(kv: &mut K, timer: &Timer) -> Result<ArmOutcome, Stor
     validate::timer(timer)?;
     let shards = store::expected_shards(kv);
     let shard = store::timer_counter_key(kv, &timer.run, &timer.effect, shards);
+    let head = schema::feed_head(store::feed_slot_of(kv, shards)).into_bytes();
     kv.prefetch(&[
         schema::layout().into_bytes(),
         schema::sealed(&timer.run).into_bytes(),
         schema::timer(&timer.run, &timer.effect).into_bytes(),
         shard,
+        schema::timer_log(&timer.run, &timer.effect).into_bytes(),
+        head,
     ])?;
     store::check_layout(kv, true)?;
     if store::is_sealed(kv, &timer.run)? {
@@ -41,7 +44,7 @@ pub fn arm<K: Kv + ?Sized>(kv: &mut K, timer: &Timer) -> Result<ArmOutcome, Stor
         timer: timer.clone(),
         lease_until: None,
     };
-    store::write_timer(kv, None, &row)?;
+    store::write_timer(kv, "arm", None, &row)?;
     Ok(ArmOutcome::Armed)
 }
 
@@ -101,11 +104,17 @@ pub fn claim_due<K: Kv + ?Sized>(
                 sealed.insert(run, mark.is_some());
             }
         }
-        // The counter shards of timers about to be retired come in the batch
-        // of rows; `load_timers` then reads the rows from what it brought.
+        // The counter shards of timers about to be retired, and every
+        // listed timer's log, come in the batch of rows; `load_timers` then
+        // reads the rows from what it brought.
         let mut ahead: Vec<Vec<u8>> = listed
             .iter()
-            .map(|(_, r, e)| schema::timer(r, e).into_bytes())
+            .flat_map(|(_, r, e)| {
+                [
+                    schema::timer(r, e).into_bytes(),
+                    schema::timer_log(r, e).into_bytes(),
+                ]
+            })
             .collect();
         let mut shard_keys: Vec<Vec<u8>> = Vec::new();
         for (_, r, e) in listed
@@ -134,14 +143,14 @@ pub fn claim_due<K: Kv + ?Sized>(
             // A sealed run can record no wake-up: retired here, or it would
             // be claimed and fail once per lease period for ever.
             if sealed.get(run).copied().unwrap_or(false) {
-                store::retire_timer(kv, &row)?;
+                store::retire_timer(kv, "claim-due", &row)?;
                 continue;
             }
             let next = TimerRow {
                 timer: row.timer.clone(),
                 lease_until: Some(lease_until),
             };
-            store::write_timer(kv, Some(&row), &next)?;
+            store::write_timer(kv, "claim-due", Some(&row), &next)?;
             out.push(next.timer);
         }
         match entries.last() {
@@ -160,15 +169,18 @@ pub fn disarm<K: Kv + ?Sized>(kv: &mut K, run: &str, effect: &str) -> Result<boo
     validate::name("effect", effect)?;
     let shards = store::expected_shards(kv);
     let shard = store::timer_counter_key(kv, run, effect, shards);
+    let head = schema::feed_head(store::feed_slot_of(kv, shards)).into_bytes();
     kv.prefetch(&[
         schema::layout().into_bytes(),
         schema::timer(run, effect).into_bytes(),
         shard,
+        schema::timer_log(run, effect).into_bytes(),
+        head,
     ])?;
     store::check_layout(kv, true)?;
     match store::load_timer(kv, run, effect)? {
         Some(row) => {
-            store::retire_timer(kv, &row)?;
+            store::retire_timer(kv, "disarm", &row)?;
             Ok(true)
         }
         None => Ok(false),
@@ -178,29 +190,45 @@ pub fn disarm<K: Kv + ?Sized>(kv: &mut K, run: &str, effect: &str) -> Result<boo
 pub fn disarm_run<K: Kv + ?Sized>(kv: &mut K, run: &str) -> Result<u32, StoreError> {
     validate::name("run", run)?;
     store::check_layout(kv, true)?;
-    retire_run(kv, run)
+    retire_run(kv, "disarm-run", run)
 }
 
-/// Retires every timer of `run`, reading only that run's range. The run's
-/// timers count in many shards, learnt only as the walk meets them, so the
-/// counts are gathered and the shards moved with one batched read at the end.
-pub(crate) fn retire_run<K: Kv + ?Sized>(kv: &mut K, run: &str) -> Result<u32, StoreError> {
+/// Retires every timer of `run`, as `verb` does, reading only that run's
+/// range. The run's timers count in many shards, learnt only as the walk
+/// meets them, so the counts are gathered and the shards moved with one
+/// batched read at the end; their logs are read a walk's chunk at a time.
+pub(crate) fn retire_run<K: Kv + ?Sized>(
+    kv: &mut K,
+    verb: &'static str,
+    run: &str,
+) -> Result<u32, StoreError> {
     let mut retired = 0u32;
     let shards = store::shards(kv)?;
     let mut by_shard = [0i64; schema::MAX_SHARDS as usize];
-    store::walk(kv, &schema::timers_of(run), |kv, _, value| {
+    let mut rows = Vec::new();
+    store::walk(kv, &schema::timers_of(run), |_, _, value| {
         let row = store::decode_timer(&value)
             .map_err(|e| StoreError::Corrupt(format!("a timer of run {run}: {e}")))?;
-        store::remove_timer(kv, &row)?;
-        by_shard[usize::from(store::timer_shard(
-            kv,
-            shards,
-            &row.timer.run,
-            &row.timer.effect,
-        ))] -= 1;
-        retired += 1;
+        rows.push(row);
         Ok(true)
     })?;
+    for chunk in rows.chunks(store::SCAN_CHUNK as usize) {
+        let logs: Vec<Vec<u8>> = chunk
+            .iter()
+            .map(|r| schema::timer_log(&r.timer.run, &r.timer.effect).into_bytes())
+            .collect();
+        kv.prefetch(&logs)?;
+        for row in chunk {
+            store::remove_timer(kv, verb, row)?;
+            by_shard[usize::from(store::timer_shard(
+                kv,
+                shards,
+                &row.timer.run,
+                &row.timer.effect,
+            ))] -= 1;
+            retired += 1;
+        }
+    }
     store::add_to_shards(kv, schema::ARMED_TIMERS, shards, &by_shard)?;
     Ok(retired)
 }

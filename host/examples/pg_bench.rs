@@ -5,11 +5,12 @@
 //! a plain SQL queue claimed with `FOR UPDATE SKIP LOCKED` (as River and
 //! graphile-worker do) on a table of its own.
 //!
-//! `cargo run --release -p leasehold-host --example pg_bench -- URL [--contention]`
+//! `cargo run --release -p leasehold-host --example pg_bench -- URL [--contention | --disjoint [ROUNDS]]`
 //!
 //! URL names a database the benchmark may create schemas in; each run makes
 //! a fresh schema and drops it at the end. `--contention` runs only the
-//! multi-process tables. The host processes are this program again (`… --
+//! multi-process tables; `--disjoint` only disjoint work from 4 and 8
+//! threads of one process (calls/s and retries per 1,000 calls). The host processes are this program again (`… --
 //! URL --child|--next|--skip …`), each one engine (or one plain connection)
 //! with one calling thread.
 
@@ -219,6 +220,61 @@ fn skip_child(url: &str, actor: &str, seconds: f64) -> Result<()> {
     })
 }
 
+/// Disjoint work in one process (`--disjoint`): `threads` threads each open,
+/// claim and settle tasks of their own beside 300 others, as the tests'
+/// `postgres::writes_of_different_tasks_from_*_threads_seldom_conflict` do,
+/// for several rounds; answers (calls/s, retries per 1,000 calls) of each.
+fn disjoint_round(url: &str, threads: usize, round: usize) -> Result<(f64, f64)> {
+    let engine = Engine::builder().pool_size(threads).postgres(url)?;
+    let t = engine.tenant(&format!("apart{threads}r{round}"))?;
+    for i in 0..300 {
+        t.open(&task(format!("seed-{i}"), i))?;
+    }
+    let before = engine.conflict_retries();
+    let per_thread = 150;
+    let barrier = std::sync::Barrier::new(threads);
+    let started = Instant::now();
+    std::thread::scope(|s| -> Result<()> {
+        let handles: Vec<_> = (0..threads)
+            .map(|w| {
+                let (t, barrier) = (&t, &barrier);
+                s.spawn(move || -> std::result::Result<(), Error> {
+                    barrier.wait();
+                    for i in 0..per_thread {
+                        let id = format!("w{w}-{i}");
+                        t.open(&task(id.clone(), i as i64))?;
+                        t.claim(&id, &format!("a{w}"), &["reviewer"], None)?;
+                        t.settle(&id, leasehold_host::Settlement::Completed, None)?;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().map_err(|_| "a disjoint-work thread panicked")??;
+        }
+        Ok(())
+    })?;
+    let secs = started.elapsed().as_secs_f64();
+    let calls = (threads * per_thread * 3) as f64;
+    let retries = (engine.conflict_retries() - before) as f64;
+    Ok((calls / secs, retries * 1000.0 / calls))
+}
+
+fn disjoint(url: &str, rounds: usize) -> Result<()> {
+    println!("Disjoint work: threads opening, claiming and settling tasks of their own.");
+    println!();
+    println!("| threads | round | calls/s | retries / 1,000 calls |");
+    println!("| --- | --- | --- | --- |");
+    for round in 0..rounds {
+        for threads in [4usize, 8] {
+            let (rate, per_mille) = disjoint_round(url, threads, round)?;
+            println!("| {threads} | {round} | {rate:.0} | {per_mille:.1} |");
+        }
+    }
+    Ok(())
+}
+
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.get(1).map(String::as_str) == Some("--child") {
@@ -255,7 +311,13 @@ fn main() -> Result<()> {
         format!("{base}{sep}sslmode=disable")
     };
     let url = schema_url(&base_plain, &schema);
-    let out = if contention_only {
+    let disjoint_rounds = args
+        .iter()
+        .position(|a| a == "--disjoint")
+        .map(|i| args.get(i + 1).and_then(|n| n.parse().ok()).unwrap_or(3));
+    let out = if let Some(rounds) = disjoint_rounds {
+        disjoint(&url, rounds)
+    } else if contention_only {
         contention(&base, &url)
     } else {
         run(&url).and_then(|()| contention(&base, &url))

@@ -5,6 +5,8 @@
 export type Timestamp = number | bigint;
 /** An integer in 0..2^32-1, as a number or a BigInt. */
 export type U32 = number | bigint;
+/** A 64-bit integer: a number where exact, a BigInt otherwise. */
+export type Int = number | bigint;
 
 export type Priority = 'low' | 'normal' | 'high' | 'urgent';
 export type TaskState = 'open' | 'claimed' | 'escalated' | 'completed' | 'expired' | 'withdrawn';
@@ -92,6 +94,55 @@ export interface SealOutcome {
   tasksWithdrawn: number;
 }
 
+/** One change of a task, as its history keeps it. */
+export interface HistoryEntry {
+  seq: Int;
+  /** When the host ran the call (the engine's clock). */
+  at: Int;
+  verb: string;
+  /** Who made it; null for the service. */
+  actor: string | null;
+  /** Null for the change that opened the task. */
+  before: TaskState | null;
+  after: TaskState;
+  assignee: string | null;
+  leaseUntil: Int | null;
+  candidateRoles: string[];
+  excludedActors: string[];
+}
+
+export interface TimerChange {
+  run: string;
+  effect: string;
+  at: Int;
+  verb: string;
+  what: 'armed' | 'claimed' | 'retired';
+  fireAt: Int;
+  leaseUntil: Int | null;
+}
+
+/** What one feed entry records. */
+export type Change = { task: { id: string; entry: HistoryEntry } } | { timer: TimerChange };
+
+export interface FeedEntry {
+  /** Where to read on after this entry. */
+  position: string;
+  change: Change;
+}
+
+/**
+ * A read of the feed: a page (`next` is where to read on, `head` the feed's
+ * end as the read saw it), or `gone` (the feed's end to follow on from after
+ * refreshing) when what follows the position asked for was trimmed.
+ */
+export type FeedRead = { page: { entries: FeedEntry[]; next: string; head: string } } | { gone: string };
+
+export interface TrimOutcome {
+  feedRemoved: number;
+  historyRemoved: number;
+  more: boolean;
+}
+
 export interface Discrepancy {
   structure: string;
   subject: string;
@@ -162,6 +213,8 @@ export interface OpenOptions {
   component?: string;
   /** `'worker'` (default): the deadline stops the guest; `'thread'`: checked after the call. */
   isolation?: 'worker' | 'thread';
+  /** Milliseconds since 1970, read once per call for the time its changes are recorded at (default `Date.now`). */
+  clock?: () => number;
 }
 
 export class Engine {
@@ -205,6 +258,12 @@ export class Tenant {
   seal(run: string, awaited?: string[]): SealOutcome;
   isSealed(run: string): boolean;
   check(): Discrepancy[];
+  /** Task `id`'s history after entry `after` (a seq), oldest first. */
+  history(id: string, after?: Int | null, limit?: number): HistoryEntry[];
+  /** The feed after `after` (from the oldest entry kept without it). */
+  feed(after?: string | null, limit?: number): FeedRead;
+  /** Removes the oldest feed entries recorded before `before`, or beyond the newest `keep`, with their history. */
+  trim(rule: { before?: Int | null; keep?: Int | null; limit?: number }): TrimOutcome;
 }
 
 export class LeaseholdError extends Error {

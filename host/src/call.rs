@@ -41,7 +41,9 @@ pub(crate) fn call<R, T>(
     // The clock is read only for the debug event: reading it costs a
     // noticeable share of the cheapest calls.
     let started = tracing::enabled!(tracing::Level::DEBUG).then(Instant::now);
-    let out = run_with_retries(shared, tenant, until, verb, &f, &check);
+    // Read once for the call, so a call run again records the same instant.
+    let at = shared.clock.now();
+    let out = run_with_retries(shared, tenant, until, verb, at, &f, &check);
     tracing::debug!(
         outcome = match &out {
             Ok(_) => "ok",
@@ -65,13 +67,14 @@ fn run_with_retries<R, T>(
     tenant: &Arc<str>,
     until: Option<Instant>,
     verb: Verb,
+    at: i64,
     f: &impl Fn(&Export, &mut Store<CallCtx>) -> wasmtime::Result<R>,
     check: &impl Fn(R) -> Result<T, Error>,
 ) -> Result<T, Error> {
     let retries = shared.limits.conflict_retries;
     let mut attempt = 1u32;
     loop {
-        match run(shared, tenant, until, verb, f, check) {
+        match run(shared, tenant, until, verb, at, f, check) {
             Err(Error::Conflict { source, .. }) if attempt <= retries => {
                 tracing::debug!(attempt, reason = %source, "serialization conflict; running the call again");
                 shared.retries.fetch_add(1, Ordering::Relaxed);
@@ -100,6 +103,7 @@ fn run<R, T>(
     tenant: &Arc<str>,
     until: Option<Instant>,
     verb: Verb,
+    at: i64,
     f: &impl Fn(&Export, &mut Store<CallCtx>) -> wasmtime::Result<R>,
     check: &impl Fn(R) -> Result<T, Error>,
 ) -> Result<T, Error> {
@@ -138,7 +142,7 @@ fn run<R, T>(
         Error::LockTimeout(_) if passed() => Error::DeadlinePassed,
         e => e,
     })?;
-    let kv = KvView::new(txn, verb.mode(), limits, s.backend.concurrent_writers());
+    let kv = KvView::new(txn, verb.mode(), limits, s.backend.concurrent_writers(), at);
     let mut warm = match s.keeper.take(tenant) {
         Some(mut warm) => {
             warm.store.data_mut().kv = kv;
@@ -199,6 +203,7 @@ fn run<R, T>(
             return finish_unwritten(txn, verb, Err(refused));
         }
     };
+    let wrote = !outcome.batch.is_empty();
     let pending = txn
         .commit(outcome.batch)
         .map_err(|e| storage_error(e, verb))?;
@@ -207,6 +212,11 @@ fn run<R, T>(
     // another call's fsync).
     s.keeper.give_back(warm);
     pending.wait().map_err(|e| storage_error(e, verb))?;
+    // Waiters hear of a commit only once it is durable, and never of a
+    // call that wrote nothing.
+    if wrote {
+        s.hub.committed(&*s.backend, tenant);
+    }
     Ok(answer)
 }
 

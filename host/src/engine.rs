@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use crate::clock::{Clock, SystemClock};
 use crate::compiled::{Compiled, compiled};
 use crate::config::{Durability, Limits, Reuse};
 use crate::error::Error;
@@ -22,12 +23,13 @@ use crate::storage::postgres::{DEFAULT_POOL_SIZE, PgBackend, is_url};
 use crate::storage::redb::{GroupCommit, RedbBackend};
 use crate::storage::tenant_name::check_tenant;
 use crate::tenant::Tenant;
+use crate::watch::{Changes, Hub};
 
 /// The guest component built from `guest/` by `build.rs`.
 pub static GUEST_COMPONENT: &[u8] = include_bytes!(env!("LEASEHOLD_GUEST_WASM"));
 
 /// Builds an [`Engine`].
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct EngineBuilder {
     limits: Limits,
     durability: Durability,
@@ -38,6 +40,19 @@ pub struct EngineBuilder {
     no_group_commit: bool,
     pool_size: Option<usize>,
     reuse: Option<Reuse>,
+    clock: Option<Arc<dyn Clock>>,
+}
+
+impl std::fmt::Debug for EngineBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EngineBuilder")
+            .field("limits", &self.limits)
+            .field("durability", &self.durability)
+            .field("access", &self.access)
+            .field("reuse", &self.reuse)
+            .field("own_clock", &self.clock.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl EngineBuilder {
@@ -48,6 +63,16 @@ impl EngineBuilder {
 
     pub fn durability(mut self, durability: Durability) -> Self {
         self.durability = durability;
+        self
+    }
+
+    /// The clock each writing call's changes are recorded at (the history
+    /// and the feed, `kv.call-time`), read once per call: the system's
+    /// unless given. A [`ManualClock`](crate::ManualClock) makes recorded
+    /// times exact in tests. It never decides a rule: the verbs' times are
+    /// their arguments.
+    pub fn clock(mut self, clock: impl Clock) -> Self {
+        self.clock = Some(Arc::new(clock));
         self
     }
 
@@ -215,6 +240,8 @@ impl EngineBuilder {
                 limits: self.limits,
                 durability: self.durability,
                 retries: AtomicU64::new(0),
+                clock: self.clock.unwrap_or_else(|| Arc::new(SystemClock)),
+                hub: Hub::new(),
             }),
         }
     }
@@ -274,12 +301,40 @@ impl Engine {
                 limits: s.limits,
                 durability: s.durability,
                 retries: AtomicU64::new(0),
+                clock: s.clock.clone(),
+                hub: s.hub.clone(),
             }),
         })
     }
 
     pub fn limits(&self) -> &Limits {
         &self.shared.limits
+    }
+
+    /// The clock this engine records calls at (see
+    /// [`EngineBuilder::clock`]), for whatever else the embedder times by
+    /// it: a sweeper's "now", say.
+    pub fn clock(&self) -> Arc<dyn Clock> {
+        self.shared.clock.clone()
+    }
+
+    /// Subscribes to `tenant`'s commits: woken after every call that
+    /// committed a change of the tenant, through this engine (or any engine
+    /// on its backend) and, on a database several processes share
+    /// (PostgreSQL), through theirs. A wake-up is a hint to read the feed
+    /// again; it carries no change itself, and a lost one loses nothing
+    /// the feed does not hold. See [`Changes`].
+    pub fn watch(&self, tenant: &str) -> Result<Changes, Error> {
+        check_tenant(tenant)?;
+        let s = &self.shared;
+        Ok(s.hub.subscribe(&*s.backend, Some(Arc::from(tenant))))
+    }
+
+    /// Subscribes to every tenant's commits, as [`watch`](Self::watch) does
+    /// to one's: what wakes it names the tenants that committed.
+    pub fn changes(&self) -> Changes {
+        let s = &self.shared;
+        s.hub.subscribe(&*s.backend, None)
     }
 
     /// How many times, so far, a call was run again because it lost a
@@ -389,8 +444,8 @@ mod tests {
                 t.open(&task("a")).expect("opens");
                 assert_eq!(t.open_count().expect("counts"), 1);
             }
-            assert_eq!(mark(&sole, &tenant).as_deref(), Some(&b"5/1"[..]));
-            assert_eq!(mark(&shared, &tenant).as_deref(), Some(&b"5/64"[..]));
+            assert_eq!(mark(&sole, &tenant).as_deref(), Some(&b"6/1"[..]));
+            assert_eq!(mark(&shared, &tenant).as_deref(), Some(&b"6/64"[..]));
         }
     }
 }

@@ -24,6 +24,7 @@
 
 mod bindings;
 mod call;
+mod clock;
 mod compiled;
 mod config;
 mod ctx;
@@ -43,14 +44,17 @@ mod testing;
 pub mod testkit;
 mod verbs;
 mod view;
+mod watch;
 
+pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::{Durability, Limits, Reuse};
 pub use engine::{Engine, EngineBuilder, GUEST_COMPONENT};
 pub use error::{Error, Refusal, SandboxError};
 pub use keep::InstanceStats;
 pub use leasehold_guest::model::{
-    ArmOutcome, Discrepancy, Lease, OnExpiry, Page, Phase, Priority, QueueQuery, SealOutcome,
-    Settlement, StoreError, Task, TaskState, Timer, Timestamp,
+    ArmOutcome, Change, Discrepancy, FeedEntry, FeedPage, FeedRead, HistoryEntry, Lease, OnExpiry,
+    Page, Phase, Priority, QueueQuery, SealOutcome, Settlement, StoreError, Task, TaskChange,
+    TaskState, Timer, TimerChange, TimerEvent, Timestamp, TrimOutcome,
 };
 pub use storage::file::{KV_TABLE_NAME, OpenError, repair};
 pub use storage::postgres::{
@@ -60,3 +64,4 @@ pub use storage::redb::tenant_prefix;
 pub use storage::{CommitHung, CommitStats, GroupFailure, MAX_TENANT_BYTES};
 pub use tenant::Tenant;
 pub use verbs::{ExportedFunction, exported_functions};
+pub use watch::{Changed, Changes};

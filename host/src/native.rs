@@ -81,6 +81,10 @@ impl Snapshot for TxnSnapshot<'_> {
         self.txn.writer_slot()
     }
 
+    fn call_time(&mut self) -> i64 {
+        crate::clock::Clock::now(&crate::clock::SystemClock)
+    }
+
     fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, KvError> {
         self.txn.get(key).map_err(kv_error)
     }

@@ -15,8 +15,8 @@
 //! nothing.
 
 use leasehold_guest::model::{
-    ArmOutcome, ClaimError, Discrepancy, Lease, Page, QueueQuery, SealOutcome, Settlement,
-    StoreError, Task, TaskState, Timer, Timestamp,
+    ArmOutcome, ClaimError, Discrepancy, FeedRead, HistoryEntry, Lease, Page, QueueQuery,
+    SealOutcome, Settlement, StoreError, Task, TaskState, Timer, Timestamp, TrimOutcome,
 };
 
 use std::sync::Arc;
@@ -456,6 +456,85 @@ impl Tenant {
 
     pub fn is_sealed(&self, run: &str) -> Result<bool, Error> {
         self.call(Verb::IsSealed, |x, s| x.call(s, (run,)), store::<bool>)
+    }
+
+    /// Task `id`'s history: its entries after `after` (a `seq`; from the
+    /// first kept one without it), oldest first, at most `limit`.
+    pub fn history(
+        &self,
+        id: &str,
+        after: Option<u64>,
+        limit: u32,
+    ) -> Result<Vec<HistoryEntry>, Error> {
+        self.call(
+            Verb::History,
+            |x, s| x.call(s, (id, after, limit)),
+            |a: StoreAnswer<Vec<wit::HistoryEntry>>| {
+                let entries: Vec<HistoryEntry> = at_most(store(a)?, limit, "history")?
+                    .into_iter()
+                    .map(Into::into)
+                    .collect();
+                let mut last = after;
+                for e in &entries {
+                    if last.is_some_and(|l| e.seq <= l) || e.seq == 0 {
+                        return Err(malformed(format!(
+                            "history answered entry {} of task {id} after {last:?}",
+                            e.seq
+                        )));
+                    }
+                    last = Some(e.seq);
+                }
+                Ok(entries)
+            },
+        )
+    }
+
+    /// The feed after position `after` (from the oldest entry kept without
+    /// it), at most `limit` entries: a page, or [`FeedRead::Gone`] when
+    /// entries after `after` were trimmed or `after` is not a position of
+    /// this feed.
+    pub fn feed(&self, after: Option<&str>, limit: u32) -> Result<FeedRead, Error> {
+        self.call(
+            Verb::Feed,
+            |x, s| x.call(s, (after, limit)),
+            |a: StoreAnswer<wit::FeedRead>| {
+                let read = FeedRead::from(store(a)?);
+                if let FeedRead::Page(p) = &read
+                    && p.entries.len() > limit as usize
+                {
+                    return Err(malformed(format!(
+                        "feed answered {} entries for a limit of {limit}",
+                        p.entries.len()
+                    )));
+                }
+                Ok(read)
+            },
+        )
+    }
+
+    /// Removes the oldest feed entries recorded before `before`, or beyond
+    /// the newest `keep` (at least one given), at most `limit` of them,
+    /// with the history they cover (never a task's last entry).
+    pub fn trim(
+        &self,
+        before: Option<Timestamp>,
+        keep: Option<u64>,
+        limit: u32,
+    ) -> Result<TrimOutcome, Error> {
+        self.call(
+            Verb::Trim,
+            |x, s| x.call(s, (before, keep, limit)),
+            |a: StoreAnswer<wit::TrimOutcome>| {
+                let out = TrimOutcome::from(store(a)?);
+                if out.feed_removed > limit {
+                    return Err(malformed(format!(
+                        "trim removed {} entries for a limit of {limit}",
+                        out.feed_removed
+                    )));
+                }
+                Ok(out)
+            },
+        )
     }
 
     /// The consistency check: every discrepancy between this tenant's rows

@@ -84,6 +84,9 @@ verbs! {
     Seal => "runs" "seal" Write,
     IsSealed => "runs" "is-sealed" Read,
     Check => "admin" "check" Read,
+    History => "changes" "history" Read,
+    Feed => "changes" "feed" Read,
+    Trim => "changes" "trim" Write,
 }
 
 /// One exported function of the world, as the one table above declares it.
@@ -175,7 +178,7 @@ mod tests {
     #[test]
     fn every_function_the_wit_exports_is_in_the_table() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../wit");
-        for interface in ["tasks", "timers", "runs", "admin"] {
+        for interface in ["tasks", "timers", "runs", "admin", "changes"] {
             let text = std::fs::read_to_string(dir.join(format!("{interface}.wit")))
                 .expect("the interface's WIT file");
             for line in text.lines() {

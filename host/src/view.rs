@@ -27,6 +27,8 @@ pub(crate) struct KvView {
     violation: Option<Error>,
     /// What the backend says of its writers (`kv.concurrent-writers`).
     concurrent_writers: bool,
+    /// The instant the host runs the call at (`kv.call-time`).
+    call_time: i64,
 }
 
 /// What a call left behind once its guest has finished.
@@ -42,6 +44,7 @@ impl KvView {
         mode: Mode,
         limits: Limits,
         concurrent_writers: bool,
+        call_time: i64,
     ) -> Self {
         KvView {
             txn: Some(txn),
@@ -51,6 +54,7 @@ impl KvView {
             staged: None,
             violation: None,
             concurrent_writers,
+            call_time,
         }
     }
 
@@ -119,6 +123,10 @@ impl kv::Host for KvView {
 
     fn writer_slot(&mut self) -> wasmtime::Result<u32> {
         Ok(self.txn()?.writer_slot())
+    }
+
+    fn call_time(&mut self) -> wasmtime::Result<i64> {
+        Ok(self.call_time)
     }
 
     fn get(&mut self, key: Vec<u8>) -> wasmtime::Result<Option<Vec<u8>>> {

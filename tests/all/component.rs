@@ -1,4 +1,4 @@
-//! The shipped component is exactly the WIT world: it exports the four
+//! The shipped component is exactly the WIT world: it exports the five
 //! Leasehold interfaces and imports nothing but the `kv` store (and the
 //! `types` it speaks in). It links no WASI at all, so a host supplies storage
 //! and nothing else.
@@ -24,6 +24,7 @@ fn the_component_exports_exactly_the_world_and_imports_only_kv() {
         exports,
         [
             "leasehold:engine/admin@0.2.0",
+            "leasehold:engine/changes@0.2.0",
             "leasehold:engine/runs@0.2.0",
             "leasehold:engine/tasks@0.2.0",
             "leasehold:engine/timers@0.2.0",

@@ -115,16 +115,17 @@ fn a_task_row_deleted_behind_its_indexes_back_is_found() {
     let db = seeded();
     delete(&db, schema::task("t1"));
     let found = check(&db, TENANT);
-    // Its queue, overdue and case entries now point at nothing, and the
-    // open counter counts a task that is gone: four findings, no more.
-    for index in ["queue-index", "overdue-index", "case-index"] {
+    // Its queue, overdue and case entries now point at nothing, its log
+    // belongs to no task, and the open counter counts a task that is gone:
+    // five findings, no more.
+    for index in ["queue-index", "overdue-index", "case-index", "task-log"] {
         assert_finds(&found, index, "t1");
     }
     assert!(
         found.iter().any(|d| d.structure == "open-count"),
         "{found:?}"
     );
-    assert_eq!(found.len(), 4, "{found:?}");
+    assert_eq!(found.len(), 5, "{found:?}");
     assert!(check(&db, "other").is_empty());
 }
 
@@ -263,8 +264,8 @@ fn a_keyspace_is_laid_out_for_its_backends_writers() {
     let db = seeded();
     let raw = db.raw_contents(TENANT);
     let (mark, want) = match db.backend() {
-        Backend::Redb => (&b"5/1"[..], schema::Shards::SOLE),
-        Backend::Postgres => (&b"5/64"[..], schema::Shards::SHARED),
+        Backend::Redb => (&b"6/1"[..], schema::Shards::SOLE),
+        Backend::Postgres => (&b"6/64"[..], schema::Shards::SHARED),
     };
     assert_eq!(
         raw.get(schema::layout().as_bytes()).map(Vec::as_slice),

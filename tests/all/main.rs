@@ -4,6 +4,7 @@
 //! `leasehold_tests::TestDb`). `crash` and `redb_files` are about redb files
 //! and run on redb only; `postgres` is about PostgreSQL only.
 
+mod changes;
 mod component;
 mod concurrency;
 mod conformance;

@@ -10,6 +10,7 @@ use std::sync::Barrier;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+mod changes;
 mod faults;
 mod tls;
 

@@ -18,10 +18,17 @@ use super::codec::corrupt;
 
 /// Refuses a keyspace written in a layout this component does not read, and
 /// marks a fresh one when `writing`, with the shards its host asks for. The
-/// mark stays in the call's buffer, where [`shards`] finds it again.
+/// mark stays in the call's buffer, where [`shards`] finds it again. A
+/// writing call reads its slot's feed head in the same batch, since it
+/// records what it changes.
 pub fn check_layout<K: Kv + ?Sized>(kv: &mut K, writing: bool) -> Result<(), StoreError> {
     let key = schema::layout().into_bytes();
-    kv.prefetch(core::slice::from_ref(&key))?;
+    if writing {
+        let head = expected_feed_head(kv);
+        kv.prefetch(&[key.clone(), head])?;
+    } else {
+        kv.prefetch(core::slice::from_ref(&key))?;
+    }
     let mark = kv.get(&key)?;
     known_layout(mark.as_deref())?;
     if mark.is_none() && writing {
@@ -57,6 +64,32 @@ pub fn expected_shards<K: Kv + ?Sized>(kv: &mut K) -> Shards {
     Shards::for_host(kv.concurrent_writers())
 }
 
+/// The key of the feed head a writing call of this host appends after, in a
+/// keyspace laid out as its host would lay it out: read ahead with a verb's
+/// first batch. Where the mark says otherwise the call reads the head it
+/// then needs.
+pub fn expected_feed_head<K: Kv + ?Sized>(kv: &mut K) -> Vec<u8> {
+    let shards = expected_shards(kv);
+    schema::feed_head(feed_slot_of(kv, shards)).into_bytes()
+}
+
+/// The feed slot this call appends to, among `shards`: its writer slot,
+/// folded to the keyspace's count, asked of the host only where there is
+/// more than one.
+pub fn feed_slot_of<K: Kv + ?Sized>(kv: &mut K, shards: Shards) -> u8 {
+    if shards.count() == 1 {
+        0
+    } else {
+        shards.writer(kv.writer_slot())
+    }
+}
+
+/// Whether a keyspace with this mark has recorded every change since it was
+/// laid out (layout 6), so that every row must have a history.
+pub fn records_from_the_start(mark: Option<&[u8]>) -> bool {
+    mark.is_some_and(|m| m.starts_with(b"6/"))
+}
+
 /// The shards the stored layout mark records, if it is one this component
 /// reads, or `None` for a fresh keyspace. Split from [`check_layout`] so the
 /// mark can ride in a batch a verb reads anyway.
@@ -71,7 +104,7 @@ pub fn known_layout(mark: Option<&[u8]>) -> Result<Option<Shards>, StoreError> {
     }
     let counted = match v {
         [b'4', b'/', n @ ..] => Some((n, Shards::by_row as fn(u8) -> Option<Shards>)),
-        [b'5', b'/', n @ ..] => Some((n, Shards::new as fn(u8) -> Option<Shards>)),
+        [b'5' | b'6', b'/', n @ ..] => Some((n, Shards::new as fn(u8) -> Option<Shards>)),
         _ => None,
     };
     if let Some((n, shards)) = counted {

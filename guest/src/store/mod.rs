@@ -6,8 +6,8 @@
 //! difference between the old and new derivations, so no verb can forget one.
 //!
 //! The files below split the store by what it keeps: task rows, timer rows,
-//! run seals, counters and the layout mark, over the row codec, batched reads
-//! and range walks they share. This file only names them and re-exports what
+//! run seals, counters, the layout mark and the change record, over the row
+//! codec, batched reads and range walks they share. This file only names them and re-exports what
 //! the domain modules use, so their paths stay `store::…`. It decides
 //! nothing, and the files below import from one another, never from here;
 //! only the tests use the store through it, as its callers do.
@@ -17,6 +17,7 @@ mod codec;
 mod counters;
 mod layout;
 mod ranges;
+mod record;
 mod runs;
 mod tasks;
 mod timers;
@@ -29,9 +30,16 @@ pub use counters::{
     add_to_counter, add_to_shards, read_counter, read_shard, task_counter_keys, task_shard,
     timer_counter_key, timer_shard,
 };
-pub use layout::{check_layout, expected_shards, known_layout, shards};
+pub use layout::{
+    check_layout, expected_feed_head, expected_shards, feed_slot_of, known_layout,
+    records_from_the_start, shards,
+};
 pub(crate) use ranges::bad_entry;
-pub use ranges::{SCAN_CHUNK, suffix, walk};
+pub use ranges::{SCAN_CHUNK, suffix, walk, walk_chunked};
+pub use record::{
+    Cause, FeedRow, HistoryRow, Position, TaskLog, decode_feed_row, decode_history,
+    decode_position, decode_seq, decode_task_log, load_task_log,
+};
 pub use runs::is_sealed;
 pub use tasks::{
     Along, TaskRow, decode_task, indexed_rows, indexed_tasks, load_task, prefetch_task, write_task,

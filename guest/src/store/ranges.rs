@@ -31,13 +31,23 @@ pub fn suffix(key: &[u8], prefix: &Key) -> Result<Vec<Elem>, StoreError> {
 pub fn walk<K: Kv + ?Sized>(
     kv: &mut K,
     prefix: &Key,
+    f: impl FnMut(&mut K, Vec<u8>, Vec<u8>) -> Result<bool, StoreError>,
+) -> Result<(), StoreError> {
+    walk_chunked(kv, prefix, SCAN_CHUNK, f)
+}
+
+/// [`walk`], `per_scan` entries at a time.
+pub fn walk_chunked<K: Kv + ?Sized>(
+    kv: &mut K,
+    prefix: &Key,
+    per_scan: u32,
     mut f: impl FnMut(&mut K, Vec<u8>, Vec<u8>) -> Result<bool, StoreError>,
 ) -> Result<(), StoreError> {
     let end = prefix.prefix_end();
     let mut start = prefix.as_bytes().to_vec();
     loop {
-        let chunk = kv.scan(&start, Some(&end), SCAN_CHUNK, false)?;
-        let full = chunk.len() == SCAN_CHUNK as usize;
+        let chunk = kv.scan(&start, Some(&end), per_scan, false)?;
+        let full = chunk.len() == per_scan as usize;
         let Some(last) = chunk.last().map(|(k, _)| k.clone()) else {
             return Ok(());
         };

@@ -2,9 +2,10 @@
 //! lease and case, derived by [`TaskRow::index_keys`]) and its counts of open
 //! tasks and leased claims.
 //!
-//! [`write_task`] is the only way a task row is written: it writes the row
-//! and moves the entries and counts from what the old row implied to what
-//! the new one implies. A row stored under another id, or an index entry
+//! [`write_task`] is the only way a task row is written: it writes the row,
+//! moves the entries and counts from what the old row implied to what the
+//! new one implies, and records the change in the task's history and the
+//! feed. A row stored under another id, or an index entry
 //! whose row is missing, is damage. This module keeps a row and what derives
 //! from it in step, and never judges a verb's rules.
 
@@ -20,7 +21,8 @@ use crate::schema;
 use super::batch::{get_each, get_kept};
 use super::codec::{RowError, corrupt, decode_row, encode_row};
 use super::counters::{add_to_counter, task_counter_keys, task_shard};
-use super::layout::{check_layout, expected_shards, known_layout, shards};
+use super::layout::{check_layout, expected_shards, feed_slot_of, known_layout, shards};
+use super::record::{Cause, record_task};
 
 /// A stored task: the task plus what the contract needs but the caller never
 /// sets. Stored in the compact binary form of [`encode_row`]: the fields in
@@ -75,17 +77,20 @@ impl TaskRow {
 }
 
 /// Reads ahead, in one round trip, what a verb on one task may need: the
-/// layout mark, the task's row and the counter shards [`write_task`] may
+/// layout mark, the task's row, the counter shards [`write_task`] may
 /// move (this writer's, so calls the host runs side by side never share a
-/// key).
+/// key), the task's log and the feed head its change would follow.
 pub fn prefetch_task<K: Kv + ?Sized>(kv: &mut K, id: &str) -> Result<(), StoreError> {
     let shards = expected_shards(kv);
     let [open, leased] = task_counter_keys(kv, id, shards);
+    let head = schema::feed_head(feed_slot_of(kv, shards)).into_bytes();
     Ok(kv.prefetch(&[
         schema::layout().into_bytes(),
         schema::task(id).into_bytes(),
         open,
         leased,
+        schema::task_log(id).into_bytes(),
+        head,
     ])?)
 }
 
@@ -132,9 +137,10 @@ pub struct Along {
     /// The layout mark, checked before any row is decoded (with no row to
     /// read, it is read alone).
     pub layout: bool,
-    /// Each task's leased-claims shard, for a verb about to take or end a
-    /// claim (which leaves the open count as it is). Such a verb writes the
-    /// rows it reads, so the store keeps them and the shards for its writes.
+    /// Each task's leased-claims shard, its log and the feed head, for a
+    /// verb about to take or end a claim (which leaves the open count as it
+    /// is) and record it. Such a verb writes the rows it reads, so the store
+    /// keeps them, the shards, the logs and the head for its writes.
     pub leased_shards: bool,
 }
 
@@ -167,6 +173,8 @@ pub fn indexed_rows<K: Kv + ?Sized>(
                 .into_iter()
                 .map(|s| schema::counter_shard(schema::LEASED_CLAIMS, s).into_bytes()),
         );
+        keys.extend(ids.iter().map(|id| schema::task_log(id).into_bytes()));
+        keys.push(schema::feed_head(feed_slot_of(kv, expected)).into_bytes());
     }
     let values = if along.leased_shards {
         get_kept(kv, &keys)?
@@ -177,7 +185,8 @@ pub fn indexed_rows<K: Kv + ?Sized>(
     if along.layout {
         known_layout(values.next().flatten().as_deref())?;
     }
-    // The counter shards, last in the batch, are left for the writes to read.
+    // The counter shards, logs and head, last in the batch, are left for the
+    // writes to read.
     ids.iter()
         .zip(values)
         .map(|(id, v)| match v {
@@ -189,10 +198,12 @@ pub fn indexed_rows<K: Kv + ?Sized>(
         .collect()
 }
 
-/// Writes a task row and moves its index entries and counters from what
-/// `old` implied to what `new` implies.
+/// Writes a task row, moves its index entries and counters from what `old`
+/// implied to what `new` implies, and records the change as `cause` made
+/// it.
 pub fn write_task<K: Kv + ?Sized>(
     kv: &mut K,
+    cause: Cause<'_>,
     old: Option<&TaskRow>,
     new: &TaskRow,
 ) -> Result<(), StoreError> {
@@ -224,5 +235,6 @@ pub fn write_task<K: Kv + ?Sized>(
         shard,
         shards,
         i64::from(new.is_leased()) - i64::from(was),
-    )
+    )?;
+    record_task(kv, cause, old, new)
 }

@@ -14,12 +14,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::keys::Key;
 use crate::kv::Kv;
-use crate::model::{StoreError, Timer, Timestamp};
+use crate::model::{StoreError, Timer, TimerEvent, Timestamp};
 use crate::schema;
 
 use super::codec::{RowError, corrupt, decode_row, encode_row};
 use super::counters::{add_to_counter, timer_shard};
 use super::layout::shards;
+use super::record::record_timer;
 
 /// A stored timer and its lease, stored like [`TaskRow`](super::tasks::TaskRow).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -83,9 +84,11 @@ pub fn decode_timer(bytes: &[u8]) -> Result<TimerRow, RowError> {
     decode_row(bytes)
 }
 
-/// Writes a timer row, moving its due entry; `old` is what was stored.
+/// Writes a timer row, moving its due entry; `old` is what was stored. A
+/// new row is recorded as armed by `verb`, a changed one as claimed.
 pub fn write_timer<K: Kv + ?Sized>(
     kv: &mut K,
+    verb: &'static str,
     old: Option<&TimerRow>,
     new: &TimerRow,
 ) -> Result<(), StoreError> {
@@ -108,24 +111,38 @@ pub fn write_timer<K: Kv + ?Sized>(
             add_to_counter(kv, schema::ARMED_TIMERS, shard, shards, 1)?;
         }
     }
-    Ok(())
+    let what = if old.is_some() {
+        TimerEvent::Claimed
+    } else {
+        TimerEvent::Armed
+    };
+    record_timer(kv, verb, new, what)
 }
 
-/// Removes a timer with its due entry and its count.
-pub fn retire_timer<K: Kv + ?Sized>(kv: &mut K, row: &TimerRow) -> Result<(), StoreError> {
-    remove_timer(kv, row)?;
+/// Removes a timer with its due entry and its count, recording that `verb`
+/// retired it.
+pub fn retire_timer<K: Kv + ?Sized>(
+    kv: &mut K,
+    verb: &'static str,
+    row: &TimerRow,
+) -> Result<(), StoreError> {
+    remove_timer(kv, verb, row)?;
     let t = &row.timer;
     let shards = shards(kv)?;
     let shard = timer_shard(kv, shards, &t.run, &t.effect);
     add_to_counter(kv, schema::ARMED_TIMERS, shard, shards, -1)
 }
 
-/// Removes a timer with its due entry, leaving its count to the caller, who
-/// moves many timers' shards at once with
-/// [`add_to_shards`](super::counters::add_to_shards).
-pub fn remove_timer<K: Kv + ?Sized>(kv: &mut K, row: &TimerRow) -> Result<(), StoreError> {
+/// Removes a timer with its due entry, recording that `verb` retired it,
+/// and leaves its count to the caller, who moves many timers' shards at
+/// once with [`add_to_shards`](super::counters::add_to_shards).
+pub fn remove_timer<K: Kv + ?Sized>(
+    kv: &mut K,
+    verb: &'static str,
+    row: &TimerRow,
+) -> Result<(), StoreError> {
     let t = &row.timer;
     kv.delete(schema::timer(&t.run, &t.effect).as_bytes())?;
     kv.delete(row.due_key().as_bytes())?;
-    Ok(())
+    record_timer(kv, verb, row, TimerEvent::Retired)
 }

@@ -516,6 +516,7 @@ fn the_check_finds_a_task_row_deleted_behind_its_indexes() {
             ),
             ("overdue-index", "open"),
             ("queue-index", "open"),
+            ("task-log", "open"),
         ])
     );
 }
@@ -743,7 +744,11 @@ fn the_check_finds_a_lease_on_a_task_that_is_not_claimed() {
         schema::task("done").into_bytes(),
         store::encode_row(&row).expect("encodes"),
     );
-    assert_eq!(findings(&mut kv), found(&[("task", "done")]));
+    // The row now disagrees with its last history entry, too.
+    assert_eq!(
+        findings(&mut kv),
+        found(&[("history", "done"), ("task", "done")])
+    );
 }
 
 #[test]
@@ -835,6 +840,7 @@ fn spread_by_writer_the_check_finds_a_task_row_deleted_behind_its_indexes() {
             ("open-count", schema::OPEN_TASKS),
             ("overdue-index", "open"),
             ("queue-index", "open"),
+            ("task-log", "open"),
         ])
     );
 }

@@ -57,7 +57,7 @@ fn busy(kv: &mut MemKv) {
 fn a_sole_writer_lays_out_one_shard_per_counter() {
     let mut kv = sole();
     busy(&mut kv);
-    assert_eq!(mark(&kv), Some(&b"5/1"[..]));
+    assert_eq!(mark(&kv), Some(&b"6/1"[..]));
     for name in schema::COUNTERS {
         assert!(stored_shards(&kv, name).iter().all(|&s| s == 0), "{name}");
     }
@@ -70,7 +70,7 @@ fn a_sole_writer_lays_out_one_shard_per_counter() {
 fn concurrent_writers_lay_out_64_shards() {
     let mut kv = MemKv::new();
     busy(&mut kv);
-    assert_eq!(mark(&kv), Some(&b"5/64"[..]));
+    assert_eq!(mark(&kv), Some(&b"6/64"[..]));
     // Each writer slot counts in a shard of its own.
     kv.slot = 40;
     open(&mut kv, task("late"));
@@ -189,7 +189,10 @@ fn a_mark_naming_no_shard_count_is_refused_as_corrupt() {
         b"5/-1",
         b"5",
         b"5/64/",
-        b"6/64",
+        b"6/0",
+        b"6/65",
+        b"6",
+        b"7/64",
     ] {
         let mut kv = MemKv::new();
         kv.map.insert(schema::layout().into_bytes(), bad.to_vec());

@@ -62,6 +62,10 @@ impl Snapshot for Recording<'_> {
         Snapshot::writer_slot(&mut *self.kv)
     }
 
+    fn call_time(&mut self) -> i64 {
+        Snapshot::call_time(&mut *self.kv)
+    }
+
     fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, KvError> {
         self.print.read.insert(key.to_vec());
         Snapshot::get(&mut *self.kv, key)
@@ -256,9 +260,11 @@ fn in_a_layout_4_keyspace_a_task_counts_only_in_its_own_shard() {
 
 /// The point of sharding: two calls on different tasks, by writers the host
 /// runs side by side, share no key one of them writes, whichever verbs they
-/// are, even tasks a layout spread by row would count in one shard; by one
-/// writer slot they share exactly that slot's shards. In a layout-4 keyspace,
-/// tasks in different shards share no key, and tasks in one shard that one.
+/// are, even tasks a layout spread by row would count in one shard, and the
+/// feed entries they record go to their own slots; by one writer slot they
+/// share exactly that slot's shards and its feed head. In a layout-4
+/// keyspace, tasks in different shards share no key, and tasks in one shard
+/// that one (and the feed head of their one slot).
 #[test]
 fn calls_by_different_writers_touch_different_keys() {
     let roles = names(&["a"]);
@@ -303,20 +309,24 @@ fn calls_by_different_writers_touch_different_keys() {
             let (fa, fb) = pair(&mut kv, verb);
             let conflicts = fa.conflicts(&fb);
             if same {
-                // Only the shard they share, and only when the verb moves a
-                // count: renew and escalate (of a task already unheld) move
-                // none.
+                // Only the shard they share, when the verb moves a count
+                // (renew and escalate of a task already unheld move none),
+                // and the feed head of their one slot, which every change
+                // moves.
                 let shard = if layout == 5 {
                     schema::Shards::SHARED.writer(slots.0)
                 } else {
                     schema::Shards::SHARED.task(&a)
                 };
+                let head = schema::feed_head(schema::Shards::SHARED.writer(slots.0)).into_bytes();
+                assert!(conflicts.contains(&head), "{verb}: {conflicts:?}");
                 let moves = !matches!(verb, "renew" | "escalate");
-                assert_eq!(!conflicts.is_empty(), moves, "{verb}: {conflicts:?}");
+                assert_eq!(conflicts.len() > 1, moves, "{verb}: {conflicts:?}");
                 assert!(
-                    conflicts.iter().all(|k| schema::COUNTERS
-                        .iter()
-                        .any(|n| *k == schema::counter_shard(n, shard).into_bytes())),
+                    conflicts.iter().all(|k| *k == head
+                        || schema::COUNTERS
+                            .iter()
+                            .any(|n| *k == schema::counter_shard(n, shard).into_bytes())),
                     "{verb}: {conflicts:?}"
                 );
             } else {

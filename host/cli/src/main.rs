@@ -34,6 +34,7 @@ fn main() -> ExitCode {
         Command::Component { ref out } => {
             cli::component::write(out, cli.json, &mut stdout).map(|()| 0)
         }
+        Command::Events(ref args) if args.follow => cli::events::follow(&cli, args, &mut stdout),
         _ => cli::commands::run(&cli).and_then(|report| {
             let text = if cli.json {
                 let json = report

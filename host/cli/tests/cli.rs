@@ -1619,3 +1619,146 @@ fn db_may_be_a_postgres_url() {
         .stderr(contains("not found: pay-1"));
     s.run(&["--tenant", &tenant, "check"]).assert().success();
 }
+
+#[test]
+fn task_history_lists_every_change_with_who_and_when() {
+    let s = scratch();
+    s.open(r#"{"id":"pay-1","run":"r","kind":"k","candidate_roles":["approver"]}"#);
+    s.run(&["task", "claim", "pay-1", "--actor", "alice", "--role", "approver"])
+        .assert()
+        .success();
+    s.run(&["task", "release", "pay-1", "--actor", "alice"])
+        .assert()
+        .success();
+    s.run(&["task", "claim", "pay-1", "--actor", "bob", "--role", "approver"])
+        .assert()
+        .success();
+    s.run(&["task", "settle", "pay-1", "completed", "--holder", "bob"])
+        .assert()
+        .success();
+    let h = s.json(&["task", "history", "pay-1"]);
+    let steps: Vec<(u64, &str, Option<&str>, &str)> = h
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|e| {
+            (
+                e["seq"].as_u64().expect("seq"),
+                e["verb"].as_str().expect("verb"),
+                e["actor"].as_str(),
+                e["after"].as_str().expect("after"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            (1, "open", None, "open"),
+            (2, "claim", Some("alice"), "claimed"),
+            (3, "release", Some("alice"), "open"),
+            (4, "claim", Some("bob"), "claimed"),
+            (5, "settle", Some("bob"), "completed"),
+        ]
+    );
+    assert!(h[0]["at"].as_i64().expect("at") > 1_700_000_000_000, "the clock's time");
+    let page = s.json(&["task", "history", "pay-1", "--after", "3", "--limit", "1"]);
+    assert_eq!(page[0]["seq"], 4);
+    s.run(&["task", "history", "pay-1"])
+        .assert()
+        .success()
+        .stdout(contains("release").and(contains("(service)")).and(contains("alice")));
+    s.run(&["task", "history", "nope"]).assert().code(1);
+}
+
+#[test]
+fn events_reads_on_from_a_position_and_says_when_it_was_trimmed() {
+    let s = scratch();
+    for i in 0..3 {
+        s.open(&format!(r#"{{"id":"t{i}","run":"r","kind":"k"}}"#));
+    }
+    let read = s.json(&["events", "--limit", "2"]);
+    let page = &read["page"];
+    assert_eq!(page["entries"].as_array().expect("entries").len(), 2);
+    let next = page["next"].as_str().expect("next").to_owned();
+    let rest = s.json(&["events", "--after", &next]);
+    assert_eq!(rest["page"]["entries"][0]["change"]["task"]["id"], "t2");
+    assert_eq!(rest["page"]["next"], rest["page"]["head"]);
+    s.run(&["events"])
+        .assert()
+        .success()
+        .stdout(contains("task t0 #1: open").and(contains("Caught up")));
+    let first = page["entries"][0]["position"]
+        .as_str()
+        .expect("position")
+        .to_owned();
+    let trimmed = s.json(&["trim", "--keep", "1", "--limit", "1"]);
+    assert_eq!(trimmed["feed_removed"], 2);
+    // A reader that had read two entries lost nothing; one that had read
+    // one lost the second.
+    let on = s.json(&["events", "--after", &next]);
+    assert_eq!(on["page"]["entries"][0]["change"]["task"]["id"], "t2");
+    let out = s.run(&["events", "--after", &first, "--json"]).assert().code(1);
+    let gone = parse(&out.get_output().stdout);
+    assert_eq!(gone["gone"], rest["page"]["head"]);
+    s.run(&["events", "--after", &first])
+        .assert()
+        .code(1)
+        .stdout(contains("no longer holds"));
+    s.run(&["trim"]).assert().code(2);
+    s.run(&["events", "--after", "bogus"]).assert().code(2);
+}
+
+#[test]
+fn events_follow_prints_changes_as_another_process_commits_them() {
+    let s = scratch();
+    s.open(r#"{"id":"first","run":"r","kind":"k"}"#);
+    let mut follower = std::process::Command::new(env!("CARGO_BIN_EXE_leasehold"))
+        .current_dir(s.dir.path())
+        .env_remove("LEASEHOLD_DB")
+        .args(["--db"])
+        .arg(&s.db)
+        .args(["--json", "--wait", "30s", "events", "--follow"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("the follower starts");
+    let out = follower.stdout.take().expect("stdout");
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(out).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let next = |what: &str| -> Value {
+        let line = lines
+            .recv_timeout(Duration::from_secs(120))
+            .unwrap_or_else(|_| panic!("the follower printed no {what}"));
+        parse(line.as_bytes())
+    };
+    assert_eq!(next("first change")["change"]["task"]["id"], "first");
+    // Written by other processes while the follower runs, each waiting for
+    // the file while the follower reads it.
+    let mut writer = s.run(&["--wait", "30s", "task", "open"]);
+    writer
+        .write_stdin(r#"{"id":"second","run":"r","kind":"k"}"#)
+        .assert()
+        .success();
+    s.run(&["--wait", "30s", "task", "claim", "second", "--actor", "ann"])
+        .assert()
+        .success();
+    let got: Vec<(String, u64)> = (0..2)
+        .map(|_| {
+            let e = next("later change");
+            (
+                e["change"]["task"]["id"].as_str().expect("id").to_owned(),
+                e["change"]["task"]["entry"]["seq"].as_u64().expect("seq"),
+            )
+        })
+        .collect();
+    assert_eq!(got, [("second".into(), 1), ("second".into(), 2)]);
+    follower.kill().expect("stop the follower");
+    let _ = follower.wait();
+}

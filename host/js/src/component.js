@@ -146,6 +146,7 @@ export class ComponentInstances {
     const forward = {};
     for (const name of ['get', 'getMany', 'scan', 'stage']) forward[name] = (...a) => slot.kv[name](...a);
     forward.concurrentWriters = () => slot.kv.concurrentWriters();
+    forward.callTime = () => slot.kv.callTime();
     // This host's stores have one writer at a time: every call one slot.
     forward.writerSlot = () => 0;
     const memories = [];

@@ -48,11 +48,13 @@ class Violation extends Error {
 
 /** What one call's guest sees of storage, with every guest-controlled size checked before use. */
 export class CallState {
-  constructor(txn, mode, limits, concurrentWriters) {
+  constructor(txn, mode, limits, concurrentWriters, callTime) {
     this.txn = txn;
     this.mode = mode;
     this.limits = limits;
     this.concurrentWriters = concurrentWriters;
+    // The instant the changes of this call are recorded at (kv.call-time).
+    this.callTime = callTime;
     this.readBytes = 0;
     this.staged = null;
     this.violation = null;
@@ -97,6 +99,9 @@ export function kvImport(slot) {
   return {
     concurrentWriters() {
       return call().concurrentWriters;
+    },
+    callTime() {
+      return BigInt(call().callTime);
     },
     get(key) {
       const c = call();
@@ -198,10 +203,10 @@ class WorkerSandbox {
   }
 
   /** Runs one export; `kv` serves its storage operations here, on the calling thread. */
-  run(tenant, iface, fn, args, kv, concurrentWriters, deadlineMs) {
+  run(tenant, iface, fn, args, kv, concurrentWriters, deadlineMs, callTime) {
     if (!this.#worker) this.#start();
     const until = performance.now() + deadlineMs;
-    this.#box.send({ op: 'call', tenant, iface, fn, args, concurrentWriters });
+    this.#box.send({ op: 'call', tenant, iface, fn, args, concurrentWriters, callTime });
     for (;;) {
       const m = this.#box.receive(until);
       if (m === undefined) {
@@ -252,7 +257,7 @@ class ThreadSandbox {
     return this.#instances.cached;
   }
 
-  run(tenant, iface, fn, args, kv, _concurrentWriters, deadlineMs) {
+  run(tenant, iface, fn, args, kv, _concurrentWriters, deadlineMs, _callTime) {
     const started = performance.now();
     const outcome = this.#instances.run(tenant, iface, fn, args, kv);
     if (performance.now() - started > deadlineMs) {
@@ -277,9 +282,16 @@ export class Engine {
   /**
    * `component` is a directory `scripts/build.mjs` wrote bindings into, for
    * running another build of the world (the worker loads it);
-   * `isolation` is `'worker'` (the default) or `'thread'`.
+   * `isolation` is `'worker'` (the default) or `'thread'`; `clock` is a
+   * function answering milliseconds since 1970, read once per call for the
+   * time its changes are recorded at (default `Date.now`; a test passes a
+   * fixed one).
    */
-  constructor({ store, limits = {}, component, isolation = 'worker' }) {
+  constructor({ store, limits = {}, component, isolation = 'worker', clock = Date.now }) {
+    if (typeof clock !== 'function') {
+      throw new TypeError('clock must be a function answering milliseconds since 1970');
+    }
+    this.clock = clock;
     if (!store || typeof store.begin !== 'function') {
       throw new TypeError('open({ store }) needs a store: new MemoryStore() or new SqliteStore(path)');
     }
@@ -343,9 +355,13 @@ export class Engine {
       throw new StorageFailure(`the store could not begin a transaction: ${e.message}`, { cause: e });
     }
     try {
-      const call = new CallState(txn, mode, this.limits, this.store.concurrentWriters);
+      const at = this.clock();
+      if (!Number.isSafeInteger(at)) throw new StorageFailure(`the clock answered ${at}, not integer milliseconds`);
+      const call = new CallState(txn, mode, this.limits, this.store.concurrentWriters, at);
       const deadline = verb === 'check' ? this.limits.checkDeadlineMs : this.limits.deadlineMs;
-      const outcome = this.#sandbox.run(tenant, iface, fn, args, kvImport({ call }), call.concurrentWriters, deadline);
+      const outcome = this.#sandbox.run(
+        tenant, iface, fn, args, kvImport({ call }), call.concurrentWriters, deadline, at,
+      );
       // A limit the host recorded names the cause better than the trap it led to.
       if (call.violation) throw call.violation;
       if (outcome.deadline) throw new SandboxError('deadline', `the call ran past its deadline of ${deadline} ms`);
@@ -377,6 +393,6 @@ function domainError(variant, claimVerb) {
  * The engine over `store`, with the sandbox's `limits` (see DEFAULT_LIMITS).
  * `isolation: 'thread'` trades the enforced deadline for speed; see README.
  */
-export function open({ store, limits, component, isolation } = {}) {
-  return new Engine({ store, limits, component, isolation });
+export function open({ store, limits, component, isolation, clock } = {}) {
+  return new Engine({ store, limits, component, isolation, clock });
 }

@@ -8,6 +8,7 @@ const MIN = BigInt(Number.MIN_SAFE_INTEGER);
 const MAX = BigInt(Number.MAX_SAFE_INTEGER);
 const S64_MIN = -(2n ** 63n);
 const S64_MAX = 2n ** 63n - 1n;
+const U64_MAX = 2n ** 64n - 1n;
 const U32_MAX = 0xffffffff;
 
 /** A 64-bit answer as a number when it is exact, else as the BigInt. */
@@ -30,6 +31,18 @@ function s64(v, field) {
   if (Number.isSafeInteger(v)) return BigInt(v);
   throw new InvalidArgument(`${field} must be an integer (milliseconds since the epoch), got ${shown(v)}`);
 }
+
+/** A WIT u64: a non-negative safe-integer number or a BigInt in range; never wrapped. */
+function u64(v, field) {
+  if (typeof v === 'bigint') {
+    if (v < 0n || v > U64_MAX) throw new InvalidArgument(`${field} must fit in 64 unsigned bits, got ${shown(v)}`);
+    return v;
+  }
+  if (Number.isSafeInteger(v) && v >= 0) return BigInt(v);
+  throw new InvalidArgument(`${field} must be a non-negative integer, got ${shown(v)}`);
+}
+
+const optU64 = (v, field) => (absent(v) ? undefined : u64(v, field));
 
 /** A WIT u32, as a number or a BigInt in 0..2^32-1. */
 function u32(v, field) {
@@ -185,6 +198,37 @@ function witQuery(q, field, defaultLimit) {
 }
 
 const page = (p, limit, verb) => ({ tasks: atMost(p.tasks, limit, verb).map(task), next: opt(p.next) });
+
+/** One change of a task, as its history keeps it. */
+const historyEntry = (e) => ({
+  seq: int(e.seq),
+  at: int(e.at),
+  verb: e.verb,
+  actor: opt(e.actor),
+  before: opt(e.before),
+  after: e.after,
+  assignee: opt(e.assignee),
+  leaseUntil: opt(e.leaseUntil, int),
+  candidateRoles: e.candidateRoles,
+  excludedActors: e.excludedActors,
+});
+
+/** What a feed entry records: `{ task: { id, entry } }` or `{ timer: { … } }`. */
+function change(c) {
+  if (c.tag === 'task') return { task: { id: c.val.id, entry: historyEntry(c.val.entry) } };
+  const t = c.val;
+  return {
+    timer: {
+      run: t.run,
+      effect: t.effect,
+      at: int(t.at),
+      verb: t.verb,
+      what: t.what,
+      fireAt: int(t.fireAt),
+      leaseUntil: opt(t.leaseUntil, int),
+    },
+  };
+}
 
 const W = 'write';
 const R = 'read';
@@ -367,5 +411,56 @@ export class Tenant {
   /** Every discrepancy between the tenant's rows and its indexes and counters. */
   check() {
     return this.#call('check', R, ['admin', 'check', []], (ds) => ds.map((d) => ({ ...d })));
+  }
+
+  /** Task `id`'s history after entry `after` (a seq; from the first kept one without it), oldest first. */
+  history(id, after = null, limit = 100) {
+    const n = u32(limit, 'limit');
+    const from = optU64(after, 'after');
+    const args = [str(id, 'id'), from, n];
+    return this.#call('history', R, ['changes', 'history', args], (es) => {
+      let last = from;
+      for (const e of atMost(es, n, 'history')) {
+        if (e.seq === 0n || (last !== undefined && e.seq <= last)) {
+          throw malformed(`history answered entry ${e.seq} of task ${id} after ${last}`);
+        }
+        last = e.seq;
+      }
+      return es.map(historyEntry);
+    });
+  }
+
+  /**
+   * The feed after position `after` (from the oldest entry kept without it):
+   * `{ page: { entries, next, head } }`, or `{ gone: head }` when what follows
+   * `after` was trimmed (refresh, then follow on from `head`).
+   */
+  feed(after = null, limit = 100) {
+    const n = u32(limit, 'limit');
+    return this.#call('feed', R, ['changes', 'feed', [optStr(after, 'after'), n]], (r) => {
+      if (r.tag === 'gone') return { gone: r.val };
+      const p = r.val;
+      return {
+        page: {
+          entries: atMost(p.entries, n, 'feed').map((e) => ({ position: e.position, change: change(e.change) })),
+          next: p.next,
+          head: p.head,
+        },
+      };
+    });
+  }
+
+  /**
+   * Removes the oldest feed entries recorded before `before`, or beyond the
+   * newest `keep` (at least one given), at most `limit`, with the history they
+   * cover (never a task's last entry): `{ feedRemoved, historyRemoved, more }`.
+   */
+  trim({ before = null, keep = null, limit = 1000 } = {}) {
+    const n = u32(limit, 'limit');
+    const args = [optS64(before, 'before'), optU64(keep, 'keep'), n];
+    return this.#call('trim', W, ['changes', 'trim', args], (o) => {
+      if (o.feedRemoved > n) throw malformed(`trim removed ${o.feedRemoved} entries for a limit of ${n}`);
+      return { feedRemoved: o.feedRemoved, historyRemoved: o.historyRemoved, more: o.more };
+    });
   }
 }

@@ -22,9 +22,10 @@ function ask(name, args) {
   return reply.value;
 }
 
-function kv(concurrentWriters) {
+function kv(concurrentWriters, callTime) {
   return {
     concurrentWriters: () => concurrentWriters,
+    callTime: () => BigInt(callTime),
     get: (key) => ask('get', [key]),
     getMany: (keys) => ask('getMany', [keys]),
     scan: (range, limit, reverse) => ask('scan', [range, limit, reverse]),
@@ -47,7 +48,7 @@ while (instances) {
   const m = box.receive();
   let outcome;
   try {
-    outcome = instances.run(m.tenant, m.iface, m.fn, m.args, kv(m.concurrentWriters));
+    outcome = instances.run(m.tenant, m.iface, m.fn, m.args, kv(m.concurrentWriters, m.callTime));
   } catch (e) {
     // Only a fault of this host lands here; it must end the call, not the worker.
     instances.discard(m.tenant);

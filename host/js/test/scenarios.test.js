@@ -25,9 +25,10 @@ for (const { file, scenario } of scenarioFiles()) {
   for (const [kind, make] of Object.entries(STORES)) {
     test(`scenario ${scenario.name} (${file}) answers as written on the ${kind} store`, () => {
       const store = make(scenario.name);
-      const engine = open({ store });
+      const clock = { at: 0 };
+      const engine = open({ store, clock: () => clock.at });
       try {
-        const failures = runScenario(scenario, engine, store, lh);
+        const failures = runScenario(scenario, engine, store, lh, clock);
         assert.deepEqual(failures, [], `${scenario.name}:\n${failures.join('\n')}`);
       } finally {
         engine.close();

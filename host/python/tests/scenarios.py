@@ -46,7 +46,15 @@ def snake(d: dict) -> dict:
 
 
 def canonical(v: Any) -> Any:
-    """A host value as the scenario files spell it: WIT names, kebab-case."""
+    """A host value as the scenario files spell it: WIT names, kebab-case;
+    a variant's case as a one-key object."""
+    if isinstance(v, lh.FeedGone):
+        return {"gone": v.head}
+    if isinstance(v, lh.FeedPage):
+        return {"page": {"entries": canonical(v.entries), "next": v.next, "head": v.head}}
+    if isinstance(v, lh.FeedEntry):
+        case = "task" if isinstance(v.change, lh.TaskChange) else "timer"
+        return {"position": v.position, "change": {case: canonical(v.change)}}
     if dataclasses.is_dataclass(v) and not isinstance(v, type):
         return {f.name.replace("_", "-"): canonical(getattr(v, f.name)) for f in dataclasses.fields(v)}
     if isinstance(v, list):
@@ -102,6 +110,9 @@ VERBS = {
     "seal": lambda t, a: t.seal(a["run"], a["awaited"]),
     "is-sealed": lambda t, a: t.is_sealed(a["run"]),
     "check": lambda t, a: t.check(),
+    "history": lambda t, a: t.history(a["id"], a.get("after"), a["limit"]),
+    "feed": lambda t, a: t.feed(a.get("after"), a["limit"]),
+    "trim": lambda t, a: t.trim(before=a.get("before"), keep=a.get("keep"), limit=a["limit"]),
 }
 
 
@@ -145,7 +156,17 @@ def at_path(v: Any, path: str) -> Any:
     return v
 
 
-def run_scenario(scenario: dict, engine: lh.Engine, store: Any) -> list[str]:
+class Clock:
+    """The engine's clock in a scenario: what a clock step set it to."""
+
+    def __init__(self) -> None:
+        self.at = 0
+
+    def __call__(self) -> int:
+        return self.at
+
+
+def run_scenario(scenario: dict, engine: lh.Engine, store: Any, clock: Clock) -> list[str]:
     failures: list[str] = []
     saved_values: dict = {}
     keyspaces: dict = {}
@@ -159,18 +180,20 @@ def run_scenario(scenario: dict, engine: lh.Engine, store: Any) -> list[str]:
                 got = {"ok": canonical(VERBS[verb](engine.tenant(tenant), args))}
             except lh.LeaseholdError as e:
                 got = {"error": error_variant(e, verb)}
+            expected = {k: resolve(step[k], saved_values) for k in ("ok", "error") if k in step}
             if "ok" in step:
-                ok = "ok" in got and matches(step["ok"], got["ok"])
+                ok = "ok" in got and matches(expected["ok"], got["ok"])
             elif "error" in step:
-                ok = "error" in got and error_matches(step["error"], got["error"])
+                ok = "error" in got and error_matches(expected["error"], got["error"])
             else:
                 ok = True
             if not ok:
-                expected = {"ok": step["ok"]} if "ok" in step else {"error": step.get("error")}
                 failures.append(f"{at} ({verb}): expected {json.dumps(expected)}, got {json.dumps(got)}")
             if "ok" in got:
                 for name, path in step.get("save", {}).items():
                     saved_values[name] = at_path(got["ok"], path)
+        elif "clock" in step:
+            clock.at = step["clock"]
         elif "raw-put" in step:
             raw = step["raw-put"]
             store.put_raw(tenant, bytes.fromhex(raw["key"]), bytes.fromhex(raw["value"]))
@@ -180,5 +203,5 @@ def run_scenario(scenario: dict, engine: lh.Engine, store: Any) -> list[str]:
             if keyspaces.get(tenant) != store.dump(tenant):
                 failures.append(f"{at}: tenant {tenant}'s keyspace changed")
         else:
-            raise ValueError(f"{at}: no call, raw-put or keyspace")
+            raise ValueError(f"{at}: no call, clock, raw-put or keyspace")
     return failures

@@ -5,7 +5,7 @@ import json
 import pytest
 
 import leasehold as lh
-from scenarios import run_scenario, scenario_files
+from scenarios import Clock, run_scenario, scenario_files
 
 STORES = {
     "memory": lambda path: lh.MemoryStore(),
@@ -18,9 +18,10 @@ STORES = {
 def test_scenario_answers_as_written(path, store_kind, tmp_path):
     scenario = json.loads(path.read_text())
     store = STORES[store_kind](tmp_path / "scenario.db")
-    engine = lh.open(store)
+    clock = Clock()
+    engine = lh.open(store, clock=clock)
     try:
-        failures = run_scenario(scenario, engine, store)
+        failures = run_scenario(scenario, engine, store, clock)
     finally:
         engine.close()
     assert failures == [], f"{scenario['name']} on {store_kind}:\n" + "\n".join(failures)

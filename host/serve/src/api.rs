@@ -18,6 +18,7 @@ use crate::state::AppState;
 const DEFAULT_PAGE: u32 = 20;
 const DEFAULT_SWEEP: u32 = 100;
 const DEFAULT_TIMERS: u32 = 10;
+const DEFAULT_TRIM: u32 = 1000;
 
 /// Every API route, each registered with its OpenAPI entry.
 pub fn router() -> OpenApiRouter<AppState> {
@@ -48,6 +49,9 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(next_due))
         .routes(routes!(next_lease_end))
         .routes(routes!(check))
+        .routes(routes!(history))
+        .routes(routes!(feed))
+        .routes(routes!(trim))
 }
 
 type Answer<T> = Result<axum::Json<T>, ApiError>;
@@ -614,6 +618,86 @@ async fn check(c: Caller) -> Answer<CheckReport> {
                 detail: d.detail,
             })
             .collect(),
+    }))
+}
+
+/// A task's history. A reviewer sees the history of a task it may see now.
+#[utoipa::path(get, path = "/v1/tasks/{id}/history", operation_id = "history", tag = "changes",
+    params(("id" = String, Path, description = "The task id"), HistoryParams),
+    responses(
+        (status = 200, description = "The entries, oldest first", body = History),
+        (status = 404, description = "No such task", body = Problem, content_type = "application/problem+json"),
+        (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = [])))]
+async fn history(
+    c: Caller,
+    Path(id): Path<String>,
+    Query(q): Query<HistoryParams>,
+) -> Answer<History> {
+    if c.principal.scope == Scope::Reviewer {
+        let key = id.clone();
+        match c.call("get", move |x| x.get(&key)).await? {
+            Some(task) if visible(&c, &task) => {}
+            _ => return Err(ApiError::NotFound(format!("no task {id}"))),
+        }
+    }
+    let limit = q.limit.unwrap_or(DEFAULT_PAGE);
+    let entries = c
+        .call("history", move |x| x.history(&id, q.after, limit))
+        .await?;
+    Ok(axum::Json(History {
+        entries: entries.into_iter().map(Into::into).collect(),
+    }))
+}
+
+/// The tenant's changes after a position, as JSON (the event stream is
+/// built on the same read).
+#[utoipa::path(get, path = "/v1/events", operation_id = "feed", tag = "changes",
+    params(EventsParams),
+    responses(
+        (status = 200, description = "The events, and where to read on", body = Events),
+        (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = [])))]
+async fn feed(c: Caller, Query(q): Query<EventsParams>) -> Answer<Events> {
+    let limit = q.limit.unwrap_or(DEFAULT_PAGE);
+    let read = c
+        .call("feed", move |x| x.feed(q.after.as_deref(), limit))
+        .await?;
+    Ok(axum::Json(match read {
+        host::FeedRead::Page(p) => Events {
+            entries: p.entries.into_iter().map(Into::into).collect(),
+            next: p.next,
+            head: p.head,
+            gone: false,
+        },
+        host::FeedRead::Gone(head) => Events {
+            entries: Vec::new(),
+            next: head.clone(),
+            head,
+            gone: true,
+        },
+    }))
+}
+
+/// Removes old feed entries, with the history they cover.
+#[utoipa::path(post, path = "/v1/events/trim", operation_id = "trim", tag = "changes",
+    request_body = TrimRequest,
+    responses(
+        (status = 200, description = "What this call removed", body = Trimmed),
+        (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = [])))]
+async fn trim(c: Caller, Json(body): Json<TrimRequest>) -> Answer<Trimmed> {
+    let limit = body.limit.unwrap_or(DEFAULT_TRIM);
+    let out = c
+        .call("trim", move |x| x.trim(body.before, body.keep, limit))
+        .await?;
+    Ok(axum::Json(Trimmed {
+        feed_removed: out.feed_removed,
+        history_removed: out.history_removed,
+        more: out.more,
     }))
 }
 

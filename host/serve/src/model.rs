@@ -636,3 +636,156 @@ pub struct TimerPath {
     #[param(schema_with = crate::schema::name)]
     pub effect: String,
 }
+
+mirror_enum!(
+    /// What a change did to a timer.
+    TimerEvent => TimerEvent { Armed, Claimed, Retired });
+
+/// One change of a task (WIT `history-entry`).
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct HistoryEntry {
+    pub seq: u64,
+    /// Milliseconds since 1970 when the service made the call.
+    pub at: i64,
+    /// The verb that made the change.
+    pub verb: String,
+    /// Who made it; null for the service.
+    pub actor: Option<String>,
+    /// The state before; null for the change that opened the task.
+    pub before: Option<TaskState>,
+    pub after: TaskState,
+    pub assignee: Option<String>,
+    pub lease_until: Option<i64>,
+    pub candidate_roles: Vec<String>,
+    pub excluded_actors: Vec<String>,
+}
+
+impl From<host::HistoryEntry> for HistoryEntry {
+    fn from(e: host::HistoryEntry) -> Self {
+        HistoryEntry {
+            seq: e.seq,
+            at: e.at,
+            verb: e.verb,
+            actor: e.actor,
+            before: e.before.map(Into::into),
+            after: e.after.into(),
+            assignee: e.assignee,
+            lease_until: e.lease_until,
+            candidate_roles: e.candidate_roles,
+            excluded_actors: e.excluded_actors,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize, ToSchema, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct HistoryParams {
+    /// 1–1000 entries per page (default 20).
+    pub limit: Option<u32>,
+    /// The `seq` of the last entry already read.
+    pub after: Option<u64>,
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct History {
+    pub entries: Vec<HistoryEntry>,
+}
+
+/// One change of a task, in the feed.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct TaskChange {
+    pub id: String,
+    pub entry: HistoryEntry,
+}
+
+/// One change of a timer, in the feed.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct TimerChange {
+    pub run: String,
+    pub effect: String,
+    pub at: i64,
+    pub verb: String,
+    pub what: TimerEvent,
+    pub fire_at: i64,
+    pub lease_until: Option<i64>,
+}
+
+/// What one event records.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Change {
+    Task(TaskChange),
+    Timer(TimerChange),
+}
+
+/// One committed change, with the position to resume after it.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct Event {
+    pub position: String,
+    pub change: Change,
+}
+
+impl From<host::FeedEntry> for Event {
+    fn from(e: host::FeedEntry) -> Self {
+        let change = match e.change {
+            host::Change::Task(t) => Change::Task(TaskChange {
+                id: t.id,
+                entry: t.entry.into(),
+            }),
+            host::Change::Timer(t) => Change::Timer(TimerChange {
+                run: t.run,
+                effect: t.effect,
+                at: t.at,
+                verb: t.verb,
+                what: t.what.into(),
+                fire_at: t.fire_at,
+                lease_until: t.lease_until,
+            }),
+        };
+        Event {
+            position: e.position,
+            change,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize, ToSchema, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct EventsParams {
+    /// 1–1000 events (default 20).
+    pub limit: Option<u32>,
+    /// A `position`, `next` or `head` of an earlier read; from the oldest
+    /// event kept without it.
+    pub after: Option<String>,
+}
+
+/// A read of the feed. `gone`: the events after `after` were trimmed (or
+/// `after` is not a position of this feed); refresh, then read on from
+/// `head`.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct Events {
+    pub entries: Vec<Event>,
+    pub next: String,
+    pub head: String,
+    pub gone: bool,
+}
+
+/// Which feed entries `trim` removes: those recorded before `before`, and
+/// the oldest beyond the newest `keep`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TrimRequest {
+    pub before: Option<i64>,
+    pub keep: Option<u64>,
+    /// 1–1000 (default 1000).
+    pub limit: Option<u32>,
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct Trimmed {
+    pub feed_removed: u32,
+    pub history_removed: u32,
+    pub more: bool,
+}

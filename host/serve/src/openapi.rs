@@ -26,6 +26,7 @@ use crate::problem::Problem;
         (name = "timers", description = "Durable timers"),
         (name = "stats", description = "The tenant's counters"),
         (name = "admin", description = "The consistency check"),
+        (name = "changes", description = "A task's history and the tenant's feed of changes"),
     )
 )]
 pub struct ApiDoc;

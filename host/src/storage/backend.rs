@@ -134,7 +134,48 @@ pub trait Backend: Send + Sync + 'static {
     fn commit_stats(&self) -> Option<CommitStats> {
         None
     }
+
+    /// This process committed a non-empty batch on `tenant` (called once
+    /// the commit is durable): a backend that other processes share may
+    /// tell them, so that they wake whoever waits on the tenant. A hint
+    /// only, and never a commit's business: it may be coalesced, delayed or
+    /// lost (a waiter then wakes at its own timeout), and must never fail
+    /// or block the call. The default, for a store no other process
+    /// writes, does nothing.
+    fn announce(&self, tenant: &str) {
+        let _ = tenant;
+    }
+
+    /// Starts hearing of commits other processes announce, calling `heard`
+    /// for each (and perhaps for this process's own, or spuriously:
+    /// readers reread, so that costs a read): [`Heard::Tenant`] for a
+    /// commit on that tenant, [`Heard::Any`] when commits may have gone
+    /// unheard (the way of hearing was lost and is back). Returns once it
+    /// is listening, or once a first attempt failed (it keeps trying), so
+    /// that a commit announced after it returns is heard while the way
+    /// stays up. Answers whether it will call `heard` at all; the default,
+    /// for a store no other process writes, answers `false`, and this
+    /// process's own commits still wake its waiters. The engine calls it
+    /// when its first waiter subscribes; engines sharing one backend may
+    /// each call it.
+    fn listen(&self, heard: HeardHook) -> bool {
+        let _ = heard;
+        false
+    }
 }
+
+/// What a backend heard of another process's commits (see
+/// [`Backend::listen`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Heard<'a> {
+    /// A commit on this tenant.
+    Tenant(&'a str),
+    /// Commits may have gone unheard: any tenant may have changed.
+    Any,
+}
+
+/// Where a backend reports what it heard (see [`Backend::listen`]).
+pub type HeardHook = Arc<dyn Fn(Heard<'_>) + Send + Sync>;
 
 /// One call's transaction on one tenant's keys. Dropping it without
 /// committing writes nothing.
@@ -257,6 +298,14 @@ macro_rules! forward_backend {
 
             fn commit_stats(&$this) -> Option<$crate::storage::commit::CommitStats> {
                 $inner.commit_stats()
+            }
+
+            fn announce(&$this, tenant: &str) {
+                $inner.announce(tenant)
+            }
+
+            fn listen(&$this, heard: $crate::storage::backend::HeardHook) -> bool {
+                $inner.listen(heard)
             }
         }
     };

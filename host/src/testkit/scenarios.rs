@@ -12,6 +12,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
+use crate::clock::ManualClock;
 use crate::config::Limits;
 use crate::engine::{Engine, GUEST_COMPONENT};
 use crate::error::{Error, Refusal};
@@ -44,6 +45,13 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         include_str!(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/../tests/scenarios/for-case.json"
+        )),
+    ),
+    (
+        "history-and-feed",
+        include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/scenarios/history-and-feed.json"
         )),
     ),
     (
@@ -127,20 +135,28 @@ pub fn component_sha256() -> String {
         .collect()
 }
 
-/// One scenario's store: an engine over the backend, and the backend
-/// itself for the raw steps, which go around the component.
+/// One scenario's store: an engine over the backend, the backend itself
+/// for the raw steps, which go around the component, and the clock the
+/// engine records calls at, which `clock` steps set.
 struct Db<B: Backend> {
     backend: Arc<B>,
     engine: Engine,
+    clock: Arc<ManualClock>,
 }
 
 impl<B: Backend> Db<B> {
     fn new(backend: B) -> Result<Db<B>, Failure> {
         let backend = Arc::new(backend);
+        let clock = Arc::new(ManualClock::new(0));
         let engine = Engine::builder()
+            .clock(clock.clone())
             .backend(backend.clone())
             .map_err(|e| Failure::new("scenarios", format!("no engine on the backend: {e}")))?;
-        Ok(Db { backend, engine })
+        Ok(Db {
+            backend,
+            engine,
+            clock,
+        })
     }
 
     fn tenant(&self, name: &str) -> Result<Tenant, String> {
@@ -324,6 +340,18 @@ impl Args<'_> {
     fn u32(&self, name: &str) -> u32 {
         u32::try_from(self.int(name)).unwrap_or_else(|_| panic!("{name} is a u32"))
     }
+    fn opt_int(&self, name: &str) -> Option<i64> {
+        self.0
+            .get(name)
+            .filter(|v| !v.is_null())
+            .map(|v| v.as_i64().unwrap_or_else(|| panic!("{name} is an integer")))
+    }
+    fn opt_u64(&self, name: &str) -> Option<u64> {
+        self.0
+            .get(name)
+            .filter(|v| !v.is_null())
+            .map(|v| v.as_u64().unwrap_or_else(|| panic!("{name} is a u64")))
+    }
 }
 
 /// A `queue-query` argument; `limit` defaults to 1 (for `claim-next`).
@@ -412,6 +440,15 @@ fn call(t: &Tenant, verb: &str, a: &Args) -> Result<Value, Value> {
             .map(|x| canonical(&x)),
         "is-sealed" => t.is_sealed(a.str("run")).map(|x| json!(x)),
         "check" => t.check().map(|x| canonical(&x)),
+        "history" => t
+            .history(a.str("id"), a.opt_u64("after"), a.u32("limit"))
+            .map(|x| canonical(&x)),
+        "feed" => t
+            .feed(a.opt_str("after"), a.u32("limit"))
+            .map(|x| canonical(&x)),
+        "trim" => t
+            .trim(a.opt_int("before"), a.opt_u64("keep"), a.u32("limit"))
+            .map(|x| canonical(&x)),
         other => panic!("no verb {other}"),
     };
     answer.map_err(|e| error_variant(&e, claim_verb))
@@ -550,16 +587,25 @@ pub fn run_scenario<B: Backend>(backend: B, scenario: &Value) -> Result<(), Fail
                     break;
                 }
             };
-            let ok = match (&got, step.get("ok"), step.get("error")) {
+            let expected = |field: &str| step.get(field).map(|e| resolve(e, &vars)).transpose();
+            let (expected_ok, expected_error) = match (expected("ok"), expected("error")) {
+                (Ok(ok), Ok(error)) => (ok, error),
+                (Err(var), _) | (_, Err(var)) => {
+                    failures.push(format!(
+                        "{at} ({verb}): its expected answer uses the value saved as {var}, which was never saved"
+                    ));
+                    continue;
+                }
+            };
+            let ok = match (&got, &expected_ok, &expected_error) {
                 (Ok(a), Some(e), None) => matches(e, a),
                 (Err(a), None, Some(e)) => error_matches(e, a),
                 (_, None, None) => true,
                 _ => false,
             };
             if !ok {
-                let expected = step
-                    .get("ok")
-                    .map_or_else(|| json!({"error": step["error"]}), |e| json!({"ok": e}));
+                let expected = expected_ok
+                    .map_or_else(|| json!({"error": expected_error}), |e| json!({"ok": e}));
                 let got = match &got {
                     Ok(a) => json!({"ok": a}),
                     Err(e) => json!({"error": e}),
@@ -582,6 +628,11 @@ pub fn run_scenario<B: Backend>(backend: B, scenario: &Value) -> Result<(), Fail
                         unsaved.insert(var.clone(), format!("{at} answered an error"));
                     }
                 }
+            }
+        } else if let Some(clock) = step.get("clock") {
+            match clock.as_i64() {
+                Some(ms) => db.clock.set(ms),
+                None => failures.push(format!("{at}: the clock is not an integer: {clock}")),
             }
         } else if let Some(raw) = step.get("raw-put") {
             let bytes = |field: &str| {
@@ -618,7 +669,7 @@ pub fn run_scenario<B: Backend>(backend: B, scenario: &Value) -> Result<(), Fail
                 other => failures.push(format!("{at}: no keyspace step {other:?}")),
             }
         } else {
-            failures.push(format!("{at}: no call, raw-put or keyspace"));
+            failures.push(format!("{at}: no call, clock, raw-put or keyspace"));
         }
     }
     if failures.is_empty() {

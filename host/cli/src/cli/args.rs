@@ -107,6 +107,31 @@ pub enum Command {
     Stats,
     /// Run the consistency check; exits 1 when it finds any discrepancy
     Check,
+    /// The tenant's feed of changes: every committed change of a task or a
+    /// timer, once, in commit order per task. Prints where to read on; exits
+    /// 1 when what follows --after was trimmed
+    Events(EventsArgs),
+    /// Remove old feed entries, with the history they cover (never a task's
+    /// last history entry); give --before, --keep or both. Runs until
+    /// nothing more is due
+    Trim {
+        /// Remove entries recorded before this time
+        #[arg(long, value_name = "TIME", value_parser = parse_time, allow_negative_numbers = true)]
+        before: Option<Timestamp>,
+        /// Keep at most this many entries, the newest
+        #[arg(long, value_name = "N")]
+        keep: Option<u64>,
+        /// Most entries removed per call (1-1000); each call is one
+        /// transaction
+        #[arg(
+            long,
+            default_value_t = MAX_LIMIT,
+            value_name = "N",
+            value_parser = parse_limit,
+            allow_negative_numbers = true
+        )]
+        limit: u32,
+    },
     /// Repair a database file whose writer stopped without closing it
     /// (killed, or the machine lost power); a file closed cleanly is left
     /// as it is. Reading commands do this by themselves when they may write
@@ -127,6 +152,30 @@ pub enum Command {
         #[arg(long, value_name = "FILE")]
         out: PathBuf,
     },
+}
+
+/// `leasehold events`: where to read from, and whether to keep following.
+#[derive(Debug, Args)]
+pub struct EventsArgs {
+    /// Read on from this position, as printed by the previous read
+    /// [default: the oldest entry kept]
+    #[arg(long, value_name = "POSITION")]
+    pub after: Option<String>,
+    /// Most entries to print per read (1-1000)
+    #[arg(
+        long,
+        default_value_t = 100,
+        value_name = "N",
+        value_parser = parse_limit,
+        allow_negative_numbers = true
+    )]
+    pub limit: u32,
+    /// Keep printing changes as they commit, until interrupted (with --json,
+    /// one JSON object per line). On PostgreSQL it wakes when any host
+    /// commits; on a redb file it reads again every second, whenever no
+    /// other process holds the file
+    #[arg(long)]
+    pub follow: bool,
 }
 
 /// `leasehold serve`: where to listen and whom to believe.
@@ -355,6 +404,22 @@ pub enum TaskCommand {
     },
     /// Escalate a pending task: clear its holder and widen its audience
     Escalate { id: String },
+    /// Every change of a task, oldest first: who, what, when
+    History {
+        id: String,
+        /// Continue after this entry number, as printed by the previous page
+        #[arg(long, value_name = "SEQ")]
+        after: Option<u64>,
+        /// Most entries on this page (1-1000)
+        #[arg(
+            long,
+            default_value_t = 100,
+            value_name = "N",
+            value_parser = parse_limit,
+            allow_negative_numbers = true
+        )]
+        limit: u32,
+    },
     /// Withdraw the listed tasks that belong to RUN and are still pending
     WithdrawRun {
         run: String,
@@ -547,6 +612,9 @@ mod tests {
         ("seal", &["run", "seal"]),
         ("is-sealed", &["run", "sealed"]),
         ("check", &["check"]),
+        ("history", &["task", "history"]),
+        ("feed", &["events"]),
+        ("trim", &["trim"]),
     ];
 
     /// Checked against the host's one declaration of the verbs: every verb

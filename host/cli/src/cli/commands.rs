@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use leasehold_host::{
-    Engine, Error, OpenError, QueueQuery, StoreError, Task, TaskState, Tenant, Timer,
+    Engine, Error, OpenError, QueueQuery, StoreError, Task, TaskState, Tenant, Timer, TrimOutcome,
 };
 
 use super::args::{Cli, Command, QueueArgs, RunCommand, TaskCommand, TimerCommand};
@@ -20,7 +20,7 @@ pub fn db_path(cli: &Cli) -> PathBuf {
     cli.db.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_DB))
 }
 
-fn tenant(cli: &Cli) -> Result<Tenant, CliError> {
+pub fn tenant(cli: &Cli) -> Result<Tenant, CliError> {
     let mut engine = Engine::builder().file_wait(cli.wait);
     // A command that only reads opens the file read-only: it never creates,
     // repairs or changes it, works on a file the user may only read, and
@@ -74,7 +74,8 @@ fn repair_to_read(path: &Path, cli: &Cli) -> Result<(), CliError> {
 fn writes(command: &Command) -> bool {
     !matches!(
         command,
-        Command::Task(TaskCommand::Get { .. })
+        Command::Task(TaskCommand::Get { .. } | TaskCommand::History { .. })
+            | Command::Events(_)
             | Command::Queue(_)
             | Command::Overdue { .. }
             | Command::Case { .. }
@@ -136,6 +137,29 @@ pub fn run(cli: &Cli) -> Result<Report, CliError> {
         Command::Check => Ok(Report::Check {
             discrepancies: tenant(cli)?.check()?,
         }),
+        Command::Events(args) => Ok(Report::Events {
+            read: tenant(cli)?.feed(args.after.as_deref(), args.limit)?,
+            after: args.after.clone(),
+        }),
+        Command::Trim {
+            before,
+            keep,
+            limit,
+        } => {
+            let t = tenant(cli)?;
+            let mut total = TrimOutcome::default();
+            // One call per batch, each its own transaction, until the rule
+            // removes nothing more.
+            loop {
+                let out = t.trim(*before, *keep, *limit)?;
+                total.feed_removed += out.feed_removed;
+                total.history_removed += out.history_removed;
+                if !out.more {
+                    break;
+                }
+            }
+            Ok(Report::Trimmed { total })
+        }
         Command::Repair => {
             let path = db_path(cli);
             if path.to_str().is_some_and(leasehold_host::is_url) {
@@ -289,6 +313,11 @@ fn task(cli: &Cli, verb: &TaskCommand) -> Result<Report, CliError> {
             };
             Ok(Report::Task { task, headline })
         }
+        TaskCommand::History { id, after, limit } => Ok(Report::History {
+            id: id.clone(),
+            entries: tenant(cli)?.history(id, *after, *limit)?,
+            limit: *limit,
+        }),
         TaskCommand::WithdrawRun { run, ids } => {
             let withdrawn = tenant(cli)?.withdraw_run(run, &strs(ids))?;
             Ok(Report::Withdrawn {

@@ -2,7 +2,7 @@
 //! at a time, that shows what Leasehold is for.
 //!
 //! It makes the same library calls the subcommands make, on a fixed demo
-//! clock (the engine never reads one), so every run reads the same except
+//! clock (the rules never read one), so every run reads the same except
 //! who wins the two races, which are real threads racing. It must never run
 //! on a database that already holds data: it would mix its story with yours.
 
@@ -228,7 +228,7 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<(), CliError> {
     writeln!(
         n.out,
         "Leasehold demo: tenant {:?}, {place}.\n\
-         The demo clock starts at 09:00 UTC on 2026-05-04. The engine never reads a clock;\n\
+         The demo clock starts at 09:00 UTC on 2026-05-04. The rules never read a clock;\n\
          every call that needs the time is handed it.",
         cli.tenant
     )?;

@@ -7,6 +7,7 @@ pub mod commands;
 pub mod component;
 pub mod demo;
 pub mod error;
+pub mod events;
 pub mod input;
 pub mod output;
 pub mod serve;

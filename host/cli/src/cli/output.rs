@@ -8,8 +8,8 @@ use std::fmt::Write as _;
 use serde_json::json;
 
 use leasehold_host::{
-    ArmOutcome, Discrepancy, OnExpiry, Page, Phase, Priority, SealOutcome, Settlement, Task, Timer,
-    Timestamp,
+    ArmOutcome, Change, Discrepancy, FeedEntry, FeedRead, HistoryEntry, OnExpiry, Page, Phase,
+    Priority, SealOutcome, Settlement, Task, TaskState, Timer, TimerEvent, Timestamp, TrimOutcome,
 };
 
 use super::error::REFUSED;
@@ -101,6 +101,20 @@ pub enum Report {
         path: std::path::PathBuf,
         repaired: bool,
     },
+    /// A page of a task's history; a full page may have more after it.
+    History {
+        id: String,
+        entries: Vec<HistoryEntry>,
+        limit: u32,
+    },
+    /// A read of the feed after `after`.
+    Events {
+        read: FeedRead,
+        after: Option<String>,
+    },
+    Trimmed {
+        total: TrimOutcome,
+    },
 }
 
 impl Report {
@@ -108,6 +122,10 @@ impl Report {
     pub fn exit_code(&self) -> u8 {
         match self {
             Report::Check { discrepancies } if !discrepancies.is_empty() => REFUSED,
+            Report::Events {
+                read: FeedRead::Gone(_),
+                ..
+            } => REFUSED,
             _ => 0,
         }
     }
@@ -175,6 +193,12 @@ impl Report {
             Report::Repaired { path, repaired } => serde_json::to_string(&json!({
                 "path": path,
                 "repaired": repaired,
+            })),
+            Report::History { entries, .. } => serde_json::to_string(entries),
+            Report::Events { read, .. } => serde_json::to_string(read),
+            Report::Trimmed { total } => serde_json::to_string(&json!({
+                "feed_removed": total.feed_removed,
+                "history_removed": total.history_removed,
             })),
         }
     }
@@ -307,6 +331,134 @@ impl Report {
                 "{} was closed cleanly; nothing to repair.\n",
                 path.display()
             ),
+            Report::History { id, entries, limit } => history_table(id, entries, *limit),
+            Report::Events {
+                read: FeedRead::Page(page),
+                after,
+            } => {
+                let mut out = String::new();
+                for e in &page.entries {
+                    out.push_str(&event_line(e));
+                }
+                if page.entries.is_empty() {
+                    let since = if after.is_some() {
+                        " after that position"
+                    } else {
+                        ""
+                    };
+                    let _ = writeln!(out, "No changes{since}.");
+                }
+                if page.next == page.head {
+                    let _ = writeln!(out, "Caught up; follow on with --after {}", page.next);
+                } else {
+                    let _ = writeln!(out, "More follow: --after {}", page.next);
+                }
+                out
+            }
+            Report::Events {
+                read: FeedRead::Gone(head),
+                ..
+            } => gone(head),
+            Report::Trimmed { total } => format!(
+                "Removed {} from the feed and {} from task histories.\n",
+                count(total.feed_removed as u64, "entry", "entries"),
+                count(total.history_removed as u64, "entry", "entries"),
+            ),
+        }
+    }
+}
+
+/// What a reader whose position was trimmed must do.
+pub fn gone(head: &str) -> String {
+    format!(
+        "The feed no longer holds what follows that position (it was trimmed, or the position \
+         is not this feed's): read the tasks again, then follow on with --after {head}\n"
+    )
+}
+
+fn state_change(before: Option<TaskState>, after: TaskState) -> String {
+    match before {
+        Some(b) if b != after => format!("{b} -> {after}"),
+        Some(_) => after.to_string(),
+        None => format!("opened {after}"),
+    }
+}
+
+fn history_table(id: &str, entries: &[HistoryEntry], limit: u32) -> String {
+    if entries.is_empty() {
+        return format!("No history entries of task {id} here.\n");
+    }
+    let rows = entries
+        .iter()
+        .map(|e| {
+            vec![
+                e.seq.to_string(),
+                format_time(e.at),
+                e.verb.clone(),
+                e.actor.clone().unwrap_or_else(|| "(service)".into()),
+                state_change(e.before, e.after),
+                e.assignee.clone().unwrap_or_else(|| "-".into()),
+                e.lease_until.map_or_else(|| "-".into(), format_time),
+            ]
+        })
+        .collect();
+    let mut out = table(
+        &["SEQ", "AT", "VERB", "BY", "STATE", "HOLDER", "LEASE UNTIL"],
+        rows,
+    );
+    let last = entries.last().map_or(0, |e| e.seq);
+    if entries.len() == limit as usize {
+        let _ = writeln!(out, "More may follow: --after {last}");
+    } else {
+        let _ = writeln!(
+            out,
+            "{} of task {id}.",
+            count(entries.len() as u64, "entry", "entries")
+        );
+    }
+    out
+}
+
+/// One change, on one line, for a person following the feed.
+pub fn event_line(e: &FeedEntry) -> String {
+    match &e.change {
+        Change::Task(t) => {
+            let x = &t.entry;
+            let by = x
+                .actor
+                .as_deref()
+                .map(|a| format!(" by {a}"))
+                .unwrap_or_default();
+            let holder = x
+                .assignee
+                .as_deref()
+                .map(|a| format!(", held by {a}"))
+                .unwrap_or_default();
+            format!(
+                "{}  task {} #{}: {}{by}, {}{holder}\n",
+                format_time(x.at),
+                t.id,
+                x.seq,
+                x.verb,
+                state_change(x.before, x.after)
+            )
+        }
+        Change::Timer(t) => {
+            let what = match t.what {
+                TimerEvent::Armed => format!("armed to fire at {}", format_time(t.fire_at)),
+                TimerEvent::Claimed => format!(
+                    "claimed until {}",
+                    t.lease_until.map_or_else(|| "-".into(), format_time)
+                ),
+                TimerEvent::Retired => "retired".to_owned(),
+            };
+            format!(
+                "{}  timer {}/{}: {} {what}\n",
+                format_time(t.at),
+                t.run,
+                t.effect,
+                t.verb
+            )
         }
     }
 }

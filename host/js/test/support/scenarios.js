@@ -72,6 +72,9 @@ const VERBS = {
   seal: (t, a) => t.seal(a.run, a.awaited),
   'is-sealed': (t, a) => t.isSealed(a.run),
   check: (t) => t.check(),
+  history: (t, a) => t.history(a.id, a.after ?? null, a.limit),
+  feed: (t, a) => t.feed(a.after ?? null, a.limit),
+  trim: (t, a) => t.trim({ before: a.before ?? null, keep: a.keep ?? null, limit: a.limit }),
 };
 
 /** The README's rule: objects match on the keys the expectation names, lists element by element. */
@@ -113,9 +116,10 @@ const hex = (b) => Buffer.from(b).toString('hex');
 
 /**
  * Runs `scenario` on `store` through `engine` and answers the failing steps;
- * `errors` holds the package's `ClaimRefusal` and `StoreError`.
+ * `errors` holds the package's `ClaimRefusal` and `StoreError`, and `clock`
+ * is the engine's clock, whose `at` a clock step sets.
  */
-export function runScenario(scenario, engine, store, errors) {
+export function runScenario(scenario, engine, store, errors, clock) {
   const failures = [];
   const vars = {};
   const saved = new Map();
@@ -134,15 +138,17 @@ export function runScenario(scenario, engine, store, errors) {
         got = { error: errorVariant(e, step.call, errors) };
       }
       let ok = true;
-      if ('ok' in step) ok = 'ok' in got && matches(step.ok, got.ok);
-      else if ('error' in step) ok = 'error' in got && errorMatches(step.error, got.error);
+      const expected = 'ok' in step ? { ok: resolve(step.ok, vars) } : 'error' in step ? { error: resolve(step.error, vars) } : {};
+      if ('ok' in step) ok = 'ok' in got && matches(expected.ok, got.ok);
+      else if ('error' in step) ok = 'error' in got && errorMatches(expected.error, got.error);
       if (!ok) {
-        const expected = 'ok' in step ? { ok: step.ok } : { error: step.error };
         failures.push(`${at} (${step.call}): expected ${JSON.stringify(expected)}, got ${JSON.stringify(got)}`);
       }
       if ('ok' in got && step.save) {
         for (const [name, path] of Object.entries(step.save)) vars[name] = atPath(got.ok, path);
       }
+    } else if ('clock' in step) {
+      clock.at = step.clock;
     } else if (step['raw-put']) {
       const { key, value } = step['raw-put'];
       store.putRaw(tenantName, Buffer.from(key, 'hex'), Buffer.from(value, 'hex'));
@@ -151,7 +157,7 @@ export function runScenario(scenario, engine, store, errors) {
     } else if (step.keyspace === 'unchanged') {
       if (saved.get(tenantName) !== keyspace(tenantName)) failures.push(`${at}: tenant ${tenantName}'s keyspace changed`);
     } else {
-      throw new Error(`${at}: no call, raw-put or keyspace`);
+      throw new Error(`${at}: no call, clock, raw-put or keyspace`);
     }
   });
   return failures;

@@ -22,6 +22,10 @@ from .errors import (
 from .limits import Limits
 from .model import (
     ArmOutcome,
+    FeedEntry,
+    FeedGone,
+    FeedPage,
+    HistoryEntry,
     Lease,
     Discrepancy,
     OnExpiry,
@@ -31,8 +35,12 @@ from .model import (
     SealOutcome,
     Settlement,
     Task,
+    TaskChange,
     TaskState,
     Timer,
+    TimerChange,
+    TimerEvent,
+    TrimOutcome,
 )
 from .stores import MemoryStore, SqliteStore
 
@@ -63,6 +71,14 @@ __all__ = [
     "Task",
     "TaskState",
     "Timer",
+    "HistoryEntry",
+    "TimerEvent",
+    "TaskChange",
+    "TimerChange",
+    "FeedEntry",
+    "FeedPage",
+    "FeedGone",
+    "TrimOutcome",
     "MemoryStore",
     "SqliteStore",
 ]

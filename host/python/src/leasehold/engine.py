@@ -50,6 +50,10 @@ from .limits import Limits
 from .model import (
     ArmOutcome,
     Discrepancy,
+    FeedEntry,
+    FeedGone,
+    FeedPage,
+    HistoryEntry,
     Lease,
     OnExpiry,
     Page,
@@ -58,8 +62,13 @@ from .model import (
     SealOutcome,
     Settlement,
     Task,
+    TaskChange,
     TaskState,
     Timer,
+    TimerChange,
+    TimerEvent,
+    TrimOutcome,
+    now_ms,
 )
 from .stores import Mode, Store
 
@@ -122,6 +131,8 @@ class _Call:
     limits: Limits
     # The store's answer to the kv import's ``concurrent-writers``.
     concurrent_writers: bool
+    # The instant the call's changes are recorded at (``kv.call-time``).
+    call_time: int = 0
     read_bytes: int = 0
     staged: list[tuple[bytes, bytes | None]] | None = None
     violation: LeaseholdError | None = None
@@ -173,6 +184,9 @@ class _Kv:
         # This host runs one call at a time per store: every call one slot.
         self._current()
         return 0
+
+    def call_time(self, _store: Any) -> int:
+        return self._current().call_time
 
     def get(self, _store: Any, key: bytes) -> bytes | None:
         c = self._current()
@@ -283,6 +297,9 @@ VERBS: dict[str, tuple[str, Mode]] = {
     "seal": ("runs", "write"),
     "is-sealed": ("runs", "read"),
     "check": ("admin", "read"),
+    "history": ("changes", "read"),
+    "feed": ("changes", "read"),
+    "trim": ("changes", "write"),
 }
 
 _CLAIM_VERBS = frozenset({"claim", "release", "take-over", "renew", "settle"})
@@ -300,7 +317,14 @@ class Engine:
     """The component over ``store``. Calls are serialised: one at a time per
     engine, each in its own transaction."""
 
-    def __init__(self, store: Store, *, limits: Limits | None = None, component: bytes | str | Path | None = None):
+    def __init__(
+        self,
+        store: Store,
+        *,
+        limits: Limits | None = None,
+        component: bytes | str | Path | None = None,
+        clock: Callable[[], int] = now_ms,
+    ):
         if not hasattr(store, "begin"):
             raise TypeError("open(store=...) needs a store: MemoryStore() or SqliteStore(path)")
         if not isinstance(getattr(store, "concurrent_writers", None), bool):
@@ -314,7 +338,11 @@ class Engine:
             wasm = component
         else:
             wasm = Path(component).read_bytes()
+        if not callable(clock):
+            raise TypeError("clock must be a function answering milliseconds since 1970")
         self.store = store
+        #: Read once per call: the instant its changes are recorded at.
+        self.clock = clock
         self.limits = limits or Limits()
         self._compiled = _compiled(wasm)
         self._kv = _Kv()
@@ -339,6 +367,7 @@ class Engine:
             with root.add_instance(f"{PACKAGE}/kv@{VERSION}") as kv:
                 kv.add_func("concurrent-writers", self._kv.concurrent_writers)
                 kv.add_func("writer-slot", self._kv.writer_slot)
+                kv.add_func("call-time", self._kv.call_time)
                 kv.add_func("get", self._kv.get)
                 kv.add_func("get-many", self._kv.get_many)
                 kv.add_func("scan", self._kv.scan)
@@ -413,7 +442,11 @@ class Engine:
                 raise
             except Exception as e:
                 raise StorageFailure(f"the store could not begin a transaction: {e}") from e
-            call = _Call(txn, mode, self.limits, self.store.concurrent_writers)
+            at = self.clock()
+            if type(at) is not int or not _S64[0] <= at <= _S64[1]:
+                txn.abort()
+                raise StorageFailure(f"the clock answered {at!r}, not integer milliseconds")
+            call = _Call(txn, mode, self.limits, self.store.concurrent_writers, at)
             try:
                 answer = self._run(tenant, verb, args, call)
                 result = check(answer)
@@ -483,6 +516,7 @@ def _answer(answer: Any, verb: str) -> Any:
 
 _S64 = (-(2**63), 2**63 - 1)
 _U32 = (0, 2**32 - 1)
+_U64 = (0, 2**64 - 1)
 
 
 def _int(v: Any, field: str, bounds: tuple[int, int], what: str) -> int:
@@ -504,6 +538,10 @@ def _u32(v: Any, field: str) -> int:
 
 def _opt_s64(v: Any, field: str) -> int | None:
     return None if v is None else _s64(v, field)
+
+
+def _opt_u64(v: Any, field: str) -> int | None:
+    return None if v is None else _int(v, field, _U64, "unsigned 64 bits")
 
 
 def _str(v: Any, field: str) -> str:
@@ -673,6 +711,39 @@ def _same(x: Any) -> Any:
     return x
 
 
+def _history_entry(r: Any) -> HistoryEntry:
+    g = lambda name: getattr(r, name)  # noqa: E731 - fields are kebab-case attributes
+    before = r.before
+    return HistoryEntry(
+        seq=r.seq,
+        at=r.at,
+        verb=r.verb,
+        actor=r.actor,
+        before=None if before is None else TaskState(before),
+        after=TaskState(r.after),
+        assignee=r.assignee,
+        lease_until=g("lease-until"),
+        candidate_roles=g("candidate-roles"),
+        excluded_actors=g("excluded-actors"),
+    )
+
+
+def _change(v: Any) -> TaskChange | TimerChange:
+    """A feed entry's change: a tagged variant of two records."""
+    if v.tag == "task":
+        return TaskChange(id=v.payload.id, entry=_history_entry(v.payload.entry))
+    t = v.payload
+    return TimerChange(
+        run=t.run,
+        effect=t.effect,
+        at=t.at,
+        verb=t.verb,
+        what=TimerEvent(t.what),
+        fire_at=getattr(t, "fire-at"),
+        lease_until=getattr(t, "lease-until"),
+    )
+
+
 class Tenant:
     """One tenant of an engine; every method is one call in one transaction,
     its arguments checked before the guest runs and its answer before the
@@ -824,8 +895,61 @@ class Tenant:
         """Every discrepancy between the tenant's rows and its indexes and counters."""
         return self._call("check", check=lambda ds: [Discrepancy(d.structure, d.subject, d.detail) for d in ds])
 
+    def history(self, id: str, after: int | None = None, limit: int = 100) -> list[HistoryEntry]:
+        """Task ``id``'s history after entry ``after`` (a seq; from the first
+        kept one without it), oldest first, at most ``limit``."""
+        args = (_str(id, "id"), _opt_u64(after, "after"), _u32(limit, "limit"))
 
-def open(store: Store, *, limits: Limits | None = None, component: bytes | str | Path | None = None) -> Engine:  # noqa: A001
+        def check(es: list) -> list[HistoryEntry]:
+            entries = [_history_entry(e) for e in _at_most(es, limit, "history")]
+            last = after
+            for e in entries:
+                if e.seq == 0 or (last is not None and e.seq <= last):
+                    raise _malformed(f"history answered entry {e.seq} of task {id} after {last}")
+                last = e.seq
+            return entries
+
+        return self._call("history", *args, check=check)
+
+    def feed(self, after: str | None = None, limit: int = 100) -> FeedPage | FeedGone:
+        """The feed after position ``after`` (from the oldest entry kept
+        without it): a ``FeedPage``, or ``FeedGone`` when what follows
+        ``after`` was trimmed or ``after`` is not a position of this feed."""
+        args = (_opt_str(after, "after"), _u32(limit, "limit"))
+
+        def check(r: Any) -> FeedPage | FeedGone:
+            # feed-read lifts untagged: a page is a record, gone its string.
+            if isinstance(r, str):
+                return FeedGone(head=r)
+            entries = [FeedEntry(position=e.position, change=_change(e.change)) for e in _at_most(r.entries, limit, "feed")]
+            return FeedPage(entries=entries, next=r.next, head=r.head)
+
+        return self._call("feed", *args, check=check)
+
+    def trim(self, *, before: int | None = None, keep: int | None = None, limit: int = 1000) -> TrimOutcome:
+        """Removes the oldest feed entries recorded before ``before``, or
+        beyond the newest ``keep`` (at least one given), at most ``limit``,
+        with the history they cover (never a task's last entry)."""
+        args = (_opt_s64(before, "before"), _opt_u64(keep, "keep"), _u32(limit, "limit"))
+
+        def check(o: Any) -> TrimOutcome:
+            out = TrimOutcome(getattr(o, "feed-removed"), getattr(o, "history-removed"), o.more)
+            if out.feed_removed > limit:
+                raise _malformed(f"trim removed {out.feed_removed} entries for a limit of {limit}")
+            return out
+
+        return self._call("trim", *args, check=check)
+
+
+def open(  # noqa: A001
+    store: Store,
+    *,
+    limits: Limits | None = None,
+    component: bytes | str | Path | None = None,
+    clock: Callable[[], int] = now_ms,
+) -> Engine:
     """The engine over ``store``: the packaged component unless ``component``
-    (bytes or a path) names another build of the world."""
-    return Engine(store, limits=limits, component=component)
+    (bytes or a path) names another build of the world. ``clock`` answers
+    milliseconds since 1970; it is read once per call for the time the
+    call's changes are recorded at (a test passes a fixed one)."""
+    return Engine(store, limits=limits, component=component, clock=clock)

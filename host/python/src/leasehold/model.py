@@ -115,3 +115,82 @@ class Discrepancy:
     structure: str
     subject: str
     detail: str
+
+
+@dataclass
+class HistoryEntry:
+    """One change of a task, as its history keeps it: ``at`` is when the host
+    ran the call, ``actor`` None for the service, ``before`` None for the
+    change that opened the task; the rest is the task after the change."""
+
+    seq: int
+    at: int
+    verb: str
+    actor: str | None
+    before: TaskState | None
+    after: TaskState
+    assignee: str | None
+    lease_until: int | None
+    candidate_roles: list[str]
+    excluded_actors: list[str]
+
+
+class TimerEvent(StrEnum):
+    ARMED = "armed"
+    CLAIMED = "claimed"
+    RETIRED = "retired"
+
+
+@dataclass
+class TaskChange:
+    """A change of a task, in the feed."""
+
+    id: str
+    entry: HistoryEntry
+
+
+@dataclass
+class TimerChange:
+    """A change of a timer, in the feed."""
+
+    run: str
+    effect: str
+    at: int
+    verb: str
+    what: TimerEvent
+    fire_at: int
+    lease_until: int | None
+
+
+@dataclass
+class FeedEntry:
+    """One committed change; ``position`` is where to read on after it."""
+
+    position: str
+    change: TaskChange | TimerChange
+
+
+@dataclass
+class FeedPage:
+    """A read of the feed: ``next`` is where to read on, ``head`` the end of
+    the feed as the read saw it (``next == head``: caught up)."""
+
+    entries: list[FeedEntry]
+    next: str
+    head: str
+
+
+@dataclass
+class FeedGone:
+    """What follows the position asked for was trimmed (or the position is
+    not this feed's): refresh what you know, then follow on from ``head``."""
+
+    head: str
+
+
+@dataclass
+class TrimOutcome:
+    feed_removed: int
+    history_removed: int
+    #: Whether the same rule would remove more: call again.
+    more: bool

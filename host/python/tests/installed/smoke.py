@@ -11,13 +11,14 @@ import sys
 from pathlib import Path
 
 import leasehold as lh
-from scenarios import run_scenario
+from scenarios import Clock, run_scenario
 
 scenario = json.loads(Path(sys.argv[1]).read_text())
 failed = 0
 for kind, store in [("memory", lh.MemoryStore()), ("sqlite", lh.SqliteStore(":memory:"))]:
-    engine = lh.open(store)
-    failures = run_scenario(scenario, engine, store)
+    clock = Clock()
+    engine = lh.open(store, clock=clock)
+    failures = run_scenario(scenario, engine, store, clock)
     engine.close()
     state = "FAILED" if failures else "ok"
     print(f"installed leasehold {engine.component_sha256[:12]} from {Path(lh.__file__).parent}: scenario {scenario['name']} on {kind}: {state}")

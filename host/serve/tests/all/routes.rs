@@ -730,3 +730,70 @@ fn unknown_routes_and_methods_answer_problems() {
         r.expect_problem(405, "method-not-allowed");
     });
 }
+
+#[test]
+fn history_events_and_trim_answer_as_the_record_stands() {
+    each_backend(|svc| {
+        call(svc, "POST", "/v1/tasks", "/v1/tasks", "sam", Some(new_task("t-1"))).expect_ok();
+        call(
+            svc,
+            "POST",
+            "/v1/tasks/{id}/claim",
+            "/v1/tasks/t-1/claim",
+            "alice",
+            Some(json!({})),
+        )
+        .expect_ok();
+        let h = call(
+            svc,
+            "GET",
+            "/v1/tasks/{id}/history",
+            "/v1/tasks/t-1/history",
+            "alice",
+            None,
+        );
+        let entries = h.expect_ok()["entries"].clone();
+        assert_eq!(entries[0]["verb"], "open");
+        assert_eq!(entries[1]["actor"], "alice");
+        assert_eq!(entries[1]["after"], "claimed");
+        // A reviewer of another role sees no such task.
+        call(
+            svc,
+            "GET",
+            "/v1/tasks/{id}/history",
+            "/v1/tasks/t-1/history",
+            "carol",
+            None,
+        )
+        .expect_problem(404, "not-found");
+        let e = call(svc, "GET", "/v1/events", "/v1/events", "sam", None);
+        let read = e.expect_ok();
+        assert_eq!(read["gone"], false);
+        assert_eq!(read["entries"].as_array().map(Vec::len), Some(2));
+        let first = read["entries"][0]["position"]
+            .as_str()
+            .expect("position")
+            .to_owned();
+        let t = call(
+            svc,
+            "POST",
+            "/v1/events/trim",
+            "/v1/events/trim",
+            "olga",
+            Some(json!({"keep": 1})),
+        );
+        assert_eq!(t.expect_ok()["feed_removed"], 1);
+        let e = call(
+            svc,
+            "GET",
+            "/v1/events",
+            &format!("/v1/events?after={first}"),
+            "sam",
+            None,
+        );
+        let read = e.expect_ok();
+        assert_eq!(read["gone"], false, "position {first} was the floor");
+        let e = call(svc, "GET", "/v1/events", "/v1/events?after=f0.0", "sam", None);
+        e.expect_problem(400, "invalid");
+    });
+}

@@ -34,6 +34,7 @@ mod migrate;
 mod pool;
 mod schema;
 mod settings;
+mod signals;
 mod tls;
 mod txn;
 
@@ -47,12 +48,13 @@ pub use settings::is_url;
 pub use tls::{SslMode, TlsError};
 
 use crate::config::Limits;
-use crate::storage::backend::{Backend, Mode, Txn};
+use crate::storage::backend::{Backend, HeardHook, Mode, Txn};
 use crate::storage::error::StorageError;
 use crate::storage::tenant_name::check_tenant;
 use migrate::prepare_schema;
 use pool::{Pool, PoolState};
 use settings::Settings;
+use signals::Signals;
 use tls::MakeRustls;
 use txn::{LINE_LOCKS, PgTxn, Turn};
 
@@ -68,6 +70,14 @@ pub const WAIT_GRACE: Duration = Duration::from_secs(2);
 pub struct PgBackend {
     pool: Arc<Pool>,
     read_only: bool,
+    /// Notices of commits, to and from other host processes.
+    signals: Signals,
+}
+
+impl Drop for PgBackend {
+    fn drop(&mut self) {
+        self.signals.stop();
+    }
 }
 
 impl PgBackend {
@@ -81,6 +91,7 @@ impl PgBackend {
         let trips = AtomicU64::new(0);
         prepare_schema(&settings, &tls, &trips)?;
         Ok(PgBackend {
+            signals: Signals::new(settings.clone(), tls.clone()),
             pool: Arc::new(Pool {
                 settings,
                 tls,
@@ -191,5 +202,17 @@ impl Backend for PgBackend {
 
     fn round_trips(&self) -> Option<u64> {
         Some(self.pool.trips.load(Ordering::Relaxed))
+    }
+
+    /// Sends a `NOTIFY` on channel `leasehold`, payload `schema/tenant`,
+    /// from a connection of its own, after the commit (see `signals`).
+    fn announce(&self, tenant: &str) {
+        self.signals.announce(tenant);
+    }
+
+    /// `LISTEN`s on channel `leasehold` on that connection, reconnecting
+    /// when it drops.
+    fn listen(&self, heard: HeardHook) -> bool {
+        self.signals.listen(heard)
     }
 }

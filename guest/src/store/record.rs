@@ -1,0 +1,237 @@
+//! The change record, written with every change: a task's change appended to
+//! its history and to the feed, a timer's change to the feed, in the call
+//! that makes it, so a change and its record commit together or not at all.
+//!
+//! The feed is kept per writer slot (see [`crate::schema`]): a call appends
+//! to its own slot, after the head its slot's last call wrote, and each entry
+//! names the position of the previous entry of the same task or timer, so
+//! that a reader can put one task's changes in the order they committed even
+//! when they sit in different slots. This module only appends and decodes;
+//! reading the feed, trimming it and checking it are for the `changes` and
+//! `check` modules, and it must never decide whether a change happens.
+
+#[allow(unused_imports)]
+use crate::prelude::*;
+
+use serde::{Deserialize, Serialize};
+
+use crate::kv::Kv;
+use crate::model::{
+    Change, HistoryEntry, StoreError, TaskChange, TimerChange, TimerEvent, Timestamp,
+};
+use crate::schema;
+
+use super::codec::{RowError, corrupt, decode_row, encode_row};
+use super::layout::{feed_slot_of, shards};
+use super::tasks::TaskRow;
+use super::timers::TimerRow;
+
+/// Where an entry sits in the feed: its writer slot and its sequence number
+/// in that slot. Within a slot, a higher number committed later.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Position {
+    pub slot: u8,
+    pub seq: u64,
+}
+
+/// Where a task's history stands: the sequence numbers of its last entry and
+/// of its first kept one (trimming moves it on), and the feed position of
+/// its last change, which the next change names as its predecessor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskLog {
+    pub last: u64,
+    pub first: u64,
+    pub position: Position,
+}
+
+/// One stored history entry, with the feed position the same change was
+/// recorded at, so `check` can hold each to the other.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HistoryRow {
+    pub entry: HistoryEntry,
+    pub position: Position,
+}
+
+/// One stored feed entry: the change, and the position of the previous
+/// change of the same task or timer (none for its first, or when that one's
+/// record was trimmed before it was written).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FeedRow {
+    pub prev: Option<Position>,
+    pub change: Change,
+}
+
+impl FeedRow {
+    /// When the change was made.
+    pub fn at(&self) -> Timestamp {
+        match &self.change {
+            Change::Task(t) => t.entry.at,
+            Change::Timer(t) => t.at,
+        }
+    }
+}
+
+/// Why a call changes what it changes: the verb, and the actor it acts for
+/// (`None` for the service).
+#[derive(Clone, Copy, Debug)]
+pub struct Cause<'a> {
+    pub verb: &'static str,
+    pub actor: Option<&'a str>,
+}
+
+impl<'a> Cause<'a> {
+    /// A change the service makes: a sweep, an escalation, a withdrawal.
+    pub fn service(verb: &'static str) -> Cause<'static> {
+        Cause { verb, actor: None }
+    }
+
+    /// A change `actor` makes.
+    pub fn by(verb: &'static str, actor: &'a str) -> Cause<'a> {
+        Cause {
+            verb,
+            actor: Some(actor),
+        }
+    }
+}
+
+pub fn decode_task_log(bytes: &[u8]) -> Result<TaskLog, RowError> {
+    decode_row(bytes)
+}
+
+pub fn decode_history(bytes: &[u8]) -> Result<HistoryRow, RowError> {
+    decode_row(bytes)
+}
+
+pub fn decode_feed_row(bytes: &[u8]) -> Result<FeedRow, RowError> {
+    decode_row(bytes)
+}
+
+pub fn decode_position(bytes: &[u8]) -> Result<Position, RowError> {
+    decode_row(bytes)
+}
+
+/// A stored feed head or floor: absent is zero, anything but eight bytes is
+/// damage.
+pub fn decode_seq(what: &str, value: Option<&[u8]>) -> Result<u64, StoreError> {
+    let Some(v) = value else {
+        return Ok(0);
+    };
+    let raw: [u8; 8] = v
+        .try_into()
+        .map_err(|_| corrupt(format!("{what} holds {} bytes, not 8", v.len())))?;
+    Ok(u64::from_be_bytes(raw))
+}
+
+/// The task's log, if its history has begun.
+pub fn load_task_log<K: Kv + ?Sized>(kv: &mut K, id: &str) -> Result<Option<TaskLog>, StoreError> {
+    kv.get(schema::task_log(id).as_bytes())?
+        .map(|b| decode_task_log(&b).map_err(|e| corrupt(format!("the log of task {id}: {e}"))))
+        .transpose()
+}
+
+/// Appends `change` to the feed in this call's slot, after `prev`, and
+/// answers its position.
+fn append<K: Kv + ?Sized>(
+    kv: &mut K,
+    change: Change,
+    prev: Option<Position>,
+) -> Result<Position, StoreError> {
+    let shards = shards(kv)?;
+    let slot = feed_slot_of(kv, shards);
+    let head_key = schema::feed_head(slot);
+    let head = decode_seq(
+        &format!("the feed head of slot {slot}"),
+        kv.get(head_key.as_bytes())?.as_deref(),
+    )?;
+    let seq = head
+        .checked_add(1)
+        .ok_or_else(|| corrupt(format!("the feed head of slot {slot} is at its end")))?;
+    let position = Position { slot, seq };
+    kv.set(
+        schema::feed_entry(slot, seq).as_bytes(),
+        &encode_row(&FeedRow { prev, change })?,
+    )?;
+    kv.set(head_key.as_bytes(), &seq.to_be_bytes())?;
+    Ok(position)
+}
+
+/// Records a change of a task from `old` (none: it was opened) to `new`:
+/// the next entry of its history, and the same change in the feed.
+pub fn record_task<K: Kv + ?Sized>(
+    kv: &mut K,
+    cause: Cause<'_>,
+    old: Option<&TaskRow>,
+    new: &TaskRow,
+) -> Result<(), StoreError> {
+    let t = &new.task;
+    let log = load_task_log(kv, &t.id)?;
+    let seq = match log {
+        Some(l) => l
+            .last
+            .checked_add(1)
+            .ok_or_else(|| corrupt(format!("the history of task {} is at its end", t.id)))?,
+        None => 1,
+    };
+    let entry = HistoryEntry {
+        seq,
+        at: kv.call_time(),
+        verb: cause.verb.to_owned(),
+        actor: cause.actor.map(str::to_owned),
+        before: old.map(|r| r.task.state),
+        after: t.state,
+        assignee: t.assignee.clone(),
+        lease_until: t.lease_until,
+        candidate_roles: t.candidate_roles.clone(),
+        excluded_actors: t.excluded_actors.clone(),
+    };
+    let change = Change::Task(TaskChange {
+        id: t.id.clone(),
+        entry: entry.clone(),
+    });
+    let position = append(kv, change, log.map(|l| l.position))?;
+    kv.set(
+        schema::history_entry(&t.id, seq).as_bytes(),
+        &encode_row(&HistoryRow { entry, position })?,
+    )?;
+    let log = TaskLog {
+        last: seq,
+        first: log.map_or(1, |l| l.first),
+        position,
+    };
+    kv.set(schema::task_log(&t.id).as_bytes(), &encode_row(&log)?)?;
+    Ok(())
+}
+
+/// Records what `verb` did to a timer, as `row` now stands (or stood, when
+/// it was retired).
+pub fn record_timer<K: Kv + ?Sized>(
+    kv: &mut K,
+    verb: &'static str,
+    row: &TimerRow,
+    what: TimerEvent,
+) -> Result<(), StoreError> {
+    let t = &row.timer;
+    let log_key = schema::timer_log(&t.run, &t.effect);
+    let prev = kv
+        .get(log_key.as_bytes())?
+        .map(|b| {
+            decode_position(&b)
+                .map_err(|e| corrupt(format!("the log of timer {}/{}: {e}", t.run, t.effect)))
+        })
+        .transpose()?;
+    let change = Change::Timer(TimerChange {
+        run: t.run.clone(),
+        effect: t.effect.clone(),
+        at: kv.call_time(),
+        verb: verb.to_owned(),
+        what,
+        fire_at: t.fire_at,
+        lease_until: match what {
+            TimerEvent::Claimed => row.lease_until,
+            TimerEvent::Armed | TimerEvent::Retired => None,
+        },
+    });
+    let position = append(kv, change, prev)?;
+    kv.set(log_key.as_bytes(), &encode_row(&position)?)?;
+    Ok(())
+}

@@ -1,0 +1,574 @@
+//! The change record, natively: what each change appends to the history
+//! and the feed, positions and their spelling, reads that keep one task's
+//! changes in commit order across writer slots, commits that land in
+//! another order than their calls began (simulated over snapshots, as a
+//! serializable store runs calls on different keys), trimming and `gone`,
+//! keyspaces of the layout before the record, and the check's findings.
+
+use super::*;
+use crate::changes::{self, Cursor};
+use crate::kv::{self, Write};
+use crate::model::{Change, FeedEntry, FeedPage, FeedRead, HistoryEntry, Lease, Settlement};
+use crate::{schema, tasks, timers};
+
+fn page(read: FeedRead) -> FeedPage {
+    match read {
+        FeedRead::Page(p) => p,
+        FeedRead::Gone(head) => panic!("gone, head {head}"),
+    }
+}
+
+/// Reads the whole feed after `after`, `limit` entries at a time.
+fn read_all(kv: &mut MemKv, after: &mut Option<String>, limit: u32) -> Vec<FeedEntry> {
+    let mut out = Vec::new();
+    loop {
+        let p = page(changes::feed(kv, after.as_deref(), limit).expect("feed"));
+        assert!(p.entries.len() <= limit as usize);
+        let done = p.entries.is_empty();
+        out.extend(p.entries);
+        *after = Some(p.next);
+        if done {
+            return out;
+        }
+    }
+}
+
+/// (task, seq) of each task change.
+fn task_changes(entries: &[FeedEntry]) -> Vec<(String, u64)> {
+    entries
+        .iter()
+        .filter_map(|e| match &e.change {
+            Change::Task(c) => Some((c.id.clone(), c.entry.seq)),
+            Change::Timer(_) => None,
+        })
+        .collect()
+}
+
+fn history(kv: &mut MemKv, id: &str) -> Vec<HistoryEntry> {
+    changes::history(kv, id, None, 1000).expect("history")
+}
+
+/// A call run over a snapshot taken now, at writer slot `slot` and call
+/// time `at`, whose batch the caller applies later: two such calls on
+/// different keys are what a serializable store commits in either order.
+fn begun<T: fmt::Debug, E: fmt::Debug>(
+    kv: &MemKv,
+    slot: u32,
+    at: i64,
+    f: impl FnOnce(&mut kv::Buffered<&mut MemKv>) -> Result<T, E>,
+) -> Vec<Write> {
+    let mut snapshot = kv.clone();
+    snapshot.slot = slot;
+    snapshot.now = at;
+    let (answer, batch) = kv::buffered(&mut snapshot, f);
+    answer.expect("the call succeeds");
+    batch
+}
+
+#[test]
+fn positions_are_spelled_one_way_and_read_back() {
+    let mut c = Cursor::START;
+    assert_eq!(c.encode(), "f");
+    assert_eq!(Cursor::parse("f"), Ok(Cursor::START));
+    c = Cursor::parse("f0.12_5.3_63.18446744073709551615").expect("parses");
+    assert_eq!(c.get(0), 12);
+    assert_eq!(c.get(5), 3);
+    assert_eq!(c.get(63), u64::MAX);
+    assert_eq!(c.encode(), "f0.12_5.3_63.18446744073709551615");
+    for bad in [
+        "",
+        "g",
+        "f_",
+        "f1",
+        "f1.",
+        "f.1",
+        "f1.0",
+        "f01.2",
+        "f1.02",
+        "f1.2_1.3",
+        "f2.1_1.1",
+        "f64.1",
+        "f1.2_",
+        "f-1.2",
+        "f+1.2",
+        "f1.2 ",
+        "f1.18446744073709551616",
+    ] {
+        let e = Cursor::parse(bad).expect_err(bad);
+        assert!(invalid_reason(e).contains("after"), "{bad}");
+    }
+}
+
+#[test]
+fn each_change_appends_one_entry_to_the_history_and_the_feed_and_a_refusal_none() {
+    let mut kv = MemKv::new();
+    kv.now = 100;
+    open(&mut kv, task("t1").roles(&["a"]).excluding(&["eve"]));
+    kv.now = 200;
+    tasks::claim(&mut kv, "t1", "ann", &names(&["a"]), None).expect("claim");
+    let before = kv.map.clone();
+    fails_cleanly(&mut kv, |kv| {
+        tasks::claim(kv, "t1", "eve", &names(&["a"]), None)
+    });
+    // A repeated claim by the holder, a repeated open and a settle of a
+    // settled task change nothing and record nothing.
+    tasks::claim(&mut kv, "t1", "ann", &names(&["a"]), None).expect("again");
+    tasks::open(&mut kv, &task("t1")).expect("first open wins");
+    assert!(
+        kv.map == before,
+        "a change that changed nothing was recorded"
+    );
+    kv.now = 300;
+    tasks::settle(&mut kv, "t1", Settlement::Completed, None).expect("settle");
+    assert_eq!(
+        tasks::settle(&mut kv, "t1", Settlement::Expired, None),
+        Ok(false)
+    );
+    let h = history(&mut kv, "t1");
+    let got: Vec<_> = h
+        .iter()
+        .map(|e| {
+            (
+                e.seq,
+                e.at,
+                e.verb.as_str(),
+                e.actor.as_deref(),
+                e.before,
+                e.after,
+            )
+        })
+        .collect();
+    use crate::model::TaskState::*;
+    assert_eq!(
+        got,
+        [
+            (1, 100, "open", None, None, Open),
+            (2, 200, "claim", Some("ann"), Some(Open), Claimed),
+            (3, 300, "settle", None, Some(Claimed), Completed),
+        ]
+    );
+    assert_eq!(h[2].assignee.as_deref(), Some("ann"));
+    let feed = read_all(&mut kv, &mut None, 10);
+    assert_eq!(
+        task_changes(&feed),
+        [("t1".into(), 1), ("t1".into(), 2), ("t1".into(), 3)]
+    );
+    for (e, f) in h.iter().zip(&feed) {
+        assert!(matches!(&f.change, Change::Task(c) if c.entry == *e));
+    }
+    assert_healthy(&mut kv);
+}
+
+#[test]
+fn a_read_resumes_exactly_at_any_position_it_gave() {
+    let mut kv = MemKv::new();
+    for i in 0..12 {
+        kv.now = i;
+        open(&mut kv, task(&format!("t{i:02}")));
+    }
+    let all = read_all(&mut kv, &mut None, 1000);
+    assert_eq!(all.len(), 12);
+    for (i, e) in all.iter().enumerate() {
+        let rest = read_all(&mut kv, &mut Some(e.position.clone()), 5);
+        assert_eq!(rest, all[i + 1..], "after entry {i}");
+    }
+    let p = page(changes::feed(&mut kv, None, 1000).expect("feed"));
+    assert_eq!(p.next, p.head, "caught up");
+    let p = page(changes::feed(&mut kv, Some(&p.head), 10).expect("feed"));
+    assert!(p.entries.is_empty());
+    assert_eq!(p.next, p.head);
+}
+
+/// The hazard a single sequence would have: calls that took their places in
+/// one order and commit in another. Call A (slot 1) reads first; call B
+/// (slot 2) reads and commits; a reader passes B's entries; then A commits.
+/// The reader, reading on from where it was, receives A's change once.
+#[test]
+fn a_call_that_read_first_and_commits_last_still_reaches_a_reader_that_passed_later_commits() {
+    let mut kv = MemKv::new();
+    open(&mut kv, task("seed"));
+    let mut after = None;
+    assert_eq!(read_all(&mut kv, &mut after, 10).len(), 1);
+    let a = begun(&kv, 1, 10, |kv| tasks::open(kv, &task("a")));
+    let b = begun(&kv, 2, 20, |kv| tasks::open(kv, &task("b")));
+    kv.apply(b);
+    assert_eq!(
+        task_changes(&read_all(&mut kv, &mut after, 1)),
+        [("b".into(), 1)]
+    );
+    kv.apply(a);
+    assert_eq!(
+        task_changes(&read_all(&mut kv, &mut after, 1)),
+        [("a".into(), 1)]
+    );
+    assert!(read_all(&mut kv, &mut after, 10).is_empty());
+    assert_healthy(&mut kv);
+}
+
+/// One task's changes, recorded in two slots with times that run backwards
+/// (hosts whose clocks disagree), come in the order they committed, even
+/// one entry at a time: an entry waits for its predecessor.
+#[test]
+fn one_tasks_changes_come_in_commit_order_across_slots_whatever_their_times() {
+    let mut kv = MemKv::new();
+    let at = |kv: &mut MemKv, slot: u32, now: i64| {
+        kv.slot = slot;
+        kv.now = now;
+    };
+    at(&mut kv, 1, 5_000);
+    open(&mut kv, task("x"));
+    at(&mut kv, 2, 10);
+    open(&mut kv, task("y"));
+    at(&mut kv, 1, 5_000);
+    for i in 0..4 {
+        open(&mut kv, task(&format!("filler{i}")));
+    }
+    tasks::claim(&mut kv, "x", "ann", &[], None).expect("claim");
+    at(&mut kv, 2, 20);
+    tasks::release(&mut kv, "x", "ann").expect("release");
+    at(&mut kv, 1, 5_000);
+    tasks::claim(&mut kv, "x", "bob", &[], None).expect("claim");
+    at(&mut kv, 3, 1);
+    tasks::escalate(&mut kv, "x").expect("escalate");
+    for limit in [1, 2, 3, 1000] {
+        let got: Vec<_> = task_changes(&read_all(&mut kv, &mut None, limit))
+            .into_iter()
+            .filter(|(id, _)| id == "x")
+            .collect();
+        assert_eq!(
+            got,
+            (1..=5).map(|s| ("x".to_owned(), s)).collect::<Vec<_>>(),
+            "limit {limit}"
+        );
+    }
+    // What does not wait on anything comes by its time: y (at 10) first.
+    let first = page(changes::feed(&mut kv, None, 1).expect("feed"));
+    assert_eq!(task_changes(&first.entries), [("y".into(), 1)]);
+    assert_healthy(&mut kv);
+}
+
+#[test]
+fn a_position_trimmed_past_or_not_of_this_feed_is_gone_with_the_feeds_end() {
+    let mut kv = MemKv {
+        sole_writer: true,
+        ..MemKv::new()
+    };
+    for i in 0..6 {
+        kv.now = i;
+        open(&mut kv, task(&format!("t{i}")));
+    }
+    let p = page(changes::feed(&mut kv, None, 2).expect("feed"));
+    let early = p.next.clone();
+    let head = p.head.clone();
+    for bad in ["f0.7", "f1.1", "f63.1"] {
+        assert_eq!(
+            changes::feed(&mut kv, Some(bad), 10),
+            Ok(FeedRead::Gone(head.clone())),
+            "{bad}"
+        );
+    }
+    let out = changes::trim(&mut kv, Some(4), None, 1000).expect("trim");
+    assert_eq!((out.feed_removed, out.more), (4, false));
+    assert_eq!(
+        changes::feed(&mut kv, Some(&early), 10),
+        Ok(FeedRead::Gone(head.clone()))
+    );
+    // Without a position, a read starts at the oldest entry kept.
+    let p = page(changes::feed(&mut kv, None, 10).expect("feed"));
+    assert_eq!(
+        task_changes(&p.entries),
+        [("t4".into(), 1), ("t5".into(), 1)]
+    );
+    // A fresh tenant's feed is empty, and only its start is a position.
+    let mut fresh = MemKv::new();
+    let p = page(changes::feed(&mut fresh, None, 10).expect("feed"));
+    assert_eq!(
+        (p.entries.len(), p.next.as_str(), p.head.as_str()),
+        (0, "f", "f")
+    );
+    assert_eq!(
+        changes::feed(&mut fresh, Some("f0.1"), 10),
+        Ok(FeedRead::Gone("f".into()))
+    );
+    assert_healthy(&mut kv);
+}
+
+#[test]
+fn trimming_keeps_the_newest_and_each_tasks_last_history_entry() {
+    let mut kv = MemKv::new();
+    for (i, slot) in [0u32, 1, 2].iter().enumerate() {
+        kv.slot = *slot;
+        kv.now = i as i64 * 10;
+        open(&mut kv, task(&format!("t{i}")));
+    }
+    for round in 0..3 {
+        for i in 0..3 {
+            kv.slot = (i + round) % 3;
+            kv.now = 100 + round as i64 * 10 + i as i64;
+            let id = format!("t{i}");
+            tasks::claim(&mut kv, &id, "ann", &[], None).expect("claim");
+            tasks::release(&mut kv, &id, "ann").expect("release");
+        }
+    }
+    // 3 opens and 18 changes; keep the newest 5, 4 per call.
+    let mut removed = 0;
+    loop {
+        let out = changes::trim(&mut kv, None, Some(5), 4).expect("trim");
+        assert!(out.feed_removed <= 4);
+        removed += out.feed_removed;
+        assert_healthy(&mut kv);
+        if !out.more {
+            break;
+        }
+    }
+    assert_eq!(removed, 16);
+    let kept = read_all(&mut kv, &mut None, 100);
+    assert_eq!(kept.len(), 5);
+    for i in 0..3 {
+        let id = format!("t{i}");
+        let h = history(&mut kv, &id);
+        let last = h.last().expect("the last entry stays");
+        assert_eq!(last.seq, 7, "{id}");
+        // Everything up to the newest trimmed change of the task went.
+        assert!(h.iter().all(|e| kept.iter().any(|k| matches!(
+            &k.change, Change::Task(c) if c.id == id && c.entry.seq == e.seq
+        )) || e.seq == 7));
+    }
+    // Trimming by time: what was recorded before 125.
+    let out = changes::trim(&mut kv, Some(125), None, 1000).expect("trim");
+    assert!(out.feed_removed > 0);
+    let kept = read_all(&mut kv, &mut None, 100);
+    assert!(kept.iter().all(|e| match &e.change {
+        Change::Task(c) => c.entry.at >= 125,
+        Change::Timer(_) => true,
+    }));
+    assert_healthy(&mut kv);
+}
+
+#[test]
+fn trim_needs_a_rule_and_checks_its_inputs_writing_nothing() {
+    let mut kv = MemKv::new();
+    open(&mut kv, task("t"));
+    let e = fails_cleanly(&mut kv, |kv| changes::trim(kv, None, None, 10));
+    assert!(invalid_reason(e).contains("before and keep"));
+    let e = fails_cleanly(&mut kv, |kv| changes::trim(kv, Some(-1), None, 10));
+    assert!(invalid_reason(e).contains("before"));
+    let e = fails_cleanly(&mut kv, |kv| changes::trim(kv, None, Some(0), 0));
+    assert!(invalid_reason(e).contains("limit"));
+    let e = fails_cleanly(&mut kv, |kv| changes::history(kv, "", None, 10));
+    assert!(invalid_reason(e).contains("id"));
+    assert_eq!(
+        changes::history(&mut kv, "nope", None, 10),
+        Err(StoreError::NotFound("nope".into()))
+    );
+    // A fresh keyspace is not laid out by a trim.
+    let mut fresh = MemKv::new();
+    writes_nothing(&mut fresh, |kv| changes::trim(kv, None, Some(0), 10));
+}
+
+#[test]
+fn a_timers_changes_follow_one_another_and_its_log_outlives_it_until_trimmed() {
+    let mut kv = MemKv::new();
+    arm(&mut kv, timer("r", "e", 5));
+    kv.slot = 3;
+    timers::claim_due(&mut kv, 10, 10, 100).expect("sweep");
+    kv.slot = 5;
+    assert_eq!(timers::disarm(&mut kv, "r", "e"), Ok(true));
+    kv.slot = 1;
+    arm(&mut kv, timer("r", "e", 50));
+    let feed = read_all(&mut kv, &mut None, 1);
+    let whats: Vec<_> = feed
+        .iter()
+        .map(|e| match &e.change {
+            Change::Timer(t) => t.what,
+            Change::Task(_) => panic!("a task"),
+        })
+        .collect();
+    use crate::model::TimerEvent::*;
+    assert_eq!(whats, [Armed, Claimed, Retired, Armed]);
+    assert_healthy(&mut kv);
+    changes::trim(&mut kv, None, Some(0), 1000).expect("trim");
+    // The re-armed timer keeps its log; nothing else of the record is left.
+    assert!(kv.map.contains_key(schema::timer_log("r", "e").as_bytes()));
+    timers::disarm(&mut kv, "r", "e").expect("disarm");
+    changes::trim(&mut kv, None, Some(0), 1000).expect("trim");
+    assert!(!kv.map.contains_key(schema::timer_log("r", "e").as_bytes()));
+    assert_healthy(&mut kv);
+}
+
+/// A keyspace laid out before the record (layout 5): its tasks have no
+/// history, the check does not ask for one, and their next change starts
+/// it, at seq 1, from the state they had; the mark stays as it was.
+#[test]
+fn a_keyspace_of_the_layout_before_the_record_starts_each_history_at_its_next_change() {
+    let mut kv = MemKv::new();
+    kv.map
+        .insert(schema::layout().into_bytes(), b"5/64".to_vec());
+    open(&mut kv, task("old").roles(&["a"]));
+    // What an earlier component left: the row and its indexes, no record.
+    let record: Vec<Vec<u8>> = kv
+        .map
+        .keys()
+        .filter(|k| {
+            [
+                schema::task_logs(),
+                schema::histories(),
+                schema::feed(),
+                schema::feed_heads(),
+            ]
+            .iter()
+            .any(|p| k.starts_with(p.as_bytes()))
+        })
+        .cloned()
+        .collect();
+    for k in record {
+        kv.map.remove(&k);
+    }
+    assert_healthy(&mut kv);
+    assert!(history(&mut kv, "old").is_empty());
+    tasks::claim(&mut kv, "old", "ann", &names(&["a"]), None).expect("claim");
+    let h = history(&mut kv, "old");
+    assert_eq!(h.len(), 1);
+    assert_eq!(
+        (h[0].seq, h[0].before, h[0].after),
+        (
+            1,
+            Some(crate::model::TaskState::Open),
+            crate::model::TaskState::Claimed
+        )
+    );
+    assert_eq!(
+        kv.map.get(schema::layout().as_bytes()).map(Vec::as_slice),
+        Some(&b"5/64"[..])
+    );
+    assert_healthy(&mut kv);
+    // In layout 6 the same task without a history is damage.
+    kv.map
+        .insert(schema::layout().into_bytes(), b"6/64".to_vec());
+    open(&mut kv, task("new"));
+    kv.map.remove(schema::task_log("new").as_bytes());
+    let found = check::check(&mut kv).expect("check");
+    assert!(
+        found
+            .iter()
+            .any(|d| d.structure == "history" && d.subject == "new"),
+        "{found:?}"
+    );
+}
+
+/// Each kind of damage to the record is found and named.
+#[test]
+fn the_check_finds_damage_to_the_record() {
+    let base = || {
+        let mut kv = MemKv::new();
+        open(&mut kv, task("t").roles(&["a"]));
+        tasks::claim(
+            &mut kv,
+            "t",
+            "ann",
+            &names(&["a"]),
+            Some(&Lease {
+                now: 1,
+                lease_ms: 9,
+            }),
+        )
+        .expect("claim");
+        arm(&mut kv, timer("r", "e", 5));
+        assert_healthy(&mut kv);
+        kv
+    };
+    let structures = |kv: &mut MemKv| -> Vec<String> {
+        let mut s: Vec<String> = check::check(kv)
+            .expect("check")
+            .into_iter()
+            .map(|d| d.structure)
+            .collect();
+        s.sort();
+        s.dedup();
+        s
+    };
+    let slot = schema::Shards::SHARED.writer(0);
+    // A feed entry gone from the middle of its slot.
+    let mut kv = base();
+    kv.map.remove(schema::feed_entry(slot, 2).as_bytes());
+    assert!(structures(&mut kv).contains(&"feed".to_owned()));
+    // A history entry gone.
+    let mut kv = base();
+    kv.map.remove(schema::history_entry("t", 1).as_bytes());
+    assert!(structures(&mut kv).contains(&"history".to_owned()));
+    // The last history entry and the row disagree.
+    let mut kv = base();
+    kv.map.remove(schema::history_entry("t", 2).as_bytes());
+    assert!(structures(&mut kv).contains(&"history".to_owned()));
+    // A log that does not decode, a head behind its entries, a timer log
+    // that points at another timer's entry.
+    let mut kv = base();
+    kv.map
+        .insert(schema::task_log("t").into_bytes(), b"\xff".to_vec());
+    assert!(structures(&mut kv).contains(&"task-log".to_owned()));
+    let mut kv = base();
+    kv.map.insert(
+        schema::feed_head(slot).into_bytes(),
+        1u64.to_be_bytes().to_vec(),
+    );
+    assert!(structures(&mut kv).contains(&"feed".to_owned()));
+    let mut kv = base();
+    let elsewhere =
+        crate::store::encode_row(&crate::store::Position { slot, seq: 1 }).expect("encodes");
+    kv.map
+        .insert(schema::timer_log("r", "e").into_bytes(), elsewhere);
+    assert!(structures(&mut kv).contains(&"timer-log".to_owned()));
+}
+
+/// A page of entries too large to read whole stops early, after at least
+/// one entry, and reading on gives the rest.
+#[test]
+fn a_page_of_large_entries_stops_short_and_reads_on() {
+    let mut kv = MemKv::new();
+    let roles: Vec<String> = (0..256).map(|i| format!("{i:0>250}")).collect();
+    for i in 0..200 {
+        let mut t = task(&format!("t{i:03}"));
+        t.candidate_roles = roles.clone();
+        open(&mut kv, t);
+    }
+    let p = page(changes::feed(&mut kv, None, 1000).expect("feed"));
+    assert!(
+        !p.entries.is_empty() && p.entries.len() < 200,
+        "{}",
+        p.entries.len()
+    );
+    let mut after = Some(p.next);
+    let rest = read_all(&mut kv, &mut after, 1000);
+    assert_eq!(p.entries.len() + rest.len(), 200);
+    let h = changes::history(&mut kv, "t000", None, 1000).expect("history");
+    assert_eq!(h.len(), 1);
+}
+
+/// A trim of entries too large to read in one call stops at its read
+/// budget, says there is more, and the next calls finish the work.
+#[test]
+fn a_trim_of_large_entries_stops_at_its_budget_and_says_there_is_more() {
+    let mut kv = MemKv::new();
+    let roles: Vec<String> = (0..256).map(|i| format!("{i:0>250}")).collect();
+    for i in 0..200 {
+        let mut t = task(&format!("t{i:03}"));
+        t.candidate_roles = roles.clone();
+        open(&mut kv, t);
+    }
+    let first = changes::trim(&mut kv, None, Some(0), 1000).expect("trim");
+    assert!(
+        first.more && first.feed_removed > 0 && first.feed_removed < 200,
+        "{first:?}"
+    );
+    let mut removed = first.feed_removed;
+    loop {
+        let out = changes::trim(&mut kv, None, Some(0), 1000).expect("trim");
+        removed += out.feed_removed;
+        if !out.more {
+            break;
+        }
+    }
+    assert_eq!(removed, 200);
+    assert!(read_all(&mut kv, &mut None, 10).is_empty());
+    assert_healthy(&mut kv);
+}

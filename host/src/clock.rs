@@ -1,0 +1,90 @@
+//! The clock an engine reads the time of a call from: the instant every
+//! change the call makes is recorded at (`kv.call-time`), read once per
+//! writing call. The system's by default; a test, a replay or an embedder
+//! with a clock of its own injects another. It owns telling the time and
+//! nothing else: it must never be used to decide a rule, whose times are
+//! the verbs' arguments.
+
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use leasehold_guest::model::Timestamp;
+
+/// Tells the time, in milliseconds since the Unix epoch.
+pub trait Clock: Send + Sync + 'static {
+    fn now(&self) -> Timestamp;
+}
+
+/// The system's wall clock.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> Timestamp {
+        // A clock set before 1970 reads as the epoch, and one past the range
+        // of a timestamp as its end: a recorded instant, never a failed call.
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+    }
+}
+
+/// A clock that says what it is told: for tests and replays, which set the
+/// time each call is recorded at.
+#[derive(Debug, Default)]
+pub struct ManualClock(AtomicI64);
+
+impl ManualClock {
+    pub fn new(at: Timestamp) -> ManualClock {
+        ManualClock(AtomicI64::new(at))
+    }
+
+    pub fn set(&self, at: Timestamp) {
+        self.0.store(at, Ordering::SeqCst);
+    }
+
+    /// Moves the clock on by `ms` and answers the new time.
+    pub fn advance(&self, ms: i64) -> Timestamp {
+        self.0.fetch_add(ms, Ordering::SeqCst) + ms
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> Timestamp {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// A shared clock is a clock: the engine holds one, and the caller may keep
+/// a handle on it (to move a [`ManualClock`]).
+impl<C: Clock + ?Sized> Clock for std::sync::Arc<C> {
+    fn now(&self) -> Timestamp {
+        (**self).now()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_manual_clock_says_what_it_was_told() {
+        let c = ManualClock::new(5);
+        assert_eq!(c.now(), 5);
+        assert_eq!(c.advance(10), 15);
+        c.set(3);
+        assert_eq!(c.now(), 3);
+    }
+
+    #[test]
+    fn the_system_clock_reads_milliseconds_since_the_epoch() {
+        let before = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .expect("after 1970")
+            .as_millis() as i64;
+        let now = SystemClock.now();
+        assert!(now >= before, "{now} < {before}");
+        // Milliseconds, not seconds or microseconds: within a day of it.
+        assert!(now - before < 86_400_000);
+    }
+}
