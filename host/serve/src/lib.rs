@@ -29,6 +29,7 @@ mod api;
 mod auth;
 mod connections;
 mod cursor;
+mod events;
 mod extract;
 mod jwt;
 mod model;
@@ -47,6 +48,7 @@ pub use auth::{
 };
 pub use connections::ConnectionLimits;
 pub use cursor::{CursorKey, CursorKeyError};
+pub use events::EventOptions;
 pub use jwt::{ClaimNames, JwtConfig, JwtKeyError, JwtVerifier};
 pub use problem::{ApiError, CATALOG as PROBLEM_CATALOG, Problem, TYPE_PREFIX};
 pub use routes::{Route, routes};
