@@ -405,6 +405,11 @@ impl tasks_api::Guest for Component {
             .map(|ts: Vec<model::Task>| ts.into_iter().map(Into::into).collect())
     }
 
+    fn expire_overdue(now: i64, limit: u32) -> Result<Vec<wit::Task>, wit::StoreError> {
+        call(|kv| crate::tasks::expire_overdue(kv, now, limit))
+            .map(|ts: Vec<model::Task>| ts.into_iter().map(Into::into).collect())
+    }
+
     fn claim_next(
         q: tasks_api::QueueQuery,
         lease: Option<wit::Lease>,

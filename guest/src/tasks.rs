@@ -22,7 +22,8 @@ use crate::prelude::*;
 use crate::keys::Elem;
 use crate::kv::Kv;
 use crate::model::{
-    ClaimError, Lease, Page, QueueQuery, Settlement, StoreError, Task, TaskState, Timestamp,
+    ClaimError, Lease, OnExpiry, Page, QueueQuery, Settlement, StoreError, Task, TaskState,
+    Timestamp,
 };
 use crate::queue;
 use crate::schema;
@@ -376,6 +377,14 @@ pub fn escalate<K: Kv + ?Sized>(kv: &mut K, id: &str) -> Result<Task, StoreError
     if !row.task.state.is_pending() {
         return Ok(row.task);
     }
+    let next = escalated(&row);
+    store::write_task(kv, Cause::service("escalate"), Some(&row), &next)?;
+    Ok(next.task)
+}
+
+/// A pending row as escalation leaves it: `escalated`, unheld, its audience
+/// widened by `escalate-to` (an empty audience already means anyone).
+fn escalated(row: &TaskRow) -> TaskRow {
     let mut next = row.clone();
     next.ever_escalated = true;
     next.task.state = TaskState::Escalated;
@@ -388,8 +397,59 @@ pub fn escalate<K: Kv + ?Sized>(kv: &mut K, id: &str) -> Result<Task, StoreError
             }
         }
     }
-    store::write_task(kv, Cause::service("escalate"), Some(&row), &next)?;
-    Ok(next.task)
+    next
+}
+
+/// `expire-overdue`: the overdue index up to `now` is exactly the set of
+/// tasks owed their expiry, and acting on one takes it out of the index
+/// (escalated once, or settled), so no task is acted on twice, and the scan
+/// reads only what it moves.
+pub fn expire_overdue<K: Kv + ?Sized>(
+    kv: &mut K,
+    now: Timestamp,
+    limit: u32,
+) -> Result<Vec<Task>, StoreError> {
+    validate::timestamp("now", now)?;
+    validate::limit("limit", limit)?;
+    store::check_layout(kv, false)?;
+    let prefix = schema::overdue();
+    let end = prefix.clone().int(now).prefix_end();
+    let entries = kv.scan(prefix.as_bytes(), Some(&end), limit, false)?;
+    let mut listed = Vec::with_capacity(entries.len());
+    for (k, _) in entries {
+        match store::suffix(&k, &prefix)?.as_slice() {
+            [Elem::Int(at), Elem::Str(id)] => listed.push((*at, id.clone())),
+            _ => return Err(bad_entry("overdue")),
+        }
+    }
+    let ids: Vec<String> = listed.iter().map(|(_, id)| id.clone()).collect();
+    let along = store::Along {
+        layout: false,
+        leased_shards: true,
+    };
+    let rows = store::indexed_rows(kv, &ids, "the overdue index", along)?;
+    let mut moved = Vec::with_capacity(rows.len());
+    for ((at, id), row) in listed.into_iter().zip(rows) {
+        if !row.awaits_expiry() || row.task.due_at != Some(at) {
+            return Err(StoreError::Corrupt(format!(
+                "the overdue index lists task {id} at {at}; the row is {} due {:?}",
+                row.task.state, row.task.due_at
+            )));
+        }
+        let cause = Cause::service("expire-overdue");
+        let next = match row.task.on_expiry {
+            OnExpiry::Escalate => escalated(&row),
+            OnExpiry::Deny | OnExpiry::Proceed => {
+                let mut next = row.clone();
+                next.task.state = Settlement::Expired.state();
+                next.task.lease_until = None;
+                next
+            }
+        };
+        store::write_task(kv, cause, Some(&row), &next)?;
+        moved.push(next.task);
+    }
+    Ok(moved)
 }
 
 /// Checks the layout too: the mark rides in the batch of shards.

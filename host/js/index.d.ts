@@ -237,6 +237,7 @@ export class Tenant {
   claim(id: string, actor: string, roles?: string[], lease?: Lease | null): Task;
   renew(id: string, actor: string, now: Timestamp, leaseMs: U32): Task;
   reclaimLapsed(now: Timestamp, limit: U32): Task[];
+  expireOverdue(now: Timestamp, limit: U32): Task[];
   claimNext(query: { roles: string[]; actor: string; limit?: U32; after?: string | null }, lease?: Lease | null): Task | null;
   leasedCount(): number | bigint;
   nextLeaseEnd(): number | bigint | null;

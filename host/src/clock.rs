@@ -6,13 +6,24 @@
 //! the verbs' arguments.
 
 use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use leasehold_guest::model::Timestamp;
 
+/// What a clock calls when it is moved by hand, so that whoever sleeps
+/// until an instant by it (a sweeper) looks again.
+pub type Alarm = Arc<dyn Fn() + Send + Sync>;
+
 /// Tells the time, in milliseconds since the Unix epoch.
 pub trait Clock: Send + Sync + 'static {
     fn now(&self) -> Timestamp;
+
+    /// Calls `alarm` whenever the clock is moved other than by time
+    /// passing. A clock that only runs (the system's) never calls it.
+    fn on_jump(&self, alarm: Alarm) {
+        let _ = alarm;
+    }
 }
 
 /// The system's wall clock.
@@ -30,28 +41,61 @@ impl Clock for SystemClock {
 }
 
 /// A clock that says what it is told: for tests and replays, which set the
-/// time each call is recorded at.
-#[derive(Debug, Default)]
-pub struct ManualClock(AtomicI64);
+/// time each call is recorded at, and move a sweeper's time by hand.
+#[derive(Default)]
+pub struct ManualClock {
+    at: AtomicI64,
+    alarms: Mutex<Vec<Alarm>>,
+}
+
+impl std::fmt::Debug for ManualClock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("ManualClock").field(&self.now()).finish()
+    }
+}
 
 impl ManualClock {
     pub fn new(at: Timestamp) -> ManualClock {
-        ManualClock(AtomicI64::new(at))
+        ManualClock {
+            at: AtomicI64::new(at),
+            alarms: Mutex::default(),
+        }
     }
 
     pub fn set(&self, at: Timestamp) {
-        self.0.store(at, Ordering::SeqCst);
+        self.at.store(at, Ordering::SeqCst);
+        self.ring();
     }
 
     /// Moves the clock on by `ms` and answers the new time.
     pub fn advance(&self, ms: i64) -> Timestamp {
-        self.0.fetch_add(ms, Ordering::SeqCst) + ms
+        let now = self.at.fetch_add(ms, Ordering::SeqCst) + ms;
+        self.ring();
+        now
+    }
+
+    fn ring(&self) {
+        let alarms = self
+            .alarms
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        for alarm in alarms {
+            alarm();
+        }
     }
 }
 
 impl Clock for ManualClock {
     fn now(&self) -> Timestamp {
-        self.0.load(Ordering::SeqCst)
+        self.at.load(Ordering::SeqCst)
+    }
+
+    fn on_jump(&self, alarm: Alarm) {
+        self.alarms
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(alarm);
     }
 }
 
@@ -60,6 +104,10 @@ impl Clock for ManualClock {
 impl<C: Clock + ?Sized> Clock for std::sync::Arc<C> {
     fn now(&self) -> Timestamp {
         (**self).now()
+    }
+
+    fn on_jump(&self, alarm: Alarm) {
+        (**self).on_jump(alarm);
     }
 }
 

@@ -37,6 +37,7 @@ mod layering;
 pub mod native;
 mod runtime;
 pub mod storage;
+mod sweeper;
 mod tenant;
 #[cfg(test)]
 mod testing;
@@ -46,7 +47,7 @@ mod verbs;
 mod view;
 mod watch;
 
-pub use clock::{Clock, ManualClock, SystemClock};
+pub use clock::{Alarm, Clock, ManualClock, SystemClock};
 pub use config::{Durability, Limits, Reuse};
 pub use engine::{Engine, EngineBuilder, GUEST_COMPONENT};
 pub use error::{Error, Refusal, SandboxError};
@@ -62,6 +63,7 @@ pub use storage::postgres::{
 };
 pub use storage::redb::tenant_prefix;
 pub use storage::{CommitHung, CommitStats, GroupFailure, MAX_TENANT_BYTES};
+pub use sweeper::{OnSweep, SweepReport, Sweeper, SweeperError, SweeperOptions, SweeperStats};
 pub use tenant::Tenant;
 pub use verbs::{ExportedFunction, exported_functions};
 pub use watch::{Changed, Changes};

@@ -270,6 +270,33 @@ impl Tenant {
         )
     }
 
+    /// Acts on up to `limit` tasks overdue at `now`, each by its
+    /// `on-expiry` (escalated, or settled `expired`), answering them as they
+    /// now stand. No task is acted on twice, however many sweepers call it.
+    pub fn expire_overdue(&self, now: Timestamp, limit: u32) -> Result<Vec<Task>, Error> {
+        self.call(
+            Verb::ExpireOverdue,
+            |x, s| x.call(s, (now, limit)),
+            |a: StoreAnswer<Vec<wit::Task>>| {
+                let tasks: Vec<Task> = at_most(store(a)?, limit, "expire-overdue")?
+                    .into_iter()
+                    .map(Into::into)
+                    .collect();
+                distinct(&tasks, "expire-overdue")?;
+                if let Some(t) = tasks.iter().find(|t| {
+                    !matches!(t.state, TaskState::Escalated | TaskState::Expired)
+                        || (t.state == TaskState::Escalated && t.assignee.is_some())
+                }) {
+                    return Err(malformed(format!(
+                        "expire-overdue answered task {} as {} by {:?}, neither escalated nor expired",
+                        t.id, t.state, t.assignee
+                    )));
+                }
+                Ok(tasks)
+            },
+        )
+    }
+
     /// Claims the head of `query`'s queue for `query.actor` (required), under
     /// `lease` if given; `None` when the queue is empty.
     pub fn claim_next(

@@ -65,6 +65,7 @@ verbs! {
     TakeOver => "tasks" "take-over" Write,
     Renew => "tasks" "renew" Write,
     ReclaimLapsed => "tasks" "reclaim-lapsed" Write,
+    ExpireOverdue => "tasks" "expire-overdue" Write,
     ClaimNext => "tasks" "claim-next" Write,
     Settle => "tasks" "settle" Write,
     WithdrawRun => "tasks" "withdraw-run" Write,
@@ -140,6 +141,7 @@ impl Verb {
         match self {
             Verb::ClaimNext | Verb::ReclaimLapsed => Some("tasks"),
             Verb::ClaimDue => Some("timers"),
+            Verb::ExpireOverdue => Some("overdue"),
             _ => None,
         }
     }

@@ -22,6 +22,7 @@ mod runs;
 mod sandbox;
 mod smoke;
 mod soak;
+mod sweeper;
 mod tasks;
 mod timers;
 mod validation;

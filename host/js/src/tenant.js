@@ -287,6 +287,19 @@ export class Tenant {
     });
   }
 
+  /** Acts on up to `limit` tasks overdue at `now`, each by its `on_expiry`: escalated, or settled `expired`. */
+  expireOverdue(now, limit) {
+    const n = u32(limit, 'limit');
+    return this.#call('expire-overdue', W, ['tasks', 'expireOverdue', [s64(now, 'now'), n]], (ts) => {
+      for (const t of distinct(atMost(ts, n, 'expire-overdue'), 'expire-overdue')) {
+        if (!(t.state === 'expired' || (t.state === 'escalated' && absent(t.assignee)))) {
+          throw malformed(`expire-overdue answered task ${t.id} as ${t.state} by ${t.assignee}, neither escalated nor expired`);
+        }
+      }
+      return ts.map(task);
+    });
+  }
+
   /** Claims the head of the caller's queue (`actor` required); null when it is empty. */
   claimNext(query, lease = null) {
     const q = witQuery(query, 'query', 1);

@@ -78,6 +78,7 @@ VERBS = {
     "claim": lambda t, a: t.claim(a["id"], a["actor"], a["roles"], lease(a)),
     "renew": lambda t, a: t.renew(a["id"], a["actor"], a["now"], a["lease-ms"]),
     "reclaim-lapsed": lambda t, a: t.reclaim_lapsed(a["now"], a["limit"]),
+    "expire-overdue": lambda t, a: t.expire_overdue(a["now"], a["limit"]),
     "claim-next": lambda t, a: t.claim_next(
         roles=a["query"]["roles"],
         actor=a["query"].get("actor"),

@@ -36,6 +36,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(for_case))
         .routes(routes!(overdue))
         .routes(routes!(reclaim_lapsed))
+        .routes(routes!(expire_overdue))
         .routes(routes!(withdraw_run))
         .routes(routes!(seal))
         .routes(routes!(is_sealed))
@@ -323,28 +324,131 @@ async fn queue(c: Caller, Query(q): Query<QueueParams>) -> Answer<Page> {
 
 /// Claim the head of the caller's queue; `task` is null when it is empty.
 #[utoipa::path(post, path = "/v1/queue/claim-next", operation_id = "claim-next", tag = "queue",
-    request_body = Option<ClaimRequest>,
+    request_body = Option<ClaimNextRequest>,
     responses(
         (status = 200, description = "The claimed task, or null", body = ClaimedNext),
         (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = ["reviewer", "operator"])))]
-async fn claim_next(c: Caller, Json(body): Json<ClaimRequest>) -> Answer<ClaimedNext> {
+async fn claim_next(c: Caller, Json(body): Json<ClaimNextRequest>) -> Answer<ClaimedNext> {
     let actor = c.actor(body.actor)?;
     let roles = c.roles(body.roles)?;
-    let lease = lease(c.now(body.now)?, body.lease_ms);
-    let query = QueueQuery {
-        roles,
-        actor: Some(actor),
-        limit: 1,
-        after: None,
-    };
-    let task = c
-        .call("claim-next", move |x| x.claim_next(&query, lease))
-        .await?;
-    Ok(axum::Json(ClaimedNext {
-        task: task.map(Into::into),
-    }))
+    let mut wait = Waiting::new(&c, body.wait_ms, body.now)?;
+    loop {
+        let lease = lease(c.now(body.now)?, body.lease_ms);
+        let query = QueueQuery {
+            roles: roles.clone(),
+            actor: Some(actor.clone()),
+            limit: 1,
+            after: None,
+        };
+        let task = c
+            .call_at(wait.attempt(), "claim-next", move |x| {
+                x.claim_next(&query, lease)
+            })
+            .await?;
+        if task.is_some() || wait.over() {
+            return Ok(axum::Json(ClaimedNext {
+                task: task.map(Into::into),
+            }));
+        }
+        // A task comes to the queue only by a commit: an open, a release,
+        // or the sweeper returning a lapsed lease.
+        wait.until_change_or(None).await;
+    }
+}
+
+/// Counts a request while it waits, however its wait ends (a client that
+/// goes away drops it).
+struct WaitingGauge;
+
+impl WaitingGauge {
+    fn new() -> Self {
+        metrics::gauge!("leasehold_requests_waiting").increment(1.0);
+        WaitingGauge
+    }
+}
+
+impl Drop for WaitingGauge {
+    fn drop(&mut self) {
+        metrics::gauge!("leasehold_requests_waiting").decrement(1.0);
+    }
+}
+
+/// A long-poll: a claim tried again each time the tenant commits (or an
+/// instant passes) until it finds something or the wait ends. The
+/// subscription is made before the first try, so a commit between a try and
+/// the wait still wakes it. While it waits, no call runs and nothing is
+/// held: a client that goes away ends the request there, and claims
+/// nothing.
+struct Waiting {
+    changes: Option<host::Changes>,
+    end: std::time::Instant,
+    first: Option<std::time::Instant>,
+    budget: std::time::Duration,
+}
+
+impl Waiting {
+    fn new(c: &Caller, wait_ms: Option<u32>, now: Option<i64>) -> Result<Waiting, ApiError> {
+        let wait_ms = wait_ms.unwrap_or(0);
+        if wait_ms > crate::schema::MAX_WAIT_MS {
+            return Err(ApiError::invalid(
+                "wait_ms",
+                format!("at most {} milliseconds", crate::schema::MAX_WAIT_MS),
+            ));
+        }
+        if wait_ms > 0 && now.is_some() {
+            return Err(ApiError::invalid(
+                "wait_ms",
+                "a wait runs by the server's clock: give `now` or `wait_ms`, not both",
+            ));
+        }
+        let changes = if wait_ms > 0 {
+            Some(c.state().engine.watch(c.tenant.name())?)
+        } else {
+            None
+        };
+        let started = std::time::Instant::now();
+        Ok(Waiting {
+            changes,
+            end: started + std::time::Duration::from_millis(u64::from(wait_ms)),
+            first: Some(c.deadline()),
+            budget: crate::state::budget(&c.state().options, "claim-due"),
+        })
+    }
+
+    /// The deadline of the next try: the request's for the first, then a
+    /// fresh one each.
+    fn attempt(&mut self) -> std::time::Instant {
+        self.first
+            .take()
+            .unwrap_or_else(|| std::time::Instant::now() + self.budget)
+    }
+
+    fn over(&self) -> bool {
+        self.changes.is_none() || std::time::Instant::now() >= self.end
+    }
+
+    /// Waits for a commit of the tenant, the instant `at` (by the server's
+    /// clock), or the end of the wait, whichever comes first.
+    async fn until_change_or(&mut self, at: Option<i64>) {
+        let end = tokio::time::Instant::from_std(self.end);
+        let until = match at {
+            Some(at) => {
+                let ms = at.saturating_sub(crate::state::clock_ms()).max(0) as u64;
+                end.min(tokio::time::Instant::now() + std::time::Duration::from_millis(ms))
+            }
+            None => end,
+        };
+        let Some(changes) = self.changes.as_mut() else {
+            return;
+        };
+        let _waiting = WaitingGauge::new();
+        tokio::select! {
+            _ = changes.changed() => {}
+            () = tokio::time::sleep_until(until) => {}
+        }
+    }
 }
 
 /// Every task of a case, in any state, oldest first. A reviewer sees only
@@ -412,6 +516,27 @@ async fn reclaim_lapsed(c: Caller, Json(body): Json<ReclaimRequest>) -> Answer<T
     let limit = body.limit.unwrap_or(DEFAULT_SWEEP);
     let tasks = c
         .call("reclaim-lapsed", move |x| x.reclaim_lapsed(now, limit))
+        .await?;
+    Ok(axum::Json(TaskList {
+        tasks: tasks.into_iter().map(Into::into).collect(),
+    }))
+}
+
+/// Act on tasks past their due time by their `on_expiry`: `escalate`
+/// escalates a task, `deny` and `proceed` settle it `expired`. The server's
+/// sweeper does this by itself unless it runs with `--no-sweep`.
+#[utoipa::path(post, path = "/v1/expire-overdue", operation_id = "expire-overdue", tag = "sweeps",
+    request_body = Option<ReclaimRequest>,
+    responses(
+        (status = 200, description = "The tasks acted on, as they now stand", body = TaskList),
+        (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = ["service", "operator"])))]
+async fn expire_overdue(c: Caller, Json(body): Json<ReclaimRequest>) -> Answer<TaskList> {
+    let now = c.now(body.now)?;
+    let limit = body.limit.unwrap_or(DEFAULT_SWEEP);
+    let tasks = c
+        .call("expire-overdue", move |x| x.expire_overdue(now, limit))
         .await?;
     Ok(axum::Json(TaskList {
         tasks: tasks.into_iter().map(Into::into).collect(),
@@ -504,15 +629,28 @@ async fn arm(c: Caller, Json(body): Json<Timer>) -> Answer<Armed> {
     ),
     security(("bearer" = ["service", "operator"])))]
 async fn claim_due(c: Caller, Json(body): Json<ClaimDueRequest>) -> Answer<TimerList> {
-    let now = c.now(body.now)?;
     let limit = body.limit.unwrap_or(DEFAULT_TIMERS);
     let lease_ms = body.lease_ms;
-    let timers = c
-        .call("claim-due", move |x| x.claim_due(now, limit, lease_ms))
-        .await?;
-    Ok(axum::Json(TimerList {
-        timers: timers.into_iter().map(Into::into).collect(),
-    }))
+    let mut wait = Waiting::new(&c, body.wait_ms, body.now)?;
+    loop {
+        let now = c.now(body.now)?;
+        let timers = c
+            .call_at(wait.attempt(), "claim-due", move |x| {
+                x.claim_due(now, limit, lease_ms)
+            })
+            .await?;
+        if !timers.is_empty() || wait.over() {
+            return Ok(axum::Json(TimerList {
+                timers: timers.into_iter().map(Into::into).collect(),
+            }));
+        }
+        // Something may become due by time alone: a timer's fire time, or
+        // the end of another worker's lease.
+        let next = c
+            .call_at(wait.attempt(), "next-due", |x| x.next_due())
+            .await?;
+        wait.until_change_or(next).await;
+    }
 }
 
 /// Retire one timer.

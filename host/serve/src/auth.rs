@@ -140,6 +140,11 @@ pub struct TokenTable {
 }
 
 impl TokenTable {
+    /// The tenants the tokens name, each once.
+    pub fn tenants(&self) -> std::collections::BTreeSet<String> {
+        self.by_hash.values().map(|p| p.tenant.clone()).collect()
+    }
+
     pub fn load(path: &Path) -> Result<TokenTable, TokenFileError> {
         let text = std::fs::read_to_string(path).map_err(|source| TokenFileError::Read {
             path: path.display().to_string(),

@@ -71,6 +71,9 @@ pub async fn authorize(State(state): State<AppState>, mut req: Request, next: Ne
         ))
         .into_response();
     }
+    if let Some(s) = &state.sweeper {
+        s.track(tenant.name());
+    }
     req.extensions_mut().insert(Authorized {
         principal,
         tenant,
@@ -122,6 +125,28 @@ impl Caller {
         F: FnOnce(&Tenant) -> Result<T, leasehold_host::Error> + Send + 'static,
     {
         let deadline = self.arrived + budget(&self.state.options, &self.route.verb);
+        self.state
+            .call(verb, self.tenant.clone(), deadline, f)
+            .await
+    }
+
+    /// The request's deadline for its call.
+    pub fn deadline(&self) -> Instant {
+        self.arrived + budget(&self.state.options, &self.route.verb)
+    }
+
+    /// Runs one engine call with its own deadline (a long-poll's later
+    /// tries, each with a request's time of its own).
+    pub async fn call_at<T, F>(
+        &self,
+        deadline: Instant,
+        verb: &'static str,
+        f: F,
+    ) -> Result<T, ApiError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Tenant) -> Result<T, leasehold_host::Error> + Send + 'static,
+    {
         self.state
             .call(verb, self.tenant.clone(), deadline, f)
             .await

@@ -300,6 +300,38 @@ pub struct ClaimRequest {
     pub now: Option<i64>,
 }
 
+/// Claim the head of the queue; without a body, as the caller, untimed,
+/// without waiting.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClaimNextRequest {
+    /// Operator only: whose claim (default: the caller).
+    #[serde(default)]
+    #[schema(schema_with = crate::schema::opt_name)]
+    pub actor: Option<String>,
+    /// Operator only: with which roles (default: the caller's).
+    #[serde(default)]
+    #[schema(schema_with = crate::schema::opt_names)]
+    pub roles: Option<Vec<String>>,
+    /// Hold the task for this long, renewable; without it the claim holds
+    /// until released.
+    #[serde(default)]
+    #[schema(schema_with = crate::schema::opt_lease_ms)]
+    #[serde(deserialize_with = "whole::opt_u32")]
+    pub lease_ms: Option<u32>,
+    /// A clock override: refused unless the server allows them.
+    #[serde(default)]
+    #[schema(schema_with = crate::schema::opt_instant)]
+    #[serde(deserialize_with = "whole::opt_i64")]
+    pub now: Option<i64>,
+    /// With the queue empty, hold the request up to this many milliseconds
+    /// (at most 30000) until a task arrives; not with `now`.
+    #[serde(default)]
+    #[schema(schema_with = crate::schema::opt_wait_ms)]
+    #[serde(deserialize_with = "whole::opt_u32")]
+    pub wait_ms: Option<u32>,
+}
+
 /// Give a claimed task back.
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -554,6 +586,12 @@ pub struct ClaimDueRequest {
     #[schema(schema_with = crate::schema::opt_instant)]
     #[serde(deserialize_with = "whole::opt_i64")]
     pub now: Option<i64>,
+    /// With nothing due, hold the request up to this many milliseconds
+    /// (at most 30000) until a timer becomes due; not with `now`.
+    #[serde(default)]
+    #[schema(schema_with = crate::schema::opt_wait_ms)]
+    #[serde(deserialize_with = "whole::opt_u32")]
+    pub wait_ms: Option<u32>,
 }
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]

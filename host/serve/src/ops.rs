@@ -153,6 +153,20 @@ pub async fn metrics_text(State(state): State<AppState>) -> Response {
 
 /// The method as a metric label: the methods HTTP defines, and `other` for
 /// the rest, which anyone may make up.
+/// Counts one sweep of the server's sweeper.
+pub fn swept(r: &leasehold_host::SweepReport) {
+    let outcome = if r.error.is_some() { "error" } else { "ok" };
+    metrics::counter!("leasehold_sweeps_total", "outcome" => outcome).increment(1);
+    for (action, n) in [
+        ("reclaimed", r.reclaimed),
+        ("escalated", r.escalated),
+        ("expired", r.expired),
+    ] {
+        metrics::counter!("leasehold_swept_tasks_total", "action" => action).increment(n);
+    }
+    metrics::histogram!("leasehold_sweep_late_seconds").record(r.late_ms.max(0) as f64 / 1000.0);
+}
+
 pub fn method_label(m: &Method) -> &'static str {
     match *m {
         Method::GET => "GET",

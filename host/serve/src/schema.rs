@@ -92,6 +92,14 @@ pub fn opt_lease_ms() -> Object {
     integer(1, i64::from(MAX_LEASE_MS), true)
 }
 
+/// The longest a request may wait for work, in milliseconds.
+pub const MAX_WAIT_MS: u32 = 30_000;
+
+/// A long-poll's wait: 0–30000 milliseconds.
+pub fn opt_wait_ms() -> Object {
+    integer(0, i64::from(MAX_WAIT_MS), true)
+}
+
 /// An instant, in milliseconds since 1970, up to the year 9999.
 pub fn instant() -> Object {
     integer(0, MAX_TIMESTAMP, false)

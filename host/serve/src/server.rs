@@ -85,6 +85,8 @@ pub enum ServeError {
     CursorKey(#[source] crate::cursor::CursorKeyError),
     #[error("the server failed: {0}")]
     Serve(#[source] std::io::Error),
+    #[error("cannot start the sweeper: {0}")]
+    Sweeper(#[source] leasehold_host::SweeperError),
 }
 
 /// The OpenAPI document and the API router, from the same registrations.
@@ -259,7 +261,21 @@ impl Server {
         // the runtime: a PostgreSQL engine owns a runtime of its own, which
         // may not be dropped from async code.
         let last = engine.clone();
-        let state = AppState::new(engine, live, cursors, options);
+        let mut state = AppState::new(engine.clone(), live.clone(), cursors, options);
+        if options.sweep {
+            let tenants = live.current().tokens.tenants();
+            let sweeper = leasehold_host::Sweeper::start(
+                &engine,
+                tenants,
+                leasehold_host::SweeperOptions {
+                    on_sweep: Some(Arc::new(crate::ops::swept)),
+                    ..leasehold_host::SweeperOptions::default()
+                },
+            )
+            .map_err(ServeError::Sweeper)?;
+            state.sweeper = Some(Arc::new(sweeper));
+        }
+        drop(engine);
         let streams = state.clone();
         let app = app(state);
         let tls = match &config.tls {
@@ -302,6 +318,9 @@ impl Server {
                             "shutting down: no new connections; finishing requests in flight"
                         );
                         streams.stop_streams();
+                        if let Some(s) = &streams.sweeper {
+                            s.stop();
+                        }
                     };
                     crate::connections::serve(listener, tls, app, options.connections, shutdown)
                         .await;

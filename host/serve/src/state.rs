@@ -52,6 +52,10 @@ pub struct Options {
     pub connections: ConnectionLimits,
     /// The bounds and pace of event streams.
     pub events: EventOptions,
+    /// Whether the server keeps time for its tenants itself: lapsed leases
+    /// back to the queue, overdue tasks acted on (see README, "Sweeps").
+    /// Off for an embedder that sweeps elsewhere.
+    pub sweep: bool,
 }
 
 impl Default for Options {
@@ -68,6 +72,7 @@ impl Default for Options {
             allow_clock_override: false,
             connections: ConnectionLimits::default(),
             events: EventOptions::default(),
+            sweep: true,
         }
     }
 }
@@ -80,6 +85,8 @@ pub struct AppState {
     pub options: Options,
     pub readiness: Arc<Readiness>,
     pub subscribers: Arc<Subscribers>,
+    /// The sweeper, when the server keeps time itself.
+    pub sweeper: Option<Arc<leasehold_host::Sweeper>>,
     admission: Arc<Admission>,
     /// Raised when the server begins to shut down, so that streams end.
     stopping: Arc<tokio::sync::watch::Sender<bool>>,
@@ -102,6 +109,7 @@ impl AppState {
                 options.events.max_subscribers,
                 options.events.max_subscribers_per_tenant,
             ),
+            sweeper: None,
             admission: Arc::new(Admission::new(&options)),
             stopping: Arc::new(tokio::sync::watch::Sender::new(false)),
         }

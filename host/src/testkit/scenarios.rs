@@ -48,6 +48,13 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         )),
     ),
     (
+        "expire-overdue",
+        include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/scenarios/expire-overdue.json"
+        )),
+    ),
+    (
         "history-and-feed",
         include_str!(concat!(
             env!("CARGO_MANIFEST_DIR"),
@@ -392,6 +399,9 @@ fn call(t: &Tenant, verb: &str, a: &Args) -> Result<Value, Value> {
             .map(|x| canonical(&x)),
         "reclaim-lapsed" => t
             .reclaim_lapsed(a.int("now"), a.u32("limit"))
+            .map(|x| canonical(&x)),
+        "expire-overdue" => t
+            .expire_overdue(a.int("now"), a.u32("limit"))
             .map(|x| canonical(&x)),
         "claim-next" => t
             .claim_next(&query_arg(a.get("query")), a.lease())

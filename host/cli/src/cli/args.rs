@@ -277,6 +277,11 @@ pub struct ServeArgs {
     /// How often an idle event stream sends a heartbeat comment
     #[arg(long, default_value = "15s", value_name = "DURATION", value_parser = parse_wait)]
     pub heartbeat: Duration,
+    /// Do not keep time here: no lapsed lease comes back and no overdue
+    /// task acts unless someone calls `reclaim-lapsed` and
+    /// `expire-overdue` (for an embedder that sweeps elsewhere)
+    #[arg(long)]
+    pub no_sweep: bool,
     /// Accept `now` (and a new task's `created_at`) from service and
     /// operator credentials instead of the server's clock: for replay and
     /// tests, never production. Off, any request that gives one is 403
@@ -382,6 +387,22 @@ pub enum TaskCommand {
         #[arg(long, value_name = "TIME", value_parser = parse_time, allow_negative_numbers = true)]
         now: Option<Timestamp>,
         /// Most tasks to move (1-1000)
+        #[arg(
+            long,
+            default_value_t = 100,
+            value_name = "N",
+            value_parser = parse_limit,
+            allow_negative_numbers = true
+        )]
+        limit: u32,
+    },
+    /// Act on the tasks past their due time by their on-expiry policy:
+    /// escalate them, or settle them expired (expire-overdue)
+    Expire {
+        /// The sweep's instant [default: the current clock]
+        #[arg(long, value_name = "TIME", value_parser = parse_time, allow_negative_numbers = true)]
+        now: Option<Timestamp>,
+        /// Most tasks to act on (1-1000)
         #[arg(
             long,
             default_value_t = 100,
@@ -612,6 +633,7 @@ mod tests {
         ("take-over", &["task", "take-over"]),
         ("renew", &["task", "renew"]),
         ("reclaim-lapsed", &["task", "reclaim"]),
+        ("expire-overdue", &["task", "expire"]),
         ("claim-next", &["task", "claim-next"]),
         ("settle", &["task", "settle"]),
         ("withdraw-run", &["task", "withdraw-run"]),

@@ -264,6 +264,11 @@ fn task(cli: &Cli, verb: &TaskCommand) -> Result<Report, CliError> {
             let tasks = tenant(cli)?.reclaim_lapsed(now, *limit)?;
             Ok(Report::Reclaimed { tasks, now })
         }
+        TaskCommand::Expire { now, limit } => {
+            let now = now.unwrap_or_else(time::now);
+            let tasks = tenant(cli)?.expire_overdue(now, *limit)?;
+            Ok(Report::Expired { tasks, now })
+        }
         TaskCommand::Release { id, actor } => {
             tenant(cli)?.release(id, actor)?;
             Ok(Report::Released {

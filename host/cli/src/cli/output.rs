@@ -37,6 +37,11 @@ pub enum Report {
         tasks: Vec<Task>,
         now: Timestamp,
     },
+    /// What `expire-overdue` acted on.
+    Expired {
+        tasks: Vec<Task>,
+        now: Timestamp,
+    },
     Settled {
         id: String,
         settlement: Settlement,
@@ -137,7 +142,9 @@ impl Report {
                 serde_json::to_string(&json!({"id": id, "actor": actor, "released": true}))
             }
             Report::ClaimedNext { task, .. } => serde_json::to_string(task),
-            Report::Reclaimed { tasks, .. } => serde_json::to_string(tasks),
+            Report::Reclaimed { tasks, .. } | Report::Expired { tasks, .. } => {
+                serde_json::to_string(tasks)
+            }
             Report::Settled {
                 id,
                 settlement,
@@ -233,6 +240,7 @@ impl Report {
                 roles(r)
             ),
             Report::Reclaimed { tasks, now } => reclaim_table(tasks, *now),
+            Report::Expired { tasks, now } => expire_table(tasks, *now),
             Report::Settled {
                 id,
                 settlement,
@@ -618,6 +626,31 @@ fn reclaim_table(tasks: &[Task], now: Timestamp) -> String {
         out,
         "Returned {} to the queue: their leases ended at or before {}.",
         count(tasks.len() as u64, "task", "tasks"),
+        format_time(now)
+    );
+    out
+}
+
+fn expire_table(tasks: &[Task], now: Timestamp) -> String {
+    if tasks.is_empty() {
+        return format!("No task was overdue at {}.\n", format_time(now));
+    }
+    let rows = tasks
+        .iter()
+        .map(|t| {
+            vec![
+                t.id.clone(),
+                t.state.to_string(),
+                format!("{:?}", t.on_expiry).to_lowercase(),
+                roles(&t.candidate_roles),
+            ]
+        })
+        .collect();
+    let mut out = table(&["ID", "STATE", "ON EXPIRY", "ROLES"], rows);
+    let _ = writeln!(
+        out,
+        "Acted on {}: each was due at or before {}.",
+        count(tasks.len() as u64, "overdue task", "overdue tasks"),
         format_time(now)
     );
     out

@@ -180,6 +180,7 @@ pub fn serve(cli: &Cli, args: &ServeArgs) -> Result<(), CliError> {
             max_in_flight_per_tenant: args.max_in_flight_per_tenant,
             max_checks: args.max_checks,
             allow_clock_override: args.allow_clock_override,
+            sweep: !args.no_sweep,
             connections: ConnectionLimits {
                 max_connections: args.max_connections,
                 header_timeout: args.header_timeout,

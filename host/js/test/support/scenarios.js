@@ -51,6 +51,7 @@ const VERBS = {
   claim: (t, a) => t.claim(a.id, a.actor, a.roles, lease(a.lease)),
   renew: (t, a) => t.renew(a.id, a.actor, a.now, a['lease-ms']),
   'reclaim-lapsed': (t, a) => t.reclaimLapsed(a.now, a.limit),
+  'expire-overdue': (t, a) => t.expireOverdue(a.now, a.limit),
   'claim-next': (t, a) => t.claimNext(a.query, lease(a.lease)),
   'leased-count': (t) => t.leasedCount(),
   'next-lease-end': (t) => t.nextLeaseEnd(),

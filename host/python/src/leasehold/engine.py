@@ -278,6 +278,7 @@ VERBS: dict[str, tuple[str, Mode]] = {
     "take-over": ("tasks", "write"),
     "renew": ("tasks", "write"),
     "reclaim-lapsed": ("tasks", "write"),
+    "expire-overdue": ("tasks", "write"),
     "claim-next": ("tasks", "write"),
     "settle": ("tasks", "write"),
     "withdraw-run": ("tasks", "write"),
@@ -786,6 +787,22 @@ class Tenant:
             return tasks
 
         return self._call("reclaim-lapsed", _s64(now, "now"), _u32(limit, "limit"), check=check)
+
+    def expire_overdue(self, now: int, limit: int) -> list[Task]:
+        """Acts on up to ``limit`` tasks overdue at ``now``, each by its ``on_expiry``:
+        escalated, or settled ``expired``."""
+
+        def check(ts: list) -> list[Task]:
+            tasks = _distinct([_task(t) for t in _at_most(ts, limit, "expire-overdue")], "expire-overdue")
+            for t in tasks:
+                escalated = t.state == TaskState.ESCALATED and t.assignee is None
+                if not (escalated or t.state == TaskState.EXPIRED):
+                    raise _malformed(
+                        f"expire-overdue answered task {t.id} as {t.state} by {t.assignee}, neither escalated nor expired"
+                    )
+            return tasks
+
+        return self._call("expire-overdue", _s64(now, "now"), _u32(limit, "limit"), check=check)
 
     def claim_next(
         self,

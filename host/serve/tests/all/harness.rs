@@ -89,18 +89,26 @@ pub fn stores() -> Vec<Store> {
 /// The options the tests' servers run with: the defaults, with clock
 /// overrides allowed so that tests can replay time (the tests of the switch
 /// itself turn it off).
+/// The server's sweeper is off: tests give tasks due times long past and
+/// look at them as they were opened. The tests of keeping time turn it on.
 pub fn test_options() -> Options {
     Options {
         allow_clock_override: true,
+        sweep: false,
         ..Options::default()
     }
 }
 
 /// Runs `body` once on each backend, on a fresh store and server.
 pub fn each_backend(body: impl Fn(&mut Service)) {
+    each_backend_with(test_options(), body);
+}
+
+/// [`each_backend`], with the server's options.
+pub fn each_backend_with(options: Options, body: impl Fn(&mut Service)) {
     for store in stores() {
         eprintln!("-- on {}", store.name());
-        let mut svc = Service::start(store, test_options());
+        let mut svc = Service::start(store, options);
         body(&mut svc);
     }
 }

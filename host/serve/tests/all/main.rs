@@ -6,6 +6,7 @@ mod bad_input;
 mod events;
 mod front_door;
 mod harness;
+mod keeping_time;
 mod load;
 mod openapi;
 mod ops;

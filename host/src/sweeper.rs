@@ -1,0 +1,489 @@
+//! The sweeper: keeping time for an engine's tenants, so that lapsed leases
+//! come back to the queue and overdue tasks act on their `on-expiry`
+//! without anyone calling. For each tenant it knows, it keeps the next
+//! instant that matters (the earliest lease end, the earliest due time of a
+//! task still owed its expiry), sleeps until the earliest over all tenants,
+//! and at that instant calls `reclaim-lapsed` and `expire-overdue` on that
+//! tenant alone. A commit (in this process, or in another on a shared
+//! PostgreSQL database) may move a tenant's instants, so the tenants it
+//! names are read again; nothing else is read while nothing is due.
+//!
+//! Both verbs are exactly-once in the rules (a task leaves the index it was
+//! swept from as it is moved), so sweepers in several processes share the
+//! work without doing anything twice; the verbs' turns keep them from
+//! racing. It owns its thread, its schedule and its counts; it must never
+//! decide a rule itself, read a tenant it was not told of, or sleep past an
+//! instant it knows of by more than its clock's wake-up.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use leasehold_guest::model::Timestamp;
+use leasehold_guest::validate::MAX_TIMESTAMP;
+
+use crate::clock::Clock;
+use crate::engine::Engine;
+use crate::error::Error;
+
+/// What one sweep of one tenant did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SweepReport {
+    pub tenant: String,
+    /// The instant the sweep ran at, by the sweeper's clock.
+    pub now: Timestamp,
+    /// How long after the instant it woke for it ran, in milliseconds.
+    pub late_ms: i64,
+    /// Leases that had lapsed, returned to the queue.
+    pub reclaimed: u64,
+    /// Overdue tasks escalated.
+    pub escalated: u64,
+    /// Overdue tasks settled `expired`.
+    pub expired: u64,
+    /// Why the sweep stopped short, if it did; it is tried again later.
+    pub error: Option<String>,
+}
+
+/// Why a sweeper did not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SweeperError {
+    #[error("the sweeper cannot keep time for tenant {name:?}")]
+    Tenant {
+        name: String,
+        #[source]
+        source: Error,
+    },
+    #[error("could not start the sweeper's thread")]
+    Thread(#[source] std::io::Error),
+}
+
+/// Called after every sweep, from the sweeper's thread: for metrics.
+pub type OnSweep = Arc<dyn Fn(&SweepReport) + Send + Sync>;
+
+/// How a sweeper runs.
+#[derive(Clone)]
+pub struct SweeperOptions {
+    /// Most tasks one call moves; a sweep calls again until less came back.
+    pub batch: u32,
+    /// The longest it sleeps without looking at the clock again, in case
+    /// the wall clock jumped.
+    pub max_sleep: Duration,
+    /// How long after a failed sweep it tries that tenant again.
+    pub retry: Duration,
+    /// Called after each sweep.
+    pub on_sweep: Option<OnSweep>,
+}
+
+impl Default for SweeperOptions {
+    fn default() -> Self {
+        SweeperOptions {
+            batch: 100,
+            max_sleep: Duration::from_secs(60),
+            retry: Duration::from_secs(1),
+            on_sweep: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for SweeperOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SweeperOptions")
+            .field("batch", &self.batch)
+            .field("max_sleep", &self.max_sleep)
+            .field("retry", &self.retry)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Counts since the sweeper started.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SweeperStats {
+    /// Tenants it keeps time for.
+    pub tenants: u64,
+    /// Times it woke and looked at the clock.
+    pub wakes: u64,
+    /// Sweeps run (one tenant each).
+    pub sweeps: u64,
+    /// Times a tenant's instants were read.
+    pub reads: u64,
+    pub reclaimed: u64,
+    pub escalated: u64,
+    pub expired: u64,
+    pub errors: u64,
+}
+
+/// What wakes the sweeper's thread.
+#[derive(Default)]
+struct Bell {
+    rung: bool,
+    stop: bool,
+    /// Tenants to read again.
+    tenants: Vec<Arc<str>>,
+    /// Every known tenant may have changed.
+    all: bool,
+}
+
+#[derive(Default)]
+struct Counts {
+    tenants: AtomicU64,
+    wakes: AtomicU64,
+    sweeps: AtomicU64,
+    reads: AtomicU64,
+    reclaimed: AtomicU64,
+    escalated: AtomicU64,
+    expired: AtomicU64,
+    errors: AtomicU64,
+}
+
+struct Shared {
+    /// Every tenant it was told of, so that telling it again costs nothing.
+    known: Mutex<HashSet<Arc<str>>>,
+    bell: Mutex<Bell>,
+    cond: Condvar,
+    counts: Counts,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Bell> {
+        self.bell.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn ring(&self, f: impl FnOnce(&mut Bell)) {
+        let mut b = self.lock();
+        f(&mut b);
+        b.rung = true;
+        drop(b);
+        self.cond.notify_all();
+    }
+}
+
+/// Keeps time for the tenants of one engine, on a thread of its own, until
+/// stopped or dropped.
+pub struct Sweeper {
+    shared: Arc<Shared>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Sweeper {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sweeper")
+            .field("stats", &self.stats())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Sweeper {
+    /// Starts keeping time for `tenants` (more may be added with
+    /// [`track`](Self::track), and every tenant the engine hears commit is
+    /// added by itself), by the engine's clock.
+    pub fn start(
+        engine: &Engine,
+        tenants: impl IntoIterator<Item = String>,
+        options: SweeperOptions,
+    ) -> Result<Sweeper, SweeperError> {
+        let shared = Arc::new(Shared {
+            known: Mutex::default(),
+            bell: Mutex::new(Bell::default()),
+            cond: Condvar::new(),
+            counts: Counts::default(),
+        });
+        let initial: Vec<Arc<str>> = tenants.into_iter().map(Arc::from).collect();
+        shared
+            .known
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend(initial.iter().cloned());
+        for t in &initial {
+            engine.tenant(t).map_err(|source| SweeperError::Tenant {
+                name: t.to_string(),
+                source,
+            })?;
+        }
+        // Subscribed before the first read, so a commit made meanwhile
+        // still wakes it.
+        let mut changes = engine.changes();
+        let clock = engine.clock();
+        {
+            let weak = Arc::downgrade(&shared);
+            clock.on_jump(Arc::new(move || {
+                if let Some(s) = weak.upgrade() {
+                    s.ring(|_| {});
+                }
+            }));
+        }
+        let listener = {
+            let shared = shared.clone();
+            std::thread::Builder::new()
+                .name("leasehold-sweep-listen".to_owned())
+                .spawn(move || {
+                    loop {
+                        if shared.lock().stop {
+                            return;
+                        }
+                        // Looks at the stop flag now and then; a commit wakes
+                        // it at once.
+                        if let Some(changed) = changes.wait(Duration::from_millis(500)) {
+                            shared
+                                .known
+                                .lock()
+                                .unwrap_or_else(PoisonError::into_inner)
+                                .extend(changed.tenants.iter().cloned());
+                            shared.ring(|b| {
+                                b.all |= changed.any;
+                                b.tenants.extend(changed.tenants);
+                            });
+                        }
+                    }
+                })
+                .map_err(SweeperError::Thread)?
+        };
+        let worker = {
+            let shared = shared.clone();
+            let engine = engine.clone();
+            std::thread::Builder::new()
+                .name("leasehold-sweep".to_owned())
+                .spawn(move || {
+                    Schedule {
+                        engine,
+                        clock,
+                        options,
+                        shared,
+                        next: HashMap::new(),
+                        due: BinaryHeap::new(),
+                    }
+                    .run(initial);
+                })
+                .map_err(SweeperError::Thread)?
+        };
+        Ok(Sweeper {
+            shared,
+            threads: vec![listener, worker],
+        })
+    }
+
+    /// Keeps time for `tenant` too (a tenant seen by a request, say). A
+    /// tenant it knows already costs a set lookup; its commits keep it up
+    /// to date.
+    pub fn track(&self, tenant: &str) {
+        {
+            let mut known = self
+                .shared
+                .known
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if known.contains(tenant) {
+                return;
+            }
+            known.insert(Arc::from(tenant));
+        }
+        let t: Arc<str> = Arc::from(tenant);
+        self.shared.ring(|b| b.tenants.push(t));
+    }
+
+    /// Counts since it started.
+    pub fn stats(&self) -> SweeperStats {
+        let c = &self.shared.counts;
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        SweeperStats {
+            tenants: get(&c.tenants),
+            wakes: get(&c.wakes),
+            sweeps: get(&c.sweeps),
+            reads: get(&c.reads),
+            reclaimed: get(&c.reclaimed),
+            escalated: get(&c.escalated),
+            expired: get(&c.expired),
+            errors: get(&c.errors),
+        }
+    }
+
+    /// Asks it to stop after the sweep in hand, if any, without waiting;
+    /// dropping it waits.
+    pub fn stop(&self) {
+        self.shared.ring(|b| b.stop = true);
+    }
+}
+
+impl Drop for Sweeper {
+    fn drop(&mut self) {
+        self.stop();
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The sweeper's thread: each tenant's next instant, and a heap of them.
+struct Schedule {
+    engine: Engine,
+    clock: Arc<dyn Clock>,
+    options: SweeperOptions,
+    shared: Arc<Shared>,
+    /// Each known tenant's next instant, if any.
+    next: HashMap<Arc<str>, Option<Timestamp>>,
+    /// (instant, tenant), earliest first; an entry whose instant is no
+    /// longer the tenant's is passed over.
+    due: BinaryHeap<Reverse<(Timestamp, Arc<str>)>>,
+}
+
+impl Schedule {
+    fn run(mut self, initial: Vec<Arc<str>>) {
+        let mut stale: HashSet<Arc<str>> = initial.into_iter().collect();
+        loop {
+            for t in stale.drain() {
+                self.reread(&t);
+            }
+            self.shared
+                .counts
+                .tenants
+                .store(self.next.len() as u64, Ordering::Relaxed);
+            let now = self.clock.now();
+            self.shared.counts.wakes.fetch_add(1, Ordering::Relaxed);
+            while let Some(Reverse((at, tenant))) = self.due.peek().cloned() {
+                if at > now {
+                    break;
+                }
+                self.due.pop();
+                if self.next.get(&tenant) != Some(&Some(at)) {
+                    continue;
+                }
+                self.sweep(&tenant, at, now);
+            }
+            // Sleep until the next instant, a commit, a clock moved by hand
+            // or a stop.
+            let wait = match self.due.peek() {
+                Some(Reverse((at, _))) => {
+                    let ms = at.saturating_sub(self.clock.now()).max(0);
+                    Duration::from_millis(ms as u64).min(self.options.max_sleep)
+                }
+                None => self.options.max_sleep,
+            };
+            let until = Instant::now() + wait;
+            let mut bell = self.shared.lock();
+            while !bell.rung && !bell.stop {
+                let left = until.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                bell = self
+                    .shared
+                    .cond
+                    .wait_timeout(bell, left)
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .0;
+            }
+            if bell.stop {
+                return;
+            }
+            bell.rung = false;
+            if std::mem::take(&mut bell.all) {
+                stale.extend(self.next.keys().cloned());
+            }
+            stale.extend(bell.tenants.drain(..));
+        }
+    }
+
+    /// Reads `tenant`'s next instant and schedules it.
+    fn reread(&mut self, tenant: &Arc<str>) {
+        self.shared.counts.reads.fetch_add(1, Ordering::Relaxed);
+        let next = match self.instants(tenant) {
+            Ok(next) => next,
+            Err(e) => {
+                self.shared.counts.errors.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(tenant = %tenant, error = %e, "the sweeper could not read a tenant's next instant; trying again later");
+                Some(self.clock.now().saturating_add(retry_ms(&self.options)))
+            }
+        };
+        self.schedule(tenant, next);
+    }
+
+    fn schedule(&mut self, tenant: &Arc<str>, next: Option<Timestamp>) {
+        self.next.insert(tenant.clone(), next);
+        if let Some(at) = next {
+            self.due.push(Reverse((at, tenant.clone())));
+        }
+    }
+
+    /// The earliest of the tenant's lease ends and of the due times of its
+    /// tasks still owed their expiry.
+    fn instants(&self, tenant: &str) -> Result<Option<Timestamp>, Error> {
+        let t = self.engine.tenant(tenant)?;
+        let lease = t.next_lease_end()?;
+        let due = t.overdue(MAX_TIMESTAMP, 1)?.first().and_then(|x| x.due_at);
+        Ok(match (lease, due) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        })
+    }
+
+    fn sweep(&mut self, tenant: &Arc<str>, at: Timestamp, now: Timestamp) {
+        let mut report = SweepReport {
+            tenant: tenant.to_string(),
+            now,
+            late_ms: now - at,
+            ..SweepReport::default()
+        };
+        let batch = self.options.batch;
+        let outcome = (|| -> Result<(), Error> {
+            let t = self.engine.tenant(tenant)?;
+            loop {
+                let moved = t.reclaim_lapsed(now, batch)?;
+                report.reclaimed += moved.len() as u64;
+                if moved.len() < batch as usize {
+                    break;
+                }
+            }
+            loop {
+                let acted = t.expire_overdue(now, batch)?;
+                for task in &acted {
+                    if task.state == leasehold_guest::model::TaskState::Escalated {
+                        report.escalated += 1;
+                    } else {
+                        report.expired += 1;
+                    }
+                }
+                if acted.len() < batch as usize {
+                    break;
+                }
+            }
+            Ok(())
+        })();
+        let c = &self.shared.counts;
+        c.sweeps.fetch_add(1, Ordering::Relaxed);
+        c.reclaimed.fetch_add(report.reclaimed, Ordering::Relaxed);
+        c.escalated.fetch_add(report.escalated, Ordering::Relaxed);
+        c.expired.fetch_add(report.expired, Ordering::Relaxed);
+        match outcome {
+            Ok(()) => {
+                tracing::info!(
+                    tenant = %tenant,
+                    late_ms = report.late_ms,
+                    reclaimed = report.reclaimed,
+                    escalated = report.escalated,
+                    expired = report.expired,
+                    "swept"
+                );
+                self.reread(tenant);
+            }
+            Err(e) => {
+                c.errors.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(tenant = %tenant, error = %e, "a sweep failed; trying again later");
+                report.error = Some(e.to_string());
+                let retry = now.saturating_add(retry_ms(&self.options));
+                self.schedule(tenant, Some(retry));
+            }
+        }
+        if let Some(f) = &self.options.on_sweep {
+            f(&report);
+        }
+    }
+}
+
+fn retry_ms(o: &SweeperOptions) -> i64 {
+    i64::try_from(o.retry.as_millis()).unwrap_or(i64::MAX)
+}

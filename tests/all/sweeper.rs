@@ -1,0 +1,201 @@
+//! The sweeper keeps time by an injected clock: a lapsed lease comes back
+//! to the queue, and an overdue task acts on its `on-expiry`, once the
+//! clock passes the instant, with no call from anyone; nothing is acted on
+//! twice; two sweepers on one PostgreSQL database share the work. The
+//! tests wait for conditions (with a bound that only a hang reaches),
+//! never for a time.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use leasehold_host::{
+    Engine, Lease, ManualClock, OnExpiry, Sweeper, SweeperOptions, TaskState, Tenant,
+};
+use leasehold_tests::*;
+
+fn engine_at(db: &TestDb, clock: &Arc<ManualClock>) -> Engine {
+    let builder = Engine::builder().clock(clock.clone());
+    match db.backend() {
+        Backend::Redb => db.open(builder.durability(leasehold_host::Durability::None)),
+        Backend::Postgres => db.open(builder),
+    }
+}
+
+/// Waits until `done` holds, failing after a minute: the bound of a hang.
+fn eventually(what: &str, mut done: impl FnMut() -> bool) {
+    let until = Instant::now() + Duration::from_secs(60);
+    while !done() {
+        assert!(Instant::now() < until, "waited a minute for {what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Waits until the sweeper has read its tenants' instants `n` times.
+fn read_at_least(s: &Sweeper, n: u64) {
+    eventually("the sweeper's reads", || s.stats().reads >= n);
+}
+
+fn verbs(t: &Tenant, id: &str) -> Vec<String> {
+    t.history(id, None, 100)
+        .expect("history")
+        .into_iter()
+        .map(|e| e.verb)
+        .collect()
+}
+
+#[test]
+fn a_lapsed_lease_comes_back_to_the_queue_once_the_clock_passes_its_end() {
+    let db = TestDb::new();
+    let clock = Arc::new(ManualClock::new(1_000_000));
+    let e = engine_at(&db, &clock);
+    let t = e.tenant("acme").expect("tenant");
+    t.open(&task("pay-1", 1).roles(&["approver"]))
+        .expect("open");
+    t.claim(
+        "pay-1",
+        "alice",
+        &["approver"],
+        Some(Lease {
+            now: 1_000_000,
+            lease_ms: 2_000,
+        }),
+    )
+    .expect("claim");
+    let s = Sweeper::start(&e, ["acme".to_owned()], SweeperOptions::default()).expect("sweeper");
+    read_at_least(&s, 1);
+    // A millisecond before the lease ends, nothing moves.
+    let wakes = s.stats().wakes;
+    clock.set(1_001_999);
+    eventually("the sweeper to look at the clock", || {
+        s.stats().wakes > wakes
+    });
+    assert_eq!(s.stats().sweeps, 0);
+    assert_eq!(state_of(&t, "pay-1"), TaskState::Claimed);
+    clock.set(1_002_000);
+    eventually("the lease to be reclaimed", || {
+        state_of(&t, "pay-1") == TaskState::Open
+    });
+    assert_eq!(verbs(&t, "pay-1"), ["open", "claim", "reclaim-lapsed"]);
+    assert_eq!(s.stats().reclaimed, 1);
+    // A claim made while it runs is heard, and swept at its own end.
+    t.claim(
+        "pay-1",
+        "bob",
+        &["approver"],
+        Some(Lease {
+            now: 1_002_000,
+            lease_ms: 500,
+        }),
+    )
+    .expect("claim");
+    let reads = s.stats().reads;
+    read_at_least(&s, reads + 1);
+    clock.set(1_002_500);
+    eventually("the second lease to be reclaimed", || {
+        state_of(&t, "pay-1") == TaskState::Open
+    });
+    assert_eq!(s.stats().reclaimed, 2);
+    assert_consistent(&t);
+}
+
+#[test]
+fn overdue_tasks_act_on_their_policy_at_their_due_time_and_never_twice() {
+    let db = TestDb::new();
+    let clock = Arc::new(ManualClock::new(0));
+    let e = engine_at(&db, &clock);
+    let t = e.tenant("acme").expect("tenant");
+    let policy = |id: &str, p: OnExpiry| {
+        let mut x = task(id, 1)
+            .roles(&["a"])
+            .escalating_to(&["boss"])
+            .due(10_000);
+        x.on_expiry = p;
+        x
+    };
+    t.open(&policy("esc", OnExpiry::Escalate)).expect("open");
+    t.open(&policy("deny", OnExpiry::Deny)).expect("open");
+    t.open(&policy("proceed", OnExpiry::Proceed)).expect("open");
+    t.open(&task("later", 1).due(20_000)).expect("open");
+    t.claim("esc", "bob", &["a"], None).expect("claim");
+    let s = Sweeper::start(&e, ["acme".to_owned()], SweeperOptions::default()).expect("sweeper");
+    read_at_least(&s, 1);
+    clock.set(10_000);
+    eventually("the overdue tasks to act", || {
+        state_of(&t, "esc") == TaskState::Escalated
+            && state_of(&t, "deny") == TaskState::Expired
+            && state_of(&t, "proceed") == TaskState::Expired
+    });
+    let esc = t.get("esc").expect("get").expect("esc");
+    assert_eq!(esc.assignee, None);
+    assert!(esc.candidate_roles.contains(&"boss".to_owned()));
+    assert_eq!(state_of(&t, "later"), TaskState::Open);
+    // The escalated task is claimed again; later sweeps leave it be.
+    t.claim("esc", "carol", &["boss"], None).expect("claim");
+    clock.set(20_000);
+    eventually("the later task to act", || {
+        state_of(&t, "later") == TaskState::Expired
+    });
+    clock.set(30_000);
+    let sweeps = s.stats().sweeps;
+    t.open(&task("nudge", 1)).expect("open");
+    let reads = s.stats().reads;
+    read_at_least(&s, reads + 1);
+    assert_eq!(s.stats().sweeps, sweeps, "nothing was due");
+    assert_eq!(
+        verbs(&t, "esc"),
+        ["open", "claim", "expire-overdue", "claim"]
+    );
+    assert_eq!(
+        t.get("esc").expect("get").expect("esc").assignee.as_deref(),
+        Some("carol")
+    );
+    let stats = s.stats();
+    assert_eq!((stats.escalated, stats.expired), (1, 3));
+    assert_consistent(&t);
+}
+
+#[test]
+fn two_sweepers_on_one_database_reclaim_a_lapsed_lease_once() {
+    let db = TestDb::new();
+    if db.backend() != Backend::Postgres {
+        eprintln!("skipped: two hosts share a store only on PostgreSQL");
+        return;
+    }
+    let clock = Arc::new(ManualClock::new(5_000));
+    let one = engine_at(&db, &clock);
+    let two = engine_at(&db, &clock);
+    let t = one.tenant("acme").expect("tenant");
+    for i in 0..20 {
+        let id = format!("t{i}");
+        t.open(&task(&id, 1).roles(&["a"]).due(9_000))
+            .expect("open");
+        t.claim(
+            &id,
+            "alice",
+            &["a"],
+            Some(Lease {
+                now: 5_000,
+                lease_ms: 1_000 + i,
+            }),
+        )
+        .expect("claim");
+    }
+    let a = Sweeper::start(&one, ["acme".to_owned()], SweeperOptions::default()).expect("a");
+    let b = Sweeper::start(&two, ["acme".to_owned()], SweeperOptions::default()).expect("b");
+    read_at_least(&a, 1);
+    read_at_least(&b, 1);
+    clock.set(9_000);
+    eventually("every task to be reclaimed and expire", || {
+        (0..20).all(|i| state_of(&t, &format!("t{i}")) == TaskState::Expired)
+    });
+    for i in 0..20 {
+        assert_eq!(
+            verbs(&t, &format!("t{i}")),
+            ["open", "claim", "reclaim-lapsed", "expire-overdue"]
+        );
+    }
+    let (sa, sb) = (a.stats(), b.stats());
+    assert_eq!(sa.reclaimed + sb.reclaimed, 20);
+    assert_eq!(sa.expired + sb.expired, 20);
+    assert_consistent(&t);
+}
