@@ -1776,3 +1776,34 @@ fn events_follow_prints_changes_as_another_process_commits_them() {
     follower.kill().expect("stop the follower");
     let _ = follower.wait();
 }
+
+#[test]
+fn task_expire_acts_on_overdue_tasks_by_their_policy_once() {
+    let s = scratch();
+    s.open(r#"{"id":"esc","run":"r","kind":"k","due_at":1000,"on_expiry":"escalate","candidate_roles":["a"],"escalate_to":["boss"]}"#);
+    s.open(r#"{"id":"deny","run":"r","kind":"k","due_at":2000,"on_expiry":"deny"}"#);
+    s.open(r#"{"id":"later","run":"r","kind":"k","due_at":9000,"on_expiry":"deny"}"#);
+    let acted = s.json(&["task", "expire", "--now", "5000"]);
+    let states: Vec<(&str, &str)> = acted
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|t| {
+            (
+                t["id"].as_str().expect("id"),
+                t["state"].as_str().expect("state"),
+            )
+        })
+        .collect();
+    assert_eq!(states, [("esc", "escalated"), ("deny", "expired")]);
+    s.run(&["task", "expire", "--now", "5000"])
+        .assert()
+        .success()
+        .stdout(contains("No task was overdue"));
+    s.run(&["task", "expire", "--now", "9000"])
+        .assert()
+        .success()
+        .stdout(contains("later").and(contains("Acted on 1 overdue task")));
+    s.run(&["task", "expire", "--limit", "0"]).assert().code(2);
+    s.run(&["check"]).assert().success();
+}
