@@ -52,6 +52,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(history))
         .routes(routes!(feed))
         .routes(routes!(trim))
+        .routes(routes!(crate::whoami::whoami))
 }
 
 type Answer<T> = Result<axum::Json<T>, ApiError>;

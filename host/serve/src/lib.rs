@@ -30,6 +30,7 @@ mod auth;
 mod connections;
 mod cursor;
 mod extract;
+mod inbox;
 mod jwt;
 mod model;
 mod openapi;
@@ -40,12 +41,14 @@ mod schema;
 mod server;
 mod state;
 mod tls;
+mod whoami;
 
 pub use auth::{
     AuthError, Credentials, LiveCredentials, Principal, Reload, Scope, TOKEN_PREFIX,
     TokenFileError, TokenTable, new_token, token_hash, token_line,
 };
 pub use connections::ConnectionLimits;
+pub use inbox::CONTENT_SECURITY_POLICY;
 pub use cursor::{CursorKey, CursorKeyError};
 pub use jwt::{ClaimNames, JwtConfig, JwtKeyError, JwtVerifier};
 pub use problem::{ApiError, CATALOG as PROBLEM_CATALOG, Problem, TYPE_PREFIX};
