@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import {
-  startServer, launch, scenario, signIn, live, openTask, waitQueued, waitMine,
+  startServer, launch, scenario, signIn, live, openTask, waitQueued, waitMine, shot,
 } from '../support/harness.js';
 
 const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
@@ -62,6 +62,8 @@ for (const [label, viewport] of [['desktop', undefined], ['phone', PHONE]]) {
       await waitMine(p, 'pay-a11y-1');
       await p.locator('#mine .card summary').first().click();
       assert.deepEqual(await audit(p), [], 'the inbox with a held task and a queue');
+      // The README's picture (docs/inbox.png is a copy of it).
+      if (!viewport) await shot(p, 'readme', 'inbox');
       if (viewport) await noSidewaysScroll(p);
       // Give it back for the next run.
       await p.getByRole('button', { name: 'Release: approve-payment (pay-a11y-1)' }).click();
