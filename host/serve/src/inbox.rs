@@ -158,10 +158,7 @@ fn serve(asset: &'static Asset, request: &HeaderMap) -> Response {
 }
 
 fn page(path: &str) -> &'static Asset {
-    PAGES
-        .iter()
-        .find(|a| a.name == path)
-        .unwrap_or(&PAGES[0])
+    PAGES.iter().find(|a| a.name == path).unwrap_or(&PAGES[0])
 }
 
 async fn asset(Path(name): Path<String>, request: HeaderMap) -> Response {
@@ -219,10 +216,11 @@ mod tests {
     #[test]
     fn every_page_and_asset_is_served_hardened_with_its_type() {
         block_on(async {
-            let all = PAGES
-                .iter()
-                .map(|p| (p.name.to_owned(), p.mime))
-                .chain(ASSETS.iter().map(|a| (format!("/assets/{}", a.name), a.mime)));
+            let all = PAGES.iter().map(|p| (p.name.to_owned(), p.mime)).chain(
+                ASSETS
+                    .iter()
+                    .map(|a| (format!("/assets/{}", a.name), a.mime)),
+            );
             for (uri, mime) in all {
                 for method in ["GET", "HEAD"] {
                     let res = fetch(method, &uri, None).await;
@@ -264,7 +262,10 @@ mod tests {
     fn an_unchanged_file_is_answered_304_and_a_changed_one_200() {
         block_on(async {
             let first = fetch("GET", "/assets/inbox.js", None).await;
-            let tag = first.headers()[header::ETAG].to_str().expect("text").to_owned();
+            let tag = first.headers()[header::ETAG]
+                .to_str()
+                .expect("text")
+                .to_owned();
             let again = fetch("GET", "/assets/inbox.js", Some(&tag)).await;
             assert_eq!(again.status(), 304);
             assert_eq!(
@@ -304,7 +305,13 @@ mod tests {
             assert!(!lower.contains("<style"), "{}: a <style> element", p.name);
             assert!(!lower.contains(" style="), "{}: a style attribute", p.name);
             assert!(!lower.contains("javascript:"), "{}", p.name);
-            for attr in [" onclick=", " onload=", " onerror=", " onsubmit=", " oninput="] {
+            for attr in [
+                " onclick=",
+                " onload=",
+                " onerror=",
+                " onsubmit=",
+                " oninput=",
+            ] {
                 assert!(!lower.contains(attr), "{}: an inline handler", p.name);
             }
             for (i, _) in lower.match_indices("<script") {
@@ -320,7 +327,11 @@ mod tests {
                     p.name
                 );
             }
-            assert!(!lower.contains("http://") && !lower.contains("https://"), "{}", p.name);
+            assert!(
+                !lower.contains("http://") && !lower.contains("https://"),
+                "{}",
+                p.name
+            );
         }
     }
 

@@ -48,8 +48,8 @@ pub use auth::{
     TokenFileError, TokenTable, new_token, token_hash, token_line,
 };
 pub use connections::ConnectionLimits;
-pub use inbox::CONTENT_SECURITY_POLICY;
 pub use cursor::{CursorKey, CursorKeyError};
+pub use inbox::CONTENT_SECURITY_POLICY;
 pub use jwt::{ClaimNames, JwtConfig, JwtKeyError, JwtVerifier};
 pub use problem::{ApiError, CATALOG as PROBLEM_CATALOG, Problem, TYPE_PREFIX};
 pub use routes::{Route, routes};
