@@ -89,8 +89,9 @@ const Leasehold = (() => {
   }
 
   // Answers {ok, status, data, problem}; never throws. A network failure
-  // is a problem of its own kind, `network`.
-  async function api(method, path, body) {
+  // is a problem of its own kind, `network`. A 401 to a call made with our
+  // token ends the session, unless `probe` (asking whether a token works).
+  async function api(method, path, body, { probe = false } = {}) {
     const init = { method, headers: headers({ Accept: 'application/json' }), cache: 'no-store' };
     if (body !== undefined) {
       init.headers['Content-Type'] = 'application/json';
@@ -111,7 +112,9 @@ const Leasehold = (() => {
     if (res.ok) return { ok: true, status: res.status, data };
     const problem = data && typeof data.type === 'string' ? data : { type: `http-${res.status}` };
     problem.name = String(problem.type).replace('urn:leasehold:problem:', '');
-    if (problem.name === 'unauthorized' && !proxied) signedOut('Your sign-in is no longer accepted. Sign in again.');
+    if (problem.name === 'unauthorized' && token && !proxied && !probe) {
+      signedOut('Your sign-in is no longer accepted. Sign in again.');
+    }
     return { ok: false, status: res.status, problem };
   }
 
@@ -176,7 +179,7 @@ const Leasehold = (() => {
   async function whoami() {
     const saved = token;
     token = null;
-    const direct = await api('GET', '/v1/whoami');
+    const direct = await api('GET', '/v1/whoami', undefined, { probe: true });
     if (direct.ok) {
       proxied = true;
       if (saved) sessionStorage.removeItem(TOKEN_KEY);
@@ -184,8 +187,12 @@ const Leasehold = (() => {
     }
     token = saved;
     if (!token) return { who: null, why: direct.problem.name === 'unauthorized' ? '' : explain(direct.problem) };
-    const mine = await api('GET', '/v1/whoami');
+    const mine = await api('GET', '/v1/whoami', undefined, { probe: true });
     if (mine.ok) return { who: mine.data };
+    if (mine.problem.name === 'unauthorized') {
+      token = null;
+      sessionStorage.removeItem(TOKEN_KEY);
+    }
     return { who: null, why: explain(mine.problem) };
   }
 
@@ -208,7 +215,7 @@ const Leasehold = (() => {
         return;
       }
       token = given;
-      const res = await api('GET', '/v1/whoami');
+      const res = await api('GET', '/v1/whoami', undefined, { probe: true });
       if (!res.ok) {
         token = null;
         warn(res.problem.name === 'unauthorized' ? 'That token was not accepted.' : explain(res.problem));
