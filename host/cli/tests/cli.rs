@@ -1624,15 +1624,19 @@ fn db_may_be_a_postgres_url() {
 fn task_history_lists_every_change_with_who_and_when() {
     let s = scratch();
     s.open(r#"{"id":"pay-1","run":"r","kind":"k","candidate_roles":["approver"]}"#);
-    s.run(&["task", "claim", "pay-1", "--actor", "alice", "--role", "approver"])
-        .assert()
-        .success();
+    s.run(&[
+        "task", "claim", "pay-1", "--actor", "alice", "--role", "approver",
+    ])
+    .assert()
+    .success();
     s.run(&["task", "release", "pay-1", "--actor", "alice"])
         .assert()
         .success();
-    s.run(&["task", "claim", "pay-1", "--actor", "bob", "--role", "approver"])
-        .assert()
-        .success();
+    s.run(&[
+        "task", "claim", "pay-1", "--actor", "bob", "--role", "approver",
+    ])
+    .assert()
+    .success();
     s.run(&["task", "settle", "pay-1", "completed", "--holder", "bob"])
         .assert()
         .success();
@@ -1660,13 +1664,20 @@ fn task_history_lists_every_change_with_who_and_when() {
             (5, "settle", Some("bob"), "completed"),
         ]
     );
-    assert!(h[0]["at"].as_i64().expect("at") > 1_700_000_000_000, "the clock's time");
+    assert!(
+        h[0]["at"].as_i64().expect("at") > 1_700_000_000_000,
+        "the clock's time"
+    );
     let page = s.json(&["task", "history", "pay-1", "--after", "3", "--limit", "1"]);
     assert_eq!(page[0]["seq"], 4);
     s.run(&["task", "history", "pay-1"])
         .assert()
         .success()
-        .stdout(contains("release").and(contains("(service)")).and(contains("alice")));
+        .stdout(
+            contains("release")
+                .and(contains("(service)"))
+                .and(contains("alice")),
+        );
     s.run(&["task", "history", "nope"]).assert().code(1);
 }
 
@@ -1697,7 +1708,10 @@ fn events_reads_on_from_a_position_and_says_when_it_was_trimmed() {
     // one lost the second.
     let on = s.json(&["events", "--after", &next]);
     assert_eq!(on["page"]["entries"][0]["change"]["task"]["id"], "t2");
-    let out = s.run(&["events", "--after", &first, "--json"]).assert().code(1);
+    let out = s
+        .run(&["events", "--after", &first, "--json"])
+        .assert()
+        .code(1);
     let gone = parse(&out.get_output().stdout);
     assert_eq!(gone["gone"], rest["page"]["head"]);
     s.run(&["events", "--after", &first])

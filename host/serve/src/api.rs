@@ -52,7 +52,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(history))
         .routes(routes!(feed))
         .routes(routes!(trim))
-        .routes(routes!(crate::whoami::whoami))
+        .routes(routes!(whoami))
 }
 
 type Answer<T> = Result<axum::Json<T>, ApiError>;
@@ -622,26 +622,25 @@ async fn check(c: Caller) -> Answer<CheckReport> {
     }))
 }
 
-/// A task's history. A reviewer sees the history of a task it may see now.
+/// A task's history, oldest first. A reviewer sees the history of a task
+/// it may see now (one it holds, or may take), and of no other.
 #[utoipa::path(get, path = "/v1/tasks/{id}/history", operation_id = "history", tag = "changes",
-    params(("id" = String, Path, description = "The task id"), HistoryParams),
+    params(TaskPath, HistoryParams),
     responses(
         (status = 200, description = "The entries, oldest first", body = History),
         (status = 404, description = "No such task", body = Problem, content_type = "application/problem+json"),
         (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("bearer" = [])))]
+    security(("bearer" = ["reviewer", "service", "operator"])))]
 async fn history(
     c: Caller,
-    Path(id): Path<String>,
+    Path(TaskPath { id }): Path<TaskPath>,
     Query(q): Query<HistoryParams>,
 ) -> Answer<History> {
-    if c.principal.scope == Scope::Reviewer {
-        let key = id.clone();
-        match c.call("get", move |x| x.get(&key)).await? {
-            Some(task) if visible(&c, &task) => {}
-            _ => return Err(ApiError::NotFound(format!("no task {id}"))),
-        }
+    let key = id.clone();
+    let task = c.call("get", move |x| x.get(&key)).await?;
+    if !task.is_some_and(|t| visible(&c, &t)) {
+        return Err(ApiError::NotFound(format!("no task {id}")));
     }
     let limit = q.limit.unwrap_or(DEFAULT_PAGE);
     let entries = c
@@ -652,23 +651,72 @@ async fn history(
     }))
 }
 
-/// The tenant's changes after a position, as JSON (the event stream is
-/// built on the same read).
+/// The tenant's changes after a position. As JSON (the default), one page
+/// of them; with `Accept: text/event-stream`, a stream of server-sent
+/// events that follows the feed as it grows (see README, "Events"). A
+/// reviewer receives only changes of tasks it holds or that are offered to
+/// its roles, and no timer's.
 #[utoipa::path(get, path = "/v1/events", operation_id = "feed", tag = "changes",
-    params(EventsParams),
+    params(EventsParams,
+        ("Last-Event-ID" = Option<String>, Header, description = "For a stream: the `id` of the last event received; resumes after it (it wins over `after`)"),
+    ),
     responses(
-        (status = 200, description = "The events, and where to read on", body = Events),
+        (status = 200, description = "The events, and where to read on; or, asked for `text/event-stream`, the stream", content(
+            (Events = "application/json"),
+            (String = "text/event-stream"),
+        )),
+        (status = 503, description = "At the bound of event subscribers", body = Problem, content_type = "application/problem+json"),
         (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("bearer" = [])))]
-async fn feed(c: Caller, Query(q): Query<EventsParams>) -> Answer<Events> {
+    security(("bearer" = ["reviewer", "service", "operator"])))]
+async fn feed(
+    c: Caller,
+    headers: axum::http::HeaderMap,
+    Query(q): Query<EventsParams>,
+) -> Result<axum::response::Response, ApiError> {
+    use axum::response::IntoResponse;
+    let wants_stream = headers
+        .get_all(axum::http::header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.contains("text/event-stream"));
+    if wants_stream {
+        let last = headers
+            .get("last-event-id")
+            .map(|v| {
+                v.to_str()
+                    .ok()
+                    .filter(|s| !s.is_empty() && s.len() <= 4096)
+                    .map(str::to_owned)
+                    .ok_or_else(|| ApiError::invalid("Last-Event-ID", "not an event id"))
+            })
+            .transpose()?;
+        let authorization = headers
+            .get(axum::http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let sub = crate::events::Subscription {
+            principal: c.principal.clone(),
+            tenant: c.tenant.clone(),
+            authorization,
+            after: last.or(q.after),
+        };
+        return Ok(crate::events::subscribe(c.state(), sub)
+            .await?
+            .into_response());
+    }
     let limit = q.limit.unwrap_or(DEFAULT_PAGE);
     let read = c
         .call("feed", move |x| x.feed(q.after.as_deref(), limit))
         .await?;
-    Ok(axum::Json(match read {
+    let events = match read {
         host::FeedRead::Page(p) => Events {
-            entries: p.entries.into_iter().map(Into::into).collect(),
+            entries: p
+                .entries
+                .into_iter()
+                .filter(|e| crate::events::may_see_change(&c.principal, &e.change))
+                .map(Into::into)
+                .collect(),
             next: p.next,
             head: p.head,
             gone: false,
@@ -679,18 +727,27 @@ async fn feed(c: Caller, Query(q): Query<EventsParams>) -> Answer<Events> {
             head,
             gone: true,
         },
-    }))
+    };
+    Ok(axum::Json(events).into_response())
 }
 
-/// Removes old feed entries, with the history they cover.
+/// Removes old feed entries, with the history they cover: those recorded
+/// before `before`, and the oldest beyond the newest `keep`. Never a task's
+/// last entry.
 #[utoipa::path(post, path = "/v1/events/trim", operation_id = "trim", tag = "changes",
     request_body = TrimRequest,
     responses(
         (status = 200, description = "What this call removed", body = Trimmed),
         (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
     ),
-    security(("bearer" = [])))]
+    security(("bearer" = ["operator"])))]
 async fn trim(c: Caller, Json(body): Json<TrimRequest>) -> Answer<Trimmed> {
+    if body.before.is_none() && body.keep.is_none() {
+        return Err(ApiError::invalid(
+            "keep",
+            "say what to trim: `before` (an instant), `keep` (how many to keep), or both",
+        ));
+    }
     let limit = body.limit.unwrap_or(DEFAULT_TRIM);
     let out = c
         .call("trim", move |x| x.trim(body.before, body.keep, limit))
@@ -699,6 +756,24 @@ async fn trim(c: Caller, Json(body): Json<TrimRequest>) -> Answer<Trimmed> {
         feed_removed: out.feed_removed,
         history_removed: out.history_removed,
         more: out.more,
+    }))
+}
+
+/// Who this credential is: its tenant, actor, scope and roles. Calls no
+/// verb; a page asks it once it has a credential.
+#[utoipa::path(get, path = "/v1/whoami", operation_id = "whoami", tag = "service",
+    responses(
+        (status = 200, description = "The caller", body = WhoAmI),
+        (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = ["reviewer", "service", "operator"])))]
+async fn whoami(c: Caller) -> Answer<WhoAmI> {
+    let p = &c.principal;
+    Ok(axum::Json(WhoAmI {
+        tenant: p.tenant.clone(),
+        actor: p.actor.clone(),
+        scope: p.scope.to_string(),
+        roles: p.roles.clone(),
     }))
 }
 

@@ -34,6 +34,11 @@ pub struct ConnectionLimits {
     /// How long shutdown waits for open connections to finish before it
     /// closes them.
     pub shutdown_grace: Duration,
+    /// The kernel's send buffer for each connection, in bytes; `None`
+    /// leaves it to the kernel, which grows it as a connection needs. A
+    /// fixed one bounds what a reader that stopped reading holds in the
+    /// kernel, so that an event stream notices it sooner.
+    pub send_buffer: Option<usize>,
 }
 
 impl Default for ConnectionLimits {
@@ -43,6 +48,7 @@ impl Default for ConnectionLimits {
             header_timeout: Duration::from_secs(10),
             handshake_timeout: Duration::from_secs(10),
             shutdown_grace: Duration::from_secs(10),
+            send_buffer: None,
         }
     }
 }
@@ -101,6 +107,11 @@ pub(crate) async fn serve(
                 continue;
             }
         };
+        if let Some(n) = limits.send_buffer
+            && let Err(e) = socket2::SockRef::from(&tcp).set_send_buffer_size(n)
+        {
+            tracing::warn!(error = %e, "could not set a connection's send buffer");
+        }
         let Ok(permit) = slots.clone().try_acquire_owned() else {
             refuse(&tcp, addr, tls.is_some());
             continue;
@@ -200,6 +211,10 @@ where
     let conn = http1::Builder::new()
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout)
+        // What one connection may hold unread or unsent: enough for any
+        // request's headers, and a reader too slow for an event stream
+        // fills it soon, so that the stream's own bound decides.
+        .max_buf_size(64 * 1024)
         .serve_connection(TokioIo::new(io), TowerToHyperService::new(app));
     let mut conn = std::pin::pin!(conn);
     let ended = tokio::select! {

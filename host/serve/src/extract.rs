@@ -127,6 +127,12 @@ impl Caller {
             .await
     }
 
+    /// The service's shared state, for what outlives the request (a
+    /// stream).
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
     /// The actor a verb acts as: the caller itself unless an operator names
     /// another. A reviewer naming anyone else is refused.
     pub fn actor(&self, named: Option<String>) -> Result<String, ApiError> {

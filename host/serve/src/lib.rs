@@ -29,6 +29,7 @@ mod api;
 mod auth;
 mod connections;
 mod cursor;
+mod events;
 mod extract;
 mod inbox;
 mod jwt;
@@ -41,7 +42,6 @@ mod schema;
 mod server;
 mod state;
 mod tls;
-mod whoami;
 
 pub use auth::{
     AuthError, Credentials, LiveCredentials, Principal, Reload, Scope, TOKEN_PREFIX,
@@ -49,6 +49,7 @@ pub use auth::{
 };
 pub use connections::ConnectionLimits;
 pub use cursor::{CursorKey, CursorKeyError};
+pub use events::EventOptions;
 pub use inbox::CONTENT_SECURITY_POLICY;
 pub use jwt::{ClaimNames, JwtConfig, JwtKeyError, JwtVerifier};
 pub use problem::{ApiError, CATALOG as PROBLEM_CATALOG, Problem, TYPE_PREFIX};

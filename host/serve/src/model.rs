@@ -95,6 +95,10 @@ pub mod whole {
     pub fn opt_i64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
         d.deserialize_option(Maybe(std::marker::PhantomData))
     }
+
+    pub fn opt_u64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+        d.deserialize_option(Maybe(std::marker::PhantomData))
+    }
 }
 
 macro_rules! mirror_enum {
@@ -681,9 +685,15 @@ impl From<host::HistoryEntry> for HistoryEntry {
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct HistoryParams {
-    /// 1–1000 entries per page (default 20).
+    /// Entries per page (default 20).
+    #[param(schema_with = crate::schema::limit)]
+    #[serde(default)]
+    #[serde(deserialize_with = "whole::opt_u32")]
     pub limit: Option<u32>,
     /// The `seq` of the last entry already read.
+    #[param(schema_with = crate::schema::seq)]
+    #[serde(default)]
+    #[serde(deserialize_with = "whole::opt_u64")]
     pub after: Option<u64>,
 }
 
@@ -754,10 +764,14 @@ impl From<host::FeedEntry> for Event {
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct EventsParams {
-    /// 1–1000 events (default 20).
+    /// Events per page (default 20); a stream reads as it needs.
+    #[param(schema_with = crate::schema::limit)]
+    #[serde(default)]
+    #[serde(deserialize_with = "whole::opt_u32")]
     pub limit: Option<u32>,
-    /// A `position`, `next` or `head` of an earlier read; from the oldest
-    /// event kept without it.
+    /// A `position`, `next` or `head` of an earlier read. Without it, a page
+    /// starts at the oldest event kept, and a stream at the newest.
+    #[param(schema_with = crate::schema::position)]
     pub after: Option<String>,
 }
 
@@ -777,9 +791,20 @@ pub struct Events {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TrimRequest {
+    /// Remove entries recorded before this instant.
+    #[serde(default)]
+    #[schema(schema_with = crate::schema::opt_instant)]
+    #[serde(deserialize_with = "whole::opt_i64")]
     pub before: Option<i64>,
+    /// Keep at most this many of the newest entries.
+    #[serde(default)]
+    #[schema(schema_with = crate::schema::opt_seq)]
+    #[serde(deserialize_with = "whole::opt_u64")]
     pub keep: Option<u64>,
-    /// 1–1000 (default 1000).
+    /// Most feed entries removed by this call (default 1000).
+    #[serde(default)]
+    #[schema(schema_with = crate::schema::opt_limit)]
+    #[serde(deserialize_with = "whole::opt_u32")]
     pub limit: Option<u32>,
 }
 
@@ -788,4 +813,14 @@ pub struct Trimmed {
     pub feed_removed: u32,
     pub history_removed: u32,
     pub more: bool,
+}
+
+/// The caller a credential names.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct WhoAmI {
+    pub tenant: String,
+    pub actor: String,
+    /// `reviewer`, `service` or `operator`.
+    pub scope: String,
+    pub roles: Vec<String>,
 }

@@ -27,6 +27,7 @@ use crate::problem::Problem;
         (name = "stats", description = "The tenant's counters"),
         (name = "admin", description = "The consistency check"),
         (name = "changes", description = "A task's history and the tenant's feed of changes"),
+        (name = "service", description = "The caller, as its credential names it"),
     )
 )]
 pub struct ApiDoc;

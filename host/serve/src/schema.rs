@@ -128,6 +128,27 @@ pub fn stored_justification() -> Object {
         .build()
 }
 
+/// A count or sequence number: 0 up to what JSON numbers hold exactly.
+pub fn seq() -> Object {
+    integer(0, (1 << 53) - 1, false)
+}
+
+pub fn opt_seq() -> Object {
+    integer(0, (1 << 53) - 1, true)
+}
+
+/// A position in the feed, as a read gave it.
+pub fn position() -> Object {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .pattern(Some(r"^f([0-9]+\.[0-9]+(_[0-9]+\.[0-9]+)*)?$"))
+        .max_length(Some(2048))
+        .description(Some(
+            "A `position`, `next` or `head` of an earlier read, passed back as it was given",
+        ))
+        .build()
+}
+
 /// A page cursor: opaque, sealed by the server (see `crate::cursor`).
 pub fn cursor() -> Object {
     ObjectBuilder::new()

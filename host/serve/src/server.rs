@@ -260,7 +260,9 @@ impl Server {
         // the runtime: a PostgreSQL engine owns a runtime of its own, which
         // may not be dropped from async code.
         let last = engine.clone();
-        let app = app(AppState::new(engine, live, cursors, options));
+        let state = AppState::new(engine, live, cursors, options);
+        let streams = state.clone();
+        let app = app(state);
         let tls = match &config.tls {
             Some((cert, key)) => Some(crate::tls::acceptor(cert, key)?),
             None => None,
@@ -300,6 +302,7 @@ impl Server {
                         tracing::info!(
                             "shutting down: no new connections; finishing requests in flight"
                         );
+                        streams.stop_streams();
                     };
                     crate::connections::serve(listener, tls, app, options.connections, shutdown)
                         .await;

@@ -17,6 +17,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use crate::auth::LiveCredentials;
 use crate::connections::ConnectionLimits;
 use crate::cursor::CursorKey;
+use crate::events::{EventOptions, Subscribers};
 use crate::ops::Readiness;
 use crate::problem::ApiError;
 
@@ -49,6 +50,8 @@ pub struct Options {
     pub allow_clock_override: bool,
     /// The bounds on connections.
     pub connections: ConnectionLimits,
+    /// The bounds and pace of event streams.
+    pub events: EventOptions,
 }
 
 impl Default for Options {
@@ -64,6 +67,7 @@ impl Default for Options {
             max_checks: 1,
             allow_clock_override: false,
             connections: ConnectionLimits::default(),
+            events: EventOptions::default(),
         }
     }
 }
@@ -75,7 +79,10 @@ pub struct AppState {
     pub cursors: CursorKey,
     pub options: Options,
     pub readiness: Arc<Readiness>,
+    pub subscribers: Arc<Subscribers>,
     admission: Arc<Admission>,
+    /// Raised when the server begins to shut down, so that streams end.
+    stopping: Arc<tokio::sync::watch::Sender<bool>>,
 }
 
 impl AppState {
@@ -91,8 +98,23 @@ impl AppState {
             cursors,
             options,
             readiness: Arc::default(),
+            subscribers: Subscribers::new(
+                options.events.max_subscribers,
+                options.events.max_subscribers_per_tenant,
+            ),
             admission: Arc::new(Admission::new(&options)),
+            stopping: Arc::new(tokio::sync::watch::Sender::new(false)),
         }
+    }
+
+    /// Tells every stream that the server is shutting down.
+    pub fn stop_streams(&self) {
+        self.stopping.send_replace(true);
+    }
+
+    /// Raised once the server begins to shut down.
+    pub fn stopping(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.stopping.subscribe()
     }
 }
 

@@ -258,6 +258,25 @@ pub struct ServeArgs {
     /// they are closed and the process exits
     #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = parse_wait)]
     pub shutdown_grace: Duration,
+    /// The kernel's send buffer for each connection, in bytes (default:
+    /// the kernel's own, which grows as needed). A fixed one bounds what a
+    /// client that stopped reading holds
+    #[arg(long, value_name = "BYTES")]
+    pub send_buffer: Option<usize>,
+    /// Most event-stream subscribers (`GET /v1/events` as
+    /// `text/event-stream`) at once, over all tenants
+    #[arg(long, default_value_t = 1024, value_name = "N")]
+    pub max_subscribers: usize,
+    /// Most event-stream subscribers of one tenant at once
+    #[arg(long, default_value_t = 256, value_name = "N")]
+    pub max_subscribers_per_tenant: usize,
+    /// Events queued for one subscriber before it is dropped as too slow
+    /// (with a final `dropped` event to resume from)
+    #[arg(long, default_value_t = 1024, value_name = "N")]
+    pub event_buffer: usize,
+    /// How often an idle event stream sends a heartbeat comment
+    #[arg(long, default_value = "15s", value_name = "DURATION", value_parser = parse_wait)]
+    pub heartbeat: Duration,
     /// Accept `now` (and a new task's `created_at`) from service and
     /// operator credentials instead of the server's clock: for replay and
     /// tests, never production. Off, any request that gives one is 403

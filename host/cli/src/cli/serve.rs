@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use leasehold_serve::{
-    ClaimNames, Config, ConnectionLimits, Credentials, CursorKey, JwtConfig, JwtVerifier, Options,
-    Principal, Reload, Scope, Server, TokenTable, new_token, token_line,
+    ClaimNames, Config, ConnectionLimits, Credentials, CursorKey, EventOptions, JwtConfig,
+    JwtVerifier, Options, Principal, Reload, Scope, Server, TokenTable, new_token, token_line,
 };
 
 use super::args::{Cli, ScopeArg, ServeArgs, TokenCommand};
@@ -185,6 +185,13 @@ pub fn serve(cli: &Cli, args: &ServeArgs) -> Result<(), CliError> {
                 header_timeout: args.header_timeout,
                 handshake_timeout: args.handshake_timeout,
                 shutdown_grace: args.shutdown_grace,
+                send_buffer: args.send_buffer,
+            },
+            events: EventOptions {
+                max_subscribers: args.max_subscribers,
+                max_subscribers_per_tenant: args.max_subscribers_per_tenant,
+                buffer: args.event_buffer,
+                heartbeat: args.heartbeat,
             },
         },
         engine: if args.reuse_instances {

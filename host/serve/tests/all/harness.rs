@@ -334,6 +334,12 @@ pub type Raw = BTreeMap<(String, Vec<u8>), Vec<u8>>;
 /// The check answers of each tenant, and the raw keyspace.
 pub type Snapshot = (Vec<Value>, Raw);
 
+/// A second server over a [`Service`]'s store.
+pub struct Twin {
+    pub url: String,
+    _server: Server,
+}
+
 /// A server on loopback over `store`, and a client for it.
 pub struct Service {
     pub store: Store,
@@ -405,6 +411,30 @@ impl Service {
         .expect("the server starts");
         self.base = format!("http://{}", server.addr());
         self.server = Some(server);
+    }
+
+    /// A second server over the same store, with the same credentials and
+    /// options (PostgreSQL: two hosts on one database).
+    pub fn twin(&self) -> Twin {
+        let server = Server::start(Config {
+            db: self.store.db(),
+            listen: "127.0.0.1:0".parse().expect("addr"),
+            credentials: Credentials {
+                tokens: self.table.clone(),
+                jwt: None,
+            },
+            options: self.options,
+            engine: self.builder.clone(),
+            tls: None,
+            reload: None,
+            cursor_key: None,
+            handle_signals: false,
+        })
+        .expect("the second server starts");
+        Twin {
+            url: format!("http://{}", server.addr()),
+            _server: server,
+        }
     }
 
     /// Stops the server: requests in flight finish, the store closes.

@@ -3,6 +3,7 @@
 
 mod authz;
 mod bad_input;
+mod events;
 mod front_door;
 mod harness;
 mod load;

@@ -734,7 +734,15 @@ fn unknown_routes_and_methods_answer_problems() {
 #[test]
 fn history_events_and_trim_answer_as_the_record_stands() {
     each_backend(|svc| {
-        call(svc, "POST", "/v1/tasks", "/v1/tasks", "sam", Some(new_task("t-1"))).expect_ok();
+        call(
+            svc,
+            "POST",
+            "/v1/tasks",
+            "/v1/tasks",
+            "sam",
+            Some(new_task("t-1")),
+        )
+        .expect_ok();
         call(
             svc,
             "POST",
@@ -793,7 +801,14 @@ fn history_events_and_trim_answer_as_the_record_stands() {
         );
         let read = e.expect_ok();
         assert_eq!(read["gone"], false, "position {first} was the floor");
-        let e = call(svc, "GET", "/v1/events", "/v1/events?after=f0.0", "sam", None);
+        let e = call(
+            svc,
+            "GET",
+            "/v1/events",
+            "/v1/events?after=f0.0",
+            "sam",
+            None,
+        );
         e.expect_problem(400, "invalid");
     });
 }

@@ -1,0 +1,541 @@
+//! `GET /v1/events` as server-sent events, read by a client of our own over
+//! a plain socket (so that a test can stop reading): where a stream starts
+//! and resumes, what a reviewer and another tenant receive, a slow reader
+//! dropped with a final event, shutdown, the subscriber bounds, and two
+//! servers on one PostgreSQL database.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::harness::{Service, Store, each_backend, new_task, new_timer, stores, test_options};
+
+/// One event as a client dispatches it.
+#[derive(Clone, Debug, PartialEq)]
+struct Ev {
+    event: String,
+    id: Option<String>,
+    data: Value,
+}
+
+/// A stream of server-sent events over a socket, its chunked body decoded
+/// by hand.
+struct Stream {
+    r: BufReader<TcpStream>,
+    text: String,
+    ended: bool,
+}
+
+/// Waits this long for an event before the test fails: a bound on a
+/// failure, never a pace the test relies on.
+const PATIENCE: Duration = Duration::from_secs(60);
+
+impl Stream {
+    /// Subscribes as `who` (a token name), resuming after `last` when
+    /// given; the status and body when the server refuses.
+    fn open(svc: &Service, who: &str, last: Option<&str>) -> Result<Stream, (u16, String)> {
+        Stream::open_at(&svc.url(""), svc.tokens.get(who), last)
+    }
+
+    fn open_at(base: &str, token: &str, last: Option<&str>) -> Result<Stream, (u16, String)> {
+        Stream::open_with(base, token, last, None)
+    }
+
+    /// [`open_at`](Self::open_at), with the socket's receive buffer set
+    /// (small, for a reader that falls behind soon).
+    fn open_with(
+        base: &str,
+        token: &str,
+        last: Option<&str>,
+        receive_buffer: Option<usize>,
+    ) -> Result<Stream, (u16, String)> {
+        let addr = base.trim_start_matches("http://").trim_end_matches('/');
+        let to: std::net::SocketAddr = addr.parse().expect("an address");
+        let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
+            .expect("a socket");
+        if let Some(n) = receive_buffer {
+            socket.set_recv_buffer_size(n).expect("a receive buffer");
+        }
+        socket.connect(&to.into()).expect("connect");
+        let mut s: TcpStream = socket.into();
+        s.set_read_timeout(Some(PATIENCE)).expect("timeout");
+        let mut req = format!(
+            "GET /v1/events HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n\
+             Accept: text/event-stream\r\n"
+        );
+        if let Some(last) = last {
+            req.push_str(&format!("Last-Event-ID: {last}\r\n"));
+        }
+        req.push_str("\r\n");
+        s.write_all(req.as_bytes()).expect("send");
+        let mut r = BufReader::new(s);
+        let mut status = String::new();
+        r.read_line(&mut status).expect("status line");
+        let code: u16 = status
+            .split_whitespace()
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .expect("a status");
+        let mut headers = Vec::new();
+        loop {
+            let mut line = String::new();
+            r.read_line(&mut line).expect("header");
+            if line.trim().is_empty() {
+                break;
+            }
+            headers.push(line.to_ascii_lowercase());
+        }
+        let mut stream = Stream {
+            r,
+            text: String::new(),
+            ended: false,
+        };
+        if code != 200 {
+            let length = headers
+                .iter()
+                .find_map(|h| h.strip_prefix("content-length:"))
+                .map(|n| n.trim().parse().expect("a length"));
+            let body = match length {
+                Some(n) => {
+                    let mut body = vec![0; n];
+                    stream.r.read_exact(&mut body).expect("the body");
+                    String::from_utf8_lossy(&body).into_owned()
+                }
+                None => stream.rest(),
+            };
+            return Err((code, body));
+        }
+        assert!(
+            headers
+                .iter()
+                .any(|h| h.starts_with("content-type: text/event-stream")),
+            "{headers:?}"
+        );
+        Ok(stream)
+    }
+
+    /// One chunk of the body; false at its end.
+    fn chunk(&mut self) -> bool {
+        let mut size = String::new();
+        if self.r.read_line(&mut size).expect("a chunk size") == 0 {
+            return false;
+        }
+        let n = usize::from_str_radix(size.trim(), 16).expect("hex chunk size");
+        if n == 0 {
+            return false;
+        }
+        let mut data = vec![0; n + 2];
+        self.r.read_exact(&mut data).expect("a chunk");
+        self.text
+            .push_str(std::str::from_utf8(&data[..n]).expect("UTF-8"));
+        true
+    }
+
+    /// The rest of a body, for a refusal.
+    fn rest(&mut self) -> String {
+        while self.chunk() {}
+        std::mem::take(&mut self.text)
+    }
+
+    /// The next event dispatched (heartbeats skipped), or `None` at the end
+    /// of the stream.
+    fn next(&mut self) -> Option<Ev> {
+        loop {
+            if let Some(at) = self.text.find("\n\n") {
+                let block: String = self.text.drain(..at + 2).collect();
+                let mut ev = Ev {
+                    event: String::new(),
+                    id: None,
+                    data: Value::Null,
+                };
+                let mut any = false;
+                for line in block.lines() {
+                    if let Some((field, value)) = line.split_once(':') {
+                        let value = value.strip_prefix(' ').unwrap_or(value);
+                        match field {
+                            "" => {}
+                            "event" => (ev.event, any) = (value.to_owned(), true),
+                            "id" => (ev.id, any) = (Some(value.to_owned()), true),
+                            "data" => {
+                                ev.data = serde_json::from_str(value).expect("JSON data");
+                                any = true;
+                            }
+                            other => panic!("unknown field {other}"),
+                        }
+                    }
+                }
+                if any {
+                    return Some(ev);
+                }
+                continue;
+            }
+            if self.ended || !self.chunk() {
+                self.ended = true;
+                return None;
+            }
+        }
+    }
+
+    /// The next event that names a change (task, timer, refresh, dropped),
+    /// skipping position-only ones.
+    fn next_change(&mut self) -> Option<Ev> {
+        loop {
+            let ev = self.next()?;
+            if !ev.event.is_empty() {
+                return Some(ev);
+            }
+        }
+    }
+
+    /// Task events until one of task `last`, which is included.
+    fn until_task(&mut self, last: &str) -> Vec<Ev> {
+        let mut out = Vec::new();
+        loop {
+            let ev = self
+                .next_change()
+                .unwrap_or_else(|| panic!("the stream ended before task {last}: {out:?}"));
+            let done = ev.data["task"] == last;
+            out.push(ev);
+            if done {
+                return out;
+            }
+        }
+    }
+}
+
+fn open(svc: &Service, who: &str, body: Value) {
+    svc.call("POST", "/v1/tasks", Some(who), Some(body))
+        .expect_ok();
+}
+
+fn claim(svc: &Service, who: &str, id: &str) -> u16 {
+    svc.call(
+        "POST",
+        &format!("/v1/tasks/{id}/claim"),
+        Some(who),
+        Some(json!({})),
+    )
+    .status
+}
+
+fn task(id: &str, roles: &[&str]) -> Value {
+    let mut t = new_task(id);
+    t["candidate_roles"] = json!(roles);
+    t
+}
+
+#[test]
+fn a_stream_starts_at_the_head_and_resumes_exactly_after_last_event_id() {
+    each_backend(|svc| {
+        open(svc, "sam", task("before", &["finance"]));
+        let mut s = Stream::open(svc, "sam", None).expect("subscribed");
+        let ready = s.next().expect("ready");
+        assert_eq!(ready.event, "ready");
+        assert_eq!(ready.data["position"].as_str(), ready.id.as_deref());
+        // A stream without a position starts at the head: what came before
+        // is not replayed.
+        open(svc, "sam", task("t0", &["finance"]));
+        let first = s.next_change().expect("t0");
+        assert_eq!(first.event, "task");
+        assert_eq!(first.data["task"], "t0");
+        assert_eq!(first.data["verb"], "open");
+        assert_eq!(first.data["state"], "open");
+        assert_eq!(first.id.as_deref(), first.data["position"].as_str());
+        drop(s);
+
+        // Fifty changes while nobody listens.
+        let mut expected: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for i in 1..=25 {
+            let id = format!("t{i}");
+            open(svc, "sam", task(&id, &["finance"]));
+            assert_eq!(claim(svc, "alice", &id), 200);
+            expected.insert(id, vec!["open".into(), "claim".into()]);
+        }
+        let mut s = Stream::open(svc, "sam", first.id.as_deref()).expect("resumed");
+        assert_eq!(s.next().expect("ready").id, first.id);
+        let mut got: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for _ in 0..50 {
+            let ev = s.next_change().expect("a missed change");
+            assert_eq!(ev.event, "task");
+            got.entry(ev.data["task"].as_str().expect("id").to_owned())
+                .or_default()
+                .push(ev.data["verb"].as_str().expect("verb").to_owned());
+        }
+        // Each task's changes in their order, each once.
+        assert_eq!(got, expected);
+        // And nothing else: the next change is the next one made.
+        open(svc, "sam", task("sentinel", &["finance"]));
+        assert_eq!(s.next_change().expect("sentinel").data["task"], "sentinel");
+        drop(s);
+
+        // Trimmed past that position: the stream says to refresh, and goes
+        // on from the head.
+        loop {
+            let t = svc.call(
+                "POST",
+                "/v1/events/trim",
+                Some("olga"),
+                Some(json!({"keep": 1})),
+            );
+            if t.expect_ok()["more"] == false {
+                break;
+            }
+        }
+        let mut s = Stream::open(svc, "sam", first.id.as_deref()).expect("resumed");
+        assert_eq!(s.next().expect("ready").event, "ready");
+        let refresh = s.next_change().expect("refresh");
+        assert_eq!(refresh.event, "refresh");
+        assert_eq!(refresh.id.as_deref(), refresh.data["head"].as_str());
+        open(svc, "sam", task("after-trim", &["finance"]));
+        assert_eq!(s.next_change().expect("next").data["task"], "after-trim");
+    });
+}
+
+#[test]
+fn reviewers_and_other_tenants_receive_only_what_they_may_see() {
+    each_backend(|svc| {
+        let mut alice = Stream::open(svc, "alice", None).expect("alice");
+        let mut carol = Stream::open(svc, "carol", None).expect("carol");
+        let mut sam = Stream::open(svc, "sam", None).expect("sam");
+        let mut gus = Stream::open(svc, "gus", None).expect("gus");
+        for s in [&mut alice, &mut carol, &mut sam, &mut gus] {
+            assert_eq!(s.next().expect("ready").event, "ready");
+        }
+        // finance: alice may take it; bob takes it, and alice sees it go.
+        open(svc, "sam", task("fin", &["finance"]));
+        assert_eq!(claim(svc, "bob", "fin"), 200);
+        // legal: carol's.
+        open(svc, "sam", task("leg", &["legal"]));
+        assert_eq!(claim(svc, "carol", "leg"), 200);
+        // finance, but alice raised it: four eyes.
+        let mut mine = task("four-eyes", &["finance"]);
+        mine["excluded_actors"] = json!(["alice"]);
+        open(svc, "sam", mine);
+        assert_eq!(claim(svc, "bob", "four-eyes"), 200);
+        // A refused claim changes nothing, and so sends nothing.
+        assert_eq!(claim(svc, "carol", "fin"), 404);
+        svc.call(
+            "POST",
+            "/v1/timers",
+            Some("sam"),
+            Some(new_timer("run-1", "wake", 9_000)),
+        )
+        .expect_ok();
+        // Last, one every acme reviewer may see.
+        open(svc, "sam", task("all", &["finance", "legal"]));
+        // Another tenant's change, after all of acme's.
+        svc.call(
+            "POST",
+            "/v1/tasks",
+            Some("gina"),
+            Some(task("globex-1", &["finance"])),
+        )
+        .expect_ok();
+
+        let seen = |evs: &[Ev]| -> Vec<(String, String)> {
+            evs.iter()
+                .map(|e| {
+                    (
+                        e.data["task"].as_str().unwrap_or(&e.event).to_owned(),
+                        e.data["verb"].as_str().unwrap_or_default().to_owned(),
+                    )
+                })
+                .collect()
+        };
+        let pair = |t: &str, v: &str| (t.to_owned(), v.to_owned());
+        assert_eq!(
+            seen(&alice.until_task("all")),
+            [
+                pair("fin", "open"),
+                pair("fin", "claim"),
+                pair("all", "open")
+            ]
+        );
+        assert_eq!(
+            seen(&carol.until_task("all")),
+            [
+                pair("leg", "open"),
+                pair("leg", "claim"),
+                pair("all", "open")
+            ]
+        );
+        let all = sam.until_task("all");
+        assert!(all.iter().any(|e| e.event == "timer"), "{all:?}");
+        let tasks: BTreeSet<String> = seen(&all).into_iter().map(|(t, _)| t).collect();
+        assert_eq!(
+            tasks,
+            ["all", "fin", "four-eyes", "leg", "timer"]
+                .map(str::to_owned)
+                .into()
+        );
+        // Another tenant's reviewer heard nothing of acme's.
+        assert_eq!(
+            seen(&gus.until_task("globex-1")),
+            [pair("globex-1", "open")]
+        );
+
+        // The JSON read filters as the stream does.
+        let page = svc.call("GET", "/v1/events?limit=1000", Some("alice"), None);
+        let ids: BTreeSet<String> = page.expect_ok()["entries"]
+            .as_array()
+            .expect("entries")
+            .iter()
+            .map(|e| {
+                e["change"]["task"]["id"]
+                    .as_str()
+                    .expect("a task")
+                    .to_owned()
+            })
+            .collect();
+        assert_eq!(ids, ["all", "fin"].map(str::to_owned).into());
+    });
+}
+
+/// The stream's metric of streams ended for `reason`.
+fn ended(svc: &Service, reason: &str) -> u64 {
+    let text = svc.call("GET", "/metrics", None, None).text;
+    let needle = format!("leasehold_event_streams_ended_total{{reason=\"{reason}\"}} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&needle))
+        .map_or(0, |n| n.trim().parse().expect("a count"))
+}
+
+#[test]
+fn a_reader_too_slow_is_dropped_with_a_final_event_and_resumes_from_it() {
+    let store = stores().into_iter().next().expect("redb");
+    let mut options = test_options();
+    options.events.buffer = 8;
+    options.connections.send_buffer = Some(4096);
+    let svc = Service::start(store, options);
+    let before = ended(&svc, "slow");
+    let mut s = Stream::open_with(&svc.url(""), svc.tokens.get("sam"), None, Some(4096))
+        .expect("subscribed");
+    // Long ids make each event large, so that fewer fill the way.
+    let id = |i: usize| format!("{i:05}-{}", "x".repeat(200));
+    // Not read from here on: changes pile up in the socket, then in the
+    // server, until its buffer for this reader is full.
+    let mut opened = 0;
+    while ended(&svc, "slow") == before {
+        assert!(opened < 20_000, "never dropped after {opened} changes");
+        for _ in 0..50 {
+            open(&svc, "sam", task(&id(opened), &["finance"]));
+            opened += 1;
+        }
+    }
+    eprintln!("dropped after {opened} changes were made");
+    assert_eq!(s.next().expect("ready").event, "ready");
+    let mut received = Vec::new();
+    let last = loop {
+        let ev = s.next_change().expect("the stream ends with an event");
+        if ev.event == "dropped" {
+            break ev;
+        }
+        assert_eq!(ev.event, "task");
+        received.push(ev);
+    };
+    assert_eq!(last.data["reason"], "slow");
+    // Every change up to the drop arrived, in order, with none skipped.
+    let names: Vec<String> = received
+        .iter()
+        .map(|e| e.data["task"].as_str().expect("id").to_owned())
+        .collect();
+    let expected: Vec<String> = (0..names.len()).map(id).collect();
+    assert!(names == expected, "{} received, not in order", names.len());
+    assert!(
+        names.len() < opened,
+        "dropped after all {opened} changes were sent"
+    );
+    assert_eq!(
+        last.data["resume"].as_str(),
+        received.last().and_then(|e| e.id.as_deref())
+    );
+    assert!(s.next().is_none(), "the stream ends after `dropped`");
+    // Resuming from where it was dropped loses nothing.
+    let mut s = Stream::open(&svc, "sam", last.data["resume"].as_str()).expect("resumed");
+    assert_eq!(s.next().expect("ready").event, "ready");
+    let next = s.next_change().expect("the next change");
+    assert_eq!(next.data["task"], id(names.len()));
+}
+
+#[test]
+fn shutdown_ends_every_stream_with_a_final_event() {
+    let store = stores().into_iter().next().expect("redb");
+    let mut options = test_options();
+    options.connections.shutdown_grace = Duration::from_secs(300);
+    let mut svc = Service::start(store, options);
+    let mut s = Stream::open(&svc, "sam", None).expect("subscribed");
+    assert_eq!(s.next().expect("ready").event, "ready");
+    let started = Instant::now();
+    svc.stop();
+    // The stream did not hold shutdown for its grace.
+    assert!(started.elapsed() < Duration::from_secs(300));
+    let last = s.next_change().expect("a final event");
+    assert_eq!(last.event, "dropped");
+    assert_eq!(last.data["reason"], "shutdown");
+    assert!(s.next().is_none());
+}
+
+#[test]
+fn subscribers_are_bounded_in_all_and_per_tenant() {
+    let store = stores().into_iter().next().expect("redb");
+    let mut options = test_options();
+    options.events.max_subscribers = 3;
+    options.events.max_subscribers_per_tenant = 2;
+    // Short, so that a subscriber that went away is noticed soon.
+    options.events.heartbeat = Duration::from_millis(100);
+    let svc = Service::start(store, options);
+    let alice = Stream::open(&svc, "alice", None).expect("first");
+    let _bob = Stream::open(&svc, "bob", None).expect("second");
+    let refused = Stream::open(&svc, "carol", None)
+        .err()
+        .expect("a third of acme");
+    assert_eq!(refused.0, 503);
+    assert!(refused.1.contains("overloaded"), "{}", refused.1);
+    let _gus = Stream::open(&svc, "gus", None).expect("globex's first");
+    let refused = Stream::open(&svc, "gina", None)
+        .err()
+        .expect("a fourth in all");
+    assert_eq!(refused.0, 503);
+    // A subscriber that leaves gives its place back.
+    drop(alice);
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        match Stream::open(&svc, "carol", None) {
+            Ok(_) => break,
+            Err((503, _)) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Err(e) => panic!("the place was never given back: {e:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_change_through_one_server_reaches_a_subscriber_of_another() {
+    let Some(store) = stores()
+        .into_iter()
+        .find(|s| matches!(s, Store::Postgres(_)))
+    else {
+        eprintln!("skipped: no PostgreSQL (LEASEHOLD_TEST_PG)");
+        return;
+    };
+    let one = Service::start(store, test_options());
+    let two = one.twin();
+    let mut s = Stream::open_at(&two.url, one.tokens.get("alice"), None).expect("subscribed");
+    assert_eq!(s.next().expect("ready").event, "ready");
+    open(&one, "sam", task("pay-1", &["finance"]));
+    // A refused call commits nothing and sends nothing.
+    assert_eq!(claim(&one, "carol", "pay-1"), 404);
+    assert_eq!(claim(&one, "bob", "pay-1"), 200);
+    let got = s.until_task("pay-1");
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].data["verb"], "open");
+    let next = s.next_change().expect("the claim");
+    assert_eq!(next.data["verb"], "claim");
+    assert_eq!(next.data["actor"], "bob");
+    assert_eq!(next.data["assignee"], "bob");
+    drop(two);
+}
