@@ -82,3 +82,21 @@ test('a claim made on another page leaves my queue without a reload', async () =
     await waitQueued(a, 'pay-live', false);
   });
 });
+
+test('a claim made as me elsewhere shows up under My tasks without a reload', async () => {
+  await scenario(browser, 'live-mine', async ({ page }) => {
+    await openTask(server, { id: 'pay-elsewhere', kind: 'approve-payment' });
+    const a = await page('alice');
+    await signIn(a, server.base, server.tokens.alice);
+    await live(a);
+    await waitQueued(a, 'pay-elsewhere');
+    // Alice claims in another tab (here, straight through the API).
+    const claimed = await server.api('alice', 'POST', '/v1/tasks/pay-elsewhere/claim', { lease_ms: 600000 });
+    assert.equal(claimed.status, 200);
+    await waitMine(a, 'pay-elsewhere');
+    await waitQueued(a, 'pay-elsewhere', false);
+    // And a reload keeps it: the page asks the server for what it held.
+    await a.reload();
+    await waitMine(a, 'pay-elsewhere');
+  });
+});
