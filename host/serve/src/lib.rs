@@ -31,6 +31,7 @@ mod connections;
 mod cursor;
 mod events;
 mod extract;
+mod inbox;
 mod jwt;
 mod model;
 mod openapi;
@@ -49,6 +50,7 @@ pub use auth::{
 pub use connections::ConnectionLimits;
 pub use cursor::{CursorKey, CursorKeyError};
 pub use events::EventOptions;
+pub use inbox::CONTENT_SECURITY_POLICY;
 pub use jwt::{ClaimNames, JwtConfig, JwtKeyError, JwtVerifier};
 pub use problem::{ApiError, CATALOG as PROBLEM_CATALOG, Problem, TYPE_PREFIX};
 pub use routes::{Route, routes};

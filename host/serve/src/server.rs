@@ -102,7 +102,7 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
 }
 
 /// The whole application: the API under `/v1` with its limits, and the
-/// operations endpoints beside it.
+/// operations endpoints and the pages (`/`, `/operator`) beside it.
 pub fn app(state: AppState) -> Router {
     let _ = ops::prometheus();
     let options = state.options;
@@ -119,6 +119,7 @@ pub fn app(state: AppState) -> Router {
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics_text))
+        .merge(crate::inbox::router())
         .route(
             "/v1/openapi.json",
             get(move || {
