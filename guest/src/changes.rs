@@ -138,8 +138,8 @@ pub(crate) fn read_slots<K: Kv + ?Sized>(kv: &mut K) -> Result<Option<Slots>, St
         return Ok(None);
     };
     let n = usize::from(expected.count());
-    let (mut heads, mut floors): (Vec<Option<Vec<u8>>>, Vec<Option<Vec<u8>>>) =
-        (values[1..=n].to_vec(), values[n + 1..].to_vec());
+    let mut heads: Vec<Option<Vec<u8>>> = values[1..=n].to_vec();
+    let mut floors: Vec<Option<Vec<u8>>> = values[n + 1..].to_vec();
     if shards.count() > expected.count() {
         let rest: Vec<Vec<u8>> = (expected.count()..shards.count())
             .flat_map(|s| {

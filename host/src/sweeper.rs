@@ -56,7 +56,7 @@ pub enum SweeperError {
     Tenant {
         name: String,
         #[source]
-        source: Error,
+        source: Box<Error>,
     },
     #[error("could not start the sweeper's thread")]
     Thread(#[source] std::io::Error),
@@ -202,7 +202,7 @@ impl Sweeper {
         for t in &initial {
             engine.tenant(t).map_err(|source| SweeperError::Tenant {
                 name: t.to_string(),
-                source,
+                source: Box::new(source),
             })?;
         }
         // Subscribed before the first read, so a commit made meanwhile

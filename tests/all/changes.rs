@@ -244,7 +244,7 @@ fn ten_thousand_random_calls_from_8_threads_replayed_from_the_feed_reproduce_eve
                 assert_eq!(row.candidate_roles, e.candidate_roles, "task {id}");
                 assert_eq!(
                     t.history(id, Some(e.seq - 1), 1000).expect("history"),
-                    [e.clone()],
+                    std::slice::from_ref(e),
                     "task {id}"
                 );
             }

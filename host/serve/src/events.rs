@@ -375,10 +375,11 @@ impl Producer {
                         // The position moved past changes this credential
                         // may not see: an event with only an id keeps the
                         // client's resume point up to date.
-                        if p.next != self.position && sent.as_ref() != Some(&p.next) {
-                            if let Err(e) = self.send(Event::default().id(&p.next)) {
-                                return e;
-                            }
+                        if p.next != self.position
+                            && sent.as_ref() != Some(&p.next)
+                            && let Err(e) = self.send(Event::default().id(&p.next))
+                        {
+                            return e;
                         }
                         self.position = p.next;
                         if !full {
