@@ -75,6 +75,11 @@ pub struct SweeperOptions {
     pub max_sleep: Duration,
     /// How long after a failed sweep it tries that tenant again.
     pub retry: Duration,
+    /// The least time between two reads of one tenant's instants: a tenant
+    /// committing thousands of times a second is read again a few times a
+    /// second, not once per commit. An instant a commit moved earlier is
+    /// learnt at most this late.
+    pub min_reread: Duration,
     /// Called after each sweep.
     pub on_sweep: Option<OnSweep>,
 }
@@ -85,6 +90,7 @@ impl Default for SweeperOptions {
             batch: 100,
             max_sleep: Duration::from_secs(60),
             retry: Duration::from_secs(1),
+            min_reread: Duration::from_millis(100),
             on_sweep: None,
         }
     }
@@ -96,6 +102,7 @@ impl std::fmt::Debug for SweeperOptions {
             .field("batch", &self.batch)
             .field("max_sleep", &self.max_sleep)
             .field("retry", &self.retry)
+            .field("min_reread", &self.min_reread)
             .finish_non_exhaustive()
     }
 }
@@ -255,6 +262,7 @@ impl Sweeper {
                         options,
                         shared,
                         next: HashMap::new(),
+                        read_at: HashMap::new(),
                         due: BinaryHeap::new(),
                     }
                     .run(initial);
@@ -329,14 +337,32 @@ struct Schedule {
     /// (instant, tenant), earliest first; an entry whose instant is no
     /// longer the tenant's is passed over.
     due: BinaryHeap<Reverse<(Timestamp, Arc<str>)>>,
+    /// When each tenant's instants were last read, by the monotonic clock.
+    read_at: HashMap<Arc<str>, Instant>,
 }
 
 impl Schedule {
     fn run(mut self, initial: Vec<Arc<str>>) {
         let mut stale: HashSet<Arc<str>> = initial.into_iter().collect();
         loop {
-            for t in stale.drain() {
-                self.reread(&t);
+            // Tenants read a moment ago wait for their next turn.
+            let gap = self.options.min_reread;
+            let mut soonest: Option<Instant> = None;
+            let ready: Vec<Arc<str>> = stale
+                .iter()
+                .filter(|t| match self.read_at.get(*t) {
+                    Some(at) if at.elapsed() < gap => {
+                        let turn = *at + gap;
+                        soonest = Some(soonest.map_or(turn, |s| s.min(turn)));
+                        false
+                    }
+                    _ => true,
+                })
+                .cloned()
+                .collect();
+            for t in &ready {
+                stale.remove(t);
+                self.reread(t);
             }
             self.shared
                 .counts
@@ -363,7 +389,10 @@ impl Schedule {
                 }
                 None => self.options.max_sleep,
             };
-            let until = Instant::now() + wait;
+            let mut until = Instant::now() + wait;
+            if let Some(turn) = soonest {
+                until = until.min(turn);
+            }
             let mut bell = self.shared.lock();
             while !bell.rung && !bell.stop {
                 let left = until.saturating_duration_since(Instant::now());
@@ -391,6 +420,7 @@ impl Schedule {
     /// Reads `tenant`'s next instant and schedules it.
     fn reread(&mut self, tenant: &Arc<str>) {
         self.shared.counts.reads.fetch_add(1, Ordering::Relaxed);
+        self.read_at.insert(tenant.clone(), Instant::now());
         let next = match self.instants(tenant) {
             Ok(next) => next,
             Err(e) => {
