@@ -397,13 +397,9 @@ impl Waiting {
                 format!("at most {} milliseconds", crate::schema::MAX_WAIT_MS),
             ));
         }
-        if wait_ms > 0 && now.is_some() {
-            return Err(ApiError::invalid(
-                "wait_ms",
-                "a wait runs by the server's clock: give `now` or `wait_ms`, not both",
-            ));
-        }
-        let changes = if wait_ms > 0 {
+        // A wait runs by the server's clock: with a given `now`, the claim
+        // is tried once.
+        let changes = if wait_ms > 0 && now.is_none() {
             Some(c.state().engine.watch(c.tenant.name())?)
         } else {
             None
@@ -775,6 +771,9 @@ async fn history(
     Path(TaskPath { id }): Path<TaskPath>,
     Query(q): Query<HistoryParams>,
 ) -> Answer<History> {
+    if q.after.is_some_and(|a| a > (1 << 53) - 1) {
+        return Err(ApiError::invalid("after", "at most 2^53 - 1"));
+    }
     let key = id.clone();
     let task = c.call("get", move |x| x.get(&key)).await?;
     if !task.is_some_and(|t| visible(&c, &t)) {
@@ -880,6 +879,9 @@ async fn feed(
     ),
     security(("bearer" = ["operator"])))]
 async fn trim(c: Caller, Json(body): Json<TrimRequest>) -> Answer<Trimmed> {
+    if body.keep.is_some_and(|k| k > (1 << 53) - 1) {
+        return Err(ApiError::invalid("keep", "at most 2^53 - 1"));
+    }
     if body.before.is_none() && body.keep.is_none() {
         return Err(ApiError::invalid(
             "keep",
