@@ -63,7 +63,9 @@ pub use storage::postgres::{
 };
 pub use storage::redb::tenant_prefix;
 pub use storage::{CommitHung, CommitStats, GroupFailure, MAX_TENANT_BYTES};
-pub use sweeper::{OnSweep, SweepReport, Sweeper, SweeperError, SweeperOptions, SweeperStats};
+pub use sweeper::{
+    OnSweep, Retention, SweepReport, Sweeper, SweeperError, SweeperOptions, SweeperStats,
+};
 pub use tenant::Tenant;
 pub use verbs::{ExportedFunction, exported_functions};
 pub use watch::{Changed, Changes};

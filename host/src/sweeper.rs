@@ -65,6 +65,15 @@ pub enum SweeperError {
 /// Called after every sweep, from the sweeper's thread: for metrics.
 pub type OnSweep = Arc<dyn Fn(&SweepReport) + Send + Sync>;
 
+/// How long the change record is kept: history and feed entries older
+/// than `max_age` (by the engine's clock), and beyond the newest `keep`,
+/// are trimmed (see `Tenant::trim`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Retention {
+    pub max_age: Option<Duration>,
+    pub keep: Option<u64>,
+}
+
 /// How a sweeper runs.
 #[derive(Clone)]
 pub struct SweeperOptions {
@@ -82,6 +91,10 @@ pub struct SweeperOptions {
     pub min_reread: Duration,
     /// Called after each sweep.
     pub on_sweep: Option<OnSweep>,
+    /// How long the change record is kept; `None` keeps it all.
+    pub retention: Option<Retention>,
+    /// How often a tenant that committed is trimmed, at most.
+    pub trim_every: Duration,
 }
 
 impl Default for SweeperOptions {
@@ -92,6 +105,8 @@ impl Default for SweeperOptions {
             retry: Duration::from_secs(1),
             min_reread: Duration::from_millis(100),
             on_sweep: None,
+            retention: None,
+            trim_every: Duration::from_secs(60),
         }
     }
 }
@@ -103,6 +118,8 @@ impl std::fmt::Debug for SweeperOptions {
             .field("max_sleep", &self.max_sleep)
             .field("retry", &self.retry)
             .field("min_reread", &self.min_reread)
+            .field("retention", &self.retention)
+            .field("trim_every", &self.trim_every)
             .finish_non_exhaustive()
     }
 }
@@ -122,6 +139,8 @@ pub struct SweeperStats {
     pub reclaimed: u64,
     pub escalated: u64,
     pub expired: u64,
+    /// Feed entries trimmed by the retention.
+    pub trimmed: u64,
     pub errors: u64,
 }
 
@@ -145,6 +164,7 @@ struct Counts {
     reclaimed: AtomicU64,
     escalated: AtomicU64,
     expired: AtomicU64,
+    trimmed: AtomicU64,
     errors: AtomicU64,
 }
 
@@ -263,6 +283,8 @@ impl Sweeper {
                         shared,
                         next: HashMap::new(),
                         read_at: HashMap::new(),
+                        untrimmed: HashSet::new(),
+                        next_trim: Instant::now(),
                         due: BinaryHeap::new(),
                     }
                     .run(initial);
@@ -306,6 +328,7 @@ impl Sweeper {
             reclaimed: get(&c.reclaimed),
             escalated: get(&c.escalated),
             expired: get(&c.expired),
+            trimmed: get(&c.trimmed),
             errors: get(&c.errors),
         }
     }
@@ -339,12 +362,29 @@ struct Schedule {
     due: BinaryHeap<Reverse<(Timestamp, Arc<str>)>>,
     /// When each tenant's instants were last read, by the monotonic clock.
     read_at: HashMap<Arc<str>, Instant>,
+    /// Tenants that committed since they were last trimmed.
+    untrimmed: HashSet<Arc<str>>,
+    /// When the next trim of them is due.
+    next_trim: Instant,
 }
 
 impl Schedule {
     fn run(mut self, initial: Vec<Arc<str>>) {
         let mut stale: HashSet<Arc<str>> = initial.into_iter().collect();
+        if self.options.retention.is_some() {
+            self.untrimmed.extend(stale.iter().cloned());
+        }
         loop {
+            if self.options.retention.is_some()
+                && !self.untrimmed.is_empty()
+                && Instant::now() >= self.next_trim
+            {
+                let due: Vec<Arc<str>> = self.untrimmed.drain().collect();
+                for t in &due {
+                    self.trim(t);
+                }
+                self.next_trim = Instant::now() + self.options.trim_every;
+            }
             // Tenants read a moment ago wait for their next turn.
             let gap = self.options.min_reread;
             let mut soonest: Option<Instant> = None;
@@ -393,6 +433,9 @@ impl Schedule {
             if let Some(turn) = soonest {
                 until = until.min(turn);
             }
+            if self.options.retention.is_some() && !self.untrimmed.is_empty() {
+                until = until.min(self.next_trim);
+            }
             let mut bell = self.shared.lock();
             while !bell.rung && !bell.stop {
                 let left = until.saturating_duration_since(Instant::now());
@@ -413,7 +456,45 @@ impl Schedule {
             if std::mem::take(&mut bell.all) {
                 stale.extend(self.next.keys().cloned());
             }
+            if self.options.retention.is_some() {
+                self.untrimmed.extend(bell.tenants.iter().cloned());
+            }
             stale.extend(bell.tenants.drain(..));
+        }
+    }
+
+    /// Trims `tenant`'s record to the retention, a batch at a time.
+    fn trim(&mut self, tenant: &Arc<str>) {
+        let Some(r) = self.options.retention else {
+            return;
+        };
+        let before = r.max_age.map(|age| {
+            let ms = i64::try_from(age.as_millis()).unwrap_or(i64::MAX);
+            self.clock.now().saturating_sub(ms).max(0)
+        });
+        let outcome = (|| -> Result<u64, Error> {
+            let t = self.engine.tenant(tenant)?;
+            let mut removed = 0;
+            loop {
+                let out = t.trim(before, r.keep, 1000)?;
+                removed += u64::from(out.feed_removed);
+                if !out.more {
+                    return Ok(removed);
+                }
+            }
+        })();
+        match outcome {
+            Ok(n) => {
+                self.shared.counts.trimmed.fetch_add(n, Ordering::Relaxed);
+                if n > 0 {
+                    tracing::info!(tenant = %tenant, removed = n, "trimmed the change record");
+                }
+            }
+            Err(e) => {
+                self.shared.counts.errors.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(tenant = %tenant, error = %e, "trimming the change record failed; trying again later");
+                self.untrimmed.insert(tenant.clone());
+            }
         }
     }
 

@@ -9,7 +9,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use leasehold_host::{
-    Engine, Lease, ManualClock, OnExpiry, Sweeper, SweeperOptions, TaskState, Tenant,
+    Change, Engine, FeedRead, Lease, ManualClock, OnExpiry, Retention, Sweeper, SweeperOptions,
+    TaskState, Tenant,
 };
 use leasehold_tests::*;
 
@@ -196,5 +197,52 @@ fn two_sweepers_on_one_database_reclaim_a_lapsed_lease_once() {
     let (sa, sb) = (a.stats(), b.stats());
     assert_eq!(sa.reclaimed + sb.reclaimed, 20);
     assert_eq!(sa.expired + sb.expired, 20);
+    assert_consistent(&t);
+}
+
+#[test]
+fn the_change_record_is_trimmed_to_its_retention_as_tenants_commit() {
+    let db = TestDb::new();
+    let clock = Arc::new(ManualClock::new(1_000));
+    let e = engine_at(&db, &clock);
+    let t = e.tenant("acme").expect("tenant");
+    for id in ["t1", "t2", "t3"] {
+        t.open(&task(id, 1)).expect("open");
+    }
+    clock.set(100_000);
+    let s = Sweeper::start(
+        &e,
+        ["acme".to_owned()],
+        SweeperOptions {
+            retention: Some(Retention {
+                max_age: Some(Duration::from_secs(10)),
+                keep: None,
+            }),
+            trim_every: Duration::ZERO,
+            ..SweeperOptions::default()
+        },
+    )
+    .expect("sweeper");
+    eventually("the old entries to be trimmed", || s.stats().trimmed == 3);
+    t.open(&task("fresh", 1)).expect("open");
+    let ids = |t: &Tenant| -> Vec<String> {
+        match t.feed(None, 100).expect("feed") {
+            FeedRead::Page(p) => p
+                .entries
+                .into_iter()
+                .filter_map(|e| match e.change {
+                    Change::Task(c) => Some(c.id),
+                    Change::Timer(_) => None,
+                })
+                .collect(),
+            FeedRead::Gone(_) => Vec::new(),
+        }
+    };
+    eventually("the fresh change to be in the feed", || {
+        ids(&t) == ["fresh"]
+    });
+    // A trimmed task keeps its last entry while it lives.
+    assert_eq!(verbs(&t, "t1"), ["open"]);
+    assert_eq!(s.stats().trimmed, 3, "what is within the retention stays");
     assert_consistent(&t);
 }

@@ -270,6 +270,7 @@ impl Server {
                 tenants,
                 leasehold_host::SweeperOptions {
                     on_sweep: Some(Arc::new(crate::ops::swept)),
+                    retention: options.retention,
                     ..leasehold_host::SweeperOptions::default()
                 },
             )

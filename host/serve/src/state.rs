@@ -56,6 +56,9 @@ pub struct Options {
     /// back to the queue, overdue tasks acted on (see README, "Sweeps").
     /// Off for an embedder that sweeps elsewhere.
     pub sweep: bool,
+    /// How long the change record is kept, trimmed by the sweeper as
+    /// tenants commit; `None` keeps it all.
+    pub retention: Option<leasehold_host::Retention>,
 }
 
 impl Default for Options {
@@ -73,6 +76,7 @@ impl Default for Options {
             connections: ConnectionLimits::default(),
             events: EventOptions::default(),
             sweep: true,
+            retention: None,
         }
     }
 }

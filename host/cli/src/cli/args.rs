@@ -282,6 +282,14 @@ pub struct ServeArgs {
     /// `expire-overdue` (for an embedder that sweeps elsewhere)
     #[arg(long)]
     pub no_sweep: bool,
+    /// Keep the change record (history and events) this long, trimming
+    /// older entries as tenants commit (default: keep it all). A task's last
+    /// history entry stays while the task does
+    #[arg(long, value_name = "DURATION", value_parser = parse_wait)]
+    pub retain: Option<Duration>,
+    /// Keep at most this many of a tenant's newest events
+    #[arg(long, value_name = "N")]
+    pub retain_count: Option<u64>,
     /// Accept `now` (and a new task's `created_at`) from service and
     /// operator credentials instead of the server's clock: for replay and
     /// tests, never production. Off, any request that gives one is 403

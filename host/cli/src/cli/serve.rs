@@ -181,6 +181,12 @@ pub fn serve(cli: &Cli, args: &ServeArgs) -> Result<(), CliError> {
             max_checks: args.max_checks,
             allow_clock_override: args.allow_clock_override,
             sweep: !args.no_sweep,
+            retention: (args.retain.is_some() || args.retain_count.is_some()).then_some(
+                leasehold_host::Retention {
+                    max_age: args.retain,
+                    keep: args.retain_count,
+                },
+            ),
             connections: ConnectionLimits {
                 max_connections: args.max_connections,
                 header_timeout: args.header_timeout,
