@@ -241,8 +241,10 @@ fn a_call_on_a_server_that_stops_answering_ends_in_time_with_a_typed_error() {
         .expect("setup");
         let opened = proxy.connections.load(Ordering::SeqCst);
 
-        // The next bytes any client sends are never answered.
-        proxy.arm(b"", Fault::Freeze);
+        // The next transaction any client begins is never answered. Not
+        // just the next bytes: the backend's notice connection sends its
+        // own after the setup's commit, at a moment of its choosing.
+        proxy.arm(b"BEGIN ISOLATION LEVEL SERIALIZABLE", Fault::Freeze);
         let frozen = e.clone();
         let (out, took) = tokio::task::spawn_blocking(move || {
             let t = frozen.tenant("acme").expect("tenant");
