@@ -46,11 +46,18 @@ test('two reviewers claim one task: one holds it, the other is told who took it'
         await route.continue();
       });
     }
+    // Both answers, not just both sends: until then a claim may still be on
+    // its way to the server.
+    const answered = [a, b].map((p) => p.waitForResponse(
+      (r) => r.request().method() === 'POST' && /\/v1\/tasks\/[^/]+\/claim$/.test(new URL(r.url()).pathname),
+    ));
     await Promise.all([
       a.getByRole('button', { name: 'Claim approve-payment (pay-race)' }).click(),
       b.getByRole('button', { name: 'Claim approve-payment (pay-race)' }).click(),
     ]);
     await both;
+    const statuses = (await Promise.all(answered)).map((r) => r.status()).sort();
+    assert.deepEqual(statuses, [200, 409], 'one claim holds, the other is refused');
 
     const task = await server.api('service', 'GET', '/v1/tasks/pay-race');
     assert.equal(task.body.state, 'claimed');
