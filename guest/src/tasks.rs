@@ -19,7 +19,7 @@
 #[allow(unused_imports)]
 use crate::prelude::*;
 
-use crate::keys::Elem;
+use crate::keys::{Elem, Key};
 use crate::kv::Kv;
 use crate::model::{
     ClaimError, Lease, OnExpiry, Page, QueueQuery, Settlement, StoreError, Task, TaskState,
@@ -235,6 +235,40 @@ pub fn renew<K: Kv + ?Sized>(
     )?)
 }
 
+/// The tasks an index of instants lists at or before `now`, at most
+/// `limit`, each with the instant it is listed at: `reclaim-lapsed` and
+/// `expire-overdue` read what they move this way, and nothing else.
+fn listed_until<K: Kv + ?Sized>(
+    kv: &mut K,
+    prefix: Key,
+    now: Timestamp,
+    limit: u32,
+    (entry, index): (&'static str, &'static str),
+) -> Result<Vec<(Timestamp, TaskRow)>, StoreError> {
+    validate::timestamp("now", now)?;
+    validate::limit("limit", limit)?;
+    store::check_layout(kv, false)?;
+    let end = prefix.clone().int(now).prefix_end();
+    let entries = kv.scan(prefix.as_bytes(), Some(&end), limit, false)?;
+    let mut instants = Vec::with_capacity(entries.len());
+    let mut ids = Vec::with_capacity(entries.len());
+    for (k, _) in entries {
+        match store::suffix(&k, &prefix)?.as_slice() {
+            [Elem::Int(at), Elem::Str(id)] => {
+                instants.push(*at);
+                ids.push(id.clone());
+            }
+            _ => return Err(bad_entry(entry)),
+        }
+    }
+    let along = store::Along {
+        layout: false,
+        leased_shards: true,
+    };
+    let rows = store::indexed_rows(kv, &ids, index, along)?;
+    Ok(instants.into_iter().zip(rows).collect())
+}
+
 /// `reclaim-lapsed`: the lease index up to `now` is exactly the set of
 /// lapsed leases, so the scan reads only what it moves.
 pub fn reclaim_lapsed<K: Kv + ?Sized>(
@@ -242,31 +276,19 @@ pub fn reclaim_lapsed<K: Kv + ?Sized>(
     now: Timestamp,
     limit: u32,
 ) -> Result<Vec<Task>, StoreError> {
-    validate::timestamp("now", now)?;
-    validate::limit("limit", limit)?;
-    store::check_layout(kv, false)?;
-    let prefix = schema::leases();
-    let end = prefix.clone().int(now).prefix_end();
-    let entries = kv.scan(prefix.as_bytes(), Some(&end), limit, false)?;
-    let mut listed = Vec::with_capacity(entries.len());
-    for (k, _) in entries {
-        match store::suffix(&k, &prefix)?.as_slice() {
-            [Elem::Int(at), Elem::Str(id)] => listed.push((*at, id.clone())),
-            _ => return Err(bad_entry("lease")),
-        }
-    }
-    let ids: Vec<String> = listed.iter().map(|(_, id)| id.clone()).collect();
-    let along = store::Along {
-        layout: false,
-        leased_shards: true,
-    };
-    let rows = store::indexed_rows(kv, &ids, "the lease index", along)?;
-    let mut moved = Vec::with_capacity(rows.len());
-    for ((at, id), row) in listed.into_iter().zip(rows) {
+    let listed = listed_until(
+        kv,
+        schema::leases(),
+        now,
+        limit,
+        ("lease", "the lease index"),
+    )?;
+    let mut moved = Vec::with_capacity(listed.len());
+    for (at, row) in listed {
         if !row.is_leased() || row.task.lease_until != Some(at) {
             return Err(StoreError::Corrupt(format!(
-                "the lease index lists task {id} at {at}; the row is {} with lease until {:?}",
-                row.task.state, row.task.lease_until
+                "the lease index lists task {} at {at}; the row is {} with lease until {:?}",
+                row.task.id, row.task.state, row.task.lease_until
             )));
         }
         let next = returned(&row);
@@ -409,31 +431,19 @@ pub fn expire_overdue<K: Kv + ?Sized>(
     now: Timestamp,
     limit: u32,
 ) -> Result<Vec<Task>, StoreError> {
-    validate::timestamp("now", now)?;
-    validate::limit("limit", limit)?;
-    store::check_layout(kv, false)?;
-    let prefix = schema::overdue();
-    let end = prefix.clone().int(now).prefix_end();
-    let entries = kv.scan(prefix.as_bytes(), Some(&end), limit, false)?;
-    let mut listed = Vec::with_capacity(entries.len());
-    for (k, _) in entries {
-        match store::suffix(&k, &prefix)?.as_slice() {
-            [Elem::Int(at), Elem::Str(id)] => listed.push((*at, id.clone())),
-            _ => return Err(bad_entry("overdue")),
-        }
-    }
-    let ids: Vec<String> = listed.iter().map(|(_, id)| id.clone()).collect();
-    let along = store::Along {
-        layout: false,
-        leased_shards: true,
-    };
-    let rows = store::indexed_rows(kv, &ids, "the overdue index", along)?;
-    let mut moved = Vec::with_capacity(rows.len());
-    for ((at, id), row) in listed.into_iter().zip(rows) {
+    let listed = listed_until(
+        kv,
+        schema::overdue(),
+        now,
+        limit,
+        ("overdue", "the overdue index"),
+    )?;
+    let mut moved = Vec::with_capacity(listed.len());
+    for (at, row) in listed {
         if !row.awaits_expiry() || row.task.due_at != Some(at) {
             return Err(StoreError::Corrupt(format!(
-                "the overdue index lists task {id} at {at}; the row is {} due {:?}",
-                row.task.state, row.task.due_at
+                "the overdue index lists task {} at {at}; the row is {} due {:?}",
+                row.task.id, row.task.state, row.task.due_at
             )));
         }
         let cause = Cause::service("expire-overdue");

@@ -325,7 +325,7 @@ pub struct ClaimNextRequest {
     #[serde(deserialize_with = "whole::opt_i64")]
     pub now: Option<i64>,
     /// With the queue empty, hold the request up to this many milliseconds
-    /// (at most 30000) until a task arrives; not with `now`.
+    /// (at most 30000) until a task arrives; with `now`, tried once without waiting.
     #[serde(default)]
     #[schema(schema_with = crate::schema::opt_wait_ms)]
     #[serde(deserialize_with = "whole::opt_u32")]
@@ -587,7 +587,7 @@ pub struct ClaimDueRequest {
     #[serde(deserialize_with = "whole::opt_i64")]
     pub now: Option<i64>,
     /// With nothing due, hold the request up to this many milliseconds
-    /// (at most 30000) until a timer becomes due; not with `now`.
+    /// (at most 30000) until a timer becomes due; with `now`, tried once without waiting.
     #[serde(default)]
     #[schema(schema_with = crate::schema::opt_wait_ms)]
     #[serde(deserialize_with = "whole::opt_u32")]
