@@ -9,11 +9,14 @@
 //! ```
 //!
 //! Arguments: the verb (`queue`, a page of 50 of 1000 open tasks; `count`,
-//! `open-count`; `open`; `due`, `claim-due` of 100 of 1000 timers), then
+//! `open-count`; `open`; `claim`, a claim or a release of one of the 1000,
+//! by turns; `due`, `claim-due` of 100 of 1000 timers), then
 //! `fresh` or `reuse` (instance reuse), then the number of calls. It prints
 //! the mean time per call. `GUEST_WASM=path` runs another build of the
 //! guest, such as one that keeps its function names (`CARGO_PROFILE_RELEASE_STRIP=false`)
-//! so that `perf report` names them.
+//! so that `perf report` names them. `DURABLE=1` commits with
+//! `Durability::Immediate` (group commit), as the service does, rather than
+//! without a flush.
 use anyhow::{bail, ensure};
 use leasehold_host::{
     Durability, Engine, OnExpiry, Phase, Priority, QueueQuery, Reuse, Task, TaskState, Timer,
@@ -49,7 +52,12 @@ fn main() -> anyhow::Result<()> {
     let reuse = args.get(2).map(String::as_str) == Some("reuse");
     let n: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(20_000);
     let dir = tempfile::tempdir()?;
-    let mut b = Engine::builder().durability(Durability::None);
+    let durability = if std::env::var_os("DURABLE").is_some() {
+        Durability::Immediate
+    } else {
+        Durability::None
+    };
+    let mut b = Engine::builder().durability(durability);
     if reuse {
         b = b.reuse_instances(Reuse::default());
     }
@@ -88,7 +96,17 @@ fn main() -> anyhow::Result<()> {
             ),
             "count" => ensure!(t.open_count()? == 1000, "a wrong count"),
             "open" => drop(t.open(&task(100_000 + i))?),
-            other => bail!("no verb {other:?}: queue, due, count or open"),
+            "claim" => {
+                // Round after round of the same 1000 tasks: claimed in odd
+                // rounds, released in even ones.
+                let id = format!("task-{:06}", i % 1000);
+                if (i / 1000) % 2 == 0 {
+                    drop(t.claim(&id, "alice", &["reviewer"], None)?);
+                } else {
+                    t.release(&id, "alice")?;
+                }
+            }
+            other => bail!("no verb {other:?}: queue, due, count, open or claim"),
         }
     }
     let el = started.elapsed();
