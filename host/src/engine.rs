@@ -343,6 +343,13 @@ impl Engine {
         self.shared.retries.load(Ordering::Relaxed)
     }
 
+    /// The tenants this engine's storage holds keys for, each once, in
+    /// bytewise order; `None` when its backend cannot list them (see
+    /// [`Backend::tenants`]).
+    pub fn stored_tenants(&self) -> Result<Option<Vec<String>>, Error> {
+        self.shared.backend.tenants().map_err(Error::from)
+    }
+
     /// How many times, so far, a call waited for the database server's answer
     /// (PostgreSQL); `None` for redb, which lives in this process.
     pub fn round_trips(&self) -> Option<u64> {

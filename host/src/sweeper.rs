@@ -11,9 +11,12 @@
 //! Both verbs are exactly-once in the rules (a task leaves the index it was
 //! swept from as it is moved), so sweepers in several processes share the
 //! work without doing anything twice; the verbs' turns keep them from
-//! racing. It owns its thread, its schedule and its counts; it must never
-//! decide a rule itself, read a tenant it was not told of, or sleep past an
-//! instant it knows of by more than its clock's wake-up.
+//! racing. The tenants it knows are those it is given, those its backend
+//! lists when it starts (so a tenant nobody has called since a restart is
+//! still swept), and those it hears commit. It owns its thread, its
+//! schedule and its counts; it must never decide a rule itself, read a
+//! tenant it does not know, or sleep past an instant it knows of by more
+//! than its clock's wake-up.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet};
@@ -60,6 +63,8 @@ pub enum SweeperError {
     },
     #[error("could not start the sweeper's thread")]
     Thread(#[source] std::io::Error),
+    #[error("the sweeper could not list the tenants in storage")]
+    List(#[source] Box<Error>),
 }
 
 /// Called after every sweep, from the sweeper's thread: for metrics.
@@ -206,7 +211,8 @@ impl std::fmt::Debug for Sweeper {
 }
 
 impl Sweeper {
-    /// Starts keeping time for `tenants` (more may be added with
+    /// Starts keeping time for `tenants` and for every tenant the engine's
+    /// storage lists ([`Engine::stored_tenants`]; more may be added with
     /// [`track`](Self::track), and every tenant the engine hears commit is
     /// added by itself), by the engine's clock.
     pub fn start(
@@ -220,7 +226,16 @@ impl Sweeper {
             cond: Condvar::new(),
             counts: Counts::default(),
         });
-        let initial: Vec<Arc<str>> = tenants.into_iter().map(Arc::from).collect();
+        let stored = engine
+            .stored_tenants()
+            .map_err(|source| SweeperError::List(Box::new(source)))?;
+        let mut initial: Vec<Arc<str>> = tenants
+            .into_iter()
+            .chain(stored.into_iter().flatten())
+            .map(Arc::from)
+            .collect();
+        initial.sort();
+        initial.dedup();
         shared
             .known
             .lock()

@@ -99,6 +99,59 @@ fn a_lapsed_lease_comes_back_to_the_queue_once_the_clock_passes_its_end() {
     assert_consistent(&t);
 }
 
+/// A restart forgets who called: the sweeper starts from the tenants its
+/// storage lists, so a lapsed lease of a tenant nobody has called since is
+/// reclaimed all the same, and the listing reads nothing it should not.
+#[test]
+fn a_tenant_nobody_has_called_since_a_restart_is_swept_all_the_same() {
+    let db = TestDb::new();
+    let clock = Arc::new(ManualClock::new(1_000_000));
+    let names = ["acme", "acme-2", "globex"];
+    {
+        // Durable commits on redb too: the engine is closed and opened
+        // again, as a restarted process would.
+        let e = db.open(Engine::builder().clock(clock.clone()));
+        for name in names {
+            let t = e.tenant(name).expect("tenant");
+            t.open(&task("pay-1", 1).roles(&["approver"]))
+                .expect("open");
+            t.claim(
+                "pay-1",
+                "alice",
+                &["approver"],
+                Some(Lease {
+                    now: 1_000_000,
+                    lease_ms: 2_000,
+                }),
+            )
+            .expect("claim");
+        }
+        // A tenant that never committed anything has nothing to list.
+        e.tenant("initech")
+            .expect("tenant")
+            .open_count()
+            .expect("read");
+    }
+    let e = db.open(Engine::builder().clock(clock.clone()));
+    assert_eq!(
+        e.stored_tenants().expect("listed"),
+        Some(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
+    );
+    // Told of no tenant, and none has committed since the restart.
+    let s = Sweeper::start(&e, Vec::<String>::new(), SweeperOptions::default()).expect("sweeper");
+    read_at_least(&s, 1);
+    clock.set(1_002_000);
+    eventually("every tenant's lease to be reclaimed", || {
+        s.stats().reclaimed == 3
+    });
+    for name in names {
+        let t = e.tenant(name).expect("tenant");
+        assert_eq!(state_of(&t, "pay-1"), TaskState::Open, "{name}");
+        assert_eq!(verbs(&t, "pay-1"), ["open", "claim", "reclaim-lapsed"]);
+        assert_consistent(&t);
+    }
+}
+
 #[test]
 fn overdue_tasks_act_on_their_policy_at_their_due_time_and_never_twice() {
     let db = TestDb::new();

@@ -162,6 +162,16 @@ pub trait Backend: Send + Sync + 'static {
         let _ = heard;
         false
     }
+
+    /// The names of the tenants that have keys here, each once, in bytewise
+    /// order; `None` from a backend that cannot list them (the default). A
+    /// service that keeps time for every tenant starts from this list, so
+    /// that a tenant nobody has called since the process started is still
+    /// swept. Reads only; a tenant whose first commit lands while it runs
+    /// may or may not be in it (the service hears of that commit anyway).
+    fn tenants(&self) -> Result<Option<Vec<String>>, StorageError> {
+        Ok(None)
+    }
 }
 
 /// What a backend heard of another process's commits (see
@@ -306,6 +316,10 @@ macro_rules! forward_backend {
 
             fn listen(&$this, heard: $crate::storage::backend::HeardHook) -> bool {
                 $inner.listen(heard)
+            }
+
+            fn tenants(&$this) -> Result<Option<Vec<String>>, $crate::storage::error::StorageError> {
+                $inner.tenants()
             }
         }
     };

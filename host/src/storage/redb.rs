@@ -106,6 +106,50 @@ impl Backend for RedbBackend {
         Some(self.writer.stats())
     }
 
+    /// Walks the file from tenant to tenant: the first key at or past where
+    /// the last tenant's prefix ends names the next one, so it reads one
+    /// key per tenant, whatever each holds.
+    fn tenants(&self) -> Result<Option<Vec<String>>, StorageError> {
+        let snapshot = match &self.db {
+            Db::Write(db) => db.begin_read(),
+            Db::ReadOnly(db) => db.begin_read(),
+        };
+        let table = snapshot
+            .map_err(storage)?
+            .open_table(KV_TABLE)
+            .map_err(storage)?;
+        let mut names = Vec::new();
+        let mut from: Vec<u8> = Vec::new();
+        loop {
+            let mut range = table.range(from.as_slice()..).map_err(storage)?;
+            let Some((key, _)) = range.next().transpose().map_err(storage)? else {
+                break;
+            };
+            let key = key.value();
+            let prefix = key
+                .first()
+                .and_then(|&len| key.get(..1 + usize::from(len)))
+                .filter(|p| p.len() > 1)
+                .ok_or_else(|| {
+                    StorageError::Corrupt(
+                        format!("a key of {} bytes has no tenant prefix", key.len()).into(),
+                    )
+                })?;
+            let name = std::str::from_utf8(&prefix[1..])
+                .ok()
+                .filter(|n| check_tenant(n).is_ok())
+                .ok_or_else(|| {
+                    StorageError::Corrupt(
+                        format!("a key's tenant prefix {:?} is no tenant name", &prefix[1..])
+                            .into(),
+                    )
+                })?;
+            names.push(name.to_owned());
+            from = prefix_end(prefix);
+        }
+        Ok(Some(names))
+    }
+
     fn begin(
         &self,
         tenant: &str,

@@ -215,4 +215,38 @@ impl Backend for PgBackend {
     fn listen(&self, heard: HeardHook) -> bool {
         self.signals.listen(heard)
     }
+
+    /// A loose scan of the primary key: one index probe per tenant, past
+    /// the last one found, however many keys each holds. Placeholder rows
+    /// under the empty name (see `schema`) are never listed.
+    fn tenants(&self) -> Result<Option<Vec<String>>, StorageError> {
+        const TENANTS_SQL: &str = "WITH RECURSIVE t(name) AS ( \
+                 (SELECT tenant FROM leasehold_kv WHERE tenant > '' ORDER BY tenant LIMIT 1) \
+                 UNION ALL \
+                 SELECT (SELECT tenant FROM leasehold_kv WHERE tenant > t.name \
+                         ORDER BY tenant LIMIT 1) \
+                 FROM t WHERE t.name IS NOT NULL) \
+             SELECT name FROM t WHERE name IS NOT NULL";
+        let mut conn = self.pool.take(self.pool.settings.connect_timeout)?;
+        let until = Instant::now() + settings::DEFAULT_STATEMENT_TIMEOUT + WAIT_GRACE;
+        let conn::Conn {
+            rt,
+            client,
+            connection,
+            ..
+        } = &mut conn;
+        let out = conn::drive(
+            rt,
+            connection,
+            &self.pool.trips,
+            until,
+            client.query(TENANTS_SQL, &[]),
+        );
+        if out.as_ref().is_err_and(conn::DriveError::lost_connection) {
+            conn.broken = true;
+        }
+        self.pool.give_back(conn);
+        let rows = out.map_err(|e| e.into_error("list the tenants"))?;
+        Ok(Some(rows.iter().map(|r| r.get::<_, String>(0)).collect()))
+    }
 }
