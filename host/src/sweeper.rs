@@ -334,7 +334,7 @@ impl Sweeper {
     /// Counts since it started.
     pub fn stats(&self) -> SweeperStats {
         let c = &self.shared.counts;
-        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let get = |a: &AtomicU64| a.load(Ordering::SeqCst);
         SweeperStats {
             tenants: get(&c.tenants),
             wakes: get(&c.wakes),
@@ -580,10 +580,10 @@ impl Schedule {
             Ok(())
         })();
         let c = &self.shared.counts;
-        c.sweeps.fetch_add(1, Ordering::Relaxed);
-        c.reclaimed.fetch_add(report.reclaimed, Ordering::Relaxed);
-        c.escalated.fetch_add(report.escalated, Ordering::Relaxed);
-        c.expired.fetch_add(report.expired, Ordering::Relaxed);
+        c.sweeps.fetch_add(1, Ordering::SeqCst);
+        c.reclaimed.fetch_add(report.reclaimed, Ordering::SeqCst);
+        c.escalated.fetch_add(report.escalated, Ordering::SeqCst);
+        c.expired.fetch_add(report.expired, Ordering::SeqCst);
         match outcome {
             Ok(()) => {
                 tracing::info!(

@@ -43,3 +43,39 @@ impl Modify for BearerScheme {
         );
     }
 }
+
+/// What the derive cannot say about a request body, said in the document
+/// after it is assembled, so that it is exactly as strict as the handlers:
+/// a trim names `before`, `keep` or both, not null (`limit` alone trims
+/// nothing).
+pub(crate) fn refine(doc: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::RefOr;
+    use utoipa::openapi::schema::{AllOfBuilder, AnyOfBuilder, ObjectBuilder, Schema};
+    let Some(components) = doc.components.as_mut() else {
+        return;
+    };
+    if let Some(trim) = components.schemas.remove("TrimRequest") {
+        // Present and not null: a null says "not given".
+        let either = AnyOfBuilder::new()
+            .item(
+                ObjectBuilder::new()
+                    .property("before", crate::schema::instant())
+                    .required("before"),
+            )
+            .item(
+                ObjectBuilder::new()
+                    .property("keep", crate::schema::seq())
+                    .required("keep"),
+            );
+        let strict = AllOfBuilder::new()
+            .item(trim)
+            .item(either)
+            .description(Some(
+                "What to trim: `before`, `keep`, or both; `limit` bounds one call's work",
+            ));
+        components.schemas.insert(
+            "TrimRequest".to_owned(),
+            RefOr::T(Schema::AllOf(strict.build())),
+        );
+    }
+}

@@ -91,9 +91,11 @@ pub enum ServeError {
 
 /// The OpenAPI document and the API router, from the same registrations.
 pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
-    utoipa_axum::router::OpenApiRouter::with_openapi(ApiDoc::openapi())
+    let (router, mut doc) = utoipa_axum::router::OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(api::router())
-        .split_for_parts()
+        .split_for_parts();
+    crate::openapi::refine(&mut doc);
+    (router, doc)
 }
 
 /// The OpenAPI document the service serves at `/v1/openapi.json`.
