@@ -92,6 +92,20 @@ impl RedbBackend {
     }
 }
 
+impl RedbBackend {
+    /// The key table as the last commit left it, for a reader.
+    fn snapshot(&self) -> Result<redb::ReadOnlyTable<&'static [u8], &'static [u8]>, StorageError> {
+        let snapshot = match &self.db {
+            Db::Write(db) => db.begin_read(),
+            Db::ReadOnly(db) => db.begin_read(),
+        };
+        snapshot
+            .map_err(storage)?
+            .open_table(KV_TABLE)
+            .map_err(storage)
+    }
+}
+
 impl Backend for RedbBackend {
     fn read_only(&self) -> bool {
         self.db.is_read_only()
@@ -110,14 +124,7 @@ impl Backend for RedbBackend {
     /// the last tenant's prefix ends names the next one, so it reads one
     /// key per tenant, whatever each holds.
     fn tenants(&self) -> Result<Option<Vec<String>>, StorageError> {
-        let snapshot = match &self.db {
-            Db::Write(db) => db.begin_read(),
-            Db::ReadOnly(db) => db.begin_read(),
-        };
-        let table = snapshot
-            .map_err(storage)?
-            .open_table(KV_TABLE)
-            .map_err(storage)?;
+        let table = self.snapshot()?;
         let mut names = Vec::new();
         let mut from: Vec<u8> = Vec::new();
         loop {
@@ -161,14 +168,7 @@ impl Backend for RedbBackend {
         let keys = Keys { prefix, end };
         match mode {
             Mode::Read => {
-                let snapshot = match &self.db {
-                    Db::Write(db) => db.begin_read(),
-                    Db::ReadOnly(db) => db.begin_read(),
-                };
-                let table = snapshot
-                    .map_err(storage)?
-                    .open_table(KV_TABLE)
-                    .map_err(storage)?;
+                let table = self.snapshot()?;
                 Ok(Box::new(ReadTxn { table, keys }))
             }
             Mode::Write => {
