@@ -44,6 +44,12 @@ fn verbs(t: &Tenant, id: &str) -> Vec<String> {
         .collect()
 }
 
+/// `actor` claims `id` with `roles`, leased from `now` for `lease_ms`.
+fn claim_leased(t: &Tenant, id: &str, actor: &str, roles: &[&str], now: i64, lease_ms: u32) {
+    t.claim(id, actor, roles, Some(Lease { now, lease_ms }))
+        .expect("claim");
+}
+
 #[test]
 fn a_lapsed_lease_comes_back_to_the_queue_once_the_clock_passes_its_end() {
     let db = TestDb::new();
@@ -52,16 +58,7 @@ fn a_lapsed_lease_comes_back_to_the_queue_once_the_clock_passes_its_end() {
     let t = e.tenant("acme").expect("tenant");
     t.open(&task("pay-1", 1).roles(&["approver"]))
         .expect("open");
-    t.claim(
-        "pay-1",
-        "alice",
-        &["approver"],
-        Some(Lease {
-            now: 1_000_000,
-            lease_ms: 2_000,
-        }),
-    )
-    .expect("claim");
+    claim_leased(&t, "pay-1", "alice", &["approver"], 1_000_000, 2_000);
     let s = Sweeper::start(&e, ["acme".to_owned()], SweeperOptions::default()).expect("sweeper");
     read_at_least(&s, 1);
     // A millisecond before the lease ends, nothing moves.
@@ -82,16 +79,7 @@ fn a_lapsed_lease_comes_back_to_the_queue_once_the_clock_passes_its_end() {
     eventually("the sweep to be counted", || s.stats().reclaimed == 1);
     // A claim made while it runs is heard, and swept at its own end.
     let reads = s.stats().reads;
-    t.claim(
-        "pay-1",
-        "bob",
-        &["approver"],
-        Some(Lease {
-            now: 1_002_000,
-            lease_ms: 500,
-        }),
-    )
-    .expect("claim");
+    claim_leased(&t, "pay-1", "bob", &["approver"], 1_002_000, 500);
     read_at_least(&s, reads + 1);
     clock.set(1_002_500);
     eventually("the second lease to be reclaimed", || {
@@ -119,16 +107,7 @@ fn a_tenant_nobody_has_called_since_a_restart_is_swept_all_the_same() {
             let t = e.tenant(name).expect("tenant");
             t.open(&task("pay-1", 1).roles(&["approver"]))
                 .expect("open");
-            t.claim(
-                "pay-1",
-                "alice",
-                &["approver"],
-                Some(Lease {
-                    now: 1_000_000,
-                    lease_ms: 2_000,
-                }),
-            )
-            .expect("claim");
+            claim_leased(&t, "pay-1", "alice", &["approver"], 1_000_000, 2_000);
         }
         // A tenant that never committed anything has nothing to list.
         e.tenant("initech")
@@ -226,16 +205,7 @@ fn two_sweepers_on_one_database_reclaim_a_lapsed_lease_once() {
         let id = format!("t{i}");
         t.open(&task(&id, 1).roles(&["a"]).due(9_000))
             .expect("open");
-        t.claim(
-            &id,
-            "alice",
-            &["a"],
-            Some(Lease {
-                now: 5_000,
-                lease_ms: 1_000 + i,
-            }),
-        )
-        .expect("claim");
+        claim_leased(&t, &id, "alice", &["a"], 5_000, 1_000 + i);
     }
     let a = Sweeper::start(&one, ["acme".to_owned()], SweeperOptions::default()).expect("a");
     let b = Sweeper::start(&two, ["acme".to_owned()], SweeperOptions::default()).expect("b");
