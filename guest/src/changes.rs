@@ -126,7 +126,7 @@ pub(crate) struct Slots {
 pub(crate) fn read_slots<K: Kv + ?Sized>(kv: &mut K) -> Result<Option<Slots>, StoreError> {
     let expected = store::expected_shards(kv);
     let mut keys = vec![schema::layout().into_bytes()];
-    keys.extend((0..expected.count()).map(|s| schema::feed_head(s).into_bytes()));
+    keys.extend((0..expected.count()).map(|s| schema::feed_head(expected, s).into_bytes()));
     keys.extend((0..expected.count()).map(|s| schema::feed_floor(s).into_bytes()));
     let values = kv.get_many(&keys)?;
     if values.len() != keys.len() {
@@ -140,11 +140,20 @@ pub(crate) fn read_slots<K: Kv + ?Sized>(kv: &mut K) -> Result<Option<Slots>, St
     let n = usize::from(expected.count());
     let mut heads: Vec<Option<Vec<u8>>> = values[1..=n].to_vec();
     let mut floors: Vec<Option<Vec<u8>>> = values[n + 1..].to_vec();
-    if shards.count() > expected.count() {
-        let rest: Vec<Vec<u8>> = (expected.count()..shards.count())
+    // A keyspace laid out otherwise than its host would lay one out: its
+    // heads are spelt as its mark says, and it may have more slots.
+    let from = if shards.beside() == expected.beside() {
+        expected.count().min(shards.count())
+    } else {
+        heads.clear();
+        floors.clear();
+        0
+    };
+    if shards.count() > from {
+        let rest: Vec<Vec<u8>> = (from..shards.count())
             .flat_map(|s| {
                 [
-                    schema::feed_head(s).into_bytes(),
+                    schema::feed_head(shards, s).into_bytes(),
                     schema::feed_floor(s).into_bytes(),
                 ]
             })
@@ -198,7 +207,9 @@ impl Stream {
     fn fill<K: Kv + ?Sized>(&mut self, kv: &mut K, chunk: u32) -> Result<usize, StoreError> {
         let want = chunk.min(u32::try_from(self.head - self.read).unwrap_or(u32::MAX));
         let start = schema::feed_entry(self.slot, self.read + 1);
-        let end = schema::feed_slot(self.slot).prefix_end();
+        // Up to the head, never past it: with the record beside, the head's
+        // own key follows the slot's entries.
+        let end = schema::feed_entry(self.slot, self.head + 1).into_bytes();
         let prefix = schema::feed_slot(self.slot);
         let entries = kv.scan(start.as_bytes(), Some(&end), want, false)?;
         let mut bytes = 0;
@@ -267,10 +278,11 @@ pub fn history<K: Kv + ?Sized>(
     if kv.get(schema::task(id).as_bytes())?.is_none() {
         return Err(StoreError::NotFound(id.to_owned()));
     }
-    let prefix = schema::history(id);
+    let sh = store::shards(kv)?;
+    let prefix = schema::history(sh, id);
     let end = prefix.prefix_end();
     let mut start = match after {
-        Some(seq) => schema::history_entry(id, seq).successor(),
+        Some(seq) => schema::history_entry(sh, id, seq).successor(),
         None => prefix.as_bytes().to_vec(),
     };
     let mut out: Vec<HistoryEntry> = Vec::new();
@@ -500,7 +512,7 @@ pub fn trim<K: Kv + ?Sized>(
     let mut ahead: Vec<Vec<u8>> = Vec::new();
     for (_, row) in &removed {
         match &row.change {
-            Change::Task(t) => ahead.push(schema::task_log(&t.id).into_bytes()),
+            Change::Task(t) => ahead.push(schema::task_log(slots.shards, &t.id).into_bytes()),
             Change::Timer(t) => {
                 ahead.push(schema::timer_log(&t.run, &t.effect).into_bytes());
                 ahead.push(schema::timer(&t.run, &t.effect).into_bytes());
@@ -516,7 +528,8 @@ pub fn trim<K: Kv + ?Sized>(
     let mut history_left = HISTORY_BUDGET;
     for (position, row) in removed {
         if let Change::Task(t) = &row.change {
-            let (gone, whole) = trim_history(kv, &t.id, t.entry.seq, &mut history_left)?;
+            let (gone, whole) =
+                trim_history(kv, slots.shards, &t.id, t.entry.seq, &mut history_left)?;
             out.history_removed += gone;
             if !whole {
                 // The rest of that history goes in a later call, with this
@@ -565,11 +578,12 @@ pub fn trim<K: Kv + ?Sized>(
 /// everything up to `seq` did.
 fn trim_history<K: Kv + ?Sized>(
     kv: &mut K,
+    sh: Shards,
     id: &str,
     seq: u64,
     left: &mut u64,
 ) -> Result<(u32, bool), StoreError> {
-    let Some(mut log) = store::load_task_log(kv, id)? else {
+    let Some(mut log) = store::load_task_log(kv, sh, id)? else {
         return Ok((0, true));
     };
     let target = seq.min(log.last.saturating_sub(1)) + 1;
@@ -579,11 +593,14 @@ fn trim_history<K: Kv + ?Sized>(
     let reach = log.first.saturating_add(*left).min(target);
     let mut gone = 0u32;
     for k in log.first..reach {
-        kv.delete(schema::history_entry(id, k).as_bytes())?;
+        kv.delete(schema::history_entry(sh, id, k).as_bytes())?;
         gone += 1;
     }
     *left -= reach - log.first;
     log.first = reach;
-    kv.set(schema::task_log(id).as_bytes(), &store::encode_row(&log)?)?;
+    kv.set(
+        schema::task_log(sh, id).as_bytes(),
+        &store::encode_row(&log)?,
+    )?;
     Ok((gone, reach == target))
 }

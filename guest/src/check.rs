@@ -135,10 +135,20 @@ fn check_tasks<K: Kv + ?Sized>(
         let Some(elems) = decoded(f, "task", &key, &prefix) else {
             return Ok(!f.full());
         };
-        let id = match elems.as_slice() {
-            [Elem::Str(id)] => id.clone(),
-            other => {
-                f.add("task", &text(other), "a task key has the wrong shape");
+        let key = if shards.beside() {
+            task_key(&elems)
+        } else {
+            match elems.as_slice() {
+                [Elem::Str(id)] => Some(TaskKey::Row(id)),
+                _ => None,
+            }
+        };
+        let id = match key {
+            Some(TaskKey::Row(id)) => id.to_owned(),
+            // The record beside the row: the walks of the record check it.
+            Some(TaskKey::Log(_) | TaskKey::History(..)) => return Ok(!f.full()),
+            None => {
+                f.add("task", &text(&elems), "a task key has the wrong shape");
                 return Ok(!f.full());
             }
         };
@@ -178,21 +188,42 @@ fn check_tasks<K: Kv + ?Sized>(
                 );
             }
         }
-        check_last_change(kv, f, &id, &row, every)?;
+        check_last_change(kv, f, shards, &id, &row, every)?;
         Ok(!f.full())
     })?;
     Ok((pending, leased))
+}
+
+/// What a key of a task's range is, in a keyspace with the record beside
+/// its rows, by its elements after `("task")`.
+enum TaskKey<'a> {
+    Row(&'a str),
+    Log(&'a str),
+    History(&'a str, u64),
+}
+
+/// `None` for a key of no known shape.
+fn task_key(elems: &[Elem]) -> Option<TaskKey<'_>> {
+    match elems {
+        [Elem::Str(id)] => Some(TaskKey::Row(id)),
+        [Elem::Str(id), Elem::Str(log)] if log == "log" => Some(TaskKey::Log(id)),
+        [Elem::Str(id), Elem::Str(h), Elem::Int(q)] if h == "history" && *q > 0 => {
+            Some(TaskKey::History(id, *q as u64))
+        }
+        _ => None,
+    }
 }
 
 /// The task's last history entry must say what its row says.
 fn check_last_change<K: Kv + ?Sized>(
     kv: &mut K,
     f: &mut Findings,
+    sh: Shards,
     id: &str,
     row: &store::TaskRow,
     every: bool,
 ) -> Result<(), StoreError> {
-    let Some(bytes) = kv.get(schema::task_log(id).as_bytes())? else {
+    let Some(bytes) = kv.get(schema::task_log(sh, id).as_bytes())? else {
         if every {
             f.add(
                 "history",
@@ -206,7 +237,7 @@ fn check_last_change<K: Kv + ?Sized>(
     let Ok(log) = store::decode_task_log(&bytes) else {
         return Ok(());
     };
-    let Some(bytes) = kv.get(schema::history_entry(id, log.last).as_bytes())? else {
+    let Some(bytes) = kv.get(schema::history_entry(sh, id, log.last).as_bytes())? else {
         f.add(
             "history",
             id,
@@ -551,6 +582,10 @@ fn check_feed<K: Kv + ?Sized>(
             return Ok(!f.full());
         };
         let p = match elems.as_slice() {
+            // A slot's head, beside its entries: read with the heads.
+            [Elem::Int(_), Elem::Int(schema::FEED_HEAD_SEQ)] if slots.shards.beside() => {
+                return Ok(!f.full());
+            }
             [Elem::Int(s), Elem::Int(q)] => match (u8::try_from(*s), u64::try_from(*q)) {
                 (Ok(slot), Ok(seq)) if slot < slots.shards.count() => store::Position { slot, seq },
                 _ => {
@@ -596,7 +631,7 @@ fn check_feed<K: Kv + ?Sized>(
         };
         check_prev(kv, f, slots, p, &row)?;
         if let Change::Task(t) = &row.change {
-            check_feed_task(kv, f, p, &t.id, &t.entry)?;
+            check_feed_task(kv, f, slots.shards, p, &t.id, &t.entry)?;
         }
         Ok(!f.full())
     })?;
@@ -666,12 +701,13 @@ fn check_prev<K: Kv + ?Sized>(
 fn check_feed_task<K: Kv + ?Sized>(
     kv: &mut K,
     f: &mut Findings,
+    sh: Shards,
     p: store::Position,
     id: &str,
     entry: &crate::model::HistoryEntry,
 ) -> Result<(), StoreError> {
     let log = kv
-        .get(schema::task_log(id).as_bytes())?
+        .get(schema::task_log(sh, id).as_bytes())?
         .and_then(|b| store::decode_task_log(&b).ok());
     let Some(log) = log else {
         f.add(
@@ -696,7 +732,7 @@ fn check_feed_task<K: Kv + ?Sized>(
         return Ok(());
     }
     let history = kv
-        .get(schema::history_entry(id, entry.seq).as_bytes())?
+        .get(schema::history_entry(sh, id, entry.seq).as_bytes())?
         .and_then(|b| store::decode_history(&b).ok());
     match history {
         Some(h) if h.position == p && h.entry == *entry => {}
@@ -736,15 +772,32 @@ fn check_task_logs<K: Kv + ?Sized>(
     f: &mut Findings,
     slots: &Slots,
 ) -> Result<(), StoreError> {
-    let prefix = schema::task_logs();
+    let sh = slots.shards;
+    let prefix = if sh.beside() {
+        schema::tasks()
+    } else {
+        schema::task_logs()
+    };
     store::walk_chunked(kv, &prefix, RECORD_WALK, |kv, key, value| {
         let Some(elems) = decoded(f, "task-log", &key, &prefix) else {
             return Ok(!f.full());
         };
-        let [Elem::Str(id)] = elems.as_slice() else {
-            f.add("task-log", &text(&elems), "a log key has the wrong shape");
-            return Ok(!f.full());
+        let id = if sh.beside() {
+            match task_key(&elems) {
+                Some(TaskKey::Log(id)) => id.to_owned(),
+                // Rows, histories and keys of no shape are the row walk's.
+                _ => return Ok(!f.full()),
+            }
+        } else {
+            match elems.as_slice() {
+                [Elem::Str(id)] => id.clone(),
+                _ => {
+                    f.add("task-log", &text(&elems), "a log key has the wrong shape");
+                    return Ok(!f.full());
+                }
+            }
         };
+        let id = &id;
         let log = match store::decode_task_log(&value) {
             Ok(log) => log,
             Err(e) => {
@@ -799,7 +852,12 @@ fn check_histories<K: Kv + ?Sized>(
     f: &mut Findings,
     slots: &Slots,
 ) -> Result<(), StoreError> {
-    let prefix = schema::histories();
+    let sh = slots.shards;
+    let prefix = if sh.beside() {
+        schema::tasks()
+    } else {
+        schema::histories()
+    };
     // The task being walked, its log, and the next entry it should hold.
     let mut current: Option<(String, Option<store::TaskLog>, u64)> = None;
     let end_of = |f: &mut Findings, current: &Option<(String, Option<store::TaskLog>, u64)>| {
@@ -817,17 +875,29 @@ fn check_histories<K: Kv + ?Sized>(
         let Some(elems) = decoded(f, "history", &key, &prefix) else {
             return Ok(!f.full());
         };
-        let (id, seq) = match elems.as_slice() {
-            [Elem::Str(id), Elem::Int(q)] if *q > 0 => (id.clone(), *q as u64),
-            other => {
-                f.add("history", &text(other), "a history key has the wrong shape");
-                return Ok(!f.full());
+        let (id, seq) = if sh.beside() {
+            match task_key(&elems) {
+                Some(TaskKey::History(id, seq)) => (id.to_owned(), seq),
+                // Rows, logs and keys of no shape are the row walk's.
+                _ => return Ok(!f.full()),
+            }
+        } else {
+            match elems.as_slice() {
+                [Elem::Str(id), Elem::Int(q)] if *q > 0 => (id.clone(), *q as u64),
+                _ => {
+                    f.add(
+                        "history",
+                        &text(&elems),
+                        "a history key has the wrong shape",
+                    );
+                    return Ok(!f.full());
+                }
             }
         };
         if current.as_ref().is_none_or(|(c, _, _)| *c != id) {
             end_of(f, &current);
             let log = kv
-                .get(schema::task_log(&id).as_bytes())?
+                .get(schema::task_log(sh, &id).as_bytes())?
                 .and_then(|b| store::decode_task_log(&b).ok());
             if log.is_none() {
                 f.add("history", &id, "a history with no log");

@@ -18,12 +18,22 @@
 //! | `("timer", run, effect)` | timer row; its range per run is the run's index |
 //! | `("due", claimable-at, run, effect)` | when a timer can next be claimed |
 //! | `("sealed", run)` | the run is sealed |
-//! | `("task-log", id)` | where the task's history stands: its last and first kept entries, and the feed position of its last change |
-//! | `("history", id, seq)` | one entry of a task's history, with the feed position it was recorded at |
+//! | `("task", id, "log")` | where the task's history stands: its last and first kept entries, and the feed position of its last change |
+//! | `("task", id, "history", seq)` | one entry of a task's history, with the feed position it was recorded at |
 //! | `("timer-log", run, effect)` | the feed position of the timer's last change (kept after the timer is retired) |
-//! | `("feed-head", slot)` | the last sequence number written in a slot of the feed, a big-endian `u64` |
+//! | `("feed", slot, MAX)` | the last sequence number written in a slot of the feed, a big-endian `u64`; `MAX` is `i64::MAX`, after every entry |
 //! | `("feed-floor", slot)` | the last sequence number trimmed from a slot of the feed, a big-endian `u64` |
 //! | `("feed", slot, seq)` | one entry of the feed, with the position of the previous entry of the same task or timer |
+//!
+//! A task's log and history sit beside its row, and a slot's head beside its
+//! newest entries, because a store that copies every page a commit touches
+//! (redb's B-tree) pays per page: a call then dirties the pages of its row
+//! and of its slot's tail, and nothing else for its record. Layout 6 spelled
+//! the record apart, and this component reads and writes a layout-6
+//! keyspace in that spelling: `("task-log", id)`, `("history", id, seq)` and
+//! `("feed-head", slot)` for the three keys above ([`Shards::beside`] says
+//! which a keyspace uses). The record's keys under `("task", id)` never
+//! decode as a row: a row's key has one element after `"task"`.
 //!
 //! A counter is split into shards so that concurrent writers touch different
 //! keys: under a serializable store, two calls that read-modify-write one
@@ -48,14 +58,16 @@
 //! | 3 | earlier builds of this component | each counter 64 shard keys `("count", name, shard)`; the mark is `3` |
 //! | 4 | earlier builds of this component | as 3, with the shard count (1 to 64) in the mark: `4/1`, `4/64` |
 //! | 5 | earlier builds of this component | as 4, with contributions spread by writer slot, and shards signed: `5/1`, `5/64` |
-//! | 6 | this component | as 5, with every change recorded in the history and the feed from the first: `6/1`, `6/64` |
+//! | 6 | earlier builds of this component | as 5, with every change recorded in the history and the feed from the first: `6/1`, `6/64` |
+//! | 7 | this component | as 6, with the record's keys beside the rows and entries they follow: `7/1`, `7/64` |
 //!
-//! This component lays out fresh keyspaces in layout 6, and reads and writes
-//! layouts 3 to 5 as they are (3 and 4 spreading by row); it never rewrites
-//! a mark, so hosts with an earlier component keep working beside it. It
-//! records history and feed entries in every layout; a component that
-//! predates them reads layouts up to 5 and refuses 6 by name, so a keyspace
-//! marked 6 has had every change recorded, while one of an earlier layout
+//! This component lays out fresh keyspaces in layout 7, and reads and writes
+//! layouts 3 to 6 as they are (3 and 4 spreading by row, 3 to 6 with the
+//! record apart); it never rewrites a mark, so hosts with an earlier
+//! component keep working beside it. It records history and feed entries in
+//! every layout; a component that predates them reads layouts up to 5 and
+//! refuses 6 and 7 by name, so a keyspace marked 6 or 7 has had every change
+//! recorded, while one of an earlier layout
 //! may hold tasks whose history starts later than they did (or, written by
 //! an earlier component beside this one, changes the feed never saw).
 //!
@@ -74,7 +86,7 @@ use crate::prelude::*;
 
 /// The layout this component writes (see the table above). A keyspace with
 /// a version it does not read is refused as corrupt rather than misread.
-pub const LAYOUT_VERSION: &str = "6";
+pub const LAYOUT_VERSION: &str = "7";
 
 /// The most shards a counter has: per-shard tallies fit in arrays this long.
 pub const MAX_SHARDS: u8 = 64;
@@ -88,6 +100,9 @@ pub struct Shards {
     /// Layout 5: by the writer's slot, shards signed. Layouts 3 and 4: by
     /// row, shards never below zero.
     by_writer: bool,
+    /// Layout 7: the change record's keys beside the rows and entries they
+    /// follow. Layouts 3 to 6: apart.
+    beside: bool,
 }
 
 impl Shards {
@@ -96,11 +111,13 @@ impl Shards {
     pub const SHARED: Shards = Shards {
         count: MAX_SHARDS,
         by_writer: true,
+        beside: true,
     };
     /// For a keyspace with one writing host: a count reads one key.
     pub const SOLE: Shards = Shards {
         count: 1,
         by_writer: true,
+        beside: true,
     };
 
     /// What a keyspace is laid out with, given what its host says of it.
@@ -112,18 +129,24 @@ impl Shards {
         }
     }
 
-    /// `n` shards spread by writer (layout 5), if `n` is a count a layout
-    /// may hold (1 to [`MAX_SHARDS`]).
+    /// `n` shards spread by writer, the record beside its rows (layout 7),
+    /// if `n` is a count a layout may hold (1 to [`MAX_SHARDS`]).
     pub fn new(n: u8) -> Option<Shards> {
         (1..=MAX_SHARDS).contains(&n).then_some(Shards {
             count: n,
             by_writer: true,
+            beside: true,
         })
+    }
+
+    /// `n` shards spread by writer, the record apart (layouts 5 and 6).
+    pub fn record_apart(n: u8) -> Option<Shards> {
+        Shards::new(n).map(|s| Shards { beside: false, ..s })
     }
 
     /// `n` shards spread by row, as layouts 3 and 4 are.
     pub fn by_row(n: u8) -> Option<Shards> {
-        Shards::new(n).map(|s| Shards {
+        Shards::record_apart(n).map(|s| Shards {
             by_writer: false,
             ..s
         })
@@ -137,6 +160,12 @@ impl Shards {
     /// signed), rather than to their row's.
     pub fn by_writer(self) -> bool {
         self.by_writer
+    }
+
+    /// Whether the change record's keys sit beside the rows and entries they
+    /// follow (layout 7), rather than apart (see the table above).
+    pub fn beside(self) -> bool {
+        self.beside
     }
 
     fn of(self, hash: u64) -> u8 {
@@ -292,24 +321,36 @@ pub fn sealed(run: &str) -> Key {
     Key::new().str("sealed").str(run)
 }
 
+/// Every task log, in a layout with the record apart; in one with it beside,
+/// each log is under its task's row.
 pub fn task_logs() -> Key {
     Key::new().str("task-log")
 }
 
-pub fn task_log(id: &str) -> Key {
-    task_logs().str(id)
+pub fn task_log(sh: Shards, id: &str) -> Key {
+    if sh.beside {
+        task(id).str("log")
+    } else {
+        task_logs().str(id)
+    }
 }
 
+/// Every history, in a layout with the record apart; in one with it beside,
+/// each history is under its task's row.
 pub fn histories() -> Key {
     Key::new().str("history")
 }
 
-pub fn history(id: &str) -> Key {
-    histories().str(id)
+pub fn history(sh: Shards, id: &str) -> Key {
+    if sh.beside {
+        task(id).str("history")
+    } else {
+        histories().str(id)
+    }
 }
 
-pub fn history_entry(id: &str, seq: u64) -> Key {
-    history(id).int(seq_int(seq))
+pub fn history_entry(sh: Shards, id: &str, seq: u64) -> Key {
+    history(sh, id).int(seq_int(seq))
 }
 
 pub fn timer_logs() -> Key {
@@ -320,13 +361,28 @@ pub fn timer_log(run: &str, effect: &str) -> Key {
     timer_logs().str(run).str(effect)
 }
 
+/// The heads of a layout with the record apart.
 pub fn feed_heads() -> Key {
     Key::new().str("feed-head")
 }
 
-pub fn feed_head(slot: u8) -> Key {
-    feed_heads().int(i64::from(slot))
+/// The last sequence number written in `slot`: with the record beside, the
+/// key after every entry of the slot, so the head shares its newest
+/// entries' page.
+pub fn feed_head(sh: Shards, slot: u8) -> Key {
+    if sh.beside {
+        feed_slot(slot).int(FEED_HEAD_SEQ)
+    } else {
+        feed_heads().int(i64::from(slot))
+    }
 }
+
+/// Where a slot's head sits among its entries when the record is beside:
+/// no entry reaches it (see [`FEED_END`]).
+pub const FEED_HEAD_SEQ: i64 = i64::MAX;
+
+/// One past the last sequence number a feed entry may have.
+pub const FEED_END: u64 = i64::MAX as u64;
 
 pub fn feed_floors() -> Key {
     Key::new().str("feed-floor")
@@ -387,8 +443,11 @@ mod tests {
         assert_eq!(Shards::new(64), Some(Shards::SHARED));
         assert_eq!(Shards::for_host(true), Shards::SHARED);
         assert_eq!(Shards::for_host(false), Shards::SOLE);
-        assert_eq!(layout_mark(Shards::SOLE), "6/1");
-        assert_eq!(layout_mark(Shards::SHARED), "6/64");
+        assert_eq!(layout_mark(Shards::SOLE), "7/1");
+        assert_eq!(layout_mark(Shards::SHARED), "7/64");
+        assert!(Shards::SHARED.beside() && Shards::SOLE.beside());
+        assert_eq!(Shards::record_apart(64).map(Shards::beside), Some(false));
+        assert_eq!(Shards::by_row(64).map(Shards::beside), Some(false));
         assert_eq!(Shards::by_row(64).map(Shards::by_writer), Some(false));
         assert_eq!(Shards::by_row(65), None);
         assert_eq!(Shards::SHARED.writer(3), 3);

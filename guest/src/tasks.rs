@@ -369,10 +369,10 @@ pub(crate) fn withdraw_awaited<K: Kv + ?Sized>(
             schema::task(id).into_bytes(),
             open,
             leased,
-            schema::task_log(id).into_bytes(),
+            schema::task_log(shards, id).into_bytes(),
         ]);
     }
-    keys.push(schema::feed_head(store::feed_slot_of(kv, shards)).into_bytes());
+    keys.push(schema::feed_head(shards, store::feed_slot_of(kv, shards)).into_bytes());
     // Spread by writer, every task names the same two shards.
     keys.sort_unstable();
     keys.dedup();

@@ -22,7 +22,7 @@ pub fn arm<K: Kv + ?Sized>(kv: &mut K, timer: &Timer) -> Result<ArmOutcome, Stor
     validate::timer(timer)?;
     let shards = store::expected_shards(kv);
     let shard = store::timer_counter_key(kv, &timer.run, &timer.effect, shards);
-    let head = schema::feed_head(store::feed_slot_of(kv, shards)).into_bytes();
+    let head = schema::feed_head(shards, store::feed_slot_of(kv, shards)).into_bytes();
     kv.prefetch(&[
         schema::layout().into_bytes(),
         schema::sealed(&timer.run).into_bytes(),
@@ -169,7 +169,7 @@ pub fn disarm<K: Kv + ?Sized>(kv: &mut K, run: &str, effect: &str) -> Result<boo
     validate::name("effect", effect)?;
     let shards = store::expected_shards(kv);
     let shard = store::timer_counter_key(kv, run, effect, shards);
-    let head = schema::feed_head(store::feed_slot_of(kv, shards)).into_bytes();
+    let head = schema::feed_head(shards, store::feed_slot_of(kv, shards)).into_bytes();
     kv.prefetch(&[
         schema::layout().into_bytes(),
         schema::timer(run, effect).into_bytes(),

@@ -16,7 +16,8 @@
 //! guest, such as one that keeps its function names (`CARGO_PROFILE_RELEASE_STRIP=false`)
 //! so that `perf report` names them. `DURABLE=1` commits with
 //! `Durability::Immediate` (group commit), as the service does, rather than
-//! without a flush.
+//! without a flush. `THREADS=k` runs `claim` from k threads at once, each
+//! on its own share of the tasks, so durable commits are grouped.
 use anyhow::{bail, ensure};
 use leasehold_host::{
     Durability, Engine, OnExpiry, Phase, Priority, QueueQuery, Reuse, Task, TaskState, Timer,
@@ -86,6 +87,47 @@ fn main() -> anyhow::Result<()> {
         limit: 50,
         after: None,
     };
+    let threads: usize = std::env::var("THREADS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1);
+    if what == "claim" && threads > 1 {
+        let started = Instant::now();
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..threads)
+                .map(|k| {
+                    let t = &t;
+                    s.spawn(move || -> anyhow::Result<()> {
+                        // Thread k claims and releases the tasks whose number
+                        // is k modulo `threads`, round after round.
+                        let mine: Vec<String> = (k..1000)
+                            .step_by(threads)
+                            .map(|i| format!("task-{i:06}"))
+                            .collect();
+                        for i in 0..n / threads {
+                            let id = &mine[i % mine.len()];
+                            if (i / mine.len()) % 2 == 0 {
+                                drop(t.claim(id, "alice", &["reviewer"], None)?);
+                            } else {
+                                t.release(id, "alice")?;
+                            }
+                        }
+                        Ok(())
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .try_for_each(|h| h.join().expect("a claiming thread panicked"))
+        })?;
+        let el = started.elapsed();
+        let calls = n / threads * threads;
+        eprintln!(
+            "claim threads={threads} reuse={reuse}: {:.0} calls/s",
+            calls as f64 / el.as_secs_f64()
+        );
+        return Ok(());
+    }
     let started = Instant::now();
     for i in 0..n {
         match what {

@@ -264,8 +264,8 @@ fn a_keyspace_is_laid_out_for_its_backends_writers() {
     let db = seeded();
     let raw = db.raw_contents(TENANT);
     let (mark, want) = match db.backend() {
-        Backend::Redb => (&b"6/1"[..], schema::Shards::SOLE),
-        Backend::Postgres => (&b"6/64"[..], schema::Shards::SHARED),
+        Backend::Redb => (&b"7/1"[..], schema::Shards::SOLE),
+        Backend::Postgres => (&b"7/64"[..], schema::Shards::SHARED),
     };
     assert_eq!(
         raw.get(schema::layout().as_bytes()).map(Vec::as_slice),

@@ -70,7 +70,7 @@ pub fn expected_shards<K: Kv + ?Sized>(kv: &mut K) -> Shards {
 /// then needs.
 pub fn expected_feed_head<K: Kv + ?Sized>(kv: &mut K) -> Vec<u8> {
     let shards = expected_shards(kv);
-    schema::feed_head(feed_slot_of(kv, shards)).into_bytes()
+    schema::feed_head(shards, feed_slot_of(kv, shards)).into_bytes()
 }
 
 /// The feed slot this call appends to, among `shards`: its writer slot,
@@ -85,9 +85,9 @@ pub fn feed_slot_of<K: Kv + ?Sized>(kv: &mut K, shards: Shards) -> u8 {
 }
 
 /// Whether a keyspace with this mark has recorded every change since it was
-/// laid out (layout 6), so that every row must have a history.
+/// laid out (layouts 6 and 7), so that every row must have a history.
 pub fn records_from_the_start(mark: Option<&[u8]>) -> bool {
-    mark.is_some_and(|m| m.starts_with(b"6/"))
+    mark.is_some_and(|m| m.starts_with(b"6/") || m.starts_with(b"7/"))
 }
 
 /// The shards the stored layout mark records, if it is one this component
@@ -104,7 +104,8 @@ pub fn known_layout(mark: Option<&[u8]>) -> Result<Option<Shards>, StoreError> {
     }
     let counted = match v {
         [b'4', b'/', n @ ..] => Some((n, Shards::by_row as fn(u8) -> Option<Shards>)),
-        [b'5' | b'6', b'/', n @ ..] => Some((n, Shards::new as fn(u8) -> Option<Shards>)),
+        [b'5' | b'6', b'/', n @ ..] => Some((n, Shards::record_apart as fn(u8) -> Option<Shards>)),
+        [b'7', b'/', n @ ..] => Some((n, Shards::new as fn(u8) -> Option<Shards>)),
         _ => None,
     };
     if let Some((n, shards)) = counted {

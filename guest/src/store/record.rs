@@ -19,7 +19,7 @@ use crate::kv::Kv;
 use crate::model::{
     Change, HistoryEntry, StoreError, TaskChange, TimerChange, TimerEvent, Timestamp,
 };
-use crate::schema;
+use crate::schema::{self, Shards};
 
 use super::codec::{RowError, corrupt, decode_row, encode_row};
 use super::layout::{feed_slot_of, shards};
@@ -122,9 +122,14 @@ pub fn decode_seq(what: &str, value: Option<&[u8]>) -> Result<u64, StoreError> {
     Ok(u64::from_be_bytes(raw))
 }
 
-/// The task's log, if its history has begun.
-pub fn load_task_log<K: Kv + ?Sized>(kv: &mut K, id: &str) -> Result<Option<TaskLog>, StoreError> {
-    kv.get(schema::task_log(id).as_bytes())?
+/// The task's log, if its history has begun, in a keyspace laid out with
+/// `sh`.
+pub fn load_task_log<K: Kv + ?Sized>(
+    kv: &mut K,
+    sh: Shards,
+    id: &str,
+) -> Result<Option<TaskLog>, StoreError> {
+    kv.get(schema::task_log(sh, id).as_bytes())?
         .map(|b| decode_task_log(&b).map_err(|e| corrupt(format!("the log of task {id}: {e}"))))
         .transpose()
 }
@@ -133,18 +138,19 @@ pub fn load_task_log<K: Kv + ?Sized>(kv: &mut K, id: &str) -> Result<Option<Task
 /// answers its position.
 fn append<K: Kv + ?Sized>(
     kv: &mut K,
+    sh: Shards,
     change: Change,
     prev: Option<Position>,
 ) -> Result<Position, StoreError> {
-    let shards = shards(kv)?;
-    let slot = feed_slot_of(kv, shards);
-    let head_key = schema::feed_head(slot);
+    let slot = feed_slot_of(kv, sh);
+    let head_key = schema::feed_head(sh, slot);
     let head = decode_seq(
         &format!("the feed head of slot {slot}"),
         kv.get(head_key.as_bytes())?.as_deref(),
     )?;
     let seq = head
         .checked_add(1)
+        .filter(|&s| s < schema::FEED_END)
         .ok_or_else(|| corrupt(format!("the feed head of slot {slot} is at its end")))?;
     let position = Position { slot, seq };
     kv.set(
@@ -164,7 +170,8 @@ pub fn record_task<K: Kv + ?Sized>(
     new: &TaskRow,
 ) -> Result<(), StoreError> {
     let t = &new.task;
-    let log = load_task_log(kv, &t.id)?;
+    let sh = shards(kv)?;
+    let log = load_task_log(kv, sh, &t.id)?;
     let seq = match log {
         Some(l) => l
             .last
@@ -188,9 +195,9 @@ pub fn record_task<K: Kv + ?Sized>(
         id: t.id.clone(),
         entry: entry.clone(),
     });
-    let position = append(kv, change, log.map(|l| l.position))?;
+    let position = append(kv, sh, change, log.map(|l| l.position))?;
     kv.set(
-        schema::history_entry(&t.id, seq).as_bytes(),
+        schema::history_entry(sh, &t.id, seq).as_bytes(),
         &encode_row(&HistoryRow { entry, position })?,
     )?;
     let log = TaskLog {
@@ -198,7 +205,7 @@ pub fn record_task<K: Kv + ?Sized>(
         first: log.map_or(1, |l| l.first),
         position,
     };
-    kv.set(schema::task_log(&t.id).as_bytes(), &encode_row(&log)?)?;
+    kv.set(schema::task_log(sh, &t.id).as_bytes(), &encode_row(&log)?)?;
     Ok(())
 }
 
@@ -231,7 +238,8 @@ pub fn record_timer<K: Kv + ?Sized>(
             TimerEvent::Armed | TimerEvent::Retired => None,
         },
     });
-    let position = append(kv, change, prev)?;
+    let sh = shards(kv)?;
+    let position = append(kv, sh, change, prev)?;
     kv.set(log_key.as_bytes(), &encode_row(&position)?)?;
     Ok(())
 }

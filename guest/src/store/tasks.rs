@@ -83,13 +83,13 @@ impl TaskRow {
 pub fn prefetch_task<K: Kv + ?Sized>(kv: &mut K, id: &str) -> Result<(), StoreError> {
     let shards = expected_shards(kv);
     let [open, leased] = task_counter_keys(kv, id, shards);
-    let head = schema::feed_head(feed_slot_of(kv, shards)).into_bytes();
+    let head = schema::feed_head(shards, feed_slot_of(kv, shards)).into_bytes();
     Ok(kv.prefetch(&[
         schema::layout().into_bytes(),
         schema::task(id).into_bytes(),
         open,
         leased,
-        schema::task_log(id).into_bytes(),
+        schema::task_log(shards, id).into_bytes(),
         head,
     ])?)
 }
@@ -173,8 +173,11 @@ pub fn indexed_rows<K: Kv + ?Sized>(
                 .into_iter()
                 .map(|s| schema::counter_shard(schema::LEASED_CLAIMS, s).into_bytes()),
         );
-        keys.extend(ids.iter().map(|id| schema::task_log(id).into_bytes()));
-        keys.push(schema::feed_head(feed_slot_of(kv, expected)).into_bytes());
+        keys.extend(
+            ids.iter()
+                .map(|id| schema::task_log(expected, id).into_bytes()),
+        );
+        keys.push(schema::feed_head(expected, feed_slot_of(kv, expected)).into_bytes());
     }
     let values = if along.leased_shards {
         get_kept(kv, &keys)?

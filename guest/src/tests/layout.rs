@@ -57,7 +57,7 @@ fn busy(kv: &mut MemKv) {
 fn a_sole_writer_lays_out_one_shard_per_counter() {
     let mut kv = sole();
     busy(&mut kv);
-    assert_eq!(mark(&kv), Some(&b"6/1"[..]));
+    assert_eq!(mark(&kv), Some(&b"7/1"[..]));
     for name in schema::COUNTERS {
         assert!(stored_shards(&kv, name).iter().all(|&s| s == 0), "{name}");
     }
@@ -70,7 +70,7 @@ fn a_sole_writer_lays_out_one_shard_per_counter() {
 fn concurrent_writers_lay_out_64_shards() {
     let mut kv = MemKv::new();
     busy(&mut kv);
-    assert_eq!(mark(&kv), Some(&b"6/64"[..]));
+    assert_eq!(mark(&kv), Some(&b"7/64"[..]));
     // Each writer slot counts in a shard of its own.
     kv.slot = 40;
     open(&mut kv, task("late"));
@@ -192,7 +192,10 @@ fn a_mark_naming_no_shard_count_is_refused_as_corrupt() {
         b"6/0",
         b"6/65",
         b"6",
-        b"7/64",
+        b"7/0",
+        b"7/65",
+        b"7",
+        b"8/64",
     ] {
         let mut kv = MemKv::new();
         kv.map.insert(schema::layout().into_bytes(), bad.to_vec());
@@ -211,7 +214,14 @@ fn a_mark_naming_no_shard_count_is_refused_as_corrupt() {
             store::known_layout(Some(mark.as_bytes())),
             Ok(Shards::by_row(good))
         );
-        let mark = format!("5/{good}");
+        for apart in ["5", "6"] {
+            let mark = format!("{apart}/{good}");
+            assert_eq!(
+                store::known_layout(Some(mark.as_bytes())),
+                Ok(Shards::record_apart(good))
+            );
+        }
+        let mark = format!("7/{good}");
         assert_eq!(
             store::known_layout(Some(mark.as_bytes())),
             Ok(Shards::new(good))

@@ -442,18 +442,27 @@ fn a_keyspace_of_the_layout_before_the_record_starts_each_history_at_its_next_ch
         Some(&b"5/64"[..])
     );
     assert_healthy(&mut kv);
-    // In layout 6 the same task without a history is damage.
-    kv.map
-        .insert(schema::layout().into_bytes(), b"6/64".to_vec());
-    open(&mut kv, task("new"));
-    kv.map.remove(schema::task_log("new").as_bytes());
-    let found = check::check(&mut kv).expect("check");
-    assert!(
-        found
-            .iter()
-            .any(|d| d.structure == "history" && d.subject == "new"),
-        "{found:?}"
-    );
+    // In layouts 6 and 7 the same task without a history is damage.
+    for (mark, sh) in [
+        (
+            &b"6/64"[..],
+            schema::Shards::record_apart(64).expect("64 shards"),
+        ),
+        (&b"7/64"[..], schema::Shards::SHARED),
+    ] {
+        let mut kv = MemKv::new();
+        kv.map.insert(schema::layout().into_bytes(), mark.to_vec());
+        open(&mut kv, task("new"));
+        assert_healthy(&mut kv);
+        kv.map.remove(schema::task_log(sh, "new").as_bytes());
+        let found = check::check(&mut kv).expect("check");
+        assert!(
+            found
+                .iter()
+                .any(|d| d.structure == "history" && d.subject == "new"),
+            "{found:?}"
+        );
+    }
 }
 
 /// Each kind of damage to the record is found and named.
@@ -487,28 +496,29 @@ fn the_check_finds_damage_to_the_record() {
         s.dedup();
         s
     };
-    let slot = schema::Shards::SHARED.writer(0);
+    let sh = schema::Shards::SHARED;
+    let slot = sh.writer(0);
     // A feed entry gone from the middle of its slot.
     let mut kv = base();
     kv.map.remove(schema::feed_entry(slot, 2).as_bytes());
     assert!(structures(&mut kv).contains(&"feed".to_owned()));
     // A history entry gone.
     let mut kv = base();
-    kv.map.remove(schema::history_entry("t", 1).as_bytes());
+    kv.map.remove(schema::history_entry(sh, "t", 1).as_bytes());
     assert!(structures(&mut kv).contains(&"history".to_owned()));
     // The last history entry and the row disagree.
     let mut kv = base();
-    kv.map.remove(schema::history_entry("t", 2).as_bytes());
+    kv.map.remove(schema::history_entry(sh, "t", 2).as_bytes());
     assert!(structures(&mut kv).contains(&"history".to_owned()));
     // A log that does not decode, a head behind its entries, a timer log
     // that points at another timer's entry.
     let mut kv = base();
     kv.map
-        .insert(schema::task_log("t").into_bytes(), b"\xff".to_vec());
+        .insert(schema::task_log(sh, "t").into_bytes(), b"\xff".to_vec());
     assert!(structures(&mut kv).contains(&"task-log".to_owned()));
     let mut kv = base();
     kv.map.insert(
-        schema::feed_head(slot).into_bytes(),
+        schema::feed_head(sh, slot).into_bytes(),
         1u64.to_be_bytes().to_vec(),
     );
     assert!(structures(&mut kv).contains(&"feed".to_owned()));
@@ -571,4 +581,95 @@ fn a_trim_of_large_entries_stops_at_its_budget_and_says_there_is_more() {
     assert_eq!(removed, 200);
     assert!(read_all(&mut kv, &mut None, 10).is_empty());
     assert_healthy(&mut kv);
+}
+
+/// A layout-6 keyspace keeps its record apart, in the keys the component
+/// that laid it out spells, so hosts of both components can share it; a
+/// fresh one (layout 7) keeps it beside its rows. The same calls read back
+/// the same history and feed in both, trim the same, and check clean.
+#[test]
+fn a_layout_6_keyspace_keeps_its_record_apart_and_answers_as_a_fresh_one() {
+    let apart = schema::Shards::record_apart(64).expect("64 shards");
+    let beside = schema::Shards::SHARED;
+    let run = |mark: Option<&[u8]>| {
+        let mut kv = MemKv::new();
+        if let Some(m) = mark {
+            kv.map.insert(schema::layout().into_bytes(), m.to_vec());
+        }
+        for i in 0..3u32 {
+            kv.slot = i;
+            kv.now = i64::from(i);
+            open(&mut kv, task(&format!("t{i}")).roles(&["a"]));
+        }
+        for round in 0..3u32 {
+            for i in 0..3u32 {
+                kv.slot = (i + round) % 3;
+                kv.now = 100 + i64::from(round * 10 + i);
+                let id = format!("t{i}");
+                tasks::claim(&mut kv, &id, "ann", &names(&["a"]), None).expect("claim");
+                tasks::release(&mut kv, &id, "ann").expect("release");
+            }
+        }
+        arm(&mut kv, timer("r", "e", 5));
+        assert_healthy(&mut kv);
+        let feed = read_all(&mut kv, &mut None, 4);
+        let histories: Vec<Vec<HistoryEntry>> =
+            (0..3).map(|i| history(&mut kv, &format!("t{i}"))).collect();
+        let trimmed = changes::trim(&mut kv, None, Some(5), 1000).expect("trim");
+        assert_healthy(&mut kv);
+        let after_trim = read_all(&mut kv, &mut None, 100);
+        let last: Vec<Vec<HistoryEntry>> =
+            (0..3).map(|i| history(&mut kv, &format!("t{i}"))).collect();
+        (kv, (feed, histories, trimmed, after_trim, last))
+    };
+    let (old, old_answers) = run(Some(b"6/64"));
+    let (fresh, fresh_answers) = run(None);
+    assert_eq!(old_answers, fresh_answers);
+    assert_eq!(old_answers.0.len(), 22);
+    assert_eq!(
+        old.map.get(schema::layout().as_bytes()).map(Vec::as_slice),
+        Some(&b"6/64"[..])
+    );
+    assert_eq!(
+        fresh
+            .map
+            .get(schema::layout().as_bytes())
+            .map(Vec::as_slice),
+        Some(&b"7/64"[..])
+    );
+    for (kv, mine, other) in [(&old, apart, beside), (&fresh, beside, apart)] {
+        for (sh, held) in [(mine, true), (other, false)] {
+            assert_eq!(
+                kv.map.contains_key(schema::task_log(sh, "t0").as_bytes()),
+                held
+            );
+            assert_eq!(
+                kv.map
+                    .contains_key(schema::history_entry(sh, "t0", 7).as_bytes()),
+                held
+            );
+            assert_eq!(
+                kv.map
+                    .contains_key(schema::feed_head(sh, sh.writer(0)).as_bytes()),
+                held
+            );
+        }
+    }
+    // Beside, a task's record sits between its row and the next task's.
+    let keys: Vec<&Vec<u8>> = fresh
+        .map
+        .keys()
+        .filter(|k| k.starts_with(schema::tasks().as_bytes()))
+        .collect();
+    let row = |id: &str| {
+        keys.iter()
+            .position(|k| **k == schema::task(id).into_bytes())
+            .expect("the row")
+    };
+    let (t0, t1) = (row("t0"), row("t1"));
+    assert!(keys[t0..t1].iter().skip(1).all(|k| {
+        k.starts_with(schema::history(beside, "t0").as_bytes())
+            || **k == schema::task_log(beside, "t0").into_bytes()
+    }));
+    assert_eq!(t1 - t0, 3, "the row, its last history entry and its log");
 }

@@ -132,7 +132,7 @@ test('a store says whether other processes write its keys, and a fresh keyspace 
       return true;
     }
   }
-  for (const [store, mark] of [[new MemoryStore(), '6/1'], [new SharedStore(), '6/64']]) {
+  for (const [store, mark] of [[new MemoryStore(), '7/1'], [new SharedStore(), '7/64']]) {
     const t = open({ store }).tenant('acme');
     t.open(task('a'));
     t.open(task('b'));

@@ -158,7 +158,7 @@ def test_a_store_says_whether_other_processes_write_its_keys_and_a_fresh_keyspac
     class SharedStore(lh.MemoryStore):
         concurrent_writers = True
 
-    for store, mark in [(lh.MemoryStore(), b"6/1"), (SharedStore(), b"6/64")]:
+    for store, mark in [(lh.MemoryStore(), b"7/1"), (SharedStore(), b"7/64")]:
         t = lh.open(store).tenant("acme")
         t.open(task("a"))
         t.open(task("b"))
