@@ -48,7 +48,10 @@ test('sign in, claim and approve with the keyboard alone', async () => {
     await openTask(server, { id: 'pay-kb-2', kind: 'approve-refund' });
     const a = await page('alice');
     await a.goto(`${server.base}/`);
-    // The sign-in form takes the focus; the token is typed, Enter sends it.
+    // The sign-in form takes the focus once the page has asked the server
+    // whether a proxy signed it in (an answer that comes after the load);
+    // the token is typed, Enter sends it.
+    await a.waitForFunction(() => document.activeElement?.id === 'token');
     assert.equal((await a.evaluate(() => document.activeElement.id)), 'token');
     await a.keyboard.type(server.tokens.alice);
     await a.keyboard.press('Enter');
