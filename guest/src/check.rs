@@ -7,7 +7,7 @@
 //! and 4), counters are checked shard by shard against the rows that count in
 //! each shard, which is stronger than checking their sums: a count in the
 //! wrong shard leaves the sum right, yet can later make a correct write fail
-//! as taking a shard below zero. Spread by writer (layouts 5 and 6), a row's
+//! as taking a shard below zero. Spread by writer (layouts 5 to 7), a row's
 //! count may sit in any shard, so each counter's sum is checked.
 //!
 //! The change record is checked against the rows and against itself: every
@@ -15,9 +15,10 @@
 //! the feed entry of the same change name each other, so every change not
 //! trimmed is in the feed exactly once; each slot of the feed holds every
 //! number from its floor to its head and nothing else; each entry's
-//! predecessor is an earlier change of the same task or timer. In layout 6,
-//! which has recorded every change, every task and timer must have a
-//! record; in earlier layouts rows may predate it.
+//! predecessor is an earlier change of the same task or timer. In layouts 6
+//! and 7, which have recorded every change, every task and timer must have a
+//! record; in earlier layouts rows may predate it. The record's keys are
+//! read as the keyspace's layout spells them (apart in 6, beside in 7).
 
 use crate::changes::{Slots, read_slots};
 use crate::keys::{self, Elem, Key};

@@ -106,7 +106,7 @@ fn main() -> anyhow::Result<()> {
                             .collect();
                         for i in 0..n / threads {
                             let id = &mine[i % mine.len()];
-                            if (i / mine.len()) % 2 == 0 {
+                            if (i / mine.len()).is_multiple_of(2) {
                                 drop(t.claim(id, "alice", &["reviewer"], None)?);
                             } else {
                                 t.release(id, "alice")?;
