@@ -393,6 +393,24 @@ fn run(url: &str) -> Result<()> {
         "open-count",
         measure(&engine, n, |_| t.open_count().map(drop))?,
     );
+    // The shared queue's head, alone: what one turn costs with nobody
+    // waiting behind it.
+    let lease = leasehold_host::Lease {
+        now: 1,
+        lease_ms: 3_600_000,
+    };
+    let head = QueueQuery {
+        actor: Some("alice".into()),
+        ..query(1)
+    };
+    row(
+        "claim-next (with a lease)",
+        measure(&engine, n, |_| {
+            let got = t.claim_next(&head, Some(lease))?;
+            assert!(got.is_some(), "the backlog holds a task");
+            Ok(())
+        })?,
+    );
     // claim-due: a pool of due timers, none held, 100 per call; the pool is
     // armed again in a batch ahead of each timed call.
     for i in 0..2000 {
