@@ -158,7 +158,8 @@ impl EngineBuilder {
             url,
             self.pool_size.unwrap_or(DEFAULT_POOL_SIZE),
             self.access == Access::ReadOnly,
-        )?;
+        )?
+        .with_groups(!self.no_group_commit, &self.limits);
         Ok(self.build(compiled, Arc::new(backend)))
     }
 

@@ -70,4 +70,6 @@ pub struct CommitStats {
     /// Groups that ended without committing because a batch failed to
     /// apply, the commit failed, or the closer stopped first.
     pub failed: u64,
+    /// Calls waiting for the turn at the moment these were read.
+    pub waiting: u64,
 }

@@ -1,5 +1,7 @@
-//! Group commit for redb: write calls that arrive while a commit is being
-//! made durable share the next commit, and so its one fsync.
+//! Group commit: write calls that arrive while a commit is being made
+//! durable share the next commit, and so its one fsync. redb groups every
+//! write call this way; PostgreSQL groups the calls that take turns on one
+//! line (see `storage::postgres::line`), which share the line's turn too.
 //!
 //! This module owns the writer's turn, the open group and its transaction,
 //! and telling each member of a group how the group's commit went. It must
@@ -25,6 +27,8 @@
 //!   hangs in the file system can cause;
 //! - a batch that fails to apply closes its group at once, and the group is
 //!   aborted: it takes no further call, and every member gets the failure;
+//! - a transaction that a failed read left unusable is not handed on: the
+//!   group closes, and its commit (which then fails) tells every member;
 //! - a closer that panics or is dropped before it commits aborts its group
 //!   and fails every member ([`GroupFailure::Abandoned`]), by a drop guard.
 //!
@@ -39,16 +43,30 @@ use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use crate::config::Limits;
 use crate::storage::commit::{CommitStats, Pending};
 use crate::storage::error::{BoxError, CommitHung, GroupFailure, StorageError};
 
-/// The transaction a group shares: redb's, or a test's.
+/// The transaction a group shares: redb's, PostgreSQL's for the calls of
+/// one line, or a test's.
 pub(crate) trait GroupTxn: Send + 'static {
     /// Makes the group's writes durable (or, under `Durability::None`,
     /// visible).
     fn commit(self) -> Result<(), BoxError>;
     /// Drops the group's writes.
     fn abort(self);
+    /// Whether the next call may still run on it. A transaction that a
+    /// failed read has left unusable (PostgreSQL aborts a transaction at
+    /// its first error) is not handed on: its group closes.
+    fn usable(&self) -> bool {
+        true
+    }
+    /// What a member is told when its group did not commit. A backend
+    /// whose failed commit changed nothing says so in its own words (a
+    /// conflict, run again) rather than as a shared failure.
+    fn failed(failure: GroupFailure) -> StorageError {
+        StorageError::GroupFailed(failure)
+    }
 }
 
 impl GroupTxn for redb::WriteTransaction {
@@ -70,6 +88,20 @@ pub(crate) struct Bounds {
     pub(crate) age: Duration,
     /// Longest a member waits for its group's outcome.
     pub(crate) outcome_wait: Duration,
+}
+
+impl Bounds {
+    /// The bounds `limits` set.
+    pub(crate) fn of(limits: &Limits) -> Self {
+        Bounds {
+            calls: limits.group_calls.max(1),
+            age: limits.group_age,
+            // A member waits for its group to close (its age cap, then the
+            // call running then, up to its deadline) and for the commit;
+            // only a commit that hangs outlasts this.
+            outcome_wait: limits.group_age + limits.deadline + limits.lock_wait,
+        }
+    }
 }
 
 type Outcome = Result<(), GroupFailure>;
@@ -122,7 +154,11 @@ pub(crate) struct Turn<T: GroupTxn> {
 
 impl<T: GroupTxn> Writer<T> {
     pub(crate) fn stats(&self) -> CommitStats {
-        self.lock().stats
+        let s = self.lock();
+        CommitStats {
+            waiting: s.waiting as u64,
+            ..s.stats
+        }
     }
 
     pub(crate) fn new(grouping: bool, bounds: Bounds) -> Arc<Writer<T>> {
@@ -236,7 +272,7 @@ impl<T: GroupTxn> Writer<T> {
                     s.members.remove(&group);
                 }
                 return match outcome {
-                    Some(outcome) => outcome.map_err(StorageError::GroupFailed),
+                    Some(outcome) => outcome.map_err(T::failed),
                     None => Err(StorageError::OutcomeUnknown(Box::new(CommitHung(
                         self.bounds.outcome_wait,
                     )))),
@@ -294,7 +330,7 @@ impl<T: GroupTxn> Turn<T> {
             return closer(closing);
         }
         s.dirty |= wrote;
-        if writer.must_close(&s) {
+        if writer.must_close(&s) || txn.as_ref().is_some_and(|t| !t.usable()) {
             let closing = close_group(&writer, s, txn, group, None);
             return closer(closing);
         }
@@ -332,7 +368,7 @@ impl<T: GroupTxn> Drop for Turn<T> {
         let writer = self.writer.clone();
         let s = writer.lock();
         let torn = self.applying.then_some(GroupFailure::Abandoned);
-        if torn.is_none() && !writer.must_close(&s) {
+        if torn.is_none() && txn.usable() && !writer.must_close(&s) {
             let mut s = s;
             s.open = Some(txn);
             s.busy = false;
@@ -436,7 +472,7 @@ impl<T: GroupTxn> Closing<T> {
             }
         };
         self.tell(outcome.clone(), took);
-        outcome.map_err(StorageError::GroupFailed)
+        outcome.map_err(T::failed)
     }
 
     fn tell(&mut self, outcome: Outcome, took: Option<Duration>) {

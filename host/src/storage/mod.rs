@@ -14,6 +14,7 @@ pub(crate) mod commit;
 pub(crate) mod error;
 pub mod file;
 pub(crate) mod group;
+pub(crate) mod overlay;
 pub mod postgres;
 pub mod redb;
 pub(crate) mod tenant_name;

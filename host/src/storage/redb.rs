@@ -201,14 +201,7 @@ impl GroupCommit {
     pub fn new(on: bool, limits: &Limits) -> Self {
         GroupCommit {
             on,
-            bounds: Bounds {
-                calls: limits.group_calls.max(1),
-                age: limits.group_age,
-                // A member waits for its group to close (its age cap, then
-                // the call running then, up to its deadline) and for the
-                // commit; only a commit that hangs outlasts this.
-                outcome_wait: limits.group_age + limits.deadline + limits.lock_wait,
-            },
+            bounds: Bounds::of(limits),
         }
     }
 }

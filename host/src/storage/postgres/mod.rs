@@ -30,6 +30,7 @@
 
 mod conn;
 mod error;
+mod line;
 mod migrate;
 mod pool;
 mod schema;
@@ -49,8 +50,11 @@ pub use tls::{SslMode, TlsError};
 
 use crate::config::Limits;
 use crate::storage::backend::{Backend, HeardHook, Mode, Txn};
+use crate::storage::commit::CommitStats;
 use crate::storage::error::StorageError;
+use crate::storage::group::Bounds;
 use crate::storage::tenant_name::check_tenant;
+use line::Lines;
 use migrate::prepare_schema;
 use pool::{Pool, PoolState};
 use settings::Settings;
@@ -72,6 +76,8 @@ pub struct PgBackend {
     read_only: bool,
     /// Notices of commits, to and from other host processes.
     signals: Signals,
+    /// This process's calls on each line, which share turns and commits.
+    lines: Lines,
 }
 
 impl Drop for PgBackend {
@@ -101,7 +107,16 @@ impl PgBackend {
                 trips,
             }),
             read_only,
+            lines: Lines::new(true, Bounds::of(&Limits::default())),
         })
+    }
+
+    /// Whether calls of one line that meet in this process share a turn
+    /// and a commit (on unless told otherwise), and how far such a group
+    /// may grow (`limits`' `group_calls` and `group_age`).
+    pub(crate) fn with_groups(mut self, on: bool, limits: &Limits) -> Self {
+        self.lines = Lines::new(on, Bounds::of(limits));
+        self
     }
 }
 
@@ -167,6 +182,11 @@ impl Backend for PgBackend {
     /// call's snapshot then already holds this one's writes, so the two
     /// never race. Calls on other tasks, other tenants and other lines do
     /// not wait. A wait past `lock_wait` answers [`StorageError::Busy`].
+    ///
+    /// Calls of the same line that meet in this process first take turns
+    /// among themselves, and share the turn on the server and its commit
+    /// (see [`line`]): a call that finishes while others wait hands them
+    /// its transaction instead of committing it.
     fn begin_in_line(
         &self,
         tenant: &str,
@@ -175,9 +195,14 @@ impl Backend for PgBackend {
         deadline: Duration,
         line: &'static str,
     ) -> Result<Box<dyn Txn>, StorageError> {
+        if mode != Mode::Write {
+            return self.begin_with_deadline(tenant, mode, lock_wait, deadline);
+        }
+        check_tenant(tenant).map_err(|e| StorageError::Other(Box::new(e)))?;
         let started = Instant::now();
-        let mut txn = self.txn(tenant, mode, lock_wait, deadline)?;
-        if mode == Mode::Write {
+        self.lines.enter(tenant, line, lock_wait, || {
+            let left = lock_wait.saturating_sub(started.elapsed());
+            let mut txn = self.txn(tenant, mode, left, deadline)?;
             // Tenant names are letters, digits, '-', '_' and '.', so the
             // key needs no quoting.
             let key = format!("{tenant}/{line}");
@@ -196,8 +221,15 @@ impl Backend for PgBackend {
                 lock_wait,
                 held: false,
             });
-        }
-        Ok(Box::new(txn))
+            Ok(Box::new(txn) as Box<dyn Txn>)
+        })
+    }
+
+    /// What the groups of lines' calls have done: commits, the calls they
+    /// covered, the largest group, and calls waiting for a line's turn in
+    /// this process now. Calls on no line commit alone and are not counted.
+    fn commit_stats(&self) -> Option<CommitStats> {
+        Some(self.lines.stats())
     }
 
     fn round_trips(&self) -> Option<u64> {

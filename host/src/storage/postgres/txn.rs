@@ -101,12 +101,17 @@ impl PgTxn {
 
 impl Parts<'_> {
     /// Runs one request in one round trip, `BEGIN` ahead of it if this is the
-    /// transaction's first.
+    /// transaction's first. `what` names the request in the trace event
+    /// that times each round trip (for profiling; off unless a subscriber
+    /// asks for `leasehold::pg` at trace level).
     fn run<T>(
         self,
+        what: &'static str,
         request: impl Future<Output = Result<T, tokio_postgres::Error>>,
     ) -> Result<T, DriveError> {
         let (rt, connection, trips, until) = (self.rt, self.connection, self.trips, self.until);
+        let timed = tracing::enabled!(target: "leasehold::pg", tracing::Level::TRACE)
+            .then(|| (Instant::now(), self.begin.is_some(), self.turn.is_some()));
         let out = match (self.begin, self.turn) {
             (Some(sql), Some(turn)) => {
                 // Three requests, answered in order, in one round trip.
@@ -141,6 +146,16 @@ impl Parts<'_> {
             }),
             (None, _) => drive(rt, connection, trips, until, request),
         };
+        if let Some((at, first, turn)) = timed {
+            tracing::trace!(
+                target: "leasehold::pg",
+                what,
+                first,
+                turn,
+                micros = at.elapsed().as_micros() as u64,
+                "round trip"
+            );
+        }
         out.inspect_err(|e| {
             if e.lost_connection() {
                 *self.broken = true;
@@ -154,7 +169,7 @@ impl Parts<'_> {
         what: &'static str,
         request: impl Future<Output = Result<T, tokio_postgres::Error>>,
     ) -> Result<T, StorageError> {
-        self.run(request).map_err(|e| e.into_error(what))
+        self.run(what, request).map_err(|e| e.into_error(what))
     }
 }
 
@@ -271,7 +286,7 @@ impl Txn for PgTxn {
                 None => Ok(()),
             }
         };
-        let committed = p.run(async {
+        let committed = p.run("commit", async {
             let (deleted, put, committed, given_back) =
                 join4(deleted, put, c.batch_execute("COMMIT"), given_back).await;
             deleted?;
