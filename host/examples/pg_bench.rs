@@ -705,7 +705,11 @@ impl Run {
 
     fn trips_per_claim(&self) -> String {
         let n = self.claims.max(1) as f64;
-        format!("{:.2} + {:.2}", self.trips.0 as f64 / n, self.trips.1 as f64 / n)
+        format!(
+            "{:.2} + {:.2}",
+            self.trips.0 as f64 / n,
+            self.trips.1 as f64 / n
+        )
     }
 }
 
@@ -759,7 +763,12 @@ fn processes(procs: usize, args: impl Fn(usize) -> Vec<String>) -> Result<Run> {
                 }
                 ["cpu", c, s] => {
                     saw_cpu = true;
-                    cpu = cpu.map(|(a, b)| (a + c.parse::<u64>().unwrap_or(0), b + s.parse::<u64>().unwrap_or(0)));
+                    cpu = cpu.map(|(a, b)| {
+                        (
+                            a + c.parse::<u64>().unwrap_or(0),
+                            b + s.parse::<u64>().unwrap_or(0),
+                        )
+                    });
                 }
                 ["trips", a, b] => {
                     run.trips.0 += a.parse::<u64>()?;
@@ -805,7 +814,10 @@ fn own_tasks(base: &str, url: &str, seconds: f64) -> Result<()> {
                 seconds.to_string(),
             ]
         })?;
-        println!("| {procs} | {:.0} | {:.1} |", run.rate, run.retries_per_mille);
+        println!(
+            "| {procs} | {:.0} | {:.1} |",
+            run.rate, run.retries_per_mille
+        );
     }
     println!();
     Ok(())
@@ -902,7 +914,9 @@ fn median(mut v: Vec<u64>) -> u64 {
 /// shipped) and, beside it, not waiting (`synchronous_commit = off`, for
 /// this measurement only): the difference is the flush.
 fn profile(base: &str, url: &str, counts: &[usize], seconds: f64) -> Result<()> {
-    println!("Where a claim-next's turn goes (medians over every claim, µs; see pg_bench.rs, turn_line):");
+    println!(
+        "Where a claim-next's turn goes (medians over every claim, µs; see pg_bench.rs, turn_line):"
+    );
     println!();
     println!(
         "| processes | WAL flush at COMMIT | claims/s | first round trip (waits for the turn) | reads after it | commit round trip | turn held (host's view) | of it, host's own time | before the first round trip |"
@@ -916,8 +930,8 @@ fn profile(base: &str, url: &str, counts: &[usize], seconds: f64) -> Result<()> 
         for (label, u) in [("waited for", url), ("not waited for", no_flush.as_str())] {
             let run = queue_run(base, u, "--next", procs, seconds, "p", &["profile"])?;
             let col = |i: usize| median(run.turns.iter().map(|r| r[i]).collect());
-            let reads = run.turns.iter().map(|r| r[2]).sum::<u64>() as f64
-                / run.turns.len().max(1) as f64;
+            let reads =
+                run.turns.iter().map(|r| r[2]).sum::<u64>() as f64 / run.turns.len().max(1) as f64;
             println!(
                 "| {procs} | {label} | {:.0} | {} | {} ({reads:.1} trips) | {} | {} | {} | {} |",
                 run.rate,

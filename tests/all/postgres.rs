@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 mod changes;
 mod faults;
+mod lines;
 mod tls;
 
 use leasehold_host::{Engine, Error, Limits, Settlement, Tenant};

@@ -257,7 +257,10 @@ mod tests {
                 let expected: Vec<Option<Vec<u8>>> =
                     keys.iter().map(|k| model.get(k).cloned()).collect();
                 assert_eq!(overlay.get_many(&keys).expect("get-many"), expected);
-                assert_eq!(overlay.get(&key(a)).expect("get"), model.get(&key(a)).cloned());
+                assert_eq!(
+                    overlay.get(&key(a)).expect("get"),
+                    model.get(&key(a)).cloned()
+                );
             }
             // The batch handed over turns the stored keys into the model.
             let (_, batch) = overlay.into_parts();

@@ -113,8 +113,10 @@ impl PgBackend {
 
     /// Whether calls of one line that meet in this process share a turn
     /// and a commit (on unless told otherwise), and how far such a group
-    /// may grow (`limits`' `group_calls` and `group_age`).
-    pub(crate) fn with_groups(mut self, on: bool, limits: &Limits) -> Self {
+    /// may grow (`limits`' `group_calls` and `group_age`). An engine built
+    /// with `EngineBuilder::postgres` sets it from the builder's
+    /// `group_commit` and `limits`.
+    pub fn with_groups(mut self, on: bool, limits: &Limits) -> Self {
         self.lines = Lines::new(on, Bounds::of(limits));
         self
     }
