@@ -539,7 +539,10 @@ fn main() -> Result<()> {
     let url = schema_url(&base_plain, &schema);
     // Enough tasks for every run at a few thousand claims a second.
     let runs = counts.len() * if flag("--profile") { 2 } else { repeat };
-    let backlog = ((runs as f64 * seconds * 3000.0) as usize).max(24_000);
+    let backlog = match value("--backlog") {
+        Some(n) => n.parse()?,
+        None => ((runs as f64 * seconds * 3000.0) as usize).max(24_000),
+    };
     let disjoint_rounds = args
         .iter()
         .position(|a| a == "--disjoint")

@@ -99,7 +99,12 @@ impl Settings {
         // A sequential scan under SERIALIZABLE locks the whole table against
         // every writer; on a small or unanalyzed table the planner picks one
         // even for a point read. Off, it takes an index whenever one serves.
-        let mut session_sql = String::from("SET enable_seqscan = off;");
+        // Leasehold's statements are prepared once per connection and have
+        // one good plan whatever their parameters (a primary-key range, or
+        // hash-index points). Left to choose, the server plans some of them
+        // afresh on every execution, which costs more than running them.
+        let mut session_sql =
+            String::from("SET enable_seqscan = off; SET plan_cache_mode = force_generic_plan;");
         for (name, default) in [
             ("statement_timeout", DEFAULT_STATEMENT_TIMEOUT),
             (
