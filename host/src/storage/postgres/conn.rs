@@ -42,6 +42,10 @@ pub(crate) struct Statements {
     pub(crate) scan: [Statement; 4],
     pub(crate) upsert: Statement,
     pub(crate) delete: Statement,
+    /// Takes a line's turn (see `txn::Turn`): `$1` the key, `$2` the wait.
+    pub(crate) take_turn: Statement,
+    /// Gives a line's turn back: `$1` the key.
+    pub(crate) give_turn: Statement,
 }
 
 const SCAN_SQL: [&str; 4] = [
@@ -259,6 +263,13 @@ impl Conn {
              ON CONFLICT (tenant, key) DO UPDATE SET value = EXCLUDED.value",
             "DELETE FROM leasehold_kv \
              WHERE (tenant || ':' || encode(key, 'hex')) = ANY($1::text[])",
+            // Lines' turns: advisory locks of class 19529 (`LI`), apart
+            // from writer slots' (19528). The wait's bound is local to the
+            // statement's own implicit transaction, and set (in the
+            // materialized CTE) before the lock is asked for.
+            "WITH bound AS MATERIALIZED (SELECT set_config('lock_timeout', $2, true)) \
+             SELECT pg_advisory_lock(19529, hashtext(current_schema() || $1)) FROM bound",
+            "SELECT pg_advisory_unlock(19529, hashtext(current_schema() || $1))",
         ];
         let prepared = drive(
             &rt,
@@ -279,6 +290,8 @@ impl Conn {
             scan: [next()?, next()?, next()?, next()?],
             upsert: next()?,
             delete: next()?,
+            take_turn: next()?,
+            give_turn: next()?,
         };
         let slot = match drive(
             &rt,

@@ -60,7 +60,7 @@ use pool::{Pool, PoolState};
 use settings::Settings;
 use signals::Signals;
 use tls::MakeRustls;
-use txn::{LINE_LOCKS, PgTxn, Turn};
+use txn::{PgTxn, Turn};
 
 /// Connections one engine keeps open at most, unless told otherwise.
 pub const DEFAULT_POOL_SIZE: usize = 16;
@@ -205,21 +205,12 @@ impl Backend for PgBackend {
         self.lines.enter(tenant, line, lock_wait, || {
             let left = lock_wait.saturating_sub(started.elapsed());
             let mut txn = self.txn(tenant, mode, left, deadline)?;
-            // Tenant names are letters, digits, '-', '_' and '.', so the
-            // key needs no quoting.
-            let key = format!("{tenant}/{line}");
             let wait = lock_wait
                 .saturating_sub(started.elapsed())
                 .max(Duration::from_millis(1));
             txn.turn = Some(Turn {
-                take: format!(
-                    "SET LOCAL lock_timeout = '{}ms'; SELECT pg_advisory_lock({LINE_LOCKS}, \
-                     hashtext(current_schema() || '/{key}'))",
-                    wait.as_millis()
-                ),
-                give_back: format!(
-                    "SELECT pg_advisory_unlock({LINE_LOCKS}, hashtext(current_schema() || '/{key}'))"
-                ),
+                key: format!("/{tenant}/{line}"),
+                wait: format!("{}ms", wait.as_millis()),
                 lock_wait,
                 held: false,
             });

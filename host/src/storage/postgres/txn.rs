@@ -39,14 +39,14 @@ pub(crate) struct PgTxn {
     pub(crate) turn: Option<Turn>,
 }
 
-/// The advisory-lock class of lines' turns (`LI`), apart from writer slots'.
-pub(crate) const LINE_LOCKS: u32 = 19529;
-
-/// A call's turn on a line: the SQL that takes it (before `BEGIN`, with the
-/// wait bounded) and gives it back (after `COMMIT` or `ROLLBACK`).
+/// A call's turn on a line: the lock's key within its class, taken (before
+/// `BEGIN`, waiting at most `wait`) and given back (after `COMMIT` or
+/// `ROLLBACK`) by the connection's prepared statements.
 pub(crate) struct Turn {
-    pub(crate) take: String,
-    pub(crate) give_back: String,
+    /// `/tenant/line`; the lock is on the hash of the schema's name and it.
+    pub(crate) key: String,
+    /// The server's `lock_timeout` for the wait, e.g. `5000ms`.
+    pub(crate) wait: String,
     pub(crate) lock_wait: Duration,
     /// Taken and not yet given back.
     pub(crate) held: bool,
@@ -118,7 +118,8 @@ impl Parts<'_> {
                 let mut took = None;
                 let out = drive(rt, connection, trips, until, async {
                     let (t, began, out) = join3(
-                        self.client.batch_execute(&turn.take),
+                        self.client
+                            .execute(&self.stmts.take_turn, &[&turn.key, &turn.wait]),
                         self.client.batch_execute(sql),
                         request,
                     )
@@ -128,7 +129,7 @@ impl Parts<'_> {
                     out
                 });
                 match took {
-                    Some(Ok(())) => {
+                    Some(Ok(_)) => {
                         turn.held = true;
                         out
                     }
@@ -260,7 +261,7 @@ impl Txn for PgTxn {
             }
         }
         // The turn on the line goes back behind the COMMIT, in its round trip.
-        let give_back = self.turn.as_ref().map(|turn| turn.give_back.clone());
+        let give_back = self.turn.as_ref().map(|turn| turn.key.clone());
         let p = self.parts()?;
         let (c, s, t) = (p.client, p.stmts, p.tenant);
         // The writes and COMMIT (and BEGIN, if no read began the
@@ -282,7 +283,7 @@ impl Txn for PgTxn {
         };
         let given_back = async {
             match &give_back {
-                Some(sql) => c.batch_execute(sql).await,
+                Some(key) => c.execute(&s.give_turn, &[key]).await.map(drop),
                 None => Ok(()),
             }
         };
@@ -347,9 +348,10 @@ impl Drop for PgTxn {
                 client,
                 connection,
                 broken,
+                stmts,
                 ..
             } = &mut conn;
-            if !send_only(rt, connection, client.batch_execute(&turn.give_back)) {
+            if !send_only(rt, connection, client.execute(&stmts.give_turn, &[&turn.key])) {
                 *broken = true;
             }
         }
