@@ -5,12 +5,17 @@
 //! a plain SQL queue claimed with `FOR UPDATE SKIP LOCKED` (as River and
 //! graphile-worker do) on a table of its own.
 //!
-//! `cargo run --release -p leasehold-host --example pg_bench -- URL [--contention | --disjoint [ROUNDS]]`
+//! `cargo run --release -p leasehold-host --example pg_bench -- URL [OPTIONS]`
 //!
 //! URL names a database the benchmark may create schemas in; each run makes
-//! a fresh schema and drops it at the end. `--contention` runs only the
-//! multi-process tables; `--disjoint` only disjoint work from 4 and 8
-//! threads of one process (calls/s and retries per 1,000 calls). The host processes are this program again (`… --
+//! a fresh schema and drops it at the end. Without options it runs
+//! everything. `--contention` runs only the multi-process tables; `--queue`
+//! only the shared-queue table; `--profile` a profile of the shared queue's
+//! turn; `--disjoint [ROUNDS]` only disjoint work from 4 and 8 threads of
+//! one process (calls/s and retries per 1,000 calls). `--procs 1,2,4,8`
+//! picks the process counts, `--repeat N` runs each N times in turn,
+//! `--seconds S` sets each run's length, `--backlog N` the queue's size.
+//! The host processes are this program again (`… --
 //! URL --child|--next|--skip …`), each one engine (or one plain connection)
 //! with one calling thread.
 

@@ -30,9 +30,12 @@ use crate::storage::overlay::Overlay;
 /// forgotten.
 const KEPT_LINES: usize = 1024;
 
+/// A line of one tenant: (tenant, line).
+type LineKey = (String, &'static str);
+
 /// The lines of one engine: one writer per (tenant, line).
 pub(crate) struct Lines {
-    writers: Mutex<HashMap<(String, &'static str), Arc<Writer<LineGroup>>>>,
+    writers: Mutex<HashMap<LineKey, Arc<Writer<LineGroup>>>>,
     grouping: bool,
     bounds: Bounds,
     /// What the writers forgotten so far had done.

@@ -351,7 +351,11 @@ impl Drop for PgTxn {
                 stmts,
                 ..
             } = &mut conn;
-            if !send_only(rt, connection, client.execute(&stmts.give_turn, &[&turn.key])) {
+            if !send_only(
+                rt,
+                connection,
+                client.execute(&stmts.give_turn, &[&turn.key]),
+            ) {
                 *broken = true;
             }
         }
