@@ -583,8 +583,12 @@ fn check_feed<K: Kv + ?Sized>(
             return Ok(!f.full());
         };
         let p = match elems.as_slice() {
-            // A slot's head, beside its entries: read with the heads.
-            [Elem::Int(_), Elem::Int(schema::FEED_HEAD_SEQ)] if slots.shards.beside() => {
+            // A slot's head, beside its entries: read with the heads, so
+            // only one of a slot the keyspace does not have is news here.
+            [Elem::Int(s), Elem::Int(schema::FEED_HEAD_SEQ)] if slots.shards.beside() => {
+                if !u8::try_from(*s).is_ok_and(|slot| slot < slots.shards.count()) {
+                    f.add("feed", &text(&elems), "a head outside the feed's slots");
+                }
                 return Ok(!f.full());
             }
             [Elem::Int(s), Elem::Int(q)] => match (u8::try_from(*s), u64::try_from(*q)) {

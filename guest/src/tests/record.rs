@@ -522,6 +522,26 @@ fn the_check_finds_damage_to_the_record() {
         1u64.to_be_bytes().to_vec(),
     );
     assert!(structures(&mut kv).contains(&"feed".to_owned()));
+    // A head of a slot the keyspace does not have, beside the feed's
+    // entries (each kept slot's head is read with the heads; this one only
+    // the walk of the entries meets).
+    let mut kv = base();
+    kv.map.insert(
+        schema::feed_head(sh, sh.count()).into_bytes(),
+        1u64.to_be_bytes().to_vec(),
+    );
+    assert_eq!(structures(&mut kv), ["feed"]);
+    // A key of no known shape beside a task's row, log and history.
+    let mut kv = base();
+    kv.map
+        .insert(schema::task("t").str("stray").into_bytes(), Vec::new());
+    assert_eq!(structures(&mut kv), ["task"]);
+    let mut kv = base();
+    kv.map.insert(
+        schema::task("t").str("history").int(0).into_bytes(),
+        Vec::new(),
+    );
+    assert_eq!(structures(&mut kv), ["task"]);
     let mut kv = base();
     let elsewhere =
         crate::store::encode_row(&crate::store::Position { slot, seq: 1 }).expect("encodes");
