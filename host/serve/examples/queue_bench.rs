@@ -1,5 +1,6 @@
-//! One shared queue through the service (BENCHMARKS.md, "PostgreSQL",
-//! "Through the service"): reviewers over HTTP, each in a loop of
+//! One shared queue through the service (BENCHMARKS.md, "One shared queue,
+//! with calls of one line grouped on each host", its "Through the service"
+//! table): reviewers over HTTP, each in a loop of
 //! `claim-next` with a lease and `settle`, against 1 or 2 servers on one
 //! PostgreSQL database, at 1 and 16 reviewers per server; claims per second
 //! and each claim-next's latency, and the line groups each server made
