@@ -17,7 +17,8 @@
 //! `--seconds S` sets each run's length, `--backlog N` the queue's size.
 //! The host processes are this program again (`… --
 //! URL --child|--next|--skip …`), each one engine (or one plain connection)
-//! with one calling thread.
+//! with one calling thread. `GUEST_WASM=path` runs another build of the
+//! guest (made for a measurement) in every engine, as `profile_loop` does.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -47,6 +48,17 @@ fn task(id: String, created_at: i64) -> Task {
         created_at,
         due_at: None,
     }
+}
+
+/// The engine's builder, with the guest from `GUEST_WASM` when it names
+/// one (a build made for a measurement), as `profile_loop` takes it; the
+/// processes this program starts inherit it.
+fn builder() -> Result<leasehold_host::EngineBuilder> {
+    let b = Engine::builder();
+    Ok(match std::env::var_os("GUEST_WASM") {
+        Some(path) => b.component(std::fs::read(path)?),
+        None => b,
+    })
 }
 
 fn timer(i: usize) -> Timer {
@@ -120,7 +132,7 @@ fn admin(base: &str, sql: &str) -> Result<()> {
 /// One host process: opens `tasks` tasks of its own (untimed), then claims
 /// them for at most `seconds`, printing `claims N secs S retries N`.
 fn child(url: &str, prefix: &str, tasks: usize, seconds: f64) -> Result<()> {
-    let engine = Engine::builder().postgres(url)?;
+    let engine = builder()?.postgres(url)?;
     let t = engine.tenant("bench")?;
     for i in 0..tasks {
         t.open(&task(format!("{prefix}-{i}"), i as i64))?;
@@ -325,7 +337,7 @@ fn next_child(url: &str, actor: &str, seconds: f64, profile: bool) -> Result<()>
         trips::Collector::install();
     }
     let app = format!("lhb-{actor}");
-    let engine = Engine::builder().postgres(&named(url, &app))?;
+    let engine = builder()?.postgres(&named(url, &app))?;
     let t = engine.tenant("queue")?;
     t.open_count()?;
     let pids = backend_pids(url, &app).unwrap_or_default();
@@ -440,7 +452,7 @@ fn skip_child(url: &str, actor: &str, seconds: f64) -> Result<()> {
 /// `postgres::writes_of_different_tasks_from_*_threads_seldom_conflict` do,
 /// for several rounds; answers (calls/s, retries per 1,000 calls) of each.
 fn disjoint_round(url: &str, threads: usize, round: usize) -> Result<(f64, f64)> {
-    let engine = Engine::builder().pool_size(threads).postgres(url)?;
+    let engine = builder()?.pool_size(threads).postgres(url)?;
     let t = engine.tenant(&format!("apart{threads}r{round}"))?;
     for i in 0..300 {
         t.open(&task(format!("seed-{i}"), i))?;
@@ -597,7 +609,7 @@ fn seed(t: &Tenant, prefix: &str, backlog: usize) -> Result<()> {
 }
 
 fn run(url: &str) -> Result<()> {
-    let engine = Engine::builder().postgres(url)?;
+    let engine = builder()?.postgres(url)?;
     let t = engine.tenant("bench")?;
     let n = 2000;
     let backlog = 4000;
@@ -834,7 +846,7 @@ fn own_tasks(base: &str, url: &str, seconds: f64) -> Result<()> {
 /// Seeds the shared queue (Leasehold's, and the plain table, with 8 times
 /// as many) with `backlog` open tasks, enough that no run empties it.
 fn seed_queues(url: &str, backlog: usize) -> Result<()> {
-    let engine = Engine::builder().postgres(url)?;
+    let engine = builder()?.postgres(url)?;
     let t = engine.tenant("queue")?;
     seed(&t, "q", backlog)?;
     sql(
