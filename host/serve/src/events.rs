@@ -9,7 +9,8 @@
 //! The feed is the news and a wake-up only a hint: after every wake-up
 //! (this process's commits, other processes' through the backend, or the
 //! credential check's timer) the producer reads the feed from its
-//! position, so a lost wake-up costs time, never a change.
+//! position, so a lost wake-up costs time, never a change. Streams of one
+//! tenant at one position share their reads ([`crate::feeds`]).
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -23,9 +24,10 @@ use futures_util::Stream;
 use leasehold_host::{self as host, Change, FeedRead};
 
 use serde_json::json;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 
 use crate::auth::{Principal, Scope};
+use crate::feeds::{Feeds, TenantFeed};
 use crate::problem::ApiError;
 use crate::state::AppState;
 
@@ -124,6 +126,8 @@ pub struct Subscribers {
     all_bound: usize,
     per_tenant: usize,
     tenants: Mutex<HashMap<Arc<str>, Arc<Semaphore>>>,
+    /// The tenants' shared reads of the feed.
+    feeds: Feeds,
 }
 
 /// A subscriber's places, held for as long as its stream runs.
@@ -157,6 +161,7 @@ impl Subscribers {
             all_bound: all,
             per_tenant: per_tenant.clamp(1, all.max(1)),
             tenants: Mutex::new(HashMap::new()),
+            feeds: Feeds::default(),
         })
     }
 
@@ -254,7 +259,13 @@ pub async fn subscribe(
     let seat = state.subscribers.seat(sub.tenant.name())?;
     // Subscribed before the first read, so a commit made between the read
     // and the wait still wakes it.
-    let changes = state.engine.watch(sub.tenant.name())?;
+    let name = sub.tenant.name();
+    let feed = state
+        .subscribers
+        .feeds
+        .tenant(name, || Ok(state.engine.watch(name)?))?;
+    let commits = feed.commits();
+    let heard = *commits.borrow();
     let start = match sub.after.clone() {
         Some(p) => p,
         None => head(state, &sub.tenant).await?,
@@ -272,7 +283,9 @@ pub async fn subscribe(
         state: state.clone(),
         sub,
         position: start,
-        changes,
+        feed,
+        commits,
+        heard,
         tx,
         last: last.clone(),
         _seat: seat,
@@ -318,7 +331,11 @@ struct Producer {
     state: AppState,
     sub: Subscription,
     position: String,
-    changes: host::Changes,
+    feed: Arc<TenantFeed>,
+    /// The tenant's commits as heard, and the count at the last wake-up:
+    /// a read shared with other streams must have begun at it or later.
+    commits: watch::Receiver<u64>,
+    heard: u64,
     tx: mpsc::Sender<Event>,
     last: Arc<Mutex<Option<Event>>>,
     _seat: Seat,
@@ -353,14 +370,18 @@ impl Producer {
             }
             // Read until caught up.
             loop {
-                match read(
-                    &self.state,
-                    &self.sub.tenant,
-                    Some(self.position.clone()),
-                    PAGE,
-                )
-                .await
-                {
+                let answer = self
+                    .feed
+                    .read(&self.position, self.heard, || {
+                        read(
+                            &self.state,
+                            &self.sub.tenant,
+                            Some(self.position.clone()),
+                            PAGE,
+                        )
+                    })
+                    .await;
+                match answer.as_deref() {
                     Ok(FeedRead::Page(p)) => {
                         let full = p.entries.len() >= PAGE as usize;
                         let mut sent = None;
@@ -381,7 +402,7 @@ impl Producer {
                         {
                             return e;
                         }
-                        self.position = p.next;
+                        self.position = p.next.clone();
                         if !full {
                             break;
                         }
@@ -389,12 +410,12 @@ impl Producer {
                     Ok(FeedRead::Gone(head)) => {
                         let refresh = Event::default()
                             .event("refresh")
-                            .id(&head)
+                            .id(head)
                             .data(json!({ "head": head }).to_string());
                         if let Err(e) = self.send(refresh) {
                             return e;
                         }
-                        self.position = head;
+                        self.position = head.clone();
                         break;
                     }
                     Err(e) => {
@@ -407,7 +428,15 @@ impl Producer {
             // credential again without reading the feed.
             loop {
                 tokio::select! {
-                    _ = self.changes.changed() => break,
+                    heard = self.commits.changed() => {
+                        // The tenant's pump goes only with the last of its
+                        // streams, so this one outlives it only in a bug.
+                        if heard.is_err() {
+                            return Some(Ended::Failed);
+                        }
+                        self.heard = *self.commits.borrow_and_update();
+                        break;
+                    }
                     () = self.tx.closed() => return None,
                     _ = stopping.changed() => break,
                     () = tokio::time::sleep(recheck) => {

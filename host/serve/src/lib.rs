@@ -31,6 +31,7 @@ mod connections;
 mod cursor;
 mod events;
 mod extract;
+mod feeds;
 mod inbox;
 mod jwt;
 mod model;

@@ -1,8 +1,9 @@
 //! `GET /v1/events` as server-sent events, read by a client of our own over
 //! a plain socket (so that a test can stop reading): where a stream starts
 //! and resumes, what a reviewer and another tenant receive, a slow reader
-//! dropped with a final event, shutdown, the subscriber bounds, and two
-//! servers on one PostgreSQL database.
+//! dropped with a final event, shutdown, the subscriber bounds, many
+//! streams of one tenant (which share their reads; counted in
+//! `tests/fanout.rs`), and two servers on one PostgreSQL database.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -391,6 +392,64 @@ fn reviewers_and_other_tenants_receive_only_what_they_may_see() {
             })
             .collect();
         assert_eq!(ids, ["all", "fin"].map(str::to_owned).into());
+    });
+}
+
+#[test]
+fn many_streams_of_a_tenant_each_receive_exactly_their_own() {
+    each_backend(|svc| {
+        // Four streams each of two reviewers and a service of one tenant,
+        // and two of another tenant's reviewer, all at the feed's head.
+        let who = ["alice", "carol", "sam"];
+        let mut streams: Vec<(&str, Stream)> = Vec::new();
+        for w in who.iter().cycle().take(12).chain(&["gus", "gus"]) {
+            let mut s = Stream::open(svc, w, None).expect("a stream");
+            assert_eq!(s.next().expect("ready").event, "ready");
+            streams.push((w, s));
+        }
+        let mut finance = Vec::new();
+        let mut legal = Vec::new();
+        for i in 0..24 {
+            let (id, roles) = if i % 3 == 0 {
+                (format!("leg-{i}"), &["legal"][..])
+            } else {
+                (format!("fin-{i}"), &["finance"][..])
+            };
+            open(svc, "sam", task(&id, roles));
+            if i % 3 == 0 { &mut legal } else { &mut finance }.push(id);
+        }
+        open(svc, "sam", task("all", &["finance", "legal"]));
+        svc.call(
+            "POST",
+            "/v1/tasks",
+            Some("gina"),
+            Some(task("globex-1", &["finance"])),
+        )
+        .expect_ok();
+        let everyone: Vec<String> = (0..24)
+            .map(|i| format!("{}-{i}", if i % 3 == 0 { "leg" } else { "fin" }))
+            .chain(["all".to_owned()])
+            .collect();
+        finance.push("all".to_owned());
+        legal.push("all".to_owned());
+        for (w, s) in &mut streams {
+            let (last, want) = match *w {
+                "alice" => ("all", &finance),
+                "carol" => ("all", &legal),
+                "sam" => ("all", &everyone),
+                _ => ("globex-1", &vec!["globex-1".to_owned()]),
+            };
+            let got: Vec<String> = s
+                .until_task(last)
+                .iter()
+                .map(|e| {
+                    assert_eq!(e.event, "task", "{w}: {e:?}");
+                    assert_eq!(e.id.as_deref(), e.data["position"].as_str());
+                    e.data["task"].as_str().expect("a task").to_owned()
+                })
+                .collect();
+            assert_eq!(&got, want, "{w}");
+        }
     });
 }
 

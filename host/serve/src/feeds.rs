@@ -1,0 +1,353 @@
+//! Feed reads shared between one tenant's event streams. Every stream that
+//! is caught up sits at the same position and wakes for the same commit;
+//! without sharing, each would read the same page of the feed, one engine
+//! call per subscriber per commit. Here one tenant's streams hear its
+//! commits through one subscription (the *pump*, which counts them), and a
+//! stream that needs the feed after a position takes a read already made,
+//! or under way, from that position, when that read began after the last
+//! commit the stream heard of; otherwise it starts one that others may take.
+//!
+//! It owns the count of a tenant's commits as its streams hear them, and
+//! the reads (*flights*) kept for sharing. It must never give a stream a
+//! read that began before a commit the stream was woken for (that stream
+//! would wait for the next commit with a change unsent), nor one tenant's
+//! read to another tenant's stream. What a credential may see is decided
+//! by each stream after the read, never here.
+
+use std::collections::{HashMap, VecDeque};
+use std::future::Future;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+
+use leasehold_host::{Changes, FeedRead};
+use tokio::sync::{OnceCell, watch};
+
+use crate::problem::ApiError;
+
+/// Reads kept per tenant for streams still to take them: enough for the
+/// caught-up streams and a few catching up, small enough that a tenant's
+/// pages in memory stay few.
+const KEPT: usize = 16;
+
+/// What a shared read answered: the page, or why it failed (told to every
+/// stream that took it).
+pub type Answer = Result<Arc<FeedRead>, Arc<ApiError>>;
+
+/// One read of the feed after `after`, begun when the tenant's commit
+/// count stood at `began`.
+struct Flight {
+    after: String,
+    began: u64,
+    answer: Arc<OnceCell<Answer>>,
+}
+
+/// The shared reads of every tenant with a stream open.
+#[derive(Default)]
+pub struct Feeds {
+    tenants: Mutex<HashMap<Arc<str>, Weak<TenantFeed>>>,
+}
+
+impl Feeds {
+    /// The tenant's shared reads, made (with its pump listening to
+    /// `watch()`'s commits) for its first stream. `watch` is called only
+    /// when it is made.
+    pub fn tenant(
+        &self,
+        name: &str,
+        watch: impl FnOnce() -> Result<Changes, ApiError>,
+    ) -> Result<Arc<TenantFeed>, ApiError> {
+        let mut tenants = self.tenants.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(feed) = tenants.get(name).and_then(Weak::upgrade) {
+            return Ok(feed);
+        }
+        // Tenants whose streams all ended leave dead entries: swept here,
+        // so the map holds no more than the tenants with streams, plus one.
+        tenants.retain(|_, w| w.strong_count() > 0);
+        let changes = watch()?;
+        let (tx, rx) = watch::channel(0u64);
+        let pump = tokio::spawn(pump(changes, tx));
+        let feed = Arc::new(TenantFeed {
+            commits: rx,
+            flights: Mutex::new(VecDeque::new()),
+            pump,
+        });
+        tenants.insert(Arc::from(name), Arc::downgrade(&feed));
+        Ok(feed)
+    }
+}
+
+/// Counts the tenant's commits as they are heard, for as long as any of
+/// its streams holds its [`TenantFeed`] (which stops it when dropped).
+async fn pump(mut changes: Changes, commits: watch::Sender<u64>) {
+    loop {
+        changes.changed().await;
+        commits.send_modify(|n| *n += 1);
+    }
+}
+
+/// One tenant's commit count and shared reads.
+pub struct TenantFeed {
+    commits: watch::Receiver<u64>,
+    flights: Mutex<VecDeque<Flight>>,
+    pump: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for TenantFeed {
+    fn drop(&mut self) {
+        self.pump.abort();
+    }
+}
+
+impl TenantFeed {
+    /// A stream's view of the tenant's commit count, with the count as it
+    /// stands taken as heard: a stream reads once when it begins.
+    pub fn commits(&self) -> watch::Receiver<u64> {
+        let mut rx = self.commits.clone();
+        rx.borrow_and_update();
+        rx
+    }
+
+    /// The feed after `after`, as a read that began once the count stood
+    /// at `heard` or later: one under way or kept, or else `read`, made
+    /// here and kept for others.
+    pub async fn read<F, Fut>(&self, after: &str, heard: u64, read: F) -> Answer
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<FeedRead, ApiError>>,
+    {
+        let answer = {
+            let mut flights = self.flights.lock().unwrap_or_else(PoisonError::into_inner);
+            let kept = flights
+                .iter()
+                .rev()
+                .find(|f| f.after == after && f.began >= heard);
+            match kept {
+                Some(f) => {
+                    metrics::counter!("leasehold_event_reads_total", "read" => "shared")
+                        .increment(1);
+                    f.answer.clone()
+                }
+                None => {
+                    // The count is taken before the read begins, so the
+                    // read sees at least every commit counted so far.
+                    let began = *self.commits.borrow();
+                    let answer = Arc::new(OnceCell::new());
+                    flights.retain(|f| f.after != after || f.began > began);
+                    flights.push_back(Flight {
+                        after: after.to_owned(),
+                        began,
+                        answer: answer.clone(),
+                    });
+                    while flights.len() > KEPT {
+                        flights.pop_front();
+                    }
+                    metrics::counter!("leasehold_event_reads_total", "read" => "own").increment(1);
+                    answer
+                }
+            }
+        };
+        // A stream that goes while its read is under way leaves the read to
+        // the next stream that waits on it.
+        let got = answer
+            .get_or_init(|| async { read().await.map(Arc::new).map_err(Arc::new) })
+            .await
+            .clone();
+        if got.is_err() {
+            // Told to the streams that waited on it, never kept: a stream
+            // that comes later reads again rather than hear an old failure.
+            self.flights
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .retain(|f| !Arc::ptr_eq(&f.answer, &answer));
+        }
+        got
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use leasehold_host::FeedPage;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tokio::sync::oneshot;
+
+    fn page(next: &str) -> FeedRead {
+        FeedRead::Page(FeedPage {
+            entries: Vec::new(),
+            next: next.to_owned(),
+            head: next.to_owned(),
+        })
+    }
+
+    fn feed(commits: watch::Receiver<u64>) -> TenantFeed {
+        TenantFeed {
+            commits,
+            flights: Mutex::new(VecDeque::new()),
+            pump: tokio::spawn(async {}),
+        }
+    }
+
+    fn next_of(a: &Answer) -> String {
+        match a.as_ref().expect("a page").as_ref() {
+            FeedRead::Page(p) => p.next.clone(),
+            FeedRead::Gone(h) => h.clone(),
+        }
+    }
+
+    #[tokio::test]
+    async fn streams_at_one_position_share_a_read_under_way() {
+        let (_tx, rx) = watch::channel(3u64);
+        let feed = Arc::new(feed(rx));
+        let reads = Arc::new(AtomicUsize::new(0));
+        let (open, gate) = oneshot::channel::<()>();
+        let first = {
+            let (feed, reads) = (feed.clone(), reads.clone());
+            tokio::spawn(async move {
+                feed.read("f0.1", 3, || async move {
+                    reads.fetch_add(1, Ordering::SeqCst);
+                    gate.await.expect("opened");
+                    Ok(page("f0.2"))
+                })
+                .await
+            })
+        };
+        // The first read is under way (its flight is kept) before the
+        // second stream asks.
+        while feed.flights.lock().expect("unpoisoned").is_empty() {
+            tokio::task::yield_now().await;
+        }
+        let second = {
+            let (feed, reads) = (feed.clone(), reads.clone());
+            tokio::spawn(async move {
+                feed.read("f0.1", 2, || async move {
+                    reads.fetch_add(1, Ordering::SeqCst);
+                    Ok(page("wrong"))
+                })
+                .await
+            })
+        };
+        open.send(()).expect("the first read waits");
+        let (a, b) = (
+            first.await.expect("the task ran"),
+            second.await.expect("the task ran"),
+        );
+        assert_eq!(reads.load(Ordering::SeqCst), 1);
+        assert!(Arc::ptr_eq(
+            a.as_ref().expect("a page"),
+            b.as_ref().expect("a page")
+        ));
+        assert_eq!(next_of(&b), "f0.2");
+    }
+
+    #[tokio::test]
+    async fn a_read_begun_before_a_heard_commit_is_not_shared() {
+        let (tx, rx) = watch::channel(1u64);
+        let feed = feed(rx);
+        let a = feed.read("f", 1, || async { Ok(page("f0.1")) }).await;
+        assert_eq!(next_of(&a), "f0.1");
+        // A stream woken by the second commit must not take the read made
+        // before it, though it is from the same position.
+        tx.send(2).expect("a receiver");
+        let b = feed.read("f", 2, || async { Ok(page("f0.2")) }).await;
+        assert_eq!(next_of(&b), "f0.2");
+        // A stream that heard only the first commit may take either; it
+        // takes the newest.
+        let c = feed
+            .read("f", 1, || async { panic!("not read again") })
+            .await;
+        assert_eq!(next_of(&c), "f0.2");
+        // Another position is another read.
+        let d = feed.read("f0.2", 2, || async { Ok(page("f0.3")) }).await;
+        assert_eq!(next_of(&d), "f0.3");
+    }
+
+    #[tokio::test]
+    async fn a_failed_read_is_told_to_its_waiters_and_not_kept() {
+        let (_tx, rx) = watch::channel(0u64);
+        let feed = Arc::new(feed(rx));
+        let (open, gate) = oneshot::channel::<()>();
+        let first = {
+            let feed = feed.clone();
+            tokio::spawn(async move {
+                feed.read("f", 0, || async move {
+                    gate.await.expect("opened");
+                    Err(ApiError::Unavailable {
+                        kind: "overloaded",
+                        detail: "test".into(),
+                    })
+                })
+                .await
+            })
+        };
+        while feed.flights.lock().expect("unpoisoned").is_empty() {
+            tokio::task::yield_now().await;
+        }
+        let second = {
+            let feed = feed.clone();
+            tokio::spawn(async move { feed.read("f", 0, || async { Ok(page("x")) }).await })
+        };
+        // The second waits on the first's read before it fails.
+        while Arc::strong_count(&feed.flights.lock().expect("unpoisoned")[0].answer) < 3 {
+            tokio::task::yield_now().await;
+        }
+        open.send(()).expect("the first read waits");
+        assert!(first.await.expect("the task ran").is_err());
+        assert!(
+            second.await.expect("the task ran").is_err(),
+            "its waiter hears the failure"
+        );
+        // A stream that comes later, with no commit since, reads again.
+        let c = feed.read("f", 0, || async { Ok(page("f0.1")) }).await;
+        assert_eq!(next_of(&c), "f0.1");
+    }
+
+    #[tokio::test]
+    async fn a_read_whose_stream_went_is_finished_by_the_next_taker() {
+        let (_tx, rx) = watch::channel(0u64);
+        let feed = Arc::new(feed(rx));
+        let started = Arc::new(tokio::sync::Notify::new());
+        let first = {
+            let (feed, started) = (feed.clone(), started.clone());
+            tokio::spawn(async move {
+                feed.read("f", 0, || async move {
+                    started.notify_one();
+                    std::future::pending::<()>().await;
+                    Ok(page("never"))
+                })
+                .await
+            })
+        };
+        started.notified().await;
+        first.abort();
+        assert!(first.await.expect_err("aborted").is_cancelled());
+        let b = feed.read("f", 0, || async { Ok(page("f0.1")) }).await;
+        assert_eq!(next_of(&b), "f0.1");
+    }
+
+    #[test]
+    fn a_tenant_without_streams_is_let_go() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("a runtime");
+        rt.block_on(async {
+            let feeds = Feeds::default();
+            let engine = leasehold_host::Engine::in_memory().expect("a memory engine");
+            let a = feeds
+                .tenant("a", || Ok(engine.watch("a").expect("watch")))
+                .expect("the tenant\'s feed");
+            let again = feeds
+                .tenant("a", || panic!("made once while a stream holds it"))
+                .expect("the tenant\'s feed");
+            assert!(Arc::ptr_eq(&a, &again));
+            let b = feeds
+                .tenant("b", || Ok(engine.watch("b").expect("watch")))
+                .expect("the tenant\'s feed");
+            assert!(!Arc::ptr_eq(&a, &b));
+            drop((a, again));
+            let a2 = feeds
+                .tenant("a", || Ok(engine.watch("a").expect("watch")))
+                .expect("the tenant\'s feed");
+            assert!(!Arc::ptr_eq(&a2, &b));
+            assert_eq!(feeds.tenants.lock().expect("unpoisoned").len(), 2);
+        });
+    }
+}
