@@ -11,6 +11,7 @@ use utoipa_axum::routes;
 
 use crate::auth::Scope;
 use crate::extract::{Caller, Json, Path, Query};
+use crate::feeds::{Follower, PAGE};
 use crate::model::*;
 use crate::problem::{ApiError, Problem};
 use crate::state::AppState;
@@ -352,9 +353,30 @@ async fn claim_next(c: Caller, Json(body): Json<ClaimNextRequest>) -> Answer<Cla
                 task: task.map(Into::into),
             }));
         }
+        if wait.ready(&c).await? {
+            continue;
+        }
         // A task comes to the queue only by a commit: an open, a release,
-        // or the sweeper returning a lapsed lease.
-        wait.until_change_or(None).await;
+        // or the sweeper returning a lapsed lease; each leaves it open.
+        wait.until_change_or(&c, None, |change| could_offer(change, &actor, &roles))
+            .await;
+    }
+}
+
+/// Whether a change could put a task in the queue `claim-next` reads for
+/// `actor` with `roles`: a task left open, offered to one of the roles (or
+/// to no role in particular), that does not exclude the actor. It may say
+/// yes when the claim then finds nothing; never no when it would.
+fn could_offer(change: &host::Change, actor: &str, roles: &[String]) -> bool {
+    match change {
+        host::Change::Task(t) => {
+            let e = &t.entry;
+            e.after == host::TaskState::Open
+                && !e.excluded_actors.iter().any(|a| a == actor)
+                && (e.candidate_roles.is_empty()
+                    || e.candidate_roles.iter().any(|r| roles.contains(r)))
+        }
+        host::Change::Timer(_) => false,
     }
 }
 
@@ -375,14 +397,17 @@ impl Drop for WaitingGauge {
     }
 }
 
-/// A long-poll: a claim tried again each time the tenant commits (or an
-/// instant passes) until it finds something or the wait ends. The
-/// subscription is made before the first try, so a commit between a try and
-/// the wait still wakes it. While it waits, no call runs and nothing is
-/// held: a client that goes away ends the request there, and claims
-/// nothing.
+/// A long-poll: a claim tried again each time the tenant commits a change
+/// that could give it something (or an instant passes) until it finds
+/// something or the wait ends. It follows the tenant's feed, sharing the
+/// reads with the tenant's event streams, so a commit that cannot matter to
+/// it (a settle, another queue's task) costs it nothing. Before it first
+/// waits it reads the feed's head and tries once more, so every change that
+/// try did not see lies after where it follows from. While it waits, no
+/// call runs and nothing is held: a client that goes away ends the request
+/// there, and claims nothing.
 struct Waiting {
-    changes: Option<host::Changes>,
+    follower: Option<Follower>,
     end: std::time::Instant,
     first: Option<std::time::Instant>,
     budget: std::time::Duration,
@@ -399,14 +424,20 @@ impl Waiting {
         }
         // A wait runs by the server's clock: with a given `now`, the claim
         // is tried once.
-        let changes = if wait_ms > 0 && now.is_none() {
-            Some(c.state().engine.watch(c.tenant.name())?)
+        let follower = if wait_ms > 0 && now.is_none() {
+            let state = c.state();
+            let name = c.tenant.name();
+            let feed = state
+                .subscribers
+                .feeds
+                .tenant(name, || Ok(state.engine.watch(name)?))?;
+            Some(Follower::new(feed))
         } else {
             None
         };
         let started = std::time::Instant::now();
         Ok(Waiting {
-            changes,
+            follower,
             end: started + std::time::Duration::from_millis(u64::from(wait_ms)),
             first: Some(c.deadline()),
             budget: crate::state::budget(&c.state().options, "claim-due"),
@@ -422,12 +453,29 @@ impl Waiting {
     }
 
     fn over(&self) -> bool {
-        self.changes.is_none() || std::time::Instant::now() >= self.end
+        self.follower.is_none() || std::time::Instant::now() >= self.end
     }
 
-    /// Waits for a commit of the tenant, the instant `at` (by the server's
-    /// clock), or the end of the wait, whichever comes first.
-    async fn until_change_or(&mut self, at: Option<i64>) {
+    /// Before the first wait, reads where the feed stands and answers true:
+    /// the caller tries once more before it waits.
+    async fn ready(&mut self, c: &Caller) -> Result<bool, ApiError> {
+        match self.follower.as_mut() {
+            Some(f) if !f.following() => {
+                f.begin_at(crate::events::head(c.state(), &c.tenant).await?);
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    /// Waits for a committed change that `wakes`, the instant `at` (by the
+    /// server's clock), or the end of the wait, whichever comes first.
+    async fn until_change_or(
+        &mut self,
+        c: &Caller,
+        at: Option<i64>,
+        wakes: impl Fn(&host::Change) -> bool,
+    ) {
         let end = tokio::time::Instant::from_std(self.end);
         let until = match at {
             Some(at) => {
@@ -436,12 +484,14 @@ impl Waiting {
             }
             None => end,
         };
-        let Some(changes) = self.changes.as_mut() else {
+        let Some(follower) = self.follower.as_mut() else {
             return;
         };
+        let (state, tenant) = (c.state(), &c.tenant);
+        let read = |after: String| crate::events::read(state, tenant, Some(after), PAGE);
         let _waiting = WaitingGauge::new();
         tokio::select! {
-            _ = changes.changed() => {}
+            () = follower.wait(read, wakes) => {}
             () = tokio::time::sleep_until(until) => {}
         }
     }
@@ -640,12 +690,17 @@ async fn claim_due(c: Caller, Json(body): Json<ClaimDueRequest>) -> Answer<Timer
                 timers: timers.into_iter().map(Into::into).collect(),
             }));
         }
+        if wait.ready(&c).await? {
+            continue;
+        }
         // Something may become due by time alone: a timer's fire time, or
-        // the end of another worker's lease.
+        // the end of another worker's lease; else only by a change of a
+        // timer.
         let next = c
             .call_at(wait.attempt(), "next-due", |x| x.next_due())
             .await?;
-        wait.until_change_or(next).await;
+        wait.until_change_or(&c, next, |change| matches!(change, host::Change::Timer(_)))
+            .await;
     }
 }
 

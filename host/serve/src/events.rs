@@ -27,12 +27,9 @@ use serde_json::json;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 
 use crate::auth::{Principal, Scope};
-use crate::feeds::{Feeds, TenantFeed};
+use crate::feeds::{Feeds, PAGE, TenantFeed};
 use crate::problem::ApiError;
 use crate::state::AppState;
-
-/// Entries read from the feed per call.
-const PAGE: u32 = 100;
 
 /// Whether a change of a task, as its entry left it, is one a credential
 /// may see: services and operators see every change; a reviewer sees a
@@ -126,8 +123,8 @@ pub struct Subscribers {
     all_bound: usize,
     per_tenant: usize,
     tenants: Mutex<HashMap<Arc<str>, Arc<Semaphore>>>,
-    /// The tenants' shared reads of the feed.
-    feeds: Feeds,
+    /// The tenants' shared reads of the feed (the long-polls' too).
+    pub feeds: Feeds,
 }
 
 /// A subscriber's places, held for as long as its stream runs.
@@ -303,7 +300,7 @@ pub async fn subscribe(
 }
 
 /// The feed's head: where a stream without a position starts.
-async fn head(state: &AppState, tenant: &host::Tenant) -> Result<String, ApiError> {
+pub async fn head(state: &AppState, tenant: &host::Tenant) -> Result<String, ApiError> {
     let read = read(state, tenant, None, 1).await?;
     Ok(match read {
         FeedRead::Page(p) => p.head,
@@ -311,7 +308,7 @@ async fn head(state: &AppState, tenant: &host::Tenant) -> Result<String, ApiErro
     })
 }
 
-async fn read(
+pub async fn read(
     state: &AppState,
     tenant: &host::Tenant,
     after: Option<String>,

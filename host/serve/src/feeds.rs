@@ -7,6 +7,10 @@
 //! or under way, from that position, when that read began after the last
 //! commit the stream heard of; otherwise it starts one that others may take.
 //!
+//! Long-polls follow the feed the same way ([`Follower`]), so that a
+//! waiting `claim-next` or `claim-due` tries again only after a change that
+//! could give it something, not after every commit of its tenant.
+//!
 //! It owns the count of a tenant's commits as its streams hear them, and
 //! the reads (*flights*) kept for sharing. It must never give a stream a
 //! read that began before a commit the stream was woken for (that stream
@@ -18,10 +22,14 @@ use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
-use leasehold_host::{Changes, FeedRead};
+use leasehold_host::{Change, Changes, FeedRead};
 use tokio::sync::{OnceCell, watch};
 
 use crate::problem::ApiError;
+
+/// Entries asked for per read of the feed. Every read of a tenant asks for
+/// the same number, so that any read from a position answers for all.
+pub const PAGE: u32 = 100;
 
 /// Reads kept per tenant for streams still to take them: enough for the
 /// caught-up streams and a few catching up, small enough that a tenant's
@@ -160,6 +168,86 @@ impl TenantFeed {
                 .retain(|f| !Arc::ptr_eq(&f.answer, &answer));
         }
         got
+    }
+}
+
+/// A long-poll's watch on its tenant's feed: after each commit heard, it
+/// reads the feed on from where it stands (sharing the read with the
+/// tenant's other readers) and says whether a change there could give its
+/// caller something.
+pub struct Follower {
+    feed: Arc<TenantFeed>,
+    commits: watch::Receiver<u64>,
+    position: Option<String>,
+}
+
+impl Follower {
+    /// Hears every commit from now on; it follows nothing until
+    /// [`begin_at`](Self::begin_at).
+    pub fn new(feed: Arc<TenantFeed>) -> Follower {
+        let commits = feed.commits();
+        Follower {
+            feed,
+            commits,
+            position: None,
+        }
+    }
+
+    /// Whether it has a position to follow from.
+    pub fn following(&self) -> bool {
+        self.position.is_some()
+    }
+
+    /// Follows from `position`: a head of the feed read after this follower
+    /// was made, and before the caller's next try, so that every change the
+    /// try may not have seen lies after it.
+    pub fn begin_at(&mut self, position: String) {
+        self.position = Some(position);
+    }
+
+    /// Returns once a change after the position is one that `wakes`, or
+    /// when the feed cannot be followed (a read failed, the position was
+    /// trimmed): the caller then tries again, as it would after any commit.
+    /// Pages read past without a match move the position on.
+    pub async fn wait<F, Fut>(&mut self, read: F, wakes: impl Fn(&Change) -> bool)
+    where
+        F: Fn(String) -> Fut,
+        Fut: Future<Output = Result<FeedRead, ApiError>>,
+    {
+        loop {
+            if self.commits.changed().await.is_err() {
+                return;
+            }
+            let heard = *self.commits.borrow_and_update();
+            let Some(mut position) = self.position.clone() else {
+                return;
+            };
+            loop {
+                let answer = self
+                    .feed
+                    .read(&position, heard, || read(position.clone()))
+                    .await;
+                match answer.as_deref() {
+                    Ok(FeedRead::Page(p)) => {
+                        let matched = p.entries.iter().any(|e| wakes(&e.change));
+                        let full = p.entries.len() >= PAGE as usize;
+                        position = p.next.clone();
+                        self.position = Some(position.clone());
+                        if matched {
+                            return;
+                        }
+                        if !full {
+                            break;
+                        }
+                    }
+                    Ok(FeedRead::Gone(head)) => {
+                        self.position = Some(head.clone());
+                        return;
+                    }
+                    Err(_) => return,
+                }
+            }
+        }
     }
 }
 

@@ -1,6 +1,8 @@
-//! Event streams of one tenant sharing their reads of the feed, counted by
-//! the server's own metric. A binary of its own: the metrics are the
-//! process's, and here no other test's streams add to them.
+//! Event streams of one tenant sharing their reads of the feed, and
+//! long-polls woken only by changes that could give them something, counted
+//! by the server's own metrics. A binary of its own: the metrics are the
+//! process's, and here no other test's calls add to them (its tests take
+//! turns).
 
 use std::io::{BufRead, BufReader};
 use std::time::{Duration, Instant};
@@ -14,35 +16,41 @@ use serde_json::{Value, json};
 /// A bound on a failure, never a pace the test relies on.
 const PATIENCE: Duration = Duration::from_secs(60);
 
+/// The tests take turns: the metrics they count are the process's.
+static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 struct People {
     table: TokenTable,
     sam: String,
     alice: String,
+    lena: String,
     gus: String,
 }
 
 fn people() -> People {
     let mut table = TokenTable::default();
-    let mut token = |tenant: &str, actor: &str, scope: Scope| {
+    let mut token = |tenant: &str, actor: &str, scope: Scope, role: &str| {
         let t = new_token().expect("random");
         table.insert(
             &t,
             Principal {
                 tenant: tenant.into(),
                 actor: actor.into(),
-                roles: vec!["finance".into()],
+                roles: vec![role.into()],
                 scope,
             },
         );
         t
     };
-    let sam = token("acme", "sam", Scope::Service);
-    let alice = token("acme", "alice", Scope::Reviewer);
-    let gus = token("globex", "gus", Scope::Reviewer);
+    let sam = token("acme", "sam", Scope::Service, "finance");
+    let alice = token("acme", "alice", Scope::Reviewer, "finance");
+    let lena = token("acme", "lena", Scope::Reviewer, "legal");
+    let gus = token("globex", "gus", Scope::Reviewer, "finance");
     People {
         table,
         sam,
         alice,
+        lena,
         gus,
     }
 }
@@ -76,28 +84,49 @@ fn subscribe(
     rx
 }
 
-/// Reads made and taken so far: `leasehold_event_reads_total{read}`.
-fn reads(client: &reqwest::blocking::Client, base: &str) -> (u64, u64) {
+/// The sum of a metric's series whose line starts with `prefix` (the name
+/// and, within its braces, the labels that pick them).
+fn metric(client: &reqwest::blocking::Client, base: &str, prefix: &str) -> u64 {
     let text = client
         .get(format!("{base}/metrics"))
         .send()
         .expect("metrics")
         .text()
         .expect("text");
-    let count = |how: &str| {
-        let needle = format!("leasehold_event_reads_total{{read=\"{how}\"}} ");
-        text.lines()
-            .find_map(|l| l.strip_prefix(&needle))
-            .map_or(0, |n| n.trim().parse().expect("a count"))
-    };
-    (count("own"), count("shared"))
+    text.lines()
+        .filter(|l| l.starts_with(prefix))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>() as u64
 }
 
-#[test]
-fn a_tenants_streams_make_one_read_per_commit_between_them() {
-    let dir = tempfile::tempdir().expect("a directory");
-    let p = people();
-    let server = Server::start(Config {
+/// Reads made and taken so far: `leasehold_event_reads_total{read}`.
+fn reads(client: &reqwest::blocking::Client, base: &str) -> (u64, u64) {
+    (
+        metric(client, base, "leasehold_event_reads_total{read=\"own\"}"),
+        metric(client, base, "leasehold_event_reads_total{read=\"shared\"}"),
+    )
+}
+
+/// Calls of `verb` so far, whatever they answered.
+fn calls(client: &reqwest::blocking::Client, base: &str, verb: &str) -> u64 {
+    metric(
+        client,
+        base,
+        &format!("leasehold_calls_total{{verb=\"{verb}\","),
+    )
+}
+
+/// Polls until `done` holds (the bound is on a failure only).
+fn until(mut done: impl FnMut() -> bool) {
+    let since = Instant::now();
+    while !done() {
+        assert!(since.elapsed() < PATIENCE, "gave up waiting");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn server(dir: &tempfile::TempDir, p: &People) -> Server {
+    Server::start(Config {
         db: dir.path().join("db").to_string_lossy().into_owned(),
         listen: "127.0.0.1:0".parse().expect("an address"),
         credentials: Credentials {
@@ -114,13 +143,33 @@ fn a_tenants_streams_make_one_read_per_commit_between_them() {
         cursor_key: None,
         handle_signals: false,
     })
-    .expect("a server");
+    .expect("a server")
+}
+
+fn open(client: &reqwest::blocking::Client, base: &str, token: &str, id: &str, role: &str) {
+    let r = client
+        .post(format!("{base}/v1/tasks"))
+        .bearer_auth(token)
+        .json(&json!({"id": id, "run": "r", "kind": "k", "candidate_roles": [role]}))
+        .send()
+        .expect("open");
+    assert!(r.status().is_success(), "{:?}", r.text());
+}
+
+#[test]
+fn a_tenants_streams_make_one_read_per_commit_between_them() {
+    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = tempfile::tempdir().expect("a directory");
+    let p = people();
+    let server = server(&dir, &p);
     let base = format!("http://{}", server.addr());
     let client = reqwest::blocking::Client::builder()
         .timeout(PATIENCE)
         .build()
         .expect("a client");
 
+    let before = reads(&client, &base);
+    let since = |now: (u64, u64)| (now.0 - before.0, now.1 - before.1);
     // Twelve streams of acme (a service's and a reviewer's) and two of
     // globex, all at their feed's head.
     let mut acme = Vec::new();
@@ -142,32 +191,28 @@ fn a_tenants_streams_make_one_read_per_commit_between_them() {
     // A stream reads once after its `ready`; with no commit between the
     // streams, each tenant's first stream makes the read and the rest take
     // it.
-    let since = Instant::now();
-    let mut now = reads(&client, &base);
-    while now.0 + now.1 < 14 && since.elapsed() < PATIENCE {
-        std::thread::sleep(Duration::from_millis(10));
-        now = reads(&client, &base);
-    }
-    assert_eq!(now, (2, 12), "the first reads, made and taken");
+    until(|| {
+        let now = since(reads(&client, &base));
+        now.0 + now.1 >= 14
+    });
+    assert_eq!(
+        since(reads(&client, &base)),
+        (2, 12),
+        "the first reads, made and taken"
+    );
 
     // Commits one at a time, each waited for at every acme stream: each
     // wakes the twelve at one position, and they read it once.
     for k in 0..10 {
         let id = format!("t-{k}");
-        let r = client
-            .post(format!("{base}/v1/tasks"))
-            .bearer_auth(&p.sam)
-            .json(&json!({"id": id, "run": "r", "kind": "k", "candidate_roles": ["finance"]}))
-            .send()
-            .expect("open");
-        assert!(r.status().is_success(), "{:?}", r.text());
+        open(&client, &base, &p.sam, &id, "finance");
         for rx in &acme {
             let v = rx.recv_timeout(PATIENCE).expect("the event");
             assert_eq!(v["task"], id.as_str(), "{v}");
         }
     }
     assert_eq!(
-        reads(&client, &base),
+        since(reads(&client, &base)),
         (2 + 10, 12 + 10 * 11),
         "one read per commit, taken by the other eleven"
     );
@@ -175,5 +220,120 @@ fn a_tenants_streams_make_one_read_per_commit_between_them() {
     for rx in &globex {
         assert!(rx.try_recv().is_err());
     }
+    server.shutdown().expect("a clean shutdown");
+}
+
+#[test]
+fn a_waiting_claim_is_woken_only_by_a_change_that_could_give_it_something() {
+    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = tempfile::tempdir().expect("a directory");
+    let p = people();
+    let server = server(&dir, &p);
+    let base = format!("http://{}", server.addr());
+    let client = reqwest::blocking::Client::builder()
+        .timeout(PATIENCE)
+        .build()
+        .expect("a client");
+    let post = |token: &str, path: &str, body: Value| {
+        let (client, base, token, path) = (
+            client.clone(),
+            base.clone(),
+            token.to_owned(),
+            path.to_owned(),
+        );
+        std::thread::spawn(move || -> Value {
+            let r = client
+                .post(format!("{base}{path}"))
+                .bearer_auth(&token)
+                .json(&body)
+                .send()
+                .expect("a long-poll");
+            assert!(r.status().is_success(), "{:?}", r.text());
+            r.json().expect("JSON")
+        })
+    };
+    let waiting = || metric(&client, &base, "leasehold_requests_waiting");
+    let before = (
+        calls(&client, &base, "claim-next"),
+        calls(&client, &base, "claim-due"),
+    );
+
+    // Four finance reviewers wait on claim-next, two workers on claim-due
+    // (briefly: no timer will come).
+    let reviewers: Vec<_> = (0..4)
+        .map(|_| {
+            post(
+                &p.alice,
+                "/v1/queue/claim-next",
+                json!({"wait_ms": 30000, "lease_ms": 60000}),
+            )
+        })
+        .collect();
+    let workers: Vec<_> = (0..2)
+        .map(|_| {
+            post(
+                &p.sam,
+                "/v1/timers/claim-due",
+                json!({"wait_ms": 3000, "lease_ms": 60000}),
+            )
+        })
+        .collect();
+    until(|| waiting() == 6);
+    let next0 = calls(&client, &base, "claim-next");
+    let due0 = calls(&client, &base, "claim-due");
+    // Each tried, read where the feed stands, and tried once more.
+    assert_eq!((next0 - before.0, due0 - before.1), (8, 4));
+
+    // Changes that give a finance reviewer nothing, and a worker no timer:
+    // legal's tasks opened, one claimed and settled.
+    for k in 0..6 {
+        open(&client, &base, &p.sam, &format!("legal-{k}"), "legal");
+    }
+    let r = client
+        .post(format!("{base}/v1/tasks/legal-0/claim"))
+        .bearer_auth(&p.lena)
+        .json(&json!({}))
+        .send()
+        .expect("claim");
+    assert!(r.status().is_success(), "{:?}", r.text());
+    let r = client
+        .post(format!("{base}/v1/tasks/legal-0/settle"))
+        .bearer_auth(&p.lena)
+        .json(&json!({"settlement": "completed"}))
+        .send()
+        .expect("settle");
+    assert!(r.status().is_success(), "{:?}", r.text());
+
+    // One finance task: the four try once each, one has it.
+    open(&client, &base, &p.sam, "fin-0", "finance");
+    until(|| calls(&client, &base, "claim-next") >= next0 + 4 && waiting() == 5);
+    assert_eq!(
+        calls(&client, &base, "claim-next"),
+        next0 + 4,
+        "the reviewers tried again for the finance task only"
+    );
+    // Three more finance tasks for the three still waiting.
+    for k in 1..4 {
+        open(&client, &base, &p.sam, &format!("fin-{k}"), "finance");
+    }
+    let mut got: Vec<String> = reviewers
+        .into_iter()
+        .map(|r| {
+            let v = r.join().expect("a reviewer");
+            v["task"]["id"].as_str().expect("a task").to_owned()
+        })
+        .collect();
+    got.sort();
+    assert_eq!(got, ["fin-0", "fin-1", "fin-2", "fin-3"]);
+    for w in workers {
+        let v = w.join().expect("a worker");
+        assert_eq!(v["timers"], json!([]), "{v}");
+    }
+    // The workers tried twice before they waited and once when the wait
+    // ended: no task's change woke them.
+    assert!(
+        calls(&client, &base, "claim-due") - due0 <= 2,
+        "a worker waiting for timers was woken by tasks' changes"
+    );
     server.shutdown().expect("a clean shutdown");
 }
