@@ -117,6 +117,21 @@ fn subscribe(addr: &str, token: &str) -> std::sync::mpsc::Receiver<(Instant, Val
     rx
 }
 
+/// The server's calls of `verb` so far, whatever they answered.
+fn calls(client: &reqwest::blocking::Client, addr: &str, verb: &str) -> f64 {
+    let text = client
+        .get(format!("http://{addr}/metrics"))
+        .send()
+        .expect("metrics")
+        .text()
+        .expect("text");
+    let label = format!("verb=\"{verb}\"");
+    text.lines()
+        .filter(|l| l.starts_with("leasehold_calls_total{") && l.contains(&label))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
 fn plain_task(id: &str) -> Task {
     serde_json::from_value(json!({
         "id": id, "run": "r", "case": null, "kind": "k", "justification": "{}",
@@ -224,18 +239,7 @@ fn main() {
     // 2b. A commit to every one of the 1,000 (their streams wake together,
     // at one position): the last subscriber's delay, and the feed reads
     // the server made per commit.
-    let feed_calls = || -> f64 {
-        let text = client
-            .get(format!("http://{addr}/metrics"))
-            .send()
-            .expect("metrics")
-            .text()
-            .expect("text");
-        text.lines()
-            .filter(|l| l.starts_with("leasehold_calls_total{") && l.contains("verb=\"feed\""))
-            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-            .sum()
-    };
+    let feed_calls = || calls(&client, &addr, "feed");
     let calls0 = feed_calls();
     let mut last = Vec::new();
     let n = 30;
@@ -330,6 +334,27 @@ fn main() {
         "\n100 idle long-polls: CPU over 10 s: {:.0} ms; RSS {} KiB",
         cpu_ms() - c0,
         r0
+    );
+    // Tasks opened while the 100 wait for timers: what the waiting call.
+    let woken = || calls(&client, &addr, "claim-due") + calls(&client, &addr, "next-due");
+    let w0 = woken();
+    let mut opens = Vec::new();
+    for i in 0..200 {
+        let t0 = Instant::now();
+        let r = client
+            .post(format!("http://{addr}/v1/tasks"))
+            .bearer_auth(&b.sam)
+            .json(&task(&format!("busy-{i}")))
+            .send()
+            .expect("open");
+        assert!(r.status().is_success());
+        opens.push(t0.elapsed().as_secs_f64() * 1e3);
+    }
+    println!(
+        "200 tasks opened while the 100 wait: {:.1} calls by the waiting per open; open p50 {:.2} ms, p99 {:.2} ms",
+        (woken() - w0) / 200.0,
+        pct(opens.clone(), 0.5),
+        pct(opens, 0.99)
     );
     for w in workers {
         let _ = w.join();
