@@ -146,6 +146,37 @@ fn server(dir: &tempfile::TempDir, p: &People) -> Server {
     .expect("a server")
 }
 
+/// A test's server, its people and a client, held while the test takes
+/// its turn.
+struct Rig {
+    _turn: std::sync::MutexGuard<'static, ()>,
+    _dir: tempfile::TempDir,
+    p: People,
+    server: Server,
+    base: String,
+    client: reqwest::blocking::Client,
+}
+
+impl Rig {
+    fn new() -> Rig {
+        let turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+        let dir = tempfile::tempdir().expect("a directory");
+        let p = people();
+        let server = server(&dir, &p);
+        Rig {
+            _turn: turn,
+            base: format!("http://{}", server.addr()),
+            _dir: dir,
+            p,
+            server,
+            client: reqwest::blocking::Client::builder()
+                .timeout(PATIENCE)
+                .build()
+                .expect("a client"),
+        }
+    }
+}
+
 fn open(client: &reqwest::blocking::Client, base: &str, token: &str, id: &str, role: &str) {
     let r = client
         .post(format!("{base}/v1/tasks"))
@@ -158,15 +189,14 @@ fn open(client: &reqwest::blocking::Client, base: &str, token: &str, id: &str, r
 
 #[test]
 fn a_tenants_streams_make_one_read_per_commit_between_them() {
-    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
-    let dir = tempfile::tempdir().expect("a directory");
-    let p = people();
-    let server = server(&dir, &p);
-    let base = format!("http://{}", server.addr());
-    let client = reqwest::blocking::Client::builder()
-        .timeout(PATIENCE)
-        .build()
-        .expect("a client");
+    let Rig {
+        _turn,
+        _dir,
+        p,
+        server,
+        base,
+        client,
+    } = Rig::new();
 
     let before = reads(&client, &base);
     let since = |now: (u64, u64)| (now.0 - before.0, now.1 - before.1);
@@ -225,15 +255,14 @@ fn a_tenants_streams_make_one_read_per_commit_between_them() {
 
 #[test]
 fn a_waiting_claim_is_woken_only_by_a_change_that_could_give_it_something() {
-    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
-    let dir = tempfile::tempdir().expect("a directory");
-    let p = people();
-    let server = server(&dir, &p);
-    let base = format!("http://{}", server.addr());
-    let client = reqwest::blocking::Client::builder()
-        .timeout(PATIENCE)
-        .build()
-        .expect("a client");
+    let Rig {
+        _turn,
+        _dir,
+        p,
+        server,
+        base,
+        client,
+    } = Rig::new();
     let post = |token: &str, path: &str, body: Value| {
         let (client, base, token, path) = (
             client.clone(),
