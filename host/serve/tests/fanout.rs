@@ -288,7 +288,7 @@ fn a_waiting_claim_is_woken_only_by_a_change_that_could_give_it_something() {
     );
 
     // Four finance reviewers wait on claim-next, two workers on claim-due
-    // (briefly: no timer will come).
+    // for one timer each.
     let reviewers: Vec<_> = (0..4)
         .map(|_| {
             post(
@@ -303,7 +303,7 @@ fn a_waiting_claim_is_woken_only_by_a_change_that_could_give_it_something() {
             post(
                 &p.sam,
                 "/v1/timers/claim-due",
-                json!({"wait_ms": 3000, "lease_ms": 60000}),
+                json!({"wait_ms": 30000, "lease_ms": 60000, "limit": 1}),
             )
         })
         .collect();
@@ -341,6 +341,11 @@ fn a_waiting_claim_is_woken_only_by_a_change_that_could_give_it_something() {
         next0 + 4,
         "the reviewers tried again for the finance task only"
     );
+    assert_eq!(
+        calls(&client, &base, "claim-due"),
+        due0,
+        "a worker waiting for timers was woken by tasks' changes"
+    );
     // Three more finance tasks for the three still waiting.
     for k in 1..4 {
         open(&client, &base, &p.sam, &format!("fin-{k}"), "finance");
@@ -354,15 +359,28 @@ fn a_waiting_claim_is_woken_only_by_a_change_that_could_give_it_something() {
         .collect();
     got.sort();
     assert_eq!(got, ["fin-0", "fin-1", "fin-2", "fin-3"]);
-    for w in workers {
-        let v = w.join().expect("a worker");
-        assert_eq!(v["timers"], json!([]), "{v}");
+    // Two timers due at once: a change of a timer wakes the workers.
+    for effect in ["e1", "e2"] {
+        let r = client
+            .post(format!("{base}/v1/timers"))
+            .bearer_auth(&p.sam)
+            .json(
+                &json!({"run": "r", "effect": effect, "step": 1, "phase": "forward", "fire_at": 1}),
+            )
+            .send()
+            .expect("arm");
+        assert!(r.status().is_success(), "{:?}", r.text());
     }
-    // The workers tried twice before they waited and once when the wait
-    // ended: no task's change woke them.
-    assert!(
-        calls(&client, &base, "claim-due") - due0 <= 2,
-        "a worker waiting for timers was woken by tasks' changes"
-    );
+    let mut fired: Vec<String> = workers
+        .into_iter()
+        .map(|w| {
+            let v = w.join().expect("a worker");
+            let timers = v["timers"].as_array().expect("timers");
+            assert_eq!(timers.len(), 1, "{v}");
+            timers[0]["effect"].as_str().expect("an effect").to_owned()
+        })
+        .collect();
+    fired.sort();
+    assert_eq!(fired, ["e1", "e2"]);
     server.shutdown().expect("a clean shutdown");
 }
