@@ -1,4 +1,4 @@
-//! Feed reads shared between one tenant's event streams. Every stream that
+//! Feed reads shared between one tenant's event streams and long-polls. Every stream that
 //! is caught up sits at the same position and wakes for the same commit;
 //! without sharing, each would read the same page of the feed, one engine
 //! call per subscriber per commit. Here one tenant's streams hear its
@@ -56,8 +56,8 @@ pub struct Feeds {
 
 impl Feeds {
     /// The tenant's shared reads, made (with its pump listening to
-    /// `watch()`'s commits) for its first stream. `watch` is called only
-    /// when it is made.
+    /// `watch()`'s commits) for its first stream or long-poll, and let go
+    /// with its last. `watch` is called only when it is made.
     pub fn tenant(
         &self,
         name: &str,
@@ -84,7 +84,7 @@ impl Feeds {
 }
 
 /// Counts the tenant's commits as they are heard, for as long as any of
-/// its streams holds its [`TenantFeed`] (which stops it when dropped).
+/// its readers holds its [`TenantFeed`] (which stops it when dropped).
 async fn pump(mut changes: Changes, commits: watch::Sender<u64>) {
     loop {
         changes.changed().await;
@@ -139,7 +139,9 @@ impl TenantFeed {
                     // read sees at least every commit counted so far.
                     let began = *self.commits.borrow();
                     let answer = Arc::new(OnceCell::new());
-                    flights.retain(|f| f.after != after || f.began > began);
+                    // An older read from here serves no one this one does
+                    // not; its takers keep their own hold on it.
+                    flights.retain(|f| f.after != after);
                     flights.push_back(Flight {
                         after: after.to_owned(),
                         began,
