@@ -54,6 +54,20 @@ impl Cursor {
         self.0[usize::from(slot)]
     }
 
+    /// The sequence number of every slot, in slot order: a fixed-size form
+    /// for hosts that seal positions.
+    pub fn seqs(&self) -> [u64; MAX_SHARDS as usize] {
+        self.0
+    }
+
+    /// The position [`seqs`](Self::seqs) gave, if every slot's number is
+    /// one a position may hold.
+    pub fn from_seqs(seqs: [u64; MAX_SHARDS as usize]) -> Option<Cursor> {
+        seqs.iter()
+            .all(|&s| s <= schema::FEED_END)
+            .then_some(Cursor(seqs))
+    }
+
     fn set(&mut self, slot: u8, seq: u64) {
         self.0[usize::from(slot)] = seq;
     }

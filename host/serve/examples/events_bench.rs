@@ -200,6 +200,8 @@ fn main() {
     };
     options.events.max_subscribers_per_tenant = 1100;
     options.events.max_subscribers = 1100;
+    options.events.max_subscribers_per_caller = 1100;
+    options.connections.max_connections = 2048;
     let one = start(&db, &b, options);
     let addr = one.addr().to_string();
     let (ev, ans) = commit_to_subscriber(&client, &addr, &addr, &b.sam, 300, "one");

@@ -336,6 +336,9 @@ async fn claim_next(c: Caller, Json(body): Json<ClaimNextRequest>) -> Answer<Cla
     let roles = c.roles(body.roles)?;
     let mut wait = Waiting::new(&c, body.wait_ms, body.now)?;
     loop {
+        if !wait.may_try()? {
+            return Ok(axum::Json(ClaimedNext { task: None }));
+        }
         let lease = lease(c.now(body.now)?, body.lease_ms);
         let query = QueueQuery {
             roles: roles.clone(),
@@ -404,13 +407,22 @@ impl Drop for WaitingGauge {
 /// it (a settle, another queue's task) costs it nothing. Before it first
 /// waits it reads the feed's head and tries once more, so every change that
 /// try did not see lies after where it follows from. While it waits, no
-/// call runs and nothing is held: a client that goes away ends the request
-/// there, and claims nothing.
+/// call runs and nothing is held but its place among the long-polls: a
+/// client that goes away ends the request there, and claims nothing.
+///
+/// Every try after the first is made only while the credential still names
+/// the same caller (a reload that revokes it, or its expiry, wakes the wait
+/// and the request is answered 401), and none once the server begins to
+/// shut down (the request is answered as an empty wait's end).
 struct Waiting {
     follower: Option<Follower>,
     end: std::time::Instant,
     first: Option<std::time::Instant>,
     budget: std::time::Duration,
+    tried: bool,
+    credential: crate::auth::HeldCredential,
+    stopping: tokio::sync::watch::Receiver<bool>,
+    _hold: Option<crate::holds::Hold>,
 }
 
 impl Waiting {
@@ -422,26 +434,49 @@ impl Waiting {
                 format!("at most {} milliseconds", crate::schema::MAX_WAIT_MS),
             ));
         }
+        let state = c.state();
         // A wait runs by the server's clock: with a given `now`, the claim
         // is tried once.
-        let follower = if wait_ms > 0 && now.is_none() {
-            let state = c.state();
+        let (follower, hold) = if wait_ms > 0 && now.is_none() {
+            let hold = state.subscribers.poll(&c.principal)?;
             let name = c.tenant.name();
             let feed = state
                 .subscribers
                 .feeds
                 .tenant(name, || Ok(state.engine.watch(name)?))?;
-            Some(Follower::new(feed))
+            (Some(Follower::new(feed)), Some(hold))
         } else {
-            None
+            (None, None)
         };
         let started = std::time::Instant::now();
         Ok(Waiting {
             follower,
             end: started + std::time::Duration::from_millis(u64::from(wait_ms)),
             first: Some(c.deadline()),
-            budget: crate::state::budget(&c.state().options, "claim-due"),
+            budget: crate::state::budget(&state.options, "claim-due"),
+            tried: false,
+            credential: state
+                .credentials
+                .hold(c.authorization().map(str::to_owned), c.principal.clone()),
+            stopping: state.stopping(),
+            _hold: hold,
         })
+    }
+
+    /// Whether to make the next try: not once the server is shutting down
+    /// (`false`), and never for a credential that no longer holds (401).
+    fn may_try(&mut self) -> Result<bool, ApiError> {
+        let first = !self.tried;
+        self.tried = true;
+        if *self.stopping.borrow() {
+            return Ok(false);
+        }
+        if !first && !self.credential.holds() {
+            return Err(ApiError::Unauthorized(
+                "the credential was revoked or expired while the request waited".to_owned(),
+            ));
+        }
+        Ok(true)
     }
 
     /// The deadline of the next try: the request's for the first, then a
@@ -469,7 +504,8 @@ impl Waiting {
     }
 
     /// Waits for a committed change that `wakes`, the instant `at` (by the
-    /// server's clock), or the end of the wait, whichever comes first.
+    /// server's clock), the end of the wait, the end of the credential or
+    /// the start of shutdown, whichever comes first.
     async fn until_change_or(
         &mut self,
         c: &Caller,
@@ -490,9 +526,12 @@ impl Waiting {
         let (state, tenant) = (c.state(), &c.tenant);
         let read = |after: String| crate::events::read(state, tenant, Some(after), PAGE);
         let _waiting = WaitingGauge::new();
+        let stopping = self.stopping.wait_for(|s| *s);
         tokio::select! {
             () = follower.wait(read, wakes) => {}
             () = tokio::time::sleep_until(until) => {}
+            () = self.credential.lapsed() => {}
+            _ = stopping => {}
         }
     }
 }
@@ -679,6 +718,9 @@ async fn claim_due(c: Caller, Json(body): Json<ClaimDueRequest>) -> Answer<Timer
     let lease_ms = body.lease_ms;
     let mut wait = Waiting::new(&c, body.wait_ms, body.now)?;
     loop {
+        if !wait.may_try()? {
+            return Ok(axum::Json(TimerList { timers: Vec::new() }));
+        }
         let now = c.now(body.now)?;
         let timers = c
             .call_at(wait.attempt(), "claim-due", move |x| {
@@ -873,55 +915,127 @@ async fn feed(
         .filter_map(|v| v.to_str().ok())
         .any(|v| v.contains("text/event-stream"));
     if wants_stream {
-        let last = headers
-            .get("last-event-id")
-            .map(|v| {
+        // `Last-Event-ID` wins over `after`: it is where an `EventSource`
+        // that reconnects says it stopped.
+        let last = match headers.get("last-event-id") {
+            Some(v) => Some((
+                "Last-Event-ID",
                 v.to_str()
                     .ok()
-                    .filter(|s| !s.is_empty() && s.len() <= 4096)
+                    .filter(|s| !s.is_empty())
                     .map(str::to_owned)
-                    .ok_or_else(|| ApiError::invalid("Last-Event-ID", "not an event id"))
-            })
-            .transpose()?;
-        let authorization = headers
-            .get(axum::http::header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
+                    .ok_or_else(|| {
+                        ApiError::invalid("Last-Event-ID", "not an event id this service gave")
+                    })?,
+            )),
+            None => None,
+        };
+        let authorization = c.authorization().map(str::to_owned);
         let sub = crate::events::Subscription {
             principal: c.principal.clone(),
             tenant: c.tenant.clone(),
             authorization,
-            after: last.or(q.after),
+            after: last.or(q.after.map(|a| ("after", a))),
         };
         return Ok(crate::events::subscribe(c.state(), sub)
             .await?
             .into_response());
     }
     let limit = q.limit.unwrap_or(DEFAULT_PAGE);
-    let read = c
-        .call("feed", move |x| x.feed(q.after.as_deref(), limit))
-        .await?;
-    let events = match read {
-        host::FeedRead::Page(p) => Events {
-            entries: p
-                .entries
-                .into_iter()
-                .filter(|e| crate::events::may_see_change(&c.principal, &e.change))
-                .map(Into::into)
-                .collect(),
-            next: p.next,
-            head: p.head,
-            gone: false,
-        },
-        host::FeedRead::Gone(head) => Events {
-            entries: Vec::new(),
-            next: head.clone(),
-            head,
-            gone: true,
-        },
+    let positions = crate::positions::Positions::new(&c.state().cursors, &c.principal);
+    let after = match q.after {
+        Some(a) => Some(positions.take("after", &a)?),
+        None => None,
     };
-    Ok(axum::Json(events).into_response())
+    if c.principal.scope != Scope::Reviewer {
+        let read = c
+            .call("feed", move |x| x.feed(after.as_deref(), limit))
+            .await?;
+        let events = match read {
+            host::FeedRead::Page(p) => Events {
+                entries: p.entries.into_iter().map(Into::into).collect(),
+                next: p.next,
+                head: p.head,
+                gone: false,
+            },
+            host::FeedRead::Gone(head) => Events {
+                entries: Vec::new(),
+                next: head.clone(),
+                head,
+                gone: true,
+            },
+        };
+        return Ok(axum::Json(events).into_response());
+    }
+    // A reviewer: pages are read on past changes it may not see until it
+    // has `limit` of its own or has read to the head, so that neither the
+    // count of entries nor whether `next` is the head says anything of
+    // others' changes. Positions are sealed for it.
+    let mut at = after;
+    let mut entries = Vec::new();
+    let mut caught_up = false;
+    let mut next = None;
+    for _ in 0..REVIEWER_PAGES {
+        let from = at.clone();
+        let read = c
+            .call("feed", move |x| x.feed(from.as_deref(), PAGE))
+            .await?;
+        let p = match read {
+            host::FeedRead::Page(p) => p,
+            host::FeedRead::Gone(head) => {
+                let shown = positions.show(&head)?;
+                return Ok(axum::Json(Events {
+                    entries: Vec::new(),
+                    next: shown.clone(),
+                    head: shown,
+                    gone: true,
+                })
+                .into_response());
+            }
+        };
+        for e in p.entries {
+            if entries.len() as u32 >= limit {
+                break;
+            }
+            if crate::events::may_see_change(&c.principal, &e.change) {
+                let pos = e.position.clone();
+                let mut ev: Event = e.into();
+                ev.position = positions.show(&pos)?;
+                entries.push(ev);
+                next = Some(pos);
+            }
+        }
+        if entries.len() as u32 >= limit {
+            break;
+        }
+        next = None;
+        at = Some(p.next.clone());
+        if p.next == p.head {
+            caught_up = true;
+            break;
+        }
+    }
+    let next = next.or(at).unwrap_or_else(|| "f".to_owned());
+    let shown = positions.show(&next)?;
+    // Read to the head, `head` is `next` itself; else another sealing of
+    // the same position, so that the reviewer reads on from `next`.
+    let head = if caught_up {
+        shown.clone()
+    } else {
+        positions.show(&next)?
+    };
+    Ok(axum::Json(Events {
+        entries,
+        next: shown,
+        head,
+        gone: false,
+    })
+    .into_response())
 }
+
+/// Pages of the feed one reviewer's JSON read goes through at most, looking
+/// for changes it may see.
+const REVIEWER_PAGES: usize = 50;
 
 /// Removes old feed entries, with the history they cover: those recorded
 /// before `before`, and the oldest beyond the newest `keep`. Never a task's

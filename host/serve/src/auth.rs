@@ -277,31 +277,136 @@ impl Credentials {
 pub type Reload = Arc<dyn Fn() -> Result<Credentials, String> + Send + Sync>;
 
 /// The credentials in force, replaced whole by a reload: a request
-/// authenticates against one set, never a mix of old and new.
-#[derive(Clone, Debug, Default)]
-pub struct LiveCredentials(Arc<RwLock<Arc<Credentials>>>);
+/// authenticates against one set, never a mix of old and new. Every reload
+/// is announced, so that what a credential holds open (a stream, a
+/// waiting long-poll) is checked again at once.
+#[derive(Clone, Debug)]
+pub struct LiveCredentials {
+    current: Arc<RwLock<Arc<Credentials>>>,
+    reloads: Arc<tokio::sync::watch::Sender<u64>>,
+}
+
+impl Default for LiveCredentials {
+    fn default() -> Self {
+        LiveCredentials::new(Credentials::default())
+    }
+}
 
 impl LiveCredentials {
     pub fn new(c: Credentials) -> Self {
-        LiveCredentials(Arc::new(RwLock::new(Arc::new(c))))
+        LiveCredentials {
+            current: Arc::new(RwLock::new(Arc::new(c))),
+            reloads: Arc::new(tokio::sync::watch::Sender::new(0)),
+        }
     }
 
     pub fn current(&self) -> Arc<Credentials> {
-        self.0
+        self.current
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
     }
 
-    /// Puts `c` in force, unless it accepts nothing (a token file emptied
+    /// Puts `c` in force, unless it accepts nobody (a token file emptied
     /// by mistake would lock everyone out): the old set then stays.
     pub fn replace(&self, c: Credentials) -> Result<(usize, usize), String> {
         if c.is_empty() {
             return Err("the new credentials accept nobody; keeping the old ones".to_owned());
         }
         let live = c.live();
-        *self.0.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(c);
+        *self.current.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(c);
+        self.reloads.send_modify(|n| *n += 1);
         Ok(live)
+    }
+
+    /// A watch on one request's credential, for work that outlives the
+    /// request's start.
+    pub fn hold(&self, header: Option<String>, principal: Principal) -> HeldCredential {
+        let expires = header.as_deref().and_then(expiry);
+        HeldCredential {
+            live: self.clone(),
+            reloads: self.reloads.subscribe(),
+            header,
+            principal,
+            expires,
+        }
+    }
+}
+
+/// Slack past a JWT's `exp` that verification allows (its leeway).
+const JWT_LEEWAY_SECS: i64 = 30;
+
+/// When a bearer JWT stops being accepted, from its `exp` claim; `None` for
+/// tokens of the token file, which last until a reload removes them. Read
+/// without verifying: it only says when to check again.
+fn expiry(header: &str) -> Option<std::time::SystemTime> {
+    use base64::Engine as _;
+    let token = header.split_once(' ')?.1.trim();
+    let payload = token.split('.').nth(1)?;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload.trim_end_matches('='))
+        .ok()?;
+    let exp = serde_json::from_slice::<serde_json::Value>(&bytes)
+        .ok()?
+        .get("exp")?
+        .as_i64()?;
+    let at = u64::try_from(exp.saturating_add(JWT_LEEWAY_SECS)).ok()?;
+    std::time::UNIX_EPOCH.checked_add(std::time::Duration::from_secs(at))
+}
+
+/// The credential a stream or a long-poll was opened with, watched for as
+/// long as it runs: it stops holding once a reload revokes it or changes
+/// whom it names, or once it expires.
+pub struct HeldCredential {
+    live: LiveCredentials,
+    reloads: tokio::sync::watch::Receiver<u64>,
+    header: Option<String>,
+    principal: Principal,
+    expires: Option<std::time::SystemTime>,
+}
+
+impl HeldCredential {
+    /// Whether the credential still names the same caller.
+    pub fn holds(&self) -> bool {
+        if self
+            .expires
+            .is_some_and(|at| std::time::SystemTime::now() >= at)
+        {
+            return false;
+        }
+        self.live
+            .current()
+            .authenticate(self.header.as_deref())
+            .is_ok_and(|p| p == self.principal)
+    }
+
+    /// Returns once the credential no longer holds: at a reload that
+    /// revokes it, or at its expiry.
+    pub async fn lapsed(&mut self) {
+        loop {
+            if !self.holds() {
+                return;
+            }
+            let until_expiry = self.expires.map(|at| {
+                at.duration_since(std::time::SystemTime::now())
+                    .unwrap_or_default()
+            });
+            let expiry = async {
+                match until_expiry {
+                    Some(d) => tokio::time::sleep(d).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                changed = self.reloads.changed() => {
+                    if changed.is_err() {
+                        // The server is gone; nothing will reload.
+                        std::future::pending::<()>().await;
+                    }
+                }
+                () = expiry => {}
+            }
+        }
     }
 }
 

@@ -8,15 +8,18 @@
 //! connection outlive the shutdown grace.
 
 use std::future::Future;
+use std::io;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 use tokio_rustls::TlsAcceptor;
@@ -39,6 +42,10 @@ pub struct ConnectionLimits {
     /// fixed one bounds what a reader that stopped reading holds in the
     /// kernel, so that an event stream notices it sooner.
     pub send_buffer: Option<usize>,
+    /// How long a write to a client may wait for the client to read before
+    /// the connection is closed: a reader that stopped reading (an event
+    /// stream's above all) gives back its buffers and its connection then.
+    pub write_timeout: Duration,
 }
 
 impl Default for ConnectionLimits {
@@ -49,6 +56,7 @@ impl Default for ConnectionLimits {
             handshake_timeout: Duration::from_secs(10),
             shutdown_grace: Duration::from_secs(10),
             send_buffer: None,
+            write_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -168,6 +176,7 @@ async fn connection(
     permit: OwnedSemaphorePermit,
 ) {
     let _ = tcp.set_nodelay(true);
+    let tcp = WriteTimeout::new(tcp, limits.write_timeout);
     match tls {
         None => session(tcp, app, limits, stop).await,
         Some(acceptor) => {
@@ -231,5 +240,95 @@ where
     };
     if let Err(e) = ended {
         tracing::debug!(error = %e, "connection ended with an error");
+    }
+}
+
+/// A connection whose writes fail once one has waited `limit` for the
+/// client to make room: hyper then drops the connection, and with it every
+/// buffer it held. A write that makes progress starts the clock again.
+struct WriteTimeout<I> {
+    io: I,
+    limit: Duration,
+    stalled: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl<I> WriteTimeout<I> {
+    fn new(io: I, limit: Duration) -> Self {
+        WriteTimeout {
+            io,
+            limit,
+            stalled: None,
+        }
+    }
+
+    /// What a write that returned `poll` means, with the clock: pending
+    /// past the limit is an error.
+    fn timed<T>(&mut self, cx: &mut Context<'_>, poll: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
+        match poll {
+            Poll::Ready(r) => {
+                self.stalled = None;
+                Poll::Ready(r)
+            }
+            Poll::Pending => {
+                let limit = self.limit;
+                let sleep = self
+                    .stalled
+                    .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+                match sleep.as_mut().poll(cx) {
+                    Poll::Ready(()) => {
+                        metrics::counter!("leasehold_write_timeouts_total").increment(1);
+                        Poll::Ready(Err(io::Error::new(
+                            io::ErrorKind::TimedOut,
+                            "the client read nothing within the write timeout",
+                        )))
+                    }
+                    Poll::Pending => Poll::Pending,
+                }
+            }
+        }
+    }
+}
+
+impl<I: AsyncRead + Unpin> AsyncRead for WriteTimeout<I> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl<I: AsyncWrite + Unpin> AsyncWrite for WriteTimeout<I> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let poll = Pin::new(&mut self.io).poll_write(cx, buf);
+        self.timed(cx, poll)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let poll = Pin::new(&mut self.io).poll_write_vectored(cx, bufs);
+        self.timed(cx, poll)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let poll = Pin::new(&mut self.io).poll_flush(cx);
+        self.timed(cx, poll)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let poll = Pin::new(&mut self.io).poll_shutdown(cx);
+        self.timed(cx, poll)
     }
 }

@@ -81,8 +81,19 @@ impl CursorKey {
     }
 
     /// Seals the rules' cursor for pages of `list` (a verb and what it
-    /// pages) in `tenant`.
+    /// pages) in `tenant`, padded to one length whatever task it names.
     pub fn seal(&self, tenant: &str, list: &str, cursor: &str) -> Option<String> {
+        self.seal_bytes(tenant, list, &pad(cursor)?)
+    }
+
+    /// The rules' cursor inside `sealed`, if this key sealed it for the same
+    /// tenant and list.
+    pub fn open(&self, tenant: &str, list: &str, sealed: &str) -> Option<String> {
+        unpad(&self.open_bytes(tenant, list, sealed)?)
+    }
+
+    /// Seals `plain` for `list` in `tenant` under a fresh nonce.
+    pub fn seal_bytes(&self, tenant: &str, list: &str, plain: &[u8]) -> Option<String> {
         let mut nonce = [0u8; NONCE];
         getrandom::fill(&mut nonce).ok()?;
         let aad = binding(tenant, list);
@@ -91,7 +102,7 @@ impl CursorKey {
             .encrypt(
                 XNonce::from_slice(&nonce),
                 Payload {
-                    msg: cursor.as_bytes(),
+                    msg: plain,
                     aad: &aad,
                 },
             )
@@ -101,17 +112,19 @@ impl CursorKey {
         Some(URL_SAFE_NO_PAD.encode(out))
     }
 
-    /// The rules' cursor inside `sealed`, if this key sealed it for the same
+    /// The bytes inside `sealed`, if this key sealed them for the same
     /// tenant and list.
-    pub fn open(&self, tenant: &str, list: &str, sealed: &str) -> Option<String> {
+    pub fn open_bytes(&self, tenant: &str, list: &str, sealed: &str) -> Option<Vec<u8>> {
+        if sealed.len() > 4096 {
+            return None;
+        }
         let bytes = URL_SAFE_NO_PAD.decode(sealed).ok()?;
         if bytes.len() <= NONCE {
             return None;
         }
         let (nonce, body) = bytes.split_at(NONCE);
         let aad = binding(tenant, list);
-        let plain = self
-            .cipher()
+        self.cipher()
             .decrypt(
                 XNonce::from_slice(nonce),
                 Payload {
@@ -119,8 +132,62 @@ impl CursorKey {
                     aad: &aad,
                 },
             )
-            .ok()?;
-        String::from_utf8(plain).ok()
+            .ok()
+    }
+}
+
+/// Bytes every cursor is padded to before sealing: the longest cursor the
+/// rules make (a verb's letter and the hex of a position whose task id is
+/// the longest a name may be, escaped) kept as bytes, with room to spare.
+const PADDED: usize = 2112;
+
+/// A cursor laid out for sealing at one length: a form byte, then either
+/// the verb's letter and the position's bytes (the rules' `letter + hex`
+/// spelling, halved) or the cursor's text, then its length and zeros.
+fn pad(cursor: &str) -> Option<Vec<u8>> {
+    let hex = cursor.get(1..).filter(|h| {
+        cursor.as_bytes()[0].is_ascii_alphabetic()
+            && h.len() % 2 == 0
+            && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    });
+    let mut body = Vec::with_capacity(PADDED);
+    match hex {
+        Some(h) => {
+            body.push(1u8);
+            body.push(cursor.as_bytes()[0]);
+            for i in (0..h.len()).step_by(2) {
+                body.push(u8::from_str_radix(&h[i..i + 2], 16).ok()?);
+            }
+        }
+        None => {
+            body.push(0u8);
+            body.extend_from_slice(cursor.as_bytes());
+        }
+    }
+    let len = u16::try_from(body.len()).ok()?;
+    let mut out = len.to_be_bytes().to_vec();
+    out.extend_from_slice(&body);
+    // A cursor longer than the padding is sealed as it is: longer, but
+    // still whole.
+    out.resize(out.len().max(PADDED), 0);
+    Some(out)
+}
+
+fn unpad(block: &[u8]) -> Option<String> {
+    let len = usize::from(u16::from_be_bytes([*block.first()?, *block.get(1)?]));
+    let body = block.get(2..2 + len)?;
+    match body.split_first()? {
+        (1, rest) => {
+            let (letter, bytes) = rest.split_first()?;
+            let mut text = String::with_capacity(1 + 2 * bytes.len());
+            text.push(char::from(*letter));
+            for b in bytes {
+                text.push_str(&format!("{b:02x}"));
+            }
+            Some(text)
+        }
+        (0, rest) => String::from_utf8(rest.to_vec()).ok(),
+        _ => None,
     }
 }
 
@@ -176,6 +243,25 @@ mod tests {
             assert!(!bytes.windows(6).any(|w| w == b"secret"));
             assert!(!s.contains("secret"));
         }
+    }
+
+    #[test]
+    fn every_cursor_seals_to_one_length() {
+        let k = key();
+        let short = k.seal("acme", "queue", "q0a").expect("sealed");
+        let long = k
+            .seal("acme", "queue", &format!("q{}", "ab".repeat(900)))
+            .expect("sealed");
+        let text = k.seal("acme", "queue", "not hex at all").expect("sealed");
+        assert_eq!(short.len(), long.len());
+        assert_eq!(short.len(), text.len());
+        assert!(regex::Regex::new(PATTERN).expect("pattern").is_match(&long));
+        assert_eq!(k.open("acme", "queue", &short).as_deref(), Some("q0a"));
+        assert_eq!(
+            k.open("acme", "queue", &long),
+            Some(format!("q{}", "ab".repeat(900)))
+        );
+        assert_eq!(k.open("acme", "queue", &text).as_deref(), Some("not hex at all"));
     }
 
     #[test]

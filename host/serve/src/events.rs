@@ -12,9 +12,9 @@
 //! position, so a lost wake-up costs time, never a change. Streams of one
 //! tenant at one position share their reads ([`crate::feeds`]).
 
-use std::collections::HashMap;
 use std::convert::Infallible;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -24,10 +24,12 @@ use futures_util::Stream;
 use leasehold_host::{self as host, Change, FeedRead};
 
 use serde_json::json;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
+use tokio::sync::{mpsc, watch};
 
 use crate::auth::{Principal, Scope};
 use crate::feeds::{Feeds, PAGE, TenantFeed};
+use crate::holds::{Bounds, Hold, Holds};
+use crate::positions::Positions;
 use crate::problem::ApiError;
 use crate::state::AppState;
 
@@ -55,9 +57,9 @@ pub fn may_see_change(p: &Principal, change: &Change) -> bool {
     }
 }
 
-/// One feed entry as a server-sent event: its position is its `id`.
-fn event(entry: &host::FeedEntry) -> Event {
-    let pos = &entry.position;
+/// One feed entry as a server-sent event: its position (as `pos`, the
+/// spelling its caller is shown) is its `id`.
+fn event(entry: &host::FeedEntry, pos: &str) -> Event {
     match &entry.change {
         Change::Task(t) => {
             let e = &t.entry;
@@ -102,7 +104,7 @@ enum Ended {
     Shutdown,
     /// The credential expired, or was revoked by a reload.
     Credential,
-    /// A read of the feed failed.
+    /// A read of the feed failed, and failed again when tried once more.
     Failed,
 }
 
@@ -117,99 +119,81 @@ impl Ended {
     }
 }
 
-/// The bounds on subscribers: in all, and per tenant.
+/// What holds the service open for callers that wait: event streams and
+/// long-polls, each bounded in all, per tenant and per caller, and the
+/// tenants' shared reads of the feed they follow.
 pub struct Subscribers {
-    all: Arc<Semaphore>,
-    all_bound: usize,
-    per_tenant: usize,
-    tenants: Mutex<HashMap<Arc<str>, Arc<Semaphore>>>,
+    streams: Arc<Holds>,
+    polls: Arc<Holds>,
     /// The tenants' shared reads of the feed (the long-polls' too).
     pub feeds: Feeds,
 }
 
-/// A subscriber's places, held for as long as its stream runs.
-struct Seat {
-    _all: OwnedSemaphorePermit,
-    tenant: Option<OwnedSemaphorePermit>,
-    slots: Arc<Semaphore>,
-    name: Arc<str>,
-    of: Arc<Subscribers>,
-}
-
-impl Drop for Seat {
-    fn drop(&mut self) {
-        drop(self.tenant.take());
-        let mut tenants = self
-            .of
-            .tenants
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if Arc::strong_count(&self.slots) == 2 {
-            tenants.remove(&self.name);
-        }
-        metrics::gauge!("leasehold_event_subscribers").decrement(1.0);
-    }
+/// The name a caller's holds are counted under: its tenant, actor and
+/// scope, each ended by a byte no name may hold.
+pub fn caller_key(p: &Principal) -> String {
+    format!("{}\u{0}{}\u{0}{}", p.tenant, p.actor, p.scope)
 }
 
 impl Subscribers {
-    pub fn new(all: usize, per_tenant: usize) -> Arc<Self> {
+    pub fn new(streams: Bounds, polls: Bounds) -> Arc<Self> {
         Arc::new(Subscribers {
-            all: Arc::new(Semaphore::new(all)),
-            all_bound: all,
-            per_tenant: per_tenant.clamp(1, all.max(1)),
-            tenants: Mutex::new(HashMap::new()),
+            streams: Holds::new("event stream", streams),
+            polls: Holds::new("waiting request", polls),
             feeds: Feeds::default(),
         })
     }
 
-    /// A place for one more subscriber of `tenant`, or `overloaded`.
-    fn seat(self: &Arc<Self>, tenant: &str) -> Result<Seat, ApiError> {
-        let full = |detail: String| ApiError::Unavailable {
-            kind: "overloaded",
-            detail,
-        };
-        let all = self.all.clone().try_acquire_owned().map_err(|_| {
-            full(format!(
-                "the service is at its bound of {} event subscribers",
-                self.all_bound
-            ))
-        })?;
-        let (name, slots) = {
-            let mut tenants = self.tenants.lock().unwrap_or_else(PoisonError::into_inner);
-            match tenants.get_key_value(tenant) {
-                Some((n, s)) => (n.clone(), s.clone()),
-                None => {
-                    let n: Arc<str> = Arc::from(tenant);
-                    let s = Arc::new(Semaphore::new(self.per_tenant));
-                    tenants.insert(n.clone(), s.clone());
-                    (n, s)
-                }
-            }
-        };
-        let mut seat = Seat {
-            _all: all,
-            tenant: None,
-            slots: slots.clone(),
-            name,
-            of: self.clone(),
-        };
-        metrics::gauge!("leasehold_event_subscribers").increment(1.0);
-        seat.tenant = Some(slots.try_acquire_owned().map_err(|_| {
-            full(format!(
-                "this tenant is at its bound of {} event subscribers",
-                self.per_tenant
-            ))
-        })?);
-        Ok(seat)
+    /// A place for one more waiting long-poll of `p`, or `overloaded`.
+    pub fn poll(&self, p: &Principal) -> Result<Hold, ApiError> {
+        self.polls.take(&p.tenant, &caller_key(p))
+    }
+
+    /// A place for one more event stream of `p`, or `overloaded`.
+    fn stream(&self, p: &Principal) -> Result<Hold, ApiError> {
+        self.streams.take(&p.tenant, &caller_key(p))
+    }
+}
+
+/// One event waiting to be sent, with the bytes it counts for.
+struct Queued {
+    event: Event,
+    bytes: usize,
+}
+
+/// What a stream's queued events weigh: on the stream, and on its tenant
+/// (whose streams share one budget).
+struct Weight {
+    stream: AtomicUsize,
+    feed: Arc<TenantFeed>,
+}
+
+impl Weight {
+    fn release(&self, bytes: usize) {
+        self.stream.fetch_sub(bytes, Ordering::Relaxed);
+        self.feed.buffered().fetch_sub(bytes, Ordering::Relaxed);
     }
 }
 
 /// The body of an event stream: what the producer queued, then the final
-/// event if the producer ended it.
+/// event if the producer ended it. Dropped with its connection, it gives
+/// back what it still holds.
 pub struct Body {
-    rx: mpsc::Receiver<Event>,
+    rx: mpsc::Receiver<Queued>,
     last: Arc<Mutex<Option<Event>>>,
+    weight: Arc<Weight>,
     done: bool,
+    _seat: Hold,
+}
+
+impl Drop for Body {
+    fn drop(&mut self) {
+        self.rx.close();
+        while let Ok(q) = self.rx.try_recv() {
+            self.weight.release(q.bytes);
+        }
+        metrics::gauge!("leasehold_event_subscribers").decrement(1.0);
+    }
 }
 
 impl Stream for Body {
@@ -220,7 +204,10 @@ impl Stream for Body {
             return Poll::Ready(None);
         }
         match self.rx.poll_recv(cx) {
-            Poll::Ready(Some(e)) => Poll::Ready(Some(Ok(e))),
+            Poll::Ready(Some(q)) => {
+                self.weight.release(q.bytes);
+                Poll::Ready(Some(Ok(q.event)))
+            }
             Poll::Ready(None) => {
                 self.done = true;
                 let last = self
@@ -242,18 +229,25 @@ pub struct Subscription {
     /// The `Authorization` header as sent, checked again while the stream
     /// runs.
     pub authorization: Option<String>,
-    /// Where to resume: after this position; the feed's head when `None`.
-    pub after: Option<String>,
+    /// Where to resume, as the caller was shown it: after this position;
+    /// the feed's head when `None`. `field` names where it came from.
+    pub after: Option<(&'static str, String)>,
 }
 
-/// Opens an event stream for `sub`: refused at once when the subscriber
-/// bounds are reached or its position is not one of this feed's; else the
-/// stream, which begins with a `ready` event naming where it starts.
+/// Opens an event stream for `sub`: refused at once when a bound on
+/// streams is reached or its position is not one this caller was given
+/// (400); else the stream, which begins with a `ready` event naming where
+/// it starts (or `refresh`, when that position is gone).
 pub async fn subscribe(
     state: &AppState,
     sub: Subscription,
 ) -> Result<Sse<KeepAliveStream<Body>>, ApiError> {
-    let seat = state.subscribers.seat(sub.tenant.name())?;
+    let positions = Positions::new(&state.cursors, &sub.principal);
+    let after = match &sub.after {
+        Some((field, given)) => Some(positions.take(field, given)?),
+        None => None,
+    };
+    let seat = state.subscribers.stream(&sub.principal)?;
     // Subscribed before the first read, so a commit made between the read
     // and the wait still wakes it.
     let name = sub.tenant.name();
@@ -263,38 +257,61 @@ pub async fn subscribe(
         .tenant(name, || Ok(state.engine.watch(name)?))?;
     let commits = feed.commits();
     let heard = *commits.borrow();
-    let start = match sub.after.clone() {
-        Some(p) => p,
-        None => head(state, &sub.tenant).await?,
+    let (start, first) = match after {
+        // A position of the right shape may still be one this feed never
+        // gave: the first read says so (`gone`) before the stream begins.
+        Some(p) => {
+            let first = read(state, &sub.tenant, Some(p.clone()), PAGE).await?;
+            (p, Some(first))
+        }
+        None => (head(state, &sub.tenant).await?, None),
     };
     let (tx, rx) = mpsc::channel(state.options.events.buffer.max(1));
     let last = Arc::new(Mutex::new(None));
-    tx.try_send(
-        Event::default()
-            .event("ready")
-            .id(&start)
-            .data(json!({ "position": start }).to_string()),
-    )
-    .map_err(|e| ApiError::Internal(Box::new(e)))?;
+    let weight = Arc::new(Weight {
+        stream: AtomicUsize::new(0),
+        feed: feed.clone(),
+    });
+    let credential = state
+        .credentials
+        .hold(sub.authorization.clone(), sub.principal.clone());
     let producer = Producer {
         state: state.clone(),
         sub,
-        position: start,
+        read_at: start.clone(),
+        resume: start.clone(),
         feed,
         commits,
         heard,
         tx,
         last: last.clone(),
-        _seat: seat,
+        weight: weight.clone(),
+        credential,
     };
-    tokio::spawn(producer.run());
+    let ready = match &first {
+        Some(FeedRead::Gone(_)) => None,
+        _ => {
+            let shown = producer.show(&start)?;
+            let data = json!({ "position": shown }).to_string();
+            Some(Event::default().event("ready").id(&shown).data(data))
+        }
+    };
+    if let Some(ready) = ready {
+        producer
+            .send(ready, 64)
+            .map_err(|_| ApiError::Internal("a new stream's buffer is full".into()))?;
+    }
+    tokio::spawn(producer.run(first));
+    metrics::gauge!("leasehold_event_subscribers").increment(1.0);
     let keep = KeepAlive::new()
         .interval(state.options.events.heartbeat)
         .text("heartbeat");
     Ok(Sse::new(Body {
         rx,
         last,
+        weight,
         done: false,
+        _seat: seat,
     })
     .keep_alive(keep))
 }
@@ -327,148 +344,204 @@ pub async fn read(
 struct Producer {
     state: AppState,
     sub: Subscription,
-    position: String,
+    /// Where the next read of the feed starts: past every entry read,
+    /// seen or not.
+    read_at: String,
+    /// Where a client that reconnects resumes: after the last event it was
+    /// sent (entries it may not see after that are read again then, and
+    /// passed over again).
+    resume: String,
     feed: Arc<TenantFeed>,
     /// The tenant's commits as heard, and the count at the last wake-up:
     /// a read shared with other streams must have begun at it or later.
     commits: watch::Receiver<u64>,
     heard: u64,
-    tx: mpsc::Sender<Event>,
+    tx: mpsc::Sender<Queued>,
     last: Arc<Mutex<Option<Event>>>,
-    _seat: Seat,
+    weight: Arc<Weight>,
+    credential: crate::auth::HeldCredential,
 }
 
 impl Producer {
-    async fn run(mut self) {
-        let ended = self.follow().await;
+    async fn run(mut self, first: Option<FeedRead>) {
+        let ended = self.follow(first).await;
         if let Some(ended) = ended {
             tracing::info!(reason = ended.reason(), tenant = %self.sub.tenant.name(), "event stream ended");
             metrics::counter!("leasehold_event_streams_ended_total", "reason" => ended.reason())
                 .increment(1);
-            *self.last.lock().unwrap_or_else(PoisonError::into_inner) =
-                Some(Event::default().event("dropped").data(
-                    json!({ "reason": ended.reason(), "resume": self.position }).to_string(),
-                ));
+            let resume = self.show(&self.resume).unwrap_or_default();
+            *self.last.lock().unwrap_or_else(PoisonError::into_inner) = Some(
+                Event::default()
+                    .event("dropped")
+                    .data(json!({ "reason": ended.reason(), "resume": resume }).to_string()),
+            );
         }
         // Dropping the sender ends the body after what it holds.
     }
 
+    /// `pos` as this stream's caller is shown positions.
+    fn show(&self, pos: &str) -> Result<String, ApiError> {
+        Positions::new(&self.state.cursors, &self.sub.principal).show(pos)
+    }
+
+    /// One page of the feed from the read position: shared with the
+    /// tenant's other readers, and tried once more before a failure ends
+    /// the stream (a failure is not kept, so the second try reads afresh).
+    async fn page(&mut self) -> Result<Arc<FeedRead>, Ended> {
+        for attempt in 0..2 {
+            let answer = self
+                .feed
+                .read(&self.read_at, self.heard, || {
+                    read(
+                        &self.state,
+                        &self.sub.tenant,
+                        Some(self.read_at.clone()),
+                        PAGE,
+                    )
+                })
+                .await;
+            match answer {
+                Ok(page) => return Ok(page),
+                Err(e) if attempt == 0 => {
+                    tracing::warn!(error = %e, "an event stream's read failed; trying once more");
+                    tokio::time::sleep(RETRY_PAUSE).await;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "an event stream's read failed again");
+                }
+            }
+        }
+        Err(Ended::Failed)
+    }
+
+    /// Queues what one page gives this caller. `Ok(true)` when it was a
+    /// full page (read on at once).
+    fn deliver(&mut self, read: &FeedRead) -> Result<bool, Option<Ended>> {
+        match read {
+            FeedRead::Page(p) => {
+                let full = p.entries.len() >= PAGE as usize;
+                let reviewer = self.sub.principal.scope == Scope::Reviewer;
+                for entry in &p.entries {
+                    if may_see_change(&self.sub.principal, &entry.change) {
+                        let shown = self.show(&entry.position).map_err(|_| Some(Ended::Failed))?;
+                        let (e, bytes) = weighed(entry, &shown);
+                        self.send(e, bytes)?;
+                        self.resume = entry.position.clone();
+                    }
+                }
+                // A service or operator sees every change, so the position
+                // moves only past what it was sent; should it move past
+                // anything else, an event with only an id says so. A
+                // reviewer is never told of a change it may not see, not
+                // even by a position.
+                if !reviewer && p.next != self.resume {
+                    self.send(Event::default().id(&p.next), p.next.len() + 16)?;
+                    self.resume = p.next.clone();
+                }
+                self.read_at = p.next.clone();
+                Ok(full)
+            }
+            FeedRead::Gone(head) => {
+                let shown = self.show(head).map_err(|_| Some(Ended::Failed))?;
+                let data = json!({ "head": shown }).to_string();
+                let bytes = data.len() + shown.len() + 32;
+                let refresh = Event::default().event("refresh").id(&shown).data(data);
+                self.send(refresh, bytes)?;
+                self.read_at = head.clone();
+                self.resume = head.clone();
+                Ok(false)
+            }
+        }
+    }
+
     /// Follows the feed until the client goes (`None`) or the stream must
     /// end.
-    async fn follow(&mut self) -> Option<Ended> {
+    async fn follow(&mut self, mut first: Option<FeedRead>) -> Option<Ended> {
         let mut stopping = self.state.stopping();
-        let recheck = self.state.options.events.heartbeat;
         loop {
             if *stopping.borrow() {
                 return Some(Ended::Shutdown);
             }
-            if !self.credential_holds() {
+            if !self.credential.holds() {
                 return Some(Ended::Credential);
             }
             // Read until caught up.
             loop {
-                let answer = self
-                    .feed
-                    .read(&self.position, self.heard, || {
-                        read(
-                            &self.state,
-                            &self.sub.tenant,
-                            Some(self.position.clone()),
-                            PAGE,
-                        )
-                    })
-                    .await;
-                match answer.as_deref() {
-                    Ok(FeedRead::Page(p)) => {
-                        let full = p.entries.len() >= PAGE as usize;
-                        let mut sent = None;
-                        for entry in &p.entries {
-                            if may_see_change(&self.sub.principal, &entry.change) {
-                                if let Err(e) = self.send(event(entry)) {
-                                    return e;
-                                }
-                                sent = Some(entry.position.clone());
-                            }
-                        }
-                        // The position moved past changes this credential
-                        // may not see: an event with only an id keeps the
-                        // client's resume point up to date.
-                        if p.next != self.position
-                            && sent.as_ref() != Some(&p.next)
-                            && let Err(e) = self.send(Event::default().id(&p.next))
-                        {
-                            return e;
-                        }
-                        self.position = p.next.clone();
-                        if !full {
-                            break;
-                        }
-                    }
-                    Ok(FeedRead::Gone(head)) => {
-                        let refresh = Event::default()
-                            .event("refresh")
-                            .id(head)
-                            .data(json!({ "head": head }).to_string());
-                        if let Err(e) = self.send(refresh) {
-                            return e;
-                        }
-                        self.position = head.clone();
-                        break;
-                    }
-                    Err(e) => {
-                        tracing::warn!(error = %e, "an event stream's read failed");
+                let page = match first.take() {
+                    Some(read) => Arc::new(read),
+                    None => match self.page().await {
+                        Ok(p) => p,
+                        Err(e) => return Some(e),
+                    },
+                };
+                match self.deliver(&page) {
+                    Ok(true) => {}
+                    Ok(false) => break,
+                    Err(e) => return e,
+                }
+            }
+            // Wait for a commit, the end of the credential, or shutdown.
+            tokio::select! {
+                heard = self.commits.changed() => {
+                    // The tenant's pump goes only with the last of its
+                    // streams, so this one outlives it only in a bug.
+                    if heard.is_err() {
                         return Some(Ended::Failed);
                     }
+                    self.heard = *self.commits.borrow_and_update();
                 }
-            }
-            // Wait for a commit; meanwhile the heartbeat's timer checks the
-            // credential again without reading the feed.
-            loop {
-                tokio::select! {
-                    heard = self.commits.changed() => {
-                        // The tenant's pump goes only with the last of its
-                        // streams, so this one outlives it only in a bug.
-                        if heard.is_err() {
-                            return Some(Ended::Failed);
-                        }
-                        self.heard = *self.commits.borrow_and_update();
-                        break;
-                    }
-                    () = self.tx.closed() => return None,
-                    _ = stopping.changed() => break,
-                    () = tokio::time::sleep(recheck) => {
-                        if !self.credential_holds() {
-                            return Some(Ended::Credential);
-                        }
-                    }
-                }
+                () = self.tx.closed() => return None,
+                _ = stopping.changed() => {}
+                () = self.credential.lapsed() => return Some(Ended::Credential),
             }
         }
     }
 
-    /// Queues an event; `Err(None)` when the client has gone, and
-    /// `Err(Some(Slow))` when its buffer is full.
-    fn send(&self, e: Event) -> Result<(), Option<Ended>> {
-        match self.tx.try_send(e) {
+    /// Queues an event weighing `bytes`; `Err(None)` when the client has
+    /// gone, and `Err(Some(Slow))` when its buffer, or its tenant's, is
+    /// full.
+    fn send(&self, e: Event, bytes: usize) -> Result<(), Option<Ended>> {
+        let o = &self.state.options.events;
+        let w = &self.weight;
+        let stream = w.stream.fetch_add(bytes, Ordering::Relaxed) + bytes;
+        let tenant = w.feed.buffered().fetch_add(bytes, Ordering::Relaxed) + bytes;
+        if stream > o.buffer_bytes || tenant > o.tenant_buffer_bytes {
+            w.release(bytes);
+            return Err(Some(Ended::Slow));
+        }
+        match self.tx.try_send(Queued { event: e, bytes }) {
             Ok(()) => Ok(()),
-            Err(mpsc::error::TrySendError::Closed(_)) => Err(None),
-            Err(mpsc::error::TrySendError::Full(_)) => Err(Some(Ended::Slow)),
+            Err(mpsc::error::TrySendError::Closed(_)) => {
+                w.release(bytes);
+                Err(None)
+            }
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                w.release(bytes);
+                Err(Some(Ended::Slow))
+            }
         }
     }
+}
 
-    /// Whether the credential the stream was opened with still names the
-    /// same caller: it may have expired, or been revoked by a reload.
-    fn credential_holds(&self) -> bool {
-        match self
-            .state
-            .credentials
-            .current()
-            .authenticate(self.sub.authorization.as_deref())
-        {
-            Ok(p) => p == self.sub.principal,
-            Err(_) => false,
+/// How long a stream waits before it tries a failed read once more.
+const RETRY_PAUSE: Duration = Duration::from_millis(250);
+
+/// An entry's event and what it weighs while queued: its data and id, and
+/// the framing around them.
+fn weighed(entry: &host::FeedEntry, shown: &str) -> (Event, usize) {
+    let e = event(entry, shown);
+    // The data is what varies; an entry's strings bound it.
+    let bytes = match &entry.change {
+        Change::Task(t) => {
+            let x = &t.entry;
+            256 + t.id.len()
+                + x.verb.len()
+                + x.actor.as_ref().map_or(0, String::len)
+                + x.assignee.as_ref().map_or(0, String::len)
         }
-    }
+        Change::Timer(t) => 256 + t.run.len() + t.effect.len() + t.verb.len(),
+    } + 2 * shown.len();
+    (e, bytes)
 }
 
 /// The bounds and pace of event streams.
@@ -478,19 +551,41 @@ pub struct EventOptions {
     pub max_subscribers: usize,
     /// Most subscribers of one tenant.
     pub max_subscribers_per_tenant: usize,
+    /// Most subscribers of one caller (one credential's tenant, actor and
+    /// scope).
+    pub max_subscribers_per_caller: usize,
     /// Events queued for one subscriber before it is dropped as too slow.
     pub buffer: usize,
-    /// How often an idle stream sends a heartbeat comment (and its
-    /// credential is checked again).
+    /// Bytes of events queued for one subscriber before it is dropped as
+    /// too slow.
+    pub buffer_bytes: usize,
+    /// Bytes of events queued for all of one tenant's subscribers; a
+    /// stream whose next event would pass it is dropped as too slow.
+    pub tenant_buffer_bytes: usize,
+    /// How often an idle stream sends a heartbeat comment.
     pub heartbeat: Duration,
+}
+
+impl EventOptions {
+    /// The bounds on streams, as holds.
+    pub fn bounds(&self) -> Bounds {
+        Bounds {
+            all: self.max_subscribers,
+            per_tenant: self.max_subscribers_per_tenant,
+            per_caller: self.max_subscribers_per_caller,
+        }
+    }
 }
 
 impl Default for EventOptions {
     fn default() -> Self {
         EventOptions {
-            max_subscribers: 1024,
-            max_subscribers_per_tenant: 256,
+            max_subscribers: 512,
+            max_subscribers_per_tenant: 128,
+            max_subscribers_per_caller: 32,
             buffer: 1024,
+            buffer_bytes: 256 * 1024,
+            tenant_buffer_bytes: 16 * 1024 * 1024,
             heartbeat: Duration::from_secs(15),
         }
     }

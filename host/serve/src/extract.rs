@@ -24,6 +24,9 @@ use crate::state::{AppState, budget};
 #[derive(Clone)]
 struct Authorized {
     principal: Principal,
+    /// The `Authorization` header as sent, for what checks the credential
+    /// again later (a stream, a long-poll).
+    authorization: Option<String>,
     tenant: Tenant,
     route: &'static Route,
     arrived: Instant,
@@ -46,8 +49,8 @@ pub async fn authorize(State(state): State<AppState>, mut req: Request, next: Ne
     let header = req
         .headers()
         .get(header::AUTHORIZATION)
-        .map(|v| v.to_str().unwrap_or_default());
-    let principal = match state.credentials.current().authenticate(header) {
+        .map(|v| v.to_str().unwrap_or_default().to_owned());
+    let principal = match state.credentials.current().authenticate(header.as_deref()) {
         Ok(p) => p,
         Err(e) => {
             tracing::info!(reason = %e, "credential refused");
@@ -74,8 +77,10 @@ pub async fn authorize(State(state): State<AppState>, mut req: Request, next: Ne
     if let Some(s) = &state.sweeper {
         s.track(tenant.name());
     }
+    let authorization = header;
     req.extensions_mut().insert(Authorized {
         principal,
+        authorization,
         tenant,
         route,
         arrived,
@@ -87,6 +92,7 @@ pub async fn authorize(State(state): State<AppState>, mut req: Request, next: Ne
 /// handle on its own tenant.
 pub struct Caller {
     pub principal: Principal,
+    authorization: Option<String>,
     pub tenant: Tenant,
     route: &'static Route,
     arrived: Instant,
@@ -108,6 +114,7 @@ impl FromRequestParts<AppState> for Caller {
             })?;
         Ok(Caller {
             principal: a.principal,
+            authorization: a.authorization,
             tenant: a.tenant,
             route: a.route,
             arrived: a.arrived,
@@ -128,6 +135,11 @@ impl Caller {
         self.state
             .call(verb, self.tenant.clone(), deadline, f)
             .await
+    }
+
+    /// The `Authorization` header the caller sent.
+    pub fn authorization(&self) -> Option<&str> {
+        self.authorization.as_deref()
     }
 
     /// The request's deadline for its call.

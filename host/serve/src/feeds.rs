@@ -20,6 +20,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use leasehold_host::{Change, Changes, FeedRead};
@@ -77,6 +78,7 @@ impl Feeds {
             commits: rx,
             flights: Mutex::new(VecDeque::new()),
             pump,
+            buffered: AtomicUsize::new(0),
         });
         tenants.insert(Arc::from(name), Arc::downgrade(&feed));
         Ok(feed)
@@ -97,6 +99,8 @@ pub struct TenantFeed {
     commits: watch::Receiver<u64>,
     flights: Mutex<VecDeque<Flight>>,
     pump: tokio::task::JoinHandle<()>,
+    /// Bytes of events queued, unsent, for all of the tenant's streams.
+    buffered: AtomicUsize,
 }
 
 impl Drop for TenantFeed {
@@ -106,6 +110,11 @@ impl Drop for TenantFeed {
 }
 
 impl TenantFeed {
+    /// Bytes of events queued, unsent, for all of the tenant's streams.
+    pub fn buffered(&self) -> &AtomicUsize {
+        &self.buffered
+    }
+
     /// A stream's view of the tenant's commit count, with the count as it
     /// stands taken as heard: a stream reads once when it begins.
     pub fn commits(&self) -> watch::Receiver<u64> {
@@ -273,6 +282,7 @@ mod tests {
             commits,
             flights: Mutex::new(VecDeque::new()),
             pump: tokio::spawn(async {}),
+            buffered: AtomicUsize::new(0),
         }
     }
 

@@ -1,6 +1,8 @@
 //! The operations endpoints beside the API: liveness, readiness and the
-//! Prometheus metrics, and the HTTP metrics every request records. They
-//! take no credential, so each must cost the server a bounded amount
+//! Prometheus metrics, and the HTTP metrics every request records. Health
+//! and readiness take no credential (nor do the metrics on the operations
+//! listener; on the API's they need an operator's), so each must cost the
+//! server a bounded amount
 //! whoever calls it how often: readiness probes the storage at most once a
 //! second, with a deadline, and metric labels come from fixed sets. They
 //! must never label a metric by anything a caller chooses freely.
@@ -135,6 +137,41 @@ pub fn prometheus() -> Option<&'static PrometheusHandle> {
             Some(handle)
         })
         .as_ref()
+}
+
+/// `/metrics` on the API's listener: for operators alone, since the
+/// counts of every tenant's calls are there. The operations listener serves
+/// them without a credential (see `Options::ops_listen`).
+pub async fn metrics_for_operators(
+    State(state): State<AppState>,
+    headers: axum::http::HeaderMap,
+) -> Response {
+    let header = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    match state.credentials.current().authenticate(header) {
+        Ok(p) if p.scope == crate::auth::Scope::Operator => metrics_text(State(state)).await,
+        Ok(_) => ApiError::forbidden(
+            "only an operator credential may read /metrics here (or scrape the operations \
+             listener, --ops-listen)",
+        )
+        .into_response(),
+        Err(_) => ApiError::Unauthorized(
+            "/metrics takes an operator's bearer credential on this listener".to_owned(),
+        )
+        .into_response(),
+    }
+}
+
+/// What the operations listener serves: liveness, readiness and the
+/// metrics, nothing of the API.
+pub fn router(state: AppState) -> axum::Router {
+    axum::Router::new()
+        .route("/healthz", axum::routing::get(|| async { "ok\n" }))
+        .route("/readyz", axum::routing::get(readyz))
+        .route("/metrics", axum::routing::get(metrics_text))
+        .fallback(|| async { ApiError::NotFound("no such route".to_owned()) })
+        .with_state(state)
 }
 
 pub async fn metrics_text(State(state): State<AppState>) -> Response {

@@ -296,6 +296,13 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let problem = self.problem();
         let status = self.kind().1;
+        let overloaded = matches!(
+            self,
+            ApiError::Unavailable {
+                kind: "overloaded",
+                ..
+            }
+        );
         let body = serde_json::to_vec(&problem).unwrap_or_else(|_| b"{}".to_vec());
         let mut res = (status, body).into_response();
         let headers = res.headers_mut();
@@ -310,6 +317,11 @@ impl IntoResponse for ApiError {
                 header::RETRY_AFTER,
                 HeaderValue::from_static(RETRY_AFTER_SECS),
             );
+        }
+        // A caller refused for load gives its connection back too: a
+        // refused long-poll must not keep holding what it was refused.
+        if overloaded {
+            headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
         }
         if status == StatusCode::UNAUTHORIZED {
             headers.insert(

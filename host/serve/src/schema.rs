@@ -149,10 +149,13 @@ pub fn opt_seq() -> Object {
 pub fn position() -> Object {
     ObjectBuilder::new()
         .schema_type(Type::String)
-        .pattern(Some(r"^f([0-9]+\.[0-9]+(_[0-9]+\.[0-9]+)*)?$"))
+        .pattern(Some(
+            r"^(f((0|[1-9][0-9]*)\.[1-9][0-9]*(_(0|[1-9][0-9]*)\.[1-9][0-9]*)*)?|[A-Za-z0-9_-]{736})$",
+        ))
         .max_length(Some(2048))
         .description(Some(
-            "A `position`, `next` or `head` of an earlier read, passed back as it was given",
+            "A `position`, `next` or `head` of an earlier read, passed back as it was given: \
+             the feed's own for a service or operator, sealed for the reviewer it was given to",
         ))
         .build()
 }

@@ -29,6 +29,10 @@ use crate::ops;
 use crate::problem::ApiError;
 use crate::state::{AppState, Options};
 
+/// Connections the operations listener keeps open at once: probes and
+/// scrapers are few.
+const OPS_CONNECTIONS: usize = 64;
+
 /// The header that carries each request's id, echoed in the answer.
 pub const REQUEST_ID: &str = "x-request-id";
 
@@ -120,7 +124,7 @@ pub fn app(state: AppState) -> Router {
     let ops = Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(ops::readyz))
-        .route("/metrics", get(ops::metrics_text))
+        .route("/metrics", get(ops::metrics_for_operators))
         .merge(crate::inbox::router())
         .route(
             "/v1/openapi.json",
@@ -185,6 +189,7 @@ impl Reloader {
 /// A running server: its address, and the way to stop it.
 pub struct Server {
     addr: SocketAddr,
+    ops_addr: Option<SocketAddr>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<Result<(), ServeError>>>,
     reloader: Arc<Reloader>,
@@ -230,6 +235,19 @@ impl Server {
             source,
         })?;
         listener.set_nonblocking(true).map_err(ServeError::Serve)?;
+        let ops_listener = match config.options.ops_listen {
+            Some(at) => {
+                let l = std::net::TcpListener::bind(at)
+                    .map_err(|source| ServeError::Listen { addr: at, source })?;
+                l.set_nonblocking(true).map_err(ServeError::Serve)?;
+                Some(l)
+            }
+            None => None,
+        };
+        let ops_addr = match &ops_listener {
+            Some(l) => Some(l.local_addr().map_err(ServeError::Serve)?),
+            None => None,
+        };
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .thread_name("leasehold-serve")
@@ -260,6 +278,24 @@ impl Server {
         let mut options = config.options;
         options.max_in_flight_per_tenant =
             options.max_in_flight_per_tenant.min((capacity / 2).max(1));
+        // Streams and long-polls each keep a connection for as long as they
+        // last: together they may take at most three quarters of the
+        // connections, so that short calls, probes and other tenants always
+        // find one.
+        let room = (options.connections.max_connections * 3 / 4).max(2);
+        let lived = options.events.max_subscribers + options.long_polls.all;
+        if lived > room {
+            let streams = (options.events.max_subscribers * room / lived).max(1);
+            let polls = (room - streams).max(1);
+            tracing::warn!(
+                streams,
+                long_polls = polls,
+                "streams and long-polls together may hold at most three quarters of \
+                 --max-connections; their bounds are lowered to fit"
+            );
+            options.events.max_subscribers = streams;
+            options.long_polls.all = polls;
+        }
         // The last handle on the engine is dropped on this thread, outside
         // the runtime: a PostgreSQL engine owns a runtime of its own, which
         // may not be dropped from async code.
@@ -281,6 +317,7 @@ impl Server {
         }
         drop(engine);
         let streams = state.clone();
+        let ops_app = crate::ops::router(state.clone());
         let app = app(state);
         let tls = match &config.tls {
             Some((cert, key)) => Some(crate::tls::acceptor(cert, key)?),
@@ -316,8 +353,22 @@ impl Server {
                         })
                     };
                     let listener = listener.map_err(ServeError::Serve)?;
+                    // The operations listener stops with the API's.
+                    let (ops_stop, ops_stopped) = tokio::sync::watch::channel(false);
+                    if let Some(l) = ops_listener {
+                        let l = tokio::net::TcpListener::from_std(l).map_err(ServeError::Serve)?;
+                        let mut stopped = ops_stopped;
+                        let limits = crate::connections::ConnectionLimits {
+                            max_connections: OPS_CONNECTIONS,
+                            ..options.connections
+                        };
+                        tokio::spawn(crate::connections::serve(l, None, ops_app, limits, async move {
+                            let _ = stopped.wait_for(|s| *s).await;
+                        }));
+                    }
                     let shutdown = async move {
                         shutdown.await;
+                        let _ = ops_stop.send(true);
                         tracing::info!(
                             "shutting down: no new connections; finishing requests in flight"
                         );
@@ -341,6 +392,7 @@ impl Server {
         let _ = is_up.recv();
         Ok(Server {
             addr,
+            ops_addr,
             stop: Some(stop),
             thread: Some(thread),
             reloader,
@@ -349,6 +401,11 @@ impl Server {
 
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Where the operations listener listens, if it was asked for.
+    pub fn ops_addr(&self) -> Option<SocketAddr> {
+        self.ops_addr
     }
 
     /// Reads the credentials again, as SIGHUP does, and answers how many

@@ -18,6 +18,7 @@ use crate::auth::LiveCredentials;
 use crate::connections::ConnectionLimits;
 use crate::cursor::CursorKey;
 use crate::events::{EventOptions, Subscribers};
+use crate::holds::Bounds;
 use crate::ops::Readiness;
 use crate::problem::ApiError;
 
@@ -52,6 +53,14 @@ pub struct Options {
     pub connections: ConnectionLimits,
     /// The bounds and pace of event streams.
     pub events: EventOptions,
+    /// The bounds on long-polls (a `claim-next` or `claim-due` with a
+    /// `wait_ms`) waiting at once: in all, per tenant and per caller.
+    pub long_polls: Bounds,
+    /// A second listener for `/healthz`, `/readyz` and `/metrics` alone,
+    /// with connections of its own, so that probes and scrapes are answered
+    /// however busy the API's listener is. `/metrics` there needs no
+    /// credential; on the API's listener it needs an operator's.
+    pub ops_listen: Option<std::net::SocketAddr>,
     /// Whether the server keeps time for its tenants itself: lapsed leases
     /// back to the queue, overdue tasks acted on (see README, "Sweeps").
     /// Off for an embedder that sweeps elsewhere.
@@ -75,6 +84,12 @@ impl Default for Options {
             allow_clock_override: false,
             connections: ConnectionLimits::default(),
             events: EventOptions::default(),
+            long_polls: Bounds {
+                all: 256,
+                per_tenant: 64,
+                per_caller: 16,
+            },
+            ops_listen: None,
             sweep: true,
             retention: None,
         }
@@ -109,10 +124,7 @@ impl AppState {
             cursors,
             options,
             readiness: Arc::default(),
-            subscribers: Subscribers::new(
-                options.events.max_subscribers,
-                options.events.max_subscribers_per_tenant,
-            ),
+            subscribers: Subscribers::new(options.events.bounds(), options.long_polls),
             sweeper: None,
             admission: Arc::new(Admission::new(&options)),
             stopping: Arc::new(tokio::sync::watch::Sender::new(false)),
@@ -146,8 +158,6 @@ struct Admission {
     checks: Arc<Semaphore>,
     per_tenant: usize,
     tenants: Mutex<HashMap<Arc<str>, Arc<Semaphore>>>,
-    /// The bound on all calls in flight, for the refusal's words.
-    all_bound: usize,
 }
 
 /// A call's slots; given back when the call ends, however its request
@@ -194,7 +204,6 @@ impl Admission {
             checks: Arc::new(Semaphore::new(checks)),
             per_tenant,
             tenants: Mutex::new(HashMap::new()),
-            all_bound: all,
         }
     }
 
@@ -210,7 +219,6 @@ impl Admission {
         tenant: &str,
         deadline: Instant,
     ) -> Result<Slots, ApiError> {
-        let all = self.all_bound;
         let (name, tenant_slots) = {
             let mut tenants = self.tenants.lock().unwrap_or_else(PoisonError::into_inner);
             match tenants.get_key_value(tenant) {
@@ -247,10 +255,10 @@ impl Admission {
                     .map_err(|e| ApiError::Internal(Box::new(e)))?,
             );
         }
+        // The refusal names no bound: it must not tell a caller how busy
+        // other tenants keep the service.
         slots._all = Some(self.all.clone().try_acquire_owned().map_err(|_| {
-            overloaded(format!(
-                "the service is at its bound of {all} calls in flight"
-            ))
+            overloaded("the service cannot take another call now; retry later".to_owned())
         })?);
         Ok(slots)
     }

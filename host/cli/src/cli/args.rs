@@ -264,16 +264,50 @@ pub struct ServeArgs {
     #[arg(long, value_name = "BYTES")]
     pub send_buffer: Option<usize>,
     /// Most event-stream subscribers (`GET /v1/events` as
-    /// `text/event-stream`) at once, over all tenants
-    #[arg(long, default_value_t = 1024, value_name = "N")]
+    /// `text/event-stream`) at once, over all tenants; past it (or a
+    /// tenant's or caller's bound), 503 `overloaded` with Retry-After
+    #[arg(long, default_value_t = 512, value_name = "N")]
     pub max_subscribers: usize,
     /// Most event-stream subscribers of one tenant at once
-    #[arg(long, default_value_t = 256, value_name = "N")]
+    #[arg(long, default_value_t = 128, value_name = "N")]
     pub max_subscribers_per_tenant: usize,
+    /// Most event-stream subscribers of one caller (one credential's
+    /// tenant, actor and scope) at once
+    #[arg(long, default_value_t = 32, value_name = "N")]
+    pub max_subscribers_per_caller: usize,
     /// Events queued for one subscriber before it is dropped as too slow
     /// (with a final `dropped` event to resume from)
     #[arg(long, default_value_t = 1024, value_name = "N")]
     pub event_buffer: usize,
+    /// Bytes of events queued for one subscriber before it is dropped as
+    /// too slow
+    #[arg(long, default_value_t = 256 * 1024, value_name = "BYTES")]
+    pub event_buffer_bytes: usize,
+    /// Bytes of events queued for all of one tenant's subscribers; a
+    /// stream whose next event would pass it is dropped as too slow
+    #[arg(long, default_value_t = 16 * 1024 * 1024, value_name = "BYTES")]
+    pub tenant_event_buffer_bytes: usize,
+    /// Most long-polls (`claim-next` or `claim-due` with `wait_ms`) waiting
+    /// at once, over all tenants; past it (or a tenant's or caller's
+    /// bound), 503 `overloaded` with Retry-After. Streams and long-polls
+    /// together are kept to three quarters of --max-connections
+    #[arg(long, default_value_t = 256, value_name = "N")]
+    pub max_long_polls: usize,
+    /// Most long-polls of one tenant waiting at once
+    #[arg(long, default_value_t = 64, value_name = "N")]
+    pub max_long_polls_per_tenant: usize,
+    /// Most long-polls of one caller waiting at once
+    #[arg(long, default_value_t = 16, value_name = "N")]
+    pub max_long_polls_per_caller: usize,
+    /// How long a write to a client may wait for it to read before the
+    /// connection is closed (a stalled event-stream reader's above all)
+    #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = parse_wait)]
+    pub write_timeout: Duration,
+    /// Also serve /healthz, /readyz and /metrics (without a credential) on
+    /// this address, with connections of their own; on the API's listener
+    /// /metrics takes an operator's credential
+    #[arg(long, value_name = "ADDR")]
+    pub ops_listen: Option<std::net::SocketAddr>,
     /// How often an idle event stream sends a heartbeat comment
     #[arg(long, default_value = "15s", value_name = "DURATION", value_parser = parse_wait)]
     pub heartbeat: Duration,

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use leasehold_serve::{
-    ClaimNames, Config, ConnectionLimits, Credentials, CursorKey, EventOptions, JwtConfig,
+    Bounds, ClaimNames, Config, ConnectionLimits, Credentials, CursorKey, EventOptions, JwtConfig,
     JwtVerifier, Options, Principal, Reload, Scope, Server, TokenTable, new_token, token_line,
 };
 
@@ -193,13 +193,23 @@ pub fn serve(cli: &Cli, args: &ServeArgs) -> Result<(), CliError> {
                 handshake_timeout: args.handshake_timeout,
                 shutdown_grace: args.shutdown_grace,
                 send_buffer: args.send_buffer,
+                write_timeout: args.write_timeout,
             },
             events: EventOptions {
                 max_subscribers: args.max_subscribers,
                 max_subscribers_per_tenant: args.max_subscribers_per_tenant,
+                max_subscribers_per_caller: args.max_subscribers_per_caller,
                 buffer: args.event_buffer,
+                buffer_bytes: args.event_buffer_bytes,
+                tenant_buffer_bytes: args.tenant_event_buffer_bytes,
                 heartbeat: args.heartbeat,
             },
+            long_polls: Bounds {
+                all: args.max_long_polls,
+                per_tenant: args.max_long_polls_per_tenant,
+                per_caller: args.max_long_polls_per_caller,
+            },
+            ops_listen: args.ops_listen,
         },
         engine: if args.reuse_instances {
             Engine::builder()
