@@ -502,3 +502,128 @@ fn sighup_reloads_the_token_file() {
         "a service token, still live, may not read a queue"
     );
 }
+
+/// A `claim-next` waiting for work, by its own thread: the answer's status
+/// and body.
+fn wait_for_claim(base: &str, token: &str, wait_ms: u32) -> std::thread::JoinHandle<(u16, Value)> {
+    let (base, token) = (base.to_owned(), token.to_owned());
+    std::thread::spawn(move || {
+        let r = client()
+            .post(format!("{base}/v1/queue/claim-next"))
+            .bearer_auth(&token)
+            .json(&json!({ "wait_ms": wait_ms }))
+            .send()
+            .expect("answered, not cut");
+        let status = r.status().as_u16();
+        (status, r.json().unwrap_or(Value::Null))
+    })
+}
+
+/// Waits until `n` requests wait on the server, by its own gauge.
+fn until_waiting(base: &str, operator: &str, n: u64) {
+    let c = client();
+    let until = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let text = c
+            .get(format!("{base}/metrics"))
+            .bearer_auth(operator)
+            .send()
+            .expect("metrics")
+            .text()
+            .expect("text");
+        let waiting = text
+            .lines()
+            .find(|l| l.starts_with("leasehold_requests_waiting"))
+            .and_then(|l| l.split_whitespace().last())
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0);
+        if waiting >= n as f64 {
+            return;
+        }
+        assert!(std::time::Instant::now() < until, "never {n} waiting");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A reviewer's token taken out of the file while its `claim-next` waits:
+/// SIGHUP ends the wait with 401, and a task opened afterwards is claimed
+/// for nobody.
+#[test]
+fn a_revoked_credentials_waiting_claim_claims_nothing() {
+    let s = setup();
+    let (server, log) = serve_logged(
+        s.dir.path(),
+        &s.db,
+        &["--tokens", s.tokens.to_str().expect("utf-8")],
+    );
+    let waiting = wait_for_claim(&server.base, &s.alice, 30_000);
+    until_waiting(&server.base, &s.operator, 1);
+    let text = std::fs::read_to_string(&s.tokens).expect("read");
+    let alice_hash = leasehold_serve::token_hash(&s.alice);
+    let kept: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.starts_with(&alice_hash))
+        .collect();
+    std::fs::write(&s.tokens, kept.join("\n")).expect("write");
+    signal(&server.child, "-HUP");
+    loop {
+        let line = log
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the reload is logged");
+        if line.contains("credentials reloaded") {
+            break;
+        }
+    }
+    let c = client();
+    let r = c
+        .post(format!("{}/v1/tasks", server.base))
+        .bearer_auth(&s.service)
+        .json(&task("after-revoke"))
+        .send()
+        .expect("opens");
+    assert!(r.status().is_success(), "{:?}", r.text());
+    let (status, body) = waiting.join().expect("the waiting thread");
+    assert_eq!(status, 401, "{body}");
+    let t: Value = c
+        .get(format!("{}/v1/tasks/after-revoke", server.base))
+        .bearer_auth(&s.operator)
+        .send()
+        .expect("reads")
+        .json()
+        .expect("JSON");
+    assert_eq!(t["state"], "open", "claimed for nobody: {t}");
+    assert!(t["assignee"].is_null(), "{t}");
+}
+
+/// SIGTERM while long-polls wait, with a shutdown grace far longer than
+/// the test: each is answered at once, empty (nothing claimed), and the
+/// process exits long before the grace would end.
+#[test]
+fn sigterm_answers_waiting_long_polls_at_once() {
+    let s = setup();
+    let mut server = serve(
+        s.dir.path(),
+        &s.db,
+        &[
+            "--tokens",
+            s.tokens.to_str().expect("utf-8"),
+            "--shutdown-grace",
+            "600s",
+        ],
+    );
+    let waiting: Vec<_> = (0..3)
+        .map(|_| wait_for_claim(&server.base, &s.alice, 30_000))
+        .collect();
+    until_waiting(&server.base, &s.operator, 3);
+    signal(&server.child, "-TERM");
+    // The waits end at once, not when their thirty seconds run out (nor
+    // the grace): half of that is a bound on a failure, not a pace.
+    let status = exits_within(&mut server.child, Duration::from_secs(15))
+        .expect("serve exits long before the waits would end");
+    assert!(status.success(), "{status:?}");
+    for w in waiting {
+        let (status, body) = w.join().expect("the waiting thread");
+        assert_eq!(status, 200, "{body}");
+        assert!(body["task"].is_null(), "nothing claimed: {body}");
+    }
+}

@@ -288,19 +288,14 @@ pub async fn subscribe(
         weight: weight.clone(),
         credential,
     };
-    let ready = match &first {
-        Some(FeedRead::Gone(_)) => None,
-        _ => {
-            let shown = producer.show(&start)?;
-            let data = json!({ "position": shown }).to_string();
-            Some(Event::default().event("ready").id(&shown).data(data))
-        }
-    };
-    if let Some(ready) = ready {
-        producer
-            .send(ready, 64)
-            .map_err(|_| ApiError::Internal("a new stream's buffer is full".into()))?;
-    }
+    // Every stream begins with `ready`, naming where it starts; a start
+    // that is gone is followed at once by `refresh`.
+    let shown = producer.show(&start)?;
+    let data = json!({ "position": shown }).to_string();
+    let ready = Event::default().event("ready").id(&shown).data(data);
+    producer
+        .send(ready, 64 + 2 * shown.len())
+        .map_err(|_| ApiError::Internal("a new stream's buffer is full".into()))?;
     tokio::spawn(producer.run(first));
     metrics::gauge!("leasehold_event_subscribers").increment(1.0);
     let keep = KeepAlive::new()

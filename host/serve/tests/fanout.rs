@@ -136,6 +136,8 @@ fn server(dir: &tempfile::TempDir, p: &People) -> Server {
         reload: None,
         options: Options {
             sweep: false,
+            // The metrics these tests count, read without a credential.
+            ops_listen: Some("127.0.0.1:0".parse().expect("an address")),
             ..Options::default()
         },
         engine: Engine::builder(),
@@ -154,6 +156,8 @@ struct Rig {
     p: People,
     server: Server,
     base: String,
+    /// The operations listener, where the metrics are read.
+    ops: String,
     client: reqwest::blocking::Client,
 }
 
@@ -166,6 +170,7 @@ impl Rig {
         Rig {
             _turn: turn,
             base: format!("http://{}", server.addr()),
+            ops: format!("http://{}", server.ops_addr().expect("an operations listener")),
             _dir: dir,
             p,
             server,
@@ -195,10 +200,11 @@ fn a_tenants_streams_make_one_read_per_commit_between_them() {
         p,
         server,
         base,
+        ops,
         client,
     } = Rig::new();
 
-    let before = reads(&client, &base);
+    let before = reads(&client, &ops);
     let since = |now: (u64, u64)| (now.0 - before.0, now.1 - before.1);
     // Twelve streams of acme (a service's and a reviewer's) and two of
     // globex, all at their feed's head.
@@ -222,11 +228,11 @@ fn a_tenants_streams_make_one_read_per_commit_between_them() {
     // streams, each tenant's first stream makes the read and the rest take
     // it.
     until(|| {
-        let now = since(reads(&client, &base));
+        let now = since(reads(&client, &ops));
         now.0 + now.1 >= 14
     });
     assert_eq!(
-        since(reads(&client, &base)),
+        since(reads(&client, &ops)),
         (2, 12),
         "the first reads, made and taken"
     );
@@ -242,7 +248,7 @@ fn a_tenants_streams_make_one_read_per_commit_between_them() {
         }
     }
     assert_eq!(
-        since(reads(&client, &base)),
+        since(reads(&client, &ops)),
         (2 + 10, 12 + 10 * 11),
         "one read per commit, taken by the other eleven"
     );
@@ -261,6 +267,7 @@ fn a_waiting_claim_is_woken_only_by_a_change_that_could_give_it_something() {
         p,
         server,
         base,
+        ops,
         client,
     } = Rig::new();
     let post = |token: &str, path: &str, body: Value| {
@@ -281,10 +288,10 @@ fn a_waiting_claim_is_woken_only_by_a_change_that_could_give_it_something() {
             r.json().expect("JSON")
         })
     };
-    let waiting = || metric(&client, &base, "leasehold_requests_waiting");
+    let waiting = || metric(&client, &ops, "leasehold_requests_waiting");
     let before = (
-        calls(&client, &base, "claim-next"),
-        calls(&client, &base, "claim-due"),
+        calls(&client, &ops, "claim-next"),
+        calls(&client, &ops, "claim-due"),
     );
 
     // Four finance reviewers wait on claim-next, two workers on claim-due
@@ -308,8 +315,8 @@ fn a_waiting_claim_is_woken_only_by_a_change_that_could_give_it_something() {
         })
         .collect();
     until(|| waiting() == 6);
-    let next0 = calls(&client, &base, "claim-next");
-    let due0 = calls(&client, &base, "claim-due");
+    let next0 = calls(&client, &ops, "claim-next");
+    let due0 = calls(&client, &ops, "claim-due");
     // Each tried, read where the feed stands, and tried once more.
     assert_eq!((next0 - before.0, due0 - before.1), (8, 4));
 
@@ -335,14 +342,14 @@ fn a_waiting_claim_is_woken_only_by_a_change_that_could_give_it_something() {
 
     // One finance task: the four try once each, one has it.
     open(&client, &base, &p.sam, "fin-0", "finance");
-    until(|| calls(&client, &base, "claim-next") >= next0 + 4 && waiting() == 5);
+    until(|| calls(&client, &ops, "claim-next") >= next0 + 4 && waiting() == 5);
     assert_eq!(
-        calls(&client, &base, "claim-next"),
+        calls(&client, &ops, "claim-next"),
         next0 + 4,
         "the reviewers tried again for the finance task only"
     );
     assert_eq!(
-        calls(&client, &base, "claim-due"),
+        calls(&client, &ops, "claim-due"),
         due0,
         "a worker waiting for timers was woken by tasks' changes"
     );

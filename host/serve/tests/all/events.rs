@@ -53,6 +53,17 @@ impl Stream {
         last: Option<&str>,
         receive_buffer: Option<usize>,
     ) -> Result<Stream, (u16, String)> {
+        Stream::open_query(base, token, "", last, receive_buffer)
+    }
+
+    /// [`open_with`](Self::open_with), with a query string (`?after=…`).
+    fn open_query(
+        base: &str,
+        token: &str,
+        query: &str,
+        last: Option<&str>,
+        receive_buffer: Option<usize>,
+    ) -> Result<Stream, (u16, String)> {
         let addr = base.trim_start_matches("http://").trim_end_matches('/');
         let to: std::net::SocketAddr = addr.parse().expect("an address");
         let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
@@ -64,7 +75,7 @@ impl Stream {
         let mut s: TcpStream = socket.into();
         s.set_read_timeout(Some(PATIENCE)).expect("timeout");
         let mut req = format!(
-            "GET /v1/events HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n\
+            "GET /v1/events{query} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n\
              Accept: text/event-stream\r\n"
         );
         if let Some(last) = last {
@@ -443,7 +454,7 @@ fn many_streams_of_a_tenant_each_receive_exactly_their_own() {
 
 /// The stream's metric of streams ended for `reason`.
 fn ended(svc: &Service, reason: &str) -> u64 {
-    let text = svc.call("GET", "/metrics", None, None).text;
+    let text = svc.call("GET", "/metrics", Some("olga"), None).text;
     let needle = format!("leasehold_event_streams_ended_total{{reason=\"{reason}\"}} ");
     text.lines()
         .find_map(|l| l.strip_prefix(&needle))
@@ -456,6 +467,8 @@ fn a_reader_too_slow_is_dropped_with_a_final_event_and_resumes_from_it() {
     let mut options = test_options();
     options.events.buffer = 8;
     options.connections.send_buffer = Some(4096);
+    // The test stops reading for as long as it takes to make the changes.
+    options.connections.write_timeout = Duration::from_secs(600);
     let svc = Service::start(store, options);
     let before = ended(&svc, "slow");
     let mut s = Stream::open_with(&svc.url(""), svc.tokens.get("sam"), None, Some(4096))
@@ -585,4 +598,128 @@ fn a_change_through_one_server_reaches_a_subscriber_of_another() {
     assert_eq!(next.data["actor"], "bob");
     assert_eq!(next.data["assignee"], "bob");
     drop(two);
+}
+
+/// A position that is not one, on the stream (as `?after` and as
+/// `Last-Event-ID`) and on the JSON read alike: 400, naming the field, and
+/// the server answers on; a position of the right shape this feed never
+/// gave is `gone` (a `refresh` on a stream); a reviewer's position is one
+/// sealed for it alone.
+#[test]
+fn malformed_positions_are_refused_everywhere_and_never_panic() {
+    each_backend(|svc| {
+        let base = svc.url("");
+        let sam = svc.tokens.get("sam");
+        for bad in ["%0A", "%00", "garbage", "f01.1", "f1.1_0.1", "f0.1%0Aid:x"] {
+            let r = svc.call("GET", &format!("/v1/events?after={bad}"), Some("sam"), None);
+            r.expect_problem(400, "invalid");
+            let refused = Stream::open_query(&base, sam, &format!("?after={bad}"), None, None);
+            let (status, body) = refused.err().unwrap_or_else(|| panic!("{bad} was accepted"));
+            assert_eq!(status, 400, "{bad}: {body}");
+            assert!(body.contains("after"), "{body}");
+        }
+        for bad in ["garbage", "f0.1x", "f0.01"] {
+            let (status, body) = Stream::open_at(&base, sam, Some(bad))
+                .err()
+                .unwrap_or_else(|| panic!("{bad} was accepted"));
+            assert_eq!(status, 400, "{bad}: {body}");
+            assert!(body.contains("Last-Event-ID"), "{body}");
+        }
+        // The server is whole: it answers, and a good position works.
+        svc.call("GET", "/v1/whoami", Some("sam"), None).expect_ok();
+        let r = svc.call("GET", "/v1/events?after=f0.999999", Some("sam"), None);
+        assert_eq!(r.expect_ok()["gone"], true, "{r:?}");
+        let mut s = Stream::open_at(&base, sam, Some("f0.999999")).expect("a stream");
+        assert_eq!(s.next_change().expect("an event").event, "ready");
+        assert_eq!(s.next_change().expect("an event").event, "refresh");
+        // A reviewer's positions are sealed for it: the feed's own spelling,
+        // and another reviewer's sealed one, are not positions for it.
+        svc.call("GET", "/v1/events?after=f", Some("alice"), None)
+            .expect_problem(400, "invalid");
+        let bobs = svc.call("GET", "/v1/events", Some("bob"), None);
+        let next = bobs.expect_ok()["next"].as_str().expect("next").to_owned();
+        svc.call("GET", &format!("/v1/events?after={next}"), Some("alice"), None)
+            .expect_problem(400, "invalid");
+        svc.call("GET", &format!("/v1/events?after={next}"), Some("bob"), None)
+            .expect_ok();
+    });
+}
+
+/// What a finance reviewer reads (the JSON read from the start, and a
+/// stream opened before any change) when three finance tasks are opened,
+/// with or without a legal team's changes between them.
+fn finance_view(legal_noise: bool) -> (Vec<Value>, Vec<Ev>, Vec<String>) {
+    let svc = Service::start(crate::harness::redb_store(), test_options());
+    let base = svc.url("");
+    let mut s = Stream::open_at(&base, svc.tokens.get("alice"), None).expect("subscribed");
+    let ready = s.next().expect("ready");
+    let mut positions = vec![ready.id.clone().expect("an id")];
+    for i in 0..3 {
+        if legal_noise {
+            for j in 0..7 {
+                let id = format!("legal-{i}-{j}");
+                let mut t = task(&id, &["legal"]);
+                t["created_at"] = json!(1_000 + i);
+                open(&svc, "sam", t);
+                assert_eq!(claim(&svc, "carol", &id), 200);
+            }
+        }
+        let mut t = task(&format!("fin-{i}"), &["finance"]);
+        t["created_at"] = json!(1_000 + i);
+        open(&svc, "sam", t);
+    }
+    let mut events = Vec::new();
+    while events.len() < 3 {
+        let ev = s.next().expect("an event");
+        assert!(!ev.event.is_empty(), "no event with only an id: {ev:?}");
+        positions.push(ev.id.clone().expect("an id"));
+        events.push(ev);
+    }
+    let read = svc.call("GET", "/v1/events?limit=100", Some("alice"), None);
+    let body = read.expect_ok().clone();
+    assert_eq!(body["next"], body["head"], "read to the head: {body}");
+    positions.push(body["next"].as_str().expect("next").to_owned());
+    let mut entries = body["entries"].as_array().expect("entries").clone();
+    for e in &mut entries {
+        positions.push(e["position"].as_str().expect("position").to_owned());
+    }
+    (entries, events, positions)
+}
+
+/// A reviewer learns nothing of the changes it may not see: what it reads
+/// is the same whether or not another team made changes meanwhile, but
+/// for its positions, which are sealed afresh each time, all of one length,
+/// and open only for it.
+#[test]
+fn a_reviewers_reads_are_the_same_whether_or_not_others_made_changes() {
+    // Positions are sealed afresh each time, and `at` is the server's
+    // clock: both are left out of the comparison (their lengths are held
+    // below).
+    fn strip(v: Value) -> Value {
+        match v {
+            Value::Object(o) => Value::Object(
+                o.into_iter()
+                    .filter(|(k, _)| k != "position" && k != "at")
+                    .map(|(k, v)| (k, strip(v)))
+                    .collect(),
+            ),
+            Value::Array(a) => Value::Array(a.into_iter().map(strip).collect()),
+            other => other,
+        }
+    }
+    let (quiet_entries, quiet_events, quiet_pos) = finance_view(false);
+    let (busy_entries, busy_events, busy_pos) = finance_view(true);
+    let plain = |e: &[Value]| e.iter().cloned().map(strip).collect::<Vec<_>>();
+    assert_eq!(plain(&quiet_entries), plain(&busy_entries));
+    let data = |e: &[Ev]| {
+        e.iter()
+            .map(|e| (e.event.clone(), strip(e.data.clone())))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(data(&quiet_events), data(&busy_events));
+    let len = quiet_pos[0].len();
+    for p in quiet_pos.iter().chain(&busy_pos) {
+        assert_eq!(p.len(), len, "every position one length: {p}");
+        assert!(!p.starts_with('f') || p.len() > 100, "sealed: {p}");
+    }
 }

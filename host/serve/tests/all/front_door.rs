@@ -359,6 +359,7 @@ fn storage_failures_have_their_own_problem_types_and_metric_labels() {
     let metrics = f
         .client
         .get(format!("{}/metrics", f.base))
+        .bearer_auth(f.tokens.get("olga"))
         .send()
         .expect("metrics")
         .text()
@@ -976,10 +977,17 @@ fn head_answers_every_get_route_as_get_does_without_a_body() {
             let anon = svc.client.head(svc.url(&path)).send().expect("answers");
             assert_eq!(anon.status().as_u16(), 401, "HEAD {path}");
         }
-        for path in ["/healthz", "/readyz", "/metrics", "/v1/openapi.json"] {
+        for path in ["/healthz", "/readyz", "/v1/openapi.json"] {
             let head = svc.client.head(svc.url(path)).send().expect("answers");
             assert_eq!(head.status().as_u16(), 200, "HEAD {path}");
         }
+        let head = svc
+            .client
+            .head(svc.url("/metrics"))
+            .bearer_auth(svc.tokens.get("olga"))
+            .send()
+            .expect("answers");
+        assert_eq!(head.status().as_u16(), 200, "HEAD /metrics");
     });
 }
 
@@ -992,6 +1000,7 @@ fn made_up_methods_add_no_metric_series() {
         let text = svc
             .client
             .get(svc.url("/metrics"))
+            .bearer_auth(svc.tokens.get("olga"))
             .send()
             .expect("metrics")
             .text()

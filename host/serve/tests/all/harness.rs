@@ -71,7 +71,7 @@ impl Store {
     }
 }
 
-fn redb_store() -> Store {
+pub fn redb_store() -> Store {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("serve.redb");
     Store::Redb { _dir: dir, path }
@@ -357,6 +357,7 @@ pub struct Service {
     builder: EngineBuilder,
     server: Option<Server>,
     base: String,
+    ops: Option<String>,
     pub client: Client,
     openapi: Value,
 }
@@ -382,6 +383,7 @@ impl Service {
             builder,
             server: None,
             base: String::new(),
+            ops: None,
             client,
             openapi: Value::Null,
         };
@@ -418,6 +420,7 @@ impl Service {
         })
         .expect("the server starts");
         self.base = format!("http://{}", server.addr());
+        self.ops = server.ops_addr().map(|a| format!("http://{a}"));
         self.server = Some(server);
     }
 
@@ -450,6 +453,11 @@ impl Service {
         if let Some(s) = self.server.take() {
             s.shutdown().expect("the server stops cleanly");
         }
+    }
+
+    /// The operations listener's base URL, when the options ask for one.
+    pub fn ops_url(&self) -> Option<&str> {
+        self.ops.as_deref()
     }
 
     pub fn url(&self, path: &str) -> String {

@@ -81,7 +81,7 @@ fn history(svc: &Service, id: &str) -> Vec<String> {
 
 /// A metric's value summed over its series whose labels contain `labels`.
 fn metric(svc: &Service, name: &str, labels: &str) -> f64 {
-    let text = svc.call("GET", "/metrics", None, None).text;
+    let text = svc.call("GET", "/metrics", Some("olga"), None).text;
     text.lines()
         .filter(|l| l.starts_with(name) && l.contains(labels))
         .filter(|l| l[name.len()..].starts_with(['{', ' ']))

@@ -1,6 +1,7 @@
 //! The service's integration tests, over real HTTP on loopback on real
 //! storage: one binary, one module per topic.
 
+mod apart;
 mod authz;
 mod bad_input;
 mod events;

@@ -21,7 +21,7 @@ fn health_readiness_and_metrics_answer_without_a_credential() {
             .expect_ok();
         svc.call("POST", "/v1/tasks/t-1/claim", Some("alice"), None)
             .expect_problem(409, "already-claimed");
-        let m = svc.call("GET", "/metrics", None, None);
+        let m = svc.call("GET", "/metrics", Some("olga"), None);
         assert_eq!(m.status, 200);
         let text = &m.text;
         for needle in [

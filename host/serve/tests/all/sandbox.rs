@@ -81,6 +81,7 @@ fn a_call_running_when_the_server_stops_finishes_and_is_kept() {
                 let text = svc
                     .client
                     .get(&metrics)
+                    .bearer_auth(svc.tokens.get("olga"))
                     .send()
                     .and_then(|r| r.text())
                     .unwrap_or_default();
