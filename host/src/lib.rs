@@ -69,3 +69,19 @@ pub use sweeper::{
 pub use tenant::Tenant;
 pub use verbs::{ExportedFunction, exported_functions};
 pub use watch::{Changed, Changes};
+
+// The guides' Rust examples, compiled and run as this crate's doctests by
+// `cargo test --workspace`, so a guide cannot drift from the API it shows
+// (tests/docs/README.md says how examples are marked).
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeExamples;
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/embedding.md")]
+struct EmbeddingExamples;
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/postgres.md")]
+struct PostgresExamples;
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/architecture.md")]
+struct ArchitectureExamples;
