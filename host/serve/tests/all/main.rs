@@ -10,5 +10,6 @@ mod keeping_time;
 mod load;
 mod openapi;
 mod ops;
+mod pages;
 mod routes;
 mod sandbox;
