@@ -6,6 +6,7 @@ mod bad_input;
 mod events;
 mod front_door;
 mod harness;
+mod keep_alive;
 mod keeping_time;
 mod load;
 mod openapi;
