@@ -502,3 +502,63 @@ fn sighup_reloads_the_token_file() {
         "a service token, still live, may not read a queue"
     );
 }
+
+/// Log lines written into a pipe (a file, a log collector) are plain text:
+/// colour codes there are noise that every reader has to strip.
+#[test]
+fn logs_into_a_pipe_carry_no_colour_codes() {
+    let s = setup();
+    let mut child = leasehold(s.dir.path())
+        .env_remove("NO_COLOR")
+        .env("RUST_LOG", "info")
+        .arg("--db")
+        .arg(&s.db)
+        .args(["serve", "--listen", "127.0.0.1:0", "--tokens"])
+        .arg(&s.tokens)
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("spawns");
+    let (log, logged) = std::sync::mpsc::channel();
+    let stderr = child.stderr.take().expect("stderr");
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = log.send(line);
+        }
+    });
+    let mut lines = Vec::new();
+    let base = loop {
+        let line = logged
+            .recv_timeout(Duration::from_secs(60))
+            .expect("serve printed its address");
+        let at = line
+            .split("listening on ")
+            .nth(1)
+            .map(|a| a.trim().to_owned());
+        lines.push(line);
+        if let Some(at) = at {
+            break at;
+        }
+    };
+    let served = Served { child, base };
+    let r = client()
+        .get(format!("{}/v1/whoami", served.base))
+        .bearer_auth(&s.alice)
+        .send()
+        .expect("answers");
+    assert_eq!(r.status(), 200);
+    // The request's own log line, at info.
+    loop {
+        let line = logged
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the request is logged");
+        let done = line.contains("finished processing request");
+        lines.push(line);
+        if done {
+            break;
+        }
+    }
+    for line in &lines {
+        assert!(!line.contains("\x1b["), "a colour code in {line:?}");
+    }
+}
