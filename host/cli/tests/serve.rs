@@ -562,3 +562,27 @@ fn logs_into_a_pipe_carry_no_colour_codes() {
         assert!(!line.contains("\x1b["), "a colour code in {line:?}");
     }
 }
+
+/// What the help says of the per-tenant bound is what the server does: a
+/// call past it waits its turn, it is not refused `overloaded`.
+#[test]
+fn the_help_says_a_tenant_past_its_bound_waits() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = leasehold(dir.path())
+        .args(["serve", "--help"])
+        .output()
+        .expect("runs");
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    let at = help
+        .find("--max-in-flight-per-tenant")
+        .expect("the flag is listed");
+    let end = help[at..].find("[default:").map_or(help.len(), |i| at + i);
+    let text = help[at..end]
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(!text.contains("overloaded"), "{text}");
+    assert!(text.contains("waits"), "{text}");
+    assert!(text.contains("`timeout`"), "{text}");
+}
