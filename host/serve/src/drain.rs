@@ -25,6 +25,9 @@ use hyper::body::{Body as HttpBody, Frame, SizeHint};
 #[derive(Clone, Copy, Debug)]
 pub struct DrainLimits {
     pub max_bytes: usize,
+    /// Counted from the request's arrival, as for a body a route reads: a
+    /// body that already ran out of time (answered 408) is not waited for
+    /// again.
     pub within: Duration,
 }
 
@@ -75,6 +78,7 @@ impl Drop for Watched {
 
 /// The layer: see the module's comment.
 pub async fn unread_bodies(limits: DrainLimits, req: Request, next: Next) -> Response {
+    let deadline = tokio::time::Instant::now() + limits.within;
     let waits_to_send = req
         .headers()
         .get(header::EXPECT)
@@ -91,7 +95,7 @@ pub async fn unread_bodies(limits: DrainLimits, req: Request, next: Next) -> Res
     if let Some(body) = unread {
         // A client waiting for `100 Continue` has not sent the body; asking
         // for it only to throw it away would cost it the upload.
-        let read = !waits_to_send && read_to_end(body, limits).await;
+        let read = !waits_to_send && read_to_end(body, limits.max_bytes, deadline).await;
         if !read {
             res.headers_mut()
                 .insert(header::CONNECTION, HeaderValue::from_static("close"));
@@ -100,9 +104,10 @@ pub async fn unread_bodies(limits: DrainLimits, req: Request, next: Next) -> Res
     res
 }
 
-/// Reads and discards `body`; answers whether it ended within the limits.
-async fn read_to_end(mut body: Body, limits: DrainLimits) -> bool {
-    if body.size_hint().lower() > limits.max_bytes as u64 {
+/// Reads and discards `body`; answers whether it ended within `max_bytes`
+/// and by `deadline`.
+async fn read_to_end(mut body: Body, max_bytes: usize, deadline: tokio::time::Instant) -> bool {
+    if body.size_hint().lower() > max_bytes as u64 {
         return false;
     }
     let read = async {
@@ -112,7 +117,7 @@ async fn read_to_end(mut body: Body, limits: DrainLimits) -> bool {
                 None => return true,
                 Some(Ok(frame)) => {
                     seen += frame.data_ref().map_or(0, Bytes::len);
-                    if seen > limits.max_bytes {
+                    if seen > max_bytes {
                         return false;
                     }
                 }
@@ -120,7 +125,7 @@ async fn read_to_end(mut body: Body, limits: DrainLimits) -> bool {
             }
         }
     };
-    tokio::time::timeout(limits.within, read)
+    tokio::time::timeout_at(deadline, read)
         .await
         .unwrap_or(false)
 }

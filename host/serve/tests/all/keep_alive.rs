@@ -18,9 +18,12 @@ fn connect(svc: &Service) -> TcpStream {
     tcp
 }
 
-/// One answer read off the connection: status and head, or `None` if the
-/// server closed it first.
-fn answer(r: &mut BufReader<TcpStream>) -> Option<(u16, String)> {
+/// An answer's status and (lower-cased) head, or `None` if the server
+/// closed the connection first.
+type Answer = Option<(u16, String)>;
+
+/// One answer read off the connection.
+fn answer(r: &mut BufReader<TcpStream>) -> Answer {
     let mut head = String::new();
     loop {
         let mut line = String::new();
@@ -57,11 +60,7 @@ fn request_head(method: &str, path: &str, token: &str, length: usize) -> String 
 /// Sends `first`'s head, then (after a pause long enough for the route to
 /// have answered without its body) the body and a second request on the
 /// same connection. Answers both answers.
-fn two_on_one(
-    svc: &Service,
-    first: (&str, &str, &str, &[u8]),
-    split: bool,
-) -> (Option<(u16, String)>, Option<(u16, String)>) {
+fn two_on_one(svc: &Service, first: (&str, &str, &str, &[u8]), split: bool) -> (Answer, Answer) {
     let (method, path, token, body) = first;
     let mut tcp = connect(svc);
     let head = request_head(method, path, token, body.len());
