@@ -627,3 +627,87 @@ fn sigterm_answers_waiting_long_polls_at_once() {
         assert!(body["task"].is_null(), "nothing claimed: {body}");
     }
 }
+
+/// Log lines written into a pipe (a file, a log collector) are plain text:
+/// colour codes there are noise that every reader has to strip.
+#[test]
+fn logs_into_a_pipe_carry_no_colour_codes() {
+    let s = setup();
+    let mut child = leasehold(s.dir.path())
+        .env_remove("NO_COLOR")
+        .env("RUST_LOG", "info")
+        .arg("--db")
+        .arg(&s.db)
+        .args(["serve", "--listen", "127.0.0.1:0", "--tokens"])
+        .arg(&s.tokens)
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("spawns");
+    let (log, logged) = std::sync::mpsc::channel();
+    let stderr = child.stderr.take().expect("stderr");
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = log.send(line);
+        }
+    });
+    let mut lines = Vec::new();
+    let base = loop {
+        let line = logged
+            .recv_timeout(Duration::from_secs(60))
+            .expect("serve printed its address");
+        let at = line
+            .split("listening on ")
+            .nth(1)
+            .map(|a| a.trim().to_owned());
+        lines.push(line);
+        if let Some(at) = at {
+            break at;
+        }
+    };
+    let served = Served { child, base };
+    let r = client()
+        .get(format!("{}/v1/whoami", served.base))
+        .bearer_auth(&s.alice)
+        .send()
+        .expect("answers");
+    assert_eq!(r.status(), 200);
+    // The request's own log line, at info.
+    loop {
+        let line = logged
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the request is logged");
+        let done = line.contains("finished processing request");
+        lines.push(line);
+        if done {
+            break;
+        }
+    }
+    for line in &lines {
+        assert!(!line.contains("\x1b["), "a colour code in {line:?}");
+    }
+}
+
+/// What the help says of the per-tenant bound is what the server does: a
+/// call past it waits its turn, it is not refused `overloaded`.
+#[test]
+fn the_help_says_a_tenant_past_its_bound_waits() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = leasehold(dir.path())
+        .args(["serve", "--help"])
+        .output()
+        .expect("runs");
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    let at = help
+        .find("--max-in-flight-per-tenant")
+        .expect("the flag is listed");
+    let end = help[at..].find("[default:").map_or(help.len(), |i| at + i);
+    let text = help[at..end]
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(!text.contains("overloaded"), "{text}");
+    assert!(text.contains("waits"), "{text}");
+    assert!(text.contains("`timeout`"), "{text}");
+}

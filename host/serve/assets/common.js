@@ -1,8 +1,11 @@
 // What both pages share: signing in, calling the API, turning a problem
 // into words, building elements from text, and following the change feed.
 // Nothing here ever writes HTML from a string: every piece of task text
-// becomes a text node. The token lives in sessionStorage (this tab only,
-// gone when it closes) and travels only in the Authorization header.
+// becomes a text node, and every piece of a user's text sits in an element
+// of its own that keeps its direction to itself (a right-to-left override
+// in a task's kind must not reorder the words around it). The token lives
+// in sessionStorage (this tab only, gone when it closes) and travels only
+// in the Authorization header.
 'use strict';
 
 const Leasehold = (() => {
@@ -32,16 +35,47 @@ const Leasehold = (() => {
 
   const $ = (id) => document.getElementById(id);
 
+  // One piece of text that came from a user (a kind, an id, an actor, a
+  // role): isolated from its neighbours' direction, as <bdi> does.
+  function user(text, props) {
+    return el('bdi', props, text === null || text === undefined ? '' : String(text));
+  }
+
+  // A message as nodes, for a template literal: `msg\`${user(a)} took it\``.
+  // Values may be nodes, strings or arrays of them (another message).
+  function msg(strings, ...values) {
+    const parts = [];
+    strings.forEach((s, i) => {
+      if (s) parts.push(s);
+      if (i < values.length) parts.push(values[i]);
+    });
+    return parts.flat(Infinity).filter((p) => p !== null && p !== undefined && p !== false && p !== '');
+  }
+
+  // A list of user texts, each isolated, separated by commas.
+  function users(list) {
+    return list.flatMap((x, i) => (i ? [', ', user(x)] : [user(x)]));
+  }
+
+  // JSON for people to read, with every bidirectional control character
+  // written as its escape: shown as itself it would reorder what follows.
+  function readableJson(value) {
+    return JSON.stringify(value, null, 2)
+      .replace(/[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g,
+        (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  }
+
   // ---- Messages ---------------------------------------------------------
   // `say` is for news (polite), `warn` for what went wrong (an alert). A
-  // message stays until the next one, so it can be read at leisure.
-  function say(text) { show('notice', text); }
-  function warn(text) { show('alert', text); }
-  function show(id, text) {
+  // message stays until the next one, so it can be read at leisure. Either
+  // takes a string or a message of nodes (`msg`).
+  function say(message) { show('notice', message); }
+  function warn(message) { show('alert', message); }
+  function show(id, message) {
     const box = $(id);
     if (!box) return;
-    box.textContent = text;
-    box.hidden = !text;
+    box.replaceChildren(...[message].flat(Infinity).filter((p) => p !== null && p !== undefined));
+    box.hidden = !box.textContent;
   }
 
   // ---- Times, in the browser's own zone ----------------------------------
@@ -67,18 +101,32 @@ const Leasehold = (() => {
     return h ? `${h}:${two(m)}:${two(r)}` : `${m}:${two(r)}`;
   }
 
-  // A justification in one short line: a string as it is, an object's
-  // plain fields as `name: value`, anything else as compact JSON.
+  // A justification in one short line, as nodes: a string as it is, an
+  // object's plain fields as `name: value`, anything else as compact JSON,
+  // cut to `max` characters. Each name and value is isolated, so that one
+  // field's text cannot reorder the next.
   function shortJustification(j, max = 120) {
-    let text;
-    if (typeof j === 'string') text = j;
+    let pieces; // [text, from a user]
+    if (typeof j === 'string') pieces = [[j, true]];
     else if (j && typeof j === 'object' && !Array.isArray(j)) {
-      text = Object.entries(j)
-        .map(([k, v]) => `${k}: ${v !== null && typeof v === 'object' ? JSON.stringify(v) : v}`)
-        .join(', ');
-    } else text = JSON.stringify(j);
-    if (!text) return '—';
-    return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+      pieces = Object.entries(j).flatMap(([k, v], i) => [
+        ...(i ? [[', ', false]] : []),
+        [k, true], [': ', false],
+        [v !== null && typeof v === 'object' ? JSON.stringify(v) : String(v), true],
+      ]);
+    } else pieces = [[JSON.stringify(j) ?? '', true]];
+    const total = pieces.reduce((n, [t]) => n + t.length, 0);
+    if (!total) return '—';
+    let room = total > max ? max - 1 : total;
+    const out = [];
+    for (const [t, fromUser] of pieces) {
+      if (room <= 0) break;
+      const cut = t.slice(0, room);
+      room -= cut.length;
+      out.push(fromUser ? user(cut) : cut);
+    }
+    if (total > max) out.push('…');
+    return out;
   }
 
   // ---- The API ------------------------------------------------------------
@@ -120,27 +168,29 @@ const Leasehold = (() => {
 
   const path = (...parts) => parts.map((p, i) => (i % 2 ? encodeURIComponent(p) : p)).join('');
 
-  // A refusal in words. `me` is the signed-in actor; `task` is the task
-  // acted on, if known, so that the words can name it.
+  // A refusal in words, as a message (`msg`), so that the names in it
+  // stay apart from the words around them. `me` is the signed-in actor.
   function explain(problem, me) {
     const who = (a) => (a && a === me ? 'you' : a);
     switch (problem.name || problem.type) {
       case 'already-claimed':
         return problem.holder === me
-          ? 'You already hold this task.'
-          : `${problem.holder || 'Someone else'} took it a moment ago.`;
+          ? msg`You already hold this task.`
+          : msg`${problem.holder ? user(problem.holder) : 'Someone else'} took it a moment ago.`;
       case 'excluded':
         return problem.actor && problem.actor !== me
-          ? `${problem.actor} raised this, so someone else must approve it.`
-          : 'You raised this, so someone else must approve it.';
+          ? msg`${user(problem.actor)} raised this, so someone else must approve it.`
+          : msg`You raised this, so someone else must approve it.`;
       case 'wrong-role':
-        return `This task is not offered to ${who(problem.actor) === 'you' ? 'your roles' : `${problem.actor}'s roles`}.`;
+        return who(problem.actor) === 'you'
+          ? msg`This task is not offered to your roles.`
+          : msg`This task is not offered to ${user(problem.actor)}'s roles.`;
       case 'not-pending':
-        return `This task is already settled${problem.state ? ` (${problem.state})` : ''}.`;
+        return msg`This task is already settled${problem.state ? msg` (${problem.state})` : ''}.`;
       case 'not-held':
         return problem.actor && problem.actor !== me
-          ? `${problem.actor} does not hold this task.`
-          : 'This task is no longer yours.';
+          ? msg`${user(problem.actor)} does not hold this task.`
+          : msg`This task is no longer yours.`;
       case 'not-found':
         return 'This task no longer exists, or is not yours to see.';
       case 'unauthorized':
@@ -234,8 +284,8 @@ const Leasehold = (() => {
       warn('');
       $('signin').hidden = true;
       $('sign-out').hidden = proxied;
-      $('who').textContent = `Signed in as ${who.actor}` +
-        (who.roles && who.roles.length ? ` (${who.roles.join(', ')})` : '') + ` · ${who.scope}`;
+      $('who').replaceChildren(...msg`Signed in as ${user(who.actor)}${
+        who.roles && who.roles.length ? msg` (${users(who.roles)})` : ''} · ${who.scope}`);
       ready(who);
     };
     const { who, why } = await whoami();
@@ -377,7 +427,7 @@ const Leasehold = (() => {
   }
 
   return {
-    el, $, say, warn, api, path, explain, signIn, follow, stopFollowing,
-    formatTime, isoTime, formatAge, formatLeft, shortJustification,
+    el, $, user, users, msg, say, warn, api, path, explain, signIn, follow, stopFollowing,
+    formatTime, isoTime, formatAge, formatLeft, shortJustification, readableJson,
   };
 })();

@@ -8,7 +8,7 @@
 'use strict';
 
 (() => {
-  const { el, $, say, warn, api, path, explain } = Leasehold;
+  const { el, $, user, msg, say, warn, api, path, explain } = Leasehold;
   const MINE_KEY = 'leasehold.mine';
   const LEASE_KEY = 'leasehold.lease-seconds';
   const QUEUED = new Set(['open', 'escalated']);
@@ -44,7 +44,7 @@
     }
   }
 
-  const label = (t) => `“${t.kind}” (${t.id})`;
+  const label = (t) => msg`“${user(t.kind)}” (${user(t.id)})`;
 
   // ---- My queue -------------------------------------------------------------
   function queueRow(t) {
@@ -56,11 +56,11 @@
     }, 'Claim');
     return el('tr', { dataset: { task: t.id } },
       el('td', { 'data-label': 'Priority' }, el('span', { class: `priority ${t.priority}`, text: t.priority })),
-      el('th', { scope: 'row', 'data-label': 'Kind' }, el('span', { class: 'kind', text: t.kind }),
-        el('span', { class: 'task-id', text: t.id })),
+      el('th', { scope: 'row', 'data-label': 'Kind' }, user(t.kind, { class: 'kind' }),
+        user(t.id, { class: 'task-id' })),
       el('td', { 'data-label': 'Waited', class: 'waited', dataset: { since: t.created_at } }, Leasehold.formatAge(Date.now() - t.created_at)),
       el('td', { 'data-label': 'Due' }, dueText(t)),
-      el('td', { 'data-label': 'Justification', class: 'justification' }, Leasehold.shortJustification(t.justification)),
+      el('td', { 'data-label': 'Justification', class: 'justification', dir: 'auto' }, Leasehold.shortJustification(t.justification)),
       el('td', { class: 'action' }, claimButton));
   }
 
@@ -120,7 +120,7 @@
     const res = await api('GET', `/v1/queue?limit=${PAGE}`);
     if (mineNow !== generation || !me) return;
     if (!res.ok) {
-      warn(`The queue could not be read: ${explain(res.problem, me.actor)}`);
+      warn(msg`The queue could not be read: ${explain(res.problem, me.actor)}`);
       return;
     }
     // A task this tab holds never shows in the queue, even for a moment.
@@ -135,8 +135,8 @@
 
   // ---- My tasks -------------------------------------------------------------
   function card(t) {
-    const heading = el('h3', { tabindex: '-1' }, el('span', { class: 'kind', text: t.kind }), ' ',
-      el('span', { class: 'task-id', text: t.id }));
+    const heading = el('h3', { tabindex: '-1' }, user(t.kind, { class: 'kind' }), ' ',
+      user(t.id, { class: 'task-id' }));
     const busy = (f) => async (e) => {
       const buttons = e.target.closest('.card').querySelectorAll('button');
       buttons.forEach((b) => { b.disabled = true; });
@@ -148,9 +148,9 @@
     return el('li', { class: 'card', dataset: { task: t.id } },
       heading,
       el('p', { class: 'meta' }, el('span', { class: `priority ${t.priority}`, text: t.priority }), ' · due ', dueText(t)),
-      el('p', { class: 'justification' }, Leasehold.shortJustification(t.justification, 240)),
+      el('p', { class: 'justification', dir: 'auto' }, Leasehold.shortJustification(t.justification, 240)),
       el('details', {}, el('summary', {}, 'Full justification'),
-        el('pre', {}, JSON.stringify(t.justification, null, 2))),
+        el('pre', {}, Leasehold.readableJson(t.justification))),
       el('p', { class: 'lease', role: 'timer', 'aria-live': 'off' }),
       el('div', { class: 'actions' },
         button('Keep working', 'renew', () => renew(t.id)),
@@ -230,10 +230,10 @@
     const res = await api('POST', path('/v1/tasks/', id, '/claim'), { lease_ms: leaseMs() });
     if (res.ok) {
       hold(res.data, true);
-      say(`You hold ${label(res.data)}.`);
+      say(msg`You hold ${label(res.data)}.`);
       return;
     }
-    warn(`${label(t)}: ${explain(res.problem, me.actor)}`);
+    warn(msg`${label(t)}: ${explain(res.problem, me.actor)}`);
     if (['already-claimed', 'not-pending', 'not-found'].includes(res.problem.name)) removeQueued(id);
     soon();
   }
@@ -249,7 +249,7 @@
       return;
     }
     hold(res.data.task, true);
-    say(`You hold ${label(res.data.task)}.`);
+    say(msg`You hold ${label(res.data.task)}.`);
   }
 
   // The holder was refused: say who holds it now, if anyone, and let go.
@@ -257,9 +257,9 @@
     const now = await api('GET', path('/v1/tasks/', id));
     letGo(id);
     let why = 'your hold on it lapsed';
-    if (now.ok && now.data.assignee && now.data.assignee !== me.actor) why = `${now.data.assignee} holds it now`;
+    if (now.ok && now.data.assignee && now.data.assignee !== me.actor) why = msg`${user(now.data.assignee)} holds it now`;
     else if (now.ok && !['open', 'claimed', 'escalated'].includes(now.data.state)) why = `it was settled (${now.data.state})`;
-    warn(`${label(t)} is no longer yours: ${why}. Nothing was changed.`);
+    warn(msg`${label(t)} is no longer yours: ${why}. Nothing was changed.`);
     soon();
   }
 
@@ -268,11 +268,11 @@
     const res = await api('POST', path('/v1/tasks/', id, '/renew'), { lease_ms: leaseMs() });
     if (res.ok) {
       hold(res.data, false);
-      say(`You hold ${label(t)} until ${Leasehold.formatTime(res.data.lease_until)}.`);
+      say(msg`You hold ${label(t)} until ${Leasehold.formatTime(res.data.lease_until)}.`);
     } else if (res.problem.name === 'not-held' || res.problem.name === 'not-found') {
       await noLongerMine(id, t);
     } else {
-      warn(`${label(t)}: ${explain(res.problem, me.actor)}`);
+      warn(msg`${label(t)}: ${explain(res.problem, me.actor)}`);
     }
   }
 
@@ -281,12 +281,12 @@
     const res = await api('POST', path('/v1/tasks/', id, '/release'), {});
     if (res.ok) {
       letGo(id);
-      say(`Released ${label(t)}: it is back in the queue.`);
+      say(msg`Released ${label(t)}: it is back in the queue.`);
       soon();
     } else if (res.problem.name === 'not-held' || res.problem.name === 'not-found') {
       await noLongerMine(id, t);
     } else {
-      warn(`${label(t)}: ${explain(res.problem, me.actor)}`);
+      warn(msg`${label(t)}: ${explain(res.problem, me.actor)}`);
     }
   }
 
@@ -295,14 +295,14 @@
     const res = await api('POST', path('/v1/tasks/', id, '/settle'), { settlement });
     if (res.ok && res.data.settled) {
       letGo(id);
-      say(`${settlement === 'completed' ? 'Approved' : 'Rejected'} ${label(t)}.`);
+      say(msg`${settlement === 'completed' ? 'Approved' : 'Rejected'} ${label(t)}.`);
     } else if (res.ok) {
       letGo(id);
-      warn(`${label(t)} was already settled; nothing was changed.`);
+      warn(msg`${label(t)} was already settled; nothing was changed.`);
     } else if (res.problem.name === 'not-held' || res.problem.name === 'not-found') {
       await noLongerMine(id, t);
     } else {
-      warn(`${label(t)}: ${explain(res.problem, me.actor)}`);
+      warn(msg`${label(t)}: ${explain(res.problem, me.actor)}`);
     }
   }
 
@@ -325,10 +325,10 @@
     if (held) {
       letGo(id);
       const t = held.task;
-      if (e.verb === 'reclaim-lapsed') say(`Your time on ${label(t)} ran out: it went back to the queue.`);
-      else if (e.assignee) say(`${label(t)} is no longer yours: ${e.assignee} holds it now.`);
-      else if (QUEUED.has(e.state)) say(`${label(t)} went back to the queue.`);
-      else say(`${label(t)} was settled (${e.state}).`);
+      if (e.verb === 'reclaim-lapsed') say(msg`Your time on ${label(t)} ran out: it went back to the queue.`);
+      else if (e.assignee) say(msg`${label(t)} is no longer yours: ${user(e.assignee)} holds it now.`);
+      else if (QUEUED.has(e.state)) say(msg`${label(t)} went back to the queue.`);
+      else say(msg`${label(t)} was settled (${e.state}).`);
     }
     if (!QUEUED.has(e.state)) removeQueued(id);
     soon();

@@ -4,7 +4,7 @@
 'use strict';
 
 (() => {
-  const { el, $, say, warn, api, path, explain } = Leasehold;
+  const { el, $, user, users, msg, say, warn, api, path, explain } = Leasehold;
   let me = null;
 
   async function loadCounters() {
@@ -14,7 +14,7 @@
     ]);
     const failed = [open, leased, pending, due, leaseEnd].find((r) => !r.ok);
     if (failed) {
-      warn(`The counters could not be read: ${explain(failed.problem, me && me.actor)}`);
+      warn(msg`The counters could not be read: ${explain(failed.problem, me && me.actor)}`);
       return;
     }
     $('open-count').textContent = String(open.data.count);
@@ -27,15 +27,15 @@
   async function loadOverdue() {
     const res = await api('GET', '/v1/overdue?limit=100');
     if (!res.ok) {
-      warn(`The overdue list could not be read: ${explain(res.problem, me && me.actor)}`);
+      warn(msg`The overdue list could not be read: ${explain(res.problem, me && me.actor)}`);
       return;
     }
     const rows = res.data.tasks.map((t) => el('tr', { dataset: { task: t.id } },
-      el('th', { scope: 'row' }, el('span', { class: 'kind', text: t.kind }), el('span', { class: 'task-id', text: t.id })),
+      el('th', { scope: 'row' }, user(t.kind, { class: 'kind' }), user(t.id, { class: 'task-id' })),
       el('td', {}, el('time', { datetime: Leasehold.isoTime(t.due_at) }, Leasehold.formatTime(t.due_at))),
       el('td', {}, t.state),
-      el('td', {}, t.assignee || 'nobody'),
-      el('td', {}, t.candidate_roles.join(', ') || '—')));
+      el('td', { class: 'names' }, t.assignee ? user(t.assignee) : 'nobody'),
+      el('td', { class: 'names' }, t.candidate_roles.length ? users(t.candidate_roles) : '—')));
     $('overdue-rows').replaceChildren(...rows);
     $('overdue-table').hidden = rows.length === 0;
     $('overdue-empty').hidden = rows.length > 0;
@@ -63,14 +63,14 @@
     button.focus();
     if (!res.ok) {
       $('check-result').textContent = '';
-      warn(`The check did not run: ${explain(res.problem, me.actor)}`);
+      warn(msg`The check did not run: ${explain(res.problem, me.actor)}`);
       return;
     }
     const found = res.data.discrepancies;
     $('check-result').textContent = found.length === 0
       ? `Consistent: nothing is out of place (checked ${Leasehold.formatTime(Date.now())}).`
       : `${found.length} discrepanc${found.length === 1 ? 'y' : 'ies'} found:`;
-    $('check-list').replaceChildren(...found.map((d) => el('li', {}, `${d.structure} ${d.subject}: ${d.detail}`)));
+    $('check-list').replaceChildren(...found.map((d) => el('li', {}, ...msg`${d.structure} ${user(d.subject)}: ${d.detail}`)));
   });
 
   // ---- Take-over ----------------------------------------------------------------
@@ -84,14 +84,14 @@
     }
     const res = await api('GET', path('/v1/tasks/', id));
     if (!res.ok) {
-      state.textContent = explain(res.problem, me.actor);
+      state.replaceChildren(...[explain(res.problem, me.actor)].flat());
       return;
     }
     const t = res.data;
-    state.textContent = t.assignee
-      ? `“${t.kind}”, ${t.state}, held by ${t.assignee}` +
-        (t.lease_until ? ` until ${Leasehold.formatTime(t.lease_until)}.` : '.')
-      : `“${t.kind}”, ${t.state}, held by nobody.`;
+    state.replaceChildren(...(t.assignee
+      ? msg`“${user(t.kind)}”, ${t.state}, held by ${user(t.assignee)}${
+        t.lease_until ? ` until ${Leasehold.formatTime(t.lease_until)}.` : '.'}`
+      : msg`“${user(t.kind)}”, ${t.state}, held by nobody.`));
     if (t.assignee) $('to-from').value = t.assignee;
   });
 
@@ -120,12 +120,12 @@
     }
     const res = await api('POST', path('/v1/tasks/', id, '/take-over'), body);
     if (!res.ok) {
-      warn(`${id}: ${explain(res.problem, me.actor)}`);
+      warn(msg`${user(id)}: ${explain(res.problem, me.actor)}`);
       return;
     }
     warn('');
-    const to = res.data.assignee === me.actor ? 'You now hold' : `${res.data.assignee} now holds`;
-    say(`${to} “${res.data.kind}” (${res.data.id}), taken over from ${from}.`);
+    const to = res.data.assignee === me.actor ? 'You now hold' : msg`${user(res.data.assignee)} now holds`;
+    say(msg`${to} “${user(res.data.kind)}” (${user(res.data.id)}), taken over from ${user(from)}.`);
     $('to-task-state').textContent = '';
     soon();
   });
@@ -136,7 +136,7 @@
     ready: (who) => {
       me = who;
       if (who.scope !== 'operator') {
-        warn(`This page is for operator tokens; yours is a ${who.scope}'s. The inbox is at the Inbox link.`);
+        warn(msg`This page is for operator tokens; yours is a ${who.scope}'s. The inbox is at the Inbox link.`);
         return;
       }
       $('app').hidden = false;

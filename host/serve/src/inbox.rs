@@ -27,11 +27,30 @@ pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'
      object-src 'none'; media-src 'none'; frame-src 'none'; worker-src 'none'; \
      manifest-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
-/// One embedded file: where it is served and as what.
+/// One embedded file: where it is served, as what, and its ETag.
 struct Asset {
     name: &'static str,
     body: &'static [u8],
     mime: &'static str,
+    /// Worked out from `body` on first use. Held by the file itself, so
+    /// that no lookup by name or address can miss it: a release build may
+    /// merge or copy constants, so addresses tell nothing.
+    tag: OnceLock<String>,
+}
+
+impl Asset {
+    const fn new(name: &'static str, body: &'static [u8], mime: &'static str) -> Self {
+        Asset {
+            name,
+            body,
+            mime,
+            tag: OnceLock::new(),
+        }
+    }
+
+    fn etag(&self) -> &str {
+        self.tag.get_or_init(|| tag_of(self.body))
+    }
 }
 
 const HTML: &str = "text/html; charset=utf-8";
@@ -40,66 +59,27 @@ const CSS: &str = "text/css; charset=utf-8";
 const SVG: &str = "image/svg+xml";
 
 /// The pages, by path.
-const PAGES: &[Asset] = &[
-    Asset {
-        name: "/",
-        body: include_bytes!("../assets/inbox.html"),
-        mime: HTML,
-    },
-    Asset {
-        name: "/operator",
-        body: include_bytes!("../assets/operator.html"),
-        mime: HTML,
-    },
+static PAGES: [Asset; 2] = [
+    Asset::new("/", include_bytes!("../assets/inbox.html"), HTML),
+    Asset::new("/operator", include_bytes!("../assets/operator.html"), HTML),
 ];
 
 /// The files under `/assets/`, by name.
-const ASSETS: &[Asset] = &[
-    Asset {
-        name: "common.js",
-        body: include_bytes!("../assets/common.js"),
-        mime: JS,
-    },
-    Asset {
-        name: "inbox.js",
-        body: include_bytes!("../assets/inbox.js"),
-        mime: JS,
-    },
-    Asset {
-        name: "operator.js",
-        body: include_bytes!("../assets/operator.js"),
-        mime: JS,
-    },
-    Asset {
-        name: "style.css",
-        body: include_bytes!("../assets/style.css"),
-        mime: CSS,
-    },
-    Asset {
-        name: "icon.svg",
-        body: include_bytes!("../assets/icon.svg"),
-        mime: SVG,
-    },
+static ASSETS: [Asset; 5] = [
+    Asset::new("common.js", include_bytes!("../assets/common.js"), JS),
+    Asset::new("inbox.js", include_bytes!("../assets/inbox.js"), JS),
+    Asset::new("operator.js", include_bytes!("../assets/operator.js"), JS),
+    Asset::new("style.css", include_bytes!("../assets/style.css"), CSS),
+    Asset::new("icon.svg", include_bytes!("../assets/icon.svg"), SVG),
 ];
 
-/// Each file's ETag, computed once: a quoted prefix of its SHA-256, so a
-/// new binary with changed files is never answered from a stale cache.
-fn etag(asset: &'static Asset) -> &'static str {
-    static TAGS: OnceLock<Vec<(&'static str, String)>> = OnceLock::new();
-    let tags = TAGS.get_or_init(|| {
-        PAGES
-            .iter()
-            .chain(ASSETS)
-            .map(|a| {
-                let digest = Sha256::digest(a.body);
-                let hex: String = digest[..12].iter().map(|b| format!("{b:02x}")).collect();
-                (a.name, format!("\"{hex}\""))
-            })
-            .collect()
-    });
-    tags.iter()
-        .find(|(n, _)| std::ptr::eq(*n, asset.name))
-        .map_or("\"\"", |(_, t)| t.as_str())
+/// A strong ETag for `body`: a quoted prefix of its SHA-256, so a new
+/// binary with changed files is never answered from a stale cache, while
+/// an unchanged file keeps its tag across builds.
+fn tag_of(body: &[u8]) -> String {
+    let digest = Sha256::digest(body);
+    let hex: String = digest[..12].iter().map(|b| format!("{b:02x}")).collect();
+    format!("\"{hex}\"")
 }
 
 /// The headers every page and asset carries, also on a 304 or a 404.
@@ -136,11 +116,16 @@ fn harden(headers: &mut HeaderMap) {
 }
 
 fn serve(asset: &'static Asset, request: &HeaderMap) -> Response {
-    let tag = etag(asset);
+    let tag = asset.etag();
     let fresh = request
         .get(header::IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.split(',').any(|t| t.trim() == tag || t.trim() == "*"));
+        .is_some_and(|v| {
+            // If-None-Match compares weakly: `W/"x"` matches `"x"`.
+            v.split(',')
+                .map(str::trim)
+                .any(|t| t == "*" || t.strip_prefix("W/").unwrap_or(t) == tag)
+        });
     let mut res = if fresh {
         StatusCode::NOT_MODIFIED.into_response()
     } else {
@@ -280,6 +265,58 @@ mod tests {
     }
 
     #[test]
+    fn a_tag_is_a_quoted_strong_hash_of_the_contents() {
+        let a = tag_of(b"one");
+        assert_eq!(a, tag_of(b"one"), "the same contents, the same tag");
+        assert_ne!(a, tag_of(b"two"));
+        assert_ne!(a, tag_of(b""));
+        assert!(!a.starts_with("W/"), "{a}");
+        let inner = a
+            .strip_prefix('"')
+            .and_then(|t| t.strip_suffix('"'))
+            .expect("quoted");
+        assert_eq!(inner.len(), 24, "{a}");
+        assert!(inner.bytes().all(|b| b.is_ascii_hexdigit()), "{a}");
+    }
+
+    /// Every file's tag is its own contents' (so no two differing files
+    /// share one, and none is empty), in whatever profile this is built.
+    #[test]
+    fn every_file_is_tagged_by_its_contents() {
+        let files: Vec<&Asset> = PAGES.iter().chain(&ASSETS).collect();
+        for (i, a) in files.iter().enumerate() {
+            assert_eq!(a.etag(), tag_of(a.body), "{}", a.name);
+            assert!(a.etag().len() > 2, "{}", a.name);
+            for b in &files[..i] {
+                if a.body != b.body {
+                    assert_ne!(a.etag(), b.etag(), "{} and {}", a.name, b.name);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn only_the_files_own_tag_is_answered_304() {
+        block_on(async {
+            let tag = fetch("GET", "/assets/style.css", None).await.headers()[header::ETAG]
+                .to_str()
+                .expect("text")
+                .to_owned();
+            for (given, status) in [
+                ("\"\"", 200),
+                ("\"0\"", 200),
+                ("", 200),
+                (tag.as_str(), 304),
+                (format!("W/{tag}").as_str(), 304),
+                (format!("\"0\", {tag}").as_str(), 304),
+            ] {
+                let res = fetch("GET", "/assets/style.css", Some(given)).await;
+                assert_eq!(res.status(), status, "If-None-Match: {given}");
+            }
+        });
+    }
+
+    #[test]
     fn an_unknown_asset_is_a_hardened_404() {
         block_on(async {
             for uri in ["/assets/nope.js", "/assets/..%2Fcommon.js", "/assets/"] {
@@ -299,7 +336,7 @@ mod tests {
     /// would break in the browser, so the files are held to it here too.
     #[test]
     fn pages_hold_no_inline_script_or_style_and_name_only_served_assets() {
-        for p in PAGES {
+        for p in &PAGES {
             let html = text(p);
             let lower = html.to_ascii_lowercase();
             assert!(!lower.contains("<style"), "{}: a <style> element", p.name);

@@ -29,6 +29,7 @@ mod api;
 mod auth;
 mod connections;
 mod cursor;
+mod drain;
 mod events;
 mod extract;
 mod feeds;

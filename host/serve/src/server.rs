@@ -134,10 +134,19 @@ pub fn app(state: AppState) -> Router {
             }),
         );
     let request_id = HeaderName::from_static(REQUEST_ID);
+    // A body left unread is read to its end within the same bounds as one
+    // a route reads, so its connection can carry the next request.
+    let unread = crate::drain::DrainLimits {
+        max_bytes: options.body_limit,
+        within: options.request_timeout,
+    };
     api.merge(ops)
         .fallback(|| async { ApiError::NotFound("no such route".to_owned()) })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .with_state(state)
+        .layer(middleware::from_fn(move |req, next| {
+            crate::drain::unread_bodies(unread, req, next)
+        }))
         .layer(middleware::from_fn(ops::http_metrics))
         .layer(
             ServiceBuilder::new()

@@ -236,8 +236,10 @@ pub struct ServeArgs {
     /// Most engine calls in flight at once; past it, 503 `overloaded`
     #[arg(long, default_value_t = 256, value_name = "N")]
     pub max_in_flight: usize,
-    /// Most engine calls of one tenant in flight at once; past it, 503
-    /// `overloaded` for that tenant only
+    /// Most engine calls of one tenant in flight at once; past it, that
+    /// tenant's next call waits for one of them to finish while other
+    /// tenants' calls go on, and is answered 503 `timeout` if its deadline
+    /// (--request-timeout) passes first
     #[arg(long, default_value_t = 32, value_name = "N")]
     pub max_in_flight_per_tenant: usize,
     /// Most consistency checks running at once, over all tenants

@@ -2,7 +2,7 @@
 //! service's configuration and run it, or mint a token. The service itself
 //! is `leasehold-serve`; this module must never decide who may do what.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 
 use leasehold_host::{Engine, Reuse};
 use std::path::PathBuf;
@@ -112,13 +112,22 @@ impl CredentialFiles {
     }
 }
 
+/// Whether log lines may carry colour: only for a person at a terminal,
+/// never into a file, a pipe or a log collector, and never when `NO_COLOR`
+/// is set to anything but the empty string (no-color.org).
+fn colour_logs() -> bool {
+    let declined = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    !declined && std::io::stderr().is_terminal()
+}
+
 /// Runs the service until SIGTERM or SIGINT; SIGHUP reloads credentials.
 pub fn serve(cli: &Cli, args: &ServeArgs) -> Result<(), CliError> {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(std::io::stderr)
+        .with_ansi(colour_logs());
     // A second subscriber (in-process tests) is not an error worth failing.
     let _ = if args.log_json {
         logs.json().try_init()
