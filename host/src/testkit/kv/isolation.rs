@@ -221,7 +221,7 @@ struct Largest {
 }
 
 /// Entries of `key(i)` whose keys and values hold `total` bytes exactly,
-/// each value at most `most_value` bytes long and a distinct byte pattern.
+/// each value at most `most_value` bytes long and unlike any other.
 fn filled(total: usize, most_value: usize, key: impl Fn(usize) -> Vec<u8>) -> Vec<Entry> {
     let mut out = Vec::new();
     let mut left = total;
@@ -235,7 +235,11 @@ fn filled(total: usize, most_value: usize, key: impl Fn(usize) -> Vec<u8>) -> Ve
         if rest > 0 && rest <= k.len() {
             len = len.saturating_sub(k.len() + 1);
         }
-        let value: Vec<u8> = (0..len).map(|j| (i.wrapping_mul(31) + j) as u8).collect();
+        // The entry's number, then its low byte again: every value differs.
+        let mut value = vec![i as u8; len];
+        let head = (i as u64).to_be_bytes();
+        let n = head.len().min(len);
+        value[..n].copy_from_slice(&head[..n]);
         left = left.saturating_sub(k.len() + len);
         out.push((k, value));
     }
@@ -270,12 +274,17 @@ fn largest() -> Vec<Largest> {
     }));
     let held = |batch: &[Entry]| -> usize { batch.iter().map(|(k, v)| k.len() + v.len()).sum() };
     debug_assert_eq!((held(&big), held(&many)), (budget, budget));
+    // Keys spread over the batch whose values are small, so that a reader
+    // asks for them many times while the commit runs: the ends, at least.
     let sample = |batch: &[Entry]| -> Vec<Vec<u8>> {
         let step = (batch.len() / 16).max(1);
-        let mut keys: Vec<Vec<u8>> = batch.iter().step_by(step).map(|(k, _)| k.clone()).collect();
-        if let Some((k, _)) = batch.last() {
-            keys.push(k.clone());
-        }
+        let mut keys: Vec<Vec<u8>> = batch
+            .iter()
+            .step_by(step)
+            .filter(|(_, v)| v.len() <= 4096)
+            .map(|(k, _)| k.clone())
+            .collect();
+        keys.extend(batch.last().map(|(k, _)| k.clone()));
         keys
     };
     vec![
