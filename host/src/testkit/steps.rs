@@ -135,10 +135,22 @@ pub(crate) fn write<B: Backend + ?Sized>(
     tenant: &str,
     batch: Vec<Write>,
 ) -> Result<(), Failure> {
-    let txn = begin(check, b, tenant, Mode::Write)?;
-    txn.commit(batch)
-        .and_then(|p| p.wait())
-        .map_err(failed(check, "committing a batch"))
+    write_at(check, Door::Begin, b, tenant, batch)
+}
+
+/// [`write`] in a transaction begun through `door`.
+pub(crate) fn write_at<B: Backend + ?Sized>(
+    check: &'static str,
+    door: Door,
+    b: &B,
+    tenant: &str,
+    batch: Vec<Write>,
+) -> Result<(), Failure> {
+    let txn = begin_at(check, door, b, tenant, Mode::Write)?;
+    txn.commit(batch).and_then(|p| p.wait()).map_err(failed(
+        check,
+        &format!("committing a batch begun through {door}"),
+    ))
 }
 
 pub(crate) fn put(key: &[u8], value: &[u8]) -> Write {

@@ -13,7 +13,8 @@ use crate::config::Limits;
 use crate::storage::backend::{Backend, Entry, Mode, Write, take_within};
 use crate::testkit::report::Failure;
 use crate::testkit::steps::{
-    DOORS, Door, WAIT, begin_at, ensure, failed, keys, put, scan_all, show, tenant, write,
+    DOORS, Door, LINES, WAIT, begin_at, ensure, failed, keys, put, scan_all, show, tenant, write,
+    write_at,
 };
 
 /// A read transaction sees one snapshot: writes committed after it began
@@ -27,6 +28,9 @@ pub fn reads_see_one_snapshot<B: Backend>(make: &dyn Fn() -> B) -> Result<(), Fa
     }
     Ok(())
 }
+
+/// A scan's start, end, limit and byte cap.
+type Shape<'a> = (&'a [u8], Option<&'a [u8]>, u32, usize);
 
 fn snapshot_through<B: Backend>(b: &B, door: Door) -> Result<(), Failure> {
     const C: &str = "reads_see_one_snapshot";
@@ -88,7 +92,7 @@ fn snapshot_through<B: Backend>(b: &B, door: Door) -> Result<(), Failure> {
     .collect();
     // Every shape of scan: whole, bounded, from a start, up to an end,
     // limited, capped; each both ways.
-    let shapes: [(&[u8], Option<&[u8]>, u32, usize); 6] = [
+    let shapes: [Shape; 6] = [
         (b"", None, 4096, usize::MAX),
         (b"m", Some(b"n"), 100, usize::MAX),
         (b"h", None, 100, usize::MAX),
@@ -131,7 +135,7 @@ fn snapshot_through<B: Backend>(b: &B, door: Door) -> Result<(), Failure> {
 
 /// Batches committed one after another, each rewriting the same 32 keys,
 /// never show a reader running beside them a mix of two batches, whichever
-/// entry point began the reader.
+/// entry points began the writer and the reader.
 pub fn batches_land_whole_under_a_concurrent_reader<B: Backend>(
     make: &dyn Fn() -> B,
 ) -> Result<(), Failure> {
@@ -151,7 +155,9 @@ pub fn batches_land_whole_under_a_concurrent_reader<B: Backend>(
                 let batch = (0..KEYS)
                     .map(|i| put(format!("g{i:02}").as_bytes(), &g.to_be_bytes()))
                     .collect();
-                write(C, b.as_ref(), &t, batch)?;
+                // Each batch through the next entry point.
+                let door = DOORS[g as usize % DOORS.len()];
+                write_at(C, door, b.as_ref(), &t, batch)?;
                 committed.store(g, Ordering::Release);
                 Ok(())
             });
@@ -314,14 +320,22 @@ fn largest() -> Vec<Largest> {
 pub fn largest_batches_land_whole<B: Backend>(make: &dyn Fn() -> B) -> Result<(), Failure> {
     const C: &str = "largest_batches_land_whole";
     let b = Arc::new(make());
-    for Largest {
-        what,
-        batch,
-        sample,
-    } in largest()
+    // Written through the entry points a writing call begins through.
+    let doors = [Door::WithDeadline, Door::InLine(LINES[0])];
+    for (
+        Largest {
+            what,
+            batch,
+            sample,
+        },
+        door,
+    ) in largest().into_iter().zip(doors)
     {
         let t = tenant("");
         let (tx, rx) = mpsc::channel();
+        // The commit starts once the reader has read: the reader is
+        // running, not yet to be scheduled, while the commit lands.
+        let (ready, reading) = mpsc::channel::<()>();
         {
             let (b, t) = (b.clone(), t.clone());
             let writes: Vec<Write> = batch
@@ -329,9 +343,11 @@ pub fn largest_batches_land_whole<B: Backend>(make: &dyn Fn() -> B) -> Result<()
                 .map(|(k, v)| Write::Put(k.clone(), v.clone()))
                 .collect();
             std::thread::spawn(move || {
-                let _ = tx.send(write(C, b.as_ref(), &t, writes));
+                let _ = reading.recv_timeout(WAIT);
+                let _ = tx.send(write_at(C, door, b.as_ref(), &t, writes));
             });
         }
+        let mut ready = Some(ready);
         let started = Instant::now();
         let mut reads = 0usize;
         let mut written = None;
@@ -361,9 +377,12 @@ pub fn largest_batches_land_whole<B: Backend>(make: &dyn Fn() -> B) -> Result<()
             let mut r = begin_at(C, door, b.as_ref(), &t, Mode::Read)?;
             // The sample's keys alone: the values are the same bytes again.
             let (seen, _) = r
-                .scan(&[], None, 1, reads % 2 == 0, 64)
+                .scan(&[], None, 1, reads.is_multiple_of(2), 64)
                 .map_err(failed(C, "scan"))?;
             let present = r.get_many(&sample).map_err(failed(C, "get-many"))?;
+            if let Some(ready) = ready.take() {
+                let _ = ready.send(());
+            }
             let n = present.iter().filter(|v| v.is_some()).count();
             ensure(C, n == 0 || n == sample.len(), || {
                 format!(
