@@ -1366,7 +1366,7 @@ flaws! {
     the_kit_catches_a_batch_committed_in_pieces:
         Flawed::<CommitsInPieces>::new() => "largest_batches_land_whole", "beside the commit saw";
     the_kit_catches_a_store_that_refuses_a_batch_within_the_budget:
-        Flawed::<RefusesTransactionsOver10MB>::new() => "largest_batches_land_whole", "committing a batch failed";
+        Flawed::<RefusesTransactionsOver10MB>::new() => "largest_batches_land_whole", "committing a batch begun through";
     the_kit_catches_a_delete_that_takes_longer_keys_with_it:
         Flawed::<DeleteTakesLongerKeys>::new() => "deletes_take_no_longer_or_shorter_keys", "after deleting";
     the_kit_catches_optimistic_writers_that_log_only_puts:
