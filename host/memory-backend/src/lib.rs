@@ -99,6 +99,20 @@ impl Backend for MemoryBackend {
     fn concurrent_writers(&self) -> bool {
         false
     }
+
+    /// Steps from tenant to tenant: the map is ordered by name first, and
+    /// a name with a zero byte added sorts after every key of the name and
+    /// before the next name, so it reads one key per tenant.
+    fn tenants(&self) -> Result<Option<Vec<String>>, StorageError> {
+        let map = self.shared.snapshot();
+        let mut names: Vec<String> = Vec::new();
+        let mut from = (String::new(), Vec::new());
+        while let Some(((name, _), _)) = map.range(from..).next() {
+            names.push(name.clone());
+            from = (format!("{name}\0"), Vec::new());
+        }
+        Ok(Some(names))
+    }
 }
 
 /// The one writer's turn, given back when the transaction ends.

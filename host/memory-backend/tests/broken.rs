@@ -74,6 +74,9 @@ trait Flaw: Default + Send + Sync + 'static {
         let _ = ctx;
         txn.commit(batch)
     }
+    fn tenants(&self, backend: &MemoryBackend) -> Answer<Option<Vec<String>>> {
+        backend.tenants()
+    }
 }
 
 /// The working backend with the flaw `F`.
@@ -112,6 +115,9 @@ impl<F: Flaw> Backend for Flawed<F> {
     }
     fn concurrent_writers(&self) -> bool {
         false
+    }
+    fn tenants(&self) -> Answer<Option<Vec<String>>> {
+        self.flaw.tenants(&self.inner)
     }
 }
 
@@ -469,6 +475,281 @@ impl Flaw for AcknowledgesBeforeItWrites {
     }
 }
 
+/// Keeps the first 4096 writes of a batch, as a store whose batch request
+/// holds at most that many and drops the rest unreported.
+#[derive(Default)]
+struct KeepsTheFirst4096Writes;
+
+impl Flaw for KeepsTheFirst4096Writes {
+    fn commit(&self, _: &Ctx, txn: Box<dyn Txn>, mut batch: Vec<Write>) -> Answer<Pending> {
+        batch.truncate(4096);
+        txn.commit(batch)
+    }
+}
+
+/// Commits a batch in pieces of at most 128 writes or 4 MiB, each a
+/// transaction of its own, as a client of a key-value service with a
+/// per-transaction cap does: every write lands, but not at once.
+#[derive(Default)]
+struct CommitsInPieces;
+
+impl Flaw for CommitsInPieces {
+    fn commit(&self, ctx: &Ctx, txn: Box<dyn Txn>, batch: Vec<Write>) -> Answer<Pending> {
+        let mut pieces: Vec<Vec<Write>> = vec![Vec::new()];
+        let mut bytes = 0usize;
+        for w in batch {
+            let size = match &w {
+                Write::Put(k, v) => k.len() + v.len(),
+                Write::Delete(k) => k.len(),
+            };
+            let full = pieces
+                .last()
+                .is_some_and(|p| p.len() == 128 || (!p.is_empty() && bytes + size > 4 << 20));
+            if full {
+                pieces.push(Vec::new());
+                bytes = 0;
+            }
+            bytes += size;
+            if let Some(p) = pieces.last_mut() {
+                p.push(w);
+            }
+        }
+        let mut pieces = pieces.into_iter();
+        txn.commit(pieces.next().unwrap_or_default())?.wait()?;
+        for piece in pieces {
+            ctx.backend
+                .begin(&ctx.tenant, Mode::Write, Duration::from_secs(5))?
+                .commit(piece)?
+                .wait()?;
+        }
+        Ok(Pending::done())
+    }
+}
+
+/// Refuses a transaction that writes more than ten million bytes, as a
+/// store with a transaction size limit does: a call within the engine's
+/// budget fails every time.
+#[derive(Default)]
+struct RefusesTransactionsOver10MB;
+
+impl Flaw for RefusesTransactionsOver10MB {
+    fn commit(&self, _: &Ctx, txn: Box<dyn Txn>, batch: Vec<Write>) -> Answer<Pending> {
+        let bytes: usize = batch
+            .iter()
+            .map(|w| match w {
+                Write::Put(k, v) => k.len() + v.len(),
+                Write::Delete(k) => k.len(),
+            })
+            .sum();
+        if bytes > 10_000_000 {
+            return Err(StorageError::Other(
+                format!("transaction of {bytes} bytes exceeds the limit").into(),
+            ));
+        }
+        txn.commit(batch)
+    }
+}
+
+/// A delete also removes every key that extends the deleted one, as a
+/// store that deletes by key prefix (a range delete from the key to its
+/// prefix's end) does.
+#[derive(Default)]
+struct DeleteTakesLongerKeys;
+
+impl Flaw for DeleteTakesLongerKeys {
+    fn commit(&self, _: &Ctx, mut txn: Box<dyn Txn>, batch: Vec<Write>) -> Answer<Pending> {
+        let mut out = Vec::new();
+        for w in batch {
+            if let Write::Delete(k) = &w {
+                let (after, _) = txn.scan(k, None, u32::MAX, false, usize::MAX)?;
+                for (longer, _) in after {
+                    if longer.starts_with(k) && longer != *k {
+                        out.push(Write::Delete(longer));
+                    }
+                }
+            }
+            out.push(w);
+        }
+        txn.commit(out)
+    }
+}
+
+/// A put of an empty value stores nothing, as a store whose empty value is
+/// its null (or that refuses empty attributes and drops them) does.
+#[derive(Default)]
+struct EmptyValuesAreAbsent;
+
+impl Flaw for EmptyValuesAreAbsent {
+    fn commit(&self, _: &Ctx, txn: Box<dyn Txn>, batch: Vec<Write>) -> Answer<Pending> {
+        txn.commit(
+            batch
+                .into_iter()
+                .map(|w| match w {
+                    Write::Put(k, v) if v.is_empty() => Write::Delete(k),
+                    w => w,
+                })
+                .collect(),
+        )
+    }
+}
+
+// ---- how keys compare ----------------------------------------------------------------
+
+/// How a store keeps a key: the key it is stored and looked up under.
+trait KeyForm: Default + Send + Sync + 'static {
+    fn stored(key: &[u8]) -> Vec<u8>;
+}
+
+/// Keys kept as `M` says, on every read and write.
+#[derive(Default)]
+struct StoresKeysAs<M>(std::marker::PhantomData<M>);
+
+impl<M: KeyForm> Flaw for StoresKeysAs<M> {
+    fn get(&self, txn: &mut dyn Txn, key: &[u8]) -> Answer<Option<Vec<u8>>> {
+        txn.get(&M::stored(key))
+    }
+    fn get_many(&self, txn: &mut dyn Txn, keys: &[Vec<u8>]) -> Answer<Vec<Option<Vec<u8>>>> {
+        let keys: Vec<Vec<u8>> = keys.iter().map(|k| M::stored(k)).collect();
+        txn.get_many(&keys)
+    }
+    fn scan(
+        &self,
+        txn: &mut dyn Txn,
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: u32,
+        reverse: bool,
+        max_bytes: usize,
+    ) -> Answer<(Vec<Entry>, bool)> {
+        let end = end.map(M::stored);
+        txn.scan(&M::stored(start), end.as_deref(), limit, reverse, max_bytes)
+    }
+    fn commit(&self, _: &Ctx, txn: Box<dyn Txn>, batch: Vec<Write>) -> Answer<Pending> {
+        txn.commit(
+            batch
+                .into_iter()
+                .map(|w| match w {
+                    Write::Put(k, v) => Write::Put(M::stored(&k), v),
+                    Write::Delete(k) => Write::Delete(M::stored(&k)),
+                })
+                .collect(),
+        )
+    }
+}
+
+/// Trailing zero bytes trimmed, as a C string or a padded `CHAR` column
+/// keeps a key.
+#[derive(Default)]
+struct TrailingZerosTrimmed;
+
+impl KeyForm for TrailingZerosTrimmed {
+    fn stored(key: &[u8]) -> Vec<u8> {
+        let len = key.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+        key[..len].to_vec()
+    }
+}
+
+/// Keys kept as text: bytes that are not UTF-8 become U+FFFD, as a `text`
+/// column or a string-keyed map keeps them.
+#[derive(Default)]
+struct AsText;
+
+impl KeyForm for AsText {
+    fn stored(key: &[u8]) -> Vec<u8> {
+        String::from_utf8_lossy(key).into_owned().into_bytes()
+    }
+}
+
+/// Letter case folded, as a table with a case-insensitive collation
+/// compares keys.
+#[derive(Default)]
+struct CaseFolded;
+
+impl KeyForm for CaseFolded {
+    fn stored(key: &[u8]) -> Vec<u8> {
+        key.to_ascii_lowercase()
+    }
+}
+
+/// Scans in the order of a locale's collation (letter case ignored, ties
+/// broken bytewise), as `ORDER BY` on a column with a locale collation
+/// sorts: the bounds still compare bytewise.
+#[derive(Default)]
+struct ScansInLocaleOrder;
+
+impl Flaw for ScansInLocaleOrder {
+    fn scan(
+        &self,
+        txn: &mut dyn Txn,
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: u32,
+        reverse: bool,
+        max_bytes: usize,
+    ) -> Answer<(Vec<Entry>, bool)> {
+        let (mut all, _) = txn.scan(start, end, u32::MAX, false, usize::MAX)?;
+        all.sort_by(|(a, _), (b, _)| (a.to_ascii_lowercase(), a).cmp(&(b.to_ascii_lowercase(), b)));
+        if reverse {
+            all.reverse();
+        }
+        take_within(
+            all.into_iter()
+                .take(limit as usize)
+                .map(Ok::<_, StorageError>),
+            max_bytes,
+        )
+    }
+}
+
+// ---- what a scan says of itself ------------------------------------------------------
+
+/// Says a scan stopped early whenever more entries lie past its answer,
+/// the limit's stop included, as a store's "more results" flag does: the
+/// engine traps every call whose scan is limited.
+#[derive(Default)]
+struct SaysMoreWhenTheLimitStops;
+
+impl Flaw for SaysMoreWhenTheLimitStops {
+    fn scan(
+        &self,
+        txn: &mut dyn Txn,
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: u32,
+        reverse: bool,
+        max_bytes: usize,
+    ) -> Answer<(Vec<Entry>, bool)> {
+        let (entries, over) = txn.scan(start, end, limit, reverse, max_bytes)?;
+        if over || entries.len() < limit as usize {
+            return Ok((entries, over));
+        }
+        let (beyond, _) = txn.scan(start, end, limit.saturating_add(1), reverse, usize::MAX)?;
+        let more = beyond.len() > entries.len();
+        Ok((entries, more))
+    }
+}
+
+/// Weighs the byte cap against the whole range, not the entries the limit
+/// keeps: a limited scan of a range larger than the cap says it stopped
+/// early (a running total taken before the `LIMIT`).
+#[derive(Default)]
+struct CapWeighsTheWholeRange;
+
+impl Flaw for CapWeighsTheWholeRange {
+    fn scan(
+        &self,
+        txn: &mut dyn Txn,
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: u32,
+        reverse: bool,
+        max_bytes: usize,
+    ) -> Answer<(Vec<Entry>, bool)> {
+        let (all, over) = txn.scan(start, end, u32::MAX, reverse, max_bytes)?;
+        Ok((all.into_iter().take(limit as usize).collect(), over))
+    }
+}
+
 // ---- tenants -------------------------------------------------------------------------
 
 /// Folds tenant names to lower case: `Acme` and `acme` share keys.
@@ -588,6 +869,64 @@ impl Txn for JoinedNamesTxn {
     }
 }
 
+/// Its tenant listing walks from tenant to tenant skipping every key that
+/// starts with the name just found, as a store that joins names to keys
+/// must: a name that extends the one before it (`acme-eu` after `acme`) is
+/// skipped with it, and never swept after a restart.
+#[derive(Default)]
+struct ListingSkipsNamesThatExtendAnother;
+
+impl Flaw for ListingSkipsNamesThatExtendAnother {
+    fn tenants(&self, backend: &MemoryBackend) -> Answer<Option<Vec<String>>> {
+        let mut kept: Vec<String> = Vec::new();
+        for name in backend.tenants()?.unwrap_or_default() {
+            if kept
+                .last()
+                .is_some_and(|last| name.starts_with(last.as_str()))
+            {
+                continue;
+            }
+            kept.push(name);
+        }
+        Ok(Some(kept))
+    }
+}
+
+/// Lists tenant names as a case-insensitive collation does: one of names
+/// that differ only in case, in that collation's order.
+#[derive(Default)]
+struct ListingFoldsCase;
+
+impl Flaw for ListingFoldsCase {
+    fn tenants(&self, backend: &MemoryBackend) -> Answer<Option<Vec<String>>> {
+        let mut names = backend.tenants()?.unwrap_or_default();
+        names.sort_by_key(|n| n.to_ascii_lowercase());
+        names.dedup_by_key(|n| n.to_ascii_lowercase());
+        Ok(Some(names))
+    }
+}
+
+/// Lists a tenant once for each batch written to it, as a listing read
+/// from a log of commits without `DISTINCT` does.
+#[derive(Default)]
+struct ListingRepeatsTenants {
+    commits: Mutex<Vec<String>>,
+}
+
+impl Flaw for ListingRepeatsTenants {
+    fn commit(&self, ctx: &Ctx, txn: Box<dyn Txn>, batch: Vec<Write>) -> Answer<Pending> {
+        if !batch.is_empty() {
+            lock(&self.commits).push(ctx.tenant.clone());
+        }
+        txn.commit(batch)
+    }
+    fn tenants(&self, _: &MemoryBackend) -> Answer<Option<Vec<String>>> {
+        let mut names = lock(&self.commits).clone();
+        names.sort();
+        Ok(Some(names))
+    }
+}
+
 // ---- snapshots -----------------------------------------------------------------------
 
 /// Its read transactions read whatever is committed at each read, not the
@@ -641,6 +980,82 @@ impl Txn for NoSnapshotTxn {
     }
 }
 
+/// Read transactions begun through `begin` keep their snapshot; those begun
+/// through the entry points the engine calls read whatever is committed at
+/// each read: a backend that overrode `begin_with_deadline` (to bound its
+/// waits) and took no snapshot there.
+struct SnapshotOnlyThroughBegin(MemoryBackend);
+
+impl Backend for SnapshotOnlyThroughBegin {
+    fn begin(&self, t: &str, m: Mode, w: Duration) -> Answer<Box<dyn Txn>> {
+        self.0.begin(t, m, w)
+    }
+    fn begin_with_deadline(
+        &self,
+        t: &str,
+        m: Mode,
+        w: Duration,
+        _: Duration,
+    ) -> Answer<Box<dyn Txn>> {
+        NoSnapshot(self.0.clone()).begin(t, m, w)
+    }
+    fn concurrent_writers(&self) -> bool {
+        false
+    }
+}
+
+/// Its read transactions keep their snapshot for every read but a reverse
+/// scan, which reads whatever is committed: a reverse cursor opened on the
+/// store rather than on the transaction.
+struct ReverseScansReadTheLatest(MemoryBackend);
+
+struct ReverseLatestTxn {
+    snapshot: Box<dyn Txn>,
+    now: NoSnapshotTxn,
+}
+
+impl Backend for ReverseScansReadTheLatest {
+    fn begin(&self, t: &str, m: Mode, w: Duration) -> Answer<Box<dyn Txn>> {
+        let snapshot = self.0.begin(t, m, w)?;
+        if m == Mode::Write {
+            return Ok(snapshot);
+        }
+        Ok(Box::new(ReverseLatestTxn {
+            snapshot,
+            now: NoSnapshotTxn {
+                backend: self.0.clone(),
+                tenant: t.to_owned(),
+            },
+        }))
+    }
+    fn concurrent_writers(&self) -> bool {
+        false
+    }
+}
+
+impl Txn for ReverseLatestTxn {
+    fn get(&mut self, key: &[u8]) -> Answer<Option<Vec<u8>>> {
+        self.snapshot.get(key)
+    }
+    fn scan(
+        &mut self,
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: u32,
+        reverse: bool,
+        max_bytes: usize,
+    ) -> Answer<(Vec<Entry>, bool)> {
+        if reverse {
+            self.now.scan(start, end, limit, reverse, max_bytes)
+        } else {
+            self.snapshot.scan(start, end, limit, reverse, max_bytes)
+        }
+    }
+    fn commit(self: Box<Self>, batch: Vec<Write>) -> Answer<Pending> {
+        self.snapshot.commit(batch)
+    }
+}
+
 // ---- writers side by side ------------------------------------------------------------
 
 /// What an optimistic backend checks at commit against the writes committed
@@ -655,6 +1070,14 @@ enum Validates {
     PointReads,
     /// Keys it wrote or read, and every range it scanned: serializable.
     Everything,
+    /// As `Everything`, but the log of what a commit wrote holds its puts
+    /// alone: a delete is nobody's write.
+    EverythingButDeletes,
+    /// As `Everything`, but keys read by `get_many` are not tracked (the
+    /// batched read is another code path).
+    EverythingButGetMany,
+    /// As `Everything`, but only forward scans record their range.
+    EverythingButReverseScans,
 }
 
 /// Writers that run side by side, each reading a snapshot taken when it
@@ -674,8 +1097,12 @@ struct Log {
 
 impl Optimistic {
     fn new(validates: Validates) -> Self {
+        Self::over(MemoryBackend::new(), validates)
+    }
+
+    fn over(inner: MemoryBackend, validates: Validates) -> Self {
         Optimistic {
-            inner: MemoryBackend::new(),
+            inner,
             validates,
             log: Arc::default(),
         }
@@ -722,7 +1149,9 @@ impl Txn for OptimisticTxn {
         self.snapshot.get(key)
     }
     fn get_many(&mut self, keys: &[Vec<u8>]) -> Answer<Vec<Option<Vec<u8>>>> {
-        self.read.extend(keys.iter().cloned());
+        if self.validates != Validates::EverythingButGetMany {
+            self.read.extend(keys.iter().cloned());
+        }
         self.snapshot.get_many(keys)
     }
     fn scan(
@@ -733,7 +1162,9 @@ impl Txn for OptimisticTxn {
         reverse: bool,
         max_bytes: usize,
     ) -> Answer<(Vec<Entry>, bool)> {
-        self.scanned.push((start.to_vec(), end.map(<[u8]>::to_vec)));
+        if !(reverse && self.validates == Validates::EverythingButReverseScans) {
+            self.scanned.push((start.to_vec(), end.map(<[u8]>::to_vec)));
+        }
         self.snapshot.scan(start, end, limit, reverse, max_bytes)
     }
     fn commit(self: Box<Self>, batch: Vec<Write>) -> Answer<Pending> {
@@ -746,6 +1177,15 @@ impl Txn for OptimisticTxn {
                 Write::Put(k, _) | Write::Delete(k) => k.clone(),
             })
             .collect();
+        let logged: Vec<Vec<u8>> = batch
+            .iter()
+            .filter_map(|w| match w {
+                Write::Put(k, _) => Some(k.clone()),
+                Write::Delete(k) => {
+                    (self.validates != Validates::EverythingButDeletes).then(|| k.clone())
+                }
+            })
+            .collect();
         let mut log = lock(&self.log);
         let since_mine = log
             .written
@@ -756,7 +1196,10 @@ impl Txn for OptimisticTxn {
                 Validates::Nothing => false,
                 Validates::Writes => writes.contains(k),
                 Validates::PointReads => writes.contains(k) || self.read.contains(k),
-                Validates::Everything => {
+                Validates::Everything
+                | Validates::EverythingButDeletes
+                | Validates::EverythingButGetMany
+                | Validates::EverythingButReverseScans => {
                     writes.contains(k)
                         || self.read.contains(k)
                         || self
@@ -777,7 +1220,7 @@ impl Txn for OptimisticTxn {
             .wait()?;
         log.commits += 1;
         let seq = log.commits;
-        log.written.push((seq, self.tenant.clone(), writes));
+        log.written.push((seq, self.tenant.clone(), logged));
         Ok(Pending::done())
     }
 }
@@ -792,6 +1235,54 @@ impl Backend for TakesTurnsWhateverTheWait {
     }
     fn concurrent_writers(&self) -> bool {
         false
+    }
+}
+
+/// Writers begun through `begin` take turns; writers begun through the
+/// entry points the engine calls run side by side and check nothing at
+/// commit: a backend that overrode `begin_with_deadline` and
+/// `begin_in_line` (to bound waits, to take a line's turn) and lost the
+/// writer's turn on the way.
+struct TurnsOnlyThroughBegin {
+    turns: MemoryBackend,
+    side_by_side: Optimistic,
+}
+
+impl TurnsOnlyThroughBegin {
+    fn new() -> Self {
+        let turns = MemoryBackend::new();
+        TurnsOnlyThroughBegin {
+            side_by_side: Optimistic::over(turns.clone(), Validates::Nothing),
+            turns,
+        }
+    }
+}
+
+impl Backend for TurnsOnlyThroughBegin {
+    fn begin(&self, t: &str, m: Mode, w: Duration) -> Answer<Box<dyn Txn>> {
+        self.turns.begin(t, m, w)
+    }
+    fn begin_with_deadline(
+        &self,
+        t: &str,
+        m: Mode,
+        w: Duration,
+        _: Duration,
+    ) -> Answer<Box<dyn Txn>> {
+        self.side_by_side.begin(t, m, w)
+    }
+    fn begin_in_line(
+        &self,
+        t: &str,
+        m: Mode,
+        w: Duration,
+        _: Duration,
+        _: &'static str,
+    ) -> Answer<Box<dyn Txn>> {
+        self.side_by_side.begin(t, m, w)
+    }
+    fn concurrent_writers(&self) -> bool {
+        true
     }
 }
 
@@ -864,6 +1355,46 @@ flaws! {
         Flawed::<DropsTrailingDots>::new() => "tenants_are_apart", "trailing or leading dots";
     the_kit_catches_tenant_names_cut_short:
         Flawed::<CutsNamesShort>::new() => "tenants_are_apart", "at the length limit";
+    the_kit_catches_writers_that_take_turns_only_through_begin:
+        TurnsOnlyThroughBegin::new() => "writers_are_serializable", "begun through begin_with_deadline and begin_with_deadline";
+    the_kit_catches_readers_that_keep_a_snapshot_only_through_begin:
+        SnapshotOnlyThroughBegin(MemoryBackend::new()) => "reads_see_one_snapshot", "begin_with_deadline: a reader saw";
+    the_kit_catches_reverse_scans_that_read_the_latest_commit:
+        ReverseScansReadTheLatest(MemoryBackend::new()) => "reads_see_one_snapshot", "reverse true saw writes committed after";
+    the_kit_catches_a_batch_cut_to_its_first_4096_writes:
+        Flawed::<KeepsTheFirst4096Writes>::new() => "largest_batches_land_whole", "bytes in";
+    the_kit_catches_a_batch_committed_in_pieces:
+        Flawed::<CommitsInPieces>::new() => "largest_batches_land_whole", "beside the commit saw";
+    the_kit_catches_a_store_that_refuses_a_batch_within_the_budget:
+        Flawed::<RefusesTransactionsOver10MB>::new() => "largest_batches_land_whole", "committing a batch begun through";
+    the_kit_catches_a_delete_that_takes_longer_keys_with_it:
+        Flawed::<DeleteTakesLongerKeys>::new() => "deletes_take_no_longer_or_shorter_keys", "after deleting";
+    the_kit_catches_optimistic_writers_that_log_only_puts:
+        Optimistic::new(Validates::EverythingButDeletes) => "writers_are_serializable", "write skew by deletes";
+    the_kit_catches_optimistic_writers_that_do_not_track_batched_reads:
+        Optimistic::new(Validates::EverythingButGetMany) => "writers_are_serializable", "write skew";
+    the_kit_catches_optimistic_writers_that_do_not_track_reverse_scans:
+        Optimistic::new(Validates::EverythingButReverseScans) => "writers_are_serializable", "a phantom in reverse";
+    the_kit_catches_an_empty_value_stored_as_nothing:
+        Flawed::<EmptyValuesAreAbsent>::new() => "puts_read_back", "get [98] answered None";
+    the_kit_catches_keys_with_trailing_zeros_trimmed:
+        Flawed::<StoresKeysAs<TrailingZerosTrimmed>>::new() => "absent_keys_read_as_absent", "get of absent key";
+    the_kit_catches_keys_kept_as_text:
+        Flawed::<StoresKeysAs<AsText>>::new() => "absent_keys_read_as_absent", "get of absent key";
+    the_kit_catches_keys_compared_without_case:
+        Flawed::<StoresKeysAs<CaseFolded>>::new() => "absent_keys_read_as_absent", "get of absent key";
+    the_kit_catches_scans_in_a_locales_order:
+        Flawed::<ScansInLocaleOrder>::new() => "bytewise_order_both_ways", "a forward scan answered";
+    the_kit_catches_a_scan_that_says_more_when_its_limit_stops_it:
+        Flawed::<SaysMoreWhenTheLimitStops>::new() => "scan_flags_on_every_shape", "stopped early: true, not";
+    the_kit_catches_a_byte_cap_weighed_against_the_whole_range:
+        Flawed::<CapWeighsTheWholeRange>::new() => "scan_flags_on_every_shape", "stopped early: true, not";
+    the_kit_catches_a_tenant_listing_that_skips_names_extending_another:
+        Flawed::<ListingSkipsNamesThatExtendAnother>::new() => "tenants_are_listed", "missing";
+    the_kit_catches_a_tenant_listing_that_folds_case:
+        Flawed::<ListingFoldsCase>::new() => "tenants_are_listed", "tenants()";
+    the_kit_catches_a_tenant_listing_that_repeats_tenants:
+        Flawed::<ListingRepeatsTenants>::new() => "tenants_are_listed", "listed twice";
 }
 
 /// The working backends the kit must pass whole.

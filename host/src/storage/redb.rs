@@ -122,7 +122,7 @@ impl Backend for RedbBackend {
 
     /// Walks the file from tenant to tenant: the first key at or past where
     /// the last tenant's prefix ends names the next one, so it reads one
-    /// key per tenant, whatever each holds.
+    /// key per tenant, whatever each holds, then sorts the names.
     fn tenants(&self) -> Result<Option<Vec<String>>, StorageError> {
         let table = self.snapshot()?;
         let mut names = Vec::new();
@@ -154,6 +154,9 @@ impl Backend for RedbBackend {
             names.push(name.to_owned());
             from = prefix_end(prefix);
         }
+        // Prefixes start with the name's length, so the walk meets shorter
+        // names first; the listing promises bytewise order.
+        names.sort_unstable();
         Ok(Some(names))
     }
 

@@ -3,7 +3,9 @@
 //! alone, and answers the first promise it saw broken, as a [`Failure`]
 //! named for the check: never a panic, and never a hang (a check that must
 //! wait on a backend, for a turn or another writer's commit, waits a
-//! bounded time and then fails). It owns which checks there are; it must
+//! bounded time and then fails). Checks of readers and writers begin their
+//! transactions through every entry point of the trait the engine calls,
+//! and write batches as large as the engine lets one call stage. It owns which checks there are; it must
 //! never accept an answer the trait's documentation rules out, and never
 //! depend on timing to pass: a check that runs threads side by side
 //! accepts every interleaving a conforming backend can produce, and forces
@@ -22,16 +24,21 @@ mod writers;
 
 pub use batches::{
     batches_are_all_or_nothing, commits_are_seen_once_acknowledged, deleted_keys_are_gone,
-    deletes_of_absent_keys, empty_batches_commit_nothing, read_transactions_refuse_batches,
+    deletes_of_absent_keys, deletes_take_no_longer_or_shorter_keys, empty_batches_commit_nothing,
+    read_transactions_refuse_batches,
 };
-pub use isolation::{batches_land_whole_under_a_concurrent_reader, reads_see_one_snapshot};
+pub use isolation::{
+    batches_land_whole_under_a_concurrent_reader, largest_batches_land_whole,
+    reads_see_one_snapshot,
+};
 pub use reads::{
     absent_keys_read_as_absent, empty_store_reads_nothing, largest_key_and_value, puts_read_back,
 };
 pub use scans::{
-    bytewise_order_both_ways, long_scans_skip_nothing, scan_byte_caps, scan_limits_and_bounds,
+    bytewise_order_both_ways, long_scans_skip_nothing, scan_byte_caps, scan_flags_on_every_shape,
+    scan_limits_and_bounds,
 };
-pub use tenants::tenants_are_apart;
+pub use tenants::{tenants_are_apart, tenants_are_listed};
 pub use writers::writers_are_serializable;
 
 use crate::storage::backend::Backend;

@@ -7,11 +7,15 @@
 //! Two parts:
 //! - [`kv`]: every promise of [`Backend`] and [`Txn`]
 //!   checked directly: point reads of present and absent keys, bytewise
-//!   order both ways, scan limits, byte caps and scans across pages, empty
-//!   batches, deletes, atomic batches, read transactions that refuse a
-//!   batch, commits seen once acknowledged, snapshot reads against a
-//!   concurrent commit, serializable writers (the races forced), and
-//!   tenants kept apart, whatever names a backend might merge;
+//!   order both ways, scan limits, byte caps and the stopped-early flag on
+//!   every shape of scan, scans across pages, empty batches, deletes (beside
+//!   keys that extend them and keys they extend), atomic batches (as large
+//!   as one call may stage, under a concurrent reader), read transactions
+//!   that refuse a batch, commits seen once acknowledged, snapshot reads
+//!   against a concurrent commit, serializable writers (the races forced,
+//!   made of puts and of deletes), tenants kept apart whatever names a
+//!   backend might merge, and the tenant listing; readers and writers begin
+//!   through every entry point the engine calls;
 //! - [`scenarios`]: the whole scenario suite through the component on the
 //!   backend.
 //!
@@ -128,18 +132,22 @@ macro_rules! __kv_checks {
             bytewise_order_both_ways,
             scan_limits_and_bounds,
             scan_byte_caps,
+            scan_flags_on_every_shape,
             long_scans_skip_nothing,
             largest_key_and_value,
             empty_batches_commit_nothing,
             deletes_of_absent_keys,
             deleted_keys_are_gone,
+            deletes_take_no_longer_or_shorter_keys,
             batches_are_all_or_nothing,
             read_transactions_refuse_batches,
             commits_are_seen_once_acknowledged,
             reads_see_one_snapshot,
             batches_land_whole_under_a_concurrent_reader,
+            largest_batches_land_whole,
             writers_are_serializable,
             tenants_are_apart,
+            tenants_are_listed,
         }
     };
 }

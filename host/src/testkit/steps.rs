@@ -58,8 +58,74 @@ pub(crate) fn begin<B: Backend + ?Sized>(
     tenant: &str,
     mode: Mode,
 ) -> Result<Box<dyn Txn>, Failure> {
-    b.begin(tenant, mode, WAIT)
-        .map_err(failed(check, &format!("beginning a {mode:?} transaction")))
+    begin_at(check, Door::Begin, b, tenant, mode)
+}
+
+/// A way into a transaction: each entry point of [`Backend`] the engine
+/// calls. A backend may override any of them, so a promise checked through
+/// one is not checked through the others.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Door {
+    /// [`Backend::begin`].
+    Begin,
+    /// [`Backend::begin_with_deadline`], as every call without a line
+    /// begins.
+    WithDeadline,
+    /// [`Backend::begin_in_line`] on a line, as a call that sweeps an
+    /// index's head begins.
+    InLine(&'static str),
+}
+
+/// Every entry point, once each, with the line the engine's claiming calls
+/// use.
+pub(crate) const DOORS: [Door; 3] = [Door::Begin, Door::WithDeadline, Door::InLine(LINES[0])];
+
+/// Lines the engine's sweeping calls take turns on (`Verb::line`); two of
+/// them are enough to race calls of one line and of two.
+pub(crate) const LINES: [&str; 2] = ["tasks", "timers"];
+
+impl Door {
+    /// Begins a transaction through this entry point, waiting `lock_wait`
+    /// for a turn. The deadline is the kit's own bound, so that a backend
+    /// that gives up past its deadline does not fail a check for being
+    /// slow on a busy machine.
+    pub(crate) fn open<B: Backend + ?Sized>(
+        self,
+        b: &B,
+        tenant: &str,
+        mode: Mode,
+        lock_wait: Duration,
+    ) -> Result<Box<dyn Txn>, StorageError> {
+        match self {
+            Door::Begin => b.begin(tenant, mode, lock_wait),
+            Door::WithDeadline => b.begin_with_deadline(tenant, mode, lock_wait, 2 * WAIT),
+            Door::InLine(line) => b.begin_in_line(tenant, mode, lock_wait, 2 * WAIT, line),
+        }
+    }
+}
+
+impl std::fmt::Display for Door {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Door::Begin => f.write_str("begin"),
+            Door::WithDeadline => f.write_str("begin_with_deadline"),
+            Door::InLine(line) => write!(f, "begin_in_line({line})"),
+        }
+    }
+}
+
+/// [`begin`] through `door`.
+pub(crate) fn begin_at<B: Backend + ?Sized>(
+    check: &'static str,
+    door: Door,
+    b: &B,
+    tenant: &str,
+    mode: Mode,
+) -> Result<Box<dyn Txn>, Failure> {
+    door.open(b, tenant, mode, WAIT).map_err(failed(
+        check,
+        &format!("beginning a {mode:?} transaction through {door}"),
+    ))
 }
 
 /// Commits `batch` in a write transaction of its own and waits for it.
@@ -69,10 +135,22 @@ pub(crate) fn write<B: Backend + ?Sized>(
     tenant: &str,
     batch: Vec<Write>,
 ) -> Result<(), Failure> {
-    let txn = begin(check, b, tenant, Mode::Write)?;
-    txn.commit(batch)
-        .and_then(|p| p.wait())
-        .map_err(failed(check, "committing a batch"))
+    write_at(check, Door::Begin, b, tenant, batch)
+}
+
+/// [`write`] in a transaction begun through `door`.
+pub(crate) fn write_at<B: Backend + ?Sized>(
+    check: &'static str,
+    door: Door,
+    b: &B,
+    tenant: &str,
+    batch: Vec<Write>,
+) -> Result<(), Failure> {
+    let txn = begin_at(check, door, b, tenant, Mode::Write)?;
+    txn.commit(batch).and_then(|p| p.wait()).map_err(failed(
+        check,
+        &format!("committing a batch begun through {door}"),
+    ))
 }
 
 pub(crate) fn put(key: &[u8], value: &[u8]) -> Write {

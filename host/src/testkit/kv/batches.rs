@@ -188,6 +188,113 @@ pub fn deleted_keys_are_gone<B: Backend>(make: &dyn Fn() -> B) -> Result<(), Fai
     })
 }
 
+/// Keys that extend one another: each a prefix of the ones after it in
+/// its chain, with a separator, a zero byte, `0xff` and a letter case a
+/// store might fold.
+fn nested_keys() -> Vec<Vec<u8>> {
+    let mut keys: Vec<Vec<u8>> = vec![
+        b"a".to_vec(),
+        b"a\0".to_vec(),
+        b"a\0\0".to_vec(),
+        b"a/x".to_vec(),
+        b"a/x/y".to_vec(),
+        b"aA".to_vec(),
+        b"ab".to_vec(),
+        b"abc".to_vec(),
+        b"a\xff".to_vec(),
+        b"A".to_vec(),
+        b"Ab".to_vec(),
+        b"b".to_vec(),
+    ];
+    keys.sort();
+    keys
+}
+
+/// A delete removes its key alone: not the keys that extend it (`a` takes
+/// no `ab`, `a/x` or `a\0`), not the keys it extends (`ab` takes no `a`),
+/// not a key that differs from it only in case or in trailing zero bytes.
+/// Each key of a chain is deleted in turn, beside all the others, and every
+/// read of both kinds of transaction must see exactly the rest.
+pub fn deletes_take_no_longer_or_shorter_keys<B: Backend>(
+    make: &dyn Fn() -> B,
+) -> Result<(), Failure> {
+    const C: &str = "deletes_take_no_longer_or_shorter_keys";
+    let b = make();
+    let all = nested_keys();
+    for gone in &all {
+        let t = tenant("");
+        write(C, &b, &t, all.iter().map(|k| put(k, k)).collect())?;
+        write(C, &b, &t, vec![Write::Delete(gone.clone())])?;
+        let want: Vec<Entry> = all
+            .iter()
+            .filter(|k| *k != gone)
+            .map(|k| (k.clone(), k.clone()))
+            .collect();
+        for mode in [Mode::Read, Mode::Write] {
+            let mut txn = begin(C, &b, &t, mode)?;
+            let seen = scan_all(C, txn.as_mut(), false)?;
+            ensure(C, seen == want, || {
+                format!(
+                    "{mode:?}: after deleting {} alone, a scan answered [{}]",
+                    show(gone),
+                    seen.iter()
+                        .map(|(k, _)| show(k))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            })?;
+            let got = txn.get_many(&all).map_err(failed(C, "get-many"))?;
+            for (k, v) in all.iter().zip(got) {
+                let due = (k != gone).then(|| k.clone());
+                ensure(C, v == due, || {
+                    format!(
+                        "{mode:?}: after deleting {} alone, get-many of {} answered {:?}",
+                        show(gone),
+                        show(k),
+                        v.as_deref().map(show)
+                    )
+                })?;
+            }
+        }
+    }
+    // Two deletes in one batch, one key extending the other, beside a put
+    // of a third that extends both.
+    let t = tenant("");
+    write(C, &b, &t, all.iter().map(|k| put(k, k)).collect())?;
+    write(
+        C,
+        &b,
+        &t,
+        vec![
+            Write::Delete(b"a".to_vec()),
+            Write::Delete(b"ab".to_vec()),
+            put(b"abc", b"again"),
+        ],
+    )?;
+    let want: Vec<Entry> = all
+        .iter()
+        .filter(|k| k.as_slice() != b"a" && k.as_slice() != b"ab")
+        .map(|k| {
+            let v = if k.as_slice() == b"abc" {
+                b"again".to_vec()
+            } else {
+                k.clone()
+            };
+            (k.clone(), v)
+        })
+        .collect();
+    let seen = everything(C, &b, &t, false)?;
+    ensure(C, seen == want, || {
+        format!(
+            "after deleting a and ab beside a put of abc, a scan answered [{}]",
+            seen.iter()
+                .map(|(k, _)| show(k))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    })
+}
+
 /// A read transaction refuses a batch with [`StorageError::ReadOnly`] and
 /// writes none of it.
 pub fn read_transactions_refuse_batches<B: Backend>(make: &dyn Fn() -> B) -> Result<(), Failure> {

@@ -153,6 +153,7 @@ fn present_keys() -> Vec<(Vec<u8>, Vec<u8>)> {
         (b"abd".to_vec(), b"v-abd".to_vec()),
         (b"ac\0".to_vec(), b"v-ac0".to_vec()),
         (b"m\x80".to_vec(), b"v-m80".to_vec()),
+        (b"Mx".to_vec(), b"v-Mx".to_vec()),
         (vec![0xff], b"v-ff".to_vec()),
     ]
 }
@@ -175,6 +176,9 @@ fn absent_keys() -> Vec<Vec<u8>> {
         // A present key without its trailing zero byte.
         b"ac".to_vec(),
         b"m".to_vec(),
+        // A present key in other letter case (a collation that ignores it).
+        b"mx".to_vec(),
+        b"MX".to_vec(),
         // Past the last key, and before the first.
         vec![0xff, 0x00],
         vec![0xff, 0xff],
@@ -184,7 +188,8 @@ fn absent_keys() -> Vec<Vec<u8>> {
 
 /// A read of an absent key answers nothing, however close it lies to a
 /// present one: sharing all but its last byte, one byte apart, a prefix of
-/// a present key, or extending one. `get_many` of such keys mixed with
+/// a present key, extending one, or differing from one only in letter case
+/// or in bytes that are not text. `get_many` of such keys mixed with
 /// present ones, in no order and repeated, answers each in its place.
 pub fn absent_keys_read_as_absent<B: Backend>(make: &dyn Fn() -> B) -> Result<(), Failure> {
     const C: &str = "absent_keys_read_as_absent";

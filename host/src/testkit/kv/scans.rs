@@ -3,12 +3,13 @@
 //! checks' keys and the answers they expect; it must never accept a scan
 //! that skips, repeats or reorders a key, or answers past its bounds.
 
-use crate::storage::backend::{Backend, Entry, Mode, Write};
+use crate::storage::backend::{Backend, Entry, Mode, Write, take_within};
 use crate::testkit::report::Failure;
 use crate::testkit::steps::{begin, ensure, everything, failed, keys, put, show, tenant, write};
 
 /// Keys that differ only in how bytewise order treats them: a prefix before
-/// its extensions, `0x00` after nothing, `0x80` and `0xff` as unsigned.
+/// its extensions, `0x00` after nothing, `0x80` and `0xff` as unsigned,
+/// letter case as bytes.
 fn tricky_keys() -> Vec<Vec<u8>> {
     let mut keys: Vec<Vec<u8>> = vec![
         vec![0x00],
@@ -26,6 +27,10 @@ fn tricky_keys() -> Vec<Vec<u8>> {
         b"a\0".to_vec(),
         b"ab".to_vec(),
         b"b".to_vec(),
+        // Upper case before lower bytewise; a locale's collation puts
+        // `A` and `a` together.
+        b"A".to_vec(),
+        b"B".to_vec(),
     ];
     keys.sort();
     keys
@@ -189,6 +194,84 @@ pub fn scan_byte_caps<B: Backend>(make: &dyn Fn() -> B) -> Result<(), Failure> {
             ensure(C, keys(&got) == keys(&all)[..got.len()], || {
                 "a capped scan did not answer the head of the range".into()
             })?;
+        }
+    }
+    Ok(())
+}
+
+/// On every shape of scan (whole, from a start, up to an end, bounded both
+/// ways, limited, each forward and in reverse), with a byte cap below,
+/// exactly at and above what the entries hold, the scan answers the head
+/// of its range that fits and says it stopped early exactly when the cap,
+/// not the limit or the range's end, stopped it: the engine traps a call
+/// whose scan says so, so a flag set wrongly fails calls that should pass,
+/// and a flag not set hands the guest a short page as if it were the end.
+pub fn scan_flags_on_every_shape<B: Backend>(make: &dyn Fn() -> B) -> Result<(), Failure> {
+    const C: &str = "scan_flags_on_every_shape";
+    let b = make();
+    let t = tenant("");
+    // Entries of growing size, so that caps fall between and on them.
+    let all: Vec<Entry> = (0..12u8)
+        .map(|i| (vec![b'f', b'a' + i], vec![i; usize::from(i) + 1]))
+        .collect();
+    write(C, &b, &t, all.iter().map(|(k, v)| put(k, v)).collect())?;
+    let k = |i: u8| vec![b'f', b'a' + i];
+    let shapes: Vec<(Vec<u8>, Option<Vec<u8>>)> = vec![
+        (vec![], None),
+        (k(3), None),
+        (vec![], Some(k(8))),
+        (k(2), Some(k(9))),
+        (b"f".to_vec(), Some(b"g".to_vec())),
+        (k(4), Some(k(5))),
+        (k(5), Some(k(5))),
+    ];
+    for mode in [Mode::Read, Mode::Write] {
+        let mut txn = begin(C, &b, &t, mode)?;
+        for (start, end) in &shapes {
+            let inside: Vec<Entry> = all
+                .iter()
+                .filter(|(key, _)| key >= start && end.as_ref().is_none_or(|e| key < e))
+                .cloned()
+                .collect();
+            for reverse in [false, true] {
+                let mut ordered = inside.clone();
+                if reverse {
+                    ordered.reverse();
+                }
+                for limit in [0u32, 1, 3, 100] {
+                    let limited: Vec<Entry> =
+                        ordered.iter().take(limit as usize).cloned().collect();
+                    let held: usize = limited.iter().map(|(k, v)| k.len() + v.len()).sum();
+                    let first = limited.first().map_or(0, |(k, v)| k.len() + v.len());
+                    let mut caps = vec![
+                        0,
+                        first.saturating_sub(1),
+                        first,
+                        held.saturating_sub(1),
+                        held,
+                        held + 1,
+                        usize::MAX,
+                    ];
+                    caps.dedup();
+                    for cap in caps {
+                        let want = take_within(limited.iter().cloned().map(Ok::<_, Failure>), cap)?;
+                        let got = txn
+                            .scan(start, end.as_deref(), limit, reverse, cap)
+                            .map_err(failed(C, "scan"))?;
+                        ensure(C, got == want, || {
+                            format!(
+                                "{mode:?}: scan [{}, {}) limit {limit} reverse {reverse} cap {cap} answered {:?} and stopped early: {}, not {:?} and {} (its entries hold {held} bytes)",
+                                show(start),
+                                end.as_deref().map_or("end".to_owned(), show),
+                                keys(&got.0).iter().map(|k| show(k)).collect::<Vec<_>>(),
+                                got.1,
+                                keys(&want.0).iter().map(|k| show(k)).collect::<Vec<_>>(),
+                                want.1
+                            )
+                        })?;
+                    }
+                }
+            }
         }
     }
     Ok(())

@@ -217,3 +217,82 @@ fn check_each_reads_its_own<B: Backend>(
     }
     Ok(())
 }
+
+/// Tenant names that extend one another, differ in case or in a separator,
+/// or sort differently bytewise than a collation would: `acme` before
+/// `acme-eu` before `acme.eu` before `acme_eu` before `acmeeu`, and upper
+/// case before lower case.
+fn listed_names(stem: &str) -> Vec<String> {
+    [
+        "", "-eu", "-eu-west", ".eu", "_eu", "eu", "A", "a", "Z", "-",
+    ]
+    .iter()
+    .map(|s| format!("{stem}{s}"))
+    .chain([format!("A{stem}"), format!("a{stem}"), format!("{stem}.")])
+    .collect()
+}
+
+/// [`Backend::tenants`] lists every tenant written, once each, in bytewise
+/// order, names that extend one another or differ only in case or a
+/// separator included; a tenant written several times, or on both sides
+/// of a listing, is listed once. A backend that cannot list tenants
+/// (`None`) has nothing to check here: the sweeper then starts from the
+/// tenants called since the process started.
+pub fn tenants_are_listed<B: Backend>(make: &dyn Fn() -> B) -> Result<(), Failure> {
+    const C: &str = "tenants_are_listed";
+    let b = make();
+    let stem = tenant("");
+    let names = listed_names(&stem);
+    // Each tenant more than once, in an order that is not the sorted one,
+    // some with many keys so that a listing that steps over keys rather
+    // than tenants is tried too.
+    for (i, name) in names.iter().enumerate().rev() {
+        let batch = (0..(1 + i * 7))
+            .map(|j| put(format!("k{j:03}").as_bytes(), name.as_bytes()))
+            .collect();
+        write(C, &b, name, batch)?;
+    }
+    let first = listing(C, &b, &stem)?;
+    for name in names.iter().step_by(3) {
+        write(C, &b, name, vec![put(b"again", b"1")])?;
+    }
+    let Some(first) = first else {
+        return Ok(());
+    };
+    let second = listing(C, &b, &stem)?.unwrap_or_default();
+    let mut want = names.clone();
+    want.sort();
+    for listed in [first, second] {
+        ensure(C, listed == want, || {
+            let missing: Vec<&String> = want.iter().filter(|n| !listed.contains(n)).collect();
+            format!(
+                "tenants() listed {listed:?} of the tenants written, not {want:?}{}",
+                if missing.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (missing {missing:?})")
+                }
+            )
+        })?;
+    }
+    Ok(())
+}
+
+/// The listing's names that this check wrote (they all hold its stem),
+/// after checking that the whole listing is in bytewise order without
+/// repeats.
+fn listing<B: Backend>(c: &'static str, b: &B, stem: &str) -> Result<Option<Vec<String>>, Failure> {
+    let Some(all) = b.tenants().map_err(failed(c, "listing tenants"))? else {
+        return Ok(None);
+    };
+    if let Some(w) = all.windows(2).find(|w| w[0].as_bytes() >= w[1].as_bytes()) {
+        return Err(Failure::new(
+            c,
+            format!(
+                "tenants() listed {:?} before {:?}: not in bytewise order, or listed twice",
+                w[0], w[1]
+            ),
+        ));
+    }
+    Ok(Some(all.into_iter().filter(|n| n.contains(stem)).collect()))
+}

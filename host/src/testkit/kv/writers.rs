@@ -19,9 +19,12 @@
 //! Every wait of the check has a bound; a commit or a read that outlasts it
 //! is reported as a failure, never waited for without end. Whatever the
 //! path, the tenant must end as some serial order of the writers that
-//! committed would leave it. Three races: a lost update (both bump one
-//! counter), write skew (each writes a key the other read), and a phantom
-//! (one counts a range, the other inserts into it).
+//! committed would leave it. The races: a lost update (both bump one
+//! counter), write skew (each writes a key the other read), the same skew
+//! made of deletes and of a delete beside a put, and phantoms (one counts a
+//! range, forward or in reverse, the other inserts into it). Each runs with
+//! the writers begun through pairs of the entry points the engine calls:
+//! a backend may give writers their turn through one and not another.
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -33,7 +36,9 @@ use crate::storage::backend::{Backend, Entry, Mode, Txn, Write, take_within};
 use crate::storage::commit::Pending;
 use crate::storage::error::StorageError;
 use crate::testkit::report::Failure;
-use crate::testkit::steps::{WAIT, begin, everything, failed, show, tenant, write};
+use crate::testkit::steps::{
+    DOORS, Door, LINES, WAIT, begin_at, everything, failed, show, tenant, write,
+};
 
 const C: &str = "writers_are_serializable";
 
@@ -90,6 +95,59 @@ fn seal_with_count(txn: &mut dyn Txn) -> Result<Vec<Write>, StorageError> {
     )])
 }
 
+/// Counts the entries under `p/` with a reverse scan and seals with the
+/// count.
+fn seal_with_reverse_count(txn: &mut dyn Txn) -> Result<Vec<Write>, StorageError> {
+    let (entries, _) = txn.scan(b"p/", Some(b"p0"), 100, true, usize::MAX)?;
+    Ok(vec![Write::Put(
+        b"sealed".to_vec(),
+        (entries.len() as u64).to_be_bytes().to_vec(),
+    )])
+}
+
+/// Whether `key` is there, by a point read.
+fn present(txn: &mut dyn Txn, key: &[u8]) -> Result<bool, StorageError> {
+    Ok(txn.get(key)?.is_some())
+}
+
+/// Deletes `x` if `y` is still there (one of two on call steps down only
+/// while the other stays).
+fn delete_x_if_y(txn: &mut dyn Txn) -> Result<Vec<Write>, StorageError> {
+    let x = present(txn, b"x")?;
+    Ok(if x && present(txn, b"y")? {
+        vec![Write::Delete(b"x".to_vec())]
+    } else {
+        Vec::new()
+    })
+}
+
+fn delete_y_if_x(txn: &mut dyn Txn) -> Result<Vec<Write>, StorageError> {
+    let y = present(txn, b"y")?;
+    Ok(if y && present(txn, b"x")? {
+        vec![Write::Delete(b"y".to_vec())]
+    } else {
+        Vec::new()
+    })
+}
+
+/// Retires `x` unless `y` has joined it.
+fn retire_x_unless_y(txn: &mut dyn Txn) -> Result<Vec<Write>, StorageError> {
+    let read = txn.get_many(&[b"x".to_vec(), b"y".to_vec()])?;
+    Ok(match read.as_slice() {
+        [Some(_), None] => vec![Write::Delete(b"x".to_vec())],
+        _ => Vec::new(),
+    })
+}
+
+/// `y` joins only while `x` is there.
+fn join_y_while_x(txn: &mut dyn Txn) -> Result<Vec<Write>, StorageError> {
+    let read = txn.get_many(&[b"y".to_vec(), b"x".to_vec()])?;
+    Ok(match read.as_slice() {
+        [None, Some(_)] => vec![Write::Put(b"y".to_vec(), b"joined".to_vec())],
+        _ => Vec::new(),
+    })
+}
+
 /// Adds an entry under `p/`, holding what it saw of the seal.
 fn add_unless_sealed(txn: &mut dyn Txn) -> Result<Vec<Write>, StorageError> {
     let seal = txn.get(b"sealed")?;
@@ -115,12 +173,33 @@ fn races() -> Vec<Race> {
             second: y_from_x,
         },
         Race {
+            what: "write skew by deletes (each deletes its key if the other's is there)",
+            seed: vec![(b"x".to_vec(), n(1)), (b"y".to_vec(), n(1))],
+            first: delete_x_if_y,
+            second: delete_y_if_x,
+        },
+        Race {
+            what: "write skew by a delete and a put (x retires unless y joined; y joins while x is there)",
+            seed: vec![(b"x".to_vec(), n(1))],
+            first: retire_x_unless_y,
+            second: join_y_while_x,
+        },
+        Race {
             what: "a phantom (one counts a range, the other adds to it)",
             seed: vec![
                 (b"p/a".to_vec(), b"a".to_vec()),
                 (b"q".to_vec(), b"q".to_vec()),
             ],
             first: seal_with_count,
+            second: add_unless_sealed,
+        },
+        Race {
+            what: "a phantom in reverse (one counts a range backwards, the other adds to it)",
+            seed: vec![
+                (b"p/a".to_vec(), b"a".to_vec()),
+                (b"q".to_vec(), b"q".to_vec()),
+            ],
+            first: seal_with_reverse_count,
             second: add_unless_sealed,
         },
     ]
@@ -227,19 +306,19 @@ fn second_writer<B: Backend>(
     b: Arc<B>,
     t: String,
     work: Work,
-    probe: bool,
+    (door, probe): (Door, bool),
     begun: Sender<Begun>,
     read: Sender<Read>,
 ) {
     let began = if probe {
-        match b.begin(&t, Mode::Write, Duration::ZERO) {
+        match door.open(b.as_ref(), &t, Mode::Write, Duration::ZERO) {
             Ok(txn) => {
                 let _ = begun.send(Begun::AtOnce);
                 Ok(txn)
             }
             Err(e) if e.is_retryable() => {
                 let _ = begun.send(Begun::MustWait);
-                b.begin(&t, Mode::Write, WAIT)
+                door.open(b.as_ref(), &t, Mode::Write, WAIT)
             }
             Err(e) => {
                 let _ = begun.send(Begun::Failed(e));
@@ -247,7 +326,7 @@ fn second_writer<B: Backend>(
             }
         }
     } else {
-        b.begin(&t, Mode::Write, WAIT)
+        door.open(b.as_ref(), &t, Mode::Write, WAIT)
     };
     let answer = match began {
         Ok(mut txn) => match work(txn.as_mut()) {
@@ -315,13 +394,15 @@ fn second_read(rx: &Receiver<Read>, wait: Duration) -> Result<Option<Read>, Fail
     }
 }
 
-/// One race on a fresh tenant. `second_first`: when both writers have read
-/// before either commits, the second commits first. `turns`: an earlier
-/// race found that the second writer's begin waits for its turn however
-/// short its `lock_wait`, so it is not asked to begin without waiting.
+/// One race on a fresh tenant, the writers begun through `doors`.
+/// `second_first`: when both writers have read before either commits, the
+/// second commits first. `turns`: an earlier race found that the second
+/// writer's begin waits for its turn however short its `lock_wait`, so it
+/// is not asked to begin without waiting.
 fn run_race<B: Backend>(
     b: &Arc<B>,
     race: &Race,
+    (first_door, second_door): (Door, Door),
     second_first: bool,
     turns: &mut bool,
 ) -> Result<String, Failure> {
@@ -335,13 +416,15 @@ fn run_race<B: Backend>(
             .map(|(k, v)| Write::Put(k.clone(), v.clone()))
             .collect(),
     )?;
-    let mut first = begin(C, b.as_ref(), &t, Mode::Write)?;
+    let mut first = begin_at(C, first_door, b.as_ref(), &t, Mode::Write)?;
     let first_batch = (race.first)(first.as_mut()).map_err(failed(C, "the first writer's read"))?;
     let (begun_tx, begun_rx) = mpsc::channel();
     let (read_tx, read_rx) = mpsc::channel();
     {
         let (b, t, work, probe) = (b.clone(), t.clone(), race.second, !*turns);
-        std::thread::spawn(move || second_writer(b, t, work, probe, begun_tx, read_tx));
+        std::thread::spawn(move || {
+            second_writer(b, t, work, (second_door, probe), begun_tx, read_tx)
+        });
     }
     let side_by_side = if *turns {
         false
@@ -462,6 +545,7 @@ fn run_race<B: Backend>(
         (false, true) => "only the second",
         (false, false) => "neither",
     };
+    let how = format!("begun through {first_door} and {second_door}, {how}");
     if outcomes.contains(&end) {
         return Ok(format!("{how}; {who} committed"));
     }
@@ -498,19 +582,41 @@ fn in_turn(read_rx: &Receiver<Read>) -> Result<bool, Failure> {
     }
 }
 
+/// The pairs of entry points the writers of a race begin through: each
+/// entry point against itself, the two a call begins through against each
+/// other both ways, and two lines against each other.
+fn door_pairs() -> Vec<(Door, Door)> {
+    let [begin, deadline, in_line] = DOORS;
+    vec![
+        (begin, begin),
+        (deadline, deadline),
+        (in_line, in_line),
+        (deadline, in_line),
+        (in_line, deadline),
+        (in_line, Door::InLine(LINES[1])),
+    ]
+}
+
 /// Two write transactions that each compute their batch from what they
 /// read never leave the tenant in a state no serial order of the committed
 /// ones explains: one waits for the other, or one answers a conflict (or
-/// that its turn did not come) and writes nothing. Run as three races (a
-/// lost update, write skew, a phantom), each with both commit orders, with
+/// that its turn did not come) and writes nothing. Run as races (a lost
+/// update, write skew by puts, by deletes and by a delete beside a put,
+/// phantoms forward and in reverse), each with both commit orders and the
+/// writers begun through pairs of the entry points the engine calls, with
 /// the interleaving forced where the backend allows it.
 pub fn writers_are_serializable<B: Backend>(make: &dyn Fn() -> B) -> Result<(), Failure> {
     let b = Arc::new(make());
-    let mut turns = false;
+    // Whether writers take turns whatever their lock wait, found once for
+    // each entry point the second writer begins through.
+    let mut turns: BTreeMap<String, bool> = BTreeMap::new();
     let mut ran = Vec::new();
-    for race in races() {
-        for second_first in [false, true] {
-            ran.push(run_race(&b, &race, second_first, &mut turns)?);
+    for doors in door_pairs() {
+        let turns = turns.entry(doors.1.to_string()).or_default();
+        for race in races() {
+            for second_first in [false, true] {
+                ran.push(run_race(&b, &race, doors, second_first, turns)?);
+            }
         }
     }
     // What the races were, so a backend's author can see whether its
