@@ -47,9 +47,9 @@ impl Modify for BearerScheme {
 /// What the derive cannot say, said in the document after it is
 /// assembled, so that it is exactly as strict as the handlers: every path
 /// parameter is required (OpenAPI demands it, and the derive does not
-/// always say so); `Last-Event-ID` is a position, as the stream's event
-/// ids are; the stream is described event by event; and a trim names
-/// `before`, `keep` or both, not null (`limit` alone trims nothing).
+/// always say so); `Last-Event-ID` takes only an event's id; the stream
+/// is described event by event; and a trim names `before`, `keep` or both,
+/// not null (`limit` alone trims nothing).
 pub(crate) fn refine(doc: &mut utoipa::openapi::OpenApi) {
     use utoipa::openapi::path::ParameterIn;
     use utoipa::openapi::schema::{AllOfBuilder, AnyOfBuilder, ObjectBuilder, Schema};
@@ -74,7 +74,7 @@ pub(crate) fn refine(doc: &mut utoipa::openapi::OpenApi) {
             }
             if p.parameter_in == ParameterIn::Header && p.name.eq_ignore_ascii_case("last-event-id")
             {
-                p.schema = Some(RefOr::T(Schema::Object(crate::schema::position())));
+                p.schema = Some(RefOr::T(Schema::Object(crate::schema::event_id())));
             }
         }
     }

@@ -148,8 +148,14 @@ pub fn opt_seq() -> Object {
 /// What a client may rely on about a value only the service issues: its
 /// pattern says what it looks like, not that it will be taken. Said on the
 /// parameter, and the operation documents the 400.
-const ISSUED_ONLY: &str = "Only a value this service gave is taken: another that matches the \
-                           pattern is refused with 400 (`invalid`, `field` naming the parameter).";
+const ISSUED_ONLY: &str = "Only a value this service gave is taken: any other, even one of the \
+                           right shape, is refused with 400 (`invalid`, `field` naming the \
+                           parameter).";
+
+/// What a stream does instead, as it checks where it starts only by
+/// reading from there.
+const STREAM_FROM_OTHER: &str = "A stream asked to start from another ends at once with a \
+                                 `dropped` event.";
 
 /// A position in the feed, as a read gave it.
 pub fn position() -> Object {
@@ -159,7 +165,20 @@ pub fn position() -> Object {
         .max_length(Some(2048))
         .description(Some(format!(
             "A `position`, `next` or `head` of an earlier read (or an event's `id`), passed \
-             back as it was given. {ISSUED_ONLY}"
+             back as it was given. {ISSUED_ONLY} {STREAM_FROM_OTHER}"
+        )))
+        .build()
+}
+
+/// A stream's `Last-Event-ID`: any string, as only a stream reads it (a
+/// page read ignores it), so no shape is promised that a page read would
+/// not hold a client to.
+pub fn event_id() -> Object {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .description(Some(format!(
+            "The `id` of the last event a stream sent, passed back as it was given. \
+             {ISSUED_ONLY} {STREAM_FROM_OTHER}"
         )))
         .build()
 }
