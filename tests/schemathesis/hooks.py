@@ -1,19 +1,109 @@
 """Schemathesis hooks for Leasehold's API run (tests/run).
 
-A page cursor (`after`) is sealed by the server: no generator can make a
-valid one, so a schema-valid `after` made up by the fuzzer is rightly
-refused (400). Cases that give one are kept for negative testing only,
-where a refusal is what is expected; every other field is held to the
-document both ways.
+Two things a schema cannot give a generator, and one answer it cannot
+predict:
+
+- Tasks that exist and are held. run.py opens and claims some through the
+  API before the run; a positive case naming a task (`{id}`) is pointed at
+  one of them about half the time, so claim, renew, release, settle and the
+  rest answer as they do for real leases, not only 404.
+- The event stream. It is asked for by `Accept: text/event-stream`, which
+  the document cannot declare as a parameter; about half the cases of
+  `GET /v1/events` ask for it, and schemathesis reads the stream's first
+  events and holds them to the document's event schema.
+- A cursor or position only the service issues. The document says so on
+  the parameter ("Only a value this service gave") and documents the 400;
+  a positive case carrying a made-up one that is refused 400 with `field`
+  naming that very parameter is what the document promises. Every other
+  400 to a positive case still fails the run.
+
+The choices are made from the case itself (a hash), not a random source,
+so a run with the same seed sends the same requests.
 """
+
+import json
+import os
+import zlib
 
 import schemathesis
 
+ISSUED_ONLY = "Only a value this service gave"
+PROBLEM_INVALID = "urn:leasehold:problem:invalid"
+
+
+def _positive(case):
+    mode = getattr(getattr(getattr(case, "meta", None), "generation", None), "mode", None)
+    return mode is None or getattr(mode, "is_positive", False)
+
+
+def _pick(text, n):
+    """A stable choice among n for a generated value."""
+    return zlib.crc32(text.encode("utf-8", "surrogatepass")) % n
+
+
+def _pool(verb):
+    """The seeded tasks (run.py) a positive case of `verb` may name."""
+    holder = os.environ.get("LEASEHOLD_FUZZ_HOLDER", "")
+    per = int(os.environ.get("LEASEHOLD_FUZZ_PER_POOL", "0"))
+    if per == 0:
+        return []
+    if verb in ("renew", "release"):
+        return [f"{verb}-{holder}-{i}" for i in range(per)]
+    return [f"task-{i}" for i in range(per)]
+
+
+def _verb(case):
+    return case.operation.definition.raw.get("operationId", "")
+
 
 @schemathesis.hook
-def filter_case(ctx, case):
-    mode = getattr(getattr(getattr(case, "meta", None), "generation", None), "mode", None)
-    positive = mode is None or getattr(mode, "is_positive", False)
-    if positive and case.query and "after" in case.query:
-        return False
-    return True
+def map_case(ctx, case):
+    if not _positive(case):
+        return case
+    params = case.path_parameters or {}
+    if "id" in params:
+        pool = _pool(_verb(case))
+        drawn = str(params["id"])
+        if pool and _pick(drawn, 2) == 0:
+            case.path_parameters = {**params, "id": pool[_pick(drawn, len(pool))]}
+    if case.method.upper() == "GET" and case.operation.path == "/v1/events":
+        key = json.dumps([case.query, case.headers], sort_keys=True, default=str)
+        if _pick(key, 2) == 0:
+            case.headers = {**(case.headers or {}), "Accept": "text/event-stream"}
+    return case
+
+
+def _issued_only(case):
+    """The parameters the document says take only issued values, by name."""
+    names = set()
+    for p in case.operation.definition.raw.get("parameters", []):
+        description = (p.get("schema") or {}).get("description") or ""
+        if ISSUED_ONLY in description:
+            names.add(p["name"].lower())
+    return names
+
+
+def _carried(case):
+    sent = set()
+    for part in (case.query, case.headers):
+        for name in part or {}:
+            sent.add(name.lower())
+    return sent
+
+
+@schemathesis.hook
+def filter_failure(ctx, failure, case, response):
+    # Only "a schema-valid request was refused", only as a 400.
+    if type(failure).__name__ != "RejectedPositiveData" or response.status_code != 400:
+        return True
+    if "400" not in case.operation.definition.raw.get("responses", {}):
+        return True
+    try:
+        problem = json.loads(response.content)
+    except ValueError:
+        return True
+    field = problem.get("field") if isinstance(problem, dict) else None
+    if problem.get("type") != PROBLEM_INVALID or not isinstance(field, str):
+        return True
+    field = field.lower()
+    return not (field in _issued_only(case) and field in _carried(case))

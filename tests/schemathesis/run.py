@@ -1,14 +1,18 @@
 """Fuzzes a live `leasehold serve` from its own OpenAPI document.
 
 Starts the server on a fresh redb file with three tokens (a reviewer, a
-service and an operator), then runs schemathesis once per token with every
-check on, a fixed seed and a bounded number of examples. A run passes when
+service and an operator), seeds it through the API with tasks the
+reviewer and the operator hold under leases (hooks.py points some cases at
+them), then runs schemathesis once per token with every check on, every
+operation, a fixed seed and a bounded number of examples. A run passes when
 schemathesis finds nothing: no 5xx, no answer outside the document, no
-schema-valid request refused and no schema-violating one accepted.
+schema-valid request refused and no schema-violating one accepted, and no
+operation answered only "not found".
 
     python run.py path/to/leasehold
 
-Prints one line per token, `schemathesis <scope>: passed|failed`, and exits
+Prints `openapi-spec-validator: passed|failed` for the served document,
+then one line per token, `schemathesis <scope>: passed|failed`, and exits
 non-zero if any failed. The seed and example count are in this file and in
 schemathesis.toml beside it, so a failure reproduces.
 """
@@ -19,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import urllib.request
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -37,6 +42,52 @@ def mint(leasehold, workdir, actor, scope, roles):
     out = subprocess.run(cmd, cwd=workdir, check=True, capture_output=True, text=True)
     v = json.loads(out.stdout)
     return v["token"], v["line"]
+
+
+# Tasks per pool: hooks.py names them for renew and release (one pool per
+# holder each, so releasing one leaves the others to renew) and for every
+# other operation on a task (one shared pool, half of it held).
+PER_POOL = 8
+LEASE_MS = 7 * 24 * 3600 * 1000
+
+
+def call(base, token, method, path, body=None):
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(f"{base}{path}", data=data, method=method)
+    req.add_header("Authorization", f"Bearer {token}")
+    if data is not None:
+        req.add_header("Content-Type", "application/json")
+    with urllib.request.urlopen(req, timeout=30) as reply:
+        return reply.status
+
+
+def validate(base, work):
+    """The served document, as a client generator fetches it, checked by a
+    maintained OpenAPI validator."""
+    validator = os.environ.get("OPENAPI_SPEC_VALIDATOR", "openapi-spec-validator")
+    doc = Path(work, "openapi.json")
+    with urllib.request.urlopen(f"{base}/v1/openapi.json", timeout=30) as reply:
+        doc.write_bytes(reply.read())
+    return subprocess.run([validator, str(doc)], cwd=work).returncode == 0
+
+
+def seed(base, tokens):
+    """Opens the pools' tasks as the service and claims them as their
+    holders, through the API as any client would."""
+    holders = {"alice": tokens["reviewer"], "olga": tokens["operator"]}
+    held = []
+    for holder in holders:
+        for verb in ("renew", "release"):
+            held += [(f"{verb}-{holder}-{i}", holder) for i in range(PER_POOL)]
+    held += [(f"task-{i}", "alice" if i % 4 == 0 else "olga") for i in range(0, PER_POOL, 2)]
+    opened = [t for t, _ in held] + [f"task-{i}" for i in range(1, PER_POOL, 2)]
+    for id in opened:
+        call(base, tokens["service"], "POST", "/v1/tasks", {
+            "id": id, "run": "fuzz", "case": "fuzz", "kind": "review",
+            "candidate_roles": ["finance"], "escalate_to": ["finance"],
+        })
+    for id, holder in held:
+        call(base, holders[holder], "POST", f"/v1/tasks/{id}/claim", {"lease_ms": LEASE_MS})
 
 
 def main():
@@ -68,14 +119,20 @@ def main():
         threading.Thread(target=lambda: [None for _ in server.stderr], daemon=True).start()
         failed = 0
         try:
-            for scope, _, _ in WHO:
+            ok = validate(base, work)
+            failed += not ok
+            print(f"openapi-spec-validator: {'passed' if ok else 'failed'}", flush=True)
+            seed(base, tokens)
+            for scope, actor, _ in WHO:
                 run = subprocess.run(
                     [st, "--config-file", str(HERE / "schemathesis.toml"), "run",
                      f"{base}/v1/openapi.json", "--checks", "all", "--seed", SEED,
                      "--workers", "1", "--no-color", "--suppress-health-check", "all",
                      "--generation-database", "none",
                      "-H", f"Authorization: Bearer {tokens[scope]}"],
-                    cwd=work, env={**os.environ, "PYTHONPATH": str(HERE)},
+                    cwd=work,
+                    env={**os.environ, "PYTHONPATH": str(HERE), "LEASEHOLD_FUZZ_HOLDER": actor,
+                         "LEASEHOLD_FUZZ_PER_POOL": str(PER_POOL)},
                 )
                 ok = run.returncode == 0
                 failed += not ok

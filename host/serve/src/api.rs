@@ -300,7 +300,7 @@ async fn escalate(c: Caller, Path(TaskPath { id }): Path<TaskPath>) -> Answer<Ta
     params(QueueParams),
     responses(
         (status = 200, description = "One page of the queue", body = Page),
-        (status = 400, description = "Invalid input, such as a bad cursor", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "Invalid input, or an `after` this service did not give for this queue", body = Problem, content_type = "application/problem+json"),
         (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = ["reviewer", "operator"])))]
@@ -544,6 +544,7 @@ impl Waiting {
     params(CasePath, PageParams),
     responses(
         (status = 200, description = "One page of the case's tasks", body = Page),
+        (status = 400, description = "Invalid input, or an `after` this service did not give for this case", body = Problem, content_type = "application/problem+json"),
         (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = ["reviewer", "service", "operator"])))]
@@ -899,6 +900,7 @@ async fn history(
             (Events = "application/json"),
             (String = "text/event-stream"),
         )),
+        (status = 400, description = "Invalid input, or an `after` or `Last-Event-ID` that is not a position this feed gave", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "At the bound of event subscribers", body = Problem, content_type = "application/problem+json"),
         (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
     ),

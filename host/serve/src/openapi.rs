@@ -44,13 +44,54 @@ impl Modify for BearerScheme {
     }
 }
 
-/// What the derive cannot say about a request body, said in the document
-/// after it is assembled, so that it is exactly as strict as the handlers:
-/// a trim names `before`, `keep` or both, not null (`limit` alone trims
-/// nothing).
+/// What the derive cannot say, said in the document after it is
+/// assembled, so that it is exactly as strict as the handlers: every path
+/// parameter is required (OpenAPI demands it, and the derive does not
+/// always say so); `Last-Event-ID` takes only an event's id; the stream
+/// is described event by event; and a trim names `before`, `keep` or both,
+/// not null (`limit` alone trims nothing).
 pub(crate) fn refine(doc: &mut utoipa::openapi::OpenApi) {
-    use utoipa::openapi::RefOr;
+    use utoipa::openapi::path::ParameterIn;
     use utoipa::openapi::schema::{AllOfBuilder, AnyOfBuilder, ObjectBuilder, Schema};
+    use utoipa::openapi::{RefOr, Required};
+    for item in doc.paths.paths.values_mut() {
+        let ops = [
+            &mut item.get,
+            &mut item.put,
+            &mut item.post,
+            &mut item.delete,
+            &mut item.patch,
+        ];
+        let params = ops
+            .into_iter()
+            .flatten()
+            .filter_map(|op| op.parameters.as_mut())
+            .chain(item.parameters.as_mut())
+            .flatten();
+        for p in params {
+            if p.parameter_in == ParameterIn::Path {
+                p.required = Required::True;
+            }
+            if p.parameter_in == ParameterIn::Header && p.name.eq_ignore_ascii_case("last-event-id")
+            {
+                p.schema = Some(RefOr::T(Schema::Object(crate::schema::event_id())));
+            }
+        }
+    }
+    // The stream's media type is described event by event.
+    let stream = doc
+        .paths
+        .paths
+        .get_mut("/v1/events")
+        .and_then(|item| item.get.as_mut())
+        .and_then(|op| op.responses.responses.get_mut("200"))
+        .and_then(|r| match r {
+            RefOr::T(r) => r.content.get_mut("text/event-stream"),
+            RefOr::Ref(_) => None,
+        });
+    if let Some(content) = stream {
+        content.schema = Some(RefOr::T(Schema::Object(crate::schema::stream_event())));
+    }
     let Some(components) = doc.components.as_mut() else {
         return;
     };

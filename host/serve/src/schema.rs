@@ -145,6 +145,19 @@ pub fn opt_seq() -> Object {
     integer(0, (1 << 53) - 1, true)
 }
 
+/// What a client may rely on about a value only the service issues: its
+/// pattern says what it looks like, not that it will be taken. Said on the
+/// parameter, and the operation documents the 400.
+const ISSUED_ONLY: &str = "Only a value this service gave is taken: any other, even one of the \
+                           right shape, is refused with 400 (`invalid`, `field` naming the \
+                           parameter).";
+
+/// What a stream does with a position of the right shape that this feed
+/// never gave, or whose changes were trimmed.
+const STREAM_FROM_OTHER: &str = "A stream asked to start from a position of the right shape \
+                                 that this feed cannot resume from begins with `ready`, then \
+                                 `refresh`.";
+
 /// A position in the feed, as a read gave it.
 pub fn position() -> Object {
     ObjectBuilder::new()
@@ -153,10 +166,24 @@ pub fn position() -> Object {
             r"^(f((0|[1-9][0-9]*)\.[1-9][0-9]*(_(0|[1-9][0-9]*)\.[1-9][0-9]*)*)?|[A-Za-z0-9_-]{736})$",
         ))
         .max_length(Some(2048))
-        .description(Some(
-            "A `position`, `next` or `head` of an earlier read, passed back as it was given: \
-             the feed's own for a service or operator, sealed for the reviewer it was given to",
-        ))
+        .description(Some(format!(
+            "A `position`, `next` or `head` of an earlier read (or an event's `id`), passed \
+             back as it was given: the feed's own for a service or operator, sealed for the \
+             reviewer it was given to. {ISSUED_ONLY} {STREAM_FROM_OTHER}"
+        )))
+        .build()
+}
+
+/// A stream's `Last-Event-ID`: any string, as only a stream reads it (a
+/// page read ignores it), so no shape is promised that a page read would
+/// not hold a client to.
+pub fn event_id() -> Object {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .description(Some(format!(
+            "The `id` of the last event a stream sent, passed back as it was given. \
+             {ISSUED_ONLY} {STREAM_FROM_OTHER}"
+        )))
         .build()
 }
 
@@ -165,9 +192,37 @@ pub fn cursor() -> Object {
     ObjectBuilder::new()
         .schema_type(Type::String)
         .pattern(Some(crate::cursor::PATTERN))
-        .description(Some(
+        .description(Some(format!(
             "The `next` of the previous page, passed back as it was given: sealed by the \
-             server, so it can be neither read nor made",
+             server, so it can be neither read nor made. {ISSUED_ONLY}"
+        )))
+        .build()
+}
+
+/// One event of the event stream, as OpenAPI 3.2's `itemSchema` reads an
+/// event (and tools read the `schema` of `text/event-stream` before 3.2):
+/// its name, its `id` and its `data`, a JSON document. The names are said
+/// in words, so a new kind of event is not a break of the document.
+pub fn stream_event() -> Object {
+    let string = || ObjectBuilder::new().schema_type(Type::String);
+    ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .property(
+            "event",
+            string().description(Some(
+                "`ready`, `task`, `timer`, `refresh` or `dropped` (see README, \"Events\")",
+            )),
+        )
+        .property(
+            "id",
+            string().description(Some("The position to resume after, as `Last-Event-ID`")),
+        )
+        .property("data", string().content_media_type("application/json"))
+        .required("event")
+        .required("data")
+        .description(Some(
+            "One server-sent event; for a service or operator, events with only an `id` move \
+             the resume point on (a reviewer is sent none)",
         ))
         .build()
 }

@@ -89,3 +89,36 @@ fn the_served_document_is_the_generated_one_and_every_route_answers() {
         }
     });
 }
+
+/// What strict client generators and validators demand of parameters, and
+/// what a schema-based client needs to be told about values only the
+/// service issues: a cursor or position that matches its pattern may still
+/// be refused, so each operation taking one documents that 400.
+#[test]
+fn path_parameters_are_required_and_issued_values_document_their_refusal() {
+    let doc = serde_json::to_value(leasehold_serve::openapi()).expect("serializes");
+    let mut issued = 0;
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        for (method, op) in item.as_object().expect("operations") {
+            for p in op["parameters"].as_array().into_iter().flatten() {
+                let name = p["name"].as_str().expect("a name");
+                if p["in"] == "path" {
+                    assert_eq!(p["required"], true, "{method} {path}: {name}");
+                }
+                let only_given = p["schema"]["description"]
+                    .as_str()
+                    .is_some_and(|d| d.contains("Only a value this service gave"));
+                if only_given {
+                    issued += 1;
+                    assert!(
+                        op["responses"]["400"]["content"]["application/problem+json"].is_object(),
+                        "{method} {path} takes {name} but documents no 400"
+                    );
+                }
+            }
+        }
+    }
+    // The queue's and a case's cursors, the feed's position and the
+    // stream's Last-Event-ID.
+    assert!(issued >= 4, "{issued} issued-only parameters");
+}
