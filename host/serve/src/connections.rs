@@ -38,9 +38,10 @@ pub struct ConnectionLimits {
     /// closes them.
     pub shutdown_grace: Duration,
     /// The kernel's send buffer for each connection, in bytes; `None`
-    /// leaves it to the kernel, which grows it as a connection needs. A
-    /// fixed one bounds what a reader that stopped reading holds in the
-    /// kernel, so that an event stream notices it sooner.
+    /// leaves it to the kernel, which grows it as a connection needs (to
+    /// megabytes a connection). A fixed one bounds what a reader that
+    /// stopped reading holds in the kernel, so that its event stream
+    /// notices it sooner and a thousand of them cannot hold gigabytes.
     pub send_buffer: Option<usize>,
     /// How long a write to a client may wait for the client to read before
     /// the connection is closed: a reader that stopped reading (an event
@@ -55,7 +56,7 @@ impl Default for ConnectionLimits {
             header_timeout: Duration::from_secs(10),
             handshake_timeout: Duration::from_secs(10),
             shutdown_grace: Duration::from_secs(10),
-            send_buffer: None,
+            send_buffer: Some(256 * 1024),
             write_timeout: Duration::from_secs(10),
         }
     }

@@ -261,7 +261,10 @@ mod tests {
             k.open("acme", "queue", &long),
             Some(format!("q{}", "ab".repeat(900)))
         );
-        assert_eq!(k.open("acme", "queue", &text).as_deref(), Some("not hex at all"));
+        assert_eq!(
+            k.open("acme", "queue", &text).as_deref(),
+            Some("not hex at all")
+        );
     }
 
     #[test]

@@ -418,7 +418,9 @@ impl Producer {
                 let reviewer = self.sub.principal.scope == Scope::Reviewer;
                 for entry in &p.entries {
                     if may_see_change(&self.sub.principal, &entry.change) {
-                        let shown = self.show(&entry.position).map_err(|_| Some(Ended::Failed))?;
+                        let shown = self
+                            .show(&entry.position)
+                            .map_err(|_| Some(Ended::Failed))?;
                         let (e, bytes) = weighed(entry, &shown);
                         self.send(e, bytes)?;
                         self.resume = entry.position.clone();

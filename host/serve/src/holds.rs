@@ -85,7 +85,10 @@ impl Keyed {
 
     #[cfg(test)]
     fn len(&self) -> usize {
-        self.map.lock().unwrap_or_else(PoisonError::into_inner).len()
+        self.map
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
     }
 }
 
@@ -150,7 +153,11 @@ impl Holds {
                 ),
             }
         };
-        let all = self.all.clone().try_acquire_owned().map_err(|_| refused())?;
+        let all = self
+            .all
+            .clone()
+            .try_acquire_owned()
+            .map_err(|_| refused())?;
         metrics::gauge!("leasehold_holds", "kind" => self.kind).increment(1.0);
         let mut hold = Hold {
             _all: all,
@@ -198,10 +205,17 @@ mod tests {
         let g2 = h.take("globex", "gina").expect("another tenant");
         let all = h.take("initech", "ian").expect_err("global bound");
         // One refusal for every bound: it names none of them.
-        let words: Vec<String> = [caller, tenant, all].iter().map(|e| e.to_string()).collect();
+        let words: Vec<String> = [caller, tenant, all]
+            .iter()
+            .map(|e| e.to_string())
+            .collect();
         assert!(words.iter().all(|w| w == &words[0]), "{words:?}");
         drop((a1, a2, b1, g1, g2));
-        assert_eq!(h.entries(), (0, 0), "nothing kept for those who hold nothing");
+        assert_eq!(
+            h.entries(),
+            (0, 0),
+            "nothing kept for those who hold nothing"
+        );
         h.take("initech", "ian").expect("room again");
     }
 

@@ -45,7 +45,9 @@ impl<'a> Positions<'a> {
             return Ok(pos.to_owned());
         }
         let cursor = Cursor::parse(pos).map_err(|_| {
-            ApiError::Internal(format!("the feed gave a position of no known shape: {pos:?}").into())
+            ApiError::Internal(
+                format!("the feed gave a position of no known shape: {pos:?}").into(),
+            )
         })?;
         let mut block = Vec::with_capacity(BLOCK);
         for seq in cursor.seqs() {
@@ -109,14 +111,22 @@ mod tests {
         let short = p.show("f0.1").expect("sealed");
         let long = p.show("f0.123456789_7.99999999_63.5").expect("sealed");
         assert_eq!(short.len(), long.len(), "no length tells how many changes");
-        assert_ne!(p.show("f0.1").expect("sealed"), short, "a fresh nonce each time");
+        assert_ne!(
+            p.show("f0.1").expect("sealed"),
+            short,
+            "a fresh nonce each time"
+        );
         assert!(!short.contains("f0"));
         assert_eq!(p.take("after", &short).expect("opens"), "f0.1");
         assert_eq!(
             p.take("after", &long).expect("opens"),
             "f0.123456789_7.99999999_63.5"
         );
-        assert_eq!(p.take("after", &p.show("f").expect("sealed")).expect("opens"), "f");
+        assert_eq!(
+            p.take("after", &p.show("f").expect("sealed"))
+                .expect("opens"),
+            "f"
+        );
         for bad in ["f0.1", "", "\n", "garbage", &short[1..]] {
             assert!(p.take("after", bad).is_err(), "{bad:?}");
         }

@@ -371,9 +371,15 @@ impl Server {
                             max_connections: OPS_CONNECTIONS,
                             ..options.connections
                         };
-                        tokio::spawn(crate::connections::serve(l, None, ops_app, limits, async move {
-                            let _ = stopped.wait_for(|s| *s).await;
-                        }));
+                        tokio::spawn(crate::connections::serve(
+                            l,
+                            None,
+                            ops_app,
+                            limits,
+                            async move {
+                                let _ = stopped.wait_for(|s| *s).await;
+                            },
+                        ));
                     }
                     let shutdown = async move {
                         shutdown.await;

@@ -170,7 +170,10 @@ impl Rig {
         Rig {
             _turn: turn,
             base: format!("http://{}", server.addr()),
-            ops: format!("http://{}", server.ops_addr().expect("an operations listener")),
+            ops: format!(
+                "http://{}",
+                server.ops_addr().expect("an operations listener")
+            ),
             _dir: dir,
             p,
             server,

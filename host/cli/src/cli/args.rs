@@ -260,11 +260,11 @@ pub struct ServeArgs {
     /// they are closed and the process exits
     #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = parse_wait)]
     pub shutdown_grace: Duration,
-    /// The kernel's send buffer for each connection, in bytes (default:
-    /// the kernel's own, which grows as needed). A fixed one bounds what a
-    /// client that stopped reading holds
-    #[arg(long, value_name = "BYTES")]
-    pub send_buffer: Option<usize>,
+    /// The kernel's send buffer for each connection, in bytes: it bounds
+    /// what a client that stopped reading holds in the kernel; 0 leaves it
+    /// to the kernel, which grows it to megabytes a connection
+    #[arg(long, default_value_t = 256 * 1024, value_name = "BYTES")]
+    pub send_buffer: usize,
     /// Most event-stream subscribers (`GET /v1/events` as
     /// `text/event-stream`) at once, over all tenants; past it (or a
     /// tenant's or caller's bound), 503 `overloaded` with Retry-After

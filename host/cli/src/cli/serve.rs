@@ -201,7 +201,7 @@ pub fn serve(cli: &Cli, args: &ServeArgs) -> Result<(), CliError> {
                 header_timeout: args.header_timeout,
                 handshake_timeout: args.handshake_timeout,
                 shutdown_grace: args.shutdown_grace,
-                send_buffer: args.send_buffer,
+                send_buffer: (args.send_buffer > 0).then_some(args.send_buffer),
                 write_timeout: args.write_timeout,
             },
             events: EventOptions {

@@ -20,7 +20,14 @@ fn connect(svc: &Service) -> TcpStream {
 }
 
 /// Sends one request on a fresh connection and leaves it unread.
-fn send(svc: &Service, method: &str, path: &str, token: &str, accept: &str, body: &str) -> TcpStream {
+fn send(
+    svc: &Service,
+    method: &str,
+    path: &str,
+    token: &str,
+    accept: &str,
+    body: &str,
+) -> TcpStream {
     let mut tcp = connect(svc);
     let req = format!(
         "{method} {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n\
@@ -80,7 +87,14 @@ fn one_callers_long_polls_and_four_tenants_streams_leave_others_answered() {
                 &claims(&format!("t{t}"), &format!("r{a}"), "reviewer", &["finance"]),
             );
             for _ in 0..per_caller {
-                streams.push(send(&svc, "GET", "/v1/events", &token, "text/event-stream", ""));
+                streams.push(send(
+                    &svc,
+                    "GET",
+                    "/v1/events",
+                    &token,
+                    "text/event-stream",
+                    "",
+                ));
             }
         }
     }
@@ -101,7 +115,10 @@ fn one_callers_long_polls_and_four_tenants_streams_leave_others_answered() {
     let enough = polls.len() - waiting;
     let polled = answered(&mut polls, enough);
     let quiet = polled.iter().filter(|g| g.is_none()).count();
-    assert_eq!(quiet, waiting, "exactly the caller's bound of long-polls wait");
+    assert_eq!(
+        quiet, waiting,
+        "exactly the caller's bound of long-polls wait"
+    );
     for g in polled.iter().flatten() {
         assert!(
             g.starts_with("HTTP/1.1 503") || g == "closed" || g == "reset",
@@ -122,7 +139,11 @@ fn one_callers_long_polls_and_four_tenants_streams_leave_others_answered() {
         .flatten()
         .filter(|g| g.starts_with("HTTP/1.1 200"))
         .count();
-    assert_eq!(ok, 4 * streams_per_tenant, "each tenant holds its bound of streams");
+    assert_eq!(
+        ok,
+        4 * streams_per_tenant,
+        "each tenant holds its bound of streams"
+    );
     // Meanwhile, everyone else is served.
     let c = &svc.client;
     for path in ["/healthz", "/readyz"] {
@@ -131,7 +152,8 @@ fn one_callers_long_polls_and_four_tenants_streams_leave_others_answered() {
     }
     svc.call("POST", "/v1/tasks", Some("gina"), Some(new_task("g-1")))
         .expect_ok();
-    svc.call("GET", "/v1/tasks/g-1", Some("gus"), None).expect_ok();
+    svc.call("GET", "/v1/tasks/g-1", Some("gus"), None)
+        .expect_ok();
 }
 
 /// The operations listener answers probes and scrapes with no credential
@@ -149,9 +171,17 @@ fn metrics_are_for_operators_and_the_operations_listener() {
     assert_eq!(text.status, 200);
     let ops = svc.ops_url().expect("an operations listener");
     for path in ["/healthz", "/readyz", "/metrics"] {
-        let r = svc.client.get(format!("{ops}{path}")).send().expect("answered");
+        let r = svc
+            .client
+            .get(format!("{ops}{path}"))
+            .send()
+            .expect("answered");
         assert_eq!(r.status(), 200, "{path}");
     }
-    let r = svc.client.get(format!("{ops}/v1/whoami")).send().expect("answered");
+    let r = svc
+        .client
+        .get(format!("{ops}/v1/whoami"))
+        .send()
+        .expect("answered");
     assert_eq!(r.status(), 404, "no API there");
 }

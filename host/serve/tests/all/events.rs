@@ -614,7 +614,9 @@ fn malformed_positions_are_refused_everywhere_and_never_panic() {
             let r = svc.call("GET", &format!("/v1/events?after={bad}"), Some("sam"), None);
             r.expect_problem(400, "invalid");
             let refused = Stream::open_query(&base, sam, &format!("?after={bad}"), None, None);
-            let (status, body) = refused.err().unwrap_or_else(|| panic!("{bad} was accepted"));
+            let (status, body) = refused
+                .err()
+                .unwrap_or_else(|| panic!("{bad} was accepted"));
             assert_eq!(status, 400, "{bad}: {body}");
             assert!(body.contains("after"), "{body}");
         }
@@ -638,10 +640,20 @@ fn malformed_positions_are_refused_everywhere_and_never_panic() {
             .expect_problem(400, "invalid");
         let bobs = svc.call("GET", "/v1/events", Some("bob"), None);
         let next = bobs.expect_ok()["next"].as_str().expect("next").to_owned();
-        svc.call("GET", &format!("/v1/events?after={next}"), Some("alice"), None)
-            .expect_problem(400, "invalid");
-        svc.call("GET", &format!("/v1/events?after={next}"), Some("bob"), None)
-            .expect_ok();
+        svc.call(
+            "GET",
+            &format!("/v1/events?after={next}"),
+            Some("alice"),
+            None,
+        )
+        .expect_problem(400, "invalid");
+        svc.call(
+            "GET",
+            &format!("/v1/events?after={next}"),
+            Some("bob"),
+            None,
+        )
+        .expect_ok();
     });
 }
 
