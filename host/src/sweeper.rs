@@ -8,6 +8,15 @@
 //! PostgreSQL database) may move a tenant's instants, so the tenants it
 //! names are read again; nothing else is read while nothing is due.
 //!
+//! Tenants take turns. A tenant whose instant has come joins the back of a
+//! line of due tenants; its turn makes at most `calls_per_turn` calls, each
+//! moving at most `batch` tasks; a tenant with more to do then goes to the
+//! back of the line again, behind every tenant that came due during its
+//! turn. So one tenant's backlog, however large, holds up another tenant's
+//! sweep by at most one turn. The schedule keeps one entry per tenant (the
+//! instant it waits for, or its place in the line), so it grows with the
+//! tenants it knows and never with their commits.
+//!
 //! Both verbs are exactly-once in the rules (a task leaves the index it was
 //! swept from as it is moved), so sweepers in several processes share the
 //! work without doing anything twice; the verbs' turns keep them from
@@ -15,11 +24,11 @@
 //! lists when it starts (so a tenant nobody has called since a restart is
 //! still swept), and those it hears commit. It owns its thread, its
 //! schedule and its counts; it must never decide a rule itself, read a
-//! tenant it does not know, or sleep past an instant it knows of by more
-//! than its clock's wake-up.
+//! tenant it does not know, sleep past an instant it knows of by more than
+//! its clock's wake-up, or let one tenant's turn run past its cap while
+//! another tenant is due.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
@@ -49,6 +58,10 @@ pub struct SweepReport {
     pub expired: u64,
     /// Why the sweep stopped short, if it did; it is tried again later.
     pub error: Option<String>,
+    /// Whether the turn ended at its cap (`calls_per_turn`) with more
+    /// perhaps left to move: the tenant went to the back of the line of due
+    /// tenants, and its next turn carries on.
+    pub more: bool,
 }
 
 /// Why a sweeper did not start.
@@ -67,7 +80,8 @@ pub enum SweeperError {
     List(#[source] Box<Error>),
 }
 
-/// Called after every sweep, from the sweeper's thread: for metrics.
+/// Called after every sweep (one turn of one tenant), from the sweeper's
+/// thread: for metrics.
 pub type OnSweep = Arc<dyn Fn(&SweepReport) + Send + Sync>;
 
 /// How long the change record is kept: history and feed entries older
@@ -82,8 +96,14 @@ pub struct Retention {
 /// How a sweeper runs.
 #[derive(Clone)]
 pub struct SweeperOptions {
-    /// Most tasks one call moves; a sweep calls again until less came back.
+    /// Most tasks one call moves; a sweep calls again until less came back,
+    /// or until its turn ends. At least 1.
     pub batch: u32,
+    /// Most calls one tenant's turn makes (of `reclaim-lapsed`, then of
+    /// `expire-overdue`); a tenant with more to do then goes to the back of
+    /// the line of due tenants. One tenant's backlog so holds up another
+    /// tenant's sweep by at most `batch × calls_per_turn` tasks. At least 1.
+    pub calls_per_turn: u32,
     /// The longest it sleeps without looking at the clock again, in case
     /// the wall clock jumped.
     pub max_sleep: Duration,
@@ -106,6 +126,7 @@ impl Default for SweeperOptions {
     fn default() -> Self {
         SweeperOptions {
             batch: 100,
+            calls_per_turn: 10,
             max_sleep: Duration::from_secs(60),
             retry: Duration::from_secs(1),
             min_reread: Duration::from_millis(100),
@@ -120,6 +141,7 @@ impl std::fmt::Debug for SweeperOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SweeperOptions")
             .field("batch", &self.batch)
+            .field("calls_per_turn", &self.calls_per_turn)
             .field("max_sleep", &self.max_sleep)
             .field("retry", &self.retry)
             .field("min_reread", &self.min_reread)
@@ -137,7 +159,7 @@ pub struct SweeperStats {
     pub tenants: u64,
     /// Times it woke and looked at the clock.
     pub wakes: u64,
-    /// Sweeps run (one tenant each).
+    /// Sweeps run (one turn of one tenant each).
     pub sweeps: u64,
     /// Times a tenant's instants were read.
     pub reads: u64,
@@ -147,6 +169,9 @@ pub struct SweeperStats {
     /// Feed entries trimmed by the retention.
     pub trimmed: u64,
     pub errors: u64,
+    /// Entries in its schedule now: tenants waiting for an instant, and
+    /// tenants in the line of due ones; at most one for each tenant.
+    pub scheduled: u64,
 }
 
 /// What wakes the sweeper's thread.
@@ -171,6 +196,7 @@ struct Counts {
     expired: AtomicU64,
     trimmed: AtomicU64,
     errors: AtomicU64,
+    scheduled: AtomicU64,
 }
 
 struct Shared {
@@ -296,11 +322,10 @@ impl Sweeper {
                         clock,
                         options,
                         shared,
-                        next: HashMap::new(),
+                        table: Timetable::default(),
                         read_at: HashMap::new(),
                         untrimmed: HashSet::new(),
                         next_trim: Instant::now(),
-                        due: BinaryHeap::new(),
                     }
                     .run(initial);
                 })
@@ -345,6 +370,7 @@ impl Sweeper {
             expired: get(&c.expired),
             trimmed: get(&c.trimmed),
             errors: get(&c.errors),
+            scheduled: get(&c.scheduled),
         }
     }
 
@@ -364,17 +390,109 @@ impl Drop for Sweeper {
     }
 }
 
-/// The sweeper's thread: each tenant's next instant, and a heap of them.
+/// Where a tenant stands in the [`Timetable`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Place {
+    /// Nothing to wait for.
+    Idle,
+    /// Waiting for this instant.
+    Waiting(Timestamp),
+    /// In the line of due tenants.
+    InLine,
+    /// Taking its turn, out of the line until it ends.
+    Turn,
+}
+
+/// Each known tenant's next instant, and the line of tenants whose instant
+/// has come, in the order they take their turns: one entry per tenant, in
+/// one or the other, so that reading a tenant again replaces its entry.
+#[derive(Default)]
+struct Timetable {
+    place: HashMap<Arc<str>, Place>,
+    /// (instant, tenant) of each waiting tenant, earliest first.
+    waiting: BTreeSet<(Timestamp, Arc<str>)>,
+    /// (the instant it came due at, tenant), front first.
+    line: VecDeque<(Timestamp, Arc<str>)>,
+}
+
+impl Timetable {
+    /// Tenants it knows.
+    fn tenants(&self) -> usize {
+        self.place.len()
+    }
+
+    /// Entries waiting or in line.
+    fn entries(&self) -> usize {
+        self.waiting.len() + self.line.len()
+    }
+
+    fn in_line(&self, tenant: &str) -> bool {
+        self.place.get(tenant) == Some(&Place::InLine)
+    }
+
+    /// Whether a tenant waits in line, due now.
+    fn any_due(&self) -> bool {
+        !self.line.is_empty()
+    }
+
+    /// The earliest instant a tenant waits for.
+    fn earliest(&self) -> Option<Timestamp> {
+        self.waiting.first().map(|(at, _)| *at)
+    }
+
+    /// Records `tenant`'s next instant as read, in place of the one it had.
+    /// A tenant in the line keeps its place: its turn reads it again.
+    fn set(&mut self, tenant: &Arc<str>, next: Option<Timestamp>) {
+        let place = next.map_or(Place::Idle, Place::Waiting);
+        match self.place.insert(tenant.clone(), place) {
+            Some(Place::InLine) => {
+                self.place.insert(tenant.clone(), Place::InLine);
+                return;
+            }
+            Some(Place::Waiting(old)) => {
+                self.waiting.remove(&(old, tenant.clone()));
+            }
+            Some(Place::Idle | Place::Turn) | None => {}
+        }
+        if let Some(at) = next {
+            self.waiting.insert((at, tenant.clone()));
+        }
+    }
+
+    /// Puts every tenant whose instant is at or before `now` at the back of
+    /// the line, earliest instant first.
+    fn come_due(&mut self, now: Timestamp) {
+        while self.earliest().is_some_and(|at| at <= now) {
+            if let Some((at, tenant)) = self.waiting.pop_first() {
+                self.place.insert(tenant.clone(), Place::InLine);
+                self.line.push_back((at, tenant));
+            }
+        }
+    }
+
+    /// The tenant at the front of the line, out of it for its turn, and
+    /// the instant it came due at.
+    fn next_turn(&mut self) -> Option<(Timestamp, Arc<str>)> {
+        let (at, tenant) = self.line.pop_front()?;
+        self.place.insert(tenant.clone(), Place::Turn);
+        Some((at, tenant))
+    }
+
+    /// Puts a tenant whose turn ended with more to do at the back of the
+    /// line; it keeps the instant it came due at.
+    fn back_of_line(&mut self, tenant: &Arc<str>, at: Timestamp) {
+        self.place.insert(tenant.clone(), Place::InLine);
+        self.line.push_back((at, tenant.clone()));
+    }
+}
+
+/// The sweeper's thread: its timetable, and when each tenant was read.
 struct Schedule {
     engine: Engine,
     clock: Arc<dyn Clock>,
     options: SweeperOptions,
     shared: Arc<Shared>,
-    /// Each known tenant's next instant, if any.
-    next: HashMap<Arc<str>, Option<Timestamp>>,
-    /// (instant, tenant), earliest first; an entry whose instant is no
-    /// longer the tenant's is passed over.
-    due: BinaryHeap<Reverse<(Timestamp, Arc<str>)>>,
+    table: Timetable,
     /// When each tenant's instants were last read, by the monotonic clock.
     read_at: HashMap<Arc<str>, Instant>,
     /// Tenants that committed since they were last trimmed.
@@ -400,15 +518,18 @@ impl Schedule {
                 }
                 self.next_trim = Instant::now() + self.options.trim_every;
             }
-            // Tenants read a moment ago wait for their next turn.
+            // A tenant in the line is read again at the end of its turn.
+            stale.retain(|t| !self.table.in_line(t));
+            // Tenants read a moment ago are read again once `min_reread`
+            // has passed.
             let gap = self.options.min_reread;
             let mut soonest: Option<Instant> = None;
             let ready: Vec<Arc<str>> = stale
                 .iter()
                 .filter(|t| match self.read_at.get(*t) {
                     Some(at) if at.elapsed() < gap => {
-                        let turn = *at + gap;
-                        soonest = Some(soonest.map_or(turn, |s| s.min(turn)));
+                        let again = *at + gap;
+                        soonest = Some(soonest.map_or(again, |s| s.min(again)));
                         false
                     }
                     _ => true,
@@ -419,34 +540,31 @@ impl Schedule {
                 stale.remove(t);
                 self.reread(t);
             }
-            self.shared
-                .counts
-                .tenants
-                .store(self.next.len() as u64, Ordering::Relaxed);
             let now = self.clock.now();
             self.shared.counts.wakes.fetch_add(1, Ordering::Relaxed);
-            while let Some(Reverse((at, tenant))) = self.due.peek().cloned() {
-                if at > now {
-                    break;
-                }
-                self.due.pop();
-                if self.next.get(&tenant) != Some(&Some(at)) {
-                    continue;
-                }
+            self.table.come_due(now);
+            // One turn, then the bell is looked at again (for a stop, and
+            // for commits that moved other tenants' instants).
+            if let Some((at, tenant)) = self.table.next_turn() {
                 self.sweep(&tenant, at, now);
             }
+            self.publish();
             // Sleep until the next instant, a commit, a clock moved by hand
-            // or a stop.
-            let wait = match self.due.peek() {
-                Some(Reverse((at, _))) => {
-                    let ms = at.saturating_sub(self.clock.now()).max(0);
-                    Duration::from_millis(ms as u64).min(self.options.max_sleep)
+            // or a stop; not at all while a tenant is due.
+            let wait = if self.table.any_due() {
+                Duration::ZERO
+            } else {
+                match self.table.earliest() {
+                    Some(at) => {
+                        let ms = at.saturating_sub(self.clock.now()).max(0);
+                        Duration::from_millis(ms as u64).min(self.options.max_sleep)
+                    }
+                    None => self.options.max_sleep,
                 }
-                None => self.options.max_sleep,
             };
             let mut until = Instant::now() + wait;
-            if let Some(turn) = soonest {
-                until = until.min(turn);
+            if let Some(again) = soonest {
+                until = until.min(again);
             }
             if self.options.retention.is_some() && !self.untrimmed.is_empty() {
                 until = until.min(self.next_trim);
@@ -469,7 +587,7 @@ impl Schedule {
             }
             bell.rung = false;
             if std::mem::take(&mut bell.all) {
-                stale.extend(self.next.keys().cloned());
+                stale.extend(self.table.place.keys().cloned());
             }
             if self.options.retention.is_some() {
                 self.untrimmed.extend(bell.tenants.iter().cloned());
@@ -513,9 +631,9 @@ impl Schedule {
         }
     }
 
-    /// Reads `tenant`'s next instant and schedules it.
+    /// Reads `tenant`'s next instant and schedules it; counted once it is
+    /// in the schedule.
     fn reread(&mut self, tenant: &Arc<str>) {
-        self.shared.counts.reads.fetch_add(1, Ordering::Relaxed);
         self.read_at.insert(tenant.clone(), Instant::now());
         let next = match self.instants(tenant) {
             Ok(next) => next,
@@ -525,14 +643,18 @@ impl Schedule {
                 Some(self.clock.now().saturating_add(retry_ms(&self.options)))
             }
         };
-        self.schedule(tenant, next);
+        self.table.set(tenant, next);
+        self.publish();
+        self.shared.counts.reads.fetch_add(1, Ordering::SeqCst);
     }
 
-    fn schedule(&mut self, tenant: &Arc<str>, next: Option<Timestamp>) {
-        self.next.insert(tenant.clone(), next);
-        if let Some(at) = next {
-            self.due.push(Reverse((at, tenant.clone())));
-        }
+    /// The schedule's sizes, for [`Sweeper::stats`].
+    fn publish(&self) {
+        let c = &self.shared.counts;
+        c.tenants
+            .store(self.table.tenants() as u64, Ordering::Relaxed);
+        c.scheduled
+            .store(self.table.entries() as u64, Ordering::SeqCst);
     }
 
     /// The earliest of the tenant's lease ends and of the due times of its
@@ -547,6 +669,10 @@ impl Schedule {
         })
     }
 
+    /// One turn of `tenant`, due since `at`: lapsed leases first, then
+    /// overdue tasks, in at most `calls_per_turn` calls. A tenant left with
+    /// more to do goes to the back of the line, behind those that came due
+    /// meanwhile; one done is read again.
     fn sweep(&mut self, tenant: &Arc<str>, at: Timestamp, now: Timestamp) {
         let mut report = SweepReport {
             tenant: tenant.to_string(),
@@ -554,18 +680,30 @@ impl Schedule {
             late_ms: now - at,
             ..SweepReport::default()
         };
-        let batch = self.options.batch;
-        let outcome = (|| -> Result<(), Error> {
+        let batch = self.options.batch.max(1);
+        let mut calls = self.options.calls_per_turn.max(1);
+        // Answers whether the turn ended at its cap. Each turn starts with
+        // `reclaim-lapsed`, so that a lease that lapsed meanwhile is
+        // returned before its task can expire.
+        let outcome = (|| -> Result<bool, Error> {
             let t = self.engine.tenant(tenant)?;
             loop {
                 let moved = t.reclaim_lapsed(now, batch)?;
+                calls -= 1;
                 report.reclaimed += moved.len() as u64;
                 if moved.len() < batch as usize {
                     break;
                 }
+                if calls == 0 {
+                    return Ok(true);
+                }
             }
             loop {
+                if calls == 0 {
+                    return Ok(true);
+                }
                 let acted = t.expire_overdue(now, batch)?;
+                calls -= 1;
                 for task in &acted {
                     if task.state == leasehold_guest::model::TaskState::Escalated {
                         report.escalated += 1;
@@ -574,42 +712,135 @@ impl Schedule {
                     }
                 }
                 if acted.len() < batch as usize {
-                    break;
+                    return Ok(false);
                 }
             }
-            Ok(())
         })();
         let c = &self.shared.counts;
         c.sweeps.fetch_add(1, Ordering::SeqCst);
         c.reclaimed.fetch_add(report.reclaimed, Ordering::SeqCst);
         c.escalated.fetch_add(report.escalated, Ordering::SeqCst);
         c.expired.fetch_add(report.expired, Ordering::SeqCst);
-        match outcome {
-            Ok(()) => {
+        match &outcome {
+            Ok(more) => {
+                report.more = *more;
                 tracing::info!(
                     tenant = %tenant,
                     late_ms = report.late_ms,
                     reclaimed = report.reclaimed,
                     escalated = report.escalated,
                     expired = report.expired,
+                    more = report.more,
                     "swept"
                 );
-                self.reread(tenant);
             }
             Err(e) => {
                 c.errors.fetch_add(1, Ordering::Relaxed);
                 tracing::warn!(tenant = %tenant, error = %e, "a sweep failed; trying again later");
                 report.error = Some(e.to_string());
-                let retry = now.saturating_add(retry_ms(&self.options));
-                self.schedule(tenant, Some(retry));
             }
         }
         if let Some(f) = &self.options.on_sweep {
             f(&report);
+        }
+        match outcome {
+            Ok(true) => {
+                // Whoever came due during this turn goes first.
+                self.table.come_due(self.clock.now());
+                self.table.back_of_line(tenant, at);
+            }
+            Ok(false) => self.reread(tenant),
+            Err(_) => {
+                let retry = now.saturating_add(retry_ms(&self.options));
+                self.table.set(tenant, Some(retry));
+            }
         }
     }
 }
 
 fn retry_ms(o: &SweeperOptions) -> i64 {
     i64::try_from(o.retry.as_millis()).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn name(s: &str) -> Arc<str> {
+        Arc::from(s)
+    }
+
+    /// The order the line hands out turns in.
+    fn turns(table: &mut Timetable) -> Vec<(Timestamp, String)> {
+        std::iter::from_fn(|| table.next_turn())
+            .map(|(at, t)| (at, t.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn a_tenant_read_again_and_again_keeps_one_entry() {
+        let mut table = Timetable::default();
+        let (acme, globex) = (name("acme"), name("globex"));
+        table.set(&globex, Some(50));
+        for i in 0..1_000 {
+            // The same instant, or one that moves.
+            table.set(&acme, Some(1_000_000 - (i / 2)));
+            assert_eq!(table.entries(), 2, "after {i} reads");
+        }
+        assert_eq!(table.earliest(), Some(50));
+        table.set(&globex, None);
+        assert_eq!((table.entries(), table.tenants()), (1, 2));
+        assert_eq!(table.earliest(), Some(1_000_000 - 499));
+        table.come_due(1_000_000);
+        assert_eq!(turns(&mut table), [(1_000_000 - 499, "acme".to_owned())]);
+        assert_eq!(table.entries(), 0);
+    }
+
+    #[test]
+    fn due_tenants_take_turns_earliest_first_and_a_tenant_with_more_goes_to_the_back() {
+        let mut table = Timetable::default();
+        for (t, at) in [("c", 10), ("b", 10), ("a", 20), ("later", 100)] {
+            table.set(&name(t), Some(at));
+        }
+        table.come_due(20);
+        assert!(table.any_due());
+        let (at, first) = table.next_turn().expect("a turn");
+        assert_eq!((at, &*first), (10, "b"));
+        // b's turn ends with more to do as `later` comes due: `later` goes
+        // ahead of b, and b keeps the instant it came due at.
+        table.come_due(100);
+        table.back_of_line(&first, at);
+        assert_eq!(table.entries(), 4);
+        assert_eq!(
+            turns(&mut table),
+            [
+                (10, "c".to_owned()),
+                (20, "a".to_owned()),
+                (100, "later".to_owned()),
+                (10, "b".to_owned()),
+            ]
+        );
+        assert!(!table.any_due());
+        assert_eq!(table.entries(), 0);
+    }
+
+    #[test]
+    fn a_tenant_in_the_line_keeps_its_place_when_read_again() {
+        let mut table = Timetable::default();
+        let (acme, globex) = (name("acme"), name("globex"));
+        table.set(&acme, Some(10));
+        table.set(&globex, Some(10));
+        table.come_due(10);
+        table.set(&acme, Some(5_000));
+        table.set(&acme, None);
+        assert!(table.in_line(&acme));
+        assert_eq!(table.entries(), 2);
+        assert_eq!(table.earliest(), None);
+        let (_, t) = table.next_turn().expect("a turn");
+        assert_eq!(&*t, "acme");
+        // Once its turn is over, a read places it again.
+        table.set(&t, Some(5_000));
+        assert_eq!(table.earliest(), Some(5_000));
+        assert_eq!(table.entries(), 2);
+    }
 }

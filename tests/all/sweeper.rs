@@ -1,16 +1,17 @@
 //! The sweeper keeps time by an injected clock: a lapsed lease comes back
 //! to the queue, and an overdue task acts on its `on-expiry`, once the
 //! clock passes the instant, with no call from anyone; nothing is acted on
-//! twice; two sweepers on one PostgreSQL database share the work. The
-//! tests wait for conditions (with a bound that only a hang reaches),
-//! never for a time.
+//! twice; two sweepers on one PostgreSQL database share the work; tenants
+//! take turns, so one tenant's backlog holds up another's sweep by at most
+//! one turn; the schedule keeps one entry per tenant. The tests wait for
+//! conditions (with a bound that only a hang reaches), never for a time.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use leasehold_host::{
-    Change, Engine, FeedRead, Lease, ManualClock, OnExpiry, Retention, Sweeper, SweeperOptions,
-    TaskState, Tenant,
+    Change, Engine, FeedRead, Lease, ManualClock, OnExpiry, Retention, SweepReport, Sweeper,
+    SweeperOptions, TaskState, Tenant,
 };
 use leasehold_tests::*;
 
@@ -271,5 +272,157 @@ fn the_change_record_is_trimmed_to_its_retention_as_tenants_commit() {
     // A trimmed task keeps its last entry while it lives.
     assert_eq!(verbs(&t, "t1"), ["open"]);
     assert_eq!(s.stats().trimmed, 3, "what is within the retention stays");
+    assert_consistent(&t);
+}
+
+/// One tenant's backlog holds up another tenant's sweep by at most one
+/// turn: acme has 20,000 tasks due at one instant, and globex's lease
+/// lapses while acme's backlog is being swept. Told by the order of the
+/// sweeps' reports (globex's comes after at most one capped turn of
+/// acme's), never by how long anything took.
+#[test]
+fn a_backlog_of_one_tenant_delays_another_tenants_lapsed_lease_by_at_most_one_turn() {
+    const BACKLOG: u64 = 20_000;
+    const DUE: i64 = 2_000_000;
+    let db = TestDb::new();
+    let clock = Arc::new(ManualClock::new(1_000_000));
+    let e = engine_at(&db, &clock);
+    let acme = e.tenant("acme").expect("tenant");
+    for i in 0..BACKLOG {
+        acme.open(&task(&format!("t{i}"), 1).due(DUE))
+            .expect("open");
+    }
+    // globex's lease ends a millisecond after acme's tasks are due.
+    let globex = e.tenant("globex").expect("tenant");
+    globex
+        .open(&task("pay-1", 1).roles(&["approver"]))
+        .expect("open");
+    claim_leased(
+        &globex,
+        "pay-1",
+        "alice",
+        &["approver"],
+        1_000_000,
+        1_000_001,
+    );
+    let options = SweeperOptions::default();
+    let turn = u64::from(options.batch) * u64::from(options.calls_per_turn);
+    assert!(4 * turn <= BACKLOG, "the backlog takes several turns");
+    let reports: Arc<Mutex<Vec<SweepReport>>> = Arc::default();
+    let on_sweep = {
+        let (reports, clock) = (reports.clone(), clock.clone());
+        Arc::new(move |r: &SweepReport| {
+            let mut reports = reports.lock().unwrap_or_else(PoisonError::into_inner);
+            reports.push(r.clone());
+            // The clock passes globex's lease end during acme's first
+            // sweep: on the sweeper's thread, before it picks whom to
+            // sweep next.
+            if reports.len() == 1 {
+                clock.set(DUE + 1);
+            }
+        })
+    };
+    let s = Sweeper::start(
+        &e,
+        ["acme".to_owned(), "globex".to_owned()],
+        SweeperOptions {
+            on_sweep: Some(on_sweep),
+            ..options
+        },
+    )
+    .expect("sweeper");
+    read_at_least(&s, 2);
+    // Only acme is due.
+    clock.set(DUE);
+    let moved_by = |r: &SweepReport| r.reclaimed + r.escalated + r.expired;
+    let moved = |reports: &[SweepReport], tenant: &str| -> u64 {
+        reports
+            .iter()
+            .filter(|r| r.tenant == tenant)
+            .map(moved_by)
+            .sum()
+    };
+    eventually("acme's backlog and globex's lease to be swept", || {
+        let reports = reports.lock().unwrap_or_else(PoisonError::into_inner);
+        moved(&reports, "acme") == BACKLOG && moved(&reports, "globex") == 1
+    });
+    let reports = reports
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
+    let globex_at = reports
+        .iter()
+        .position(|r| r.tenant == "globex")
+        .expect("globex was swept");
+    assert_eq!(reports[0].tenant, "acme", "acme was due first");
+    assert_eq!(
+        globex_at, 1,
+        "globex is swept right after the acme sweep during which it came due"
+    );
+    let before = moved(&reports[..globex_at], "acme");
+    assert!(
+        before <= turn,
+        "acme moved {before} tasks before globex's lapsed lease was reclaimed; a turn moves at most {turn}"
+    );
+    assert_eq!(reports[globex_at].reclaimed, 1);
+    assert_eq!(reports[globex_at].now, DUE + 1);
+    // acme's backlog is swept a turn at a time, each but the last ending at
+    // its cap with more to do.
+    let acme_turns: Vec<&SweepReport> = reports.iter().filter(|r| r.tenant == "acme").collect();
+    let (last, capped) = acme_turns.split_last().expect("acme was swept");
+    assert!(
+        capped.iter().all(|r| r.more && r.error.is_none()),
+        "{capped:?}"
+    );
+    assert!(!last.more && last.error.is_none(), "{last:?}");
+    assert!(acme_turns.iter().all(|r| moved_by(r) <= turn));
+    assert_eq!(state_of(&globex, "pay-1"), TaskState::Open);
+    assert_eq!(acme.open_count().expect("count"), 0);
+    assert_consistent(&acme);
+    assert_consistent(&globex);
+}
+
+/// A tenant that commits again and again while its next instant is far
+/// away keeps one entry in the sweeper's schedule, however often it is
+/// read and however its instant moves, and is swept at the instant it was
+/// last read as.
+#[test]
+fn the_schedule_keeps_one_entry_per_tenant_however_often_it_commits() {
+    const COMMITS: i64 = 100;
+    let db = TestDb::new();
+    let clock = Arc::new(ManualClock::new(1_000_000));
+    let e = engine_at(&db, &clock);
+    let t = e.tenant("acme").expect("tenant");
+    let far = 1_000_000 + 365 * 86_400_000;
+    t.open(&task("first", 1).due(far)).expect("open");
+    let s = Sweeper::start(
+        &e,
+        ["acme".to_owned()],
+        SweeperOptions {
+            // Every commit is read.
+            min_reread: Duration::ZERO,
+            ..SweeperOptions::default()
+        },
+    )
+    .expect("sweeper");
+    read_at_least(&s, 1);
+    assert_eq!(s.stats().scheduled, 1);
+    for i in 1..=COMMITS {
+        let reads = s.stats().reads;
+        // Due a moment before the last, so every other read finds a new
+        // instant, and the rest find the same one again.
+        let due = if i % 2 == 0 { far - i } else { far - i + 1 };
+        t.open(&task(&format!("t{i}"), 1).due(due)).expect("open");
+        read_at_least(&s, reads + 1);
+        let scheduled = s.stats().scheduled;
+        assert_eq!(scheduled, 1, "{scheduled} entries after {i} commits");
+    }
+    assert_eq!(s.stats().sweeps, 0, "nothing was due");
+    clock.set(far - COMMITS);
+    eventually("the earliest task to expire", || s.stats().expired == 1);
+    assert_eq!(state_of(&t, &format!("t{COMMITS}")), TaskState::Expired);
+    assert_eq!(state_of(&t, &format!("t{}", COMMITS - 1)), TaskState::Open);
+    read_at_least(&s, COMMITS as u64 + 2);
+    assert_eq!(s.stats().scheduled, 1);
     assert_consistent(&t);
 }
