@@ -117,29 +117,8 @@ impl Db {
 /// Opens the file at `path`, waiting up to `lock_wait` while another
 /// process has it open.
 pub(crate) fn open(path: &Path, access: Access, lock_wait: Duration) -> Result<Db, OpenError> {
-    // Refused before redb sees them: an empty file is what redb would
-    // otherwise initialize, and a missing one what it would create.
-    match fs::metadata(path) {
-        Ok(m) if m.is_file() && m.len() == 0 => {
-            return Err(OpenError::Empty {
-                path: path.to_owned(),
-            });
-        }
-        Ok(_) => {}
-        Err(e) if e.kind() == ErrorKind::NotFound => match access {
-            Access::Write => create(path)?,
-            Access::ReadOnly => {
-                return Err(OpenError::Missing {
-                    path: path.to_owned(),
-                });
-            }
-        },
-        Err(source) => {
-            return Err(OpenError::Io {
-                path: path.to_owned(),
-                source,
-            });
-        }
+    if !check_path(path, access)? {
+        create(path)?;
     }
     let storage = |source: redb::Error| OpenError::Storage {
         path: path.to_owned(),
@@ -194,6 +173,30 @@ pub fn repair(path: &Path, lock_wait: Duration) -> Result<bool, OpenError> {
         }
         Err(OpenError::NeedsRecovery { .. }) => {
             drop(open(path, Access::Write, lock_wait)?);
+/// Refuses, before redb sees them, what an open of `path` must not touch:
+/// an empty file is what redb would otherwise initialize, and a missing one
+/// what it would create (unless the open may create it). Answers whether
+/// the path exists. Cheap enough to ask before anything slow, so that a
+/// wrong path is reported at once.
+pub(crate) fn check_path(path: &Path, access: Access) -> Result<bool, OpenError> {
+    match fs::metadata(path) {
+        Ok(m) if m.is_file() && m.len() == 0 => Err(OpenError::Empty {
+            path: path.to_owned(),
+        }),
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == ErrorKind::NotFound => match access {
+            Access::Write => Ok(false),
+            Access::ReadOnly => Err(OpenError::Missing {
+                path: path.to_owned(),
+            }),
+        },
+        Err(source) => Err(OpenError::Io {
+            path: path.to_owned(),
+            source,
+        }),
+    }
+}
+
             Ok(true)
         }
         Err(e) => Err(e),
