@@ -55,6 +55,7 @@ impl std::fmt::Debug for ManualClock {
 }
 
 impl ManualClock {
+    /// A clock that reads `at` until set otherwise.
     pub fn new(at: Timestamp) -> ManualClock {
         ManualClock {
             at: AtomicI64::new(at),
@@ -62,6 +63,7 @@ impl ManualClock {
         }
     }
 
+    /// Makes the clock read `at` from now on.
     pub fn set(&self, at: Timestamp) {
         self.at.store(at, Ordering::SeqCst);
         self.ring();

@@ -59,11 +59,14 @@ impl std::fmt::Debug for EngineBuilder {
 }
 
 impl EngineBuilder {
+    /// The sandbox's limits (default: [`Limits::default`]).
     pub fn limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
         self
     }
 
+    /// How hard a redb commit presses data to disk (default:
+    /// [`Durability::Immediate`]).
     pub fn durability(mut self, durability: Durability) -> Self {
         self.durability = durability;
         self
@@ -86,9 +89,6 @@ impl EngineBuilder {
         self
     }
 
-    /// Whether write calls that arrive while a commit is being made durable
-    /// share the next commit (on by default). Every call is still its own
-    /// all-or-nothing unit, and none is acknowledged before the commit that
     /// Keeps the compiled component in `dir` (made, for this user alone, if
     /// it does not exist), and loads it from there when the same component
     /// was compiled before by an engine configured the same way, instead of
@@ -108,6 +108,9 @@ impl EngineBuilder {
         self
     }
 
+    /// Whether write calls that arrive while a commit is being made durable
+    /// share the next commit (on by default). Every call is still its own
+    /// all-or-nothing unit, and none is acknowledged before the commit that
     /// covers it is durable; off, every write call commits alone, which is
     /// there to measure what grouping buys.
     pub fn group_commit(mut self, on: bool) -> Self {
@@ -210,11 +213,11 @@ impl EngineBuilder {
     /// (unless read-only). An existing file that is empty or not a
     /// Leasehold database is refused, never initialized.
     pub fn open(self, path: impl AsRef<Path>) -> Result<Engine, Error> {
+        // A path that cannot be opened is said at once, not after compiling.
+        check_path(path.as_ref(), self.access)?;
         // Compiled before the file is opened: the file stays locked while
         // the engine lives, and other processes may be waiting for it.
         let compiled = self.compile()?;
-        // A path that cannot be opened is said at once, not after compiling.
-        check_path(path.as_ref(), self.access)?;
         let backend = RedbBackend::open(
             path.as_ref(),
             self.durability,
@@ -267,10 +270,10 @@ impl EngineBuilder {
                 retries: AtomicU64::new(0),
                 clock: self.clock.unwrap_or_else(|| Arc::new(SystemClock)),
                 hub: Hub::new(),
+                cache_dir: self.cache_dir,
             }),
         }
     }
-                cache_dir: self.cache_dir,
 }
 
 /// A Leasehold engine over one database. Cheap to clone; share it between
@@ -290,6 +293,7 @@ impl std::fmt::Debug for Engine {
 }
 
 impl Engine {
+    /// A builder with the embedded guest and default limits.
     pub fn builder() -> EngineBuilder {
         EngineBuilder::default()
     }
@@ -329,13 +333,20 @@ impl Engine {
                 retries: AtomicU64::new(0),
                 clock: s.clock.clone(),
                 hub: s.hub.clone(),
+                cache_dir: s.cache_dir.clone(),
             }),
         })
     }
 
-                cache_dir: s.cache_dir.clone(),
+    /// The limits every call of this engine runs under.
     pub fn limits(&self) -> &Limits {
         &self.shared.limits
+    }
+
+    /// Whether this engine's component was compiled by this process or
+    /// loaded from the compile cache (see [`EngineBuilder::compile_cache`]).
+    pub fn compiled_from(&self) -> CompiledFrom {
+        self.shared.compiled.from
     }
 
     /// The clock this engine records calls at (see
@@ -343,12 +354,6 @@ impl Engine {
     /// it: a sweeper's "now", say.
     pub fn clock(&self) -> Arc<dyn Clock> {
         self.shared.clock.clone()
-    /// Whether this engine's component was compiled by this process or
-    /// loaded from the compile cache (see [`EngineBuilder::compile_cache`]).
-    pub fn compiled_from(&self) -> CompiledFrom {
-        self.shared.compiled.from
-    }
-
     }
 
     /// Subscribes to `tenant`'s commits: woken after every call that
@@ -583,7 +588,6 @@ mod compiling {
         drop((t, engine));
         assert_eq!(std::fs::read(&path).expect("read"), before);
     }
-}
 
     /// What a short script of calls answers on a fresh tenant of `engine`,
     /// as text to compare.
@@ -692,3 +696,4 @@ mod compiling {
         );
         assert!(!cache.exists(), "the component was compiled first");
     }
+}

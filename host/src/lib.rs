@@ -22,6 +22,8 @@
 //! # Ok::<(), leasehold_host::Error>(())
 //! ```
 
+#![warn(missing_docs)]
+
 mod bindings;
 mod cache;
 mod call;

@@ -43,42 +43,65 @@ const LONGEST_PAUSE: Duration = Duration::from_millis(50);
 pub enum OpenError {
     /// Another process had the file open for the whole wait.
     #[error("the database {} is busy: {}", path.display(), busy_for(*waited))]
-    Busy { path: PathBuf, waited: Duration },
+    Busy {
+        /// The database file.
+        path: PathBuf,
+        /// How long the open waited.
+        waited: Duration,
+    },
     /// Nothing at the path, for an open that may not create one.
     #[error("there is no database at {}", path.display())]
-    Missing { path: PathBuf },
+    Missing {
+        /// The database file.
+        path: PathBuf,
+    },
     /// A zero-byte file: a truncated database or the wrong path, never a
     /// place to start a new one.
     #[error("{} is an empty file (0 bytes), not a database; it was left as it is", path.display())]
-    Empty { path: PathBuf },
+    Empty {
+        /// The database file.
+        path: PathBuf,
+    },
     /// The file does not begin as a redb database does.
     #[error("{} is not a database", path.display())]
     NotADatabase {
+        /// The database file.
         path: PathBuf,
+        /// Why.
         #[source]
         source: std::io::Error,
     },
     /// A redb database that lacks Leasehold's table: some other program's.
     #[error("{} is a redb database without Leasehold's table", path.display())]
-    NotLeasehold { path: PathBuf },
+    NotLeasehold {
+        /// The database file.
+        path: PathBuf,
+    },
     /// A writer stopped without closing the file. Opening it for writing
     /// repairs it; a read-only open may not.
     #[error(
         "{} was not closed cleanly; a read-only open cannot repair it, the next open for writing will",
         path.display()
     )]
-    NeedsRecovery { path: PathBuf },
+    NeedsRecovery {
+        /// The database file.
+        path: PathBuf,
+    },
     /// The file system refused: permissions, a missing folder, a directory.
     #[error("cannot open {}", path.display())]
     Io {
+        /// The database file.
         path: PathBuf,
+        /// Why.
         #[source]
         source: std::io::Error,
     },
     /// redb refused the file for another reason.
     #[error("cannot open {}", path.display())]
     Storage {
+        /// The database file.
         path: PathBuf,
+        /// Why.
         #[source]
         source: redb::Error,
     },
@@ -150,29 +173,6 @@ pub(crate) fn open(path: &Path, access: Access, lock_wait: Duration) -> Result<D
     }
 }
 
-/// A database that lives in memory.
-pub(crate) fn in_memory() -> Result<Db, StorageError> {
-    let db = redb::Database::builder()
-        .create_with_backend(redb::backends::InMemoryBackend::new())
-        .map_err(redb_error)?;
-    ensure_table(&db).map_err(redb_error)?;
-    Ok(Db::Write(db))
-}
-
-/// Repairs the database file at `path` if a writer stopped without closing
-/// it (killed, or the machine lost power), and answers whether it had to.
-/// Repairing is opening it for writing, which makes redb recover it, and
-/// closing it again: it needs write permission and the writer's lock, and
-/// waits up to `lock_wait` while another process has the file open. A file
-/// that was closed cleanly is left as it is.
-pub fn repair(path: &Path, lock_wait: Duration) -> Result<bool, OpenError> {
-    match open(path, Access::ReadOnly, lock_wait) {
-        Ok(db) => {
-            drop(db);
-            Ok(false)
-        }
-        Err(OpenError::NeedsRecovery { .. }) => {
-            drop(open(path, Access::Write, lock_wait)?);
 /// Refuses, before redb sees them, what an open of `path` must not touch:
 /// an empty file is what redb would otherwise initialize, and a missing one
 /// what it would create (unless the open may create it). Answers whether
@@ -197,6 +197,29 @@ pub(crate) fn check_path(path: &Path, access: Access) -> Result<bool, OpenError>
     }
 }
 
+/// A database that lives in memory.
+pub(crate) fn in_memory() -> Result<Db, StorageError> {
+    let db = redb::Database::builder()
+        .create_with_backend(redb::backends::InMemoryBackend::new())
+        .map_err(redb_error)?;
+    ensure_table(&db).map_err(redb_error)?;
+    Ok(Db::Write(db))
+}
+
+/// Repairs the database file at `path` if a writer stopped without closing
+/// it (killed, or the machine lost power), and answers whether it had to.
+/// Repairing is opening it for writing, which makes redb recover it, and
+/// closing it again: it needs write permission and the writer's lock, and
+/// waits up to `lock_wait` while another process has the file open. A file
+/// that was closed cleanly is left as it is.
+pub fn repair(path: &Path, lock_wait: Duration) -> Result<bool, OpenError> {
+    match open(path, Access::ReadOnly, lock_wait) {
+        Ok(db) => {
+            drop(db);
+            Ok(false)
+        }
+        Err(OpenError::NeedsRecovery { .. }) => {
+            drop(open(path, Access::Write, lock_wait)?);
             Ok(true)
         }
         Err(e) => Err(e),

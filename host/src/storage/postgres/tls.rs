@@ -27,14 +27,20 @@ use tokio_postgres::tls::{ChannelBinding, MakeTlsConnect, TlsConnect};
 /// libpq's `sslmode`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SslMode {
+    /// Never TLS.
     Disable,
+    /// TLS when the server offers it, the certificate unchecked.
     Prefer,
+    /// TLS always, the certificate unchecked.
     Require,
+    /// TLS always, the certificate signed by a trusted CA.
     VerifyCa,
+    /// As `VerifyCa`, and the certificate names the host connected to.
     VerifyFull,
 }
 
 impl SslMode {
+    /// The mode a libpq `sslmode` value names.
     pub fn parse(text: &str) -> Option<SslMode> {
         Some(match text {
             "disable" => SslMode::Disable,
@@ -46,6 +52,7 @@ impl SslMode {
         })
     }
 
+    /// The mode's libpq name.
     pub fn name(self) -> &'static str {
         match self {
             SslMode::Disable => "disable",
