@@ -17,6 +17,7 @@ pub type Alarm = Arc<dyn Fn() + Send + Sync>;
 
 /// Tells the time, in milliseconds since the Unix epoch.
 pub trait Clock: Send + Sync + 'static {
+    /// The time now.
     fn now(&self) -> Timestamp;
 
     /// Calls `alarm` whenever the clock is moved other than by time

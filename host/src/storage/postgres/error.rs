@@ -28,7 +28,10 @@ pub enum PgError {
     #[error(
         "the database holds Leasehold schema version {found:?}; this host knows version {SCHEMA_VERSION}"
     )]
-    Schema { found: Option<String> },
+    Schema {
+        /// The version the database holds, if it says.
+        found: Option<String>,
+    },
     /// The TLS handshake failed: the server refused TLS that `sslmode`
     /// requires, or its certificate is not trusted or names another host.
     #[error("TLS with PostgreSQL at {target} failed (sslmode={})", .mode.name())]

@@ -82,16 +82,25 @@ pub enum TlsError {
     /// `verify-ca` or `verify-full` with no CA to verify against.
     #[error("sslmode={} needs sslrootcert, the CA certificates to trust", .0.name())]
     NoRootCert(SslMode),
+    /// The `sslrootcert` file could not be read.
     #[error("cannot read sslrootcert {path:?}")]
     RootCertFile {
+        /// The file.
         path: PathBuf,
+        /// Why.
         #[source]
         source: rustls::pki_types::pem::Error,
     },
+    /// The `sslrootcert` file holds no certificate that can be used.
     #[error("sslrootcert {path:?} holds no usable CA certificate")]
-    RootCertEmpty { path: PathBuf },
+    RootCertEmpty {
+        /// The file.
+        path: PathBuf,
+    },
+    /// rustls refused the configuration.
     #[error("cannot set up TLS")]
     Rustls(#[source] rustls::Error),
+    /// The host cannot be named by a certificate.
     #[error("{0:?} is not a host name or address a certificate can name")]
     ServerName(String),
 }
