@@ -276,7 +276,7 @@ fn prune(dir: &Path) {
             ours.then_some((written, path))
         })
         .collect();
-    files.sort_by(|a, b| b.0.cmp(&a.0));
+    files.sort_by_key(|f| std::cmp::Reverse(f.0));
     for (_, old) in files.into_iter().skip(KEEP) {
         let _ = fs::remove_file(old);
     }
