@@ -1,10 +1,14 @@
 //! Compiles a component crate of this workspace for `wasm32-wasip2` from a
 //! build script, so `cargo build`, `cargo test` and `cargo run` on a fresh
-//! clone need no separate step.
+//! clone need no separate step; and [`layering`], the check each crate's
+//! tests run to keep its source files free of import circles. It depends on
+//! nothing, so any crate of the workspace (the guest included) can use it.
 //!
 //! The nested cargo gets its own target directory under `OUT_DIR` (sharing
 //! the outer one would deadlock on cargo's lock) and none of the outer
 //! build's flags or wrappers, which are meant for the native target.
+
+pub mod layering;
 
 use std::env;
 use std::path::{Path, PathBuf};

@@ -14,7 +14,7 @@ use alloc::collections::BTreeMap;
 use core::fmt;
 use core::ops::Bound;
 
-use crate::model::Timestamp;
+use crate::time::Timestamp;
 
 /// Why a storage operation failed.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -41,6 +41,7 @@ pub mod runs;
 pub mod schema;
 pub mod store;
 pub mod tasks;
+mod time;
 pub mod timers;
 pub mod validate;
 

@@ -10,8 +10,7 @@ use core::fmt;
 
 use serde::{Deserialize, Serialize};
 
-/// Milliseconds since the Unix epoch.
-pub type Timestamp = i64;
+pub use crate::time::Timestamp;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

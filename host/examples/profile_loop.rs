@@ -3,8 +3,8 @@
 //! which the benchmark, with its many engines and fresh files, cannot give.
 //!
 //! ```sh
-//! cargo build --release -p leasehold-host --example profile_loop
-//! LEASEHOLD_PERF_MAP=1 perf record -F 10000 target/release/examples/profile_loop queue reuse 30000
+//! cargo build --profile profiling -p leasehold-host --example profile_loop
+//! LEASEHOLD_PERF_MAP=1 perf record -F 10000 target/profiling/examples/profile_loop queue reuse 30000
 //! perf report --no-children --sort dso,sym
 //! ```
 //!

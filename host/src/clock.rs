@@ -17,6 +17,7 @@ pub type Alarm = Arc<dyn Fn() + Send + Sync>;
 
 /// Tells the time, in milliseconds since the Unix epoch.
 pub trait Clock: Send + Sync + 'static {
+    /// The time now.
     fn now(&self) -> Timestamp;
 
     /// Calls `alarm` whenever the clock is moved other than by time
@@ -55,6 +56,7 @@ impl std::fmt::Debug for ManualClock {
 }
 
 impl ManualClock {
+    /// A clock that reads `at` until set otherwise.
     pub fn new(at: Timestamp) -> ManualClock {
         ManualClock {
             at: AtomicI64::new(at),
@@ -62,6 +64,7 @@ impl ManualClock {
         }
     }
 
+    /// Makes the clock read `at` from now on.
     pub fn set(&self, at: Timestamp) {
         self.at.store(at, Ordering::SeqCst);
         self.ring();

@@ -1,9 +1,11 @@
 //! Compiling a component and pooling its instances: one compilation per
 //! process for the same bytes and pool sizes, shared by every engine built
-//! from them, with the clock that ends overlong calls. Nothing here knows a
-//! call, a tenant or a backend.
+//! from them, with the clock that ends overlong calls; across processes,
+//! the compile cache ([`crate::cache`]) when the engine has one. Nothing
+//! here knows a call, a tenant or a backend.
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
@@ -12,6 +14,7 @@ use wasmtime::component::{Component, ComponentExportIndex, HasSelf, InstancePre,
 use wasmtime::{Config, Enabled, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 use crate::bindings::{WorldPre, kv};
+use crate::cache::{self, CompiledFrom};
 use crate::config::Limits;
 use crate::ctx::CallCtx;
 use crate::error::Error;
@@ -46,6 +49,8 @@ pub(crate) struct Compiled {
     pub(crate) pre: InstancePre<CallCtx>,
     /// The export of every verb, by [`Verb::index`].
     pub(crate) exports: Vec<ComponentExportIndex>,
+    /// Whether this process compiled it or loaded it from the cache.
+    pub(crate) from: CompiledFrom,
 }
 
 /// What makes two compilations interchangeable: the bytes (by SHA-256, which
@@ -54,8 +59,12 @@ type CacheKey = ([u8; 32], usize, u32);
 
 /// Compiling takes far longer than everything else an engine does. The cache
 /// holds no component alive: an entry whose engines are all gone is dead and
-/// is compiled again when next asked for.
-pub(crate) fn compiled(bytes: &[u8], limits: &Limits) -> Result<Arc<Compiled>, Error> {
+/// is compiled again (or loaded from `cache_dir`) when next asked for.
+pub(crate) fn compiled(
+    bytes: &[u8],
+    limits: &Limits,
+    cache_dir: Option<&Path>,
+) -> Result<Arc<Compiled>, Error> {
     static CACHE: OnceLock<Mutex<HashMap<CacheKey, Weak<Compiled>>>> = OnceLock::new();
     let key: CacheKey = (
         Sha256::digest(bytes).into(),
@@ -68,13 +77,13 @@ pub(crate) fn compiled(bytes: &[u8], limits: &Limits) -> Result<Arc<Compiled>, E
     if let Some(c) = cache.get(&key).and_then(Weak::upgrade) {
         return Ok(c);
     }
-    let c = Arc::new(compile(bytes, limits)?);
+    let c = Arc::new(compile(bytes, limits, cache_dir)?);
     cache.insert(key, Arc::downgrade(&c));
     Ok(c)
 }
 
-fn compile(bytes: &[u8], limits: &Limits) -> Result<Compiled, Error> {
-    let setup = |what: &str, e: wasmtime::Error| Error::setup_from(what, e);
+/// The wasmtime engine a component is compiled for and run on.
+pub(crate) fn wasm_engine(limits: &Limits) -> Result<wasmtime::Engine, Error> {
     let mut pool = PoolingAllocationConfig::new();
     pool.total_component_instances(limits.concurrent_calls)
         .total_core_instances(limits.concurrent_calls * 8)
@@ -99,9 +108,14 @@ fn compile(bytes: &[u8], limits: &Limits) -> Result<Compiled, Error> {
         .wasm_component_model(true)
         .epoch_interruption(true)
         .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
-    let wasm = wasmtime::Engine::new(&config).map_err(|e| setup("wasmtime", e))?;
-    let component =
-        Component::new(&wasm, bytes).map_err(|e| setup("the component does not compile", e))?;
+    wasmtime::Engine::new(&config).map_err(|e| Error::setup_from("wasmtime", e))
+}
+
+fn compile(bytes: &[u8], limits: &Limits, cache_dir: Option<&Path>) -> Result<Compiled, Error> {
+    let setup = |what: &str, e: wasmtime::Error| Error::setup_from(what, e);
+    let wasm = wasm_engine(limits)?;
+    let (component, from) = cache::component(&wasm, bytes, cache_dir)
+        .map_err(|e| setup("the component does not compile", e))?;
     let mut linker = Linker::<CallCtx>::new(&wasm);
     wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(|e| setup("linking WASI", e))?;
     kv::add_to_linker::<CallCtx, HasSelf<KvView>>(&mut linker, |c| &mut c.kv)
@@ -136,6 +150,7 @@ fn compile(bytes: &[u8], limits: &Limits) -> Result<Compiled, Error> {
         wasm,
         pre: instance_pre,
         exports,
+        from,
     })
 }
 

@@ -5,11 +5,12 @@
 //! reach a backend except through the storage trait, so that a backend of
 //! someone else's is served exactly as the shipped ones are.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use crate::cache::CompiledFrom;
 use crate::clock::{Clock, SystemClock};
 use crate::compiled::{Compiled, compiled};
 use crate::config::{Durability, Limits, Reuse};
@@ -18,7 +19,7 @@ use crate::keep::{InstanceStats, Keeper};
 use crate::runtime::Shared;
 use crate::storage::backend::Backend;
 use crate::storage::commit::CommitStats;
-use crate::storage::file::Access;
+use crate::storage::file::{Access, check_path};
 use crate::storage::postgres::{DEFAULT_POOL_SIZE, PgBackend, is_url};
 use crate::storage::redb::{GroupCommit, RedbBackend};
 use crate::storage::tenant_name::check_tenant;
@@ -41,6 +42,7 @@ pub struct EngineBuilder {
     pool_size: Option<usize>,
     reuse: Option<Reuse>,
     clock: Option<Arc<dyn Clock>>,
+    cache_dir: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for EngineBuilder {
@@ -51,16 +53,20 @@ impl std::fmt::Debug for EngineBuilder {
             .field("access", &self.access)
             .field("reuse", &self.reuse)
             .field("own_clock", &self.clock.is_some())
+            .field("cache_dir", &self.cache_dir)
             .finish_non_exhaustive()
     }
 }
 
 impl EngineBuilder {
+    /// The sandbox's limits (default: [`Limits::default`]).
     pub fn limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
         self
     }
 
+    /// How hard a redb commit presses data to disk (default:
+    /// [`Durability::Immediate`]).
     pub fn durability(mut self, durability: Durability) -> Self {
         self.durability = durability;
         self
@@ -80,6 +86,25 @@ impl EngineBuilder {
     /// component that implements the `leasehold:engine/engine` world.
     pub fn component(mut self, bytes: impl Into<Arc<[u8]>>) -> Self {
         self.component = Some(bytes.into());
+        self
+    }
+
+    /// Keeps the compiled component in `dir` (made, for this user alone, if
+    /// it does not exist), and loads it from there when the same component
+    /// was compiled before by an engine configured the same way, instead of
+    /// compiling it again: the difference between a process that starts in
+    /// milliseconds and one that first spends a second or more compiling.
+    /// Off by default; the `leasehold` command keeps its cache in
+    /// [`default_cache_dir`](crate::default_cache_dir).
+    ///
+    /// A file is used only when it is whole (its digest matches), was
+    /// written for these very bytes and this engine's configuration, and
+    /// the directory and file are this user's alone; anything else, and any
+    /// failure to read or write the directory, is logged (`tracing`) and the
+    /// component is compiled as without a cache. [`Engine::compiled_from`]
+    /// says which happened.
+    pub fn compile_cache(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.cache_dir = Some(dir.into());
         self
     }
 
@@ -188,6 +213,8 @@ impl EngineBuilder {
     /// (unless read-only). An existing file that is empty or not a
     /// Leasehold database is refused, never initialized.
     pub fn open(self, path: impl AsRef<Path>) -> Result<Engine, Error> {
+        // A path that cannot be opened is said at once, not after compiling.
+        check_path(path.as_ref(), self.access)?;
         // Compiled before the file is opened: the file stays locked while
         // the engine lives, and other processes may be waiting for it.
         let compiled = self.compile()?;
@@ -229,7 +256,7 @@ impl EngineBuilder {
             .component
             .clone()
             .unwrap_or_else(|| Arc::from(GUEST_COMPONENT));
-        compiled(&bytes, &self.limits)
+        compiled(&bytes, &self.limits, self.cache_dir.as_deref())
     }
 
     fn build(self, compiled: Arc<Compiled>, backend: Arc<dyn Backend>) -> Engine {
@@ -243,6 +270,7 @@ impl EngineBuilder {
                 retries: AtomicU64::new(0),
                 clock: self.clock.unwrap_or_else(|| Arc::new(SystemClock)),
                 hub: Hub::new(),
+                cache_dir: self.cache_dir,
             }),
         }
     }
@@ -265,6 +293,7 @@ impl std::fmt::Debug for Engine {
 }
 
 impl Engine {
+    /// A builder with the embedded guest and default limits.
     pub fn builder() -> EngineBuilder {
         EngineBuilder::default()
     }
@@ -293,7 +322,7 @@ impl Engine {
     /// real rules. Both see the same tenants' keys.
     pub fn with_component(&self, bytes: impl Into<Arc<[u8]>>) -> Result<Engine, Error> {
         let s = &self.shared;
-        let compiled = compiled(&bytes.into(), &s.limits)?;
+        let compiled = compiled(&bytes.into(), &s.limits, s.cache_dir.as_deref())?;
         Ok(Engine {
             shared: Arc::new(Shared {
                 compiled,
@@ -304,12 +333,20 @@ impl Engine {
                 retries: AtomicU64::new(0),
                 clock: s.clock.clone(),
                 hub: s.hub.clone(),
+                cache_dir: s.cache_dir.clone(),
             }),
         })
     }
 
+    /// The limits every call of this engine runs under.
     pub fn limits(&self) -> &Limits {
         &self.shared.limits
+    }
+
+    /// Whether this engine's component was compiled by this process or
+    /// loaded from the compile cache (see [`EngineBuilder::compile_cache`]).
+    pub fn compiled_from(&self) -> CompiledFrom {
+        self.shared.compiled.from
     }
 
     /// The clock this engine records calls at (see
@@ -382,7 +419,7 @@ mod tests {
     use super::*;
     use crate::storage::backend::{Mode, Txn};
     use crate::storage::error::StorageError;
-    use leasehold_guest::model::{OnExpiry, Priority, Task, TaskState};
+    use crate::testing::task;
     use leasehold_guest::schema;
 
     /// redb that says other processes write it too, as a database server's
@@ -401,26 +438,6 @@ mod tests {
 
         fn concurrent_writers(&self) -> bool {
             true
-        }
-    }
-
-    fn task(id: &str) -> Task {
-        Task {
-            id: id.to_owned(),
-            run: "r".to_owned(),
-            case: None,
-            kind: "k".to_owned(),
-            justification: "{}".to_owned(),
-            candidate_roles: Vec::new(),
-            assignee: None,
-            lease_until: None,
-            priority: Priority::Normal,
-            state: TaskState::Open,
-            on_expiry: OnExpiry::Deny,
-            escalate_to: Vec::new(),
-            excluded_actors: Vec::new(),
-            created_at: 1,
-            due_at: None,
         }
     }
 
@@ -462,7 +479,8 @@ mod tests {
 mod compiling {
     use super::*;
     use crate::compiled::TICK;
-    use crate::testing::ENGINE_TESTS;
+    use crate::testing::{ENGINE_TESTS, task};
+    use leasehold_guest::model::QueueQuery;
     use std::time::Instant;
 
     /// Threads of this process that run a deadline clock.
@@ -569,5 +587,113 @@ mod compiling {
         );
         drop((t, engine));
         assert_eq!(std::fs::read(&path).expect("read"), before);
+    }
+
+    /// What a short script of calls answers on a fresh tenant of `engine`,
+    /// as text to compare.
+    fn answers(engine: &Engine) -> String {
+        let t = engine.tenant("acme").expect("tenant");
+        let mut out = Vec::new();
+        for id in ["a", "b", "c"] {
+            out.push(format!("{:?}", t.open(&task(id))));
+        }
+        out.push(format!("{:?}", t.claim("b", "alice", &[], None)));
+        out.push(format!("{:?}", t.claim("b", "bob", &[], None)));
+        let query = QueueQuery {
+            roles: Vec::new(),
+            actor: Some("bob".into()),
+            limit: 10,
+            after: None,
+        };
+        out.push(format!("{:?}", t.queue(&query)));
+        out.push(format!("{:?}", t.open_count()));
+        out.push(format!("{:?}", t.check()));
+        out.join("\n")
+    }
+
+    #[test]
+    fn a_component_from_the_compile_cache_answers_as_a_compiled_one() {
+        let _one_at_a_time = ENGINE_TESTS.lock().unwrap_or_else(|p| p.into_inner());
+        let dir = tempfile::tempdir().expect("temp dir");
+        let cache = dir.path().join("cache");
+        // Sizes no other test uses: no engine elsewhere in this process holds
+        // this compilation, so each build below compiles or loads afresh.
+        let limits = Limits {
+            memory_bytes: 40 << 20,
+            concurrent_calls: 2,
+            ..Limits::default()
+        };
+        let build = || {
+            Engine::builder()
+                .limits(limits)
+                .compile_cache(&cache)
+                .in_memory()
+                .expect("engine")
+        };
+        let first = build();
+        assert_eq!(first.compiled_from(), CompiledFrom::Compiler);
+        let compiled = answers(&first);
+        assert!(compiled.contains("alice"), "{compiled}");
+        drop(first);
+
+        let second = build();
+        assert_eq!(second.compiled_from(), CompiledFrom::Cache);
+        assert_eq!(answers(&second), compiled);
+        drop(second);
+
+        // A damaged file is compiled around, and replaced.
+        let files: Vec<_> = std::fs::read_dir(&cache)
+            .expect("the cache")
+            .map(|e| e.expect("an entry").path())
+            .collect();
+        assert_eq!(files.len(), 1, "{files:?}");
+        let mut bytes = std::fs::read(&files[0]).expect("read");
+        let middle = bytes.len() / 2;
+        bytes[middle] ^= 0x55;
+        std::fs::write(&files[0], bytes).expect("write");
+        let third = build();
+        assert_eq!(third.compiled_from(), CompiledFrom::Compiler);
+        assert_eq!(answers(&third), compiled);
+        drop(third);
+        assert_eq!(build().compiled_from(), CompiledFrom::Cache);
+    }
+
+    /// A path a read-only open cannot use is refused before the component
+    /// is compiled: nothing reaches the compile cache.
+    #[test]
+    fn a_wrong_path_is_refused_before_compiling() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let cache = dir.path().join("cache");
+        let empty = dir.path().join("empty.redb");
+        std::fs::write(&empty, b"").expect("write");
+        let limits = Limits {
+            memory_bytes: 36 << 20,
+            concurrent_calls: 2,
+            ..Limits::default()
+        };
+        let open = |path: &Path| {
+            Engine::builder()
+                .limits(limits)
+                .compile_cache(&cache)
+                .read_only()
+                .open(path)
+        };
+        let r = open(&dir.path().join("missing.redb"));
+        assert!(
+            matches!(
+                r,
+                Err(Error::Open(crate::storage::file::OpenError::Missing { .. }))
+            ),
+            "{r:?}"
+        );
+        let r = open(&empty);
+        assert!(
+            matches!(
+                r,
+                Err(Error::Open(crate::storage::file::OpenError::Empty { .. }))
+            ),
+            "{r:?}"
+        );
+        assert!(!cache.exists(), "the component was compiled first");
     }
 }

@@ -22,11 +22,17 @@ use crate::storage::tenant_name::InvalidTenant;
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Refusal {
+    /// No task has this id.
     NotFound(String),
+    /// This actor is among the task's excluded actors.
     Excluded(String),
+    /// This actor has none of the task's candidate roles.
     WrongRole(String),
+    /// The task is no longer pending: it is in this state.
     NotPending(TaskState),
+    /// Another actor, this one, holds the task.
     AlreadyClaimed(String),
+    /// This actor does not hold the task.
     NotHeld(String),
 }
 
@@ -56,32 +62,80 @@ impl std::error::Error for Refusal {}
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum SandboxError {
+    /// The call ran past its deadline ([`Limits::deadline`](crate::Limits::deadline)).
     #[error("the call ran past its deadline of {0:?}")]
     Deadline(Duration),
+    /// The guest's linear memory would have grown past the cap.
     #[error("the guest asked for more than its memory cap of {cap} bytes")]
-    Memory { cap: usize },
+    Memory {
+        /// The cap, in bytes.
+        cap: usize,
+    },
+    /// The guest used a key longer than the cap.
     #[error("the guest used a key of {size} bytes; the cap is {cap}")]
-    KeySize { size: usize, cap: usize },
+    KeySize {
+        /// The key's length, in bytes.
+        size: usize,
+        /// The cap, in bytes.
+        cap: usize,
+    },
+    /// The guest wrote a value larger than the cap.
     #[error("the guest wrote a value of {size} bytes; the cap is {cap}")]
-    ValueSize { size: usize, cap: usize },
+    ValueSize {
+        /// The value's length, in bytes.
+        size: usize,
+        /// The cap, in bytes.
+        cap: usize,
+    },
+    /// One scan asked for more entries than the cap.
     #[error("the guest asked one scan for {asked} entries; the cap is {cap}")]
-    ScanLength { asked: u32, cap: u32 },
+    ScanLength {
+        /// The entries asked for.
+        asked: u32,
+        /// The cap.
+        cap: u32,
+    },
+    /// One `get-many` asked for more keys than the cap.
     #[error("the guest asked one get-many for {asked} keys; the cap is {cap}")]
-    GetManyLength { asked: usize, cap: u32 },
+    GetManyLength {
+        /// The keys asked for.
+        asked: usize,
+        /// The cap.
+        cap: u32,
+    },
+    /// One scan would have handed the guest more bytes than its budget.
     #[error("one scan read more than its budget of {cap} bytes")]
-    ScanBytes { cap: usize },
+    ScanBytes {
+        /// The budget, in bytes.
+        cap: usize,
+    },
+    /// The call's reads together would have passed their budget.
     #[error("the call read more than its budget of {cap} bytes")]
-    ReadBytes { cap: usize },
+    ReadBytes {
+        /// The budget, in bytes.
+        cap: usize,
+    },
+    /// The call's writes came to more than their budget.
     #[error("the call's writes came to {size} bytes; the budget is {cap}")]
-    WriteBytes { size: usize, cap: usize },
+    WriteBytes {
+        /// The bytes the writes came to.
+        size: usize,
+        /// The budget, in bytes.
+        cap: usize,
+    },
+    /// The guest staged a second batch of writes in one call.
     #[error("the guest staged a second batch of writes in one call")]
     SecondBatch,
+    /// The guest staged writes in a call of a reading verb.
     #[error("the guest staged writes in a read-only call")]
     WriteInReadCall,
+    /// The guest trapped, for this reason.
     #[error("the guest trapped: {0}")]
     Trap(String),
+    /// The guest answered something the contract rules out.
     #[error("the guest answered something the contract rules out: {0}")]
     Malformed(String),
+    /// Every instance slot of the pool was in use.
     #[error("no instance slot is free ({0}); too many calls at once")]
     Busy(String),
 }
@@ -137,7 +191,9 @@ pub enum Error {
     /// `attempts`, each run afresh. Nothing was done; try again.
     #[error("the call conflicted with concurrent calls on each of its {attempts} attempts")]
     Conflict {
+        /// How many times the call was run.
         attempts: u32,
+        /// The last attempt's failure.
         #[source]
         source: BoxError,
     },
@@ -146,6 +202,7 @@ pub enum Error {
     /// is idempotent or a compare-and-set.
     #[error("the outcome of the call's commit is unknown: {source}")]
     OutcomeUnknown {
+        /// What became of the connection.
         #[source]
         source: BoxError,
     },
@@ -161,16 +218,26 @@ pub enum Error {
     DeadlinePassed,
     /// A writing verb was called on an engine opened read-only.
     #[error("the database is open read-only, and {verb} writes")]
-    ReadOnly { verb: &'static str },
+    ReadOnly {
+        /// The writing verb that was called.
+        verb: &'static str,
+    },
     /// A tenant name that cannot be used.
     #[error("invalid tenant name {name:?}: {why}")]
-    Tenant { name: String, why: &'static str },
+    Tenant {
+        /// The name as given.
+        name: String,
+        /// What is wrong with it.
+        why: &'static str,
+    },
     /// The engine could not be set up: the component does not load or does
     /// not implement the world. `source` is wasmtime's reason, where it gave
     /// one.
     #[error("setup: {what}")]
     Setup {
+        /// What could not be set up.
         what: String,
+        /// The underlying error, where there was one.
         #[source]
         source: Option<BoxError>,
     },

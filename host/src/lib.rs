@@ -22,7 +22,10 @@
 //! # Ok::<(), leasehold_host::Error>(())
 //! ```
 
+#![warn(missing_docs)]
+
 mod bindings;
+mod cache;
 mod call;
 mod clock;
 mod compiled;
@@ -47,6 +50,7 @@ mod verbs;
 mod view;
 mod watch;
 
+pub use cache::{CompiledFrom, default_cache_dir};
 pub use clock::{Alarm, Clock, ManualClock, SystemClock};
 pub use config::{Durability, Limits, Reuse};
 pub use engine::{Engine, EngineBuilder, GUEST_COMPONENT};

@@ -34,6 +34,7 @@ impl std::fmt::Debug for NativeEngine {
 }
 
 impl NativeEngine {
+    /// Opens (or creates) a redb database file, as [`Engine::open`](crate::Engine::open) does.
     pub fn open(path: impl AsRef<Path>, durability: Durability) -> Result<Self, Error> {
         Ok(NativeEngine {
             backend: Arc::new(RedbBackend::open(
@@ -46,6 +47,7 @@ impl NativeEngine {
         })
     }
 
+    /// A handle on one tenant, as [`Engine::tenant`](crate::Engine::tenant).
     pub fn tenant(&self, name: &str) -> Result<NativeTenant, Error> {
         check_tenant(name)?;
         Ok(NativeTenant {

@@ -6,6 +6,7 @@
 //! never hold a call's state, so that engines and tenants are cheap to
 //! clone and share between threads.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
@@ -29,4 +30,8 @@ pub(crate) struct Shared {
     pub(crate) clock: Arc<dyn Clock>,
     /// Who waits for commits.
     pub(crate) hub: Arc<Hub>,
+    /// Where compiled components are kept, for [`Engine::with_component`].
+    ///
+    /// [`Engine::with_component`]: crate::Engine::with_component
+    pub(crate) cache_dir: Option<PathBuf>,
 }

@@ -45,6 +45,7 @@ use crate::error::Error;
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct SweepReport {
+    /// The tenant swept.
     pub tenant: String,
     /// The instant the sweep ran at, by the sweeper's clock.
     pub now: Timestamp,
@@ -68,14 +69,19 @@ pub struct SweepReport {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SweeperError {
+    /// A tenant it was given cannot be swept: its name is invalid, say.
     #[error("the sweeper cannot keep time for tenant {name:?}")]
     Tenant {
+        /// The tenant's name.
         name: String,
+        /// Why.
         #[source]
         source: Box<Error>,
     },
+    /// Its thread could not be started.
     #[error("could not start the sweeper's thread")]
     Thread(#[source] std::io::Error),
+    /// The tenants in storage could not be listed.
     #[error("the sweeper could not list the tenants in storage")]
     List(#[source] Box<Error>),
 }
@@ -89,7 +95,9 @@ pub type OnSweep = Arc<dyn Fn(&SweepReport) + Send + Sync>;
 /// are trimmed (see `Tenant::trim`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Retention {
+    /// Entries older than this are trimmed.
     pub max_age: Option<Duration>,
+    /// Entries beyond the newest this many are trimmed.
     pub keep: Option<u64>,
 }
 
@@ -163,11 +171,15 @@ pub struct SweeperStats {
     pub sweeps: u64,
     /// Times a tenant's instants were read.
     pub reads: u64,
+    /// Lapsed leases returned to the queue.
     pub reclaimed: u64,
+    /// Overdue tasks escalated.
     pub escalated: u64,
+    /// Overdue tasks settled `expired`.
     pub expired: u64,
     /// Feed entries trimmed by the retention.
     pub trimmed: u64,
+    /// Sweeps that stopped short on an error.
     pub errors: u64,
     /// Entries in its schedule now: tenants waiting for an instant, and
     /// tenants in the line of due ones; at most one for each tenant.

@@ -166,6 +166,7 @@ impl Tenant {
         call(&self.shared, &self.name, self.until, verb, f, check)
     }
 
+    /// The tenant this handle is scoped to.
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -180,6 +181,7 @@ impl Tenant {
         )
     }
 
+    /// Task `id`, if there is one.
     pub fn get(&self, id: &str) -> Result<Option<Task>, Error> {
         self.call(
             Verb::Get,
@@ -206,6 +208,8 @@ impl Tenant {
         )
     }
 
+    /// Returns a task `actor` holds to the queue (`escalated` if it ever
+    /// was, else `open`); anyone else is refused with `not-held`.
     pub fn release(&self, id: &str, actor: &str) -> Result<(), Error> {
         self.call(Verb::Release, |x, s| x.call(s, (id, actor)), claim::<()>)
     }
@@ -338,6 +342,8 @@ impl Tenant {
         )
     }
 
+    /// Withdraws each pending task of `run` among `awaited`, ignoring the
+    /// rest; answers how many moved.
     pub fn withdraw_run(&self, run: &str, awaited: &[&str]) -> Result<u32, Error> {
         let awaited = strings(awaited);
         self.call(
@@ -356,6 +362,9 @@ impl Tenant {
         )
     }
 
+    /// Escalates a pending task: `escalated`, its holder and lease cleared,
+    /// `escalate_to` added to its candidate roles. A settled task is
+    /// answered as it stands.
     pub fn escalate(&self, id: &str) -> Result<Task, Error> {
         self.call(
             Verb::Escalate,
@@ -364,6 +373,8 @@ impl Tenant {
         )
     }
 
+    /// One page of the queued tasks the caller is eligible for, urgent
+    /// first, then oldest, then by id.
     pub fn queue(&self, query: &QueueQuery) -> Result<Page, Error> {
         let q = wit_query(query);
         self.call(
@@ -373,6 +384,7 @@ impl Tenant {
         )
     }
 
+    /// One page of every task of `case`, in any state, oldest first.
     pub fn for_case(&self, case: &str, limit: u32, after: Option<&str>) -> Result<Page, Error> {
         self.call(
             Verb::ForCase,
@@ -400,6 +412,8 @@ impl Tenant {
         )
     }
 
+    /// Tasks due at or before `now` that still await expiry, earliest due
+    /// first, at most `limit`.
     pub fn overdue(&self, now: Timestamp, limit: u32) -> Result<Vec<Task>, Error> {
         self.call(
             Verb::Overdue,
@@ -411,6 +425,8 @@ impl Tenant {
         )
     }
 
+    /// Arms a timer; the first arming of a `(run, effect)` wins, and a
+    /// sealed run gets none.
     pub fn arm(&self, timer: &Timer) -> Result<ArmOutcome, Error> {
         let t = wit::Timer::from(timer.clone());
         self.call(
@@ -451,10 +467,12 @@ impl Tenant {
         )
     }
 
+    /// Retires one timer; answers whether it existed.
     pub fn disarm(&self, run: &str, effect: &str) -> Result<bool, Error> {
         self.call(Verb::Disarm, |x, s| x.call(s, (run, effect)), store::<bool>)
     }
 
+    /// Retires every timer of `run`; answers how many.
     pub fn disarm_run(&self, run: &str) -> Result<u32, Error> {
         self.call(Verb::DisarmRun, |x, s| x.call(s, (run,)), store::<u32>)
     }
@@ -464,6 +482,8 @@ impl Tenant {
         self.call(Verb::PendingCount, |x, s| x.call(s, ()), store::<u64>)
     }
 
+    /// The earliest instant an armed timer becomes claimable (its fire
+    /// time, or its lease end while held).
     pub fn next_due(&self) -> Result<Option<Timestamp>, Error> {
         self.call(
             Verb::NextDue,
@@ -472,6 +492,8 @@ impl Tenant {
         )
     }
 
+    /// Seals `run`: retires its timers and withdraws its pending tasks among
+    /// `awaited`, in one transaction.
     pub fn seal(&self, run: &str, awaited: &[&str]) -> Result<SealOutcome, Error> {
         let awaited = strings(awaited);
         self.call(
@@ -481,6 +503,7 @@ impl Tenant {
         )
     }
 
+    /// Whether `run` is sealed.
     pub fn is_sealed(&self, run: &str) -> Result<bool, Error> {
         self.call(Verb::IsSealed, |x, s| x.call(s, (run,)), store::<bool>)
     }

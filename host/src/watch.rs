@@ -23,6 +23,7 @@ use crate::storage::backend::{Backend, Heard};
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Changed {
+    /// The tenants that committed.
     pub tenants: Vec<Arc<str>>,
     /// Commits may have gone unheard (the backend lost its way of hearing
     /// other processes, and found it again): any tenant may have changed.

@@ -7,7 +7,8 @@
 //!
 //! The files below split the store by what it keeps: task rows, timer rows,
 //! run seals, counters, the layout mark and the change record, over the row
-//! codec, batched reads and range walks they share. This file only names them and re-exports what
+//! codec, batched reads and range walks they share, and the row types
+//! (`rows`) that the row files and the change record both speak of. This file only names them and re-exports what
 //! the domain modules use, so their paths stay `store::…`. It decides
 //! nothing, and the files below import from one another, never from here;
 //! only the tests use the store through it, as its callers do.
@@ -18,6 +19,7 @@ mod counters;
 mod layout;
 mod ranges;
 mod record;
+mod rows;
 mod runs;
 mod tasks;
 mod timers;
@@ -40,10 +42,9 @@ pub use record::{
     Cause, FeedRow, HistoryRow, Position, TaskLog, decode_feed_row, decode_history,
     decode_position, decode_seq, decode_task_log, load_task_log,
 };
+pub use rows::{TaskRow, TimerRow};
 pub use runs::is_sealed;
 pub use tasks::{
-    Along, TaskRow, decode_task, indexed_rows, indexed_tasks, load_task, prefetch_task, write_task,
+    Along, decode_task, indexed_rows, indexed_tasks, load_task, prefetch_task, write_task,
 };
-pub use timers::{
-    TimerRow, decode_timer, load_timer, load_timers, remove_timer, retire_timer, write_timer,
-};
+pub use timers::{decode_timer, load_timer, load_timers, remove_timer, retire_timer, write_timer};

@@ -23,8 +23,7 @@ use crate::schema::{self, Shards};
 
 use super::codec::{RowError, corrupt, decode_row, encode_row};
 use super::layout::{feed_slot_of, shards};
-use super::tasks::TaskRow;
-use super::timers::TimerRow;
+use super::rows::{TaskRow, TimerRow};
 
 /// Where an entry sits in the feed: its writer slot and its sequence number
 /// in that slot. Within a slot, a higher number committed later.

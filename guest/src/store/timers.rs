@@ -10,36 +10,15 @@
 #[allow(unused_imports)]
 use crate::prelude::*;
 
-use serde::{Deserialize, Serialize};
-
-use crate::keys::Key;
 use crate::kv::Kv;
-use crate::model::{StoreError, Timer, TimerEvent, Timestamp};
+use crate::model::{StoreError, TimerEvent};
 use crate::schema;
 
 use super::codec::{RowError, corrupt, decode_row, encode_row};
 use super::counters::{add_to_counter, timer_shard};
 use super::layout::shards;
 use super::record::record_timer;
-
-/// A stored timer and its lease, stored like [`TaskRow`](super::tasks::TaskRow).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TimerRow {
-    pub timer: Timer,
-    /// Held by a sweeper until this instant.
-    pub lease_until: Option<Timestamp>,
-}
-
-impl TimerRow {
-    /// The instant from which a sweep may claim this timer.
-    pub fn claimable_at(&self) -> Timestamp {
-        self.lease_until.unwrap_or(self.timer.fire_at)
-    }
-
-    pub fn due_key(&self) -> Key {
-        schema::due_entry(self.claimable_at(), &self.timer.run, &self.timer.effect)
-    }
-}
+use super::rows::TimerRow;
 
 pub fn load_timer<K: Kv + ?Sized>(
     kv: &mut K,

@@ -1092,6 +1092,48 @@ fn a_reading_command_on_a_missing_database_says_so_and_creates_nothing() {
     s.run(&["stats"]).assert().success();
 }
 
+/// A wrong path is said before the component is compiled, which would
+/// take a second or more: nothing reaches a fresh compile cache. A command
+/// with work to do keeps its compilation there, and `--no-cache` keeps
+/// nothing.
+#[test]
+fn a_missing_database_is_reported_before_compiling_anything() {
+    let s = scratch();
+    let cache = s.dir.path().join("cache");
+    let cached = |cmd: &mut Command| {
+        cmd.env("LEASEHOLD_CACHE_DIR", &cache);
+    };
+    let mut stats = s.run(&["stats"]);
+    cached(&mut stats);
+    stats
+        .assert()
+        .code(2)
+        .stderr(contains("no database at").and(no_panic()));
+    assert!(!cache.exists(), "the component was compiled first");
+
+    let mut open = s.run(&["task", "open", "--no-cache"]);
+    cached(&mut open);
+    open.write_stdin(APPROVAL).assert().success();
+    assert!(!cache.exists(), "--no-cache kept a compilation");
+
+    let mut stats = s.run(&["stats"]);
+    cached(&mut stats);
+    stats
+        .assert()
+        .success()
+        .stdout(contains("pending tasks   1"));
+    let kept: Vec<_> = std::fs::read_dir(&cache)
+        .expect("the cache")
+        .map(|e| e.expect("an entry").path())
+        .collect();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    s.run(&["stats", "--cache-dir"])
+        .arg(&cache)
+        .assert()
+        .success()
+        .stdout(contains("pending tasks   1"));
+}
+
 #[test]
 fn the_database_comes_from_leasehold_db_when_db_is_not_given() {
     let s = scratch();

@@ -28,6 +28,7 @@ pub enum Scope {
 }
 
 impl Scope {
+    /// The scope a name (`reviewer`, `service`, `operator`) means.
     pub fn parse(s: &str) -> Option<Scope> {
         match s {
             "reviewer" => Some(Scope::Reviewer),
@@ -37,6 +38,7 @@ impl Scope {
         }
     }
 
+    /// The scope's name, as [`parse`](Self::parse) reads it.
     pub fn as_str(self) -> &'static str {
         match self {
             Scope::Reviewer => "reviewer",
@@ -61,9 +63,13 @@ impl fmt::Display for Scope {
 /// The caller of one request, as its credential says.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Principal {
+    /// The one tenant every call of the request is scoped to.
     pub tenant: String,
+    /// Who the caller acts as.
     pub actor: String,
+    /// The caller's roles, for claims and queues.
     pub roles: Vec<String>,
+    /// What the caller may do.
     pub scope: Scope,
 }
 
@@ -71,12 +77,16 @@ pub struct Principal {
 /// logged, and told to the client only in general terms.
 #[derive(Debug, thiserror::Error)]
 pub enum AuthError {
+    /// The request has no `Authorization` header.
     #[error("no bearer credential")]
     Missing,
+    /// The header is not a bearer credential.
     #[error("the Authorization header is not `Bearer <token>`")]
     NotBearer,
+    /// No token of the token file, and not a JWT.
     #[error("unknown token")]
     Unknown,
+    /// A JWT that does not verify, for this reason.
     #[error("the token is not a valid JWT for this service: {0}")]
     Jwt(String),
 }
@@ -84,14 +94,23 @@ pub enum AuthError {
 /// Why the token file could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum TokenFileError {
+    /// The file could not be read.
     #[error("cannot read the token file {path}: {source}")]
     Read {
+        /// The token file.
         path: String,
+        /// Why.
         #[source]
         source: std::io::Error,
     },
+    /// A line of the file is not a token line.
     #[error("token file line {line}: {why}")]
-    Line { line: usize, why: String },
+    Line {
+        /// The line's number, from 1.
+        line: usize,
+        /// What is wrong with it.
+        why: String,
+    },
 }
 
 /// The prefix of every token `token new` makes, so a leaked one is easy to
@@ -145,6 +164,8 @@ impl TokenTable {
         self.by_hash.values().map(|p| p.tenant.clone()).collect()
     }
 
+    /// Reads a token file: one `HASH TENANT ACTOR ROLES SCOPE` line per
+    /// token (see [`token_line`]), `#` comments and blank lines skipped.
     pub fn load(path: &Path) -> Result<TokenTable, TokenFileError> {
         let text = std::fs::read_to_string(path).map_err(|source| TokenFileError::Read {
             path: path.display().to_string(),
@@ -153,6 +174,7 @@ impl TokenTable {
         TokenTable::parse(&text)
     }
 
+    /// Parses a token file's text, as [`load`](Self::load) does.
     pub fn parse(text: &str) -> Result<TokenTable, TokenFileError> {
         let mut table = TokenTable::default();
         for (i, raw) in text.lines().enumerate() {
@@ -169,14 +191,17 @@ impl TokenTable {
         Ok(table)
     }
 
+    /// Accepts `token` (kept by its hash) as `principal`.
     pub fn insert(&mut self, token: &str, principal: Principal) {
         self.by_hash.insert(token_hash(token), principal);
     }
 
+    /// How many tokens it accepts.
     pub fn len(&self) -> usize {
         self.by_hash.len()
     }
 
+    /// Whether it accepts no token.
     pub fn is_empty(&self) -> bool {
         self.by_hash.is_empty()
     }
@@ -235,7 +260,9 @@ fn parse_line(line: &str) -> Result<(String, Principal), String> {
 /// Every way the service accepts a credential.
 #[derive(Clone, Debug, Default)]
 pub struct Credentials {
+    /// Tokens from the token file.
     pub tokens: TokenTable,
+    /// JWTs signed by the deployment's identity provider, if it has one.
     pub jwt: Option<JwtVerifier>,
 }
 
@@ -293,6 +320,7 @@ impl Default for LiveCredentials {
 }
 
 impl LiveCredentials {
+    /// Puts `c` in force.
     pub fn new(c: Credentials) -> Self {
         LiveCredentials {
             current: Arc::new(RwLock::new(Arc::new(c))),
@@ -300,6 +328,7 @@ impl LiveCredentials {
         }
     }
 
+    /// The credentials in force now.
     pub fn current(&self) -> Arc<Credentials> {
         self.current
             .read()

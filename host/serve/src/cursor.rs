@@ -31,25 +31,35 @@ impl std::fmt::Debug for CursorKey {
 /// Why a cursor key could not be had.
 #[derive(Debug, thiserror::Error)]
 pub enum CursorKeyError {
+    /// The file could not be read.
     #[error("cannot read the cursor key file {path}: {source}")]
     Read {
+        /// The key file.
         path: String,
+        /// Why.
         #[source]
         source: std::io::Error,
     },
+    /// The file does not hold a key.
     #[error("the cursor key file {path} must hold 64 hexadecimal digits (32 bytes)")]
-    Format { path: String },
+    Format {
+        /// The key file.
+        path: String,
+    },
+    /// The system gave no random bytes for a fresh key.
     #[error("no random bytes from the system: {0}")]
     Random(String),
 }
 
 impl CursorKey {
+    /// A fresh key from the system's random source.
     pub fn random() -> Result<CursorKey, CursorKeyError> {
         let mut key = [0u8; 32];
         getrandom::fill(&mut key).map_err(|e| CursorKeyError::Random(e.to_string()))?;
         Ok(CursorKey(key))
     }
 
+    /// The key these 32 bytes are.
     pub fn from_bytes(key: [u8; 32]) -> CursorKey {
         CursorKey(key)
     }

@@ -19,9 +19,13 @@ const ACCEPTED: &[Algorithm] = &[Algorithm::RS256, Algorithm::ES256];
 /// Which claims carry what.
 #[derive(Clone, Debug)]
 pub struct ClaimNames {
+    /// The claim naming the tenant (default `tenant`).
     pub tenant: String,
+    /// The claim naming the actor (default `sub`).
     pub actor: String,
+    /// The claim listing the roles (default `roles`).
     pub roles: String,
+    /// The claim naming the scope (default `scope`).
     pub scope: String,
 }
 
@@ -39,8 +43,11 @@ impl Default for ClaimNames {
 /// What the service requires of every JWT.
 #[derive(Clone, Debug)]
 pub struct JwtConfig {
+    /// The `iss` every token must carry.
     pub issuer: String,
+    /// The `aud` every token must carry.
     pub audience: String,
+    /// Which claims carry the principal.
     pub claims: ClaimNames,
 }
 
@@ -70,14 +77,23 @@ impl std::fmt::Debug for JwtVerifier {
 /// Why the keys could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum JwtKeyError {
+    /// The file could not be read.
     #[error("cannot read the JWT key file {path}: {source}")]
     Read {
+        /// The key file.
         path: String,
+        /// Why.
         #[source]
         source: std::io::Error,
     },
+    /// The file holds no key the service accepts.
     #[error("the JWT key file {path} holds no RS256 or ES256 public key: {why}")]
-    Unusable { path: String, why: String },
+    Unusable {
+        /// The key file.
+        path: String,
+        /// What is wrong with it.
+        why: String,
+    },
 }
 
 impl JwtVerifier {
@@ -97,6 +113,8 @@ impl JwtVerifier {
         Ok(JwtVerifier { keys, config })
     }
 
+    /// The principal a JWT names, once its signature, issuer, audience and
+    /// times check out.
     pub fn verify(&self, token: &str) -> Result<Principal, AuthError> {
         let bad = |why: String| AuthError::Jwt(why);
         let header = jsonwebtoken::decode_header(token).map_err(|e| bad(e.to_string()))?;

@@ -32,7 +32,9 @@ pub enum ApiError {
     /// An argument broke the input rules; `field` names it where known.
     #[error("{detail}")]
     Invalid {
+        /// The argument rejected, where known.
         field: Option<String>,
+        /// Why.
         detail: String,
     },
     /// The body is not JSON, or not the JSON this route takes.
@@ -43,10 +45,14 @@ pub enum ApiError {
     UnsupportedMediaType(String),
     /// The body is larger than the service accepts.
     #[error("the request body is larger than {limit} bytes")]
-    BodyTooLarge { limit: usize },
+    BodyTooLarge {
+        /// The most bytes the service accepts.
+        limit: usize,
+    },
     /// No such task, run or route.
     #[error("{0}")]
     NotFound(String),
+    /// The route exists, but not for this method.
     #[error("the route exists, but not for this method")]
     MethodNotAllowed,
     /// The engine refused a claim-ladder rung.
@@ -55,7 +61,12 @@ pub enum ApiError {
     /// Retry later: the database was busy, a transaction lost every retry,
     /// or the service is at its bound of in-flight calls.
     #[error("{detail}")]
-    Unavailable { kind: &'static str, detail: String },
+    Unavailable {
+        /// Which bound was met, as the problem type names it.
+        kind: &'static str,
+        /// What happened.
+        detail: String,
+    },
     /// The request ran past its deadline before its call could commit:
     /// nothing was done, and the same request may be sent again.
     #[error("the request ran past its deadline before its call could commit; nothing was done")]
@@ -85,8 +96,11 @@ pub struct Problem {
     /// Stable identifier of the problem, `urn:leasehold:problem:<name>`.
     #[serde(rename = "type")]
     pub kind: String,
+    /// A short, fixed summary of the problem type.
     pub title: String,
+    /// The HTTP status code.
     pub status: u16,
+    /// What went wrong with this request.
     pub detail: String,
     /// The field the input rules rejected (`invalid`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -103,10 +117,12 @@ pub struct Problem {
 }
 
 impl ApiError {
+    /// The credential's scope does not allow this, for the reason given.
     pub fn forbidden(why: impl Into<String>) -> Self {
         ApiError::Forbidden(why.into())
     }
 
+    /// The input rules rejected `field`.
     pub fn invalid(field: &str, detail: impl Into<String>) -> Self {
         ApiError::Invalid {
             field: Some(field.to_owned()),
@@ -182,6 +198,7 @@ impl ApiError {
         }
     }
 
+    /// The problem document this error answers with.
     pub fn problem(&self) -> Problem {
         let (name, status, title) = self.kind();
         let mut p = Problem {

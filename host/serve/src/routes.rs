@@ -18,13 +18,18 @@ use crate::auth::Scope;
 /// OpenAPI `operationId`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Route {
+    /// The HTTP method.
     pub method: String,
+    /// The path, with `{id}`-style parameters.
     pub path: String,
+    /// The WIT function it calls.
     pub verb: String,
+    /// The scopes that may call it.
     pub scopes: Vec<Scope>,
 }
 
 impl Route {
+    /// Whether a credential of `scope` may call it.
     pub fn allows(&self, scope: Scope) -> bool {
         self.scopes.contains(&scope)
     }

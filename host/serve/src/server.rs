@@ -40,12 +40,17 @@ pub const REQUEST_ID: &str = "x-request-id";
 pub struct Config {
     /// A redb file path or a PostgreSQL URL.
     pub db: String,
+    /// The address to listen on.
     pub listen: SocketAddr,
+    /// The credentials accepted at start.
     pub credentials: Credentials,
     /// How to read the credentials again on SIGHUP (or
     /// [`Server::reload_credentials`]); without it they are fixed.
     pub reload: Option<Reload>,
+    /// Limits and behaviour of the service.
     pub options: Options,
+    /// How the engine is built (limits, reuse, compile cache); the server
+    /// opens `db` with it.
     pub engine: EngineBuilder,
     /// The listener's certificate chain and key (PEM), for HTTPS.
     pub tls: Option<(PathBuf, PathBuf)>,
@@ -71,24 +76,34 @@ impl std::fmt::Debug for Config {
 /// Why the server could not start or stopped with an error.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
+    /// No credential could ever be accepted.
     #[error("no credential source: give --tokens FILE or --jwt-keys FILE, or --dev")]
     NoCredentials,
+    /// The database could not be opened.
     #[error("cannot open the database: {0}")]
     Engine(#[source] leasehold_host::Error),
+    /// The address could not be listened on.
     #[error("cannot listen on {addr}: {source}")]
     Listen {
+        /// The address.
         addr: SocketAddr,
+        /// Why.
         #[source]
         source: std::io::Error,
     },
+    /// The async runtime could not be started.
     #[error("cannot start the runtime: {0}")]
     Runtime(#[source] std::io::Error),
+    /// The TLS certificate or key could not be used.
     #[error("TLS setup: {0}")]
     Tls(String),
+    /// No cursor key could be made.
     #[error("cursor key: {0}")]
     CursorKey(#[source] crate::cursor::CursorKeyError),
+    /// Serving failed.
     #[error("the server failed: {0}")]
     Serve(#[source] std::io::Error),
+    /// The sweeper could not be started.
     #[error("cannot start the sweeper: {0}")]
     Sweeper(#[source] leasehold_host::SweeperError),
 }
@@ -414,6 +429,8 @@ impl Server {
         })
     }
 
+    /// The address the server listens on (the port chosen, if `listen`
+    /// asked for port 0).
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }

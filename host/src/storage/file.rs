@@ -43,42 +43,65 @@ const LONGEST_PAUSE: Duration = Duration::from_millis(50);
 pub enum OpenError {
     /// Another process had the file open for the whole wait.
     #[error("the database {} is busy: {}", path.display(), busy_for(*waited))]
-    Busy { path: PathBuf, waited: Duration },
+    Busy {
+        /// The database file.
+        path: PathBuf,
+        /// How long the open waited.
+        waited: Duration,
+    },
     /// Nothing at the path, for an open that may not create one.
     #[error("there is no database at {}", path.display())]
-    Missing { path: PathBuf },
+    Missing {
+        /// The database file.
+        path: PathBuf,
+    },
     /// A zero-byte file: a truncated database or the wrong path, never a
     /// place to start a new one.
     #[error("{} is an empty file (0 bytes), not a database; it was left as it is", path.display())]
-    Empty { path: PathBuf },
+    Empty {
+        /// The database file.
+        path: PathBuf,
+    },
     /// The file does not begin as a redb database does.
     #[error("{} is not a database", path.display())]
     NotADatabase {
+        /// The database file.
         path: PathBuf,
+        /// Why.
         #[source]
         source: std::io::Error,
     },
     /// A redb database that lacks Leasehold's table: some other program's.
     #[error("{} is a redb database without Leasehold's table", path.display())]
-    NotLeasehold { path: PathBuf },
+    NotLeasehold {
+        /// The database file.
+        path: PathBuf,
+    },
     /// A writer stopped without closing the file. Opening it for writing
     /// repairs it; a read-only open may not.
     #[error(
         "{} was not closed cleanly; a read-only open cannot repair it, the next open for writing will",
         path.display()
     )]
-    NeedsRecovery { path: PathBuf },
+    NeedsRecovery {
+        /// The database file.
+        path: PathBuf,
+    },
     /// The file system refused: permissions, a missing folder, a directory.
     #[error("cannot open {}", path.display())]
     Io {
+        /// The database file.
         path: PathBuf,
+        /// Why.
         #[source]
         source: std::io::Error,
     },
     /// redb refused the file for another reason.
     #[error("cannot open {}", path.display())]
     Storage {
+        /// The database file.
         path: PathBuf,
+        /// Why.
         #[source]
         source: redb::Error,
     },
@@ -117,29 +140,8 @@ impl Db {
 /// Opens the file at `path`, waiting up to `lock_wait` while another
 /// process has it open.
 pub(crate) fn open(path: &Path, access: Access, lock_wait: Duration) -> Result<Db, OpenError> {
-    // Refused before redb sees them: an empty file is what redb would
-    // otherwise initialize, and a missing one what it would create.
-    match fs::metadata(path) {
-        Ok(m) if m.is_file() && m.len() == 0 => {
-            return Err(OpenError::Empty {
-                path: path.to_owned(),
-            });
-        }
-        Ok(_) => {}
-        Err(e) if e.kind() == ErrorKind::NotFound => match access {
-            Access::Write => create(path)?,
-            Access::ReadOnly => {
-                return Err(OpenError::Missing {
-                    path: path.to_owned(),
-                });
-            }
-        },
-        Err(source) => {
-            return Err(OpenError::Io {
-                path: path.to_owned(),
-                source,
-            });
-        }
+    if !check_path(path, access)? {
+        create(path)?;
     }
     let storage = |source: redb::Error| OpenError::Storage {
         path: path.to_owned(),
@@ -168,6 +170,30 @@ pub(crate) fn open(path: &Path, access: Access, lock_wait: Duration) -> Result<D
                 Err(e) => Err(storage(e)),
             }
         }
+    }
+}
+
+/// Refuses, before redb sees them, what an open of `path` must not touch:
+/// an empty file is what redb would otherwise initialize, and a missing one
+/// what it would create (unless the open may create it). Answers whether
+/// the path exists. Cheap enough to ask before anything slow, so that a
+/// wrong path is reported at once.
+pub(crate) fn check_path(path: &Path, access: Access) -> Result<bool, OpenError> {
+    match fs::metadata(path) {
+        Ok(m) if m.is_file() && m.len() == 0 => Err(OpenError::Empty {
+            path: path.to_owned(),
+        }),
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == ErrorKind::NotFound => match access {
+            Access::Write => Ok(false),
+            Access::ReadOnly => Err(OpenError::Missing {
+                path: path.to_owned(),
+            }),
+        },
+        Err(source) => Err(OpenError::Io {
+            path: path.to_owned(),
+            source,
+        }),
     }
 }
 

@@ -11,7 +11,9 @@ pub const MAX_TENANT_BYTES: usize = 64;
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("invalid tenant name {name:?}: {why}")]
 pub struct InvalidTenant {
+    /// The name as given.
     pub name: String,
+    /// What is wrong with it.
     pub why: &'static str,
 }
 

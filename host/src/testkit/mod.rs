@@ -69,6 +69,7 @@ pub struct Guarded<B, G> {
 }
 
 impl<B: Backend, G: Send + Sync + 'static> Guarded<B, G> {
+    /// `backend`, keeping `guard` until it is dropped.
     pub fn new(backend: B, guard: G) -> Self {
         Guarded {
             backend,

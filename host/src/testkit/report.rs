@@ -7,11 +7,14 @@ use crate::storage::backend::Backend;
 /// A promise a backend did not keep: which check found it, and what it saw.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Failure {
+    /// The check that found it.
     pub check: &'static str,
+    /// What it saw.
     pub what: String,
 }
 
 impl Failure {
+    /// A failure of `check`, which saw `what`.
     pub fn new(check: &'static str, what: impl Into<String>) -> Failure {
         Failure {
             check,

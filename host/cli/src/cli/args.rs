@@ -54,6 +54,17 @@ pub struct Cli {
     )]
     pub wait: Duration,
 
+    /// Where the compiled component is kept between runs, so that a command
+    /// loads it instead of compiling it again [default:
+    /// $XDG_CACHE_HOME/leasehold, else ~/.cache/leasehold]
+    #[arg(long, global = true, env = "LEASEHOLD_CACHE_DIR", value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+
+    /// Compile the component afresh and keep nothing on disk (wins over
+    /// --cache-dir)
+    #[arg(long, global = true)]
+    pub no_cache: bool,
+
     #[command(subcommand)]
     pub command: Command,
 }

@@ -4,7 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use leasehold_host::{
-    Engine, Error, OpenError, QueueQuery, StoreError, Task, TaskState, Tenant, Timer, TrimOutcome,
+    Engine, EngineBuilder, Error, OpenError, QueueQuery, StoreError, Task, TaskState, Tenant,
+    Timer, TrimOutcome,
 };
 
 use super::args::{Cli, Command, QueueArgs, RunCommand, TaskCommand, TimerCommand};
@@ -20,8 +21,25 @@ pub fn db_path(cli: &Cli) -> PathBuf {
     cli.db.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_DB))
 }
 
+/// An engine builder with the options every command shares: how long to
+/// wait for a busy file, and where compiled components are kept.
+pub fn builder(cli: &Cli) -> EngineBuilder {
+    let engine = Engine::builder().file_wait(cli.wait);
+    if cli.no_cache {
+        return engine;
+    }
+    match cli
+        .cache_dir
+        .clone()
+        .or_else(leasehold_host::default_cache_dir)
+    {
+        Some(dir) => engine.compile_cache(dir),
+        None => engine,
+    }
+}
+
 pub fn tenant(cli: &Cli) -> Result<Tenant, CliError> {
-    let mut engine = Engine::builder().file_wait(cli.wait);
+    let mut engine = builder(cli);
     // A command that only reads opens the file read-only: it never creates,
     // repairs or changes it, works on a file the user may only read, and
     // runs beside other readers. On PostgreSQL it runs READ ONLY.

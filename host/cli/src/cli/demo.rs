@@ -12,8 +12,8 @@ use std::sync::Barrier;
 use std::thread;
 
 use leasehold_host::{
-    ArmOutcome, Durability, Engine, Error, OnExpiry, Phase, Priority, QueueQuery, Settlement, Task,
-    TaskState, Tenant, Timer, Timestamp,
+    ArmOutcome, Durability, Engine, EngineBuilder, Error, OnExpiry, Phase, Priority, QueueQuery,
+    Settlement, Task, TaskState, Tenant, Timer, Timestamp,
 };
 
 use super::args::Cli;
@@ -183,6 +183,7 @@ fn race<T: Send>(
 /// the engine, so it is handed back.
 fn fresh_engine(
     db: Option<&Path>,
+    engine: EngineBuilder,
 ) -> Result<(Engine, Option<tempfile::TempDir>, String), CliError> {
     if let Some(path) = db {
         let used = std::fs::metadata(path)
@@ -195,7 +196,7 @@ fn fresh_engine(
                 path.display()
             )));
         }
-        let engine = Engine::open(path)?;
+        let engine = engine.open(path)?;
         return Ok((
             engine,
             None,
@@ -205,7 +206,7 @@ fn fresh_engine(
     let dir = tempfile::tempdir()
         .map_err(|e| CliError::Failed(format!("cannot make a temporary folder: {e}")))?;
     // A throwaway database: atomic commits without an fsync each.
-    let engine = Engine::builder()
+    let engine = engine
         .durability(Durability::None)
         .open(dir.path().join("demo.redb"))?;
     Ok((
@@ -221,7 +222,8 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<(), CliError> {
             "--json: demo narrates for a person and has no JSON form".into(),
         ));
     }
-    let (engine, _temporary, place) = fresh_engine(cli.db.as_deref())?;
+    let (engine, _temporary, place) =
+        fresh_engine(cli.db.as_deref(), super::commands::builder(cli))?;
     let t = engine.tenant(&cli.tenant)?;
     let mut n = Narrator { out, step: 0 };
 

@@ -14,10 +14,10 @@
 use std::io::Write;
 use std::time::Duration;
 
-use leasehold_host::{Engine, Error, FeedRead, OpenError};
+use leasehold_host::{Error, FeedRead, OpenError};
 
 use super::args::{Cli, EventsArgs};
-use super::commands::{db_path, tenant};
+use super::commands::{builder, db_path, tenant};
 use super::error::{CliError, REFUSED};
 use super::output::{event_line, gone};
 
@@ -34,7 +34,7 @@ pub fn follow(cli: &Cli, args: &EventsArgs, out: &mut impl Write) -> Result<u8, 
     let mut after = args.after.clone();
     match url {
         Some(url) => {
-            let engine = Engine::builder().read_only().postgres(url)?;
+            let engine = builder(cli).read_only().postgres(url)?;
             let t = engine.tenant(&cli.tenant)?;
             let mut woken = engine.watch(&cli.tenant)?;
             loop {
@@ -48,7 +48,7 @@ pub fn follow(cli: &Cli, args: &EventsArgs, out: &mut impl Write) -> Result<u8, 
         None => {
             // Holds the compiled component between reads, which each open
             // the file afresh.
-            let _compiled = Engine::in_memory()?;
+            let _compiled = builder(cli).in_memory()?;
             loop {
                 match tenant(cli) {
                     Ok(t) => {

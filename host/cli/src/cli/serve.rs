@@ -4,7 +4,7 @@
 
 use std::io::{IsTerminal, Write};
 
-use leasehold_host::{Engine, Reuse};
+use leasehold_host::Reuse;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -14,7 +14,7 @@ use leasehold_serve::{
 };
 
 use super::args::{Cli, ScopeArg, ServeArgs, TokenCommand};
-use super::commands::db_path;
+use super::commands::{builder, db_path};
 use super::error::CliError;
 
 fn scope(s: ScopeArg) -> Scope {
@@ -221,11 +221,9 @@ pub fn serve(cli: &Cli, args: &ServeArgs) -> Result<(), CliError> {
             ops_listen: args.ops_listen,
         },
         engine: if args.reuse_instances {
-            Engine::builder()
-                .file_wait(cli.wait)
-                .reuse_instances(Reuse::default())
+            builder(cli).reuse_instances(Reuse::default())
         } else {
-            Engine::builder().file_wait(cli.wait)
+            builder(cli)
         },
         tls: args.tls_cert.clone().zip(args.tls_key.clone()),
         cursor_key,

@@ -18,7 +18,9 @@ pub enum PgError {
     /// The server could not be reached or refused the login.
     #[error("cannot connect to PostgreSQL at {target}")]
     Connect {
+        /// The server, as host and port.
         target: String,
+        /// Why.
         #[source]
         source: tokio_postgres::Error,
     },
@@ -26,13 +28,19 @@ pub enum PgError {
     #[error(
         "the database holds Leasehold schema version {found:?}; this host knows version {SCHEMA_VERSION}"
     )]
-    Schema { found: Option<String> },
+    Schema {
+        /// The version the database holds, if it says.
+        found: Option<String>,
+    },
     /// The TLS handshake failed: the server refused TLS that `sslmode`
     /// requires, or its certificate is not trusted or names another host.
     #[error("TLS with PostgreSQL at {target} failed (sslmode={})", .mode.name())]
     Tls {
+        /// The server, as host and port.
         target: String,
+        /// The `sslmode` asked for.
         mode: SslMode,
+        /// Why.
         #[source]
         source: tokio_postgres::Error,
     },
@@ -43,28 +51,36 @@ pub enum PgError {
     /// connection was dropped.
     #[error("PostgreSQL did not answer within {waited:?} when asked to {what}")]
     Timeout {
+        /// What the call was doing.
         what: &'static str,
+        /// How long it waited.
         waited: Duration,
     },
     /// The server cancelled the statement: its `statement_timeout` (or an
     /// operator) ended it.
     #[error("PostgreSQL cancelled the statement that was to {what}")]
     Canceled {
+        /// What the call was doing.
         what: &'static str,
+        /// Why.
         #[source]
         source: tokio_postgres::Error,
     },
     /// A statement failed.
     #[error("PostgreSQL failed to {what}")]
     Query {
+        /// What the call was doing.
         what: &'static str,
+        /// Why.
         #[source]
         source: tokio_postgres::Error,
     },
     /// The connection closed under the call.
     #[error("the connection to PostgreSQL closed before it could {what}")]
     Closed {
+        /// What the call was doing.
         what: &'static str,
+        /// Why.
         #[source]
         source: Option<tokio_postgres::Error>,
     },
@@ -74,8 +90,11 @@ pub enum PgError {
     /// A parameter of the connection string with a value it cannot have.
     #[error("invalid {name} {value:?} in the PostgreSQL connection string: expected {expected}")]
     Param {
+        /// The parameter.
         name: &'static str,
+        /// Its value.
         value: String,
+        /// What it may be.
         expected: &'static str,
     },
 }

@@ -27,14 +27,20 @@ use tokio_postgres::tls::{ChannelBinding, MakeTlsConnect, TlsConnect};
 /// libpq's `sslmode`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SslMode {
+    /// Never TLS.
     Disable,
+    /// TLS when the server offers it, the certificate unchecked.
     Prefer,
+    /// TLS always, the certificate unchecked.
     Require,
+    /// TLS always, the certificate signed by a trusted CA.
     VerifyCa,
+    /// As `VerifyCa`, and the certificate names the host connected to.
     VerifyFull,
 }
 
 impl SslMode {
+    /// The mode a libpq `sslmode` value names.
     pub fn parse(text: &str) -> Option<SslMode> {
         Some(match text {
             "disable" => SslMode::Disable,
@@ -46,6 +52,7 @@ impl SslMode {
         })
     }
 
+    /// The mode's libpq name.
     pub fn name(self) -> &'static str {
         match self {
             SslMode::Disable => "disable",
@@ -75,16 +82,25 @@ pub enum TlsError {
     /// `verify-ca` or `verify-full` with no CA to verify against.
     #[error("sslmode={} needs sslrootcert, the CA certificates to trust", .0.name())]
     NoRootCert(SslMode),
+    /// The `sslrootcert` file could not be read.
     #[error("cannot read sslrootcert {path:?}")]
     RootCertFile {
+        /// The file.
         path: PathBuf,
+        /// Why.
         #[source]
         source: rustls::pki_types::pem::Error,
     },
+    /// The `sslrootcert` file holds no certificate that can be used.
     #[error("sslrootcert {path:?} holds no usable CA certificate")]
-    RootCertEmpty { path: PathBuf },
+    RootCertEmpty {
+        /// The file.
+        path: PathBuf,
+    },
+    /// rustls refused the configuration.
     #[error("cannot set up TLS")]
     Rustls(#[source] rustls::Error),
+    /// The host cannot be named by a certificate.
     #[error("{0:?} is not a host name or address a certificate can name")]
     ServerName(String),
 }
