@@ -43,7 +43,7 @@ pub async fn authorize(State(state): State<AppState>, mut req: Request, next: Ne
         .get::<MatchedPath>()
         .map(|m| m.as_str().to_owned())
         .unwrap_or_default();
-    let Some(route) = routes::find(req.method(), &path) else {
+    let Some(route) = routes::find(state.routes, req.method(), &path) else {
         return next.run(req).await;
     };
     let header = req

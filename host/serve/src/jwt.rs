@@ -10,7 +10,7 @@ use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::Value;
 
-use crate::auth::{AuthError, Principal, Scope};
+use crate::principal::{AuthError, Principal, Scope};
 
 /// The algorithms accepted: asymmetric only, so the service never holds a
 /// key that could mint tokens.

@@ -7,7 +7,6 @@
 //! second, with a deadline, and metric labels come from fixed sets. They
 //! must never label a metric by anything a caller chooses freely.
 
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use axum::extract::{MatchedPath, Request, State};
@@ -19,8 +18,6 @@ use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use crate::problem::ApiError;
 use crate::state::AppState;
 
-/// How long a readiness answer is reused.
-const READY_FOR: Duration = Duration::from_secs(1);
 /// How long a readiness probe may take before the storage counts as not
 /// answering.
 const PROBE_DEADLINE: Duration = Duration::from_secs(2);
@@ -28,25 +25,6 @@ const PROBE_DEADLINE: Duration = Duration::from_secs(2);
 /// carry are checked the same way, so by convention no deployment issues
 /// credentials for it.
 const PROBE_TENANT: &str = "_readyz";
-
-/// The last readiness probe and when it ran; one probe at a time.
-#[derive(Default)]
-pub struct Readiness {
-    last: Mutex<Option<(Instant, Result<(), String>)>>,
-    probing: tokio::sync::Mutex<()>,
-}
-
-impl Readiness {
-    fn fresh(&self) -> Option<Result<(), String>> {
-        let last = self
-            .last
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        last.as_ref()
-            .filter(|(at, _)| at.elapsed() < READY_FOR)
-            .map(|(_, r)| r.clone())
-    }
-}
 
 /// Readiness means the storage takes a write now: one writing call on the
 /// probe tenant (which begins a write transaction and commits, as every

@@ -9,32 +9,17 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use axum::Router;
-use axum::extract::{DefaultBodyLimit, Request};
-use axum::http::HeaderName;
-use axum::middleware;
-use axum::routing::get;
 use leasehold_host::EngineBuilder;
-use tower::ServiceBuilder;
-use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
-use tower_http::timeout::RequestBodyTimeoutLayer;
-use tower_http::trace::{DefaultOnResponse, TraceLayer};
-use utoipa::OpenApi;
 
-use crate::api;
 use crate::auth::{Credentials, LiveCredentials, Reload};
 use crate::cursor::CursorKey;
-use crate::openapi::ApiDoc;
-use crate::ops;
-use crate::problem::ApiError;
+pub use crate::error::ServeError;
+use crate::router::app;
 use crate::state::{AppState, Options};
 
 /// Connections the operations listener keeps open at once: probes and
 /// scrapers are few.
 const OPS_CONNECTIONS: usize = 64;
-
-/// The header that carries each request's id, echoed in the answer.
-pub const REQUEST_ID: &str = "x-request-id";
 
 /// What the server needs to start.
 pub struct Config {
@@ -71,114 +56,6 @@ impl std::fmt::Debug for Config {
             .field("tls", &self.tls)
             .finish_non_exhaustive()
     }
-}
-
-/// Why the server could not start or stopped with an error.
-#[derive(Debug, thiserror::Error)]
-pub enum ServeError {
-    /// No credential could ever be accepted.
-    #[error("no credential source: give --tokens FILE or --jwt-keys FILE, or --dev")]
-    NoCredentials,
-    /// The database could not be opened.
-    #[error("cannot open the database: {0}")]
-    Engine(#[source] leasehold_host::Error),
-    /// The address could not be listened on.
-    #[error("cannot listen on {addr}: {source}")]
-    Listen {
-        /// The address.
-        addr: SocketAddr,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
-    /// The async runtime could not be started.
-    #[error("cannot start the runtime: {0}")]
-    Runtime(#[source] std::io::Error),
-    /// The TLS certificate or key could not be used.
-    #[error("TLS setup: {0}")]
-    Tls(String),
-    /// No cursor key could be made.
-    #[error("cursor key: {0}")]
-    CursorKey(#[source] crate::cursor::CursorKeyError),
-    /// Serving failed.
-    #[error("the server failed: {0}")]
-    Serve(#[source] std::io::Error),
-    /// The sweeper could not be started.
-    #[error("cannot start the sweeper: {0}")]
-    Sweeper(#[source] leasehold_host::SweeperError),
-}
-
-/// The OpenAPI document and the API router, from the same registrations.
-pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
-    let (router, mut doc) = utoipa_axum::router::OpenApiRouter::with_openapi(ApiDoc::openapi())
-        .merge(api::router())
-        .split_for_parts();
-    crate::openapi::refine(&mut doc);
-    (router, doc)
-}
-
-/// The OpenAPI document the service serves at `/v1/openapi.json`.
-pub fn openapi() -> utoipa::openapi::OpenApi {
-    api().1
-}
-
-/// The whole application: the API under `/v1` with its limits, and the
-/// operations endpoints and the pages (`/`, `/operator`) beside it.
-pub fn app(state: AppState) -> Router {
-    let _ = ops::prometheus();
-    let options = state.options;
-    let (api, doc) = api();
-    let doc = Arc::new(doc);
-    let api = api
-        .layer(middleware::from_fn_with_state(
-            state.clone(),
-            crate::extract::authorize,
-        ))
-        .layer(RequestBodyTimeoutLayer::new(options.request_timeout))
-        .layer(DefaultBodyLimit::max(options.body_limit));
-    let ops = Router::new()
-        .route("/healthz", get(|| async { "ok\n" }))
-        .route("/readyz", get(ops::readyz))
-        .route("/metrics", get(ops::metrics_for_operators))
-        .merge(crate::inbox::router())
-        .route(
-            "/v1/openapi.json",
-            get(move || {
-                let doc = doc.clone();
-                async move { axum::Json(doc.as_ref().clone()) }
-            }),
-        );
-    let request_id = HeaderName::from_static(REQUEST_ID);
-    // A body left unread is read to its end within the same bounds as one
-    // a route reads, so its connection can carry the next request.
-    let unread = crate::drain::DrainLimits {
-        max_bytes: options.body_limit,
-        within: options.request_timeout,
-    };
-    api.merge(ops)
-        .fallback(|| async { ApiError::NotFound("no such route".to_owned()) })
-        .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
-        .with_state(state)
-        .layer(middleware::from_fn(move |req, next| {
-            crate::drain::unread_bodies(unread, req, next)
-        }))
-        .layer(middleware::from_fn(ops::http_metrics))
-        .layer(
-            ServiceBuilder::new()
-                .layer(SetRequestIdLayer::new(request_id.clone(), MakeRequestUuid))
-                .layer(
-                    TraceLayer::new_for_http().make_span_with(|req: &Request| {
-                        let id = req
-                            .headers()
-                            .get(REQUEST_ID)
-                            .and_then(|v| v.to_str().ok())
-                            .unwrap_or_default();
-                        tracing::info_span!("request", method = %ops::method_label(req.method()), uri = %req.uri().path(), request_id = %id)
-                    })
-                    .on_response(DefaultOnResponse::new().level(tracing::Level::INFO)),
-                )
-                .layer(PropagateRequestIdLayer::new(request_id)),
-        )
 }
 
 /// The credentials in force and where fresh ones come from.
@@ -324,7 +201,13 @@ impl Server {
         // the runtime: a PostgreSQL engine owns a runtime of its own, which
         // may not be dropped from async code.
         let last = engine.clone();
-        let mut state = AppState::new(engine.clone(), live.clone(), cursors, options);
+        let mut state = AppState::new(
+            engine.clone(),
+            live.clone(),
+            cursors,
+            options,
+            crate::router::routes(),
+        );
         if options.sweep {
             let tenants = live.current().tokens.tenants();
             let sweeper = leasehold_host::Sweeper::start(

@@ -17,9 +17,8 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use crate::auth::LiveCredentials;
 use crate::connections::ConnectionLimits;
 use crate::cursor::CursorKey;
-use crate::events::{EventOptions, Subscribers};
 use crate::holds::Bounds;
-use crate::ops::Readiness;
+use crate::live::{EventOptions, Subscribers};
 use crate::problem::ApiError;
 
 /// The service's limits.
@@ -104,6 +103,8 @@ pub struct AppState {
     pub options: Options,
     pub readiness: Arc<Readiness>,
     pub subscribers: Arc<Subscribers>,
+    /// The API's routes, with the scopes each admits.
+    pub routes: &'static [crate::routes::Route],
     /// The sweeper, when the server keeps time itself.
     pub sweeper: Option<Arc<leasehold_host::Sweeper>>,
     admission: Arc<Admission>,
@@ -117,6 +118,7 @@ impl AppState {
         credentials: LiveCredentials,
         cursors: CursorKey,
         options: Options,
+        routes: &'static [crate::routes::Route],
     ) -> Self {
         AppState {
             engine,
@@ -125,6 +127,7 @@ impl AppState {
             options,
             readiness: Arc::default(),
             subscribers: Subscribers::new(options.events.bounds(), options.long_polls),
+            routes,
             sweeper: None,
             admission: Arc::new(Admission::new(&options)),
             stopping: Arc::new(tokio::sync::watch::Sender::new(false)),
@@ -139,6 +142,25 @@ impl AppState {
     /// Raised once the server begins to shut down.
     pub fn stopping(&self) -> tokio::sync::watch::Receiver<bool> {
         self.stopping.subscribe()
+    }
+}
+
+/// How long a readiness answer is reused.
+pub const READY_FOR: Duration = Duration::from_secs(1);
+
+/// The last readiness probe and when it ran; one probe at a time.
+#[derive(Default)]
+pub struct Readiness {
+    pub(crate) last: Mutex<Option<(Instant, Result<(), String>)>>,
+    pub(crate) probing: tokio::sync::Mutex<()>,
+}
+
+impl Readiness {
+    pub(crate) fn fresh(&self) -> Option<Result<(), String>> {
+        let last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
+        last.as_ref()
+            .filter(|(at, _)| at.elapsed() < READY_FOR)
+            .map(|(_, r)| r.clone())
     }
 }
 

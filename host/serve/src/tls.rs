@@ -11,7 +11,7 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::rustls::ServerConfig;
 
-use crate::server::ServeError;
+use crate::error::ServeError;
 
 /// The acceptor for a PEM certificate chain and private key.
 pub fn acceptor(cert: &Path, key: &Path) -> Result<TlsAcceptor, ServeError> {

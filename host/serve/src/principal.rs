@@ -1,0 +1,85 @@
+//! Who a caller is, in the types every other module shares: its scope,
+//! the principal a credential names, and why a credential was refused. A
+//! leaf: it owns the names and their spelling, and must never decide
+//! whether a credential is good (that is `auth` and `jwt`).
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+/// What a credential may do (README, "Scopes").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    /// A person: acts only as its own actor with its own roles.
+    Reviewer,
+    /// A workflow or integration: opens tasks, runs timers and sweeps.
+    Service,
+    /// Everything, on anyone's behalf, plus check and stats.
+    Operator,
+}
+
+impl Scope {
+    /// The scope a name (`reviewer`, `service`, `operator`) means.
+    pub fn parse(s: &str) -> Option<Scope> {
+        match s {
+            "reviewer" => Some(Scope::Reviewer),
+            "service" => Some(Scope::Service),
+            "operator" => Some(Scope::Operator),
+            _ => None,
+        }
+    }
+
+    /// The scope's name, as [`parse`](Self::parse) reads it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::Reviewer => "reviewer",
+            Scope::Service => "service",
+            Scope::Operator => "operator",
+        }
+    }
+
+    /// Whether `now` may be given explicitly: the service's clock is the
+    /// time for everyone else.
+    pub fn may_set_now(self) -> bool {
+        self != Scope::Reviewer
+    }
+}
+
+impl fmt::Display for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The caller of one request, as its credential says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Principal {
+    /// The one tenant every call of the request is scoped to.
+    pub tenant: String,
+    /// Who the caller acts as.
+    pub actor: String,
+    /// The caller's roles, for claims and queues.
+    pub roles: Vec<String>,
+    /// What the caller may do.
+    pub scope: Scope,
+}
+
+/// Why a credential was not accepted. All of them answer 401; the reason is
+/// logged, and told to the client only in general terms.
+#[derive(Debug, thiserror::Error)]
+pub enum AuthError {
+    /// The request has no `Authorization` header.
+    #[error("no bearer credential")]
+    Missing,
+    /// The header is not a bearer credential.
+    #[error("the Authorization header is not `Bearer <token>`")]
+    NotBearer,
+    /// No token of the token file, and not a JWT.
+    #[error("unknown token")]
+    Unknown,
+    /// A JWT that does not verify, for this reason.
+    #[error("the token is not a valid JWT for this service: {0}")]
+    Jwt(String),
+}

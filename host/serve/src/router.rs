@@ -1,0 +1,163 @@
+//! The application: every route in one place, built from one table. The
+//! API's routes and their OpenAPI document come from the same handler
+//! registrations (so the route table authorization reads is the served
+//! document's), with the layers every request passes (request id, trace,
+//! HTTP metrics, authorization, body limit and body timeout), beside the
+//! operations endpoints and the pages. It knows nothing of listeners or
+//! connections (that is `server` and `connections`), and must never add a
+//! route that is not in the table authorization reads.
+
+use std::sync::{Arc, OnceLock};
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, Request};
+use axum::http::HeaderName;
+use axum::middleware;
+use axum::routing::get;
+use tower::ServiceBuilder;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::timeout::RequestBodyTimeoutLayer;
+use tower_http::trace::{DefaultOnResponse, TraceLayer};
+use utoipa::OpenApi;
+
+use crate::api;
+use crate::openapi::ApiDoc;
+use crate::ops;
+use crate::problem::ApiError;
+use crate::routes::{Route, table};
+use crate::state::AppState;
+
+/// The header that carries each request's id, echoed in the answer.
+pub const REQUEST_ID: &str = "x-request-id";
+
+/// The OpenAPI document and the API router, from the same registrations.
+pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
+    let (router, mut doc) = utoipa_axum::router::OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .merge(api::router())
+        .split_for_parts();
+    crate::openapi::refine(&mut doc);
+    (router, doc)
+}
+
+/// The OpenAPI document the service serves at `/v1/openapi.json`.
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    api().1
+}
+
+/// The whole application: the API under `/v1` with its limits, and the
+/// operations endpoints and the pages (`/`, `/operator`) beside it.
+pub fn app(state: AppState) -> Router {
+    let _ = ops::prometheus();
+    let options = state.options;
+    let (api, doc) = api();
+    let doc = Arc::new(doc);
+    let api = api
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            crate::extract::authorize,
+        ))
+        .layer(RequestBodyTimeoutLayer::new(options.request_timeout))
+        .layer(DefaultBodyLimit::max(options.body_limit));
+    let ops = Router::new()
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/readyz", get(ops::readyz))
+        .route("/metrics", get(ops::metrics_for_operators))
+        .merge(crate::inbox::router())
+        .route(
+            "/v1/openapi.json",
+            get(move || {
+                let doc = doc.clone();
+                async move { axum::Json(doc.as_ref().clone()) }
+            }),
+        );
+    let request_id = HeaderName::from_static(REQUEST_ID);
+    // A body left unread is read to its end within the same bounds as one
+    // a route reads, so its connection can carry the next request.
+    let unread = crate::drain::DrainLimits {
+        max_bytes: options.body_limit,
+        within: options.request_timeout,
+    };
+    api.merge(ops)
+        .fallback(|| async { ApiError::NotFound("no such route".to_owned()) })
+        .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
+        .with_state(state)
+        .layer(middleware::from_fn(move |req, next| {
+            crate::drain::unread_bodies(unread, req, next)
+        }))
+        .layer(middleware::from_fn(ops::http_metrics))
+        .layer(
+            ServiceBuilder::new()
+                .layer(SetRequestIdLayer::new(request_id.clone(), MakeRequestUuid))
+                .layer(
+                    TraceLayer::new_for_http().make_span_with(|req: &Request| {
+                        let id = req
+                            .headers()
+                            .get(REQUEST_ID)
+                            .and_then(|v| v.to_str().ok())
+                            .unwrap_or_default();
+                        tracing::info_span!("request", method = %ops::method_label(req.method()), uri = %req.uri().path(), request_id = %id)
+                    })
+                    .on_response(DefaultOnResponse::new().level(tracing::Level::INFO)),
+                )
+                .layer(PropagateRequestIdLayer::new(request_id)),
+        )
+}
+
+/// Every API route, from the served document.
+pub fn routes() -> &'static [Route] {
+    static TABLE: OnceLock<Vec<Route>> = OnceLock::new();
+    TABLE.get_or_init(|| table(&openapi()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::principal::Scope;
+
+    #[test]
+    fn each_route_appears_once_each_verb_once_and_each_names_its_scopes() {
+        let all = routes();
+        assert!(all.len() >= 26, "{} routes", all.len());
+        for (i, r) in all.iter().enumerate() {
+            for s in &all[..i] {
+                assert!(
+                    !(s.path == r.path && s.method == r.method),
+                    "{} {} twice",
+                    r.method,
+                    r.path
+                );
+                assert_ne!(s.verb, r.verb, "{} has two routes", r.verb);
+            }
+            assert!(!r.scopes.is_empty(), "nobody may call {}", r.verb);
+            assert!(
+                !r.verb.is_empty(),
+                "{} {} has no operationId",
+                r.method,
+                r.path
+            );
+        }
+    }
+
+    #[test]
+    fn a_reviewer_reaches_no_system_or_operator_only_verb() {
+        for verb in [
+            "open",
+            "escalate",
+            "take-over",
+            "check",
+            "arm",
+            "claim-due",
+            "seal",
+            "withdraw-run",
+            "reclaim-lapsed",
+            "overdue",
+            "open-count",
+        ] {
+            let r = routes().iter().find(|r| r.verb == verb).expect(verb);
+            assert!(!r.allows(Scope::Reviewer), "{verb}");
+        }
+        for r in routes() {
+            assert!(r.allows(Scope::Operator), "{}", r.verb);
+        }
+    }
+}
