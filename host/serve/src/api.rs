@@ -79,8 +79,9 @@ fn visible(c: &Caller, t: &host::Task) -> bool {
 
 /// A refusal as a reviewer may hear it: about a task it may not see, every
 /// verb answers as `get` does, 404, so no answer tells it the task exists.
-/// `excluded` and `wrong-role` only ever concern such a task; `not-held`
-/// may, and then the task is read to tell.
+/// Every refusal a reviewer hears about a task (a missing one's included)
+/// reads the task once to decide, so that a hidden task and a missing one
+/// cost the same work and take the same time.
 async fn hidden_as_missing<T>(
     c: &Caller,
     id: &str,
@@ -89,21 +90,16 @@ async fn hidden_as_missing<T>(
     if c.principal.scope != Scope::Reviewer {
         return answer;
     }
-    let missing = || ApiError::NotFound(format!("no task {id}"));
-    match answer {
-        Err(ApiError::Refused(host::Refusal::Excluded(_) | host::Refusal::WrongRole(_))) => {
-            Err(missing())
+    let refusal = match answer {
+        Err(e @ (ApiError::Refused(_) | ApiError::NotFound(_))) => e,
+        other => return other,
+    };
+    let key = id.to_owned();
+    match c.call("get", move |x| x.get(&key)).await? {
+        Some(task) if visible(c, &task) && !matches!(refusal, ApiError::NotFound(_)) => {
+            Err(refusal)
         }
-        Err(ApiError::Refused(host::Refusal::NotHeld(who))) => {
-            let key = id.to_owned();
-            match c.call("get", move |x| x.get(&key)).await? {
-                Some(task) if visible(c, &task) => {
-                    Err(ApiError::Refused(host::Refusal::NotHeld(who)))
-                }
-                _ => Err(missing()),
-            }
-        }
-        other => other,
+        _ => Err(ApiError::NotFound(format!("no task {id}"))),
     }
 }
 

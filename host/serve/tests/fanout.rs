@@ -394,3 +394,50 @@ fn a_waiting_claim_is_woken_only_by_a_change_that_could_give_it_something() {
     assert_eq!(fired, ["e1", "e2"]);
     server.shutdown().expect("a clean shutdown");
 }
+
+/// A reviewer's refusal about a task it may not see costs what one about a
+/// missing task does: the verb, then one read of the task, whichever it is,
+/// and both are answered 404 alike. Counted by the server's own metrics.
+#[test]
+fn a_hidden_task_and_a_missing_one_cost_a_reviewer_the_same_calls() {
+    let Rig {
+        _turn,
+        _dir,
+        p,
+        server: _server,
+        base,
+        ops,
+        client,
+    } = Rig::new();
+    open(&client, &base, &p.sam, "legal-1", "legal");
+    let count = |verb: &str| calls(&client, &ops, verb);
+    let mut costs = Vec::new();
+    for id in ["legal-1", "no-such-task"] {
+        for (verb, path, body) in [
+            ("release", "release", json!({})),
+            ("renew", "renew", json!({"lease_ms": 1000})),
+            ("settle", "settle", json!({"settlement": "completed"})),
+        ] {
+            let before = (count(verb), count("get"));
+            let r = client
+                .post(format!("{base}/v1/tasks/{id}/{path}"))
+                .bearer_auth(&p.alice)
+                .json(&body)
+                .send()
+                .expect("answered");
+            assert_eq!(r.status(), 404, "{verb} {id}");
+            let problem: Value = r.json().expect("a problem");
+            assert_eq!(problem["detail"], format!("no task {id}"));
+            costs.push((verb, count(verb) - before.0, count("get") - before.1));
+        }
+    }
+    let (hidden, missing) = costs.split_at(3);
+    assert_eq!(
+        hidden, missing,
+        "the same calls for a hidden and a missing task"
+    );
+    assert!(
+        hidden.iter().all(|&(_, v, g)| v == 1 && g == 1),
+        "{hidden:?}"
+    );
+}
