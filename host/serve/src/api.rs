@@ -965,6 +965,17 @@ async fn feed(
         };
         return Ok(axum::Json(events).into_response());
     }
+    // A reviewer's pages are read here, so its `limit` is checked here,
+    // by the rule the verb applies.
+    if !(1..=leasehold_guest::validate::MAX_LIMIT).contains(&limit) {
+        return Err(ApiError::invalid(
+            "limit",
+            format!(
+                "limit must be between 1 and {}",
+                leasehold_guest::validate::MAX_LIMIT
+            ),
+        ));
+    }
     // A reviewer: pages are read on past changes it may not see until it
     // has `limit` of its own or has read to the head, so that neither the
     // count of entries nor whether `next` is the head says anything of

@@ -627,6 +627,10 @@ fn malformed_positions_are_refused_everywhere_and_never_panic() {
             assert_eq!(status, 400, "{bad}: {body}");
             assert!(body.contains("Last-Event-ID"), "{body}");
         }
+        // A reviewer's page is read by the service itself: its limit is
+        // checked all the same.
+        svc.call("GET", "/v1/events?limit=0", Some("alice"), None)
+            .expect_problem(400, "invalid");
         // The server is whole: it answers, and a good position works.
         svc.call("GET", "/v1/whoami", Some("sam"), None).expect_ok();
         let r = svc.call("GET", "/v1/events?after=f0.999999", Some("sam"), None);
