@@ -521,6 +521,11 @@ fn wait_for_claim(base: &str, token: &str, wait_ms: u32) -> std::thread::JoinHan
 
 /// Waits until `n` requests wait on the server, by its own gauge.
 fn until_waiting(base: &str, operator: &str, n: u64) {
+    until_gauge(base, operator, "leasehold_requests_waiting", n);
+}
+
+/// Waits until the server's gauge `name` reaches `n`.
+fn until_gauge(base: &str, operator: &str, name: &str, n: u64) {
     let c = client();
     let until = std::time::Instant::now() + Duration::from_secs(60);
     loop {
@@ -533,20 +538,25 @@ fn until_waiting(base: &str, operator: &str, n: u64) {
             .expect("text");
         let waiting = text
             .lines()
-            .find(|l| l.starts_with("leasehold_requests_waiting"))
+            .find(|l| l.starts_with(name))
             .and_then(|l| l.split_whitespace().last())
             .and_then(|v| v.parse::<f64>().ok())
             .unwrap_or(0.0);
         if waiting >= n as f64 {
             return;
         }
-        assert!(std::time::Instant::now() < until, "never {n} waiting");
+        assert!(
+            std::time::Instant::now() < until,
+            "{name} never reached {n}"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
 
-/// A reviewer's token taken out of the file while its `claim-next` waits:
-/// SIGHUP ends the wait with 401, and a task opened afterwards is claimed
+/// A reviewer's token taken out of the file while its `claim-next` waits
+/// and its event stream is open: SIGHUP ends the wait with 401 and the
+/// stream with `dropped` `credential` (the heartbeat, when streams used to
+/// look again, is ten minutes off), and a task opened afterwards is claimed
 /// for nobody.
 #[test]
 fn a_revoked_credentials_waiting_claim_claims_nothing() {
@@ -554,8 +564,37 @@ fn a_revoked_credentials_waiting_claim_claims_nothing() {
     let (server, log) = serve_logged(
         s.dir.path(),
         &s.db,
-        &["--tokens", s.tokens.to_str().expect("utf-8")],
+        &[
+            "--tokens",
+            s.tokens.to_str().expect("utf-8"),
+            "--heartbeat",
+            "600s",
+        ],
     );
+    let stream = {
+        let (base, token) = (server.base.clone(), s.alice.clone());
+        std::thread::spawn(move || {
+            let r = client()
+                .get(format!("{base}/v1/events"))
+                .bearer_auth(&token)
+                .header("accept", "text/event-stream")
+                .send()
+                .expect("a stream");
+            assert_eq!(r.status(), 200);
+            let mut lines = BufReader::new(r).lines();
+            let mut last = String::new();
+            while let Some(Ok(line)) = lines.next() {
+                if line.starts_with("data:") {
+                    last = line;
+                }
+                if last.contains("\"reason\"") {
+                    break;
+                }
+            }
+            last
+        })
+    };
+    until_gauge(&server.base, &s.operator, "leasehold_event_subscribers", 1);
     let waiting = wait_for_claim(&server.base, &s.alice, 30_000);
     until_waiting(&server.base, &s.operator, 1);
     let text = std::fs::read_to_string(&s.tokens).expect("read");
@@ -584,6 +623,8 @@ fn a_revoked_credentials_waiting_claim_claims_nothing() {
     assert!(r.status().is_success(), "{:?}", r.text());
     let (status, body) = waiting.join().expect("the waiting thread");
     assert_eq!(status, 401, "{body}");
+    let ended = stream.join().expect("the stream's thread");
+    assert!(ended.contains("\"credential\""), "{ended}");
     let t: Value = c
         .get(format!("{}/v1/tasks/after-revoke", server.base))
         .bearer_auth(&s.operator)
