@@ -89,13 +89,13 @@ fn task(tenant: &str, i: usize) -> Task {
         state: TaskState::Open,
         on_expiry: [OnExpiry::Deny, OnExpiry::Escalate, OnExpiry::Proceed][i % 3],
         escalate_to: vec!["lead".into()],
-        excluded_actors: if i % 7 == 0 {
+        excluded_actors: if i.is_multiple_of(7) {
             vec!["mallory".into()]
         } else {
             vec![]
         },
         created_at: T0 + i as i64,
-        due_at: (i % 4 == 0).then_some(T0 + 60_000 + i as i64),
+        due_at: i.is_multiple_of(4).then_some(T0 + 60_000 + i as i64),
     }
 }
 

@@ -35,7 +35,7 @@ pub enum CliError {
     /// Writing the answer failed.
     Output(std::io::Error),
     /// Moving a tenant's keys (copy, export, import, delete) failed.
-    Move(super::keyspace::MoveError),
+    Move(Box<super::keyspace::MoveError>),
     /// Something local failed that is not the caller's doing (a temporary
     /// file), or the demo saw an outcome the contract rules out.
     Failed(String),
@@ -49,7 +49,7 @@ impl From<std::io::Error> for CliError {
 
 impl From<super::keyspace::MoveError> for CliError {
     fn from(e: super::keyspace::MoveError) -> Self {
-        CliError::Move(e)
+        CliError::Move(Box::new(e))
     }
 }
 
@@ -148,7 +148,7 @@ impl CliError {
             CliError::Input(m) => m.clone(),
             CliError::Output(e) => format!("cannot write the answer: {e}"),
             CliError::Failed(m) => m.clone(),
-            CliError::Move(e) => with_sources(e),
+            CliError::Move(e) => with_sources(e.as_ref()),
         }
     }
 

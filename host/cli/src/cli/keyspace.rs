@@ -53,7 +53,7 @@ pub enum MoveError {
     Open {
         db: String,
         #[source]
-        source: leasehold_host::Error,
+        source: Box<leasehold_host::Error>,
     },
     /// A read or a write of the keys failed.
     #[error("cannot {what} tenant {tenant}")]
@@ -98,7 +98,7 @@ pub enum MoveError {
     Check {
         tenant: String,
         #[source]
-        source: leasehold_host::Error,
+        source: Box<leasehold_host::Error>,
     },
 }
 
@@ -163,11 +163,11 @@ pub fn open(db: &str, read_only: bool, wait: Duration) -> Result<Store, MoveErro
             GroupCommit::new(false, &Limits::default()),
         )
         .map(|redb| Arc::new(redb) as Store)
-        .map_err(|e| leasehold_host::Error::Open(e))
+        .map_err(leasehold_host::Error::Open)
     };
     opened.map_err(|source| MoveError::Open {
         db: db.to_owned(),
-        source,
+        source: Box::new(source),
     })
 }
 

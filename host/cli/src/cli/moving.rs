@@ -86,7 +86,7 @@ fn verify(
     let there = keyspace::digest(target.as_ref(), tenant)?;
     let check = |source| MoveError::Check {
         tenant: tenant.to_owned(),
-        source,
+        source: Box::new(source),
     };
     let discrepancies = engine
         .tenant(tenant)
