@@ -112,6 +112,13 @@ impl MoveError {
                 BAD_INPUT
             }
             MoveError::Storage { source, .. } if source.is_retryable() => BUSY,
+            MoveError::Open { source, .. } => match source.as_ref() {
+                leasehold_host::Error::Open(leasehold_host::OpenError::Missing { .. }) => {
+                    BAD_INPUT
+                }
+                leasehold_host::Error::Open(leasehold_host::OpenError::Busy { .. }) => BUSY,
+                _ => FAILED,
+            },
             _ => FAILED,
         }
     }
