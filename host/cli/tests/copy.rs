@@ -294,7 +294,7 @@ fn copy_refuses_a_target_tenant_that_holds_other_keys_and_writes_nothing() {
     let dir = tempfile::tempdir().expect("temp dir");
     let (src, dst) = (dir.path().join("src.redb"), dir.path().join("dst.redb"));
     fill(&src, &["acme", "globex"], 20);
-    // The target's acme holds a task of its own.
+    // The target's globex holds a task of its own.
     let own = dir.path().join("own.json");
     std::fs::write(&own, r#"{"id":"theirs","run":"r","kind":"k"}"#).expect("write");
     ok(leasehold(
@@ -303,29 +303,34 @@ fn copy_refuses_a_target_tenant_that_holds_other_keys_and_writes_nothing() {
             "--db",
             path(&dst),
             "--tenant",
-            "acme",
+            "globex",
             "task",
             "open",
             path(&own),
         ],
     ));
-    let (keys_before, digest_before) = export_digest(dir.path(), path(&dst), "acme");
+    let (keys_before, digest_before) = export_digest(dir.path(), path(&dst), "globex");
 
     let out = copy(dir.path(), path(&src), path(&dst), &[]);
     let e = error(&out, 1);
     assert_eq!(e["error"], "not_empty", "{e}");
-    assert_eq!(e["detail"], "acme", "{e}");
+    assert_eq!(e["detail"], "globex", "{e}");
     assert!(
-        e["message"].as_str().is_some_and(|m| m.contains("acme")),
+        e["message"].as_str().is_some_and(|m| m.contains("globex")),
         "{e}"
     );
     assert_eq!(
-        export_digest(dir.path(), path(&dst), "acme"),
+        export_digest(dir.path(), path(&dst), "globex"),
         (keys_before, digest_before),
         "the refused tenant is untouched"
     );
+    assert_eq!(
+        export_digest(dir.path(), path(&dst), "acme").0,
+        0,
+        "a refusal comes before any tenant is written"
+    );
     // Named on its own, the empty tenant copies.
-    ok(copy(dir.path(), path(&src), path(&dst), &["globex"]));
+    ok(copy(dir.path(), path(&src), path(&dst), &["acme"]));
 
     // Copying a file onto itself is refused before anything opens.
     error(&copy(dir.path(), path(&src), path(&src), &[]), 2);

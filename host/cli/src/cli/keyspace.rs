@@ -11,6 +11,7 @@
 //! as the key's length (4 bytes, big-endian), the key, the value's length
 //! and the value: equal digests mean the same keys holding the same values.
 
+use std::collections::VecDeque;
 use std::io::BufRead;
 use std::path::Path;
 use std::sync::Arc;
@@ -113,9 +114,7 @@ impl MoveError {
             }
             MoveError::Storage { source, .. } if source.is_retryable() => BUSY,
             MoveError::Open { source, .. } => match source.as_ref() {
-                leasehold_host::Error::Open(leasehold_host::OpenError::Missing { .. }) => {
-                    BAD_INPUT
-                }
+                leasehold_host::Error::Open(leasehold_host::OpenError::Missing { .. }) => BAD_INPUT,
                 leasehold_host::Error::Open(leasehold_host::OpenError::Busy { .. }) => BUSY,
                 _ => FAILED,
             },
@@ -394,6 +393,82 @@ impl Progress {
     }
 }
 
+/// What the target already holds of a tenant, matched against the
+/// source's first entries.
+struct Start {
+    /// The source's digest over the entries the target holds.
+    digest: Digest,
+    kept: u64,
+    /// Source entries read past the target's last key, not yet written.
+    pending: VecDeque<Entry>,
+    source_done: bool,
+}
+
+/// Reads the target's entries of `tenant` alongside the source's: they must
+/// be exactly the source's first ones (none at all, or what a copy that
+/// stopped part way left), or the tenant is refused.
+fn match_start(
+    source: &mut dyn Entries,
+    target: &dyn Backend,
+    tenant: &str,
+) -> Result<Start, MoveError> {
+    let mut start = Start {
+        digest: Digest::default(),
+        kept: 0,
+        pending: VecDeque::new(),
+        source_done: false,
+    };
+    let refuse = |why: String| MoveError::NotEmpty {
+        tenant: tenant.to_owned(),
+        why,
+    };
+    let mut there = Walk::new(target, tenant)?;
+    loop {
+        let batch = there.batch()?;
+        if batch.is_empty() {
+            return Ok(start);
+        }
+        for entry in batch {
+            if start.pending.is_empty() && !start.source_done {
+                start.pending.extend(source.batch()?);
+                start.source_done = start.pending.is_empty();
+            }
+            match start.pending.pop_front() {
+                Some(ours) if ours == entry => {
+                    start.digest.add(&ours);
+                    start.kept += 1;
+                }
+                Some(ours) if ours.0 == entry.0 => {
+                    return Err(refuse(format!("key {} holds another value", hex(&entry.0))));
+                }
+                Some(_) => {
+                    return Err(refuse(format!(
+                        "it holds key {}, which the source does not",
+                        hex(&entry.0)
+                    )));
+                }
+                None => {
+                    return Err(refuse(format!(
+                        "it holds key {} past the source's last",
+                        hex(&entry.0)
+                    )));
+                }
+            }
+        }
+    }
+}
+
+/// Whether `tenant` may be copied onto `target`: refused as
+/// [`copy_tenant`] would refuse it, before anything is written, so that a
+/// copy of many tenants refuses before it writes any.
+pub fn may_copy(
+    source: &mut dyn Entries,
+    target: &dyn Backend,
+    tenant: &str,
+) -> Result<(), MoveError> {
+    match_start(source, target, tenant).map(|_| ())
+}
+
 /// Copies `tenant`'s entries from `source` onto `target`'s tenant of the
 /// same name, a batch per transaction. A target that already holds keys is
 /// written only if they are exactly the source's first keys (a copy that
@@ -406,47 +481,12 @@ pub fn copy_tenant(
     tenant: &str,
     progress: &mut Progress,
 ) -> Result<Copied, MoveError> {
-    let mut digest = Digest::default();
-    let mut pending: std::collections::VecDeque<Entry> = Default::default();
-    let mut source_done = false;
-    let mut kept = 0u64;
-    {
-        let mut there = Walk::new(target, tenant)?;
-        loop {
-            let batch = there.batch()?;
-            if batch.is_empty() {
-                break;
-            }
-            for entry in batch {
-                if pending.is_empty() && !source_done {
-                    pending.extend(source.batch()?);
-                    source_done = pending.is_empty();
-                }
-                match pending.pop_front() {
-                    Some(ours) if ours == entry => {
-                        digest.add(&ours);
-                        kept += 1;
-                    }
-                    Some(ours) => {
-                        return Err(MoveError::NotEmpty {
-                            tenant: tenant.to_owned(),
-                            why: if ours.0 == entry.0 {
-                                format!("key {} holds another value", hex(&entry.0))
-                            } else {
-                                format!("it holds key {}, which the source does not", hex(&entry.0))
-                            },
-                        });
-                    }
-                    None => {
-                        return Err(MoveError::NotEmpty {
-                            tenant: tenant.to_owned(),
-                            why: format!("it holds key {} past the source's last", hex(&entry.0)),
-                        });
-                    }
-                }
-            }
-        }
-    }
+    let Start {
+        mut digest,
+        kept,
+        mut pending,
+        source_done,
+    } = match_start(source, target, tenant)?;
     let mut written = 0u64;
     let mut written_bytes = 0u64;
     loop {

@@ -141,6 +141,15 @@ pub fn copy(cli: &Cli, args: &CopyArgs, out: &mut dyn Write) -> Result<u8, CliEr
             })?;
     }
     let target = keyspace::open(&args.to, false, cli.wait)?;
+    // Every tenant is looked at before any is written: one the target
+    // cannot take refuses the whole copy, not the tenants after it.
+    for tenant in &tenants {
+        keyspace::may_copy(
+            &mut Walk::new(source.as_ref(), tenant)?,
+            target.as_ref(),
+            tenant,
+        )?;
+    }
     let mut progress = Progress::new(cli.json)?;
     let mut copied = Vec::with_capacity(tenants.len());
     for tenant in &tenants {
