@@ -380,11 +380,12 @@ impl Progress {
         })
     }
 
-    fn batch_done(&mut self, tenant: &str, keys: u64, bytes: u64) -> Result<(), MoveError> {
+    /// One batch committed; `done` says how much of the tenant so far.
+    fn batch_done(&mut self, tenant: &str, done: impl FnOnce() -> String) -> Result<(), MoveError> {
         self.batches += 1;
         if !self.quiet && self.last.elapsed() >= Duration::from_secs(1) {
             self.last = Instant::now();
-            eprintln!("leasehold: {tenant}: {keys} keys, {bytes} bytes written so far");
+            eprintln!("leasehold: {tenant}: {} so far", done());
         }
         if self.stop_after.is_some_and(|n| self.batches >= n) {
             return Err(MoveError::Stopped(self.batches));
@@ -509,7 +510,9 @@ pub fn copy_tenant(
             writes.push(Write::Put(entry.0, entry.1));
         }
         commit(target, tenant, writes)?;
-        progress.batch_done(tenant, written, written_bytes)?;
+        progress.batch_done(tenant, || {
+            format!("{written} keys ({written_bytes} bytes) written")
+        })?;
     }
     let outcome = match (kept, written) {
         (0, 0) => Outcome::Empty,
@@ -548,7 +551,7 @@ pub fn delete_tenant(
             batch.into_iter().map(|(k, _)| Write::Delete(k)).collect(),
         )?;
         deleted += n;
-        progress.batch_done(tenant, deleted, 0)?;
+        progress.batch_done(tenant, || format!("{deleted} keys deleted"))?;
     }
 }
 
