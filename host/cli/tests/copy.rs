@@ -589,8 +589,17 @@ fn copy_redb_to_postgres_and_back_answers_every_read_the_same() {
     let n = 300;
     fill(&src, &tenants, n);
 
+    // Stopped after its first batch (the first tenant, whole), then run
+    // again: the first is recognised as copied, the second is copied.
+    let mut args = vec!["copy", "--from", path(&src), "--to", &url];
+    for t in &tenants {
+        args.extend(["--tenant", t]);
+    }
+    let stopped = leasehold_env(dir.path(), &args, Some((STOP_AFTER, "1")));
+    assert_eq!(error(&stopped, 3)["error"], "stopped");
     let there = copied(&ok(copy(dir.path(), path(&src), &url, &tenants)));
-    assert!(there.iter().all(|(_, o, _)| o == "copied"));
+    let outcomes: Vec<&str> = there.iter().map(|(_, o, _)| o.as_str()).collect();
+    assert_eq!(outcomes, ["already_copied", "copied"]);
     let back_again = copied(&ok(copy(dir.path(), &url, path(&back), &tenants)));
     for ((t, _, d1), (_, _, d2)) in there.iter().zip(&back_again) {
         assert_eq!(d1, d2, "{t}: the digest survives the round trip");
