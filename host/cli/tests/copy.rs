@@ -377,7 +377,7 @@ fn a_copy_stopped_part_way_resumes_and_finishes_with_the_same_digest() {
 fn an_export_imports_back_to_the_same_digest_and_a_damaged_one_is_refused() {
     let dir = tempfile::tempdir().expect("temp dir");
     let (src, dst) = (dir.path().join("src.redb"), dir.path().join("dst.redb"));
-    let n = 200;
+    let n = 800;
     fill(&src, &["acme"], n);
     let file = dir.path().join("acme.jsonl");
     let exported = ok(leasehold(
@@ -412,7 +412,8 @@ fn an_export_imports_back_to_the_same_digest_and_a_damaged_one_is_refused() {
     assert_eq!(e["error"], "bad_file", "{e}");
     let changed = dir.path().join("changed.jsonl");
     let mut altered: Vec<String> = lines.iter().map(|l| (*l).to_owned()).collect();
-    altered[1] = altered[1].replacen("\"value\":\"", "\"value\":\"00", 1);
+    let late = altered.len() - 2;
+    altered[late] = altered[late].replacen("\"value\":\"", "\"value\":\"00", 1);
     std::fs::write(&changed, altered.join("\n")).expect("write");
     let e = error(
         &leasehold(
@@ -431,6 +432,10 @@ fn an_export_imports_back_to_the_same_digest_and_a_damaged_one_is_refused() {
         2,
     );
     assert_eq!(e["error"], "bad_file", "{e}");
+    assert!(
+        !dst.exists(),
+        "a damaged file is refused before the database is even opened"
+    );
 
     // Into a tenant of another name: the same keys, the same digest.
     let imported = ok(leasehold(

@@ -255,18 +255,26 @@ fn export(cli: &Cli, db: &str, file: Option<&Path>, out: &mut dyn Write) -> Resu
 }
 
 fn import(cli: &Cli, db: &str, file: Option<&Path>, out: &mut dyn Write) -> Result<u8, CliError> {
-    let (input, name): (Box<dyn std::io::BufRead>, String) = match file {
-        None => (Box::new(BufReader::new(std::io::stdin())), "-".into()),
-        Some(p) if p == Path::new("-") => (Box::new(BufReader::new(std::io::stdin())), "-".into()),
+    let open_file = |p: &Path| -> Result<Box<dyn std::io::BufRead>, MoveError> {
+        let f = std::fs::File::open(p).map_err(|source| MoveError::Io {
+            what: format!("open {}", p.display()),
+            source,
+        })?;
+        Ok(Box::new(BufReader::new(f)))
+    };
+    let mut reader = match file.filter(|p| *p != Path::new("-")) {
+        None => ExportReader::new(Box::new(BufReader::new(std::io::stdin())), "-")?,
         Some(p) => {
-            let f = std::fs::File::open(p).map_err(|source| MoveError::Io {
-                what: format!("open {}", p.display()),
-                source,
-            })?;
-            (Box::new(BufReader::new(f)), p.display().to_string())
+            let name = p.display().to_string();
+            // A file is read through once before anything is written, so a
+            // damaged one is refused whole; standard input can only be
+            // checked as it goes.
+            let mut whole = ExportReader::new(open_file(p)?, &name)?;
+            while !whole.batch()?.is_empty() {}
+            ExportReader::new(open_file(p)?, &name)?
         }
     };
-    let mut reader = ExportReader::new(input, &name)?;
+    let name = file.map_or("-".into(), |p| p.display().to_string());
     let tenant = match tenants_named(cli)?.pop() {
         Some(t) => t,
         None => reader.tenant.clone(),
