@@ -5,7 +5,7 @@
 //! can be resumed. It must never read meaning into a key or a value (that is
 //! the component's; whether a copy is sound is for `check` to say through
 //! the engine), and never write a tenant that holds anything but a part of
-//! what it copies.
+//! what it copies (`delete_tenant` aside, which only deletes).
 //!
 //! The digest of a keyspace is SHA-256 over every entry in key order, each
 //! as the key's length (4 bytes, big-endian), the key, the value's length
@@ -649,9 +649,8 @@ pub struct ExportReader {
 
 impl ExportReader {
     pub fn new(input: Box<dyn BufRead>, path: &str) -> Result<ExportReader, MoveError> {
-        let mut lines = input.lines();
         let mut reader = ExportReader {
-            lines: std::io::BufRead::lines(Box::new(std::io::empty()) as Box<dyn BufRead>),
+            lines: input.lines(),
             path: path.to_owned(),
             line: 1,
             tenant: String::new(),
@@ -659,10 +658,10 @@ impl ExportReader {
             last_key: None,
             ended: false,
         };
-        let first = lines
-            .next()
-            .ok_or_else(|| reader.bad("the file is empty, not an export"))?
-            .map_err(|source| reader.io(source))?;
+        let first = match reader.lines.next() {
+            None => return Err(reader.bad("the file is empty, not an export")),
+            Some(line) => line.map_err(|source| reader.io(source))?,
+        };
         let header: Header = serde_json::from_str(&first)
             .map_err(|e| reader.bad(format!("not an export's first line: {e}")))?;
         if header.format != EXPORT_FORMAT || header.version != EXPORT_VERSION {
@@ -672,7 +671,6 @@ impl ExportReader {
             )));
         }
         reader.tenant = header.tenant;
-        reader.lines = lines;
         Ok(reader)
     }
 
@@ -697,6 +695,8 @@ impl Entries for ExportReader {
         let (limit, max_bytes) = batch_bounds();
         let mut out = Vec::new();
         let mut bytes = 0usize;
+        // Stops at half the budget, so that the entry that crosses it (one
+        // value at most the engine's limit) still leaves the batch within.
         while !self.ended && out.len() < limit as usize && bytes < max_bytes / 2 {
             let Some(text) = self.lines.next() else {
                 return Err(self.bad("the file ends before its last line: it was cut short"));
