@@ -26,6 +26,13 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return usage(&e),
     };
+    if cli.tenants.len() > 1 && !matches!(cli.command, Command::Copy(_)) {
+        let e = CliError::Usage {
+            message: "--tenant is given more than once; only `copy` takes several".into(),
+            argument: Some("--tenant".into()),
+        };
+        return fail(&e, cli.json);
+    }
     let mut stdout = std::io::stdout().lock();
     let outcome = match cli.command {
         Command::Demo => cli::demo::run(&cli, &mut stdout).map(|()| 0),
@@ -34,6 +41,8 @@ fn main() -> ExitCode {
         Command::Component { ref out } => {
             cli::component::write(out, cli.json, &mut stdout).map(|()| 0)
         }
+        Command::Copy(ref args) => cli::moving::copy(&cli, args, &mut stdout),
+        Command::Tenant(ref verb) => cli::moving::tenant(&cli, verb, &mut stdout),
         Command::Events(ref args) if args.follow => cli::events::follow(&cli, args, &mut stdout),
         _ => cli::commands::run(&cli).and_then(|report| {
             let text = if cli.json {

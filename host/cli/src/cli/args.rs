@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 use leasehold_guest::validate::MAX_LIMIT;
 use leasehold_host::{Lease, Settlement, Timestamp};
 
@@ -34,9 +34,10 @@ pub struct Cli {
     #[arg(long, global = true, env = "LEASEHOLD_DB", value_name = "PATH|URL")]
     pub db: Option<PathBuf>,
 
-    /// The tenant every call is scoped to
-    #[arg(long, global = true, default_value = "default", value_name = "NAME")]
-    pub tenant: String,
+    /// The tenant every call is scoped to [default: default]; `copy` takes
+    /// it more than once (one per tenant to copy)
+    #[arg(long = "tenant", global = true, value_name = "NAME", action = ArgAction::Append)]
+    pub tenants: Vec<String>,
 
     /// Print exact JSON for scripts instead of tables and sentences; errors
     /// go to stderr as a JSON object
@@ -156,12 +157,57 @@ pub enum Command {
     /// Make credentials for `serve`
     #[command(subcommand)]
     Token(TokenCommand),
+    /// Copy tenants' keys from one database to another (a redb file or a
+    /// PostgreSQL URL each): the tenants named with --tenant, else every
+    /// tenant of the source. Refuses a target tenant that holds anything
+    /// but an unfinished copy of the source, which it finishes; ends with
+    /// `check` and a digest of both sides, and exits 1 if they disagree
+    Copy(CopyArgs),
+    /// Export, import or delete one tenant's keys (--tenant)
+    #[command(subcommand)]
+    Tenant(TenantCommand),
     /// Write the component this binary embeds to a file and print its
     /// SHA-256, so another host (JavaScript, Python) can run the same bytes
     Component {
         /// Where to write the .wasm file (replaced if it exists)
         #[arg(long, value_name = "FILE")]
         out: PathBuf,
+    },
+}
+
+/// `leasehold copy`: from where, to where.
+#[derive(Debug, Args)]
+pub struct CopyArgs {
+    /// The database to copy from (read only)
+    #[arg(long, value_name = "PATH|URL")]
+    pub from: String,
+    /// The database to copy to (a redb file is created if missing)
+    #[arg(long, value_name = "PATH|URL")]
+    pub to: String,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TenantCommand {
+    /// Write the tenant's keys as JSON lines (docs/operations.md describes
+    /// the format), with their count and digest on the last line
+    Export {
+        /// Where to write [default: standard output]
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
+    /// Read an export into an empty tenant (--tenant, else the one the file
+    /// names), then check it and compare digests; an unfinished import of
+    /// the same file is finished
+    Import {
+        /// The export file; - or nothing reads standard input
+        #[arg(long = "in", value_name = "FILE|-")]
+        input: Option<PathBuf>,
+    },
+    /// Delete every key of the tenant named with --tenant, in batches
+    Delete {
+        /// Yes, delete it: there is no undo
+        #[arg(long)]
+        yes: bool,
     },
 }
 
@@ -628,6 +674,14 @@ pub fn parse_limit(text: &str) -> Result<u32, String> {
         .ok()
         .filter(|n| (1..=MAX_LIMIT).contains(n))
         .ok_or_else(|| format!("limit is {n}, outside {range}"))
+}
+
+impl Cli {
+    /// The one tenant a command is scoped to: the `--tenant` given, or
+    /// `default`.
+    pub fn tenant(&self) -> &str {
+        self.tenants.last().map_or("default", String::as_str)
+    }
 }
 
 impl LeaseArgs {

@@ -59,7 +59,7 @@ pub fn tenant(cli: &Cli) -> Result<Tenant, CliError> {
             opened => opened?,
         },
     };
-    Ok(engine.tenant(&cli.tenant)?)
+    Ok(engine.tenant(cli.tenant())?)
 }
 
 /// Repairs a file a writer left open so that a reading command can read
@@ -143,7 +143,7 @@ pub fn run(cli: &Cli) -> Result<Report, CliError> {
         Command::Stats => {
             let t = tenant(cli)?;
             Ok(Report::Stats {
-                tenant: cli.tenant.clone(),
+                tenant: cli.tenant().to_owned(),
                 open_count: t.open_count()?,
                 leased_count: t.leased_count()?,
                 next_lease_end: t.next_lease_end()?,
@@ -192,11 +192,14 @@ pub fn run(cli: &Cli) -> Result<Report, CliError> {
         }
         // Neither answers a report on a database: the demo narrates as it
         // goes, and the component is written without opening one.
-        Command::Demo | Command::Component { .. } | Command::Serve(_) | Command::Token(_) => {
-            Err(CliError::Failed(
-                "demo and component are run by their own modules, not commands::run".into(),
-            ))
-        }
+        Command::Demo
+        | Command::Component { .. }
+        | Command::Serve(_)
+        | Command::Token(_)
+        | Command::Copy(_)
+        | Command::Tenant(_) => Err(CliError::Failed(
+            "demo and component are run by their own modules, not commands::run".into(),
+        )),
     }
 }
 

@@ -224,7 +224,7 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<(), CliError> {
     }
     let (engine, _temporary, place) =
         fresh_engine(cli.db.as_deref(), super::commands::builder(cli))?;
-    let t = engine.tenant(&cli.tenant)?;
+    let t = engine.tenant(cli.tenant())?;
     let mut n = Narrator { out, step: 0 };
 
     writeln!(
@@ -232,7 +232,7 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<(), CliError> {
         "Leasehold demo: tenant {:?}, {place}.\n\
          The demo clock starts at 09:00 UTC on 2026-05-04. The rules never read a clock;\n\
          every call that needs the time is handed it.",
-        cli.tenant
+        cli.tenant()
     )?;
 
     // 1. Tasks with roles and a four-eyes exclusion.

@@ -34,6 +34,8 @@ pub enum CliError {
     Input(String),
     /// Writing the answer failed.
     Output(std::io::Error),
+    /// Moving a tenant's keys (copy, export, import, delete) failed.
+    Move(Box<super::keyspace::MoveError>),
     /// Something local failed that is not the caller's doing (a temporary
     /// file), or the demo saw an outcome the contract rules out.
     Failed(String),
@@ -42,6 +44,12 @@ pub enum CliError {
 impl From<std::io::Error> for CliError {
     fn from(e: std::io::Error) -> Self {
         CliError::Output(e)
+    }
+}
+
+impl From<super::keyspace::MoveError> for CliError {
+    fn from(e: super::keyspace::MoveError) -> Self {
+        CliError::Move(Box::new(e))
     }
 }
 
@@ -113,6 +121,7 @@ impl CliError {
             CliError::Engine(e) if e.is_invalid_input() => BAD_INPUT,
             CliError::Engine(_) | CliError::Output(_) | CliError::Failed(_) => FAILED,
             CliError::Usage { .. } | CliError::Input(_) => BAD_INPUT,
+            CliError::Move(e) => e.exit_code(),
         }
     }
 
@@ -139,6 +148,7 @@ impl CliError {
             CliError::Input(m) => m.clone(),
             CliError::Output(e) => format!("cannot write the answer: {e}"),
             CliError::Failed(m) => m.clone(),
+            CliError::Move(e) => with_sources(e.as_ref()),
         }
     }
 
@@ -158,6 +168,7 @@ impl CliError {
             CliError::Input(_) => return ("invalid", None),
             CliError::Output(_) => return ("output", None),
             CliError::Failed(_) => return ("failed", None),
+            CliError::Move(e) => return e.kind(),
             CliError::Engine(e) => e,
         };
         match e {

@@ -35,8 +35,8 @@ pub fn follow(cli: &Cli, args: &EventsArgs, out: &mut impl Write) -> Result<u8, 
     match url {
         Some(url) => {
             let engine = builder(cli).read_only().postgres(url)?;
-            let t = engine.tenant(&cli.tenant)?;
-            let mut woken = engine.watch(&cli.tenant)?;
+            let t = engine.tenant(cli.tenant())?;
+            let mut woken = engine.watch(cli.tenant())?;
             loop {
                 if let Some(code) = drain(cli, args, &mut after, out, |a, n| t.feed(a, n))? {
                     return Ok(code);

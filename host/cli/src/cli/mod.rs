@@ -9,6 +9,8 @@ pub mod demo;
 pub mod error;
 pub mod events;
 pub mod input;
+pub mod keyspace;
+pub mod moving;
 pub mod output;
 pub mod serve;
 pub mod time;

@@ -36,10 +36,10 @@ pub fn token(cli: &Cli, verb: &TokenCommand, out: &mut impl Write) -> Result<(),
         roles,
         scope: s,
     } = verb;
-    leasehold_host::tenant_prefix(&cli.tenant).map_err(leasehold_host::Error::from)?;
+    leasehold_host::tenant_prefix(cli.tenant()).map_err(leasehold_host::Error::from)?;
     let token = fresh_token()?;
     let principal = Principal {
-        tenant: cli.tenant.clone(),
+        tenant: cli.tenant().to_owned(),
         actor: actor.clone(),
         roles: roles.clone(),
         scope: scope(*s),

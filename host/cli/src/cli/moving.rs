@@ -1,0 +1,331 @@
+//! `leasehold copy` and `leasehold tenant export/import/delete`: moving
+//! tenants between databases and files, and removing one. It owns the
+//! commands' order of work (copy, then digest both sides, then `check`
+//! through the engine) and their answers; the keys themselves are moved by
+//! `keyspace`. It must never call a verb on a tenant it moves: the only
+//! engine call is `check`, which reads.
+
+use std::io::{BufReader, Write};
+use std::path::Path;
+
+use leasehold_host::storage::{Backend, check_tenant};
+use leasehold_host::{Discrepancy, Engine};
+use serde::Serialize;
+
+use super::args::{Cli, CopyArgs, TenantCommand};
+use super::commands::{builder, db_path};
+use super::error::{CliError, REFUSED};
+use super::keyspace::{
+    self, Copied, Entries, ExportReader, MoveError, Outcome, Progress, Store, Walk,
+};
+
+/// One tenant's copy (or import), as answered.
+#[derive(Debug, Serialize)]
+struct TenantReport {
+    tenant: String,
+    outcome: Outcome,
+    /// Keys the target already held as the start of the source's.
+    kept_keys: u64,
+    /// Keys this run wrote.
+    written_keys: u64,
+    keys: u64,
+    bytes: u64,
+    source_sha256: String,
+    target_sha256: String,
+    digests_match: bool,
+    discrepancies: Vec<Discrepancy>,
+}
+
+impl TenantReport {
+    fn ok(&self) -> bool {
+        self.digests_match && self.discrepancies.is_empty()
+    }
+
+    fn human(&self) -> String {
+        let what = match self.outcome {
+            Outcome::Copied => format!("copied {} keys ({} bytes)", self.keys, self.bytes),
+            Outcome::Resumed => format!(
+                "resumed: {} keys were there, wrote the other {} ({} keys, {} bytes in all)",
+                self.kept_keys, self.written_keys, self.keys, self.bytes
+            ),
+            Outcome::AlreadyCopied => format!(
+                "already copied ({} keys, {} bytes); nothing written",
+                self.keys, self.bytes
+            ),
+            Outcome::Empty => "the source holds no key of it; nothing written".to_owned(),
+        };
+        let digests = if self.digests_match {
+            "the digests match"
+        } else {
+            "THE DIGESTS DIFFER"
+        };
+        let check = if self.discrepancies.is_empty() {
+            "check is clean".to_owned()
+        } else {
+            format!(
+                "CHECK FOUND {} discrepancies: {}",
+                self.discrepancies.len(),
+                serde_json::to_string(&self.discrepancies).unwrap_or_default()
+            )
+        };
+        format!(
+            "{}: {what}.\n  source sha256 {}\n  target sha256 {}\n  {digests}; {check}.\n",
+            self.tenant, self.source_sha256, self.target_sha256
+        )
+    }
+}
+
+/// After a tenant's keys are in: the target's digest, compared with the
+/// source's, and `check` run through the engine on the target.
+fn verify(
+    copied: Copied,
+    target: &Store,
+    engine: &Engine,
+    tenant: &str,
+) -> Result<TenantReport, MoveError> {
+    let there = keyspace::digest(target.as_ref(), tenant)?;
+    let check = |source| MoveError::Check {
+        tenant: tenant.to_owned(),
+        source: Box::new(source),
+    };
+    let discrepancies = engine
+        .tenant(tenant)
+        .map_err(check)?
+        .check()
+        .map_err(check)?;
+    let (source_sha256, target_sha256) = (copied.source.hex(), there.hex());
+    Ok(TenantReport {
+        tenant: tenant.to_owned(),
+        outcome: copied.outcome,
+        kept_keys: copied.kept,
+        written_keys: copied.written,
+        keys: there.keys,
+        bytes: there.bytes,
+        digests_match: source_sha256 == target_sha256 && copied.source.keys == there.keys,
+        source_sha256,
+        target_sha256,
+        discrepancies,
+    })
+}
+
+/// The engine that runs `check` over the target: the same backend the keys
+/// went through, so a redb file is not opened twice.
+fn engine_over(cli: &Cli, target: &Store) -> Result<Engine, CliError> {
+    Ok(builder(cli).backend(target.clone())?)
+}
+
+fn tenants_named(cli: &Cli) -> Result<Vec<String>, MoveError> {
+    for name in &cli.tenants {
+        check_tenant(name).map_err(|e| MoveError::Usage(format!("--tenant {name:?}: {e}")))?;
+    }
+    Ok(cli.tenants.clone())
+}
+
+/// `leasehold copy`.
+pub fn copy(cli: &Cli, args: &CopyArgs, out: &mut dyn Write) -> Result<u8, CliError> {
+    if args.from == args.to {
+        return Err(MoveError::Usage("--from and --to name the same database".into()).into());
+    }
+    let mut tenants = tenants_named(cli)?;
+    let source = keyspace::open(&args.from, true, cli.wait)?;
+    if tenants.is_empty() {
+        tenants = source
+            .tenants()
+            .map_err(|source| MoveError::Storage {
+                what: "list the tenants of",
+                tenant: args.from.clone(),
+                source,
+            })?
+            .ok_or_else(|| MoveError::Unlisted {
+                db: args.from.clone(),
+            })?;
+    }
+    let target = keyspace::open(&args.to, false, cli.wait)?;
+    // Every tenant is looked at before any is written: one the target
+    // cannot take refuses the whole copy, not the tenants after it.
+    for tenant in &tenants {
+        keyspace::may_copy(
+            &mut Walk::new(source.as_ref(), tenant)?,
+            target.as_ref(),
+            tenant,
+        )?;
+    }
+    let started = std::time::Instant::now();
+    let mut progress = Progress::new(cli.json)?;
+    let mut copied = Vec::with_capacity(tenants.len());
+    for tenant in &tenants {
+        let mut walk = Walk::new(source.as_ref(), tenant)?;
+        copied.push(keyspace::copy_tenant(
+            &mut walk,
+            target.as_ref(),
+            tenant,
+            &mut progress,
+        )?);
+    }
+    // Compiled once the keys are in, not before: an early failure costs
+    // nothing, and the copy itself needs no engine.
+    let copy_ms = started.elapsed().as_millis();
+    let engine = engine_over(cli, &target)?;
+    let mut reports = Vec::with_capacity(tenants.len());
+    for (tenant, copied) in tenants.iter().zip(copied) {
+        reports.push(verify(copied, &target, &engine, tenant)?);
+    }
+    let ok = reports.iter().all(TenantReport::ok);
+    if cli.json {
+        let answer = serde_json::json!({
+            "from": args.from,
+            "to": args.to,
+            "tenants": reports,
+            "ok": ok,
+            // How long the keys took, and the digests and checks after them.
+            "copy_ms": copy_ms,
+            "verify_ms": started.elapsed().as_millis() - copy_ms,
+        });
+        writeln!(out, "{answer}")?;
+    } else {
+        if reports.is_empty() {
+            writeln!(out, "{} holds no tenant; nothing copied.", args.from)?;
+        }
+        for report in &reports {
+            out.write_all(report.human().as_bytes())?;
+        }
+    }
+    Ok(if ok { 0 } else { REFUSED })
+}
+
+/// `leasehold tenant export/import/delete`.
+pub fn tenant(cli: &Cli, verb: &TenantCommand, out: &mut dyn Write) -> Result<u8, CliError> {
+    let db = db_path(cli);
+    let db = db
+        .to_str()
+        .ok_or_else(|| MoveError::Usage(format!("{} is not UTF-8", db.display())))?
+        .to_owned();
+    match verb {
+        TenantCommand::Export { out: file } => export(cli, &db, file.as_deref(), out),
+        TenantCommand::Import { input } => import(cli, &db, input.as_deref(), out),
+        TenantCommand::Delete { yes } => delete(cli, &db, *yes, out),
+    }
+}
+
+fn export(cli: &Cli, db: &str, file: Option<&Path>, out: &mut dyn Write) -> Result<u8, CliError> {
+    let tenant = cli.tenant();
+    check_tenant(tenant).map_err(|e| MoveError::Usage(format!("--tenant {tenant:?}: {e}")))?;
+    let store = keyspace::open(db, true, cli.wait)?;
+    let Some(path) = file else {
+        keyspace::export(store.as_ref(), tenant, out)?;
+        return Ok(0);
+    };
+    let io = |source| MoveError::Io {
+        what: format!("write {}", path.display()),
+        source,
+    };
+    // Written beside the file and renamed over it once whole, so that a
+    // file by that name is always a whole export.
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut temp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
+    let digest = {
+        let mut writer = std::io::BufWriter::new(temp.as_file_mut());
+        keyspace::export(store.as_ref(), tenant, &mut writer)?
+    };
+    temp.as_file().sync_all().map_err(io)?;
+    temp.persist(path).map_err(|e| io(e.error))?;
+    if cli.json {
+        let answer = serde_json::json!({
+            "tenant": tenant,
+            "out": path,
+            "keys": digest.keys,
+            "bytes": digest.bytes,
+            "sha256": digest.hex(),
+        });
+        writeln!(out, "{answer}")?;
+    } else {
+        writeln!(
+            out,
+            "Exported tenant {tenant}: {} keys ({} bytes) to {}.\n  sha256 {}",
+            digest.keys,
+            digest.bytes,
+            path.display(),
+            digest.hex()
+        )?;
+    }
+    Ok(0)
+}
+
+fn import(cli: &Cli, db: &str, file: Option<&Path>, out: &mut dyn Write) -> Result<u8, CliError> {
+    let open_file = |p: &Path| -> Result<Box<dyn std::io::BufRead>, MoveError> {
+        let f = std::fs::File::open(p).map_err(|source| MoveError::Io {
+            what: format!("open {}", p.display()),
+            source,
+        })?;
+        Ok(Box::new(BufReader::new(f)))
+    };
+    let mut reader = match file.filter(|p| *p != Path::new("-")) {
+        None => ExportReader::new(Box::new(BufReader::new(std::io::stdin())), "-")?,
+        Some(p) => {
+            let name = p.display().to_string();
+            // A file is read through once before anything is written, so a
+            // damaged one is refused whole; standard input can only be
+            // checked as it goes.
+            let mut whole = ExportReader::new(open_file(p)?, &name)?;
+            while !whole.batch()?.is_empty() {}
+            ExportReader::new(open_file(p)?, &name)?
+        }
+    };
+    let name = file.map_or("-".into(), |p| p.display().to_string());
+    let tenant = match tenants_named(cli)?.pop() {
+        Some(t) => t,
+        None => reader.tenant.clone(),
+    };
+    check_tenant(&tenant).map_err(|e| MoveError::Usage(format!("tenant {tenant:?}: {e}")))?;
+    let target = keyspace::open(db, false, cli.wait)?;
+    let mut progress = Progress::new(cli.json)?;
+    let copied = keyspace::copy_tenant(&mut reader, target.as_ref(), &tenant, &mut progress)?;
+    // The copy stops at the first empty batch, which the reader gives only
+    // past a last line that matched; say so plainly if it did not get there.
+    if !reader.batch()?.is_empty() {
+        return Err(MoveError::Usage(format!("{name}: the import stopped before its end")).into());
+    }
+    let engine = engine_over(cli, &target)?;
+    let report = verify(copied, &target, &engine, &tenant)?;
+    if cli.json {
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string(&report).unwrap_or_default()
+        )?;
+    } else {
+        out.write_all(report.human().as_bytes())?;
+    }
+    Ok(if report.ok() { 0 } else { REFUSED })
+}
+
+fn delete(cli: &Cli, db: &str, yes: bool, out: &mut dyn Write) -> Result<u8, CliError> {
+    // Never the default tenant by omission: the name is part of the ask.
+    let Some(tenant) = tenants_named(cli)?.pop() else {
+        return Err(CliError::Usage {
+            message: "name the tenant to delete with --tenant".into(),
+            argument: Some("--tenant".into()),
+        });
+    };
+    if !yes {
+        return Err(CliError::Usage {
+            message: format!(
+                "deleting tenant {tenant} removes every key of it, with no undo; add --yes to do it"
+            ),
+            argument: Some("--yes".into()),
+        });
+    }
+    let store = keyspace::open(db, false, cli.wait)?;
+    let mut progress = Progress::new(cli.json)?;
+    let deleted = keyspace::delete_tenant(store.as_ref(), &tenant, &mut progress)?;
+    if cli.json {
+        let answer = serde_json::json!({"tenant": tenant, "deleted_keys": deleted});
+        writeln!(out, "{answer}")?;
+    } else {
+        writeln!(out, "Deleted tenant {tenant}: {deleted} keys.")?;
+    }
+    Ok(0)
+}

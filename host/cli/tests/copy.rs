@@ -1,0 +1,634 @@
+//! `leasehold copy` and `leasehold tenant export/import/delete`, run for
+//! real: tenants filled through the library (tasks in every state, timers,
+//! sealed runs, history and feed), copied redb to redb and redb to
+//! PostgreSQL and back, then every read answered the same from both sides,
+//! the digests equal and `check` clean; a non-empty target refused; a copy
+//! stopped part way resumed; an export imported back; a tenant deleted.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use assert_cmd::cargo::cargo_bin_cmd;
+use leasehold_host::{
+    Durability, Engine, Lease, OnExpiry, Phase, Priority, Settlement, Task, TaskState, Timer,
+};
+use serde_json::Value;
+
+/// The test-only hook that stops a copy after this many batches.
+const STOP_AFTER: &str = "LEASEHOLD_COPY_STOP_AFTER_BATCHES";
+
+const T0: i64 = 1_780_000_000_000;
+
+/// Runs the binary with `args` (with `--json`), from `dir`.
+fn leasehold(dir: &Path, args: &[&str]) -> Output {
+    leasehold_env(dir, args, None)
+}
+
+fn leasehold_env(dir: &Path, args: &[&str], env: Option<(&str, &str)>) -> Output {
+    let mut c = cargo_bin_cmd!("leasehold");
+    c.current_dir(dir)
+        .env_remove("LEASEHOLD_DB")
+        .env_remove(STOP_AFTER)
+        .arg("--json")
+        .args(args);
+    if let Some((k, v)) = env {
+        c.env(k, v);
+    }
+    c.output().expect("run leasehold")
+}
+
+fn json(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}): {}\nstderr: {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+fn ok(out: Output) -> Value {
+    assert!(
+        out.status.success(),
+        "exit {:?}: {}{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json(&out)
+}
+
+fn error(out: &Output, code: i32) -> Value {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "stdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stderr).expect("the error is one JSON object")
+}
+
+fn task(tenant: &str, i: usize) -> Task {
+    let priority = [
+        Priority::Low,
+        Priority::Normal,
+        Priority::High,
+        Priority::Urgent,
+    ][i % 4];
+    Task {
+        id: format!("{tenant}-t{i:05}"),
+        run: format!("run-{}", i % 17),
+        case: Some(format!("case-{}", i % 5)),
+        kind: "review".into(),
+        justification: format!("{{\"n\":{i}}}"),
+        candidate_roles: vec![format!("r{}", i % 3)],
+        assignee: None,
+        lease_until: None,
+        priority,
+        state: TaskState::Open,
+        on_expiry: [OnExpiry::Deny, OnExpiry::Escalate, OnExpiry::Proceed][i % 3],
+        escalate_to: vec!["lead".into()],
+        excluded_actors: if i.is_multiple_of(7) {
+            vec!["mallory".into()]
+        } else {
+            vec![]
+        },
+        created_at: T0 + i as i64,
+        due_at: i.is_multiple_of(4).then_some(T0 + 60_000 + i as i64),
+    }
+}
+
+/// Fills each tenant with `n` tasks in every state, timers armed, swept
+/// and disarmed, and a sealed run.
+fn fill(db: &Path, tenants: &[&str], n: usize) {
+    let engine = Engine::builder()
+        .durability(Durability::None)
+        .open(db)
+        .expect("open the source");
+    for name in tenants {
+        let t = engine.tenant(name).expect("tenant");
+        for i in 0..n {
+            t.open(&task(name, i)).expect("open");
+        }
+        for i in 0..n {
+            let id = format!("{name}-t{i:05}");
+            let role = format!("r{}", i % 3);
+            match i % 9 {
+                1 => {
+                    t.claim(&id, "alice", &[&role], None).expect("claim");
+                }
+                2 => {
+                    let lease = Lease {
+                        now: T0,
+                        lease_ms: 30_000,
+                    };
+                    t.claim(&id, "bob", &[&role], Some(lease)).expect("lease");
+                }
+                3 => {
+                    t.settle(&id, Settlement::Completed, None).expect("settle");
+                }
+                4 => {
+                    t.settle(&id, Settlement::Expired, None).expect("expire");
+                }
+                5 => {
+                    t.escalate(&id).expect("escalate");
+                }
+                6 => {
+                    t.claim(&id, "carol", &[&role], None).expect("claim");
+                    t.release(&id, "carol").expect("release");
+                }
+                _ => {}
+            }
+        }
+        for i in 0..n / 4 {
+            let timer = Timer {
+                run: format!("run-{}", i % 17),
+                case: Some(format!("case-{}", i % 5)),
+                effect: format!("effect-{i}"),
+                step: i as u32,
+                phase: if i % 2 == 0 {
+                    Phase::Forward
+                } else {
+                    Phase::Compensating
+                },
+                fire_at: T0 + 1_000 * i as i64,
+            };
+            t.arm(&timer).expect("arm");
+        }
+        t.claim_due(T0 + 5_000, 3, 10_000).expect("claim-due");
+        t.disarm("run-1", "effect-1").expect("disarm");
+        let awaited = format!("{name}-t00010");
+        t.seal("run-10", &[&awaited]).expect("seal");
+        t.expire_overdue(T0 + 60_100, 5).expect("expire-overdue");
+    }
+}
+
+/// What every read answers for `tenant` on `db`, as the binary prints it.
+fn reads(dir: &Path, db: &str, tenant: &str, n: usize) -> Vec<Value> {
+    let mut answers = Vec::new();
+    let mut read = |args: &[&str]| {
+        let mut all = vec!["--db", db, "--tenant", tenant];
+        all.extend_from_slice(args);
+        answers.push(ok(leasehold(dir, &all)));
+    };
+    for role in ["r0", "r1", "r2"] {
+        read(&["queue", "--role", role, "lead", "--limit", "1000"]);
+    }
+    read(&["events", "--limit", "1000"]);
+    read(&["case", "case-3", "--limit", "1000"]);
+    read(&[
+        "overdue",
+        "--now",
+        &(T0 + 120_000).to_string(),
+        "--limit",
+        "1000",
+    ]);
+    read(&["timer", "next"]);
+    read(&["run", "sealed", "run-10"]);
+    for i in [0, 1, 2, 3, 5, 10, n - 1] {
+        let id = format!("{tenant}-t{i:05}");
+        read(&["task", "get", &id]);
+        read(&["task", "history", &id]);
+    }
+    let mut stats = ok(leasehold(dir, &["--db", db, "--tenant", tenant, "stats"]));
+    // The only read of the clock: when the answer was made.
+    if let Some(o) = stats.as_object_mut() {
+        o.remove("now");
+    }
+    answers.push(stats);
+    answers
+}
+
+fn copy(dir: &Path, from: &str, to: &str, tenants: &[&str]) -> Output {
+    let mut args = vec!["copy", "--from", from, "--to", to];
+    for t in tenants {
+        args.extend(["--tenant", t]);
+    }
+    leasehold(dir, &args)
+}
+
+/// Asserts a copy's answer says every tenant's digests match and its check
+/// is clean, and answers each tenant's outcome and target digest.
+fn copied(answer: &Value) -> Vec<(String, String, String)> {
+    assert_eq!(answer["ok"], true, "{answer}");
+    answer["tenants"]
+        .as_array()
+        .expect("tenants")
+        .iter()
+        .map(|t| {
+            assert_eq!(t["digests_match"], true, "{t}");
+            assert_eq!(t["source_sha256"], t["target_sha256"], "{t}");
+            assert_eq!(t["discrepancies"], serde_json::json!([]), "{t}");
+            (
+                t["tenant"].as_str().expect("tenant").to_owned(),
+                t["outcome"].as_str().expect("outcome").to_owned(),
+                t["target_sha256"].as_str().expect("digest").to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+fn export_digest(dir: &Path, db: &str, tenant: &str) -> (u64, String) {
+    let file = dir.join(format!("{tenant}.export"));
+    let answer = ok(leasehold(
+        dir,
+        &[
+            "--db",
+            db,
+            "--tenant",
+            tenant,
+            "tenant",
+            "export",
+            "--out",
+            path(&file),
+        ],
+    ));
+    (
+        answer["keys"].as_u64().expect("keys"),
+        answer["sha256"].as_str().expect("sha256").to_owned(),
+    )
+}
+
+#[test]
+fn copy_redb_to_redb_answers_every_read_the_same_and_a_second_copy_writes_nothing() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (src, dst) = (dir.path().join("src.redb"), dir.path().join("dst.redb"));
+    let tenants = ["acme", "globex", "initech"];
+    let n = 120;
+    fill(&src, &tenants, n);
+
+    let answer = ok(copy(dir.path(), path(&src), path(&dst), &[]));
+    let done = copied(&answer);
+    let names: Vec<&str> = done.iter().map(|(t, _, _)| t.as_str()).collect();
+    assert_eq!(names, tenants, "every tenant of the source, in order");
+    assert!(done.iter().all(|(_, o, _)| o == "copied"), "{answer}");
+
+    for tenant in tenants {
+        assert_eq!(
+            reads(dir.path(), path(&src), tenant, n),
+            reads(dir.path(), path(&dst), tenant, n),
+            "{tenant} reads differently after the copy"
+        );
+        let check = ok(leasehold(
+            dir.path(),
+            &["--db", path(&dst), "--tenant", tenant, "check"],
+        ));
+        assert_eq!(check, serde_json::json!([]), "{tenant}");
+    }
+
+    // Run again: every tenant is recognised as copied and nothing is written.
+    let again = ok(copy(dir.path(), path(&src), path(&dst), &["globex"]));
+    let again = copied(&again);
+    assert_eq!(again.len(), 1);
+    assert_eq!(again[0].1, "already_copied");
+    assert_eq!(again[0].2, done[1].2, "the same digest as the first copy");
+}
+
+#[test]
+fn copy_refuses_a_target_tenant_that_holds_other_keys_and_writes_nothing() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (src, dst) = (dir.path().join("src.redb"), dir.path().join("dst.redb"));
+    fill(&src, &["acme", "globex"], 20);
+    // The target's globex holds a task of its own.
+    let own = dir.path().join("own.json");
+    std::fs::write(&own, r#"{"id":"theirs","run":"r","kind":"k"}"#).expect("write");
+    ok(leasehold(
+        dir.path(),
+        &[
+            "--db",
+            path(&dst),
+            "--tenant",
+            "globex",
+            "task",
+            "open",
+            path(&own),
+        ],
+    ));
+    let (keys_before, digest_before) = export_digest(dir.path(), path(&dst), "globex");
+
+    let out = copy(dir.path(), path(&src), path(&dst), &[]);
+    let e = error(&out, 1);
+    assert_eq!(e["error"], "not_empty", "{e}");
+    assert_eq!(e["detail"], "globex", "{e}");
+    assert!(
+        e["message"].as_str().is_some_and(|m| m.contains("globex")),
+        "{e}"
+    );
+    assert_eq!(
+        export_digest(dir.path(), path(&dst), "globex"),
+        (keys_before, digest_before),
+        "the refused tenant is untouched"
+    );
+    assert_eq!(
+        export_digest(dir.path(), path(&dst), "acme").0,
+        0,
+        "a refusal comes before any tenant is written"
+    );
+    // Named on its own, the empty tenant copies.
+    ok(copy(dir.path(), path(&src), path(&dst), &["acme"]));
+
+    // Copying a file onto itself is refused before anything opens.
+    error(&copy(dir.path(), path(&src), path(&src), &[]), 2);
+}
+
+#[test]
+fn a_copy_stopped_part_way_resumes_and_finishes_with_the_same_digest() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let src = dir.path().join("src.redb");
+    let (once, twice) = (dir.path().join("once.redb"), dir.path().join("twice.redb"));
+    let n = 1500;
+    fill(&src, &["acme"], n);
+
+    let whole = copied(&ok(copy(dir.path(), path(&src), path(&once), &[])));
+    assert_eq!(whole[0].1, "copied");
+
+    let stopped = leasehold_env(
+        dir.path(),
+        &["copy", "--from", path(&src), "--to", path(&twice)],
+        Some((STOP_AFTER, "1")),
+    );
+    let e = error(&stopped, 3);
+    assert_eq!(e["error"], "stopped", "{e}");
+    let (part, _) = export_digest(dir.path(), path(&twice), "acme");
+    let (all, digest) = export_digest(dir.path(), path(&src), "acme");
+    assert!(
+        0 < part && part < all,
+        "one batch of {all} keys was written, not {part}: make the tenant larger"
+    );
+
+    let resumed = ok(copy(dir.path(), path(&src), path(&twice), &[]));
+    assert_eq!(resumed["tenants"][0]["kept_keys"], part, "{resumed}");
+    let resumed = copied(&resumed);
+    assert_eq!(resumed[0].1, "resumed");
+    assert_eq!(resumed[0].2, whole[0].2, "the same digest as a whole copy");
+    assert_eq!(resumed[0].2, digest, "the same digest as the export's");
+    assert_eq!(
+        reads(dir.path(), path(&once), "acme", n),
+        reads(dir.path(), path(&twice), "acme", n)
+    );
+}
+
+#[test]
+fn an_export_imports_back_to_the_same_digest_and_a_damaged_one_is_refused() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (src, dst) = (dir.path().join("src.redb"), dir.path().join("dst.redb"));
+    let n = 800;
+    fill(&src, &["acme"], n);
+    let file = dir.path().join("acme.jsonl");
+    let exported = ok(leasehold(
+        dir.path(),
+        &[
+            "--db",
+            path(&src),
+            "--tenant",
+            "acme",
+            "tenant",
+            "export",
+            "--out",
+            path(&file),
+        ],
+    ));
+    let text = std::fs::read_to_string(&file).expect("read export");
+    let first: Value = serde_json::from_str(text.lines().next().expect("a line")).expect("json");
+    assert_eq!(first["format"], "leasehold-tenant-keys");
+    assert_eq!(first["tenant"], "acme");
+
+    // A file cut short, or with a changed value, is refused.
+    let lines: Vec<&str> = text.lines().collect();
+    let cut = dir.path().join("cut.jsonl");
+    std::fs::write(&cut, lines[..lines.len() - 1].join("\n")).expect("write");
+    let e = error(
+        &leasehold(
+            dir.path(),
+            &["--db", path(&dst), "tenant", "import", "--in", path(&cut)],
+        ),
+        2,
+    );
+    assert_eq!(e["error"], "bad_file", "{e}");
+    let changed = dir.path().join("changed.jsonl");
+    let mut altered: Vec<String> = lines.iter().map(|l| (*l).to_owned()).collect();
+    let late = altered.len() - 2;
+    altered[late] = altered[late].replacen("\"value\":\"", "\"value\":\"00", 1);
+    std::fs::write(&changed, altered.join("\n")).expect("write");
+    let e = error(
+        &leasehold(
+            dir.path(),
+            &[
+                "--db",
+                path(&dst),
+                "--tenant",
+                "elsewhere",
+                "tenant",
+                "import",
+                "--in",
+                path(&changed),
+            ],
+        ),
+        2,
+    );
+    assert_eq!(e["error"], "bad_file", "{e}");
+    assert!(
+        !dst.exists(),
+        "a damaged file is refused before the database is even opened"
+    );
+
+    // Into a tenant of another name: the same keys, the same digest.
+    let imported = ok(leasehold(
+        dir.path(),
+        &[
+            "--db",
+            path(&dst),
+            "--tenant",
+            "copy-of-acme",
+            "tenant",
+            "import",
+            "--in",
+            path(&file),
+        ],
+    ));
+    assert_eq!(imported["digests_match"], true, "{imported}");
+    assert_eq!(imported["discrepancies"], serde_json::json!([]));
+    assert_eq!(imported["target_sha256"], exported["sha256"], "{imported}");
+    assert_eq!(imported["keys"], exported["keys"]);
+    assert_eq!(
+        export_digest(dir.path(), path(&dst), "copy-of-acme").1,
+        exported["sha256"].as_str().expect("sha256")
+    );
+    // Its reads are the source's (the ids carry the old name, as they should).
+    let src_get = ok(leasehold(
+        dir.path(),
+        &[
+            "--db",
+            path(&src),
+            "--tenant",
+            "acme",
+            "task",
+            "get",
+            "acme-t00002",
+        ],
+    ));
+    let dst_get = ok(leasehold(
+        dir.path(),
+        &[
+            "--db",
+            path(&dst),
+            "--tenant",
+            "copy-of-acme",
+            "task",
+            "get",
+            "acme-t00002",
+        ],
+    ));
+    assert_eq!(src_get, dst_get);
+}
+
+#[test]
+fn delete_empties_one_tenant_leaves_the_others_and_wants_yes() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("db.redb");
+    fill(&db, &["acme", "acmeco", "globex"], 60);
+    let others: Vec<_> = ["acmeco", "globex"]
+        .iter()
+        .map(|t| export_digest(dir.path(), path(&db), t))
+        .collect();
+
+    let e = error(
+        &leasehold(
+            dir.path(),
+            &["--db", path(&db), "--tenant", "acme", "tenant", "delete"],
+        ),
+        2,
+    );
+    assert!(
+        e["message"].as_str().is_some_and(|m| m.contains("--yes")),
+        "{e}"
+    );
+    // Never the default tenant by omission.
+    error(
+        &leasehold(
+            dir.path(),
+            &["--db", path(&db), "tenant", "delete", "--yes"],
+        ),
+        2,
+    );
+    let (keys, _) = export_digest(dir.path(), path(&db), "acme");
+    let deleted = ok(leasehold(
+        dir.path(),
+        &[
+            "--db",
+            path(&db),
+            "--tenant",
+            "acme",
+            "tenant",
+            "delete",
+            "--yes",
+        ],
+    ));
+    assert_eq!(deleted["deleted_keys"], keys, "{deleted}");
+    assert_eq!(export_digest(dir.path(), path(&db), "acme").0, 0);
+    let stats = ok(leasehold(
+        dir.path(),
+        &["--db", path(&db), "--tenant", "acme", "stats"],
+    ));
+    assert_eq!(stats["open_count"], 0, "{stats}");
+    let listed = ok(leasehold(
+        dir.path(),
+        &[
+            "copy",
+            "--from",
+            path(&db),
+            "--to",
+            path(&dir.path().join("x.redb")),
+        ],
+    ));
+    let names: Vec<&str> = listed["tenants"]
+        .as_array()
+        .expect("tenants")
+        .iter()
+        .filter_map(|t| t["tenant"].as_str())
+        .collect();
+    assert_eq!(names, ["acmeco", "globex"], "acme is gone from the listing");
+    let after: Vec<_> = ["acmeco", "globex"]
+        .iter()
+        .map(|t| export_digest(dir.path(), path(&db), t))
+        .collect();
+    assert_eq!(others, after, "the other tenants are untouched");
+}
+
+/// PostgreSQL from LEASEHOLD_TEST_PG, as cli.rs finds it.
+fn postgres() -> Option<String> {
+    match std::env::var("LEASEHOLD_TEST_PG") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ if std::env::var_os("LEASEHOLD_REQUIRE_PG").is_some() => {
+            panic!("LEASEHOLD_REQUIRE_PG is set but LEASEHOLD_TEST_PG names no database")
+        }
+        _ => {
+            eprintln!("skipped: no PostgreSQL here (LEASEHOLD_TEST_PG is not set)");
+            None
+        }
+    }
+}
+
+#[test]
+fn copy_redb_to_postgres_and_back_answers_every_read_the_same() {
+    let Some(url) = postgres() else { return };
+    // Tenants of this test's own: the test database is shared by the run.
+    let run = format!(
+        "{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis())
+            .unwrap_or(0)
+    );
+    let names: Vec<String> = ["a", "b"].iter().map(|t| format!("cp{t}-{run}")).collect();
+    let tenants: Vec<&str> = names.iter().map(String::as_str).collect();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (src, back): (PathBuf, PathBuf) =
+        (dir.path().join("src.redb"), dir.path().join("back.redb"));
+    let n = 300;
+    fill(&src, &tenants, n);
+
+    // Stopped after its first batch (the first tenant, whole), then run
+    // again: the first is recognised as copied, the second is copied.
+    let mut args = vec!["copy", "--from", path(&src), "--to", &url];
+    for t in &tenants {
+        args.extend(["--tenant", t]);
+    }
+    let stopped = leasehold_env(dir.path(), &args, Some((STOP_AFTER, "1")));
+    assert_eq!(error(&stopped, 3)["error"], "stopped");
+    let there = copied(&ok(copy(dir.path(), path(&src), &url, &tenants)));
+    let outcomes: Vec<&str> = there.iter().map(|(_, o, _)| o.as_str()).collect();
+    assert_eq!(outcomes, ["already_copied", "copied"]);
+    let back_again = copied(&ok(copy(dir.path(), &url, path(&back), &tenants)));
+    for ((t, _, d1), (_, _, d2)) in there.iter().zip(&back_again) {
+        assert_eq!(d1, d2, "{t}: the digest survives the round trip");
+    }
+    for tenant in &tenants {
+        let from_redb = reads(dir.path(), path(&src), tenant, n);
+        assert_eq!(
+            from_redb,
+            reads(dir.path(), &url, tenant, n),
+            "{tenant} on PostgreSQL"
+        );
+        assert_eq!(
+            from_redb,
+            reads(dir.path(), path(&back), tenant, n),
+            "{tenant} back on redb"
+        );
+    }
+    // Leave the shared database as it was.
+    for tenant in &tenants {
+        ok(leasehold(
+            dir.path(),
+            &[
+                "--db", &url, "--tenant", tenant, "tenant", "delete", "--yes",
+            ],
+        ));
+    }
+}
