@@ -632,3 +632,47 @@ fn copy_redb_to_postgres_and_back_answers_every_read_the_same() {
         ));
     }
 }
+
+/// `--out` naming something that is not a plain file (a pipe here; a
+/// device such as `/dev/null` alike) is written to, never renamed over: it
+/// is still a pipe afterwards, and what came through it is the export.
+#[test]
+fn an_export_to_a_pipe_writes_through_it_and_leaves_it_a_pipe() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let src = dir.path().join("src.redb");
+    fill(&src, &["acme"], 50);
+    let fifo = dir.path().join("pipe");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read_to_string(fifo).expect("read the pipe"))
+    };
+    let exported = ok(leasehold(
+        dir.path(),
+        &[
+            "--db",
+            path(&src),
+            "--tenant",
+            "acme",
+            "tenant",
+            "export",
+            "--out",
+            path(&fifo),
+        ],
+    ));
+    // Checked before the reader is joined: a pipe renamed over would leave
+    // it waiting for a writer for ever.
+    let kind = std::fs::symlink_metadata(&fifo)
+        .expect("still there")
+        .file_type();
+    assert!(kind.is_fifo(), "the pipe was replaced: {kind:?}");
+    let text = reader.join().expect("the reader");
+    let first: Value = serde_json::from_str(text.lines().next().expect("a line")).expect("json");
+    assert_eq!(first["format"], "leasehold-tenant-keys");
+    assert!(exported["keys"].as_u64().expect("keys") > 0);
+}

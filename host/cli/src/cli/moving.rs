@@ -219,6 +219,16 @@ fn export(cli: &Cli, db: &str, file: Option<&Path>, out: &mut dyn Write) -> Resu
         what: format!("write {}", path.display()),
         source,
     };
+    // Something that is not a plain file (a device such as /dev/null, a
+    // pipe) is written to as it is: renaming over it would replace it.
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+        let mut target = std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .map_err(io)?;
+        let digest = keyspace::export(store.as_ref(), tenant, &mut target)?;
+        return answer_export(cli, tenant, path, &digest, out);
+    }
     // Written beside the file and renamed over it once whole, so that a
     // file by that name is always a whole export.
     let dir = path
@@ -232,6 +242,17 @@ fn export(cli: &Cli, db: &str, file: Option<&Path>, out: &mut dyn Write) -> Resu
     };
     temp.as_file().sync_all().map_err(io)?;
     temp.persist(path).map_err(|e| io(e.error))?;
+    answer_export(cli, tenant, path, &digest, out)
+}
+
+/// What `tenant export --out` says it wrote.
+fn answer_export(
+    cli: &Cli,
+    tenant: &str,
+    path: &Path,
+    digest: &keyspace::Digest,
+    out: &mut dyn Write,
+) -> Result<u8, CliError> {
     if cli.json {
         let answer = serde_json::json!({
             "tenant": tenant,
