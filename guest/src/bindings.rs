@@ -521,6 +521,11 @@ impl changes_api::Guest for Component {
             .map(|es: Vec<model::HistoryEntry>| es.into_iter().map(Into::into).collect())
     }
 
+    fn entry_place(id: String, seq: u64) -> Result<Option<wit::FeedPlace>, wit::StoreError> {
+        call(|kv| crate::changes::entry_place(kv, &id, seq))
+            .map(|p: Option<model::FeedPlace>| p.map(Into::into))
+    }
+
     fn feed(after: Option<String>, limit: u32) -> Result<wit::FeedRead, wit::StoreError> {
         call(|kv| crate::changes::feed(kv, after.as_deref(), limit))
     }

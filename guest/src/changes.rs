@@ -22,7 +22,8 @@ use alloc::collections::VecDeque;
 use crate::keys::Elem;
 use crate::kv::Kv;
 use crate::model::{
-    Change, FeedEntry, FeedPage, FeedRead, HistoryEntry, StoreError, Timestamp, TrimOutcome,
+    Change, FeedEntry, FeedPage, FeedPlace, FeedRead, HistoryEntry, StoreError, Timestamp,
+    TrimOutcome,
 };
 use crate::schema::{self, MAX_SHARDS, Shards};
 use crate::store::{self, FeedRow, Position, decode_seq};
@@ -328,6 +329,41 @@ pub fn history<K: Kv + ?Sized>(
         }
     }
     Ok(out)
+}
+
+/// `entry-place`: where entry `seq` of task `id`'s history sits in the
+/// feed, as its history row recorded it; none when the entry is not kept.
+pub fn entry_place<K: Kv + ?Sized>(
+    kv: &mut K,
+    id: &str,
+    seq: u64,
+) -> Result<Option<FeedPlace>, StoreError> {
+    validate::name("id", id)?;
+    kv.prefetch(&[schema::layout().into_bytes(), schema::task(id).into_bytes()])?;
+    store::check_layout(kv, false)?;
+    if kv.get(schema::task(id).as_bytes())?.is_none() {
+        return Err(StoreError::NotFound(id.to_owned()));
+    }
+    // Sequence numbers start at 1, and a key holds at most `i64::MAX`.
+    if seq == 0 || seq > i64::MAX as u64 {
+        return Ok(None);
+    }
+    let sh = store::shards(kv)?;
+    let Some(bytes) = kv.get(schema::history_entry(sh, id, seq).as_bytes())? else {
+        return Ok(None);
+    };
+    let row = store::decode_history(&bytes)
+        .map_err(|e| StoreError::Corrupt(format!("history {id}/{seq}: {e}")))?;
+    if row.entry.seq != seq {
+        return Err(StoreError::Corrupt(format!(
+            "history {id}/{seq}: the entry says it is {}",
+            row.entry.seq
+        )));
+    }
+    Ok(Some(FeedPlace {
+        slot: u32::from(row.position.slot),
+        seq: row.position.seq,
+    }))
 }
 
 /// Whether the entry a feed row follows is at or behind `at`.

@@ -22,6 +22,7 @@ macro_rules! wit_conversions {
             fire_at, lease_until);
         $crate::wit_conversions!(@record $wit, TaskChange, id; entry;);
         $crate::wit_conversions!(@record $wit, FeedEntry, position; change;);
+        $crate::wit_conversions!(@record $wit, FeedPlace, slot, seq;;);
         $crate::wit_conversions!(@record $wit, TrimOutcome, feed_removed, history_removed, more;;);
         $crate::wit_conversions!(@variant $wit, Change,; Task, Timer);
         $crate::wit_conversions!(@variant $wit, FeedRead, Gone; Page);

@@ -292,6 +292,14 @@ pub enum FeedRead {
     Gone(String),
 }
 
+/// Where one entry sits in the feed (WIT `entry-place`): its writer slot,
+/// and its number in that slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FeedPlace {
+    pub slot: u32,
+    pub seq: u64,
+}
+
 /// What `trim` removed (WIT `trim-outcome`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TrimOutcome {

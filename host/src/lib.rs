@@ -57,9 +57,9 @@ pub use engine::{Engine, EngineBuilder, GUEST_COMPONENT};
 pub use error::{Error, Refusal, SandboxError};
 pub use keep::InstanceStats;
 pub use leasehold_guest::model::{
-    ArmOutcome, Change, Discrepancy, FeedEntry, FeedPage, FeedRead, HistoryEntry, Lease, OnExpiry,
-    Page, Phase, Priority, QueueQuery, SealOutcome, Settlement, StoreError, Task, TaskChange,
-    TaskState, Timer, TimerChange, TimerEvent, Timestamp, TrimOutcome,
+    ArmOutcome, Change, Discrepancy, FeedEntry, FeedPage, FeedPlace, FeedRead, HistoryEntry, Lease,
+    OnExpiry, Page, Phase, Priority, QueueQuery, SealOutcome, Settlement, StoreError, Task,
+    TaskChange, TaskState, Timer, TimerChange, TimerEvent, Timestamp, TrimOutcome,
 };
 pub use storage::file::{KV_TABLE_NAME, OpenError, repair};
 pub use storage::postgres::{

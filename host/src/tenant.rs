@@ -15,8 +15,9 @@
 //! nothing.
 
 use leasehold_guest::model::{
-    ArmOutcome, ClaimError, Discrepancy, FeedRead, HistoryEntry, Lease, Page, QueueQuery,
-    SealOutcome, Settlement, StoreError, Task, TaskState, Timer, Timestamp, TrimOutcome,
+    ArmOutcome, ClaimError, Discrepancy, FeedPlace, FeedRead, HistoryEntry, Lease, Page,
+    QueueQuery, SealOutcome, Settlement, StoreError, Task, TaskState, Timer, Timestamp,
+    TrimOutcome,
 };
 
 use std::sync::Arc;
@@ -536,6 +537,18 @@ impl Tenant {
                 }
                 Ok(entries)
             },
+        )
+    }
+
+    /// Where entry `seq` of task `id`'s history sits in the feed (its writer
+    /// slot and its number there); none when that entry is not kept. For a
+    /// host that gives its own positions to readers who see part of the
+    /// feed; a reader of the whole feed never needs it.
+    pub fn entry_place(&self, id: &str, seq: u64) -> Result<Option<FeedPlace>, Error> {
+        self.call(
+            Verb::FeedPlace,
+            |x, s| x.call(s, (id, seq)),
+            |a: StoreAnswer<Option<wit::FeedPlace>>| Ok(store(a)?.map(Into::into)),
         )
     }
 

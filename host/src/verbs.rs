@@ -86,6 +86,7 @@ verbs! {
     IsSealed => "runs" "is-sealed" Read,
     Check => "admin" "check" Read,
     History => "changes" "history" Read,
+    FeedPlace => "changes" "entry-place" Read,
     Feed => "changes" "feed" Read,
     Trim => "changes" "trim" Write,
 }

@@ -52,6 +52,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(next_lease_end))
         .routes(routes!(check))
         .routes(routes!(history))
+        .routes(routes!(entry_place))
         .routes(routes!(feed))
         .routes(routes!(trim))
         .routes(routes!(whoami))
@@ -882,6 +883,36 @@ async fn history(
     }))
 }
 
+/// Where entry `seq` of a task's history sits in the feed: its writer slot
+/// and its number there. Services and operators only: a reviewer's
+/// positions are its own, and slot numbers count every change.
+#[utoipa::path(get, path = "/v1/tasks/{id}/history/{seq}/place", operation_id = "entry-place", tag = "changes",
+    params(EntryPath),
+    responses(
+        (status = 200, description = "Where the entry sits", body = FeedPlace),
+        (status = 404, description = "No such task, or that entry is not kept", body = Problem, content_type = "application/problem+json"),
+        (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = ["service", "operator"])))]
+async fn entry_place(c: Caller, Path(EntryPath { id, seq }): Path<EntryPath>) -> Answer<FeedPlace> {
+    if !(1..=(1 << 53) - 1).contains(&seq) {
+        return Err(ApiError::invalid("seq", "between 1 and 2^53 - 1"));
+    }
+    let key = id.clone();
+    match c
+        .call("entry-place", move |x| x.entry_place(&key, seq))
+        .await?
+    {
+        Some(p) => Ok(axum::Json(FeedPlace {
+            slot: p.slot,
+            seq: p.seq,
+        })),
+        None => Err(ApiError::NotFound(format!(
+            "entry {seq} of task {id} is not kept"
+        ))),
+    }
+}
+
 /// The tenant's changes after a position. As JSON (the default), one page
 /// of them; with `Accept: text/event-stream`, a stream of server-sent
 /// events that follows the feed as it grows (see README, "Events"). A
@@ -941,11 +972,11 @@ async fn feed(
     }
     let limit = q.limit.unwrap_or(DEFAULT_PAGE);
     let positions = crate::positions::Positions::new(&c.state().cursors, &c.principal);
-    let after = match q.after {
-        Some(a) => Some(positions.take("after", &a)?),
-        None => None,
-    };
-    if c.principal.scope != Scope::Reviewer {
+    if !positions.viewer() {
+        let after = match q.after {
+            Some(a) => Some(positions.take("after", &a)?),
+            None => None,
+        };
         let read = c
             .call("feed", move |x| x.feed(after.as_deref(), limit))
             .await?;
@@ -976,66 +1007,88 @@ async fn feed(
             ),
         ));
     }
-    // A reviewer: pages are read on past changes it may not see until it
-    // has `limit` of its own or has read to the head, so that neither the
-    // count of entries nor whether `next` is the head says anything of
-    // others' changes. Positions are sealed for it.
-    let mut at = after;
+    let state = c.state();
+    let gone = |head: &str| -> Result<axum::response::Response, ApiError> {
+        let view = crate::view::View::starting(&crate::view::parse(head)?, true);
+        let shown = positions.show_view(&view)?;
+        Ok(axum::Json(Events {
+            entries: Vec::new(),
+            next: shown.clone(),
+            head: shown,
+            gone: true,
+        })
+        .into_response())
+    };
+    let (mut view, mut at) = match q.after {
+        Some(a) => {
+            let view = positions.take_view("after", &a)?;
+            match crate::view::resolve(state, &c.tenant, &view).await? {
+                Some(at) => (view, at),
+                None => {
+                    let head = crate::events::head(state, &c.tenant).await?;
+                    return gone(&head);
+                }
+            }
+        }
+        None => {
+            let at = crate::view::floor(state, &c.tenant).await?;
+            (crate::view::View::starting(&at, false), at)
+        }
+    };
+    // Pages are read on past changes it may not see until one more of its
+    // own shows the page is not the last, or the feed's end is reached, so
+    // that neither the entries, `next` nor `head` say anything of others'
+    // changes: the view moves only with what it is given.
     let mut entries = Vec::new();
-    let mut caught_up = false;
-    let mut next = None;
-    for _ in 0..REVIEWER_PAGES {
-        let from = at.clone();
-        let read = c
-            .call("feed", move |x| x.feed(from.as_deref(), PAGE))
-            .await?;
+    let mut more = false;
+    let mut ended = false;
+    'pages: for _ in 0..REVIEWER_PAGES {
+        let from = at.encode();
+        let read = c.call("feed", move |x| x.feed(Some(&from), PAGE)).await?;
         let p = match read {
             host::FeedRead::Page(p) => p,
-            host::FeedRead::Gone(head) => {
-                let shown = positions.show(&head)?;
-                return Ok(axum::Json(Events {
-                    entries: Vec::new(),
-                    next: shown.clone(),
-                    head: shown,
-                    gone: true,
-                })
-                .into_response());
-            }
+            host::FeedRead::Gone(head) => return gone(&head),
         };
         for e in p.entries {
-            if entries.len() as u32 >= limit {
-                break;
-            }
+            let after = crate::view::parse(&e.position)?;
+            let slot = crate::view::slot_between(&at, &after).ok_or_else(|| {
+                ApiError::Internal("the feed moved more than one slot for one entry".into())
+            })?;
             if crate::events::may_see_change(&c.principal, &e.change) {
-                let pos = e.position.clone();
+                if entries.len() as u32 >= limit {
+                    more = true;
+                    break 'pages;
+                }
+                if let host::Change::Task(t) = &e.change {
+                    view.seen(slot, &t.id, t.entry.seq, after);
+                }
                 let mut ev: Event = e.into();
-                ev.position = positions.show(&pos)?;
+                ev.position = positions.show_view(&view)?;
                 entries.push(ev);
-                next = Some(pos);
             }
+            at = after;
         }
-        if entries.len() as u32 >= limit {
-            break;
-        }
-        next = None;
-        at = Some(p.next.clone());
+        at = crate::view::parse(&p.next)?;
         if p.next == p.head {
-            caught_up = true;
+            ended = true;
             break;
         }
     }
-    let next = next.or(at).unwrap_or_else(|| "f".to_owned());
-    let shown = positions.show(&next)?;
-    // Read to the head, `head` is `next` itself; else another sealing of
-    // the same position, so that the reviewer reads on from `next`.
-    let head = if caught_up {
-        shown.clone()
+    // Read to the end, `head` is `next`; with more to read, another
+    // spelling of the same view. A read that stopped at its budget holds
+    // how far it went, so that reading on goes further.
+    if !more && !ended {
+        view = view.reached(at);
+    }
+    let next = positions.show_view(&view)?;
+    let head = if ended {
+        next.clone()
     } else {
-        positions.show(&next)?
+        positions.show_view(&view.ahead())?
     };
     Ok(axum::Json(Events {
         entries,
-        next: shown,
+        next,
         head,
         gone: false,
     })

@@ -106,16 +106,30 @@ impl CursorKey {
     pub fn seal_bytes(&self, tenant: &str, list: &str, plain: &[u8]) -> Option<String> {
         let mut nonce = [0u8; NONCE];
         getrandom::fill(&mut nonce).ok()?;
+        self.seal_with(&nonce, &binding(tenant, list), plain)
+    }
+
+    /// Seals `plain` for `list` in `tenant` under a nonce drawn from the
+    /// key and the plain bytes themselves (a synthetic nonce, as AES-SIV
+    /// makes one): the same bytes always seal to the same text, and
+    /// different bytes never share a nonce. For what must read the same
+    /// whenever it means the same, and whose sameness tells nothing.
+    pub fn seal_fixed(&self, tenant: &str, list: &str, plain: &[u8]) -> Option<String> {
+        use hmac::{Hmac, Mac};
         let aad = binding(tenant, list);
+        let mut mac = <Hmac<sha2::Sha256> as Mac>::new_from_slice(&self.0).ok()?;
+        mac.update(b"leasehold synthetic nonce\0");
+        mac.update(&(aad.len() as u64).to_be_bytes());
+        mac.update(&aad);
+        mac.update(plain);
+        let nonce: [u8; NONCE] = mac.finalize().into_bytes()[..NONCE].try_into().ok()?;
+        self.seal_with(&nonce, &aad, plain)
+    }
+
+    fn seal_with(&self, nonce: &[u8; NONCE], aad: &[u8], plain: &[u8]) -> Option<String> {
         let sealed = self
             .cipher()
-            .encrypt(
-                XNonce::from_slice(&nonce),
-                Payload {
-                    msg: plain,
-                    aad: &aad,
-                },
-            )
+            .encrypt(XNonce::from_slice(nonce), Payload { msg: plain, aad })
             .ok()?;
         let mut out = nonce.to_vec();
         out.extend_from_slice(&sealed);
@@ -125,7 +139,7 @@ impl CursorKey {
     /// The bytes inside `sealed`, if this key sealed them for the same
     /// tenant and list.
     pub fn open_bytes(&self, tenant: &str, list: &str, sealed: &str) -> Option<Vec<u8>> {
-        if sealed.len() > 4096 {
+        if sealed.len() > MAX_SEALED {
             return None;
         }
         let bytes = URL_SAFE_NO_PAD.decode(sealed).ok()?;
@@ -145,6 +159,10 @@ impl CursorKey {
             .ok()
     }
 }
+
+/// The longest sealed text opened: a reviewer's feed position names a
+/// task for each writer slot it has seen a change in.
+pub const MAX_SEALED: usize = 32 << 10;
 
 /// Bytes every cursor is padded to before sealing: the longest cursor the
 /// rules make (a verb's letter and the hex of a position whose task id is

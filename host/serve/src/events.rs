@@ -32,6 +32,7 @@ use crate::holds::Hold;
 use crate::positions::Positions;
 use crate::problem::ApiError;
 use crate::state::AppState;
+use crate::view::{View, parse, slot_between};
 
 /// Whether a change of a task, as its entry left it, is one a credential
 /// may see: services and operators see every change; a reviewer sees a
@@ -198,6 +199,22 @@ pub struct Subscription {
     pub after: Option<(&'static str, String)>,
 }
 
+/// Where a stream given a position starts.
+enum Start {
+    /// After this position of the feed.
+    At(String),
+    /// Nowhere: the changes after the reviewer's view are no longer kept.
+    Gone,
+}
+
+/// The feed's position a reviewer's view stands for.
+async fn resolve(state: &AppState, tenant: &host::Tenant, view: &View) -> Result<Start, ApiError> {
+    Ok(match crate::view::resolve(state, tenant, view).await? {
+        Some(at) => Start::At(at.encode()),
+        None => Start::Gone,
+    })
+}
+
 /// Opens an event stream for `sub`: refused at once when a bound on
 /// streams is reached or its position is not one this caller was given
 /// (400); else the stream, which begins with a `ready` event naming where
@@ -207,9 +224,16 @@ pub async fn subscribe(
     sub: Subscription,
 ) -> Result<Sse<KeepAliveStream<Body>>, ApiError> {
     let positions = Positions::new(&state.cursors, &sub.principal);
-    let after = match &sub.after {
-        Some((field, given)) => Some(positions.take(field, given)?),
-        None => None,
+    // A reviewer gives and is given its own positions (`crate::view`);
+    // where its stream starts is the feed's position its view stands for.
+    let (after, view) = match &sub.after {
+        Some((field, given)) if positions.viewer() => {
+            let view = positions.take_view(field, given)?;
+            let at = resolve(state, &sub.tenant, &view).await?;
+            (Some(at), Some(view))
+        }
+        Some((field, given)) => (Some(Start::At(positions.take(field, given)?)), None),
+        None => (None, None),
     };
     let seat = state.subscribers.stream(&sub.principal)?;
     // Subscribed before the first read, so a commit made between the read
@@ -224,11 +248,21 @@ pub async fn subscribe(
     let (start, first) = match after {
         // A position of the right shape may still be one this feed never
         // gave: the first read says so (`gone`) before the stream begins.
-        Some(p) => {
+        Some(Start::At(p)) => {
             let first = read(state, &sub.tenant, Some(p.clone()), PAGE).await?;
             (p, Some(first))
         }
+        // A view whose changes are no longer kept: `gone`, from the head.
+        Some(Start::Gone) => {
+            let head = head(state, &sub.tenant).await?;
+            (head.clone(), Some(FeedRead::Gone(head)))
+        }
         None => (head(state, &sub.tenant).await?, None),
+    };
+    let view = match (positions.viewer(), view) {
+        (false, _) => None,
+        (true, Some(v)) => Some(v),
+        (true, None) => Some(View::starting(&parse(&start)?, true)),
     };
     let (tx, rx) = mpsc::channel(state.options.events.buffer.max(1));
     let last = Arc::new(Mutex::new(None));
@@ -244,6 +278,7 @@ pub async fn subscribe(
         sub,
         read_at: start.clone(),
         resume: start.clone(),
+        view,
         feed,
         commits,
         heard,
@@ -254,7 +289,7 @@ pub async fn subscribe(
     };
     // Every stream begins with `ready`, naming where it starts; a start
     // that is gone is followed at once by `refresh`.
-    let shown = producer.show(&start)?;
+    let shown = producer.shown_resume()?;
     let data = json!({ "position": shown }).to_string();
     let ready = Event::default().event("ready").id(&shown).data(data);
     producer
@@ -310,6 +345,9 @@ struct Producer {
     /// sent (entries it may not see after that are read again then, and
     /// passed over again).
     resume: String,
+    /// A reviewer's view, which stands for `resume` (`crate::view`); none
+    /// for a service or operator, who is shown `resume` itself.
+    view: Option<View>,
     feed: Arc<TenantFeed>,
     /// The tenant's commits as heard, and the count at the last wake-up:
     /// a read shared with other streams must have begun at it or later.
@@ -328,7 +366,7 @@ impl Producer {
             tracing::info!(reason = ended.reason(), tenant = %self.sub.tenant.name(), "event stream ended");
             metrics::counter!("leasehold_event_streams_ended_total", "reason" => ended.reason())
                 .increment(1);
-            let resume = self.show(&self.resume).unwrap_or_default();
+            let resume = self.shown_resume().unwrap_or_default();
             *self.last.lock().unwrap_or_else(PoisonError::into_inner) = Some(
                 Event::default()
                     .event("dropped")
@@ -341,6 +379,14 @@ impl Producer {
     /// `pos` as this stream's caller is shown positions.
     fn show(&self, pos: &str) -> Result<String, ApiError> {
         Positions::new(&self.state.cursors, &self.sub.principal).show(pos)
+    }
+
+    /// Where a client that reconnects resumes, as it is shown.
+    fn shown_resume(&self) -> Result<String, ApiError> {
+        match &self.view {
+            Some(v) => Positions::new(&self.state.cursors, &self.sub.principal).show_view(v),
+            None => self.show(&self.resume),
+        }
     }
 
     /// One page of the feed from the read position: shared with the
@@ -379,23 +425,43 @@ impl Producer {
         match read {
             FeedRead::Page(p) => {
                 let full = p.entries.len() >= PAGE as usize;
-                let reviewer = self.sub.principal.scope == Scope::Reviewer;
+                let failed = |_| Some(Ended::Failed);
+                let mut before = parse(&self.read_at).map_err(failed)?;
                 for entry in &p.entries {
+                    let after = parse(&entry.position).map_err(failed)?;
                     if may_see_change(&self.sub.principal, &entry.change) {
-                        let shown = self
-                            .show(&entry.position)
-                            .map_err(|_| Some(Ended::Failed))?;
-                        let (e, bytes) = weighed(entry, &shown);
-                        self.send(e, bytes)?;
+                        match (&self.view, &entry.change) {
+                            (Some(view), Change::Task(t)) => {
+                                let slot =
+                                    slot_between(&before, &after).ok_or(Some(Ended::Failed))?;
+                                let mut view = view.clone();
+                                view.seen(slot, &t.id, t.entry.seq, after);
+                                let shown =
+                                    Positions::new(&self.state.cursors, &self.sub.principal)
+                                        .show_view(&view)
+                                        .map_err(failed)?;
+                                let (e, bytes) = weighed(entry, &shown);
+                                self.send(e, bytes)?;
+                                self.view = Some(view);
+                            }
+                            (Some(_), Change::Timer(_)) => return Err(Some(Ended::Failed)),
+                            (None, _) => {
+                                let shown = self.show(&entry.position).map_err(failed)?;
+                                let (e, bytes) = weighed(entry, &shown);
+                                self.send(e, bytes)?;
+                            }
+                        }
                         self.resume = entry.position.clone();
                     }
+                    before = after;
                 }
                 // A service or operator sees every change, so the position
                 // moves only past what it was sent; should it move past
                 // anything else, an event with only an id says so. A
                 // reviewer is never told of a change it may not see, not
-                // even by a position.
-                if !reviewer && p.next != self.resume {
+                // even by a position: its view moves only with what it is
+                // sent.
+                if self.view.is_none() && p.next != self.resume {
                     self.send(Event::default().id(&p.next), p.next.len() + 16)?;
                     self.resume = p.next.clone();
                 }
@@ -403,13 +469,17 @@ impl Producer {
                 Ok(full)
             }
             FeedRead::Gone(head) => {
-                let shown = self.show(head).map_err(|_| Some(Ended::Failed))?;
+                if self.view.is_some() {
+                    let start = parse(head).map_err(|_| Some(Ended::Failed))?;
+                    self.view = Some(View::starting(&start, true));
+                }
+                self.read_at = head.clone();
+                self.resume = head.clone();
+                let shown = self.shown_resume().map_err(|_| Some(Ended::Failed))?;
                 let data = json!({ "head": shown }).to_string();
                 let bytes = data.len() + shown.len() + 32;
                 let refresh = Event::default().event("refresh").id(&shown).data(data);
                 self.send(refresh, bytes)?;
-                self.read_at = head.clone();
-                self.resume = head.clone();
                 Ok(false)
             }
         }

@@ -52,6 +52,7 @@ mod schema;
 mod server;
 mod state;
 mod tls;
+mod view;
 
 pub use auth::{
     AuthError, Credentials, LiveCredentials, Principal, Reload, Scope, TOKEN_PREFIX,

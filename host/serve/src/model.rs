@@ -649,6 +649,18 @@ pub struct TaskPath {
     pub id: String,
 }
 
+/// One entry of a task's history, as a path names it.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct EntryPath {
+    /// The task id.
+    #[param(schema_with = crate::schema::name)]
+    pub id: String,
+    /// The entry's `seq`.
+    #[param(schema_with = crate::schema::entry_seq)]
+    pub seq: u64,
+}
+
 /// The case a path names.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Path)]
@@ -738,6 +750,16 @@ pub struct HistoryParams {
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct History {
     pub entries: Vec<HistoryEntry>,
+}
+
+/// Where one history entry sits in the feed.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct FeedPlace {
+    /// The writer slot the entry was recorded in.
+    pub slot: u32,
+    /// Its number in that slot: within a slot, a higher number committed
+    /// later.
+    pub seq: u64,
 }
 
 /// One change of a task, in the feed.

@@ -1,24 +1,20 @@
 //! Feed positions as each caller sees them. A service or operator credential
 //! sees the feed's own positions (`f0.12_3.4`), checked for their shape
-//! before they reach the engine. A reviewer sees only positions sealed for
-//! it: the feed's position as a fixed-size block, encrypted with the
-//! server's cursor key, bound to its tenant and actor, under a fresh nonce
-//! each time; so a reviewer can neither count nor time the changes it may
-//! not see, nor use another reviewer's position.
+//! before they reach the engine. A reviewer sees only its own positions
+//! ([`crate::view`]), sealed for it: bound to its tenant and actor, under a
+//! nonce drawn from the view itself, so that one view always reads the
+//! same and tells nothing of the changes the reviewer may not see.
 //!
 //! It owns the two spellings and the refusal of a position that is neither;
-//! it must never hand a reviewer a position in the clear, nor accept one
-//! from a reviewer.
+//! it must never hand a reviewer a position of the feed, nor take one from
+//! a reviewer.
 
 use leasehold_guest::changes::Cursor;
-use leasehold_guest::schema::MAX_SHARDS;
 
 use crate::auth::{Principal, Scope};
 use crate::cursor::CursorKey;
 use crate::problem::ApiError;
-
-/// Bytes of a position laid out for sealing: one number per slot.
-const BLOCK: usize = MAX_SHARDS as usize * 8;
+use crate::view::View;
 
 /// How positions are spelt for one caller.
 pub struct Positions<'a> {
@@ -31,62 +27,63 @@ impl<'a> Positions<'a> {
         Positions { key, principal }
     }
 
-    fn sealed(&self) -> bool {
+    /// Whether this caller is shown views rather than the feed's positions.
+    pub fn viewer(&self) -> bool {
         self.principal.scope == Scope::Reviewer
     }
 
     fn binding(&self) -> String {
-        format!("events:{}", self.principal.actor)
+        format!("view:{}", self.principal.actor)
     }
 
-    /// The feed's position `pos` as this caller is shown it.
+    /// The feed's position `pos` as a service or operator is shown it.
     pub fn show(&self, pos: &str) -> Result<String, ApiError> {
-        if !self.sealed() {
-            return Ok(pos.to_owned());
+        if self.viewer() {
+            return Err(ApiError::Internal(
+                "a feed position was about to be shown to a reviewer".into(),
+            ));
         }
-        let cursor = Cursor::parse(pos).map_err(|_| {
-            ApiError::Internal(
-                format!("the feed gave a position of no known shape: {pos:?}").into(),
-            )
-        })?;
-        let mut block = Vec::with_capacity(BLOCK);
-        for seq in cursor.seqs() {
-            block.extend_from_slice(&seq.to_be_bytes());
-        }
+        Ok(pos.to_owned())
+    }
+
+    /// A reviewer's view, sealed for it.
+    pub fn show_view(&self, view: &View) -> Result<String, ApiError> {
         self.key
-            .seal_bytes(&self.principal.tenant, &self.binding(), &block)
+            .seal_fixed(&self.principal.tenant, &self.binding(), &view.to_bytes())
             .ok_or_else(|| ApiError::Internal("could not seal a position".into()))
     }
 
-    /// The feed's position behind `given`, as this caller may give one:
-    /// `field` names where it came from in the refusal.
+    /// The feed's position behind `given`, as a service or operator may
+    /// give one: `field` names where it came from in the refusal.
     pub fn take(&self, field: &str, given: &str) -> Result<String, ApiError> {
-        let refuse = |why: &str| ApiError::invalid(field, why.to_owned());
-        if !self.sealed() {
-            return Cursor::parse(given)
-                .map(|c| c.encode())
-                .map_err(|_| refuse("not a position of the feed: pass back an event's id, `next` or `head` as it came"));
+        if self.viewer() {
+            return Err(refuse_view(field));
         }
-        let block = self
-            .key
-            .open_bytes(&self.principal.tenant, &self.binding(), given)
-            .filter(|b| b.len() == BLOCK)
-            .ok_or_else(|| {
-                refuse(
-                    "not a position this service gave this credential: pass back an event's id, \
-                     `next` or `head` as it came",
-                )
-            })?;
-        let mut seqs = [0u64; MAX_SHARDS as usize];
-        for (seq, bytes) in seqs.iter_mut().zip(block.chunks_exact(8)) {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(bytes);
-            *seq = u64::from_be_bytes(b);
-        }
-        Cursor::from_seqs(seqs)
-            .map(|c| c.encode())
-            .ok_or_else(|| refuse("not a position of the feed"))
+        Cursor::parse(given).map(|c| c.encode()).map_err(|_| {
+            ApiError::invalid(
+                field,
+                "not a position of the feed: pass back an event's id, `next` or `head` as it came"
+                    .to_owned(),
+            )
+        })
     }
+
+    /// The view behind `given`, as a reviewer may give one.
+    pub fn take_view(&self, field: &str, given: &str) -> Result<View, ApiError> {
+        self.key
+            .open_bytes(&self.principal.tenant, &self.binding(), given)
+            .and_then(|b| View::from_bytes(&b))
+            .ok_or_else(|| refuse_view(field))
+    }
+}
+
+fn refuse_view(field: &str) -> ApiError {
+    ApiError::invalid(
+        field,
+        "not a position this service gave this credential: pass back an event's id, `next` or \
+         `head` as it came"
+            .to_owned(),
+    )
 }
 
 #[cfg(test)]
@@ -102,36 +99,47 @@ mod tests {
         }
     }
 
+    fn cursor(text: &str) -> Cursor {
+        Cursor::parse(text).expect("a position")
+    }
+
     #[test]
-    fn a_reviewer_sees_only_sealed_positions_of_one_length_that_open_only_for_it() {
+    fn a_reviewer_sees_sealed_views_that_read_the_same_when_they_mean_the_same() {
         let key = CursorKey::random().expect("key");
         let alice = who("alice", Scope::Reviewer);
         let bob = who("bob", Scope::Reviewer);
         let p = Positions::new(&key, &alice);
-        let short = p.show("f0.1").expect("sealed");
-        let long = p.show("f0.123456789_7.99999999_63.5").expect("sealed");
-        assert_eq!(short.len(), long.len(), "no length tells how many changes");
-        assert_ne!(
-            p.show("f0.1").expect("sealed"),
-            short,
-            "a fresh nonce each time"
-        );
-        // The feed's spelling has dots; base64url has none.
-        assert!(!short.contains('.'));
-        assert_eq!(p.take("after", &short).expect("opens"), "f0.1");
+        let mut v = View::starting(&cursor("f0.3"), false);
+        v.seen(0, "fin-1", 1, cursor("f0.9"));
+        let shown = p.show_view(&v).expect("sealed");
         assert_eq!(
-            p.take("after", &long).expect("opens"),
-            "f0.123456789_7.99999999_63.5"
+            p.show_view(&v).expect("sealed"),
+            shown,
+            "one view, one text"
         );
+        let mut w = View::starting(&cursor("f0.3"), false);
+        w.seen(0, "fin-1", 1, cursor("f0.4"));
         assert_eq!(
-            p.take("after", &p.show("f").expect("sealed"))
-                .expect("opens"),
-            "f"
+            p.show_view(&w).expect("sealed"),
+            shown,
+            "whatever came between"
         );
-        for bad in ["f0.1", "", "\n", "garbage", &short[1..]] {
-            assert!(p.take("after", bad).is_err(), "{bad:?}");
+        let mut other = v.clone();
+        other.seen(0, "fin-2", 1, cursor("f0.10"));
+        assert_ne!(p.show_view(&other).expect("sealed"), shown);
+        // Nothing readable: no dots of the feed's spelling, no task name.
+        assert!(!shown.contains('.') && !shown.contains("fin"));
+        assert_eq!(p.take_view("after", &shown).expect("opens"), v);
+        for bad in ["f0.1", "", "\n", "garbage", &shown[1..]] {
+            assert!(p.take_view("after", bad).is_err(), "{bad:?}");
         }
-        assert!(Positions::new(&key, &bob).take("after", &short).is_err());
+        assert!(
+            Positions::new(&key, &bob)
+                .take_view("after", &shown)
+                .is_err()
+        );
+        assert!(p.take("after", "f0.1").is_err(), "never the feed's own");
+        assert!(p.show("f0.1").is_err(), "never shown the feed's own");
     }
 
     #[test]

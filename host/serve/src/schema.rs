@@ -141,6 +141,11 @@ pub fn seq() -> Object {
     integer(0, (1 << 53) - 1, false)
 }
 
+/// A history entry's `seq` as a path names it: 1 or more.
+pub fn entry_seq() -> Object {
+    integer(1, (1 << 53) - 1, false)
+}
+
 pub fn opt_seq() -> Object {
     integer(0, (1 << 53) - 1, true)
 }

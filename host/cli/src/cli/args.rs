@@ -561,6 +561,9 @@ pub enum TaskCommand {
         )]
         limit: u32,
     },
+    /// Where entry SEQ of a task's history sits in the feed: its writer
+    /// slot and its number there (none when that entry is not kept)
+    Place { id: String, seq: u64 },
     /// Withdraw the listed tasks that belong to RUN and are still pending
     WithdrawRun {
         run: String,
@@ -763,6 +766,7 @@ mod tests {
         ("is-sealed", &["run", "sealed"]),
         ("check", &["check"]),
         ("history", &["task", "history"]),
+        ("entry-place", &["task", "place"]),
         ("feed", &["events"]),
         ("trim", &["trim"]),
     ];

@@ -92,8 +92,9 @@ fn repair_to_read(path: &Path, cli: &Cli) -> Result<(), CliError> {
 fn writes(command: &Command) -> bool {
     !matches!(
         command,
-        Command::Task(TaskCommand::Get { .. } | TaskCommand::History { .. })
-            | Command::Events(_)
+        Command::Task(
+            TaskCommand::Get { .. } | TaskCommand::History { .. } | TaskCommand::Place { .. },
+        ) | Command::Events(_)
             | Command::Queue(_)
             | Command::Overdue { .. }
             | Command::Case { .. }
@@ -343,6 +344,11 @@ fn task(cli: &Cli, verb: &TaskCommand) -> Result<Report, CliError> {
             id: id.clone(),
             entries: tenant(cli)?.history(id, *after, *limit)?,
             limit: *limit,
+        }),
+        TaskCommand::Place { id, seq } => Ok(Report::Place {
+            id: id.clone(),
+            seq: *seq,
+            place: tenant(cli)?.entry_place(id, *seq)?,
         }),
         TaskCommand::WithdrawRun { run, ids } => {
             let withdrawn = tenant(cli)?.withdraw_run(run, &strs(ids))?;

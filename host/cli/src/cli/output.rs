@@ -8,8 +8,9 @@ use std::fmt::Write as _;
 use serde_json::json;
 
 use leasehold_host::{
-    ArmOutcome, Change, Discrepancy, FeedEntry, FeedRead, HistoryEntry, OnExpiry, Page, Phase,
-    Priority, SealOutcome, Settlement, Task, TaskState, Timer, TimerEvent, Timestamp, TrimOutcome,
+    ArmOutcome, Change, Discrepancy, FeedEntry, FeedPlace, FeedRead, HistoryEntry, OnExpiry, Page,
+    Phase, Priority, SealOutcome, Settlement, Task, TaskState, Timer, TimerEvent, Timestamp,
+    TrimOutcome,
 };
 
 use super::error::REFUSED;
@@ -112,6 +113,12 @@ pub enum Report {
         entries: Vec<HistoryEntry>,
         limit: u32,
     },
+    /// Where one history entry sits in the feed.
+    Place {
+        id: String,
+        seq: u64,
+        place: Option<FeedPlace>,
+    },
     /// A read of the feed after `after`.
     Events {
         read: FeedRead,
@@ -202,6 +209,7 @@ impl Report {
                 "repaired": repaired,
             })),
             Report::History { entries, .. } => serde_json::to_string(entries),
+            Report::Place { place, .. } => serde_json::to_string(place),
             Report::Events { read, .. } => serde_json::to_string(read),
             Report::Trimmed { total } => serde_json::to_string(&json!({
                 "feed_removed": total.feed_removed,
@@ -340,6 +348,19 @@ impl Report {
                 path.display()
             ),
             Report::History { id, entries, limit } => history_table(id, entries, *limit),
+            Report::Place {
+                id,
+                seq,
+                place: Some(p),
+            } => format!(
+                "Entry {seq} of {id} is number {} of the feed's slot {}.",
+                p.seq, p.slot
+            ),
+            Report::Place {
+                id,
+                seq,
+                place: None,
+            } => format!("Entry {seq} of {id} is not kept (trimmed, or never recorded)."),
             Report::Events {
                 read: FeedRead::Page(page),
                 after,

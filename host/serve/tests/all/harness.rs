@@ -355,6 +355,9 @@ pub struct Service {
     table: TokenTable,
     options: Options,
     builder: EngineBuilder,
+    /// The key page cursors and positions are sealed under; a fresh random
+    /// one each start when none.
+    key: Option<[u8; 32]>,
     server: Option<Server>,
     base: String,
     ops: Option<String>,
@@ -370,6 +373,17 @@ impl Service {
     /// A server whose engine `builder` makes (another component, other
     /// limits).
     pub fn start_with(store: Store, options: Options, builder: EngineBuilder) -> Service {
+        Service::start_keyed(store, options, builder, None)
+    }
+
+    /// [`start_with`](Self::start_with), sealing under `key` (two servers
+    /// with one key, as behind a balancer).
+    pub fn start_keyed(
+        store: Store,
+        options: Options,
+        builder: EngineBuilder,
+        key: Option<[u8; 32]>,
+    ) -> Service {
         let (tokens, table) = tokens();
         let client = Client::builder()
             .timeout(Duration::from_secs(60))
@@ -381,6 +395,7 @@ impl Service {
             table,
             options,
             builder,
+            key,
             server: None,
             base: String::new(),
             ops: None,
@@ -415,7 +430,7 @@ impl Service {
             engine: self.builder.clone(),
             tls: None,
             reload: None,
-            cursor_key: None,
+            cursor_key: self.key.map(leasehold_serve::CursorKey::from_bytes),
             handle_signals: false,
         })
         .expect("the server starts");
@@ -438,7 +453,7 @@ impl Service {
             engine: self.builder.clone(),
             tls: None,
             reload: None,
-            cursor_key: None,
+            cursor_key: self.key.map(leasehold_serve::CursorKey::from_bytes),
             handle_signals: false,
         })
         .expect("the second server starts");
