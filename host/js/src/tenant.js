@@ -464,6 +464,18 @@ export class Tenant {
   }
 
   /**
+   * Where entry `seq` of task `id`'s history sits in the feed: `{ slot, seq }`,
+   * or null when that entry is not kept. For a host that gives its own
+   * positions to readers who see part of the feed.
+   */
+  entryPlace(id, seq) {
+    const args = [str(id, 'id'), u64(seq, 'seq')];
+    return this.#call('entry-place', R, ['changes', 'entryPlace', args], (a) =>
+      opt(a, (o) => ({ slot: o.slot, seq: o.seq })),
+    );
+  }
+
+  /**
    * Removes the oldest feed entries recorded before `before`, or beyond the
    * newest `keep` (at least one given), at most `limit`, with the history they
    * cover (never a task's last entry): `{ feedRemoved, historyRemoved, more }`.

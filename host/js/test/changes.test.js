@@ -59,6 +59,12 @@ for (const [name, setup] of Object.entries(SETUPS)) {
       assert.deepEqual(h[0].candidateRoles, ['approver']);
       assert.deepEqual(h[0].excludedActors, ['eve']);
       assert.deepEqual(t.history('pay-1', 5, 1).map((e) => e.seq), [6]);
+      // Each entry sits in the feed in order, in the one slot one writer uses.
+      assert.deepEqual(
+        [1, 2, 3, 4, 5, 6, 7].map((n) => t.entryPlace('pay-1', n)),
+        [1n, 2n, 3n, 4n, 5n, 6n, 7n].map((seq) => ({ slot: 0, seq })),
+      );
+      assert.equal(t.entryPlace('pay-1', 8), null);
 
       // Every change once in the feed, and a read resumes at any position.
       clock.at = 8_000;

@@ -56,6 +56,10 @@ def test_a_tasks_life_is_listed_in_its_history_with_actor_states_and_times(kind,
     ]
     assert h[0].candidate_roles == ["approver"] and h[0].excluded_actors == ["eve"]
     assert [e.seq for e in t.history("pay-1", after=5, limit=1)] == [6]
+    # Each entry sits in the feed in order, in the one slot one writer uses.
+    places = [t.entry_place("pay-1", n) for n in range(1, 8)]
+    assert [(p.slot, p.seq) for p in places] == [(0, n) for n in range(1, 8)]
+    assert t.entry_place("pay-1", 8) is None
 
     clock.at = 8_000
     t.arm(lh.Timer(run="r1", effect="wake", fire_at=10))

@@ -41,6 +41,7 @@ from .model import (
     TimerChange,
     TimerEvent,
     TrimOutcome,
+    FeedPlace,
 )
 from .stores import MemoryStore, SqliteStore
 
@@ -79,6 +80,7 @@ __all__ = [
     "FeedPage",
     "FeedGone",
     "TrimOutcome",
+    "FeedPlace",
     "MemoryStore",
     "SqliteStore",
 ]

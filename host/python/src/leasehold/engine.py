@@ -68,6 +68,7 @@ from .model import (
     TimerChange,
     TimerEvent,
     TrimOutcome,
+    FeedPlace,
     now_ms,
 )
 from .stores import Mode, Store
@@ -299,6 +300,7 @@ VERBS: dict[str, tuple[str, Mode]] = {
     "is-sealed": ("runs", "read"),
     "check": ("admin", "read"),
     "history": ("changes", "read"),
+    "entry-place": ("changes", "read"),
     "feed": ("changes", "read"),
     "trim": ("changes", "write"),
 }
@@ -942,6 +944,18 @@ class Tenant:
             return FeedPage(entries=entries, next=r.next, head=r.head)
 
         return self._call("feed", *args, check=check)
+
+    def entry_place(self, id: str, seq: int) -> FeedPlace | None:
+        """Where entry ``seq`` of task ``id``'s history sits in the feed: its
+        writer slot and its number there; ``None`` when that entry is not
+        kept. For a host that gives its own positions to readers who see
+        part of the feed."""
+        args = (_str(id, "id"), _int(seq, "seq", _U64, "unsigned 64 bits"))
+
+        def check(o: Any) -> FeedPlace | None:
+            return None if o is None else FeedPlace(o.slot, o.seq)
+
+        return self._call("entry-place", *args, check=check)
 
     def trim(self, *, before: int | None = None, keep: int | None = None, limit: int = 1000) -> TrimOutcome:
         """Removes the oldest feed entries recorded before ``before``, or

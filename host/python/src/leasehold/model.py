@@ -189,6 +189,15 @@ class FeedGone:
 
 
 @dataclass
+class FeedPlace:
+    """Where one history entry sits in the feed."""
+
+    slot: int
+    #: Its number in that slot: within a slot, a higher number committed later.
+    seq: int
+
+
+@dataclass
 class TrimOutcome:
     feed_removed: int
     history_removed: int

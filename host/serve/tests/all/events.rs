@@ -774,3 +774,56 @@ fn a_reviewers_reads_are_byte_identical_whether_or_not_others_made_changes() {
     // pages of them.
     assert!(quiet.iter().filter(|t| t.contains("fin-")).count() >= 10);
 }
+
+/// Where a history entry sits in the feed, as services and operators may
+/// ask: the entry's slot and number, the same the feed's positions count.
+#[test]
+fn a_history_entry_names_its_place_in_the_feed() {
+    each_backend(|svc| {
+        open(svc, "sam", task("placed", &["finance"]));
+        assert_eq!(claim(svc, "alice", "placed"), 200);
+        let feed = svc.call("GET", "/v1/events?limit=100", Some("sam"), None);
+        let positions: Vec<String> = feed.expect_ok()["entries"]
+            .as_array()
+            .expect("entries")
+            .iter()
+            .filter(|e| e["change"]["task"]["id"] == "placed")
+            .map(|e| e["position"].as_str().expect("position").to_owned())
+            .collect();
+        assert_eq!(positions.len(), 2);
+        for (seq, position) in [1, 2].iter().zip(&positions) {
+            let r = svc.call(
+                "GET",
+                &format!("/v1/tasks/placed/history/{seq}/place"),
+                Some("sam"),
+                None,
+            );
+            let place = r.expect_ok();
+            let slot = place["slot"].as_u64().expect("slot");
+            let n = place["seq"].as_u64().expect("seq");
+            // The feed's position after the entry holds its number in its slot.
+            assert!(
+                position
+                    .trim_start_matches('f')
+                    .split('_')
+                    .any(|p| p == format!("{slot}.{n}")),
+                "{place} in {position}"
+            );
+        }
+        svc.call("GET", "/v1/tasks/placed/history/3/place", Some("sam"), None)
+            .expect_problem(404, "not-found");
+        svc.call("GET", "/v1/tasks/nobody/history/1/place", Some("sam"), None)
+            .expect_problem(404, "not-found");
+        svc.call("GET", "/v1/tasks/placed/history/0/place", Some("sam"), None)
+            .expect_problem(400, "invalid");
+        // A reviewer's positions are its own: the feed's numbers are not
+        // for it.
+        svc.call(
+            "GET",
+            "/v1/tasks/placed/history/1/place",
+            Some("alice"),
+            None,
+        )
+        .expect_problem(403, "forbidden");
+    });
+}
