@@ -36,16 +36,23 @@ pub fn backend() -> Backend {
     }
 }
 
-/// Whether this run reuses instances, from `LEASEHOLD_TEST_REUSE`: unset or
-/// `0` for a fresh instance per call (the default), `1` to let every engine
-/// the harness opens keep instances between calls of a tenant. `tests/run`
-/// runs the suite once more with it set, so every test also holds with
-/// reuse on.
-pub fn reuse() -> Option<leasehold_host::Reuse> {
-    match std::env::var("LEASEHOLD_TEST_REUSE").as_deref() {
-        Err(_) | Ok("") | Ok("0") => None,
-        Ok("1") => Some(leasehold_host::Reuse::default()),
-        Ok(v) => panic!("LEASEHOLD_TEST_REUSE must be 0 or 1, not {v:?}"),
+/// Whether this run gives every call a fresh instance, from
+/// `LEASEHOLD_TEST_FRESH`: unset or `0` keeps instances between calls of a
+/// tenant (the engine's default), `1` builds every engine the harness opens
+/// with [`EngineBuilder::fresh_instances`]. `tests/run` runs the suite once
+/// more with it set, so every test also holds with fresh instances.
+pub fn fresh() -> bool {
+    // The old switch meant the opposite; a run that still sets it would
+    // silently test the other mode.
+    if std::env::var_os("LEASEHOLD_TEST_REUSE").is_some() {
+        panic!(
+            "LEASEHOLD_TEST_REUSE is gone: instances are kept by default; LEASEHOLD_TEST_FRESH=1 runs fresh ones"
+        );
+    }
+    match std::env::var("LEASEHOLD_TEST_FRESH").as_deref() {
+        Err(_) | Ok("") | Ok("0") => false,
+        Ok("1") => true,
+        Ok(v) => panic!("LEASEHOLD_TEST_FRESH must be 0 or 1, not {v:?}"),
     }
 }
 
@@ -119,18 +126,19 @@ impl TestDb {
         }
     }
 
-    /// An engine on this database, built by `builder`; with instance reuse
-    /// switched on when the run asks for it (see [`reuse`]).
+    /// An engine on this database, built by `builder`; with a fresh
+    /// instance per call when the run asks for it (see [`fresh`]).
     pub fn try_open(&self, builder: EngineBuilder) -> Result<Engine, leasehold_host::Error> {
-        let builder = match reuse() {
-            Some(policy) => builder.reuse_instances(policy),
-            None => builder,
+        let builder = if fresh() {
+            builder.fresh_instances()
+        } else {
+            builder
         };
         self.open_as_built(builder)
     }
 
     /// An engine on this database, built by `builder` exactly, whatever
-    /// the run asks for: for the tests of instance reuse itself.
+    /// the run asks for: for the tests of kept instances themselves.
     pub fn open_as_built(&self, builder: EngineBuilder) -> Result<Engine, leasehold_host::Error> {
         match &self.store {
             Store::Redb { path, .. } => builder.open(path),

@@ -11,7 +11,8 @@
 //! Arguments: the verb (`queue`, a page of 50 of 1000 open tasks; `count`,
 //! `open-count`; `open`; `claim`, a claim or a release of one of the 1000,
 //! by turns; `due`, `claim-due` of 100 of 1000 timers), then
-//! `fresh` or `reuse` (instance reuse), then the number of calls. It prints
+//! `fresh` (a fresh instance per call) or `reuse` (instances kept, the
+//! default), then the number of calls. It prints
 //! the mean time per call. `GUEST_WASM=path` runs another build of the
 //! guest, such as one that keeps its function names (`CARGO_PROFILE_RELEASE_STRIP=false`)
 //! so that `perf report` names them. `DURABLE=1` commits with
@@ -20,7 +21,7 @@
 //! on its own share of the tasks, so durable commits are grouped.
 use anyhow::{bail, ensure};
 use leasehold_host::{
-    Durability, Engine, OnExpiry, Phase, Priority, QueueQuery, Reuse, Task, TaskState, Timer,
+    Durability, Engine, OnExpiry, Phase, Priority, QueueQuery, Task, TaskState, Timer,
 };
 use std::time::Instant;
 
@@ -50,7 +51,9 @@ fn task(i: usize) -> Task {
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let what = args.get(1).map_or("queue", String::as_str);
-    let reuse = args.get(2).map(String::as_str) == Some("reuse");
+    // Instances are kept unless `fresh` is asked for (`reuse`, the old
+    // word for the default, still means it).
+    let fresh = args.get(2).map(String::as_str) == Some("fresh");
     let n: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(20_000);
     let dir = tempfile::tempdir()?;
     let durability = if std::env::var_os("DURABLE").is_some() {
@@ -59,8 +62,8 @@ fn main() -> anyhow::Result<()> {
         Durability::None
     };
     let mut b = Engine::builder().durability(durability);
-    if reuse {
-        b = b.reuse_instances(Reuse::default());
+    if fresh {
+        b = b.fresh_instances();
     }
     if let Ok(path) = std::env::var("GUEST_WASM") {
         b = b.component(std::fs::read(path)?);
@@ -123,7 +126,7 @@ fn main() -> anyhow::Result<()> {
         let el = started.elapsed();
         let calls = n / threads * threads;
         eprintln!(
-            "claim threads={threads} reuse={reuse}: {:.0} calls/s",
+            "claim threads={threads} fresh={fresh}: {:.0} calls/s",
             calls as f64 / el.as_secs_f64()
         );
         return Ok(());
@@ -153,7 +156,7 @@ fn main() -> anyhow::Result<()> {
     }
     let el = started.elapsed();
     eprintln!(
-        "{what} reuse={reuse}: {:.2} µs per call",
+        "{what} fresh={fresh}: {:.2} µs per call",
         el.as_secs_f64() * 1e6 / n as f64
     );
     Ok(())

@@ -1,5 +1,5 @@
-//! One call: an instance (fresh from the pool, or kept from the tenant's
-//! last call when the engine reuses them), the sandbox's limits and
+//! One call: an instance (kept from the tenant's last call, or fresh from
+//! the pool), the sandbox's limits and
 //! deadline, and the commit decision. The call's turn to write
 //! comes first; its writes commit only when the guest answered `ok`, the
 //! answer passed its checks and nothing broke a limit. It owns running a
@@ -143,7 +143,7 @@ fn run<R, T>(
         e => e,
     })?;
     let kv = KvView::new(txn, verb.mode(), limits, s.backend.concurrent_writers(), at);
-    let mut warm = match s.keeper.take(tenant) {
+    let mut warm = match s.keeper.take(tenant, at) {
         Some(mut warm) => {
             warm.store.data_mut().kv = kv;
             warm
@@ -210,7 +210,7 @@ fn run<R, T>(
     // The instance slot is free (or the instance kept) before the call
     // waits for its commit to be durable (with group commit, possibly
     // another call's fsync).
-    s.keeper.give_back(warm);
+    s.keeper.give_back(warm, at);
     pending.wait().map_err(|e| storage_error(e, verb))?;
     // Waiters hear of a commit only once it is durable, and never of a
     // call that wrote nothing.
@@ -255,6 +255,7 @@ fn instantiate(
         table: ResourceTable::new(),
         memory_cap: s.limits.memory_bytes,
         memory_grew: false,
+        memory_bytes: 0,
     };
     loop {
         let mut store = Store::new(&s.compiled.wasm, ctx);
@@ -276,6 +277,7 @@ fn instantiate(
                 // next attempt starts from a new one.
                 ctx = store.into_data();
                 ctx.memory_grew = false;
+                ctx.memory_bytes = 0;
                 if !(full && s.keeper.evict_one()) {
                     return Err(Box::new((ctx, e)));
                 }

@@ -66,11 +66,13 @@ impl Default for Limits {
     }
 }
 
-/// When an instance may serve more than one call (see
-/// [`EngineBuilder::reuse_instances`](crate::EngineBuilder::reuse_instances)).
+/// When an instance is kept to serve more than one call, the default (see
+/// [`EngineBuilder::reuse_instances`](crate::EngineBuilder::reuse_instances)
+/// and [`EngineBuilder::fresh_instances`](crate::EngineBuilder::fresh_instances)).
 /// An instance only ever serves calls of the one tenant whose call made it,
-/// and is thrown away after any call that did not answer `ok`: a trap, a
-/// limit, a deadline, an error answer or a failed commit.
+/// and is thrown away after any call that did not answer `ok` (a trap, a
+/// limit, a deadline, an error answer or a failed commit) and after any call
+/// that grew its memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Reuse {
     /// Most calls one instance serves before it is thrown away.
@@ -82,6 +84,16 @@ pub struct Reuse {
     /// recently used goes first. Each holds a slot of the pool
     /// ([`Limits::concurrent_calls`]), so at most half the slots are kept.
     pub idle: u32,
+    /// Most instances kept idle at once for any one tenant (a tenant has
+    /// more than one only when its calls ran side by side); its least
+    /// recently used goes first.
+    pub per_tenant: u32,
+    /// Most bytes of linear memory the idle instances hold together; the
+    /// least recently used go first until the rest fit.
+    pub idle_bytes: usize,
+    /// An instance idle this long, by the engine's clock, is let go at the
+    /// next call of any tenant instead of serving its tenant's next call.
+    pub idle_for: Duration,
 }
 
 impl Default for Reuse {
@@ -90,6 +102,9 @@ impl Default for Reuse {
             calls: 1000,
             age: Duration::from_secs(30),
             idle: 32,
+            per_tenant: 4,
+            idle_bytes: 256 << 20,
+            idle_for: Duration::from_secs(10),
         }
     }
 }

@@ -24,6 +24,9 @@ pub(crate) struct CallCtx {
     /// Whether the instance grew its memory past what it started with: such
     /// an instance is never kept for another call.
     pub(crate) memory_grew: bool,
+    /// The linear memory the instance was made with, over all its
+    /// memories: what it holds while kept idle.
+    pub(crate) memory_bytes: usize,
 }
 
 impl WasiView for CallCtx {
@@ -69,6 +72,8 @@ impl ResourceLimiter for CallCtx {
         // Instantiation asks from zero; anything after is the guest growing.
         if current > 0 {
             self.memory_grew = true;
+        } else {
+            self.memory_bytes = self.memory_bytes.saturating_add(desired);
         }
         if desired > self.memory_cap {
             self.kv.fail(Error::Sandbox(SandboxError::Memory {

@@ -40,7 +40,10 @@ pub struct EngineBuilder {
     /// Unset means on.
     no_group_commit: bool,
     pool_size: Option<usize>,
+    /// Unset means [`Reuse::default`].
     reuse: Option<Reuse>,
+    /// Unset means instances are kept.
+    fresh_instances: bool,
     clock: Option<Arc<dyn Clock>>,
     cache_dir: Option<PathBuf>,
 }
@@ -52,6 +55,7 @@ impl std::fmt::Debug for EngineBuilder {
             .field("durability", &self.durability)
             .field("access", &self.access)
             .field("reuse", &self.reuse)
+            .field("fresh_instances", &self.fresh_instances)
             .field("own_clock", &self.clock.is_some())
             .field("cache_dir", &self.cache_dir)
             .finish_non_exhaustive()
@@ -118,10 +122,11 @@ impl EngineBuilder {
         self
     }
 
-    /// Lets an instance serve more than one call of the same tenant, within
-    /// `reuse`'s bounds, instead of instantiating the component for every
-    /// call (the default). A kept instance never serves another tenant, and
-    /// is thrown away after any call that did not answer `ok` (a trap, a
+    /// Keeps instances within `reuse`'s bounds instead of
+    /// [`Reuse::default`]'s. By default an instance serves more than one
+    /// call of the same tenant; [`fresh_instances`](Self::fresh_instances)
+    /// turns that off. A kept instance never serves another tenant, and is
+    /// thrown away after any call that did not answer `ok` (a trap, a
     /// limit, a deadline, an error answer, a failed commit) and after any
     /// call that grew its memory.
     ///
@@ -131,9 +136,19 @@ impl EngineBuilder {
     /// there during the tenant's next calls, so a flaw in the rules that
     /// read memory it never wrote could see an earlier call's data of the
     /// same tenant, never another's. Idle instances hold pool slots (at
-    /// most half of [`Limits::concurrent_calls`]).
+    /// most half of [`Limits::concurrent_calls`]) and memory (at most
+    /// [`Reuse::idle_bytes`]), and are let go after [`Reuse::idle_for`].
     pub fn reuse_instances(mut self, reuse: Reuse) -> Self {
         self.reuse = Some(reuse);
+        self.fresh_instances = false;
+        self
+    }
+
+    /// Instantiates the component afresh for every call and keeps no
+    /// instance between calls: slower, and for an embedder who wants no
+    /// byte of one call's memory to outlive the call.
+    pub fn fresh_instances(mut self) -> Self {
+        self.fresh_instances = true;
         self
     }
 
@@ -264,7 +279,10 @@ impl EngineBuilder {
             shared: Arc::new(Shared {
                 compiled,
                 backend,
-                keeper: Keeper::new(self.reuse, self.limits.concurrent_calls),
+                keeper: Keeper::new(
+                    (!self.fresh_instances).then(|| self.reuse.unwrap_or_default()),
+                    self.limits.concurrent_calls,
+                ),
                 limits: self.limits,
                 durability: self.durability,
                 retries: AtomicU64::new(0),
@@ -394,14 +412,15 @@ impl Engine {
         self.shared.backend.round_trips()
     }
 
-    /// How many calls so far instantiated the component, and how many ran
-    /// on an instance kept from an earlier call of their tenant (see
-    /// [`EngineBuilder::reuse_instances`]).
+    /// How many calls so far instantiated the component, how many ran on
+    /// an instance kept from an earlier call of their tenant, and what is
+    /// kept idle now (see [`EngineBuilder::reuse_instances`]).
     pub fn instance_stats(&self) -> InstanceStats {
         self.shared.keeper.stats()
     }
 
-    /// How instances are reused, if they are.
+    /// How instances are kept; `None` for an engine built with
+    /// [`EngineBuilder::fresh_instances`].
     pub fn reuse(&self) -> Option<Reuse> {
         self.shared.keeper.policy()
     }

@@ -1,7 +1,9 @@
-//! Instance reuse (`EngineBuilder::reuse_instances`), tested as an attacker
-//! would: a kept instance serves only its own tenant's calls, never a call
-//! after one that failed in any way or grew its memory, and within its
-//! bounds of calls and age. The hostile fixture keeps state in its memory on
+//! Kept instances (the default; `EngineBuilder::reuse_instances` for other
+//! bounds, `fresh_instances` for none), tested as an attacker would: a kept
+//! instance serves only its own tenant's calls, never a call after one that
+//! failed in any way or grew its memory, and within its bounds of calls,
+//! age, idle time and memory; and no byte a tenant's call leaves in linear
+//! memory is there for another tenant's call to find. The hostile fixture keeps state in its memory on
 //! purpose (`remember-X`, then `recall`), so whatever an instance carries
 //! from call to call is visible; every test runs it through the real host
 //! on a real store.
@@ -9,16 +11,18 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use leasehold_host::{Durability, Engine, Error, InstanceStats, Limits, QueueQuery, Reuse, Tenant};
+use leasehold_host::{Durability, Engine, Error, Limits, ManualClock, QueueQuery, Reuse, Tenant};
 use leasehold_tests::*;
 
+/// An engine on the hostile fixture, keeping instances within `reuse`'s
+/// bounds, or with a fresh instance per call for `None`.
 fn engine(db: &TestDb, limits: Limits, reuse: Option<Reuse>) -> Engine {
     let builder = Engine::builder()
         .component(HOSTILE_COMPONENT)
         .limits(limits);
     let builder = match reuse {
         Some(r) => builder.reuse_instances(r),
-        None => builder,
+        None => builder.fresh_instances(),
     };
     db.open_as_built(builder)
         .expect("the hostile fixture implements the world")
@@ -59,37 +63,177 @@ fn fresh() -> (String, u32) {
 }
 
 #[test]
-fn a_kept_instance_serves_its_tenants_next_call_and_only_when_asked() {
+fn instances_are_kept_by_default_and_never_when_fresh_ones_are_asked_for() {
     let db = TestDb::new();
-    // The control, so that no test below passes because nothing is kept.
-    let on = engine(&db, Limits::default(), Some(Reuse::default()));
+    // The control, so that no test below passes because nothing is kept:
+    // an engine built with no word about instances keeps them.
+    let on = db
+        .open_as_built(Engine::builder().component(HOSTILE_COMPONENT))
+        .expect("engine");
     let a = on.tenant("a").expect("tenant");
     remember(&a, "x");
     assert_eq!(recall(&a), ("x".to_owned(), 2));
     assert_eq!(recall(&a), ("x".to_owned(), 3));
-    assert_eq!(
-        on.instance_stats(),
-        InstanceStats {
-            fresh: 1,
-            reused: 2
-        }
-    );
+    let stats = on.instance_stats();
+    assert_eq!((stats.fresh, stats.reused, stats.idle), (1, 2, 1));
+    assert!(stats.idle_bytes > 0, "{stats:?}");
     assert_eq!(on.reuse(), Some(Reuse::default()));
     drop((a, on));
 
-    // Off, the default: every call runs on a fresh instance.
+    // Fresh instances, asked for: every call runs on a fresh instance.
     let off = engine(&db, Limits::default(), None);
     let a = off.tenant("a").expect("tenant");
     remember(&a, "x");
     assert_eq!(recall(&a), fresh());
+    let stats = off.instance_stats();
     assert_eq!(
-        off.instance_stats(),
-        InstanceStats {
-            fresh: 2,
-            reused: 0
-        }
+        (stats.fresh, stats.reused, stats.idle, stats.idle_bytes),
+        (2, 0, 0, 0)
     );
     assert_eq!(off.reuse(), None);
+}
+
+/// The bytes `secret` spells, as `scrape-` takes them.
+fn hex(secret: &str) -> String {
+    secret.bytes().map(|b| format!("{b:02x}")).collect()
+}
+
+/// How many copies of `secret` the instance serving this call of `t` holds
+/// anywhere in its linear memory, from earlier calls.
+fn scrape(t: &Tenant, secret: &str) -> usize {
+    let id = format!("scrape-{}", hex(secret));
+    t.get(&id)
+        .expect("scrape answers")
+        .expect("scrape answers a task")
+        .justification
+        .parse()
+        .expect("a count")
+}
+
+/// The whole linear memory of the instance that serves a tenant's call,
+/// read by the guest itself, byte by byte: it holds what the same tenant's
+/// earlier calls left there (the control), and never a byte of another
+/// tenant's calls, whatever order the calls come in.
+#[test]
+fn no_call_finds_another_tenants_bytes_anywhere_in_its_memory() {
+    let db = TestDb::new();
+    let engine = engine(&db, Limits::default(), Some(Reuse::default()));
+    let (a, b) = (
+        engine.tenant("a").expect("tenant"),
+        engine.tenant("b").expect("tenant"),
+    );
+    let (secret_a, secret_b) = ("a's secret 7f3c91", "b's secret 0d52e8");
+    // Each secret reaches its instance's memory twice over: the argument
+    // the host lowered into it, and what the guest keeps on purpose.
+    remember(&a, secret_a);
+    assert!(
+        scrape(&a, secret_a) >= 1,
+        "the control: a's instance was kept with a's bytes in it"
+    );
+    assert_eq!(scrape(&b, secret_a), 0, "b's first call");
+    remember(&b, secret_b);
+    for _ in 0..3 {
+        assert_eq!(scrape(&b, secret_a), 0);
+        assert_eq!(scrape(&a, secret_b), 0);
+        assert!(scrape(&a, secret_a) >= 1);
+        assert!(scrape(&b, secret_b) >= 1);
+    }
+    // After a failed call of a, its next call runs on a fresh instance,
+    // which holds none of a's earlier bytes either.
+    assert!(a.get("wrong-id").is_err());
+    assert_eq!(scrape(&a, secret_a), 0, "after a failed call");
+    assert!(
+        engine.instance_stats().reused >= 12,
+        "{:?}",
+        engine.instance_stats()
+    );
+}
+
+/// The bytes of linear memory one idle instance of the fixture holds.
+fn one_instance_bytes(db: &TestDb) -> usize {
+    let engine = engine(db, Limits::default(), Some(Reuse::default()));
+    remember(&engine.tenant("probe").expect("tenant"), "x");
+    let stats = engine.instance_stats();
+    assert_eq!(stats.idle, 1, "{stats:?}");
+    stats.idle_bytes
+}
+
+#[test]
+fn idle_instances_together_hold_no_more_memory_than_their_bound() {
+    let db = TestDb::new();
+    let one = one_instance_bytes(&db);
+    // Room for two instances, not three.
+    let engine = engine(
+        &db,
+        Limits::default(),
+        Some(Reuse {
+            idle_bytes: 2 * one + one / 2,
+            ..Reuse::default()
+        }),
+    );
+    let tenants: Vec<Tenant> = ["a", "b", "c"]
+        .iter()
+        .map(|n| engine.tenant(n).expect("tenant"))
+        .collect();
+    for (t, what) in tenants.iter().zip(["a", "b", "c"]) {
+        remember(t, what);
+    }
+    let stats = engine.instance_stats();
+    assert_eq!((stats.idle, stats.idle_bytes), (2, 2 * one), "{stats:?}");
+    // The least recently used went: a's.
+    assert_eq!(recall(&tenants[2]), ("c".to_owned(), 2));
+    assert_eq!(recall(&tenants[1]), ("b".to_owned(), 2));
+    assert_eq!(recall(&tenants[0]), fresh());
+    drop((tenants, engine));
+
+    // A bound below one instance keeps none.
+    let none = engine_with_bytes(&db, one - 1);
+    let t = none.tenant("a").expect("tenant");
+    remember(&t, "x");
+    assert_eq!(recall(&t), fresh());
+    assert_eq!(none.instance_stats().idle, 0);
+}
+
+fn engine_with_bytes(db: &TestDb, idle_bytes: usize) -> Engine {
+    engine(
+        db,
+        Limits::default(),
+        Some(Reuse {
+            idle_bytes,
+            ..Reuse::default()
+        }),
+    )
+}
+
+#[test]
+fn an_instance_idle_too_long_by_the_engines_clock_is_let_go_at_the_next_call() {
+    let db = TestDb::new();
+    let clock = std::sync::Arc::new(ManualClock::new(1_000_000));
+    let engine = db
+        .open_as_built(
+            Engine::builder()
+                .component(HOSTILE_COMPONENT)
+                .clock(clock.clone())
+                .reuse_instances(Reuse {
+                    idle_for: Duration::from_secs(10),
+                    ..Reuse::default()
+                }),
+        )
+        .expect("engine");
+    let (a, b) = (
+        engine.tenant("a").expect("tenant"),
+        engine.tenant("b").expect("tenant"),
+    );
+    remember(&a, "x");
+    clock.advance(9_999);
+    remember(&b, "y");
+    assert_eq!(engine.instance_stats().idle, 2);
+    // Ten seconds after a's last call began, b's call lets a's instance go
+    // (b's, idle one millisecond, serves b).
+    clock.advance(1);
+    assert_eq!(recall(&b), ("y".to_owned(), 2));
+    assert_eq!(engine.instance_stats().idle, 1);
+    assert_eq!(recall(&a), fresh());
 }
 
 #[test]
@@ -279,49 +423,63 @@ fn kept_instances_give_their_slots_to_calls_that_need_them() {
         .expect("the long call answers ok");
 }
 
-/// The same calls on one kept instance and on a fresh instance each: every
-/// answer alike, so nothing one call of the rules leaves in the instance
-/// changes the next.
+/// The same calls of two tenants taking turns, on kept instances and on a
+/// fresh instance each: every answer alike, so nothing one call of the
+/// rules leaves in an instance changes the next call of its tenant, and no
+/// tenant's answers depend on what the other's calls did (their tasks
+/// differ, so a crossing would show in a queue or a count).
 #[test]
-fn the_rules_answer_alike_on_one_kept_instance_and_on_fresh_ones() {
+fn the_rules_answer_alike_on_kept_instances_and_on_fresh_ones() {
     let (kept_db, fresh_db) = (TestDb::new(), TestDb::new());
     let open = |db: &TestDb, reuse: Option<Reuse>| {
         let b = Engine::builder().durability(Durability::None);
         let b = match reuse {
             Some(r) => b.reuse_instances(r),
-            None => b,
+            None => b.fresh_instances(),
         };
         db.open_as_built(b).expect("engine")
     };
     let kept = open(&kept_db, Some(Reuse::default()));
     let fresh = open(&fresh_db, None);
-    let run = |t: &Tenant| -> Vec<String> {
+    let step = |t: &Tenant, i: i64, answers: &mut Vec<String>| {
+        let id = format!("t-{i:03}");
+        let mut new = task(&id, i);
+        new.candidate_roles = vec!["reviewer".into()];
+        answers.push(format!("{:?}", t.open(&new)));
+        let q = QueueQuery {
+            roles: vec!["reviewer".into()],
+            actor: Some("alice".into()),
+            limit: 20,
+            after: None,
+        };
+        answers.push(format!("{:?}", t.queue(&q)));
+        if i % 3 == 0 {
+            answers.push(format!("{:?}", t.claim(&id, "alice", &["reviewer"], None)));
+        }
+        if i % 5 == 0 {
+            answers.push(format!("{:?}", t.claim(&id, "bob", &["auditor"], None)));
+        }
+        answers.push(format!("{:?}", t.open_count()));
+    };
+    let run = |engine: &Engine| -> Vec<String> {
+        let (acme, globex) = (
+            engine.tenant("acme").expect("tenant"),
+            engine.tenant("globex").expect("tenant"),
+        );
         let mut answers = Vec::new();
         for i in 0..150i64 {
-            let id = format!("t-{i:03}");
-            let mut new = task(&id, i);
-            new.candidate_roles = vec!["reviewer".into()];
-            answers.push(format!("{:?}", t.open(&new)));
-            let q = QueueQuery {
-                roles: vec!["reviewer".into()],
-                actor: Some("alice".into()),
-                limit: 20,
-                after: None,
-            };
-            answers.push(format!("{:?}", t.queue(&q)));
-            if i % 3 == 0 {
-                answers.push(format!("{:?}", t.claim(&id, "alice", &["reviewer"], None)));
+            step(&acme, i, &mut answers);
+            // globex makes every third of acme's tasks, under other ids.
+            if i % 3 == 1 {
+                step(&globex, 1000 + i, &mut answers);
             }
-            if i % 5 == 0 {
-                answers.push(format!("{:?}", t.claim(&id, "bob", &["auditor"], None)));
-            }
-            answers.push(format!("{:?}", t.open_count()));
         }
-        answers.push(format!("{:?}", t.check()));
+        answers.push(format!("{:?}", acme.check()));
+        answers.push(format!("{:?}", globex.check()));
         answers
     };
-    let on_kept = run(&kept.tenant("acme").expect("tenant"));
-    let on_fresh = run(&fresh.tenant("acme").expect("tenant"));
+    let on_kept = run(&kept);
+    let on_fresh = run(&fresh);
     assert_eq!(on_kept.len(), on_fresh.len());
     for (k, f) in on_kept.iter().zip(&on_fresh) {
         assert_eq!(k, f);
@@ -329,6 +487,6 @@ fn the_rules_answer_alike_on_one_kept_instance_and_on_fresh_ones() {
     let stats = kept.instance_stats();
     // Refusals (bob's claims) throw their instance away; every other call
     // ran on a kept one.
-    assert!(stats.reused > 400, "{stats:?}");
+    assert!(stats.reused > 500, "{stats:?}");
     assert_eq!(fresh.instance_stats().reused, 0);
 }

@@ -1,6 +1,6 @@
 //! The engines under test behind one face: the product (the component
-//! through the host, a fresh instance per call or, as *reused*, instances
-//! kept between calls) and the native build of the same rules, each over a redb
+//! through the host, instances kept between calls of the tenant as
+//! shipped, or, as *fresh*, a fresh instance per call) and the native build of the same rules, each over a redb
 //! file, and raw redb beside them as the floor. A driver only forwards a call
 //! to its engine, so the engines differ in nothing but what they are; nothing
 //! here may time a call or add work to one.
@@ -11,8 +11,8 @@ use anyhow::{Result, bail, ensure};
 use leasehold_guest::{tasks, timers};
 use leasehold_host::native::{NativeEngine, NativeTenant};
 use leasehold_host::{
-    ArmOutcome, Durability, Engine, Error, Limits, Page, QueueQuery, Reuse, Settlement, Task,
-    Tenant, Timer,
+    ArmOutcome, Durability, Engine, Error, Limits, Page, QueueQuery, Settlement, Task, Tenant,
+    Timer,
 };
 use redb::{ReadableDatabase, TableDefinition};
 
@@ -33,21 +33,22 @@ pub(crate) enum Subject {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Kind {
-    /// The component, a fresh instance per call (the default).
+    /// The component as shipped: instances kept between calls.
     Product,
-    /// The component with instance reuse switched on.
-    Reused,
+    /// The component with a fresh instance per call
+    /// (`EngineBuilder::fresh_instances`).
+    Fresh,
     Native,
     Raw,
 }
 
 impl Kind {
-    pub(crate) const ALL: [Kind; 4] = [Kind::Product, Kind::Reused, Kind::Native, Kind::Raw];
+    pub(crate) const ALL: [Kind; 4] = [Kind::Product, Kind::Fresh, Kind::Native, Kind::Raw];
 
     pub(crate) fn name(self) -> &'static str {
         match self {
             Kind::Product => "product",
-            Kind::Reused => "reused",
+            Kind::Fresh => "fresh",
             Kind::Native => "native",
             Kind::Raw => "raw",
         }
@@ -75,12 +76,12 @@ pub(crate) fn bench_limits() -> Limits {
 impl Driver {
     pub(crate) fn open(kind: Kind, path: &Path, durability: Durability) -> Result<Driver> {
         Ok(match kind {
-            Kind::Product | Kind::Reused => {
+            Kind::Product | Kind::Fresh => {
                 let builder = Engine::builder()
                     .durability(durability)
                     .limits(bench_limits());
-                let builder = if kind == Kind::Reused {
-                    builder.reuse_instances(Reuse::default())
+                let builder = if kind == Kind::Fresh {
+                    builder.fresh_instances()
                 } else {
                     builder
                 };

@@ -13,18 +13,19 @@ use crate::workload::{reviewer_task, seed, seed_tasks};
 
 impl Bench {
     /// Item 2: `open-count` through the component and natively; the
-    /// difference is what instantiation and the boundary cost per call.
+    /// difference is what the boundary (and, fresh, instantiation) costs per
+    /// call.
     pub(crate) fn fixed_cost(&mut self) -> Result<()> {
         let s = self.sizes;
         let path = self.fresh_file();
         seed(&path, |kv| seed_tasks(kv, (0..10).map(reviewer_task)))?;
         let mut product = Vec::new();
-        let mut reused = Vec::new();
+        let mut fresh = Vec::new();
         let mut native = Vec::new();
         for _ in 0..s.runs {
             for (kind, out) in [
                 (Kind::Product, &mut product),
-                (Kind::Reused, &mut reused),
+                (Kind::Fresh, &mut fresh),
                 (Kind::Native, &mut native),
             ] {
                 let d = Driver::open(kind, &path, Durability::None)?;
@@ -44,15 +45,15 @@ impl Bench {
                 .map(|(p, n)| p.p50() - n.p50())
                 .collect()
         };
-        let (fixed, fixed_reused) = (Spread::of(&diffs(&product)), Spread::of(&diffs(&reused)));
-        let (product, reused, native) = (Runs(product), Runs(reused), Runs(native));
+        let (fixed, fixed_fresh) = (Spread::of(&diffs(&product)), Spread::of(&diffs(&fresh)));
+        let (product, fresh, native) = (Runs(product), Runs(fresh), Runs(native));
         println!("## 2. Fixed per-call cost of the sandbox\n");
         println!(
             "`open-count` (one counter read) on a read snapshot, {} calls per run. The \
-             difference of the p50s is what a fresh instance from the pre-instantiated \
-             component (pooling allocator, nothing compiled per call) plus the boundary \
-             crossing costs per call; *reused*, with instance reuse on, what the crossing \
-             alone costs.\n",
+             difference of the p50s is what the boundary crossing costs per call on the \
+             instance the tenant's last call left (the product as shipped); *fresh*, with a \
+             fresh instance per call from the pre-instantiated component (pooling allocator, \
+             nothing compiled per call), what instantiation adds.\n",
             s.read_calls * 5
         );
         println!("| | p50 µs | p99 µs | calls/s |");
@@ -64,10 +65,10 @@ impl Bench {
             product.rate().rate()
         );
         println!(
-            "| reused | {} | {} | {} |",
-            reused.p50().us(),
-            reused.p99().us(),
-            reused.rate().rate()
+            "| fresh | {} | {} | {} |",
+            fresh.p50().us(),
+            fresh.p99().us(),
+            fresh.rate().rate()
         );
         println!(
             "| native | {} | {} | {} |",
@@ -80,8 +81,8 @@ impl Bench {
             fixed.us()
         );
         println!(
-            "| **with reuse** (reused p50 − native p50) | {} | | |",
-            fixed_reused.us()
+            "| **with fresh instances** (fresh p50 − native p50) | {} | | |",
+            fixed_fresh.us()
         );
         println!();
         self.target(

@@ -146,8 +146,8 @@ fn minted_tokens_authenticate_and_a_tenant_sees_only_its_own() {
 }
 
 #[test]
-fn with_instance_reuse_on_a_tenant_still_sees_only_its_own() {
-    tokens_authenticate_and_tenants_stay_apart(&["--reuse-instances"]);
+fn with_fresh_instances_a_tenant_still_sees_only_its_own() {
+    tokens_authenticate_and_tenants_stay_apart(&["--fresh-instances"]);
 }
 
 fn tokens_authenticate_and_tenants_stay_apart(extra: &[&str]) {

@@ -66,6 +66,13 @@ pub struct Cli {
     #[arg(long, global = true)]
     pub no_cache: bool,
 
+    /// Instantiate the rules afresh for every call, instead of keeping an
+    /// instance for the next calls of the same tenant (the default: an
+    /// instance never serves another tenant and is thrown away after any
+    /// failed call)
+    #[arg(long, global = true)]
+    pub fresh_instances: bool,
+
     #[command(subcommand)]
     pub command: Command,
 }
@@ -397,11 +404,6 @@ pub struct ServeArgs {
     /// RUST_LOG, default info)
     #[arg(long)]
     pub log_json: bool,
-    /// Let an instance of the rules serve more than one call of the same
-    /// tenant (faster; an instance never serves another tenant and is
-    /// thrown away after any failed call). Off: a fresh instance per call
-    #[arg(long)]
-    pub reuse_instances: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -25,6 +25,11 @@ pub fn db_path(cli: &Cli) -> PathBuf {
 /// wait for a busy file, and where compiled components are kept.
 pub fn builder(cli: &Cli) -> EngineBuilder {
     let engine = Engine::builder().file_wait(cli.wait);
+    let engine = if cli.fresh_instances {
+        engine.fresh_instances()
+    } else {
+        engine
+    };
     if cli.no_cache {
         return engine;
     }

@@ -4,7 +4,6 @@
 
 use std::io::{IsTerminal, Write};
 
-use leasehold_host::Reuse;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -220,11 +219,7 @@ pub fn serve(cli: &Cli, args: &ServeArgs) -> Result<(), CliError> {
             },
             ops_listen: args.ops_listen,
         },
-        engine: if args.reuse_instances {
-            builder(cli).reuse_instances(Reuse::default())
-        } else {
-            builder(cli)
-        },
+        engine: builder(cli),
         tls: args.tls_cert.clone().zip(args.tls_key.clone()),
         cursor_key,
         handle_signals: true,
