@@ -67,6 +67,9 @@ pub struct Options {
     /// How long the change record is kept, trimmed by the sweeper as
     /// tenants commit; `None` keeps it all.
     pub retention: Option<leasehold_host::Retention>,
+    /// How long after start the sweeper first acts; it logs what that
+    /// first sweep will do at once (see README, "Sweeps").
+    pub first_sweep_after: Duration,
 }
 
 impl Default for Options {
@@ -91,6 +94,7 @@ impl Default for Options {
             ops_listen: None,
             sweep: true,
             retention: None,
+            first_sweep_after: Duration::ZERO,
         }
     }
 }
@@ -107,6 +111,8 @@ pub struct AppState {
     pub routes: &'static [crate::routes::Route],
     /// The sweeper, when the server keeps time itself.
     pub sweeper: Option<Arc<leasehold_host::Sweeper>>,
+    /// One online backup at a time.
+    pub backups: Arc<Semaphore>,
     admission: Arc<Admission>,
     /// Raised when the server begins to shut down, so that streams end.
     stopping: Arc<tokio::sync::watch::Sender<bool>>,
@@ -129,6 +135,7 @@ impl AppState {
             subscribers: Subscribers::new(options.events.bounds(), options.long_polls),
             routes,
             sweeper: None,
+            backups: crate::backup::backups(),
             admission: Arc::new(Admission::new(&options)),
             stopping: Arc::new(tokio::sync::watch::Sender::new(false)),
         }

@@ -190,6 +190,7 @@ pub fn serve(cli: &Cli, args: &ServeArgs) -> Result<(), CliError> {
             max_checks: args.max_checks,
             allow_clock_override: args.allow_clock_override,
             sweep: !args.no_sweep,
+            first_sweep_after: args.first_sweep_after,
             retention: (args.retain.is_some() || args.retain_count.is_some()).then_some(
                 leasehold_host::Retention {
                     max_age: args.retain,
