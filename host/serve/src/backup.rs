@@ -44,6 +44,39 @@ const CHUNK: usize = 64 * 1024;
 /// backup holds beyond one scan.
 const QUEUED: usize = 4;
 
+/// A tenant's name held by value, so that [`crate::Options`] stays `Copy`:
+/// the tenant whose operators may back up every tenant.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct TenantName {
+    bytes: [u8; leasehold_host::MAX_TENANT_BYTES],
+    len: u8,
+}
+
+impl TenantName {
+    /// A name the engine would accept, or why not.
+    pub fn new(name: &str) -> Result<TenantName, leasehold_host::storage::InvalidTenant> {
+        check_tenant(name)?;
+        let mut bytes = [0; leasehold_host::MAX_TENANT_BYTES];
+        bytes[..name.len()].copy_from_slice(name.as_bytes());
+        Ok(TenantName {
+            bytes,
+            len: name.len() as u8,
+        })
+    }
+
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        // Checked ASCII when made.
+        std::str::from_utf8(&self.bytes[..usize::from(self.len)]).unwrap_or_default()
+    }
+}
+
+impl std::fmt::Debug for TenantName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.as_str().fmt(f)
+    }
+}
+
 /// Why a backup did not finish.
 #[derive(Debug, thiserror::Error)]
 pub enum BackupError {
@@ -312,8 +345,8 @@ pub async fn backup(State(state): State<AppState>, headers: HeaderMap, uri: Uri)
     let auth = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
-    match state.credentials.current().authenticate(auth) {
-        Ok(p) if p.scope == crate::auth::Scope::Operator => {}
+    let principal = match state.credentials.current().authenticate(auth) {
+        Ok(p) if p.scope == crate::auth::Scope::Operator => p,
         Ok(_) => {
             return ApiError::forbidden("only an operator credential may take a backup")
                 .into_response();
@@ -324,7 +357,7 @@ pub async fn backup(State(state): State<AppState>, headers: HeaderMap, uri: Uri)
             )
             .into_response();
         }
-    }
+    };
     let mut named = Vec::new();
     for (k, v) in form_urlencoded::parse(uri.query().unwrap_or_default().as_bytes()) {
         if k != "tenant" {
@@ -335,6 +368,24 @@ pub async fn backup(State(state): State<AppState>, headers: HeaderMap, uri: Uri)
             return ApiError::invalid("tenant", format!("tenant {v:?}: {e}")).into_response();
         }
         named.push(v.into_owned());
+    }
+    // A credential names one tenant: its operator backs up that tenant
+    // alone. Every tenant (or another) takes an operator of the tenant the
+    // server was told to trust with them all.
+    let admin = state
+        .options
+        .backup_admin
+        .is_some_and(|a| a.as_str() == principal.tenant);
+    if !admin {
+        if let Some(other) = named.iter().find(|t| **t != principal.tenant) {
+            return ApiError::forbidden(format!(
+                "an operator of tenant {} may back up only that tenant, not {other}; \
+                 other tenants take an operator of the tenant --backup-admin names",
+                principal.tenant
+            ))
+            .into_response();
+        }
+        named = vec![principal.tenant.clone()];
     }
     let Ok(permit) = state.backups.clone().try_acquire_owned() else {
         return ApiError::Unavailable {

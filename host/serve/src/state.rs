@@ -70,6 +70,9 @@ pub struct Options {
     /// How long after start the sweeper first acts; it logs what that
     /// first sweep will do at once (see README, "Sweeps").
     pub first_sweep_after: Duration,
+    /// The tenant whose operators may back up every tenant (`GET
+    /// /backup`); any other operator backs up only its own tenant.
+    pub backup_admin: Option<crate::backup::TenantName>,
 }
 
 impl Default for Options {
@@ -95,6 +98,7 @@ impl Default for Options {
             sweep: true,
             retention: None,
             first_sweep_after: Duration::ZERO,
+            backup_admin: None,
         }
     }
 }

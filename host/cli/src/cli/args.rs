@@ -421,6 +421,10 @@ pub struct ServeArgs {
     /// before it acts
     #[arg(long, default_value = "0s", value_name = "DURATION", value_parser = parse_wait)]
     pub first_sweep_after: Duration,
+    /// Operators of this tenant may back up every tenant (GET /backup,
+    /// `leasehold backup --server`); any other operator only its own
+    #[arg(long, value_name = "TENANT")]
+    pub backup_admin: Option<String>,
     /// Keep the change record (history and events) this long, trimming
     /// older entries as tenants commit (default: keep it all). A task's last
     /// history entry stays while the task does
