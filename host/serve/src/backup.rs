@@ -425,7 +425,11 @@ pub async fn backup(State(state): State<AppState>, headers: HeaderMap, uri: Uri)
     tokio::task::spawn_blocking(move || {
         let started = Instant::now();
         let snapshot = |t: &str| engine.snapshot(t, SNAPSHOT_DEADLINE);
-        match write_backup(&tenants, began_at_ms, &snapshot, &mut sink) {
+        let written = write_backup(&tenants, began_at_ms, &snapshot, &mut sink);
+        // The snapshot is gone with `write_backup`'s return: the next
+        // backup may begin before this one is logged.
+        drop(permit);
+        match written {
             Ok(t) => tracing::info!(
                 tenants = t.tenants,
                 keys = t.keys,
@@ -438,8 +442,6 @@ pub async fn backup(State(state): State<AppState>, headers: HeaderMap, uri: Uri)
                 let _ = tx.blocking_send(Err(std::io::Error::other(e.to_string())));
             }
         }
-        // The snapshot is gone by now; the next backup may begin.
-        drop(permit);
     });
     let stream = futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx));
     (
