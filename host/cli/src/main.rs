@@ -26,12 +26,16 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return usage(&e),
     };
-    if cli.tenants.len() > 1 && !matches!(
+    if cli.tenants.len() > 1
+        && !matches!(
             cli.command,
             Command::Copy(_) | Command::Backup(_) | Command::Restore(_)
-        ) {
+        )
+    {
         let e = CliError::Usage {
-            message: "--tenant is given more than once; only `copy`, `backup` and `restore` take several".into(),
+            message:
+                "--tenant is given more than once; only `copy`, `backup` and `restore` take several"
+                    .into(),
             argument: Some("--tenant".into()),
         };
         return fail(&e, cli.json);

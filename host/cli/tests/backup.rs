@@ -13,8 +13,8 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use leasehold_host::{Engine, Lease, OnExpiry, Priority, Task, TaskState};
@@ -326,10 +326,12 @@ fn every_acknowledged_write_is_there(db: &str, acks: &[Ack], began_at_ms: i64) -
     let mut checked = 0;
     for ack in acks.iter().filter(|a| a.at_ms < began_at_ms) {
         let t = engine.tenant(&ack.tenant).expect("tenant");
-        let task = t
-            .get(&ack.id)
-            .expect("get")
-            .unwrap_or_else(|| panic!("{} {}: opened before the backup, missing", ack.tenant, ack.id));
+        let task = t.get(&ack.id).expect("get").unwrap_or_else(|| {
+            panic!(
+                "{} {}: opened before the backup, missing",
+                ack.tenant, ack.id
+            )
+        });
         match ack.step {
             "open" => {}
             "claim" => assert!(
@@ -352,7 +354,11 @@ fn every_acknowledged_write_is_there(db: &str, acks: &[Ack], began_at_ms: i64) -
         checked += 1;
     }
     for tenant in acks.iter().map(|a| a.tenant.as_str()) {
-        let found = engine.tenant(tenant).expect("tenant").check().expect("check");
+        let found = engine
+            .tenant(tenant)
+            .expect("tenant")
+            .check()
+            .expect("check");
         assert!(found.is_empty(), "{tenant}: {found:?}");
     }
     checked
@@ -396,7 +402,10 @@ fn a_backup_taken_while_four_writers_commit_restores_every_write_answered_before
         .map(|t| t["tenant"].as_str().expect("name"))
         .collect();
     for t in &s.tenants {
-        assert!(names.contains(&t.as_str()), "{t} is in the backup: {names:?}");
+        assert!(
+            names.contains(&t.as_str()),
+            "{t} is in the backup: {names:?}"
+        );
     }
 
     let restored = s.path("restored.redb");
@@ -493,7 +502,10 @@ fn a_damaged_or_cut_backup_is_refused_and_nothing_is_written() {
     // middle of the second tenant; a line after the end.
     let changed = {
         let mut l: Vec<String> = lines.iter().map(|x| (*x).to_owned()).collect();
-        let i = l.iter().position(|x| x.contains("\"value\"")).expect("an entry");
+        let i = l
+            .iter()
+            .position(|x| x.contains("\"value\""))
+            .expect("an entry");
         // The value's last hex digit, just before `"}`.
         let at = l[i].len() - 3;
         let digit = if &l[i][at..at + 1] == "0" { "1" } else { "0" };
@@ -513,7 +525,10 @@ fn a_damaged_or_cut_backup_is_refused_and_nothing_is_written() {
         std::fs::write(&f, damaged).expect("write");
         let target = s.path(&format!("{name}.redb"));
         let e = error(
-            &run(s.dir.path(), &["restore", "--in", arg(&f), "--to", arg(&target)]),
+            &run(
+                s.dir.path(),
+                &["restore", "--in", arg(&f), "--to", arg(&target)],
+            ),
             2,
         );
         assert_eq!(e["error"], "bad_file", "{name}: {e}");
@@ -541,7 +556,10 @@ fn a_target_tenant_that_holds_keys_is_refused_and_nothing_is_written() {
     ));
     assert_eq!(only_b["tenants"].as_array().map(Vec::len), Some(1));
     let e = error(
-        &run(s.dir.path(), &["restore", "--in", arg(&backup), "--to", arg(&target)]),
+        &run(
+            s.dir.path(),
+            &["restore", "--in", arg(&backup), "--to", arg(&target)],
+        ),
         1,
     );
     assert_eq!(e["error"], "not_empty", "{e}");
@@ -694,7 +712,11 @@ fn serve_logs_its_first_sweep_and_waits_before_acting() {
         let t = engine.tenant(&s.tenants[0]).expect("tenant");
         for (id, on_expiry, due) in [
             ("leased", OnExpiry::Deny, None),
-            ("late-escalates", OnExpiry::Escalate, Some(long_ago + 60_000)),
+            (
+                "late-escalates",
+                OnExpiry::Escalate,
+                Some(long_ago + 60_000),
+            ),
             ("late-expires", OnExpiry::Deny, Some(long_ago + 60_000)),
         ] {
             t.open(&Task {
@@ -749,7 +771,11 @@ fn serve_logs_its_first_sweep_and_waits_before_acting() {
         assert_eq!(r.status(), 200);
         r.json().expect("task")
     };
-    let seen = [state("leased"), state("late-escalates"), state("late-expires")];
+    let seen = [
+        state("leased"),
+        state("late-escalates"),
+        state("late-expires"),
+    ];
     let early = started.elapsed() < delay;
     if early {
         assert_eq!(seen[0]["state"], "claimed", "{}", seen[0]);
@@ -764,5 +790,8 @@ fn serve_logs_its_first_sweep_and_waits_before_acting() {
     assert_eq!(state("leased")["state"], "open");
     assert_eq!(state("late-escalates")["state"], "escalated");
     assert_eq!(state("late-expires")["state"], "expired");
-    assert!(early, "the machine was too slow to look before the delay ended");
+    assert!(
+        early,
+        "the machine was too slow to look before the delay ended"
+    );
 }

@@ -174,12 +174,15 @@ fn hex(bytes: &[u8]) -> String {
     s
 }
 
+/// Begins one tenant's read snapshot.
+pub type Snapshot<'a> = dyn Fn(&str) -> Result<Box<dyn Txn>, leasehold_host::Error> + 'a;
+
 /// Writes a backup of `tenants` to `out`, each read through `snapshot`,
 /// the first line recording `began_at_ms`; answers the totals.
 pub fn write_backup(
     tenants: &[String],
     began_at_ms: i64,
-    snapshot: &dyn Fn(&str) -> Result<Box<dyn Txn>, leasehold_host::Error>,
+    snapshot: &Snapshot<'_>,
     out: &mut dyn std::io::Write,
 ) -> Result<BackupTotals, BackupError> {
     let io = BackupError::Io;

@@ -128,7 +128,9 @@ impl BackupReader {
             ));
         }
         let Some((mut lines, line)) = self.lines.take() else {
-            return Err(MoveError::Usage("a tenant's part was not handed back".into()));
+            return Err(MoveError::Usage(
+                "a tenant's part was not handed back".into(),
+            ));
         };
         let io = |source| MoveError::Io {
             what: format!("read {}", self.path),
@@ -166,19 +168,28 @@ impl BackupReader {
     }
 }
 
+/// A backup read through: its first line, its end line, and each tenant's
+/// digest.
+pub struct Checked {
+    pub header: BackupHeader,
+    pub end: BackupEnd,
+    pub read: Vec<(String, Digest)>,
+}
+
 /// Reads a whole backup through, checking every line, every tenant's
 /// digest and the end line; writes nothing.
-pub fn check_backup(
-    input: Box<dyn BufRead>,
-    path: &str,
-) -> Result<(BackupHeader, BackupEnd, Vec<(String, Digest)>), MoveError> {
+pub fn check_backup(input: Box<dyn BufRead>, path: &str) -> Result<Checked, MoveError> {
     let mut reader = BackupReader::new(input, path)?;
     while let Some(mut section) = reader.next_tenant()? {
         while !section.batch()?.is_empty() {}
         reader.give_back(section)?;
     }
     let end = reader.finish()?;
-    Ok((reader.header, end, reader.read))
+    Ok(Checked {
+        header: reader.header,
+        end,
+        read: reader.read,
+    })
 }
 
 /// Copies what is read into a file as it goes.
@@ -218,7 +229,7 @@ pub fn backup(cli: &Cli, args: &BackupArgs, out: &mut dyn Write) -> Result<u8, C
         .unwrap_or(Path::new("."));
     let temp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
     let started = Instant::now();
-    let (source, (header, end, read)) = match &args.server {
+    let (source, Checked { header, end, read }) = match &args.server {
         Some(server) => {
             let url = format!("{}/backup", server.trim_end_matches('/'));
             let response = fetch(&url, args.token_file.as_deref(), &tenants)?;
@@ -256,13 +267,8 @@ pub fn backup(cli: &Cli, args: &BackupArgs, out: &mut dyn Write) -> Result<u8, C
             };
             {
                 let mut writer = std::io::BufWriter::new(temp.as_file());
-                write_backup(
-                    &tenants,
-                    super::time::now(),
-                    &snapshot,
-                    &mut writer,
-                )
-                .map_err(backup_error)?;
+                write_backup(&tenants, super::time::now(), &snapshot, &mut writer)
+                    .map_err(backup_error)?;
             }
             let name = temp.path().display().to_string();
             let input = Box::new(BufReader::new(temp.reopen().map_err(io)?));

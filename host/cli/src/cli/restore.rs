@@ -27,7 +27,7 @@ pub fn restore(cli: &Cli, args: &RestoreArgs, out: &mut dyn Write) -> Result<u8,
         Ok(Box::new(BufReader::new(f)))
     };
     // Read through once, every line checked, before anything is written.
-    let (header, _, _) = check_backup(open()?, &name)?;
+    let header = check_backup(open()?, &name)?.header;
     let named = tenants_named(cli)?;
     for t in &named {
         if !header.tenants.contains(t) {
