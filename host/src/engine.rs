@@ -389,7 +389,8 @@ impl Engine {
     }
 
     /// A read snapshot of `tenant`'s bare keys, for copying them out while
-    /// calls go on (an online backup): a [`Mode::Read`] transaction of the
+    /// calls go on (an online backup): a
+    /// [`Mode::Read`](crate::storage::Mode::Read) transaction of the
     /// engine's own backend, so that a redb file this process holds is read
     /// beside its writer. It may last up to `deadline`; it never writes, and
     /// the caller must never read meaning into the keys (that is the

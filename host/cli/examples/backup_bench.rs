@@ -133,15 +133,28 @@ fn main() {
         ],
     );
     let tokens = place.join("tokens");
-    std::fs::write(&tokens, format!("{}\n", minted["line"].as_str().expect("line")))
-        .expect("write");
+    std::fs::write(
+        &tokens,
+        format!("{}\n", minted["line"].as_str().expect("line")),
+    )
+    .expect("write");
     let token = place.join("token");
-    std::fs::write(&token, format!("{}\n", minted["token"].as_str().expect("token")))
-        .expect("write");
+    std::fs::write(
+        &token,
+        format!("{}\n", minted["token"].as_str().expect("token")),
+    )
+    .expect("write");
     let src = src.to_str().expect("utf-8").to_owned();
     let mut server = Command::new(binary())
         .current_dir(&place)
-        .args(["--db", &src, "serve", "--listen", "127.0.0.1:0", "--no-sweep"])
+        .args([
+            "--db",
+            &src,
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--no-sweep",
+        ])
         .args(["--tokens", tokens.to_str().expect("utf-8")])
         .args(["--backup-admin", &tenants[0]])
         .stderr(Stdio::piped())
@@ -150,7 +163,10 @@ fn main() {
         .expect("serve");
     let mut lines = BufReader::new(server.stderr.take().expect("stderr")).lines();
     let base = loop {
-        let line = lines.next().expect("serve printed its address").expect("line");
+        let line = lines
+            .next()
+            .expect("serve printed its address")
+            .expect("line");
         if let Some(at) = line.split("listening on ").nth(1) {
             break at.trim().to_owned();
         }

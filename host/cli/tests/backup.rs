@@ -6,8 +6,8 @@
 //! before the backup began is found and `check` is clean. A damaged or cut
 //! backup is refused with nothing written; a target tenant holding keys is
 //! refused; only operators back up, each its own tenant unless it is the
-//! backup admin's; a client that stops reading does not keep the snapshot.
-//! Serve logs what its first sweep will do and waits `--first-sweep-after`
+//! backup admin's; a client that stops reading does not keep the snapshot;
+//! a backup through serve over PostgreSQL restores to a file. Serve logs what its first sweep will do and waits `--first-sweep-after`
 //! before doing it.
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -794,4 +794,67 @@ fn serve_logs_its_first_sweep_and_waits_before_acting() {
         early,
         "the machine was too slow to look before the delay ended"
     );
+}
+
+#[test]
+fn a_backup_through_serve_over_postgres_restores_to_a_file() {
+    let Some(url) = postgres() else { return };
+    let s = Setup::new();
+    let served = serve(
+        s.dir.path(),
+        Path::new(&url),
+        &["--tokens", arg(&s.tokens), "--backup-admin", &s.tenants[0]],
+    );
+    let c = client();
+    for (token, tenant) in s.operators.iter().zip(&s.tenants) {
+        for i in 0..5 {
+            let r = c
+                .post(format!("{}/v1/tasks", served.base))
+                .bearer_auth(token)
+                .json(&task_body(&format!("pg{i}"), json!({"i": i})))
+                .send()
+                .expect("open");
+            assert_eq!(r.status(), 200, "{tenant}");
+        }
+    }
+    let out = s.path("pg.backup");
+    let mut args = vec![
+        "backup".to_owned(),
+        "--server".to_owned(),
+        served.base.clone(),
+        "--token-file".to_owned(),
+        arg(&s.token_file(&s.operators[0])).to_owned(),
+        "--out".to_owned(),
+        arg(&out).to_owned(),
+    ];
+    // The shared database holds other runs' tenants: this run's alone.
+    for t in &s.tenants {
+        args.extend(["--tenant".to_owned(), t.clone()]);
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let answer = ok(run(s.dir.path(), &args));
+    assert_eq!(
+        answer["tenants"].as_array().map(Vec::len),
+        Some(2),
+        "{answer}"
+    );
+    drop(served);
+    let restored = s.path("from-pg.redb");
+    let r = ok(run(
+        s.dir.path(),
+        &["restore", "--in", arg(&out), "--to", arg(&restored)],
+    ));
+    assert_eq!(r["ok"], true, "{r}");
+    let engine = Engine::open(&restored).expect("open");
+    for tenant in &s.tenants {
+        let t = engine.tenant(tenant).expect("tenant");
+        assert_eq!(t.open_count().expect("count"), 5, "{tenant}");
+        assert!(t.get("pg4").expect("get").is_some());
+    }
+    for t in &s.tenants {
+        ok(run(
+            s.dir.path(),
+            &["--db", &url, "--tenant", t, "tenant", "delete", "--yes"],
+        ));
+    }
 }

@@ -11,7 +11,6 @@
 //! stops reading is cut off by the connection's write timeout, which drops
 //! the stream and with it the snapshot.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::body::{Body, Bytes};
@@ -44,38 +43,7 @@ const CHUNK: usize = 64 * 1024;
 /// backup holds beyond one scan.
 const QUEUED: usize = 4;
 
-/// A tenant's name held by value, so that [`crate::Options`] stays `Copy`:
-/// the tenant whose operators may back up every tenant.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct TenantName {
-    bytes: [u8; leasehold_host::MAX_TENANT_BYTES],
-    len: u8,
-}
-
-impl TenantName {
-    /// A name the engine would accept, or why not.
-    pub fn new(name: &str) -> Result<TenantName, leasehold_host::storage::InvalidTenant> {
-        check_tenant(name)?;
-        let mut bytes = [0; leasehold_host::MAX_TENANT_BYTES];
-        bytes[..name.len()].copy_from_slice(name.as_bytes());
-        Ok(TenantName {
-            bytes,
-            len: name.len() as u8,
-        })
-    }
-
-    /// The name.
-    pub fn as_str(&self) -> &str {
-        // Checked ASCII when made.
-        std::str::from_utf8(&self.bytes[..usize::from(self.len)]).unwrap_or_default()
-    }
-}
-
-impl std::fmt::Debug for TenantName {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.as_str().fmt(f)
-    }
-}
+pub use crate::principal::TenantName;
 
 /// Why a backup did not finish.
 #[derive(Debug, thiserror::Error)]
@@ -471,9 +439,4 @@ fn chain(e: &dyn std::error::Error) -> String {
         next = cause.source();
     }
     s
-}
-
-/// One backup at a time.
-pub fn backups() -> Arc<tokio::sync::Semaphore> {
-    Arc::new(tokio::sync::Semaphore::new(1))
 }

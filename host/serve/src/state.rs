@@ -72,7 +72,7 @@ pub struct Options {
     pub first_sweep_after: Duration,
     /// The tenant whose operators may back up every tenant (`GET
     /// /backup`); any other operator backs up only its own tenant.
-    pub backup_admin: Option<crate::backup::TenantName>,
+    pub backup_admin: Option<crate::principal::TenantName>,
 }
 
 impl Default for Options {
@@ -139,7 +139,7 @@ impl AppState {
             subscribers: Subscribers::new(options.events.bounds(), options.long_polls),
             routes,
             sweeper: None,
-            backups: crate::backup::backups(),
+            backups: Arc::new(Semaphore::new(1)),
             admission: Arc::new(Admission::new(&options)),
             stopping: Arc::new(tokio::sync::watch::Sender::new(false)),
         }
