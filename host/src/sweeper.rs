@@ -8,6 +8,11 @@
 //! PostgreSQL database) may move a tenant's instants, so the tenants it
 //! names are read again; nothing else is read while nothing is due.
 //!
+//! Before its first turn it logs, per tenant it knows, what that turn would
+//! do ([`FirstSweepPlan`], read only), and waits `first_sweep_after`: on a
+//! database nobody swept for a while, the first sweep may move many tasks
+//! at once, and an operator should see that before it happens.
+//!
 //! Tenants take turns. A tenant whose instant has come joins the back of a
 //! line of due tenants; its turn makes at most `calls_per_turn` calls, each
 //! moving at most `batch` tasks; a tenant with more to do then goes to the
