@@ -399,13 +399,13 @@ impl Engine {
         &self,
         tenant: &str,
         deadline: std::time::Duration,
-    ) -> Result<Box<dyn crate::storage::Txn>, Error> {
+    ) -> Result<Box<dyn crate::storage::backend::Txn>, Error> {
         check_tenant(tenant)?;
         let s = &self.shared;
         s.backend
             .begin_with_deadline(
                 tenant,
-                crate::storage::Mode::Read,
+                crate::storage::backend::Mode::Read,
                 s.limits.lock_wait,
                 deadline,
             )
