@@ -406,6 +406,30 @@ impl Engine {
         self.shared.backend.tenants().map_err(Error::from)
     }
 
+    /// A read snapshot of `tenant`'s bare keys, for copying them out while
+    /// calls go on (an online backup): a
+    /// [`Mode::Read`](crate::storage::Mode::Read) transaction of the
+    /// engine's own backend, so that a redb file this process holds is read
+    /// beside its writer. It may last up to `deadline`; it never writes, and
+    /// the caller must never read meaning into the keys (that is the
+    /// component's).
+    pub fn snapshot(
+        &self,
+        tenant: &str,
+        deadline: std::time::Duration,
+    ) -> Result<Box<dyn crate::storage::backend::Txn>, Error> {
+        check_tenant(tenant)?;
+        let s = &self.shared;
+        s.backend
+            .begin_with_deadline(
+                tenant,
+                crate::storage::backend::Mode::Read,
+                s.limits.lock_wait,
+                deadline,
+            )
+            .map_err(Error::from)
+    }
+
     /// How many times, so far, a call waited for the database server's answer
     /// (PostgreSQL); `None` for redb, which lives in this process.
     pub fn round_trips(&self) -> Option<u64> {

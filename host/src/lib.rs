@@ -68,7 +68,8 @@ pub use storage::postgres::{
 pub use storage::redb::tenant_prefix;
 pub use storage::{CommitHung, CommitStats, GroupFailure, MAX_TENANT_BYTES};
 pub use sweeper::{
-    OnSweep, Retention, SweepReport, Sweeper, SweeperError, SweeperOptions, SweeperStats,
+    FirstSweepPlan, OnSweep, PLAN_LIMIT, Retention, SweepReport, Sweeper, SweeperError,
+    SweeperOptions, SweeperStats,
 };
 pub use tenant::Tenant;
 pub use verbs::{ExportedFunction, exported_functions};

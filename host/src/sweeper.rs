@@ -8,6 +8,11 @@
 //! PostgreSQL database) may move a tenant's instants, so the tenants it
 //! names are read again; nothing else is read while nothing is due.
 //!
+//! Before its first turn it logs, per tenant it knows, what that turn would
+//! do ([`FirstSweepPlan`], read only), and waits `first_sweep_after`: on a
+//! database nobody swept for a while, the first sweep may move many tasks
+//! at once, and an operator should see that before it happens.
+//!
 //! Tenants take turns. A tenant whose instant has come joins the back of a
 //! line of due tenants; its turn makes at most `calls_per_turn` calls, each
 //! moving at most `batch` tasks; a tenant with more to do then goes to the
@@ -128,6 +133,12 @@ pub struct SweeperOptions {
     pub retention: Option<Retention>,
     /// How often a tenant that committed is trimmed, at most.
     pub trim_every: Duration,
+    /// How long after it starts the sweeper first acts. Before anything
+    /// else it logs, per tenant it knows, what its first sweep would do (see
+    /// [`FirstSweepPlan`]), reading only; then it waits this long, so that
+    /// an operator may stop a server that was about to act on tenants
+    /// nobody has kept time for in a while. Zero acts at once.
+    pub first_sweep_after: Duration,
 }
 
 impl Default for SweeperOptions {
@@ -141,6 +152,7 @@ impl Default for SweeperOptions {
             on_sweep: None,
             retention: None,
             trim_every: Duration::from_secs(60),
+            first_sweep_after: Duration::ZERO,
         }
     }
 }
@@ -155,7 +167,70 @@ impl std::fmt::Debug for SweeperOptions {
             .field("min_reread", &self.min_reread)
             .field("retention", &self.retention)
             .field("trim_every", &self.trim_every)
+            .field("first_sweep_after", &self.first_sweep_after)
             .finish_non_exhaustive()
+    }
+}
+
+/// What a tenant's first sweep would do, read before it runs (at most
+/// [`PLAN_LIMIT`] tasks of each kind are counted). The rules name no read
+/// that counts lapsed leases, so they are given as the leases held and
+/// whether the earliest of them has lapsed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FirstSweepPlan {
+    /// The tenant.
+    pub tenant: String,
+    /// The instant the plan was read at.
+    pub now: Timestamp,
+    /// Tasks claimed under a lease.
+    pub leased: u64,
+    /// The earliest lease end, if one is held.
+    pub earliest_lease_end: Option<Timestamp>,
+    /// Whether at least one lease has lapsed (it is reclaimed first).
+    pub lapsed: bool,
+    /// Overdue tasks whose `on-expiry` is `escalate`.
+    pub to_escalate: u64,
+    /// Overdue tasks whose `on-expiry` settles them (`deny`, `proceed`).
+    pub to_expire: u64,
+    /// Armed timers (the sweep does not fire timers: workers claim them
+    /// with `claim-due`).
+    pub timers_armed: u64,
+    /// Whether the earliest armed timer is due.
+    pub timer_due: bool,
+}
+
+/// The most overdue tasks a [`FirstSweepPlan`] counts.
+pub const PLAN_LIMIT: u32 = 1000;
+
+impl FirstSweepPlan {
+    /// Whether the first sweep would change anything.
+    pub fn acts(&self) -> bool {
+        self.lapsed || self.to_escalate > 0 || self.to_expire > 0
+    }
+
+    /// Reads what `tenant`'s first sweep at `now` would do; reads only.
+    pub fn read(engine: &Engine, tenant: &str, now: Timestamp) -> Result<FirstSweepPlan, Error> {
+        let t = engine.tenant(tenant)?;
+        let earliest_lease_end = t.next_lease_end()?;
+        let mut plan = FirstSweepPlan {
+            tenant: tenant.to_owned(),
+            now,
+            leased: t.leased_count()?,
+            earliest_lease_end,
+            lapsed: earliest_lease_end.is_some_and(|end| end <= now),
+            timers_armed: t.pending_count()?,
+            timer_due: t.next_due()?.is_some_and(|at| at <= now),
+            ..FirstSweepPlan::default()
+        };
+        for task in t.overdue(now, PLAN_LIMIT)? {
+            if task.on_expiry == leasehold_guest::model::OnExpiry::Escalate {
+                plan.to_escalate += 1;
+            } else {
+                plan.to_expire += 1;
+            }
+        }
+        Ok(plan)
     }
 }
 
@@ -514,7 +589,69 @@ struct Schedule {
 }
 
 impl Schedule {
+    /// Logs what the first sweep of each tenant would do, then waits
+    /// `first_sweep_after` (or for a stop); answers whether to go on.
+    fn first(&self, initial: &[Arc<str>]) -> bool {
+        let now = self.clock.now();
+        let after = self.options.first_sweep_after;
+        let (mut acting, mut failed) = (0u64, 0u64);
+        for tenant in initial {
+            match FirstSweepPlan::read(&self.engine, tenant, now) {
+                Ok(p) if p.acts() || p.timer_due => {
+                    acting += u64::from(p.acts());
+                    tracing::info!(
+                        tenant = %tenant,
+                        leased = p.leased,
+                        lapsed = p.lapsed,
+                        earliest_lease_end = p.earliest_lease_end,
+                        to_escalate = p.to_escalate,
+                        to_expire = p.to_expire,
+                        timers_armed = p.timers_armed,
+                        timer_due = p.timer_due,
+                        first_sweep_in_ms = after.as_millis() as u64,
+                        "first sweep plan: {}{} overdue to escalate, {} to expire (at most {PLAN_LIMIT} counted){}",
+                        if p.lapsed { "lapsed leases to reclaim; " } else { "" },
+                        p.to_escalate,
+                        p.to_expire,
+                        if p.timer_due { "; timers due for workers" } else { "" },
+                    );
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    failed += 1;
+                    tracing::warn!(tenant = %tenant, error = %e, "first sweep plan: cannot read the tenant");
+                }
+            }
+        }
+        tracing::info!(
+            tenants = initial.len(),
+            acting,
+            unread = failed,
+            first_sweep_in_ms = after.as_millis() as u64,
+            "first sweep plan: {acting} of {} tenants have leases or tasks the first sweep acts on; it runs in {after:?}",
+            initial.len()
+        );
+        let until = Instant::now() + after;
+        let mut bell = self.shared.lock();
+        while !bell.stop {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            bell = self
+                .shared
+                .cond
+                .wait_timeout(bell, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        !bell.stop
+    }
+
     fn run(mut self, initial: Vec<Arc<str>>) {
+        if !self.first(&initial) {
+            return;
+        }
         let mut stale: HashSet<Arc<str>> = initial.into_iter().collect();
         if self.options.retention.is_some() {
             self.untrimmed.extend(stale.iter().cloned());

@@ -26,9 +26,16 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return usage(&e),
     };
-    if cli.tenants.len() > 1 && !matches!(cli.command, Command::Copy(_)) {
+    if cli.tenants.len() > 1
+        && !matches!(
+            cli.command,
+            Command::Copy(_) | Command::Backup(_) | Command::Restore(_)
+        )
+    {
         let e = CliError::Usage {
-            message: "--tenant is given more than once; only `copy` takes several".into(),
+            message:
+                "--tenant is given more than once; only `copy`, `backup` and `restore` take several"
+                    .into(),
             argument: Some("--tenant".into()),
         };
         return fail(&e, cli.json);
@@ -43,6 +50,8 @@ fn main() -> ExitCode {
         }
         Command::Copy(ref args) => cli::moving::copy(&cli, args, &mut stdout),
         Command::Tenant(ref verb) => cli::moving::tenant(&cli, verb, &mut stdout),
+        Command::Backup(ref args) => cli::backup::backup(&cli, args, &mut stdout),
+        Command::Restore(ref args) => cli::restore::restore(&cli, args, &mut stdout),
         Command::Events(ref args) if args.follow => cli::events::follow(&cli, args, &mut stdout),
         _ => cli::commands::run(&cli).and_then(|report| {
             let text = if cli.json {

@@ -29,6 +29,7 @@
 
 mod api;
 mod auth;
+pub mod backup;
 mod connections;
 mod cursor;
 mod drain;

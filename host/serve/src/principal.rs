@@ -83,3 +83,36 @@ pub enum AuthError {
     #[error("the token is not a valid JWT for this service: {0}")]
     Jwt(String),
 }
+
+/// A tenant's name held by value, so that the service's options stay `Copy`:
+/// the tenant whose operators may back up every tenant.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct TenantName {
+    bytes: [u8; leasehold_host::MAX_TENANT_BYTES],
+    len: u8,
+}
+
+impl TenantName {
+    /// A name the engine would accept, or why not.
+    pub fn new(name: &str) -> Result<TenantName, leasehold_host::storage::InvalidTenant> {
+        leasehold_host::storage::check_tenant(name)?;
+        let mut bytes = [0; leasehold_host::MAX_TENANT_BYTES];
+        bytes[..name.len()].copy_from_slice(name.as_bytes());
+        Ok(TenantName {
+            bytes,
+            len: name.len() as u8,
+        })
+    }
+
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        // Checked ASCII when made.
+        std::str::from_utf8(&self.bytes[..usize::from(self.len)]).unwrap_or_default()
+    }
+}
+
+impl std::fmt::Debug for TenantName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.as_str().fmt(f)
+    }
+}

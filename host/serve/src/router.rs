@@ -62,6 +62,7 @@ pub fn app(state: AppState) -> Router {
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics_for_operators))
+        .route("/backup", get(crate::backup::backup))
         .merge(crate::inbox::router())
         .route(
             "/v1/openapi.json",

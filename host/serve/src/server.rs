@@ -216,6 +216,7 @@ impl Server {
                 leasehold_host::SweeperOptions {
                     on_sweep: Some(Arc::new(crate::ops::swept)),
                     retention: options.retention,
+                    first_sweep_after: options.first_sweep_after,
                     ..leasehold_host::SweeperOptions::default()
                 },
             )

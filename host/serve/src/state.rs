@@ -67,6 +67,12 @@ pub struct Options {
     /// How long the change record is kept, trimmed by the sweeper as
     /// tenants commit; `None` keeps it all.
     pub retention: Option<leasehold_host::Retention>,
+    /// How long after start the sweeper first acts; it logs what that
+    /// first sweep will do at once (see README, "Sweeps").
+    pub first_sweep_after: Duration,
+    /// The tenant whose operators may back up every tenant (`GET
+    /// /backup`); any other operator backs up only its own tenant.
+    pub backup_admin: Option<crate::principal::TenantName>,
 }
 
 impl Default for Options {
@@ -91,6 +97,8 @@ impl Default for Options {
             ops_listen: None,
             sweep: true,
             retention: None,
+            first_sweep_after: Duration::ZERO,
+            backup_admin: None,
         }
     }
 }
@@ -107,6 +115,8 @@ pub struct AppState {
     pub routes: &'static [crate::routes::Route],
     /// The sweeper, when the server keeps time itself.
     pub sweeper: Option<Arc<leasehold_host::Sweeper>>,
+    /// One online backup at a time.
+    pub backups: Arc<Semaphore>,
     admission: Arc<Admission>,
     /// Raised when the server begins to shut down, so that streams end.
     stopping: Arc<tokio::sync::watch::Sender<bool>>,
@@ -129,6 +139,7 @@ impl AppState {
             subscribers: Subscribers::new(options.events.bounds(), options.long_polls),
             routes,
             sweeper: None,
+            backups: Arc::new(Semaphore::new(1)),
             admission: Arc::new(Admission::new(&options)),
             stopping: Arc::new(tokio::sync::watch::Sender::new(false)),
         }

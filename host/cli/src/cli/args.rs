@@ -173,6 +173,17 @@ pub enum Command {
     /// Export, import or delete one tenant's keys (--tenant)
     #[command(subcommand)]
     Tenant(TenantCommand),
+    /// Back up every tenant (or those named with --tenant) to one file:
+    /// from a running `serve` (--server, with an operator's token) while it
+    /// serves, or from a database nobody holds (--db). Each tenant is one
+    /// snapshot taken after the backup began; every digest is checked as
+    /// the file is written
+    Backup(BackupArgs),
+    /// Restore a backup (every tenant, or those named with --tenant) into a
+    /// database whose tenants of those names are empty: every digest is
+    /// checked before anything is written, and each tenant ends with
+    /// `check` and a digest of what was written
+    Restore(RestoreArgs),
     /// Write the component this binary embeds to a file and print its
     /// SHA-256, so another host (JavaScript, Python) can run the same bytes
     Component {
@@ -189,6 +200,34 @@ pub struct CopyArgs {
     #[arg(long, value_name = "PATH|URL")]
     pub from: String,
     /// The database to copy to (a redb file is created if missing)
+    #[arg(long, value_name = "PATH|URL")]
+    pub to: String,
+}
+
+/// `leasehold backup`: from where, to where.
+#[derive(Debug, Args)]
+pub struct BackupArgs {
+    /// The running server's address (http://host:port); without it the
+    /// backup reads --db, which no other process may hold
+    #[arg(long, value_name = "URL")]
+    pub server: Option<String>,
+    /// A file holding an operator's bearer token for --server (its first
+    /// line)
+    #[arg(long, value_name = "FILE", requires = "server")]
+    pub token_file: Option<PathBuf>,
+    /// Where to write the backup (written beside it, then renamed over it
+    /// once whole and checked)
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+}
+
+/// `leasehold restore`: from where, to where.
+#[derive(Debug, Args)]
+pub struct RestoreArgs {
+    /// The backup file
+    #[arg(long = "in", value_name = "FILE")]
+    pub input: PathBuf,
+    /// The database to restore into (a redb file is created if missing)
     #[arg(long, value_name = "PATH|URL")]
     pub to: String,
 }
@@ -382,6 +421,17 @@ pub struct ServeArgs {
     /// `expire-overdue` (for an embedder that sweeps elsewhere)
     #[arg(long)]
     pub no_sweep: bool,
+    /// Wait this long after start before the first sweep acts. What it will
+    /// do (per tenant: lapsed leases, overdue tasks to escalate or expire,
+    /// due timers) is logged at start whatever this is, so that after an
+    /// upgrade or a long stop an operator can read it, and stop the server
+    /// before it acts
+    #[arg(long, default_value = "0s", value_name = "DURATION", value_parser = parse_wait)]
+    pub first_sweep_after: Duration,
+    /// Operators of this tenant may back up every tenant (GET /backup,
+    /// `leasehold backup --server`); any other operator only its own
+    #[arg(long, value_name = "TENANT")]
+    pub backup_admin: Option<String>,
     /// Keep the change record (history and events) this long, trimming
     /// older entries as tenants commit (default: keep it all). A task's last
     /// history entry stays while the task does

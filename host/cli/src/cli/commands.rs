@@ -203,7 +203,9 @@ pub fn run(cli: &Cli) -> Result<Report, CliError> {
         | Command::Serve(_)
         | Command::Token(_)
         | Command::Copy(_)
-        | Command::Tenant(_) => Err(CliError::Failed(
+        | Command::Tenant(_)
+        | Command::Backup(_)
+        | Command::Restore(_) => Err(CliError::Failed(
             "demo and component are run by their own modules, not commands::run".into(),
         )),
     }

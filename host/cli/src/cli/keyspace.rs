@@ -29,8 +29,9 @@ use sha2::{Digest as _, Sha256};
 pub type Store = Arc<dyn Backend>;
 
 /// The export file's `format` and `version`: a reader refuses any other.
-pub const EXPORT_FORMAT: &str = "leasehold-tenant-keys";
-pub const EXPORT_VERSION: u32 = 1;
+/// A backup's tenants are in the same format, written by the server.
+pub const EXPORT_FORMAT: &str = leasehold_serve::backup::TENANT_KEYS_FORMAT;
+pub const EXPORT_VERSION: u32 = leasehold_serve::backup::TENANT_KEYS_VERSION;
 
 /// The test-only hook: a copy (or import) that has committed this many
 /// batches stops there and exits non-zero, as a killed one would, so that a
@@ -91,6 +92,9 @@ pub enum MoveError {
         #[source]
         source: std::io::Error,
     },
+    /// The server refused the backup, or failed before streaming it.
+    #[error("the server answered {status}: {detail}")]
+    Server { status: u16, detail: String },
     /// The test-only hook stopped the copy.
     #[error("stopped after {0} batches, as {STOP_AFTER_ENV} asked (a test's hook)")]
     Stopped(u64),
@@ -109,6 +113,12 @@ impl MoveError {
         use super::error::{BAD_INPUT, BUSY, FAILED, REFUSED};
         match self {
             MoveError::NotEmpty { .. } => REFUSED,
+            MoveError::Server { status, .. } => match status {
+                401 | 403 => REFUSED,
+                400..=499 => BAD_INPUT,
+                503 => BUSY,
+                _ => FAILED,
+            },
             MoveError::Unlisted { .. } | MoveError::Usage(_) | MoveError::BadFile { .. } => {
                 BAD_INPUT
             }
@@ -133,6 +143,7 @@ impl MoveError {
             MoveError::BadFile { path, .. } => ("bad_file", Some(path)),
             MoveError::Io { .. } => ("io", None),
             MoveError::Stopped(_) => ("stopped", None),
+            MoveError::Server { .. } => ("server", None),
             MoveError::Check { tenant, .. } => ("check", Some(tenant)),
         }
     }
@@ -645,20 +656,54 @@ pub struct ExportReader {
     digest: Digest,
     last_key: Option<Vec<u8>>,
     ended: bool,
+    /// One tenant's part of a backup: more lines follow its last line.
+    section: bool,
 }
+
+/// A file's lines, and the number of the last one read.
+pub type Lines = (std::io::Lines<Box<dyn BufRead>>, u64);
 
 impl ExportReader {
     pub fn new(input: Box<dyn BufRead>, path: &str) -> Result<ExportReader, MoveError> {
+        ExportReader::start((input.lines(), 0), path, false)
+    }
+
+    /// One tenant's part of a backup, read from `lines` on; its reader
+    /// gives the lines back with [`ExportReader::rest`] once it ended.
+    pub fn section(lines: Lines, path: &str) -> Result<ExportReader, MoveError> {
+        ExportReader::start(lines, path, true)
+    }
+
+    /// The lines after this section's last one.
+    pub fn rest(self) -> Lines {
+        (self.lines, self.line)
+    }
+
+    /// The count, bytes and digest of the entries read so far.
+    pub fn digest(&self) -> &Digest {
+        &self.digest
+    }
+
+    /// Whether the last line was read, and matched.
+    pub fn ended(&self) -> bool {
+        self.ended
+    }
+
+    fn start((lines, line): Lines, path: &str, section: bool) -> Result<ExportReader, MoveError> {
         let mut reader = ExportReader {
-            lines: input.lines(),
+            lines,
             path: path.to_owned(),
-            line: 1,
+            line: line + 1,
             tenant: String::new(),
             digest: Digest::default(),
             last_key: None,
             ended: false,
+            section,
         };
         let first = match reader.lines.next() {
+            None if section => {
+                return Err(reader.bad("the file ends before a tenant's part: it was cut short"));
+            }
             None => return Err(reader.bad("the file is empty, not an export")),
             Some(line) => line.map_err(|source| reader.io(source))?,
         };
@@ -718,7 +763,7 @@ impl Entries for ExportReader {
                     )));
                 }
                 self.ended = true;
-                if self.lines.next().is_some() {
+                if !self.section && self.lines.next().is_some() {
                     return Err(self.bad("lines follow the last line"));
                 }
                 break;

@@ -3,6 +3,7 @@
 //! exit code. It reads the clock and the files; the engine does neither.
 
 pub mod args;
+pub mod backup;
 pub mod commands;
 pub mod component;
 pub mod demo;
@@ -12,5 +13,6 @@ pub mod input;
 pub mod keyspace;
 pub mod moving;
 pub mod output;
+pub mod restore;
 pub mod serve;
 pub mod time;

@@ -21,7 +21,7 @@ use super::keyspace::{
 
 /// One tenant's copy (or import), as answered.
 #[derive(Debug, Serialize)]
-struct TenantReport {
+pub(super) struct TenantReport {
     tenant: String,
     outcome: Outcome,
     /// Keys the target already held as the start of the source's.
@@ -37,11 +37,11 @@ struct TenantReport {
 }
 
 impl TenantReport {
-    fn ok(&self) -> bool {
+    pub(super) fn ok(&self) -> bool {
         self.digests_match && self.discrepancies.is_empty()
     }
 
-    fn human(&self) -> String {
+    pub(super) fn human(&self) -> String {
         let what = match self.outcome {
             Outcome::Copied => format!("copied {} keys ({} bytes)", self.keys, self.bytes),
             Outcome::Resumed => format!(
@@ -77,7 +77,7 @@ impl TenantReport {
 
 /// After a tenant's keys are in: the target's digest, compared with the
 /// source's, and `check` run through the engine on the target.
-fn verify(
+pub(super) fn verify(
     copied: Copied,
     target: &Store,
     engine: &Engine,
@@ -110,11 +110,11 @@ fn verify(
 
 /// The engine that runs `check` over the target: the same backend the keys
 /// went through, so a redb file is not opened twice.
-fn engine_over(cli: &Cli, target: &Store) -> Result<Engine, CliError> {
+pub(super) fn engine_over(cli: &Cli, target: &Store) -> Result<Engine, CliError> {
     Ok(builder(cli).backend(target.clone())?)
 }
 
-fn tenants_named(cli: &Cli) -> Result<Vec<String>, MoveError> {
+pub(super) fn tenants_named(cli: &Cli) -> Result<Vec<String>, MoveError> {
     for name in &cli.tenants {
         check_tenant(name).map_err(|e| MoveError::Usage(format!("--tenant {name:?}: {e}")))?;
     }

@@ -189,6 +189,14 @@ pub fn serve(cli: &Cli, args: &ServeArgs) -> Result<(), CliError> {
             max_checks: args.max_checks,
             allow_clock_override: args.allow_clock_override,
             sweep: !args.no_sweep,
+            first_sweep_after: args.first_sweep_after,
+            backup_admin: match &args.backup_admin {
+                Some(t) => Some(
+                    leasehold_serve::backup::TenantName::new(t)
+                        .map_err(|e| CliError::Input(format!("--backup-admin {t:?}: {e}")))?,
+                ),
+                None => None,
+            },
             retention: (args.retain.is_some() || args.retain_count.is_some()).then_some(
                 leasehold_host::Retention {
                     max_age: args.retain,
