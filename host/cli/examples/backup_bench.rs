@@ -156,7 +156,7 @@ fn main() {
             "--no-sweep",
         ])
         .args(["--tokens", tokens.to_str().expect("utf-8")])
-        .args(["--backup-admin", &tenants[0]])
+        .args(["--admin-tenant", &tenants[0]])
         .stderr(Stdio::piped())
         .stdout(Stdio::null())
         .spawn()

@@ -208,7 +208,7 @@ impl Setup {
         let mut args = vec![
             "--tokens",
             self.tokens.to_str().expect("utf-8"),
-            "--backup-admin",
+            "--admin-tenant",
             &self.tenants[0],
         ];
         args.extend(extra);
@@ -796,7 +796,7 @@ fn a_backup_through_serve_over_postgres_restores_to_a_file() {
     let served = serve(
         s.dir.path(),
         Path::new(&url),
-        &["--tokens", arg(&s.tokens), "--backup-admin", &s.tenants[0]],
+        &["--tokens", arg(&s.tokens), "--admin-tenant", &s.tenants[0]],
     );
     let c = client();
     for (token, tenant) in s.operators.iter().zip(&s.tenants) {

@@ -68,6 +68,8 @@ fn serve_logged(
         .arg("--db")
         .arg(db)
         .args(["serve", "--listen", "127.0.0.1:0"])
+        // Its operators read /metrics, which the tests wait on.
+        .args(["--admin-tenant", "acme"])
         .args(extra)
         .stderr(Stdio::piped())
         .stdout(Stdio::null())

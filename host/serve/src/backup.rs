@@ -345,13 +345,13 @@ pub async fn backup(State(state): State<AppState>, headers: HeaderMap, uri: Uri)
     // server was told to trust with them all.
     let admin = state
         .options
-        .backup_admin
+        .admin_tenant
         .is_some_and(|a| a.as_str() == principal.tenant);
     if !admin {
         if let Some(other) = named.iter().find(|t| **t != principal.tenant) {
             return ApiError::forbidden(format!(
                 "an operator of tenant {} may back up only that tenant, not {other}; \
-                 other tenants take an operator of the tenant --backup-admin names",
+                 other tenants take an operator of the tenant --admin-tenant names",
                 principal.tenant
             ))
             .into_response();

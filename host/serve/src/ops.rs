@@ -117,9 +117,11 @@ pub fn prometheus() -> Option<&'static PrometheusHandle> {
         .as_ref()
 }
 
-/// `/metrics` on the API's listener: for operators alone, since the
-/// counts of every tenant's calls are there. The operations listener serves
-/// them without a credential (see `Options::ops_listen`).
+/// `/metrics` on the API's listener: for operators of the server's admin
+/// tenant alone (`--admin-tenant`), since the counts of every tenant's calls
+/// are there and an operator of one tenant must learn nothing of another.
+/// The operations listener serves them without a credential (see
+/// `Options::ops_listen`).
 pub async fn metrics_for_operators(
     State(state): State<AppState>,
     headers: axum::http::HeaderMap,
@@ -127,11 +129,20 @@ pub async fn metrics_for_operators(
     let header = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
+    let admin = |tenant: &str| {
+        state
+            .options
+            .admin_tenant
+            .is_some_and(|a| a.as_str() == tenant)
+    };
     match state.credentials.current().authenticate(header) {
-        Ok(p) if p.scope == crate::auth::Scope::Operator => metrics_text(State(state)).await,
+        Ok(p) if p.scope == crate::auth::Scope::Operator && admin(&p.tenant) => {
+            metrics_text(State(state)).await
+        }
         Ok(_) => ApiError::forbidden(
-            "only an operator credential may read /metrics here (or scrape the operations \
-             listener, --ops-listen)",
+            "only an operator of the server's admin tenant (--admin-tenant) may read /metrics \
+             here, which counts every tenant's calls; or scrape the operations listener \
+             (--ops-listen)",
         )
         .into_response(),
         Err(_) => ApiError::Unauthorized(

@@ -70,9 +70,11 @@ pub struct Options {
     /// How long after start the sweeper first acts; it logs what that
     /// first sweep will do at once (see README, "Sweeps").
     pub first_sweep_after: Duration,
-    /// The tenant whose operators may back up every tenant (`GET
-    /// /backup`); any other operator backs up only its own tenant.
-    pub backup_admin: Option<crate::principal::TenantName>,
+    /// The tenant whose operators administer the whole server: they may
+    /// back up every tenant (`GET /backup`; any other operator only its
+    /// own) and read `/metrics` on the API's listener. None: nobody reads
+    /// `/metrics` there (scrape `ops_listen`).
+    pub admin_tenant: Option<crate::principal::TenantName>,
 }
 
 impl Default for Options {
@@ -98,7 +100,7 @@ impl Default for Options {
             sweep: true,
             retention: None,
             first_sweep_after: Duration::ZERO,
-            backup_admin: None,
+            admin_tenant: None,
         }
     }
 }

@@ -428,10 +428,12 @@ pub struct ServeArgs {
     /// before it acts
     #[arg(long, default_value = "0s", value_name = "DURATION", value_parser = parse_wait)]
     pub first_sweep_after: Duration,
-    /// Operators of this tenant may back up every tenant (GET /backup,
-    /// `leasehold backup --server`); any other operator only its own
+    /// Operators of this tenant administer the whole server: they may back
+    /// up every tenant (GET /backup, `leasehold backup --server`; any other
+    /// operator only its own) and read /metrics, every tenant's counts, on
+    /// the API listener (else only on --ops-listen)
     #[arg(long, value_name = "TENANT")]
-    pub backup_admin: Option<String>,
+    pub admin_tenant: Option<String>,
     /// Keep the change record (history and events) this long, trimming
     /// older entries as tenants commit (default: keep it all). A task's last
     /// history entry stays while the task does

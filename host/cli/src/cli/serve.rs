@@ -190,10 +190,10 @@ pub fn serve(cli: &Cli, args: &ServeArgs) -> Result<(), CliError> {
             allow_clock_override: args.allow_clock_override,
             sweep: !args.no_sweep,
             first_sweep_after: args.first_sweep_after,
-            backup_admin: match &args.backup_admin {
+            admin_tenant: match &args.admin_tenant {
                 Some(t) => Some(
                     leasehold_serve::backup::TenantName::new(t)
-                        .map_err(|e| CliError::Input(format!("--backup-admin {t:?}: {e}")))?,
+                        .map_err(|e| CliError::Input(format!("--admin-tenant {t:?}: {e}")))?,
                 ),
                 None => None,
             },

@@ -169,6 +169,9 @@ fn metrics_are_for_operators_and_the_operations_listener() {
         .expect_problem(403, "forbidden");
     let text = svc.call("GET", "/metrics", Some("olga"), None);
     assert_eq!(text.status, 200);
+    // An operator of another tenant learns nothing of acme's calls.
+    svc.call("GET", "/metrics", Some("gina"), None)
+        .expect_problem(403, "forbidden");
     let ops = svc.ops_url().expect("an operations listener");
     for path in ["/healthz", "/readyz", "/metrics"] {
         let r = svc

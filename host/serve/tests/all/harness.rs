@@ -95,6 +95,7 @@ pub fn test_options() -> Options {
     Options {
         allow_clock_override: true,
         sweep: false,
+        admin_tenant: Some(leasehold_serve::backup::TenantName::new("acme").expect("a tenant")),
         ..Options::default()
     }
 }
