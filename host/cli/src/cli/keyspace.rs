@@ -12,7 +12,7 @@
 //! and the value: equal digests mean the same keys holding the same values.
 
 use std::collections::VecDeque;
-use std::io::BufRead;
+use std::io::{BufRead, Write as _};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -43,6 +43,10 @@ pub const STOP_AFTER_ENV: &str = "LEASEHOLD_COPY_STOP_AFTER_BATCHES";
 const WALK_DEADLINE: Duration = Duration::from_secs(24 * 3600);
 /// How long one batch's write transaction may last.
 const WRITE_DEADLINE: Duration = Duration::from_secs(120);
+/// How many tenants are verified (digest, then `check`) at once: a check
+/// is a long chain of reads, each waiting on the target (a round trip to
+/// PostgreSQL), so a few at once overlap their waits.
+pub const VERIFY_AT_ONCE: usize = 4;
 /// How many times a batch that lost a race or found the store busy is tried.
 const WRITE_TRIES: u32 = 8;
 
@@ -150,8 +154,9 @@ fn storage(what: &'static str, tenant: &str) -> impl FnOnce(StorageError) -> Mov
 /// read-only one is never created or written.
 pub fn open(db: &str, read_only: bool, wait: Duration) -> Result<Store, MoveError> {
     let opened: Result<Store, leasehold_host::Error> = if leasehold_host::is_url(db) {
-        // A walk, a batch and the check's engine at once, at most.
-        PgBackend::connect(db, 4, read_only)
+        // A walk and a batch, or a digest's walk and a check in each of
+        // the tenants verified at once, at most.
+        PgBackend::connect(db, 2 * VERIFY_AT_ONCE, read_only)
             .map(|pg| Arc::new(pg) as Store)
             .map_err(leasehold_host::Error::from)
     } else {
@@ -356,16 +361,35 @@ pub struct Copied {
     pub source: Digest,
 }
 
-/// Counts batches across a whole run, for progress and the test-only hook.
+/// How progress lines are shown, if at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Show {
+    Never,
+    /// A sentence a line.
+    Text,
+    /// A JSON object a line, for `--json`.
+    Json,
+}
+
+/// The least time between two progress lines: a few a second at most, so
+/// that a terminal or a log is not flooded.
+const PROGRESS_EVERY: Duration = Duration::from_millis(500);
+
+/// Counts batches across a whole run, prints progress lines (on stderr, at
+/// most every [`PROGRESS_EVERY`]) and runs the test-only hook.
 pub struct Progress {
-    pub quiet: bool,
+    show: Show,
+    /// The command, as the lines name it: "copy", "import", "delete".
+    verb: &'static str,
     pub batches: u64,
     pub stop_after: Option<u64>,
     last: Instant,
+    /// Which tenant of how many is being worked on, counted from 1.
+    place: (usize, usize),
 }
 
 impl Progress {
-    pub fn new(quiet: bool) -> Result<Progress, MoveError> {
+    pub fn new(verb: &'static str, show: Show) -> Result<Progress, MoveError> {
         let stop_after = match std::env::var(STOP_AFTER_ENV) {
             Ok(n) => Some(n.trim().parse().map_err(|_| {
                 MoveError::Usage(format!("{STOP_AFTER_ENV}={n:?} is not a whole number"))
@@ -373,20 +397,100 @@ impl Progress {
             Err(_) => None,
         };
         Ok(Progress {
-            quiet,
+            show,
+            verb,
             batches: 0,
             stop_after,
             last: Instant::now(),
+            place: (1, 1),
         })
     }
 
-    /// One batch committed; `done` says how much of the tenant so far.
-    fn batch_done(&mut self, tenant: &str, done: impl FnOnce() -> String) -> Result<(), MoveError> {
-        self.batches += 1;
-        if !self.quiet && self.last.elapsed() >= Duration::from_secs(1) {
-            self.last = Instant::now();
-            eprintln!("leasehold: {tenant}: {} so far", done());
+    /// The run moves on to tenant `number` (from 1) of `of`.
+    pub fn tenant(&mut self, number: usize, of: usize) {
+        self.place = (number, of);
+    }
+
+    /// One line, unless one was printed too recently. `phase` is what is
+    /// being done: "copy" and "delete" with `keys` (and `bytes`) how much of
+    /// the tenant so far; "checked" once a tenant's digest and check are
+    /// done, with the place the number of tenants done so far.
+    pub fn line(&mut self, phase: &str, tenant: &str, keys: Option<u64>, bytes: Option<u64>) {
+        if self.show == Show::Never || self.last.elapsed() < PROGRESS_EVERY {
+            return;
         }
+        self.last = Instant::now();
+        let (number, of) = self.place;
+        let text = match self.show {
+            Show::Json if phase == "checked" => serde_json::json!({
+                "progress": phase,
+                "tenant": tenant,
+                "tenants_checked": number,
+                "tenants": of,
+            })
+            .to_string(),
+            Show::Json => serde_json::json!({
+                "progress": phase,
+                "tenant": tenant,
+                "tenant_number": number,
+                "tenants": of,
+                "keys": keys,
+                "bytes": bytes,
+            })
+            .to_string(),
+            _ => match phase {
+                "checked" => format!(
+                    "leasehold {}: {tenant} checked ({number} of {of} tenants checked)",
+                    self.verb
+                ),
+                "delete" => format!(
+                    "leasehold {}: {tenant}: {} keys deleted",
+                    self.verb,
+                    keys.unwrap_or(0)
+                ),
+                _ => format!(
+                    "leasehold {}: {tenant} (tenant {number} of {of}): {} keys ({} bytes) written",
+                    self.verb,
+                    keys.unwrap_or(0),
+                    bytes.unwrap_or(0)
+                ),
+            },
+        };
+        // A progress line that cannot be written is not worth failing for.
+        let _ = writeln!(std::io::stderr().lock(), "{text}");
+    }
+
+    /// Says, whenever lines are shown, that the keys are in and `tenants`
+    /// are being verified, `at_once` at a time: checks are slow and say
+    /// nothing until each tenant's is done.
+    pub fn checking(&mut self, tenants: usize, at_once: usize) {
+        let text = match self.show {
+            Show::Never => return,
+            Show::Json => serde_json::json!({
+                "progress": "check",
+                "tenants": tenants,
+                "at_once": at_once,
+            })
+            .to_string(),
+            Show::Text => format!(
+                "leasehold {}: the keys are in; digests and check of {tenants} tenants, {at_once} at a time",
+                self.verb
+            ),
+        };
+        self.last = Instant::now();
+        let _ = writeln!(std::io::stderr().lock(), "{text}");
+    }
+
+    /// One batch committed: a progress line (if due), then the test hook.
+    fn batch_done(
+        &mut self,
+        phase: &str,
+        tenant: &str,
+        keys: u64,
+        bytes: Option<u64>,
+    ) -> Result<(), MoveError> {
+        self.batches += 1;
+        self.line(phase, tenant, Some(keys), bytes);
         if self.stop_after.is_some_and(|n| self.batches >= n) {
             return Err(MoveError::Stopped(self.batches));
         }
@@ -510,9 +614,7 @@ pub fn copy_tenant(
             writes.push(Write::Put(entry.0, entry.1));
         }
         commit(target, tenant, writes)?;
-        progress.batch_done(tenant, || {
-            format!("{written} keys ({written_bytes} bytes) written")
-        })?;
+        progress.batch_done("copy", tenant, written, Some(written_bytes))?;
     }
     let outcome = match (kept, written) {
         (0, 0) => Outcome::Empty,
@@ -551,7 +653,7 @@ pub fn delete_tenant(
             batch.into_iter().map(|(k, _)| Write::Delete(k)).collect(),
         )?;
         deleted += n;
-        progress.batch_done(tenant, || format!("{deleted} keys deleted"))?;
+        progress.batch_done("delete", tenant, deleted, None)?;
     }
 }
 
