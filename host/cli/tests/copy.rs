@@ -801,6 +801,9 @@ fn a_hundred_thousand_tasks_go_to_postgres_and_back_killed_half_way_and_read_the
     let src = dir.path().join("src.redb");
     let back = dir.path().join("back.redb");
     let pg = postgres();
+    if pg.is_none() {
+        eprintln!("this test runs on, with a redb file in PostgreSQL's place");
+    }
     let mid_file = dir.path().join("mid.redb");
     let mid = pg.clone().unwrap_or_else(|| path(&mid_file).to_owned());
     let (src, back) = (path(&src).to_owned(), path(&back).to_owned());
@@ -910,4 +913,67 @@ fn a_hundred_thousand_tasks_go_to_postgres_and_back_killed_half_way_and_read_the
         }
     }
     eprintln!("done at {:?}", started.elapsed());
+}
+
+/// `--progress`: `auto` prints nothing when stderr is not a terminal (as
+/// here), `always` prints lines (sentences, or JSON objects with `--json`),
+/// and the answer on stdout is the same either way.
+#[test]
+fn progress_lines_go_to_stderr_only_when_asked_or_at_a_terminal() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let src = dir.path().join("src.redb");
+    fill(&src, &["acme", "globex"], 20);
+    let run = |to: &str, extra: &[&str], json: bool| {
+        let mut c = cargo_bin_cmd!("leasehold");
+        c.current_dir(dir.path())
+            .env_remove("LEASEHOLD_DB")
+            .env_remove(STOP_AFTER);
+        if json {
+            c.arg("--json");
+        }
+        c.args(extra)
+            .args(["copy", "--from", path(&src), "--to", to])
+            .output()
+            .expect("run leasehold")
+    };
+    let quiet = run("a.redb", &[], false);
+    assert!(quiet.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&quiet.stderr),
+        "",
+        "auto, not a terminal"
+    );
+
+    let told = run("b.redb", &["--progress", "always"], false);
+    assert!(told.status.success());
+    let err = String::from_utf8_lossy(&told.stderr);
+    assert!(
+        err.lines()
+            .any(|l| l
+                == "leasehold copy: the keys are in; digests and check of 2 tenants, 2 at a time"),
+        "{err}"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&told.stdout).replace("b.redb", "a.redb"),
+        String::from_utf8_lossy(&quiet.stdout).replace("b.redb", "a.redb"),
+        "the answer does not change"
+    );
+
+    let lines = run("c.redb", &["--progress", "always"], true);
+    assert!(lines.status.success());
+    // Every line is a JSON object; the one that says the checks began is
+    // always there (lines about keys only when the keys take a while).
+    let objects: Vec<Value> = String::from_utf8_lossy(&lines.stderr)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    assert!(
+        objects.contains(&serde_json::json!({"progress": "check", "tenants": 2, "at_once": 2})),
+        "{objects:?}"
+    );
+    assert_eq!(json(&lines)["ok"], true);
+
+    let never = run("d.redb", &["--progress", "never"], false);
+    assert!(never.status.success());
+    assert_eq!(String::from_utf8_lossy(&never.stderr), "");
 }

@@ -2,10 +2,11 @@
 //! owns opening a database as a storage backend (no engine, no component),
 //! walking one tenant's keys in key order, their digest, the export file's
 //! lines, and copying one tenant's keys onto another backend in batches that
-//! can be resumed. It must never read meaning into a key or a value (that is
-//! the component's; whether a copy is sound is for `check` to say through
-//! the engine), and never write a tenant that holds anything but a part of
-//! what it copies (`delete_tenant` aside, which only deletes).
+//! can be resumed, with the progress lines those batches print. It must
+//! never read meaning into a key or a value (that is the component's;
+//! whether a copy is sound is for `check` to say through the engine), and
+//! never write a tenant that holds anything but a part of what it copies
+//! (`delete_tenant` aside, which only deletes).
 //!
 //! The digest of a keyspace is SHA-256 over every entry in key order, each
 //! as the key's length (4 bytes, big-endian), the key, the value's length

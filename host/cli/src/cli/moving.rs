@@ -1,8 +1,8 @@
 //! `leasehold copy` and `leasehold tenant export/import/delete`: moving
 //! tenants between databases and files, and removing one. It owns the
 //! commands' order of work (copy, then digest both sides, then `check`
-//! through the engine) and their answers; the keys themselves are moved by
-//! `keyspace`. It must never call a verb on a tenant it moves: the only
+//! through the engine, a few tenants at a time), whether progress is shown,
+//! and their answers; the keys themselves are moved by `keyspace`. It must never call a verb on a tenant it moves: the only
 //! engine call is `check`, which reads.
 
 use std::io::{BufReader, Write};
