@@ -308,9 +308,30 @@ fn unhex(text: &str) -> Option<Vec<u8>> {
         .collect()
 }
 
+/// A batch that loses every try is split in two, each half a transaction
+/// of its own, down to halves of this many writes: a smaller transaction
+/// meets fewer others (on PostgreSQL, fewer of the hash index's buckets).
+const SMALLEST_HALF: usize = 64;
+
 /// Commits one batch of writes on `tenant`, trying again while it loses
-/// races or finds the store busy (nothing was written then).
+/// races or finds the store busy (nothing was written then), and in two
+/// halves, the first first, if it still loses: a copy's target then still
+/// holds exactly the source's first keys wherever it stops.
 pub fn commit(store: &dyn Backend, tenant: &str, batch: Vec<Write>) -> Result<(), MoveError> {
+    match commit_tried(store, tenant, &batch) {
+        Ok(()) => Ok(()),
+        Err(e) if e.is_retryable() && batch.len() >= 2 * SMALLEST_HALF => {
+            let mut first = batch;
+            let second = first.split_off(first.len() / 2);
+            commit(store, tenant, first)?;
+            commit(store, tenant, second)
+        }
+        Err(e) => Err(storage("write", tenant)(e)),
+    }
+}
+
+/// One batch, tried up to [`WRITE_TRIES`] times.
+fn commit_tried(store: &dyn Backend, tenant: &str, batch: &[Write]) -> Result<(), StorageError> {
     let mut tries = 0;
     loop {
         tries += 1;
@@ -321,7 +342,7 @@ pub fn commit(store: &dyn Backend, tenant: &str, batch: Vec<Write>) -> Result<()
                 Limits::default().lock_wait,
                 WRITE_DEADLINE,
             )
-            .and_then(|txn| txn.commit(batch.clone()))
+            .and_then(|txn| txn.commit(batch.to_vec()))
             .and_then(|pending| pending.wait());
         match attempt {
             Ok(()) => {
@@ -332,7 +353,7 @@ pub fn commit(store: &dyn Backend, tenant: &str, batch: Vec<Write>) -> Result<()
             Err(e) if e.is_retryable() && tries < WRITE_TRIES => {
                 std::thread::sleep(Duration::from_millis(20 * u64::from(tries)));
             }
-            Err(e) => return Err(storage("write", tenant)(e)),
+            Err(e) => return Err(e),
         }
     }
 }
