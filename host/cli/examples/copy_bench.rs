@@ -1,8 +1,10 @@
 //! How fast `leasehold copy` moves tasks: fills a redb file with TASKS
 //! tasks across TENANTS tenants through the library (default 100,000 across
-//! 10), then times the built binary copying it redb to redb and, when
-//! LEASEHOLD_TEST_PG names a database, redb to PostgreSQL and back. Each
-//! time includes the digests and `check` the copy ends with.
+//! 10; the dataset of the copy test at scale, every state a task can be
+//! in, with timers), then times the built binary copying it redb to redb
+//! and, when LEASEHOLD_TEST_PG names a database, redb to PostgreSQL and
+//! PostgreSQL to redb. Each time is split into the keys and the digests and
+//! `check` the copy ends with.
 //!
 //! `cargo build -p leasehold-cli && cargo run -p leasehold-cli --example copy_bench`
 //! (the binary is found beside this example, or at LEASEHOLD_BIN).
@@ -11,9 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use leasehold_host::{Durability, Engine, OnExpiry, Priority, Task, TaskState};
-
-const T0: i64 = 1_780_000_000_000;
+#[path = "../tests/support/dataset.rs"]
+mod dataset;
 
 fn number(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -32,26 +33,6 @@ fn binary() -> PathBuf {
         .and_then(Path::parent)
         .map(|p| p.join("leasehold"))
         .expect("a target folder")
-}
-
-fn task(tenant: &str, i: usize) -> Task {
-    Task {
-        id: format!("{tenant}-{i:06}"),
-        run: format!("run-{}", i % 97),
-        case: Some(format!("case-{}", i % 31)),
-        kind: "review".into(),
-        justification: format!("{{\"n\":{i}}}"),
-        candidate_roles: vec![format!("r{}", i % 3)],
-        assignee: None,
-        lease_until: None,
-        priority: [Priority::Low, Priority::Normal, Priority::High][i % 3],
-        state: TaskState::Open,
-        on_expiry: OnExpiry::Deny,
-        escalate_to: vec![],
-        excluded_actors: vec![],
-        created_at: T0 + i as i64,
-        due_at: None,
-    }
 }
 
 fn copy(from: &str, to: &str, tenants: &[String], tasks: usize) {
@@ -98,23 +79,7 @@ fn main() {
         .map(|i| format!("bench{i}-{stamp}"))
         .collect();
     let started = Instant::now();
-    {
-        let engine = Engine::builder()
-            .durability(Durability::None)
-            .open(&src)
-            .expect("open");
-        std::thread::scope(|s| {
-            for name in &tenants {
-                let engine = engine.clone();
-                s.spawn(move || {
-                    let t = engine.tenant(name).expect("tenant");
-                    for i in 0..tasks / tenant_count {
-                        t.open(&task(name, i)).expect("open");
-                    }
-                });
-            }
-        });
-    }
+    dataset::fill_at_once(&src, &tenants, tasks / tenant_count);
     println!(
         "filled {tasks} tasks across {tenant_count} tenants in {:.1}s",
         started.elapsed().as_secs_f64()

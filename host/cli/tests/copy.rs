@@ -9,15 +9,15 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use assert_cmd::cargo::cargo_bin_cmd;
-use leasehold_host::{
-    Durability, Engine, Lease, OnExpiry, Phase, Priority, Settlement, Task, TaskState, Timer,
-};
+use leasehold_host::{Durability, Engine};
 use serde_json::Value;
+
+#[path = "support/dataset.rs"]
+mod dataset;
+use dataset::{T0, fill_at_once, fill_tenant};
 
 /// The test-only hook that stops a copy after this many batches.
 const STOP_AFTER: &str = "LEASEHOLD_COPY_STOP_AFTER_BATCHES";
-
-const T0: i64 = 1_780_000_000_000;
 
 /// Runs the binary with `args` (with `--json`), from `dir`.
 fn leasehold(dir: &Path, args: &[&str]) -> Output {
@@ -69,36 +69,6 @@ fn error(out: &Output, code: i32) -> Value {
     serde_json::from_slice(&out.stderr).expect("the error is one JSON object")
 }
 
-fn task(tenant: &str, i: usize) -> Task {
-    let priority = [
-        Priority::Low,
-        Priority::Normal,
-        Priority::High,
-        Priority::Urgent,
-    ][i % 4];
-    Task {
-        id: format!("{tenant}-t{i:05}"),
-        run: format!("run-{}", i % 17),
-        case: Some(format!("case-{}", i % 5)),
-        kind: "review".into(),
-        justification: format!("{{\"n\":{i}}}"),
-        candidate_roles: vec![format!("r{}", i % 3)],
-        assignee: None,
-        lease_until: None,
-        priority,
-        state: TaskState::Open,
-        on_expiry: [OnExpiry::Deny, OnExpiry::Escalate, OnExpiry::Proceed][i % 3],
-        escalate_to: vec!["lead".into()],
-        excluded_actors: if i.is_multiple_of(7) {
-            vec!["mallory".into()]
-        } else {
-            vec![]
-        },
-        created_at: T0 + i as i64,
-        due_at: i.is_multiple_of(4).then_some(T0 + 60_000 + i as i64),
-    }
-}
-
 /// Fills each tenant with `n` tasks in every state, timers armed, swept
 /// and disarmed, and a sealed run.
 fn fill(db: &Path, tenants: &[&str], n: usize) {
@@ -107,60 +77,7 @@ fn fill(db: &Path, tenants: &[&str], n: usize) {
         .open(db)
         .expect("open the source");
     for name in tenants {
-        let t = engine.tenant(name).expect("tenant");
-        for i in 0..n {
-            t.open(&task(name, i)).expect("open");
-        }
-        for i in 0..n {
-            let id = format!("{name}-t{i:05}");
-            let role = format!("r{}", i % 3);
-            match i % 9 {
-                1 => {
-                    t.claim(&id, "alice", &[&role], None).expect("claim");
-                }
-                2 => {
-                    let lease = Lease {
-                        now: T0,
-                        lease_ms: 30_000,
-                    };
-                    t.claim(&id, "bob", &[&role], Some(lease)).expect("lease");
-                }
-                3 => {
-                    t.settle(&id, Settlement::Completed, None).expect("settle");
-                }
-                4 => {
-                    t.settle(&id, Settlement::Expired, None).expect("expire");
-                }
-                5 => {
-                    t.escalate(&id).expect("escalate");
-                }
-                6 => {
-                    t.claim(&id, "carol", &[&role], None).expect("claim");
-                    t.release(&id, "carol").expect("release");
-                }
-                _ => {}
-            }
-        }
-        for i in 0..n / 4 {
-            let timer = Timer {
-                run: format!("run-{}", i % 17),
-                case: Some(format!("case-{}", i % 5)),
-                effect: format!("effect-{i}"),
-                step: i as u32,
-                phase: if i % 2 == 0 {
-                    Phase::Forward
-                } else {
-                    Phase::Compensating
-                },
-                fire_at: T0 + 1_000 * i as i64,
-            };
-            t.arm(&timer).expect("arm");
-        }
-        t.claim_due(T0 + 5_000, 3, 10_000).expect("claim-due");
-        t.disarm("run-1", "effect-1").expect("disarm");
-        let awaited = format!("{name}-t00010");
-        t.seal("run-10", &[&awaited]).expect("seal");
-        t.expire_overdue(T0 + 60_100, 5).expect("expire-overdue");
+        fill_tenant(&engine.tenant(name).expect("tenant"), name, n);
     }
 }
 
@@ -675,4 +592,392 @@ fn an_export_to_a_pipe_writes_through_it_and_leaves_it_a_pipe() {
     let first: Value = serde_json::from_str(text.lines().next().expect("a line")).expect("json");
     assert_eq!(first["format"], "leasehold-tenant-keys");
     assert!(exported["keys"].as_u64().expect("keys") > 0);
+}
+
+// ---- At scale: 100,000 tasks, redb → PostgreSQL → redb, killed half-way ----
+
+/// Tenants and tasks per tenant of the test at scale: 100,000 tasks.
+const SCALE_TENANTS: usize = 10;
+const SCALE_TASKS: usize = 10_000;
+
+/// Runs the binary and answers its stdout, exactly as printed.
+fn stdout_of(dir: &Path, args: &[&str]) -> Vec<u8> {
+    let out = leasehold(dir, args);
+    assert!(
+        out.status.success(),
+        "{args:?}: exit {:?}: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+/// Every page of a paged read (`--limit 1000`, then `--after` the cursor
+/// each page names), each as printed.
+fn pages(dir: &Path, args: &[&str], answers: &mut Vec<Vec<u8>>) {
+    let mut after: Option<String> = None;
+    loop {
+        let mut all: Vec<&str> = args.to_vec();
+        all.extend(["--limit", "1000"]);
+        if let Some(cursor) = &after {
+            all.extend(["--after", cursor]);
+        }
+        let page = stdout_of(dir, &all);
+        let v: Value = serde_json::from_slice(&page).expect("a page is JSON");
+        answers.push(page);
+        match v["next"].as_str() {
+            Some(next) => after = Some(next.to_owned()),
+            None => return,
+        }
+    }
+}
+
+/// What the reads of every tenant answer on `db`, byte for byte as the
+/// binary prints them: every page of each role's queue and of each case,
+/// the overdue list, the first pages of the feed, the next timer, a sealed
+/// run, the counters, and a sample of tasks with their history.
+fn every_read(dir: &Path, db: &str, tenants: &[String], n: usize) -> Vec<Vec<u8>> {
+    let mut answers = Vec::new();
+    for tenant in tenants {
+        let on = |args: &[&str]| -> Vec<String> {
+            let mut all: Vec<String> = ["--db", db, "--tenant", tenant]
+                .iter()
+                .map(|s| (*s).to_owned())
+                .collect();
+            all.extend(args.iter().map(|s| (*s).to_owned()));
+            all
+        };
+        let run = |args: &[&str], answers: &mut Vec<Vec<u8>>| {
+            let all = on(args);
+            let all: Vec<&str> = all.iter().map(String::as_str).collect();
+            pages(dir, &all, answers);
+        };
+        for role in ["r0", "r1", "r2"] {
+            run(&["queue", "--role", role, "lead"], &mut answers);
+        }
+        for case in 0..5 {
+            run(&["case", &format!("case-{case}")], &mut answers);
+        }
+        let overdue = (T0 + 120_000).to_string();
+        run(&["overdue", "--now", &overdue], &mut answers);
+        // The feed's first two pages: the order its entries were made in.
+        let first = on(&["events", "--limit", "1000"]);
+        let first: Vec<&str> = first.iter().map(String::as_str).collect();
+        let page = stdout_of(dir, &first);
+        let v: Value = serde_json::from_slice(&page).expect("events JSON");
+        answers.push(page);
+        if let Some(next) = v["next"].as_str() {
+            let second = on(&["events", "--limit", "1000", "--after", next]);
+            let second: Vec<&str> = second.iter().map(String::as_str).collect();
+            answers.push(stdout_of(dir, &second));
+        }
+        for args in [&["timer", "next"][..], &["run", "sealed", "run-10"]] {
+            let all = on(args);
+            let all: Vec<&str> = all.iter().map(String::as_str).collect();
+            answers.push(stdout_of(dir, &all));
+        }
+        for i in [0, 1, 2, 3, 4, 5, 6, n / 2, n - 1] {
+            let id = format!("{tenant}-t{i:05}");
+            for verb in ["get", "history"] {
+                let all = on(&["task", verb, &id]);
+                let all: Vec<&str> = all.iter().map(String::as_str).collect();
+                answers.push(stdout_of(dir, &all));
+            }
+        }
+        let all = on(&["stats"]);
+        let all: Vec<&str> = all.iter().map(String::as_str).collect();
+        let mut stats: Value = serde_json::from_slice(&stdout_of(dir, &all)).expect("stats");
+        // The only read of the clock: when the answer was made.
+        if let Some(o) = stats.as_object_mut() {
+            o.remove("now");
+        }
+        answers.push(stats.to_string().into_bytes());
+    }
+    answers
+}
+
+/// Each tenant's digest on `db`, from `tenant export` (to /dev/null): a
+/// reading of its own, apart from any copy.
+fn digests(dir: &Path, db: &str, tenants: &[String]) -> Vec<String> {
+    tenants
+        .iter()
+        .map(|t| {
+            let answer = ok(leasehold(
+                dir,
+                &[
+                    "--db",
+                    db,
+                    "--tenant",
+                    t,
+                    "tenant",
+                    "export",
+                    "--out",
+                    "/dev/null",
+                ],
+            ));
+            answer["sha256"].as_str().expect("sha256").to_owned()
+        })
+        .collect()
+}
+
+/// Runs `copy` as its own process with progress shown, and SIGKILLs it at
+/// the first progress line that says the keys of a tenant after the first
+/// are being written: part way through the keys, by what the copy itself
+/// reports, not by a guess at how long it takes.
+fn copy_killed_part_way(dir: &Path, from: &str, to: &str) {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_leasehold"))
+        .current_dir(dir)
+        .env_remove("LEASEHOLD_DB")
+        .env_remove(STOP_AFTER)
+        .args([
+            "--json",
+            "--progress",
+            "always",
+            "copy",
+            "--from",
+            from,
+            "--to",
+            to,
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn leasehold copy");
+    let stderr = child.stderr.take().expect("stderr");
+    let mut seen = Vec::new();
+    for line in BufReader::new(stderr).lines() {
+        let line = line.expect("a line of stderr");
+        let Ok(v) = serde_json::from_str::<Value>(&line) else {
+            seen.push(line);
+            continue;
+        };
+        seen.push(line);
+        if v["progress"] == "check" {
+            break;
+        }
+        if v["progress"] == "copy" && v["tenant_number"].as_u64().is_some_and(|n| n >= 2) {
+            child.kill().expect("SIGKILL the copy");
+            let status = child.wait().expect("wait for the copy");
+            assert_eq!(
+                status.signal(),
+                Some(9),
+                "the copy ended before it was killed: {status:?}"
+            );
+            return;
+        }
+    }
+    let _ = child.kill();
+    let status = child.wait();
+    panic!(
+        "the copy never reported a tenant after the first part way ({status:?}); its stderr:\n{}",
+        seen.join("\n")
+    );
+}
+
+/// Issue 43's bar for `copy`: 100,000 tasks in every state across 10
+/// tenants, copied from redb to PostgreSQL (killed half-way, then run
+/// again) and back to a fresh redb file; every hop's digests equal the
+/// source's, `check` is clean on each target, and every read answers byte
+/// for byte the same on all three. Without PostgreSQL the middle hop is a
+/// redb file, so the rest still runs.
+#[test]
+fn a_hundred_thousand_tasks_go_to_postgres_and_back_killed_half_way_and_read_the_same() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let run = format!(
+        "{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis())
+            .unwrap_or(0)
+    );
+    // Tenants of this test's own: the test database is shared by the run.
+    let tenants: Vec<String> = (0..SCALE_TENANTS)
+        .map(|i| format!("big{i}-{run}"))
+        .collect();
+    let src = dir.path().join("src.redb");
+    let back = dir.path().join("back.redb");
+    let pg = postgres();
+    if pg.is_none() {
+        eprintln!("this test runs on, with a redb file in PostgreSQL's place");
+    }
+    let mid_file = dir.path().join("mid.redb");
+    let mid = pg.clone().unwrap_or_else(|| path(&mid_file).to_owned());
+    let (src, back) = (path(&src).to_owned(), path(&back).to_owned());
+
+    let started = std::time::Instant::now();
+    fill_at_once(Path::new(&src), &tenants, SCALE_TASKS);
+    eprintln!("filled in {:?}", started.elapsed());
+    for tenant in &tenants {
+        let check = ok(leasehold(
+            dir.path(),
+            &["--db", &src, "--tenant", tenant, "check"],
+        ));
+        assert_eq!(check, serde_json::json!([]), "the source's {tenant}");
+    }
+    let source = digests(dir.path(), &src, &tenants);
+
+    // redb → the middle, killed part way through the keys, then again.
+    copy_killed_part_way(dir.path(), &src, &mid);
+    eprintln!("killed at {:?}", started.elapsed());
+    let there = ok(copy(dir.path(), &src, &mid, &[]));
+    eprintln!(
+        "resumed at {:?} (keys {} ms, digests and checks {} ms)",
+        started.elapsed(),
+        there["copy_ms"],
+        there["verify_ms"]
+    );
+    let hop = copied(&there);
+    let listed: Vec<&str> = hop.iter().map(|(t, _, _)| t.as_str()).collect();
+    assert_eq!(listed, tenants, "every tenant, and only these: {there}");
+    assert_eq!(hop[0].1, "already_copied", "{there}");
+    let kept: u64 = there["tenants"]
+        .as_array()
+        .expect("tenants")
+        .iter()
+        .map(|t| t["kept_keys"].as_u64().expect("kept"))
+        .sum();
+    let written: u64 = there["tenants"]
+        .as_array()
+        .expect("tenants")
+        .iter()
+        .map(|t| t["written_keys"].as_u64().expect("written"))
+        .sum();
+    assert!(
+        kept > 0 && written > 0,
+        "the killed copy left part of the keys ({kept} kept, {written} written after): {there}"
+    );
+    let hop_digests: Vec<&str> = hop.iter().map(|(_, _, d)| d.as_str()).collect();
+    assert_eq!(hop_digests, source, "redb → {mid}: the source's digests");
+
+    // The middle → a fresh redb file: these tenants only, as the database
+    // may hold other tests' tenants.
+    let named: Vec<&str> = tenants.iter().map(String::as_str).collect();
+    let home = ok(copy(dir.path(), &mid, &back, &named));
+    eprintln!("back at {:?}", started.elapsed());
+    let hop = copied(&home);
+    assert!(hop.iter().all(|(_, o, _)| o == "copied"), "{home}");
+    let hop_digests: Vec<&str> = hop.iter().map(|(_, _, d)| d.as_str()).collect();
+    assert_eq!(hop_digests, source, "{mid} → redb: the source's digests");
+
+    // Every read, byte for byte, on all three. A redb file is opened by one
+    // process at a time, so each is read by a thread of its own;
+    // PostgreSQL serves several, so its tenants are read a few at once.
+    let [on_src, on_mid, on_back] = std::thread::scope(|s| {
+        let read = |db: &str, some: &[String]| {
+            let (dir, some, db) = (dir.path(), some.to_vec(), db.to_owned());
+            s.spawn(move || every_read(dir, &db, &some, SCALE_TASKS))
+        };
+        let on_src = read(&src, &tenants);
+        let on_back = read(&back, &tenants);
+        let at_once = if pg.is_some() { 4 } else { 1 };
+        let mid: Vec<_> = tenants
+            .chunks(tenants.len().div_ceil(at_once))
+            .map(|some| read(&mid, some))
+            .collect();
+        let join = |h: std::thread::ScopedJoinHandle<'_, Vec<Vec<u8>>>| h.join().expect("reads");
+        let on_mid: Vec<Vec<u8>> = mid.into_iter().flat_map(join).collect();
+        [join(on_src), on_mid, join(on_back)]
+    });
+    eprintln!("read at {:?}", started.elapsed());
+    assert!(on_src.len() > tenants.len() * 20, "{} reads", on_src.len());
+    for (what, answers) in [
+        ("PostgreSQL (or the middle file)", &on_mid),
+        ("back on redb", &on_back),
+    ] {
+        assert_eq!(answers.len(), on_src.len(), "{what}: as many answers");
+        for (i, (a, b)) in on_src.iter().zip(answers.iter()).enumerate() {
+            assert!(
+                a == b,
+                "{what}: read {i} differs:\n{}\n{}",
+                String::from_utf8_lossy(a),
+                String::from_utf8_lossy(b)
+            );
+        }
+    }
+
+    // Leave the shared database as it was, every tenant deleted at once:
+    // on PostgreSQL their batches meet in the hash index's buckets and make
+    // each other fail, and each delete must still finish (a batch that
+    // keeps losing goes in smaller halves).
+    if let Some(url) = pg {
+        std::thread::scope(|s| {
+            for tenant in &tenants {
+                let (dir, url) = (dir.path(), &url);
+                s.spawn(move || {
+                    ok(leasehold(
+                        dir,
+                        &["--db", url, "--tenant", tenant, "tenant", "delete", "--yes"],
+                    ))
+                });
+            }
+        });
+    }
+    eprintln!("done at {:?}", started.elapsed());
+}
+
+/// `--progress`: `auto` prints nothing when stderr is not a terminal (as
+/// here), `always` prints lines (sentences, or JSON objects with `--json`),
+/// and the answer on stdout is the same either way.
+#[test]
+fn progress_lines_go_to_stderr_only_when_asked_or_at_a_terminal() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let src = dir.path().join("src.redb");
+    fill(&src, &["acme", "globex"], 20);
+    let run = |to: &str, extra: &[&str], json: bool| {
+        let mut c = cargo_bin_cmd!("leasehold");
+        c.current_dir(dir.path())
+            .env_remove("LEASEHOLD_DB")
+            .env_remove(STOP_AFTER);
+        if json {
+            c.arg("--json");
+        }
+        c.args(extra)
+            .args(["copy", "--from", path(&src), "--to", to])
+            .output()
+            .expect("run leasehold")
+    };
+    let quiet = run("a.redb", &[], false);
+    assert!(quiet.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&quiet.stderr),
+        "",
+        "auto, not a terminal"
+    );
+
+    let told = run("b.redb", &["--progress", "always"], false);
+    assert!(told.status.success());
+    let err = String::from_utf8_lossy(&told.stderr);
+    assert!(
+        err.lines()
+            .any(|l| l
+                == "leasehold copy: the keys are in; digests and check of 2 tenants, 2 at a time"),
+        "{err}"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&told.stdout).replace("b.redb", "a.redb"),
+        String::from_utf8_lossy(&quiet.stdout).replace("b.redb", "a.redb"),
+        "the answer does not change"
+    );
+
+    let lines = run("c.redb", &["--progress", "always"], true);
+    assert!(lines.status.success());
+    // Every line is a JSON object; the one that says the checks began is
+    // always there (lines about keys only when the keys take a while).
+    let objects: Vec<Value> = String::from_utf8_lossy(&lines.stderr)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    assert!(
+        objects.contains(&serde_json::json!({"progress": "check", "tenants": 2, "at_once": 2})),
+        "{objects:?}"
+    );
+    assert_eq!(json(&lines)["ok"], true);
+
+    let never = run("d.redb", &["--progress", "never"], false);
+    assert!(never.status.success());
+    assert_eq!(String::from_utf8_lossy(&never.stderr), "");
 }

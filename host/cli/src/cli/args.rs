@@ -73,6 +73,19 @@ pub struct Cli {
     #[arg(long, global = true)]
     pub fresh_instances: bool,
 
+    /// Progress lines on stderr while `copy`, `restore`, `tenant import` and `tenant
+    /// delete` run (at most twice a second): auto shows them at a terminal
+    /// without --json; always shows them anywhere (as JSON lines with
+    /// --json)
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        default_value = "auto",
+        value_name = "WHEN"
+    )]
+    pub progress: ProgressArg,
+
     #[command(subcommand)]
     pub command: Command,
 }
@@ -473,6 +486,17 @@ pub enum TokenCommand {
         #[arg(long, value_enum)]
         scope: ScopeArg,
     },
+}
+
+/// When `--progress` shows progress lines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ProgressArg {
+    /// At a terminal, without --json
+    Auto,
+    /// Always, whatever stderr is
+    Always,
+    /// Never
+    Never,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]

@@ -2,17 +2,18 @@
 //! owns opening a database as a storage backend (no engine, no component),
 //! walking one tenant's keys in key order, their digest, the export file's
 //! lines, and copying one tenant's keys onto another backend in batches that
-//! can be resumed. It must never read meaning into a key or a value (that is
-//! the component's; whether a copy is sound is for `check` to say through
-//! the engine), and never write a tenant that holds anything but a part of
-//! what it copies (`delete_tenant` aside, which only deletes).
+//! can be resumed, with the progress lines those batches print. It must
+//! never read meaning into a key or a value (that is the component's;
+//! whether a copy is sound is for `check` to say through the engine), and
+//! never write a tenant that holds anything but a part of what it copies
+//! (`delete_tenant` aside, which only deletes).
 //!
 //! The digest of a keyspace is SHA-256 over every entry in key order, each
 //! as the key's length (4 bytes, big-endian), the key, the value's length
 //! and the value: equal digests mean the same keys holding the same values.
 
 use std::collections::VecDeque;
-use std::io::BufRead;
+use std::io::{BufRead, Write as _};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -44,6 +45,10 @@ pub const STOP_AFTER_ENV: &str = "LEASEHOLD_COPY_STOP_AFTER_BATCHES";
 const WALK_DEADLINE: Duration = Duration::from_secs(24 * 3600);
 /// How long one batch's write transaction may last.
 const WRITE_DEADLINE: Duration = Duration::from_secs(120);
+/// How many tenants are verified (digest, then `check`) at once: a check
+/// is a long chain of reads, each waiting on the target (a round trip to
+/// PostgreSQL), so a few at once overlap their waits.
+pub const VERIFY_AT_ONCE: usize = 4;
 /// How many times a batch that lost a race or found the store busy is tried.
 const WRITE_TRIES: u32 = 8;
 
@@ -161,8 +166,9 @@ fn storage(what: &'static str, tenant: &str) -> impl FnOnce(StorageError) -> Mov
 /// read-only one is never created or written.
 pub fn open(db: &str, read_only: bool, wait: Duration) -> Result<Store, MoveError> {
     let opened: Result<Store, leasehold_host::Error> = if leasehold_host::is_url(db) {
-        // A walk, a batch and the check's engine at once, at most.
-        PgBackend::connect(db, 4, read_only)
+        // A walk and a batch, or a digest's walk and a check in each of
+        // the tenants verified at once, at most.
+        PgBackend::connect(db, 2 * VERIFY_AT_ONCE, read_only)
             .map(|pg| Arc::new(pg) as Store)
             .map_err(leasehold_host::Error::from)
     } else {
@@ -313,9 +319,30 @@ fn unhex(text: &str) -> Option<Vec<u8>> {
         .collect()
 }
 
+/// A batch that loses every try is split in two, each half a transaction
+/// of its own, down to halves of this many writes: a smaller transaction
+/// meets fewer others (on PostgreSQL, fewer of the hash index's buckets).
+const SMALLEST_HALF: usize = 64;
+
 /// Commits one batch of writes on `tenant`, trying again while it loses
-/// races or finds the store busy (nothing was written then).
+/// races or finds the store busy (nothing was written then), and in two
+/// halves, the first first, if it still loses: a copy's target then still
+/// holds exactly the source's first keys wherever it stops.
 pub fn commit(store: &dyn Backend, tenant: &str, batch: Vec<Write>) -> Result<(), MoveError> {
+    match commit_tried(store, tenant, &batch) {
+        Ok(()) => Ok(()),
+        Err(e) if e.is_retryable() && batch.len() >= 2 * SMALLEST_HALF => {
+            let mut first = batch;
+            let second = first.split_off(first.len() / 2);
+            commit(store, tenant, first)?;
+            commit(store, tenant, second)
+        }
+        Err(e) => Err(storage("write", tenant)(e)),
+    }
+}
+
+/// One batch, tried up to [`WRITE_TRIES`] times.
+fn commit_tried(store: &dyn Backend, tenant: &str, batch: &[Write]) -> Result<(), StorageError> {
     let mut tries = 0;
     loop {
         tries += 1;
@@ -326,7 +353,7 @@ pub fn commit(store: &dyn Backend, tenant: &str, batch: Vec<Write>) -> Result<()
                 Limits::default().lock_wait,
                 WRITE_DEADLINE,
             )
-            .and_then(|txn| txn.commit(batch.clone()))
+            .and_then(|txn| txn.commit(batch.to_vec()))
             .and_then(|pending| pending.wait());
         match attempt {
             Ok(()) => {
@@ -337,7 +364,7 @@ pub fn commit(store: &dyn Backend, tenant: &str, batch: Vec<Write>) -> Result<()
             Err(e) if e.is_retryable() && tries < WRITE_TRIES => {
                 std::thread::sleep(Duration::from_millis(20 * u64::from(tries)));
             }
-            Err(e) => return Err(storage("write", tenant)(e)),
+            Err(e) => return Err(e),
         }
     }
 }
@@ -367,16 +394,35 @@ pub struct Copied {
     pub source: Digest,
 }
 
-/// Counts batches across a whole run, for progress and the test-only hook.
+/// How progress lines are shown, if at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Show {
+    Never,
+    /// A sentence a line.
+    Text,
+    /// A JSON object a line, for `--json`.
+    Json,
+}
+
+/// The least time between two progress lines: a few a second at most, so
+/// that a terminal or a log is not flooded.
+const PROGRESS_EVERY: Duration = Duration::from_millis(500);
+
+/// Counts batches across a whole run, prints progress lines (on stderr, at
+/// most every [`PROGRESS_EVERY`]) and runs the test-only hook.
 pub struct Progress {
-    pub quiet: bool,
+    show: Show,
+    /// The command, as the lines name it: "copy", "import", "delete".
+    verb: &'static str,
     pub batches: u64,
     pub stop_after: Option<u64>,
     last: Instant,
+    /// Which tenant of how many is being worked on, counted from 1.
+    place: (usize, usize),
 }
 
 impl Progress {
-    pub fn new(quiet: bool) -> Result<Progress, MoveError> {
+    pub fn new(verb: &'static str, show: Show) -> Result<Progress, MoveError> {
         let stop_after = match std::env::var(STOP_AFTER_ENV) {
             Ok(n) => Some(n.trim().parse().map_err(|_| {
                 MoveError::Usage(format!("{STOP_AFTER_ENV}={n:?} is not a whole number"))
@@ -384,20 +430,100 @@ impl Progress {
             Err(_) => None,
         };
         Ok(Progress {
-            quiet,
+            show,
+            verb,
             batches: 0,
             stop_after,
             last: Instant::now(),
+            place: (1, 1),
         })
     }
 
-    /// One batch committed; `done` says how much of the tenant so far.
-    fn batch_done(&mut self, tenant: &str, done: impl FnOnce() -> String) -> Result<(), MoveError> {
-        self.batches += 1;
-        if !self.quiet && self.last.elapsed() >= Duration::from_secs(1) {
-            self.last = Instant::now();
-            eprintln!("leasehold: {tenant}: {} so far", done());
+    /// The run moves on to tenant `number` (from 1) of `of`.
+    pub fn tenant(&mut self, number: usize, of: usize) {
+        self.place = (number, of);
+    }
+
+    /// One line, unless one was printed too recently. `phase` is what is
+    /// being done: "copy" and "delete" with `keys` (and `bytes`) how much of
+    /// the tenant so far; "checked" once a tenant's digest and check are
+    /// done, with the place the number of tenants done so far.
+    pub fn line(&mut self, phase: &str, tenant: &str, keys: Option<u64>, bytes: Option<u64>) {
+        if self.show == Show::Never || self.last.elapsed() < PROGRESS_EVERY {
+            return;
         }
+        self.last = Instant::now();
+        let (number, of) = self.place;
+        let text = match self.show {
+            Show::Json if phase == "checked" => serde_json::json!({
+                "progress": phase,
+                "tenant": tenant,
+                "tenants_checked": number,
+                "tenants": of,
+            })
+            .to_string(),
+            Show::Json => serde_json::json!({
+                "progress": phase,
+                "tenant": tenant,
+                "tenant_number": number,
+                "tenants": of,
+                "keys": keys,
+                "bytes": bytes,
+            })
+            .to_string(),
+            _ => match phase {
+                "checked" => format!(
+                    "leasehold {}: {tenant} checked ({number} of {of} tenants checked)",
+                    self.verb
+                ),
+                "delete" => format!(
+                    "leasehold {}: {tenant}: {} keys deleted",
+                    self.verb,
+                    keys.unwrap_or(0)
+                ),
+                _ => format!(
+                    "leasehold {}: {tenant} (tenant {number} of {of}): {} keys ({} bytes) written",
+                    self.verb,
+                    keys.unwrap_or(0),
+                    bytes.unwrap_or(0)
+                ),
+            },
+        };
+        // A progress line that cannot be written is not worth failing for.
+        let _ = writeln!(std::io::stderr().lock(), "{text}");
+    }
+
+    /// Says, whenever lines are shown, that the keys are in and `tenants`
+    /// are being verified, `at_once` at a time: checks are slow and say
+    /// nothing until each tenant's is done.
+    pub fn checking(&mut self, tenants: usize, at_once: usize) {
+        let text = match self.show {
+            Show::Never => return,
+            Show::Json => serde_json::json!({
+                "progress": "check",
+                "tenants": tenants,
+                "at_once": at_once,
+            })
+            .to_string(),
+            Show::Text => format!(
+                "leasehold {}: the keys are in; digests and check of {tenants} tenants, {at_once} at a time",
+                self.verb
+            ),
+        };
+        self.last = Instant::now();
+        let _ = writeln!(std::io::stderr().lock(), "{text}");
+    }
+
+    /// One batch committed: a progress line (if due), then the test hook.
+    fn batch_done(
+        &mut self,
+        phase: &str,
+        tenant: &str,
+        keys: u64,
+        bytes: Option<u64>,
+    ) -> Result<(), MoveError> {
+        self.batches += 1;
+        self.line(phase, tenant, Some(keys), bytes);
         if self.stop_after.is_some_and(|n| self.batches >= n) {
             return Err(MoveError::Stopped(self.batches));
         }
@@ -521,9 +647,7 @@ pub fn copy_tenant(
             writes.push(Write::Put(entry.0, entry.1));
         }
         commit(target, tenant, writes)?;
-        progress.batch_done(tenant, || {
-            format!("{written} keys ({written_bytes} bytes) written")
-        })?;
+        progress.batch_done("copy", tenant, written, Some(written_bytes))?;
     }
     let outcome = match (kept, written) {
         (0, 0) => Outcome::Empty,
@@ -562,7 +686,7 @@ pub fn delete_tenant(
             batch.into_iter().map(|(k, _)| Write::Delete(k)).collect(),
         )?;
         deleted += n;
-        progress.batch_done(tenant, || format!("{deleted} keys deleted"))?;
+        progress.batch_done("delete", tenant, deleted, None)?;
     }
 }
 

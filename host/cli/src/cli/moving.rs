@@ -1,8 +1,8 @@
 //! `leasehold copy` and `leasehold tenant export/import/delete`: moving
 //! tenants between databases and files, and removing one. It owns the
 //! commands' order of work (copy, then digest both sides, then `check`
-//! through the engine) and their answers; the keys themselves are moved by
-//! `keyspace`. It must never call a verb on a tenant it moves: the only
+//! through the engine, a few tenants at a time), whether progress is shown,
+//! and their answers; the keys themselves are moved by `keyspace`. It must never call a verb on a tenant it moves: the only
 //! engine call is `check`, which reads.
 
 use std::io::{BufReader, Write};
@@ -12,11 +12,11 @@ use leasehold_host::storage::{Backend, check_tenant};
 use leasehold_host::{Discrepancy, Engine};
 use serde::Serialize;
 
-use super::args::{Cli, CopyArgs, TenantCommand};
+use super::args::{Cli, CopyArgs, ProgressArg, TenantCommand};
 use super::commands::{builder, db_path};
 use super::error::{CliError, REFUSED};
 use super::keyspace::{
-    self, Copied, Entries, ExportReader, MoveError, Outcome, Progress, Store, Walk,
+    self, Copied, Entries, ExportReader, MoveError, Outcome, Progress, Show, Store, Walk,
 };
 
 /// One tenant's copy (or import), as answered.
@@ -108,10 +108,83 @@ pub(super) fn verify(
     })
 }
 
+/// [`verify`] of every tenant copied, [`keyspace::VERIFY_AT_ONCE`] at a
+/// time; the reports in the tenants' order, or the error of the first
+/// tenant (in that order) that failed. Once one fails no other starts.
+fn verify_all(
+    copied: Vec<Copied>,
+    tenants: &[String],
+    target: &Store,
+    engine: &Engine,
+    progress: &mut Progress,
+) -> Result<Vec<TenantReport>, MoveError> {
+    use std::sync::Mutex;
+    let count = tenants.len();
+    let jobs = Mutex::new(
+        tenants
+            .iter()
+            .zip(copied)
+            .enumerate()
+            .collect::<std::collections::VecDeque<_>>(),
+    );
+    let results: Mutex<Vec<Option<Result<TenantReport, MoveError>>>> =
+        Mutex::new((0..count).map(|_| None).collect());
+    let at_once = keyspace::VERIFY_AT_ONCE.min(count);
+    if count > 0 {
+        progress.checking(count, at_once);
+    }
+    let progress = Mutex::new(progress);
+    std::thread::scope(|s| {
+        for _ in 0..at_once {
+            s.spawn(|| {
+                loop {
+                    let Some((i, (tenant, copied))) = lock(&jobs).pop_front() else {
+                        return;
+                    };
+                    let report = verify(copied, target, engine, tenant);
+                    if report.is_err() {
+                        lock(&jobs).clear();
+                    }
+                    let mut results = lock(&results);
+                    results[i] = Some(report);
+                    let done = results.iter().filter(|r| r.is_some()).count();
+                    drop(results);
+                    let mut progress = lock(&progress);
+                    progress.tenant(done, count);
+                    progress.line("checked", tenant, None, None);
+                }
+            });
+        }
+    });
+    let results = results.into_inner().unwrap_or_else(|e| e.into_inner());
+    // Tenants are started in order, so one never started comes after the
+    // one whose failure stopped the rest.
+    results.into_iter().flatten().collect()
+}
+
+/// A lock poisoned by a panicking worker still holds sound data: the panic
+/// is raised again when the scope joins.
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// The engine that runs `check` over the target: the same backend the keys
 /// went through, so a redb file is not opened twice.
 pub(super) fn engine_over(cli: &Cli, target: &Store) -> Result<Engine, CliError> {
     Ok(builder(cli).backend(target.clone())?)
+}
+
+/// Whether progress lines are printed, and how: `--progress auto` shows
+/// them only to a person at a terminal who did not ask for JSON.
+pub(super) fn show(cli: &Cli) -> Show {
+    use std::io::IsTerminal;
+    match cli.progress {
+        ProgressArg::Never => Show::Never,
+        ProgressArg::Always if cli.json => Show::Json,
+        ProgressArg::Always => Show::Text,
+        ProgressArg::Auto if !cli.json && std::io::stderr().is_terminal() => Show::Text,
+        ProgressArg::Auto => Show::Never,
+    }
 }
 
 pub(super) fn tenants_named(cli: &Cli) -> Result<Vec<String>, MoveError> {
@@ -151,9 +224,10 @@ pub fn copy(cli: &Cli, args: &CopyArgs, out: &mut dyn Write) -> Result<u8, CliEr
         )?;
     }
     let started = std::time::Instant::now();
-    let mut progress = Progress::new(cli.json)?;
+    let mut progress = Progress::new("copy", show(cli))?;
     let mut copied = Vec::with_capacity(tenants.len());
-    for tenant in &tenants {
+    for (i, tenant) in tenants.iter().enumerate() {
+        progress.tenant(i + 1, tenants.len());
         let mut walk = Walk::new(source.as_ref(), tenant)?;
         copied.push(keyspace::copy_tenant(
             &mut walk,
@@ -166,10 +240,7 @@ pub fn copy(cli: &Cli, args: &CopyArgs, out: &mut dyn Write) -> Result<u8, CliEr
     // nothing, and the copy itself needs no engine.
     let copy_ms = started.elapsed().as_millis();
     let engine = engine_over(cli, &target)?;
-    let mut reports = Vec::with_capacity(tenants.len());
-    for (tenant, copied) in tenants.iter().zip(copied) {
-        reports.push(verify(copied, &target, &engine, tenant)?);
-    }
+    let reports = verify_all(copied, &tenants, &target, &engine, &mut progress)?;
     let ok = reports.iter().all(TenantReport::ok);
     if cli.json {
         let answer = serde_json::json!({
@@ -302,7 +373,7 @@ fn import(cli: &Cli, db: &str, file: Option<&Path>, out: &mut dyn Write) -> Resu
     };
     check_tenant(&tenant).map_err(|e| MoveError::Usage(format!("tenant {tenant:?}: {e}")))?;
     let target = keyspace::open(db, false, cli.wait)?;
-    let mut progress = Progress::new(cli.json)?;
+    let mut progress = Progress::new("tenant import", show(cli))?;
     let copied = keyspace::copy_tenant(&mut reader, target.as_ref(), &tenant, &mut progress)?;
     // The copy stops at the first empty batch, which the reader gives only
     // past a last line that matched; say so plainly if it did not get there.
@@ -340,7 +411,7 @@ fn delete(cli: &Cli, db: &str, yes: bool, out: &mut dyn Write) -> Result<u8, Cli
         });
     }
     let store = keyspace::open(db, false, cli.wait)?;
-    let mut progress = Progress::new(cli.json)?;
+    let mut progress = Progress::new("tenant delete", show(cli))?;
     let deleted = keyspace::delete_tenant(store.as_ref(), &tenant, &mut progress)?;
     if cli.json {
         let answer = serde_json::json!({"tenant": tenant, "deleted_keys": deleted});

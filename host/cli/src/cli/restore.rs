@@ -46,7 +46,7 @@ pub fn restore(cli: &Cli, args: &RestoreArgs, out: &mut dyn Write) -> Result<u8,
         }
     }
     let mut reader = BackupReader::new(open()?, &name)?;
-    let mut progress = Progress::new(cli.json)?;
+    let mut progress = Progress::new("restore", super::moving::show(cli))?;
     let mut copied = Vec::new();
     while let Some(mut section) = reader.next_tenant()? {
         let tenant = section.tenant.clone();
