@@ -85,8 +85,16 @@ use crate::model::Timestamp;
 use crate::prelude::*;
 
 /// The layout this component writes (see the table above). A keyspace with
-/// a version it does not read is refused as corrupt rather than misread.
-pub const LAYOUT_VERSION: &str = "7";
+/// a newer version is refused as `newer-layout`, and one with a version it
+/// does not otherwise read as corrupt, rather than misread.
+#[cfg(not(feature = "next-layout"))]
+pub const LAYOUT_VERSION: u32 = 8;
+
+/// The build the rolling-upgrade test runs as "the next release": the same
+/// rules, one layout later, so that it moves a keyspace out of this build's
+/// reach as any later release will.
+#[cfg(feature = "next-layout")]
+pub const LAYOUT_VERSION: u32 = 9;
 
 /// The most shards a counter has: per-shard tallies fit in arrays this long.
 pub const MAX_SHARDS: u8 = 64;
@@ -202,7 +210,17 @@ impl Shards {
 
 /// The mark [`layout`] holds in a keyspace this component lays out.
 pub fn layout_mark(shards: Shards) -> String {
-    format!("{LAYOUT_VERSION}/{}", shards.count())
+    layout_mark_from(shards, None)
+}
+
+/// The mark of a keyspace this component writes: its version and shard
+/// count and, for a keyspace laid out in an earlier layout whose spelling it
+/// keeps (3 to 6), `/from-` and that layout: `8/64/from-5`.
+pub fn layout_mark_from(shards: Shards, origin: Option<u32>) -> String {
+    match origin {
+        None => format!("{LAYOUT_VERSION}/{}", shards.count()),
+        Some(o) => format!("{LAYOUT_VERSION}/{}/from-{o}", shards.count()),
+    }
 }
 
 /// The counters, each sharded as [`counter_shard`] spells.
@@ -353,6 +371,13 @@ pub fn history_entry(sh: Shards, id: &str, seq: u64) -> Key {
     history(sh, id).int(seq_int(seq))
 }
 
+/// What a task held before its history began: written with the first change
+/// this component records of a task an earlier component wrote, which only a
+/// keyspace of layouts 3 to 5 (spelling the record apart) holds.
+pub fn history_start(id: &str) -> Key {
+    Key::new().str("history-start").str(id)
+}
+
 pub fn timer_logs() -> Key {
     Key::new().str("timer-log")
 }
@@ -443,8 +468,8 @@ mod tests {
         assert_eq!(Shards::new(64), Some(Shards::SHARED));
         assert_eq!(Shards::for_host(true), Shards::SHARED);
         assert_eq!(Shards::for_host(false), Shards::SOLE);
-        assert_eq!(layout_mark(Shards::SOLE), "7/1");
-        assert_eq!(layout_mark(Shards::SHARED), "7/64");
+        assert_eq!(layout_mark(Shards::SOLE), format!("{LAYOUT_VERSION}/1"));
+        assert_eq!(layout_mark(Shards::SHARED), format!("{LAYOUT_VERSION}/64"));
         assert!(Shards::SHARED.beside() && Shards::SOLE.beside());
         assert_eq!(Shards::record_apart(64).map(Shards::beside), Some(false));
         assert_eq!(Shards::by_row(64).map(Shards::beside), Some(false));
