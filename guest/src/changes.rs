@@ -347,7 +347,7 @@ pub fn history<K: Kv + ?Sized>(
 /// the state that entry records it had, with the assignee, lease and
 /// candidates that entry records after it (nothing earlier was kept), at
 /// that change's time. None for a task opened with its history, or whose
-/// first entry was trimmed.
+/// entry 1 was trimmed.
 fn before_history<K: Kv + ?Sized>(
     kv: &mut K,
     sh: Shards,
@@ -358,14 +358,15 @@ fn before_history<K: Kv + ?Sized>(
     if store::records_from_the_start(mark.as_deref()) {
         return Ok(None);
     }
-    if let Some(start) = store::load_history_start(kv, id)? {
-        return Ok(Some(start));
-    }
     let Some(log) = store::load_task_log(kv, sh, id)? else {
         return Ok(Some(store::before_history(&row.task, row.task.created_at)));
     };
     if log.first > 1 {
+        // Trimmed with the entries after it: the record starts later now.
         return Ok(None);
+    }
+    if let Some(start) = store::load_history_start(kv, id)? {
+        return Ok(Some(start));
     }
     let Some(bytes) = kv.get(schema::history_entry(sh, id, 1).as_bytes())? else {
         return Err(StoreError::Corrupt(format!(
