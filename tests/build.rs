@@ -22,5 +22,8 @@ fn main() {
         &["next-layout"],
         &["guest/src", "guest/Cargo.toml", "wit", "Cargo.lock"],
     );
-    println!("cargo:rustc-env=LEASEHOLD_NEXT_LAYOUT_WASM={}", next.display());
+    println!(
+        "cargo:rustc-env=LEASEHOLD_NEXT_LAYOUT_WASM={}",
+        next.display()
+    );
 }

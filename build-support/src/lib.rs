@@ -57,8 +57,7 @@ pub fn build_component_with(
     if !features.is_empty() {
         cmd.args(["--features", &features.join(",")]);
     }
-    cmd
-        .env("CARGO_TARGET_DIR", &target_dir)
+    cmd.env("CARGO_TARGET_DIR", &target_dir)
         // Small and fast: no debug info in the shipped component.
         .env("CARGO_PROFILE_RELEASE_DEBUG", "false")
         .env("CARGO_PROFILE_RELEASE_STRIP", "true")

@@ -80,11 +80,7 @@ fn main() {
                 |_| json!(null),
             ),
             ["history", id] => answer(t.history(id, None, 1000), |h| {
-                json!(
-                    h.iter()
-                        .map(|e| json!([e.seq, e.verb]))
-                        .collect::<Vec<_>>()
-                )
+                json!(h.iter().map(|e| json!([e.seq, e.verb])).collect::<Vec<_>>())
             }),
             ["check", ..] => answer(t.check(), |found| {
                 json!(

@@ -163,7 +163,10 @@ fn two_builds_on_one_database_never_leave_the_check_failing() {
                 && detail.contains("upgrade"),
             "{command}: {detail}"
         );
-        assert!(rows(&schema, tenant) == before, "{command} changed the tenant");
+        assert!(
+            rows(&schema, tenant) == before,
+            "{command} changed the tenant"
+        );
         newer.clean(&format!("after the older build's refused {command}"));
     }
 
