@@ -110,7 +110,7 @@ pub fn feed_slot_of<K: Kv + ?Sized>(kv: &mut K, shards: Shards) -> u8 {
 /// row must have a history. A mark that does not parse records nothing.
 pub fn records_from_the_start(mark: Option<&[u8]>) -> bool {
     mark.and_then(|m| parse_mark(m).ok())
-        .is_some_and(|m| m.from_start())
+        .is_some_and(|m| m.records_every_change())
 }
 
 /// The shards the stored layout mark records, if it is one this component
@@ -138,7 +138,7 @@ impl Mark {
         self.origin.unwrap_or(self.version)
     }
 
-    fn from_start(self) -> bool {
+    fn records_every_change(self) -> bool {
         self.shape() >= 6
     }
 

@@ -1773,7 +1773,12 @@ fn task_history_says_when_a_task_predates_it_and_a_newer_layout_is_refused_by_na
     assert_eq!(h.as_array().map(Vec::len), Some(1), "{h}");
     assert_eq!(
         (&h[0]["seq"], &h[0]["verb"], &h[0]["before"], &h[0]["after"]),
-        (&json!(0), &json!("before-history"), &json!(null), &json!("open"))
+        (
+            &json!(0),
+            &json!("before-history"),
+            &json!(null),
+            &json!("open")
+        )
     );
     assert_eq!(h[0]["at"], created, "the task's creation");
     s.run(&["task", "history", "old"])
@@ -1790,13 +1795,21 @@ fn task_history_says_when_a_task_predates_it_and_a_newer_layout_is_refused_by_na
         .as_array()
         .expect("a list")
         .iter()
-        .map(|e| (e["seq"].as_u64().expect("seq"), e["verb"].as_str().expect("verb")))
+        .map(|e| {
+            (
+                e["seq"].as_u64().expect("seq"),
+                e["verb"].as_str().expect("verb"),
+            )
+        })
         .collect();
     assert_eq!(steps, [(0, "before-history"), (1, "claim")]);
     s.run(&["check"]).assert().success();
 
     let newer = format!("{}/1", schema::LAYOUT_VERSION + 1);
-    raw_edit(&s.db, &[(schema::layout().into_bytes(), Some(newer.as_bytes()))]);
+    raw_edit(
+        &s.db,
+        &[(schema::layout().into_bytes(), Some(newer.as_bytes()))],
+    );
     let before = default_rows(&s.db);
     for args in [
         &["task", "release", "old", "--actor", "alice"][..],
@@ -1812,7 +1825,10 @@ fn task_history_says_when_a_task_predates_it_and_a_newer_layout_is_refused_by_na
             "{detail}"
         );
     }
-    assert!(default_rows(&s.db) == before, "a refusal changed the tenant");
+    assert!(
+        default_rows(&s.db) == before,
+        "a refusal changed the tenant"
+    );
 }
 
 /// Every key (without its prefix) and value of the `default` tenant.

@@ -85,7 +85,11 @@ fn a_task_from_before_history_says_so_and_a_newer_layout_is_refused_by_name() {
             raw_set(&svc.store, &k, None);
         }
         let old = format!("5/{shards}");
-        raw_set(&svc.store, schema::layout().as_bytes(), Some(old.as_bytes()));
+        raw_set(
+            &svc.store,
+            schema::layout().as_bytes(),
+            Some(old.as_bytes()),
+        );
         svc.restart();
 
         let r = history(svc, "t-1");
@@ -96,14 +100,24 @@ fn a_task_from_before_history_says_so_and_a_newer_layout_is_refused_by_name() {
         assert_eq!(entries[0]["before"], json!(null));
         assert_eq!(entries[0]["after"], "open");
         assert_eq!(entries[0]["at"], 1000, "the task's creation");
-        svc.call("POST", "/v1/tasks/t-1/claim", Some("alice"), Some(json!({})))
-            .expect_ok();
+        svc.call(
+            "POST",
+            "/v1/tasks/t-1/claim",
+            Some("alice"),
+            Some(json!({})),
+        )
+        .expect_ok();
         let entries = history(svc, "t-1").expect_ok()["entries"].clone();
         let steps: Vec<(u64, &str)> = entries
             .as_array()
             .expect("entries")
             .iter()
-            .map(|e| (e["seq"].as_u64().expect("seq"), e["verb"].as_str().expect("verb")))
+            .map(|e| {
+                (
+                    e["seq"].as_u64().expect("seq"),
+                    e["verb"].as_str().expect("verb"),
+                )
+            })
             .collect();
         assert_eq!(steps, [(0, "before-history"), (1, "claim")]);
         let check = svc.call("GET", "/v1/check", Some("olga"), None);
@@ -116,7 +130,11 @@ fn a_task_from_before_history_says_so_and_a_newer_layout_is_refused_by_name() {
 
         // As a newer build leaves it: refused by name, reads and writes.
         let newer = format!("{}/{shards}", schema::LAYOUT_VERSION + 1);
-        raw_set(&svc.store, schema::layout().as_bytes(), Some(newer.as_bytes()));
+        raw_set(
+            &svc.store,
+            schema::layout().as_bytes(),
+            Some(newer.as_bytes()),
+        );
         svc.restart();
         let before = {
             let r = history(svc, "t-1");
@@ -128,7 +146,12 @@ fn a_task_from_before_history_says_so_and_a_newer_layout_is_refused_by_name() {
                 && before.contains(&format!("writes layout {}", schema::LAYOUT_VERSION)),
             "{before}"
         );
-        let r = svc.call("POST", "/v1/tasks/t-1/release", Some("alice"), Some(json!({})));
+        let r = svc.call(
+            "POST",
+            "/v1/tasks/t-1/release",
+            Some("alice"),
+            Some(json!({})),
+        );
         svc.conforms("POST", "/v1/tasks/{id}/release", &r);
         r.expect_problem(503, "newer-layout");
         svc.stop();
