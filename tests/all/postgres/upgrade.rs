@@ -1,8 +1,9 @@
 //! A rolling upgrade on one PostgreSQL database: two host processes, one
 //! running this build's component and one running the same rules built one
 //! layout later (`next-layout`, the next release), interleaving writes on
-//! one tenant. Until the newer build writes the tenant, this build writes it
-//! and both read it; the newer build's first write moves the tenant's mark
+//! one tenant. Until the newer build writes a tenant, this build writes it
+//! and both read it (a tenant the newer build only reads stays this
+//! build's); the newer build's first write moves the tenant's mark
 //! in the same transaction, and from then on every call of this build is
 //! refused as `newer-layout`, naming both layouts, and changes nothing; the
 //! newer build's check is clean at every step.
@@ -169,6 +170,15 @@ fn two_builds_on_one_database_never_leave_the_check_failing() {
         );
         newer.clean(&format!("after the older build's refused {command}"));
     }
+
+    // Another tenant the newer build has only read stays the older build's.
+    let mut older_globex = Host::start(&schema.url, "globex", None);
+    let mut newer_globex = Host::start(&schema.url, "globex", Some(NEXT_LAYOUT_COMPONENT_FILE));
+    older_globex.ok("open g");
+    newer_globex.clean("another tenant, read by the newer build");
+    older_globex.ok("claim g gus");
+    older_globex.clean("the older build writes a tenant the newer one only read");
+    assert_eq!(mark(&schema, "globex"), Some(format!("{this}/64")));
 
     // The newer build carries on, and its check stays clean.
     newer.ok("settle b");
