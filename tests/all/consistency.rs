@@ -294,6 +294,8 @@ fn a_keyspace_in_a_newer_layout_is_refused_as_newer_layout() {
 #[test]
 fn a_task_from_before_history_says_so_and_its_first_change_moves_the_mark() {
     let db = TestDb::new();
+    // The engine makes the database (PostgreSQL's table) before it is edited.
+    drop(reopened(&db, TENANT));
     put(&db, schema::layout(), b"5/64");
     {
         let t = reopened(&db, TENANT);
