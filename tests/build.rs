@@ -1,4 +1,6 @@
-//! Builds the hostile fixture component that the sandbox tests load.
+//! Builds the hostile fixture component that the sandbox tests load, and the
+//! real guest one layout later (`next-layout`), which the rolling-upgrade
+//! test runs as the next release.
 
 fn main() {
     let manifest =
@@ -14,4 +16,14 @@ fn main() {
         ],
     );
     println!("cargo:rustc-env=LEASEHOLD_HOSTILE_WASM={}", wasm.display());
+    let next = leasehold_build::build_component_with(
+        workspace,
+        "leasehold-guest",
+        &["next-layout"],
+        &["guest/src", "guest/Cargo.toml", "wit", "Cargo.lock"],
+    );
+    println!(
+        "cargo:rustc-env=LEASEHOLD_NEXT_LAYOUT_WASM={}",
+        next.display()
+    );
 }

@@ -379,6 +379,10 @@ pub fn timer(run: &str, effect: &str, fire_at: i64) -> Timer {
 /// The hostile fixture component (tests/fixtures/hostile), built by build.rs.
 pub static HOSTILE_COMPONENT: &[u8] = include_bytes!(env!("LEASEHOLD_HOSTILE_WASM"));
 
+/// The file of the real guest built one layout later (`next-layout`, by
+/// build.rs): the next release, for the rolling-upgrade test.
+pub const NEXT_LAYOUT_COMPONENT_FILE: &str = env!("LEASEHOLD_NEXT_LAYOUT_WASM");
+
 /// Asserts the consistency check finds nothing: rows, indexes and counters
 /// agree.
 pub fn assert_consistent(tenant: &Tenant) {

@@ -24,17 +24,40 @@ pub const TARGET: &str = "wasm32-wasip2";
 /// When the target cannot be installed or the build fails: a build script
 /// has no better way to stop, and the message says what to do.
 pub fn build_component(workspace: &Path, package: &str, watch: &[&str]) -> PathBuf {
+    build_component_with(workspace, package, &[], watch)
+}
+
+/// [`build_component`] with cargo `features` of `package` turned on, in a
+/// target directory of its own, so the same package built without them
+/// (by this build script or another) is never overwritten.
+///
+/// # Panics
+///
+/// As [`build_component`].
+pub fn build_component_with(
+    workspace: &Path,
+    package: &str,
+    features: &[&str],
+    watch: &[&str],
+) -> PathBuf {
     for path in watch {
         println!("cargo:rerun-if-changed={}", workspace.join(path).display());
     }
     ensure_target();
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
-    let target_dir = out.join("wasm");
+    let target_dir = if features.is_empty() {
+        out.join("wasm")
+    } else {
+        out.join(format!("wasm-{}", features.join("-")))
+    };
     let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(workspace)
-        .args(["build", "--release", "--target", TARGET, "-p", package])
-        .env("CARGO_TARGET_DIR", &target_dir)
+        .args(["build", "--release", "--target", TARGET, "-p", package]);
+    if !features.is_empty() {
+        cmd.args(["--features", &features.join(",")]);
+    }
+    cmd.env("CARGO_TARGET_DIR", &target_dir)
         // Small and fast: no debug info in the shipped component.
         .env("CARGO_PROFILE_RELEASE_DEBUG", "false")
         .env("CARGO_PROFILE_RELEASE_STRIP", "true")

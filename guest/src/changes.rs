@@ -288,11 +288,15 @@ pub fn history<K: Kv + ?Sized>(
 ) -> Result<Vec<HistoryEntry>, StoreError> {
     validate::name("id", id)?;
     validate::limit("limit", limit)?;
-    kv.prefetch(&[schema::layout().into_bytes(), schema::task(id).into_bytes()])?;
+    kv.prefetch(&[
+        schema::layout().into_bytes(),
+        schema::task(id).into_bytes(),
+        schema::history_start(id).into_bytes(),
+    ])?;
     store::check_layout(kv, false)?;
-    if kv.get(schema::task(id).as_bytes())?.is_none() {
+    let Some(row) = store::load_task(kv, id)? else {
         return Err(StoreError::NotFound(id.to_owned()));
-    }
+    };
     let sh = store::shards(kv)?;
     let prefix = schema::history(sh, id);
     let end = prefix.prefix_end();
@@ -301,6 +305,11 @@ pub fn history<K: Kv + ?Sized>(
         None => prefix.as_bytes().to_vec(),
     };
     let mut out: Vec<HistoryEntry> = Vec::new();
+    if after.is_none()
+        && let Some(first) = before_history(kv, sh, &row)?
+    {
+        out.push(first);
+    }
     let mut bytes = 0usize;
     while out.len() < limit as usize && (out.is_empty() || bytes < READ_BUDGET) {
         let want = (limit - out.len() as u32).min(RECORD_CHUNK);
@@ -363,6 +372,53 @@ pub fn entry_place<K: Kv + ?Sized>(
     Ok(Some(FeedPlace {
         slot: u32::from(row.position.slot),
         seq: row.position.seq,
+    }))
+}
+
+/// The entry numbered 0 that opens the history of a task written before
+/// history was kept, in a keyspace laid out before the record (layouts 3 to
+/// 5): what the task held when this component first changed it, kept then,
+/// or as it stands now, at its creation, if it never has. A task whose first
+/// change an earlier component recorded without keeping the rest answers
+/// the state that entry records it had, with the assignee, lease and
+/// candidates that entry records after it (nothing earlier was kept), at
+/// that change's time. None for a task opened with its history, or whose
+/// entry 1 was trimmed.
+fn before_history<K: Kv + ?Sized>(
+    kv: &mut K,
+    sh: Shards,
+    row: &store::TaskRow,
+) -> Result<Option<HistoryEntry>, StoreError> {
+    let id = &row.task.id;
+    let mark = kv.get(schema::layout().as_bytes())?;
+    if store::records_from_the_start(mark.as_deref()) {
+        return Ok(None);
+    }
+    let Some(log) = store::load_task_log(kv, sh, id)? else {
+        return Ok(Some(store::before_history(&row.task, row.task.created_at)));
+    };
+    if log.first > 1 {
+        // Trimmed with the entries after it: the record starts later now.
+        return Ok(None);
+    }
+    if let Some(start) = store::load_history_start(kv, id)? {
+        return Ok(Some(start));
+    }
+    let Some(bytes) = kv.get(schema::history_entry(sh, id, 1).as_bytes())? else {
+        return Err(StoreError::Corrupt(format!(
+            "the history of task {id} starts at 1, which is missing"
+        )));
+    };
+    let first = store::decode_history(&bytes)
+        .map_err(|e| StoreError::Corrupt(format!("history {id}/1: {e}")))?
+        .entry;
+    Ok(first.before.map(|state| HistoryEntry {
+        seq: 0,
+        verb: store::BEFORE_HISTORY.to_owned(),
+        actor: None,
+        before: None,
+        after: state,
+        ..first
     }))
 }
 
@@ -557,6 +613,10 @@ pub fn trim<K: Kv + ?Sized>(
         };
         removed.push((Position { slot: s.slot, seq }, row));
         kept -= 1;
+    }
+    if !removed.is_empty() {
+        // A trim is a write: an earlier build must not trim beside it.
+        store::claim_layout(kv)?;
     }
     // The logs of what goes, in batches, before any of it is written.
     let mut ahead: Vec<Vec<u8>> = Vec::new();

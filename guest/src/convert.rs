@@ -33,7 +33,7 @@ macro_rules! wit_conversions {
         $crate::wit_conversions!(@record $wit, Timer, run, case, effect, step; phase; fire_at);
         $crate::wit_conversions!(@record $wit, SealOutcome, timers_disarmed, tasks_withdrawn;;);
         $crate::wit_conversions!(@record $wit, Discrepancy, structure, subject, detail;;);
-        $crate::wit_conversions!(@variant $wit, StoreError, NotFound, Invalid, Corrupt, Storage;);
+        $crate::wit_conversions!(@variant $wit, StoreError, NotFound, Invalid, Corrupt, Storage, NewerLayout;);
         $crate::wit_conversions!(@variant $wit, ClaimError,
             NotFound, Excluded, WrongRole, AlreadyClaimed, NotHeld; NotPending, Store);
 

@@ -325,6 +325,9 @@ pub enum StoreError {
     Invalid(String),
     Corrupt(String),
     Storage(String),
+    /// The keyspace was moved to a layout newer than this component's by a
+    /// newer build; the text names both layouts. Nothing was written.
+    NewerLayout(String),
 }
 
 impl fmt::Display for StoreError {
@@ -334,6 +337,7 @@ impl fmt::Display for StoreError {
             StoreError::Invalid(why) => write!(f, "invalid input: {why}"),
             StoreError::Corrupt(d) => write!(f, "corrupt storage: {d}"),
             StoreError::Storage(d) => write!(f, "storage failed: {d}"),
+            StoreError::NewerLayout(d) => write!(f, "newer layout: {d}"),
         }
     }
 }

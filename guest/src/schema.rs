@@ -7,7 +7,7 @@
 //!
 //! | key | value |
 //! | --- | --- |
-//! | `("meta", "layout")` | the layout mark, ASCII: the version, then `/` and the keyspace's shard count (see [`layout_mark`]) |
+//! | `("meta", "layout")` | the layout mark, ASCII: the version, then `/` and the keyspace's shard count, then for a keyspace moved from layout 3 to 6 `/from-` and that layout (see [`layout_mark_from`]) |
 //! | `("task", id)` | task row |
 //! | `("queue-role", role, rank, created-at, id)` | queued task offered to `role` |
 //! | `("queue-any", rank, created-at, id)` | queued task offered to anyone |
@@ -20,6 +20,7 @@
 //! | `("sealed", run)` | the run is sealed |
 //! | `("task", id, "log")` | where the task's history stands: its last and first kept entries, and the feed position of its last change |
 //! | `("task", id, "history", seq)` | one entry of a task's history, with the feed position it was recorded at |
+//! | `("history-start", id)` | what a task written before history was kept held when its history began: its `before-history` entry (only in layouts that spell the record apart) |
 //! | `("timer-log", run, effect)` | the feed position of the timer's last change (kept after the timer is retired) |
 //! | `("feed", slot, MAX)` | the last sequence number written in a slot of the feed, a big-endian `u64`; `MAX` is `i64::MAX`, after every entry |
 //! | `("feed-floor", slot)` | the last sequence number trimmed from a slot of the feed, a big-endian `u64` |
@@ -59,17 +60,22 @@
 //! | 4 | earlier builds of this component | as 3, with the shard count (1 to 64) in the mark: `4/1`, `4/64` |
 //! | 5 | earlier builds of this component | as 4, with contributions spread by writer slot, and shards signed: `5/1`, `5/64` |
 //! | 6 | earlier builds of this component | as 5, with every change recorded in the history and the feed from the first: `6/1`, `6/64` |
-//! | 7 | this component | as 6, with the record's keys beside the rows and entries they follow: `7/1`, `7/64` |
+//! | 7 | earlier builds of this component | as 6, with the record's keys beside the rows and entries they follow: `7/1`, `7/64` |
+//! | 8 | this component | as 7, under the version rule below: `8/1`, `8/64`; a keyspace moved from layout 3 to 6 keeps its shape and says so: `8/64/from-5` |
 //!
-//! This component lays out fresh keyspaces in layout 7, and reads and writes
-//! layouts 3 to 6 as they are (3 and 4 spreading by row, 3 to 6 with the
-//! record apart); it never rewrites a mark, so hosts with an earlier
-//! component keep working beside it. It records history and feed entries in
+//! This component lays out fresh keyspaces in layout 8, and reads and writes
+//! layouts 3 to 7 in their spelling (3 and 4 spreading by row, 3 to 6 with
+//! the record apart). The version rule: the first change it records in a
+//! keyspace of an earlier layout moves the mark to layout 8 in the same
+//! call ([`layout_mark_from`] keeps the shape in the mark), and a mark of a
+//! later version is refused as `newer-layout`, so a build never writes a
+//! keyspace a newer one has written. It records history and feed entries in
 //! every layout; a component that predates them reads layouts up to 5 and
-//! refuses 6 and 7 by name, so a keyspace marked 6 or 7 has had every change
-//! recorded, while one of an earlier layout
-//! may hold tasks whose history starts later than they did (or, written by
-//! an earlier component beside this one, changes the feed never saw).
+//! refuses the rest by name, so a keyspace marked 6 to 8 (not `from-3` to
+//! `from-5`) has had every change recorded, while one of an earlier layout
+//! may hold tasks whose history starts later than they did: their history
+//! opens with a `before-history` entry, numbered 0, kept at
+//! [`history_start`] when this component first changes them.
 //!
 //! The feed is kept per writer slot, folded to the keyspace's shard count
 //! (one slot where one writer runs at a time): each writing call reads its
@@ -77,7 +83,7 @@
 //! slots never touch one key, and within a slot a higher number always
 //! commits later (a call reads the head the last call of its slot wrote).
 //! Layout 3 is layout 4 with 64 shards, so this component reads and writes it
-//! as such and leaves its mark as it is.
+//! as such, and its first change marks it `8/64/from-3`.
 
 use crate::keys::Key;
 use crate::model::Timestamp;
@@ -85,8 +91,16 @@ use crate::model::Timestamp;
 use crate::prelude::*;
 
 /// The layout this component writes (see the table above). A keyspace with
-/// a version it does not read is refused as corrupt rather than misread.
-pub const LAYOUT_VERSION: &str = "7";
+/// a newer version is refused as `newer-layout`, and one with a version it
+/// does not otherwise read as corrupt, rather than misread.
+#[cfg(not(feature = "next-layout"))]
+pub const LAYOUT_VERSION: u32 = 8;
+
+/// The build the rolling-upgrade test runs as "the next release": the same
+/// rules, one layout later, so that it moves a keyspace out of this build's
+/// reach as any later release will.
+#[cfg(feature = "next-layout")]
+pub const LAYOUT_VERSION: u32 = 9;
 
 /// The most shards a counter has: per-shard tallies fit in arrays this long.
 pub const MAX_SHARDS: u8 = 64;
@@ -202,7 +216,17 @@ impl Shards {
 
 /// The mark [`layout`] holds in a keyspace this component lays out.
 pub fn layout_mark(shards: Shards) -> String {
-    format!("{LAYOUT_VERSION}/{}", shards.count())
+    layout_mark_from(shards, None)
+}
+
+/// The mark of a keyspace this component writes: its version and shard
+/// count and, for a keyspace laid out in an earlier layout whose spelling it
+/// keeps (3 to 6), `/from-` and that layout: `8/64/from-5`.
+pub fn layout_mark_from(shards: Shards, origin: Option<u32>) -> String {
+    match origin {
+        None => format!("{LAYOUT_VERSION}/{}", shards.count()),
+        Some(o) => format!("{LAYOUT_VERSION}/{}/from-{o}", shards.count()),
+    }
 }
 
 /// The counters, each sharded as [`counter_shard`] spells.
@@ -353,6 +377,13 @@ pub fn history_entry(sh: Shards, id: &str, seq: u64) -> Key {
     history(sh, id).int(seq_int(seq))
 }
 
+/// What a task held before its history began: written with the first change
+/// this component records of a task an earlier component wrote, which only a
+/// keyspace of layouts 3 to 5 (spelling the record apart) holds.
+pub fn history_start(id: &str) -> Key {
+    Key::new().str("history-start").str(id)
+}
+
 pub fn timer_logs() -> Key {
     Key::new().str("timer-log")
 }
@@ -443,8 +474,8 @@ mod tests {
         assert_eq!(Shards::new(64), Some(Shards::SHARED));
         assert_eq!(Shards::for_host(true), Shards::SHARED);
         assert_eq!(Shards::for_host(false), Shards::SOLE);
-        assert_eq!(layout_mark(Shards::SOLE), "7/1");
-        assert_eq!(layout_mark(Shards::SHARED), "7/64");
+        assert_eq!(layout_mark(Shards::SOLE), format!("{LAYOUT_VERSION}/1"));
+        assert_eq!(layout_mark(Shards::SHARED), format!("{LAYOUT_VERSION}/64"));
         assert!(Shards::SHARED.beside() && Shards::SOLE.beside());
         assert_eq!(Shards::record_apart(64).map(Shards::beside), Some(false));
         assert_eq!(Shards::by_row(64).map(Shards::beside), Some(false));

@@ -96,8 +96,9 @@ export interface SealOutcome {
 
 /** One change of a task, as its history keeps it. */
 export interface HistoryEntry {
+  /** 1 for the open; 0 for the `before-history` entry of a task written before history was kept. */
   seq: Int;
-  /** When the host ran the call (the engine's clock). */
+  /** When the host ran the call (the engine's clock); for `before-history`, when history began, or the task's creation. */
   at: Int;
   verb: string;
   /** Who made it; null for the service. */
@@ -259,7 +260,7 @@ export class Tenant {
   seal(run: string, awaited?: string[]): SealOutcome;
   isSealed(run: string): boolean;
   check(): Discrepancy[];
-  /** Task `id`'s history after entry `after` (a seq), oldest first. */
+  /** Task `id`'s history after entry `after` (a seq), oldest first; a task from before history opens with entry 0, `before-history`. */
   history(id: string, after?: Int | null, limit?: number): HistoryEntry[];
   /** The feed after `after` (from the oldest entry kept without it). */
   feed(after?: string | null, limit?: number): FeedRead;
@@ -283,7 +284,7 @@ export class ClaimRefusal extends LeaseholdError {
   readonly variant: { tag: RefusalCase; val: string };
 }
 
-export type StoreErrorCase = 'not-found' | 'invalid' | 'corrupt' | 'storage';
+export type StoreErrorCase = 'not-found' | 'invalid' | 'corrupt' | 'storage' | 'newer-layout';
 
 export class StoreError extends LeaseholdError {
   constructor(kase: StoreErrorCase, detail: string);

@@ -512,8 +512,8 @@ mod tests {
                 t.open(&task("a")).expect("opens");
                 assert_eq!(t.open_count().expect("counts"), 1);
             }
-            assert_eq!(mark(&sole, &tenant).as_deref(), Some(&b"7/1"[..]));
-            assert_eq!(mark(&shared, &tenant).as_deref(), Some(&b"7/64"[..]));
+            assert_eq!(mark(&sole, &tenant).as_deref(), Some(&b"8/1"[..]));
+            assert_eq!(mark(&shared, &tenant).as_deref(), Some(&b"8/64"[..]));
         }
     }
 }

@@ -510,7 +510,9 @@ impl Tenant {
     }
 
     /// Task `id`'s history: its entries after `after` (a `seq`; from the
-    /// first kept one without it), oldest first, at most `limit`.
+    /// first kept one without it), oldest first, at most `limit`. A task
+    /// written before history was kept answers first, without `after`, an
+    /// entry with `seq` 0 and verb `before-history` (see the WIT).
     pub fn history(
         &self,
         id: &str,
@@ -526,8 +528,11 @@ impl Tenant {
                     .map(Into::into)
                     .collect();
                 let mut last = after;
-                for e in &entries {
-                    if last.is_some_and(|l| e.seq <= l) || e.seq == 0 {
+                for (i, e) in entries.iter().enumerate() {
+                    // Entry 0 says the task predates its history: only ever
+                    // first, and only on a read from the start.
+                    let opening = i == 0 && after.is_none() && e.verb == "before-history";
+                    if last.is_some_and(|l| e.seq <= l) || (e.seq == 0 && !opening) {
                         return Err(malformed(format!(
                             "history answered entry {} of task {id} after {last:?}",
                             e.seq

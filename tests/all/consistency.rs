@@ -242,17 +242,119 @@ fn a_row_that_does_not_decode_is_found_and_refused_not_defaulted() {
 #[test]
 fn a_keyspace_in_an_unknown_layout_is_refused() {
     let db = seeded();
-    put(&db, schema::layout(), &b"99"[..]);
+    put(&db, schema::layout(), &b"v99"[..]);
     let t = reopened(&db, TENANT);
     for r in [t.open_count().map(drop), t.open(&task("t9", 1)).map(drop)] {
         assert!(
-            matches!(&r, Err(Error::Store(StoreError::Corrupt(d))) if d.contains("99")),
+            matches!(&r, Err(Error::Store(StoreError::Corrupt(d))) if d.contains("v99")),
             "{r:?}"
         );
     }
     let found = t.check().expect("check");
     assert_eq!(found.len(), 1, "{found:?}");
     assert_eq!(found[0].structure, "layout");
+}
+
+/// A keyspace a newer build moved to its layout is refused as
+/// `newer-layout`, naming both layouts, by reads, writes and the check
+/// alike, and nothing is written.
+#[test]
+fn a_keyspace_in_a_newer_layout_is_refused_as_newer_layout() {
+    let db = seeded();
+    let newer = format!("{}/64", schema::LAYOUT_VERSION + 1);
+    put(&db, schema::layout(), newer.as_bytes());
+    let before = db.raw_contents(TENANT);
+    let t = reopened(&db, TENANT);
+    let refusals = [
+        t.open_count().map(drop),
+        t.open(&task("t9", 1)).map(drop),
+        t.claim("t1", "ann", &["r"], None).map(drop),
+        t.history("t1", None, 10).map(drop),
+        t.check().map(drop),
+    ];
+    drop(t);
+    for r in refusals {
+        let Err(Error::Store(StoreError::NewerLayout(d))) = &r else {
+            panic!("expected newer-layout, got {r:?}");
+        };
+        assert!(
+            d.contains(&format!("layout {}", schema::LAYOUT_VERSION + 1))
+                && d.contains(&format!("writes layout {}", schema::LAYOUT_VERSION)),
+            "{d}"
+        );
+    }
+    assert!(db.raw_contents(TENANT) == before, "a refusal wrote");
+}
+
+/// A keyspace of the layout before the record (5), as an earlier build left
+/// it: its tasks answer a history that opens with a `before-history` entry
+/// (seq 0), through the library on the real component and store; reads
+/// leave the mark, and the first change moves it and keeps what the task
+/// held as its history began.
+#[test]
+fn a_task_from_before_history_says_so_and_its_first_change_moves_the_mark() {
+    let db = TestDb::new();
+    // The engine makes the database (PostgreSQL's table) before it is edited.
+    drop(reopened(&db, TENANT));
+    put(&db, schema::layout(), b"5/64");
+    {
+        let t = reopened(&db, TENANT);
+        t.open(&task("old", 7).roles(&["r"])).expect("open");
+    }
+    // What an earlier build leaves: no record, and its own mark.
+    let record = [
+        schema::task_logs(),
+        schema::histories(),
+        schema::feed(),
+        schema::feed_heads(),
+    ];
+    for k in db.raw_contents(TENANT).keys() {
+        if record.iter().any(|p| k.starts_with(p.as_bytes())) {
+            db.raw_delete(TENANT, k);
+        }
+    }
+    put(&db, schema::layout(), b"5/64");
+    let mark = |db: &TestDb| {
+        db.raw_contents(TENANT)
+            .get(schema::layout().as_bytes())
+            .cloned()
+    };
+    {
+        let t = reopened(&db, TENANT);
+        assert_eq!(t.check().expect("check"), Vec::<Discrepancy>::new());
+        let h = t.history("old", None, 10).expect("history");
+        assert_eq!(h.len(), 1, "{h:?}");
+        assert_eq!(
+            (h[0].seq, h[0].verb.as_str(), h[0].before, h[0].at),
+            (0, "before-history", None, 7)
+        );
+        assert_eq!(h[0].after, leasehold_host::TaskState::Open);
+        assert_eq!(h[0].candidate_roles, ["r"]);
+    }
+    assert_eq!(
+        mark(&db).as_deref(),
+        Some(&b"5/64"[..]),
+        "a read moved the mark"
+    );
+    let t = reopened(&db, TENANT);
+    t.claim("old", "ann", &["r"], None).expect("claim");
+    let h = t.history("old", None, 10).expect("history");
+    let seqs: Vec<(u64, &str)> = h.iter().map(|e| (e.seq, e.verb.as_str())).collect();
+    assert_eq!(seqs, [(0, "before-history"), (1, "claim")]);
+    assert_eq!(h[0].at, h[1].at, "history began with the claim");
+    assert_eq!(
+        (h[0].after, h[0].assignee.as_deref()),
+        (leasehold_host::TaskState::Open, None)
+    );
+    assert_eq!(t.check().expect("check"), Vec::<Discrepancy>::new());
+    // Paging on after entry 0 starts at entry 1.
+    let rest = t.history("old", Some(0), 10).expect("history");
+    assert_eq!(rest.first().map(|e| e.seq), Some(1));
+    drop(t);
+    assert_eq!(
+        mark(&db),
+        Some(format!("{}/64/from-5", schema::LAYOUT_VERSION).into_bytes())
+    );
 }
 
 /// A keyspace is laid out by what its backend says of its writers: one
@@ -264,8 +366,8 @@ fn a_keyspace_is_laid_out_for_its_backends_writers() {
     let db = seeded();
     let raw = db.raw_contents(TENANT);
     let (mark, want) = match db.backend() {
-        Backend::Redb => (&b"7/1"[..], schema::Shards::SOLE),
-        Backend::Postgres => (&b"7/64"[..], schema::Shards::SHARED),
+        Backend::Redb => (&b"8/1"[..], schema::Shards::SOLE),
+        Backend::Postgres => (&b"8/64"[..], schema::Shards::SHARED),
     };
     assert_eq!(
         raw.get(schema::layout().as_bytes()).map(Vec::as_slice),

@@ -14,6 +14,7 @@ mod changes;
 mod faults;
 mod lines;
 mod tls;
+mod upgrade;
 
 use leasehold_host::{Engine, Error, Limits, Settlement, Tenant};
 use leasehold_tests::pg::Schema;

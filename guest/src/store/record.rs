@@ -22,7 +22,7 @@ use crate::model::{
 use crate::schema::{self, Shards};
 
 use super::codec::{RowError, corrupt, decode_row, encode_row};
-use super::layout::{feed_slot_of, shards};
+use super::layout::{claim_layout, feed_slot_of, records_from_the_start, shards};
 use super::rows::{TaskRow, TimerRow};
 
 /// Where an entry sits in the feed: its writer slot and its sequence number
@@ -141,6 +141,7 @@ fn append<K: Kv + ?Sized>(
     change: Change,
     prev: Option<Position>,
 ) -> Result<Position, StoreError> {
+    claim_layout(kv)?;
     let slot = feed_slot_of(kv, sh);
     let head_key = schema::feed_head(sh, slot);
     let head = decode_seq(
@@ -194,6 +195,18 @@ pub fn record_task<K: Kv + ?Sized>(
         id: t.id.clone(),
         entry: entry.clone(),
     });
+    if let (None, Some(was)) = (log, old) {
+        // The task predates its history: keep what it held as the history
+        // begins, which its first entry alone would not say.
+        let mark = kv.get(schema::layout().as_bytes())?;
+        if !records_from_the_start(mark.as_deref()) {
+            let start = before_history(&was.task, kv.call_time());
+            kv.set(
+                schema::history_start(&t.id).as_bytes(),
+                &encode_row(&start)?,
+            )?;
+        }
+    }
     let position = append(kv, sh, change, log.map(|l| l.position))?;
     kv.set(
         schema::history_entry(sh, &t.id, seq).as_bytes(),
@@ -206,6 +219,41 @@ pub fn record_task<K: Kv + ?Sized>(
     };
     kv.set(schema::task_log(sh, &t.id).as_bytes(), &encode_row(&log)?)?;
     Ok(())
+}
+
+/// The verb of the entry, numbered 0, that opens the history of a task
+/// written before history was kept.
+pub const BEFORE_HISTORY: &str = "before-history";
+
+/// The entry that says a task existed before its history: what `task` held,
+/// at `at`.
+pub fn before_history(task: &crate::model::Task, at: Timestamp) -> HistoryEntry {
+    HistoryEntry {
+        seq: 0,
+        at,
+        verb: BEFORE_HISTORY.to_owned(),
+        actor: None,
+        before: None,
+        after: task.state,
+        assignee: task.assignee.clone(),
+        lease_until: task.lease_until,
+        candidate_roles: task.candidate_roles.clone(),
+        excluded_actors: task.excluded_actors.clone(),
+    }
+}
+
+/// The entry kept by [`record_task`] when the history of task `id` began, if
+/// it was.
+pub fn load_history_start<K: Kv + ?Sized>(
+    kv: &mut K,
+    id: &str,
+) -> Result<Option<HistoryEntry>, StoreError> {
+    kv.get(schema::history_start(id).as_bytes())?
+        .map(|b| {
+            decode_row::<HistoryEntry>(&b)
+                .map_err(|e| corrupt(format!("the history start of task {id}: {e}")))
+        })
+        .transpose()
 }
 
 /// Records what `verb` did to a timer, as `row` now stands (or stood, when

@@ -304,36 +304,39 @@ fn a_lease_entry_the_row_does_not_hold_is_corrupt_for_reclaim_lapsed() {
 /// Runs every verb over `kv`, each of which must fail as corrupt and write
 /// nothing, answering their details.
 fn every_verb_refuses(kv: &mut MemKv) -> Vec<String> {
+    every_verb_refuses_as(kv, corrupt_detail)
+}
+
+/// [`every_verb_refuses`], each failing as `want` accepts.
+fn every_verb_refuses_as(kv: &mut MemKv, want: fn(StoreError) -> String) -> Vec<String> {
+    let claim_want = |e: ClaimError| match e {
+        ClaimError::Store(e) => want(e),
+        other => panic!("expected a store error, got {other:?}"),
+    };
     let mut out = Vec::new();
     let kv = &mut *kv;
-    out.push(corrupt_detail(fails_cleanly(kv, |kv| {
-        tasks::get(kv, "open")
-    })));
-    out.push(corrupt_detail(fails_cleanly(kv, |kv| {
-        tasks::open(kv, &task("new"))
-    })));
-    out.push(corrupt_detail(fails_cleanly(kv, |kv| {
-        tasks::open(kv, &task("open"))
-    })));
-    out.push(claim_corrupt_detail(fails_cleanly(kv, |kv| {
+    out.push(want(fails_cleanly(kv, |kv| tasks::get(kv, "open"))));
+    out.push(want(fails_cleanly(kv, |kv| tasks::open(kv, &task("new")))));
+    out.push(want(fails_cleanly(kv, |kv| tasks::open(kv, &task("open")))));
+    out.push(claim_want(fails_cleanly(kv, |kv| {
         tasks::claim(kv, "open", "bob", &names(&["approver"]), None)
     })));
-    out.push(claim_corrupt_detail(fails_cleanly(kv, |kv| {
+    out.push(claim_want(fails_cleanly(kv, |kv| {
         tasks::take_over(kv, "held", "bob", "ann", &names(&["approver"]), None)
     })));
-    out.push(claim_corrupt_detail(fails_cleanly(kv, |kv| {
+    out.push(claim_want(fails_cleanly(kv, |kv| {
         tasks::release(kv, "held", "bob")
     })));
-    out.push(claim_corrupt_detail(fails_cleanly(kv, |kv| {
+    out.push(claim_want(fails_cleanly(kv, |kv| {
         tasks::settle(kv, "open", Settlement::Completed, None)
     })));
-    out.push(claim_corrupt_detail(fails_cleanly(kv, |kv| {
+    out.push(claim_want(fails_cleanly(kv, |kv| {
         tasks::renew(kv, "leased", "cy", 120, 50)
     })));
-    out.push(corrupt_detail(fails_cleanly(kv, |kv| {
+    out.push(want(fails_cleanly(kv, |kv| {
         tasks::reclaim_lapsed(kv, 1_000, 10)
     })));
-    out.push(corrupt_detail(fails_cleanly(kv, |kv| {
+    out.push(want(fails_cleanly(kv, |kv| {
         tasks::claim_next(
             kv,
             &QueueQuery {
@@ -345,15 +348,13 @@ fn every_verb_refuses(kv: &mut MemKv) -> Vec<String> {
             None,
         )
     })));
-    out.push(corrupt_detail(fails_cleanly(kv, tasks::leased_count)));
-    out.push(corrupt_detail(fails_cleanly(kv, tasks::next_lease_end)));
-    out.push(corrupt_detail(fails_cleanly(kv, |kv| {
-        tasks::escalate(kv, "open")
-    })));
-    out.push(corrupt_detail(fails_cleanly(kv, |kv| {
+    out.push(want(fails_cleanly(kv, tasks::leased_count)));
+    out.push(want(fails_cleanly(kv, tasks::next_lease_end)));
+    out.push(want(fails_cleanly(kv, |kv| tasks::escalate(kv, "open"))));
+    out.push(want(fails_cleanly(kv, |kv| {
         tasks::withdraw_run(kv, "run-1", &names(&["open"]))
     })));
-    out.push(corrupt_detail(fails_cleanly(kv, |kv| {
+    out.push(want(fails_cleanly(kv, |kv| {
         tasks::queue(
             kv,
             &QueueQuery {
@@ -364,33 +365,23 @@ fn every_verb_refuses(kv: &mut MemKv) -> Vec<String> {
             },
         )
     })));
-    out.push(corrupt_detail(fails_cleanly(kv, |kv| {
+    out.push(want(fails_cleanly(kv, |kv| {
         tasks::for_case(kv, "c", 10, None)
     })));
-    out.push(corrupt_detail(fails_cleanly(kv, tasks::open_count)));
-    out.push(corrupt_detail(fails_cleanly(kv, |kv| {
-        tasks::overdue(kv, 100, 10)
-    })));
-    out.push(corrupt_detail(fails_cleanly(kv, |kv| {
+    out.push(want(fails_cleanly(kv, tasks::open_count)));
+    out.push(want(fails_cleanly(kv, |kv| tasks::overdue(kv, 100, 10))));
+    out.push(want(fails_cleanly(kv, |kv| {
         timers::arm(kv, &timer("r9", "a", 1))
     })));
-    out.push(corrupt_detail(fails_cleanly(kv, |kv| {
+    out.push(want(fails_cleanly(kv, |kv| {
         timers::claim_due(kv, 10_000, 10, 10)
     })));
-    out.push(corrupt_detail(fails_cleanly(kv, |kv| {
-        timers::disarm(kv, "r1", "a")
-    })));
-    out.push(corrupt_detail(fails_cleanly(kv, |kv| {
-        timers::disarm_run(kv, "r1")
-    })));
-    out.push(corrupt_detail(fails_cleanly(kv, timers::pending_count)));
-    out.push(corrupt_detail(fails_cleanly(kv, timers::next_due)));
-    out.push(corrupt_detail(fails_cleanly(kv, |kv| {
-        runs::seal(kv, "r1", &[])
-    })));
-    out.push(corrupt_detail(fails_cleanly(kv, |kv| {
-        runs::is_sealed(kv, "r3")
-    })));
+    out.push(want(fails_cleanly(kv, |kv| timers::disarm(kv, "r1", "a"))));
+    out.push(want(fails_cleanly(kv, |kv| timers::disarm_run(kv, "r1"))));
+    out.push(want(fails_cleanly(kv, timers::pending_count)));
+    out.push(want(fails_cleanly(kv, timers::next_due)));
+    out.push(want(fails_cleanly(kv, |kv| runs::seal(kv, "r1", &[]))));
+    out.push(want(fails_cleanly(kv, |kv| runs::is_sealed(kv, "r3"))));
     out
 }
 
@@ -398,11 +389,48 @@ fn every_verb_refuses(kv: &mut MemKv) -> Vec<String> {
 fn an_unknown_layout_version_is_corrupt_for_every_verb() {
     let mut kv = MemKv::new();
     mixed_workload(&mut kv);
-    kv.map.insert(schema::layout().into_bytes(), b"9".to_vec());
+    kv.map.insert(schema::layout().into_bytes(), b"v9".to_vec());
     for d in every_verb_refuses(&mut kv) {
-        assert!(d.contains("layout \"9\""), "{d}");
+        assert!(d.contains("layout \"v9\""), "{d}");
     }
     assert_eq!(findings(&mut kv), found(&[("layout", "meta/layout")]));
+}
+
+/// A mark of a later version than this component's was moved there by a
+/// newer build: every verb, the check too, refuses it as `newer-layout`,
+/// naming both layouts, and writes nothing.
+#[test]
+fn a_newer_layout_is_refused_by_every_verb_naming_both() {
+    let newer = schema::LAYOUT_VERSION + 1;
+    for mark in [
+        format!("{newer}/64"),
+        format!("{newer}/1/from-5"),
+        format!("{}", newer + 90),
+    ] {
+        let mut kv = MemKv::new();
+        mixed_workload(&mut kv);
+        kv.map
+            .insert(schema::layout().into_bytes(), mark.clone().into_bytes());
+        let newer_detail = |e: StoreError| match e {
+            StoreError::NewerLayout(d) => d,
+            other => panic!("expected newer-layout, got {other:?}"),
+        };
+        for d in every_verb_refuses_as(&mut kv, newer_detail) {
+            let found = mark.split('/').next().expect("a version");
+            assert!(
+                d.contains(&format!("layout {found}"))
+                    && d.contains(&format!("writes layout {}", schema::LAYOUT_VERSION))
+                    && d.contains("upgrade"),
+                "{d}"
+            );
+        }
+        let before = kv.map.clone();
+        assert!(matches!(
+            check::check(&mut kv),
+            Err(StoreError::NewerLayout(_))
+        ));
+        assert!(kv.map == before);
+    }
 }
 
 /// `queue` reads the layout mark only with its rows, so whatever it meets

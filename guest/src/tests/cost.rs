@@ -312,10 +312,12 @@ fn claim_due_finds_the_one_due_timer_behind_ten_thousand_held_ones_in_a_handful_
     // `now`, so the scan of entries at or before 200 meets only the due one.
     // What is read: the layout mark (1 get), the one due-index entry (1
     // scanned), its timer row (1 get), its run's sealed mark (1 get) = 4.
-    // The bound of 8 leaves room for a changed layout check, never for a
-    // walk: one held timer read would already be a bug, hence `scanned`.
+    // The bound of 9 leaves room for a changed layout check and the mark
+    // read again as the change is recorded (a buffered host answers that
+    // from the call's buffer), never for a walk: one held timer read would
+    // already be a bug, hence `scanned`.
     assert_eq!(calls.scanned, 1, "{calls:?}");
-    assert!(calls.reads() <= 8, "{calls:?}");
+    assert!(calls.reads() <= 9, "{calls:?}");
 
     // With nothing due, a sweep reads nothing of the due index at all.
     let (got, calls) = counted(&mut kv, |kv| timers::claim_due(kv, 200, 1000, LEASE));

@@ -57,7 +57,10 @@ fn busy(kv: &mut MemKv) {
 fn a_sole_writer_lays_out_one_shard_per_counter() {
     let mut kv = sole();
     busy(&mut kv);
-    assert_eq!(mark(&kv), Some(&b"7/1"[..]));
+    assert_eq!(
+        mark(&kv),
+        Some(schema::layout_mark(Shards::SOLE).as_bytes())
+    );
     for name in schema::COUNTERS {
         assert!(stored_shards(&kv, name).iter().all(|&s| s == 0), "{name}");
     }
@@ -70,7 +73,10 @@ fn a_sole_writer_lays_out_one_shard_per_counter() {
 fn concurrent_writers_lay_out_64_shards() {
     let mut kv = MemKv::new();
     busy(&mut kv);
-    assert_eq!(mark(&kv), Some(&b"7/64"[..]));
+    assert_eq!(
+        mark(&kv),
+        Some(schema::layout_mark(Shards::SHARED).as_bytes())
+    );
     // Each writer slot counts in a shard of its own.
     kv.slot = 40;
     open(&mut kv, task("late"));
@@ -123,7 +129,8 @@ fn the_mark_outranks_what_a_later_host_says() {
 }
 
 /// A layout-3 keyspace has 64 shards and a mark of `3`: read and written as
-/// such, even by a host that would lay out one shard, and never re-marked.
+/// such, even by a host that would lay out one shard; its first change
+/// moves the mark to this component's version, keeping the shape.
 #[test]
 fn a_layout_3_keyspace_counts_in_its_64_shards() {
     let mut kv = MemKv::new();
@@ -131,7 +138,10 @@ fn a_layout_3_keyspace_counts_in_its_64_shards() {
     busy(&mut kv);
     kv.sole_writer = true;
     open(&mut kv, task("late"));
-    assert_eq!(mark(&kv), Some(&b"3"[..]));
+    assert_eq!(
+        mark(&kv),
+        Some(schema::layout_mark_from(Shards::SHARED, Some(3)).as_bytes())
+    );
     let late = Shards::SHARED.task("late");
     assert!(
         kv.map
@@ -195,7 +205,16 @@ fn a_mark_naming_no_shard_count_is_refused_as_corrupt() {
         b"7/0",
         b"7/65",
         b"7",
-        b"8/64",
+        b"8/0",
+        b"8/65",
+        b"8",
+        b"8/64/",
+        b"8/64/from-7",
+        b"8/64/from-2",
+        b"8/64/from-05",
+        b"8/64/to-5",
+        b"8/64/from-5/x",
+        b"08/64",
     ] {
         let mut kv = MemKv::new();
         kv.map.insert(schema::layout().into_bytes(), bad.to_vec());
@@ -221,11 +240,21 @@ fn a_mark_naming_no_shard_count_is_refused_as_corrupt() {
                 Ok(Shards::record_apart(good))
             );
         }
-        let mark = format!("7/{good}");
-        assert_eq!(
-            store::known_layout(Some(mark.as_bytes())),
-            Ok(Shards::new(good))
-        );
+        for mark in [format!("7/{good}"), format!("8/{good}")] {
+            assert_eq!(
+                store::known_layout(Some(mark.as_bytes())),
+                Ok(Shards::new(good))
+            );
+        }
+        for (origin, shards) in [
+            (3, Shards::by_row(good)),
+            (4, Shards::by_row(good)),
+            (5, Shards::record_apart(good)),
+            (6, Shards::record_apart(good)),
+        ] {
+            let mark = format!("8/{good}/from-{origin}");
+            assert_eq!(store::known_layout(Some(mark.as_bytes())), Ok(shards));
+        }
     }
 }
 
@@ -243,4 +272,42 @@ fn a_shard_beyond_the_layout_is_found_by_the_check() {
     assert_eq!(found.len(), 1, "{found:#?}");
     assert_eq!(found[0].structure, "counter");
     assert!(found[0].detail.contains("no counter's shard"), "{found:#?}");
+}
+
+/// The first change this component records in a keyspace of an earlier
+/// layout moves its mark to this component's version, in the same call,
+/// keeping the keys' shape and naming the layout it came from; reads never
+/// move it, and a later change leaves it as it is.
+#[test]
+fn the_first_change_moves_an_earlier_mark_and_reads_never_do() {
+    let by_row = |n| Shards::by_row(n).expect("a shard count");
+    let apart = |n| Shards::record_apart(n).expect("a shard count");
+    for (old, moved) in [
+        ("3", schema::layout_mark_from(by_row(64), Some(3))),
+        ("4/8", schema::layout_mark_from(by_row(8), Some(4))),
+        ("5/64", schema::layout_mark_from(apart(64), Some(5))),
+        ("6/1", schema::layout_mark_from(apart(1), Some(6))),
+        ("7/64", schema::layout_mark(Shards::SHARED)),
+    ] {
+        let mut kv = MemKv::new();
+        kv.map
+            .insert(schema::layout().into_bytes(), old.as_bytes().to_vec());
+        assert_eq!(tasks::open_count(&mut kv), Ok(0));
+        assert_eq!(timers::pending_count(&mut kv), Ok(0));
+        crate::changes::feed(&mut kv, None, 10).expect("feed");
+        assert_eq!(check::check(&mut kv), Ok(Vec::new()));
+        assert_eq!(mark(&kv), Some(old.as_bytes()), "a read moved {old}");
+        let sets = kv.calls.sets;
+        open(&mut kv, task("t"));
+        assert_eq!(mark(&kv), Some(moved.as_bytes()), "from {old}");
+        let first = kv.calls.sets - sets;
+        tasks::settle(&mut kv, "t", Settlement::Completed, None).expect("settle");
+        assert_eq!(mark(&kv), Some(moved.as_bytes()), "from {old}");
+        assert_eq!(
+            store::known_layout(Some(old.as_bytes())),
+            store::known_layout(Some(moved.as_bytes()))
+        );
+        assert!(first > 1, "the move rides in the change's own call");
+        assert_healthy(&mut kv);
+    }
 }

@@ -397,15 +397,19 @@ fn a_timers_changes_follow_one_another_and_its_log_outlives_it_until_trimmed() {
 }
 
 /// A keyspace laid out before the record (layout 5): its tasks have no
-/// history, the check does not ask for one, and their next change starts
-/// it, at seq 1, from the state they had; the mark stays as it was.
+/// history, the check does not ask for one, and each answers a history that
+/// says so, with an entry numbered 0 (`before-history`): what it holds now,
+/// at its creation, until its next change starts the history at seq 1; then
+/// what it held at that moment. That change moves the mark to this
+/// component's version, keeping the shape; the reads before it do not.
 #[test]
 fn a_keyspace_of_the_layout_before_the_record_starts_each_history_at_its_next_change() {
     let mut kv = MemKv::new();
     kv.map
         .insert(schema::layout().into_bytes(), b"5/64".to_vec());
-    open(&mut kv, task("old").roles(&["a"]));
-    // What an earlier component left: the row and its indexes, no record.
+    open(&mut kv, task("old").roles(&["a"]).created(700));
+    // What an earlier component left: the row and its indexes, no record,
+    // and its own mark.
     let record: Vec<Vec<u8>> = kv
         .map
         .keys()
@@ -424,13 +428,68 @@ fn a_keyspace_of_the_layout_before_the_record_starts_each_history_at_its_next_ch
     for k in record {
         kv.map.remove(&k);
     }
+    kv.map
+        .insert(schema::layout().into_bytes(), b"5/64".to_vec());
     assert_healthy(&mut kv);
-    assert!(history(&mut kv, "old").is_empty());
-    tasks::claim(&mut kv, "old", "ann", &names(&["a"]), None).expect("claim");
     let h = history(&mut kv, "old");
-    assert_eq!(h.len(), 1);
+    assert_eq!(h.len(), 1, "{h:?}");
     assert_eq!(
-        (h[0].seq, h[0].before, h[0].after),
+        (
+            h[0].seq,
+            h[0].at,
+            h[0].verb.as_str(),
+            h[0].before,
+            h[0].after
+        ),
+        (
+            0,
+            700,
+            "before-history",
+            None,
+            crate::model::TaskState::Open
+        )
+    );
+    assert_eq!(h[0].candidate_roles, names(&["a"]));
+    // Paging on from entry 0 gives what follows it: nothing yet.
+    assert!(
+        changes::history(&mut kv, "old", Some(0), 10)
+            .expect("history")
+            .is_empty()
+    );
+    assert_eq!(
+        kv.map.get(schema::layout().as_bytes()).map(Vec::as_slice),
+        Some(&b"5/64"[..]),
+        "a read moved the mark"
+    );
+    kv.now = 900;
+    let lease = Lease {
+        now: 900,
+        lease_ms: 50,
+    };
+    tasks::claim(&mut kv, "old", "ann", &names(&["a"]), Some(&lease)).expect("claim");
+    kv.now = 960;
+    tasks::release(&mut kv, "old", "ann").expect("release");
+    let h = history(&mut kv, "old");
+    assert_eq!(h.len(), 3, "{h:?}");
+    assert_eq!(
+        (
+            h[0].seq,
+            h[0].at,
+            h[0].verb.as_str(),
+            h[0].before,
+            h[0].after
+        ),
+        (
+            0,
+            900,
+            "before-history",
+            None,
+            crate::model::TaskState::Open
+        )
+    );
+    assert_eq!((h[0].assignee.as_deref(), h[0].lease_until), (None, None));
+    assert_eq!(
+        (h[1].seq, h[1].before, h[1].after),
         (
             1,
             Some(crate::model::TaskState::Open),
@@ -438,9 +497,33 @@ fn a_keyspace_of_the_layout_before_the_record_starts_each_history_at_its_next_ch
         )
     );
     assert_eq!(
-        kv.map.get(schema::layout().as_bytes()).map(Vec::as_slice),
-        Some(&b"5/64"[..])
+        (h[1].assignee.as_deref(), h[1].lease_until),
+        (Some("ann"), Some(950))
     );
+    assert_eq!(h[2].seq, 2);
+    assert_eq!(
+        kv.map.get(schema::layout().as_bytes()).map(Vec::as_slice),
+        Some(
+            schema::layout_mark_from(
+                schema::Shards::record_apart(64).expect("64 shards"),
+                Some(5)
+            )
+            .as_bytes()
+        )
+    );
+    assert_healthy(&mut kv);
+    // A task whose first change an earlier build recorded, which kept no
+    // more than the state before it: entry 1 says that state.
+    kv.map.remove(schema::history_start("old").as_bytes());
+    let h = history(&mut kv, "old");
+    assert_eq!(
+        (h[0].seq, h[0].at, h[0].before, h[0].after),
+        (0, 900, None, crate::model::TaskState::Open)
+    );
+    // A task opened with its history has no entry 0.
+    open(&mut kv, task("new"));
+    let h = history(&mut kv, "new");
+    assert_eq!((h.len(), h[0].seq, h[0].verb.as_str()), (1, 1, "open"));
     assert_healthy(&mut kv);
     // In layouts 6 and 7 the same task without a history is damage.
     for (mark, sh) in [
@@ -449,6 +532,10 @@ fn a_keyspace_of_the_layout_before_the_record_starts_each_history_at_its_next_ch
             schema::Shards::record_apart(64).expect("64 shards"),
         ),
         (&b"7/64"[..], schema::Shards::SHARED),
+        (
+            &b"8/64/from-6"[..],
+            schema::Shards::record_apart(64).expect("64 shards"),
+        ),
     ] {
         let mut kv = MemKv::new();
         kv.map.insert(schema::layout().into_bytes(), mark.to_vec());
@@ -648,14 +735,15 @@ fn a_layout_6_keyspace_keeps_its_record_apart_and_answers_as_a_fresh_one() {
     assert_eq!(old_answers.0.len(), 22);
     assert_eq!(
         old.map.get(schema::layout().as_bytes()).map(Vec::as_slice),
-        Some(&b"6/64"[..])
+        Some(schema::layout_mark_from(apart, Some(6)).as_bytes()),
+        "the first change moves the mark, keeping the spelling"
     );
     assert_eq!(
         fresh
             .map
             .get(schema::layout().as_bytes())
             .map(Vec::as_slice),
-        Some(&b"7/64"[..])
+        Some(schema::layout_mark(beside).as_bytes())
     );
     for (kv, mine, other) in [(&old, apart, beside), (&fresh, beside, apart)] {
         for (sh, held) in [(mine, true), (other, false)] {

@@ -253,8 +253,8 @@ fn in_a_layout_4_keyspace_a_task_counts_only_in_its_own_shard() {
     );
     assert_eq!(
         kv.map.get(schema::layout().as_bytes()).map(Vec::as_slice),
-        Some(&b"4/64"[..]),
-        "the mark is left as it is"
+        Some(schema::layout_mark_from(by_row(), Some(4)).as_bytes()),
+        "the mark moves to this component's version, keeping the shape"
     );
 }
 

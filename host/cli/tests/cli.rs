@@ -10,7 +10,7 @@ use assert_cmd::Command;
 use assert_cmd::cargo::cargo_bin_cmd;
 use predicates::prelude::*;
 use predicates::str::contains;
-use serde_json::Value;
+use serde_json::{Value, json};
 use tempfile::TempDir;
 
 /// A scratch folder holding one database file (created on first use).
@@ -1721,6 +1721,132 @@ fn task_history_lists_every_change_with_who_and_when() {
                 .and(contains("alice")),
         );
     s.run(&["task", "history", "nope"]).assert().code(1);
+}
+
+/// Edits the `default` tenant behind the CLI's back: sets (or, with
+/// `None`, deletes) each key.
+fn raw_edit(db: &Path, edits: &[(Vec<u8>, Option<&[u8]>)]) {
+    let table = redb::TableDefinition::<&[u8], &[u8]>::new(leasehold_host::KV_TABLE_NAME);
+    let db = redb::Database::open(db).expect("open the database");
+    let w = db.begin_write().expect("write");
+    {
+        let mut t = w.open_table(table).expect("table");
+        for (key, value) in edits {
+            let mut full = leasehold_host::tenant_prefix("default").expect("tenant prefix");
+            full.extend_from_slice(key);
+            match value {
+                Some(v) => drop(t.insert(full.as_slice(), *v).expect("insert")),
+                None => drop(t.remove(full.as_slice()).expect("remove")),
+            }
+        }
+    }
+    w.commit().expect("commit");
+}
+
+/// A task an earlier build (layout 5) wrote answers a history whose first
+/// entry, seq 0, says it existed before history was kept; a database a
+/// newer build moved to its layout is refused as `newer_layout` (exit 3),
+/// naming both layouts, and left as it is.
+#[test]
+fn task_history_says_when_a_task_predates_it_and_a_newer_layout_is_refused_by_name() {
+    use leasehold_guest::schema;
+    let s = scratch();
+    s.open(r#"{"id":"old","run":"r","kind":"k","candidate_roles":["approver"]}"#);
+    let created = s.json(&["task", "get", "old"])["created_at"].clone();
+    // What an earlier build leaves: the row, no record, its own mark.
+    let sh = schema::Shards::SOLE;
+    let mut edits: Vec<(Vec<u8>, Option<&[u8]>)> = Vec::new();
+    for (k, _) in default_rows(&s.db) {
+        let record = [
+            schema::task_log(sh, "old"),
+            schema::history(sh, "old"),
+            schema::feed(),
+        ];
+        if record.iter().any(|p| k.starts_with(p.as_bytes())) {
+            edits.push((k, None));
+        }
+    }
+    assert!(!edits.is_empty());
+    edits.push((schema::layout().into_bytes(), Some(b"5/1")));
+    raw_edit(&s.db, &edits);
+    let h = s.json(&["task", "history", "old"]);
+    assert_eq!(h.as_array().map(Vec::len), Some(1), "{h}");
+    assert_eq!(
+        (&h[0]["seq"], &h[0]["verb"], &h[0]["before"], &h[0]["after"]),
+        (
+            &json!(0),
+            &json!("before-history"),
+            &json!(null),
+            &json!("open")
+        )
+    );
+    assert_eq!(h[0]["at"], created, "the task's creation");
+    s.run(&["task", "history", "old"])
+        .assert()
+        .success()
+        .stdout(contains("before-history"));
+    s.run(&[
+        "task", "claim", "old", "--actor", "alice", "--role", "approver",
+    ])
+    .assert()
+    .success();
+    let h = s.json(&["task", "history", "old"]);
+    let steps: Vec<(u64, &str)> = h
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|e| {
+            (
+                e["seq"].as_u64().expect("seq"),
+                e["verb"].as_str().expect("verb"),
+            )
+        })
+        .collect();
+    assert_eq!(steps, [(0, "before-history"), (1, "claim")]);
+    s.run(&["check"]).assert().success();
+
+    let newer = format!("{}/1", schema::LAYOUT_VERSION + 1);
+    raw_edit(
+        &s.db,
+        &[(schema::layout().into_bytes(), Some(newer.as_bytes()))],
+    );
+    let before = default_rows(&s.db);
+    for args in [
+        &["task", "release", "old", "--actor", "alice"][..],
+        &["task", "history", "old"],
+        &["check"],
+    ] {
+        let e = s.json_error(args, 3);
+        assert_eq!(e["error"], "newer_layout", "{args:?}: {e}");
+        let detail = e["detail"].as_str().expect("detail");
+        assert!(
+            detail.contains(&format!("layout {}", schema::LAYOUT_VERSION + 1))
+                && detail.contains(&format!("writes layout {}", schema::LAYOUT_VERSION)),
+            "{detail}"
+        );
+    }
+    assert!(
+        default_rows(&s.db) == before,
+        "a refusal changed the tenant"
+    );
+}
+
+/// Every key (without its prefix) and value of the `default` tenant.
+fn default_rows(db: &Path) -> Vec<(Vec<u8>, Vec<u8>)> {
+    use redb::{ReadableDatabase, ReadableTable};
+    let table = redb::TableDefinition::<&[u8], &[u8]>::new(leasehold_host::KV_TABLE_NAME);
+    let prefix = leasehold_host::tenant_prefix("default").expect("tenant prefix");
+    let db = redb::Database::open(db).expect("open the database");
+    let r = db.begin_read().expect("read");
+    let t = r.open_table(table).expect("table");
+    t.iter()
+        .expect("iter")
+        .map(|e| {
+            let (k, v) = e.expect("entry");
+            (k.value().to_vec(), v.value().to_vec())
+        })
+        .filter_map(|(k, v)| Some((k.strip_prefix(prefix.as_slice())?.to_vec(), v)))
+        .collect()
 }
 
 #[test]

@@ -65,11 +65,13 @@ const STORE_ERRORS = {
   invalid: 'invalid input',
   corrupt: 'corrupt storage',
   storage: 'storage failed',
+  'newer-layout': 'newer layout',
 };
 
 /**
  * The engine answered a WIT `store-error`: `case` is `not-found`, `invalid`
- * (the detail names the field), `corrupt` or `storage`. A claim verb's
+ * (the detail names the field), `corrupt`, `storage` or `newer-layout` (a
+ * newer build moved the tenant's layout; the detail names both layouts). A claim verb's
  * `claim-error.store` arrives as this too.
  */
 export class StoreError extends LeaseholdError {

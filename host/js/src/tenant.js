@@ -426,15 +426,21 @@ export class Tenant {
     return this.#call('check', R, ['admin', 'check', []], (ds) => ds.map((d) => ({ ...d })));
   }
 
-  /** Task `id`'s history after entry `after` (a seq; from the first kept one without it), oldest first. */
+  /**
+   * Task `id`'s history after entry `after` (a seq; from the first kept one without it), oldest
+   * first. A task written before history was kept answers first, without `after`, an entry with
+   * seq 0 and verb `before-history`.
+   */
   history(id, after = null, limit = 100) {
     const n = u32(limit, 'limit');
     const from = optU64(after, 'after');
     const args = [str(id, 'id'), from, n];
     return this.#call('history', R, ['changes', 'history', args], (es) => {
       let last = from;
-      for (const e of atMost(es, n, 'history')) {
-        if (e.seq === 0n || (last !== undefined && e.seq <= last)) {
+      for (const [i, e] of atMost(es, n, 'history').entries()) {
+        // Entry 0 says the task predates its history: only first, from the start.
+        const opening = i === 0 && from === undefined && e.verb === 'before-history';
+        if ((e.seq === 0n && !opening) || (last !== undefined && e.seq <= last)) {
           throw malformed(`history answered entry ${e.seq} of task ${id} after ${last}`);
         }
         last = e.seq;

@@ -132,7 +132,7 @@ test('a store says whether other processes write its keys, and a fresh keyspace 
       return true;
     }
   }
-  for (const [store, mark] of [[new MemoryStore(), '7/1'], [new SharedStore(), '7/64']]) {
+  for (const [store, mark] of [[new MemoryStore(), '8/1'], [new SharedStore(), '8/64']]) {
     const t = open({ store }).tenant('acme');
     t.open(task('a'));
     t.open(task('b'));
@@ -142,6 +142,48 @@ test('a store says whether other processes write its keys, and a fresh keyspace 
     assert.equal(Buffer.from(found[1]).toString(), mark);
     assert.deepEqual(t.check(), []);
   }
+});
+
+// The first element of each key of the change record, as the guest spells it.
+const RECORD = ['task-log', 'history', 'feed', 'feed-head'].map((n) => Buffer.concat([Buffer.from([2]), Buffer.from(n), Buffer.from([0])]));
+
+test('a task from before history answers a first entry, seq 0, before-history; a newer layout is refused by name', () => {
+  // What an earlier build leaves in a layout-5 keyspace: the rows, no record, its own mark.
+  const first = new MemoryStore();
+  first.putRaw('acme', LAYOUT_KEY, Buffer.from('5/64'));
+  open({ store: first }).tenant('acme').open(task('old', { candidateRoles: ['r'] }));
+  const store = new MemoryStore();
+  for (const [k, v] of first.dump('acme')) {
+    if (!RECORD.some((p) => Buffer.from(k).subarray(0, p.length).equals(p))) store.putRaw('acme', k, v);
+  }
+  store.putRaw('acme', LAYOUT_KEY, Buffer.from('5/64'));
+  const acme = open({ store }).tenant('acme');
+  const [start, ...rest] = acme.history('old');
+  assert.deepEqual(rest, []);
+  assert.equal(start.seq, 0);
+  assert.equal(start.verb, 'before-history');
+  assert.ok(start.before == null);
+  assert.equal(start.after, 'open');
+  assert.equal(start.at, 1);
+  assert.deepEqual(acme.check(), []);
+  acme.claim('old', 'ann', ['r']);
+  assert.deepEqual(acme.history('old').map((e) => [e.seq, e.verb]), [[0, 'before-history'], [1, 'claim']]);
+  assert.deepEqual(acme.history('old', 0).map((e) => e.seq), [1]);
+  assert.deepEqual(acme.check(), []);
+  const mark = store.dump('acme').find(([k]) => Buffer.from(k).equals(LAYOUT_KEY));
+  assert.equal(Buffer.from(mark[1]).toString(), '8/64/from-5');
+  // A newer build's mark: every call is refused as newer-layout, naming both layouts.
+  store.putRaw('acme', LAYOUT_KEY, Buffer.from('9/64'));
+  const before = store.dump('acme');
+  for (const call of [() => acme.history('old'), () => acme.open(task('new')), () => acme.release('old', 'ann')]) {
+    assert.throws(call, (e) => {
+      assert.ok(e instanceof StoreError, String(e));
+      assert.equal(e.case, 'newer-layout');
+      assert.match(e.detail, /layout 9 .*writes layout 8/);
+      return true;
+    });
+  }
+  assert.deepEqual(store.dump('acme'), before);
 });
 
 test('a justification nested 10,000 deep is invalid, naming the field, and stores nothing', () => {

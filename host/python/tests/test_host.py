@@ -158,13 +158,47 @@ def test_a_store_says_whether_other_processes_write_its_keys_and_a_fresh_keyspac
     class SharedStore(lh.MemoryStore):
         concurrent_writers = True
 
-    for store, mark in [(lh.MemoryStore(), b"7/1"), (SharedStore(), b"7/64")]:
+    for store, mark in [(lh.MemoryStore(), b"8/1"), (SharedStore(), b"8/64")]:
         t = lh.open(store).tenant("acme")
         t.open(task("a"))
         t.open(task("b"))
         assert t.open_count() == 2
         assert dict(store.dump("acme"))[LAYOUT_KEY] == mark
         assert t.check() == []
+
+
+# The first element of each key of the change record, as the guest spells it.
+RECORD = [b"\x02" + n + b"\x00" for n in (b"task-log", b"history", b"feed", b"feed-head")]
+
+
+def test_a_task_from_before_history_answers_entry_0_and_a_newer_layout_is_refused_by_name():
+    # What an earlier build leaves in a layout-5 keyspace: the rows, no record, its own mark.
+    first = lh.MemoryStore()
+    first.put_raw("acme", LAYOUT_KEY, b"5/64")
+    lh.open(first).tenant("acme").open(task("old", candidate_roles=["r"]))
+    store = lh.MemoryStore()
+    for k, v in first.dump("acme"):
+        if not any(bytes(k).startswith(p) for p in RECORD):
+            store.put_raw("acme", k, v)
+    store.put_raw("acme", LAYOUT_KEY, b"5/64")
+    acme = lh.open(store).tenant("acme")
+    [start] = acme.history("old")
+    assert (start.seq, start.verb, start.before, start.after, start.at) == (0, "before-history", None, "open", 1)
+    assert acme.check() == []
+    acme.claim("old", "ann", ["r"])
+    assert [(e.seq, e.verb) for e in acme.history("old")] == [(0, "before-history"), (1, "claim")]
+    assert [e.seq for e in acme.history("old", 0)] == [1]
+    assert acme.check() == []
+    assert dict(store.dump("acme"))[LAYOUT_KEY] == b"8/64/from-5"
+    # A newer build's mark: every call is refused as newer-layout, naming both layouts.
+    store.put_raw("acme", LAYOUT_KEY, b"9/64")
+    before = store.dump("acme")
+    for call in (lambda: acme.history("old"), lambda: acme.open(task("new")), lambda: acme.release("old", "ann")):
+        with pytest.raises(lh.StoreError) as e:
+            call()
+        assert e.value.case == "newer-layout"
+        assert "layout 9 " in e.value.detail and "writes layout 8" in e.value.detail
+    assert store.dump("acme") == before
 
 
 def test_a_justification_nested_10000_deep_is_invalid_and_stores_nothing():

@@ -698,10 +698,16 @@ mirror_enum!(
 /// One change of a task (WIT `history-entry`).
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct HistoryEntry {
+    /// 1 for the change that opened the task, one more for each change after
+    /// it; 0 for the `before-history` entry of a task written before history
+    /// was kept.
     pub seq: u64,
-    /// Milliseconds since 1970 when the service made the call.
+    /// Milliseconds since 1970 when the service made the call (for
+    /// `before-history`: when history began, or the task's creation if it
+    /// has not).
     pub at: i64,
-    /// The verb that made the change.
+    /// The verb that made the change; `before-history` for entry 0, which
+    /// says what the task held when its history began.
     pub verb: String,
     /// Who made it; null for the service.
     pub actor: Option<String>,

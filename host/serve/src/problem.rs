@@ -85,6 +85,10 @@ pub enum ApiError {
     /// Stored data does not decode.
     #[error("stored data is damaged; run the consistency check")]
     Corrupt(String),
+    /// A newer build moved the tenant to a layout this server's build does
+    /// not know: nothing was done; an upgraded server can answer.
+    #[error("{0}")]
+    NewerLayout(String),
     /// Anything else that is the service's fault.
     #[error("internal error")]
     Internal(#[source] Box<dyn std::error::Error + Send + Sync>),
@@ -194,6 +198,11 @@ impl ApiError {
             ),
             ApiError::Sandbox(_) => ("sandbox", S::INTERNAL_SERVER_ERROR, "Rules engine failure"),
             ApiError::Corrupt(_) => ("corrupt", S::INTERNAL_SERVER_ERROR, "Damaged data"),
+            ApiError::NewerLayout(_) => (
+                "newer-layout",
+                S::SERVICE_UNAVAILABLE,
+                "A newer build wrote this tenant; upgrade this server",
+            ),
             ApiError::Internal(_) => ("internal", S::INTERNAL_SERVER_ERROR, "Internal error"),
         }
     }
@@ -248,6 +257,7 @@ impl From<Error> for ApiError {
                 detail: why,
             },
             Error::Store(StoreError::Corrupt(what)) => ApiError::Corrupt(what),
+            Error::Store(StoreError::NewerLayout(what)) => ApiError::NewerLayout(what),
             Error::Store(StoreError::Storage(what)) => ApiError::Unavailable {
                 kind: "storage-unavailable",
                 detail: format!("the storage failed: {what}"),
@@ -377,6 +387,7 @@ pub const CATALOG: &[(&str, u16)] = &[
     ("outcome-unknown", 500),
     ("sandbox", 500),
     ("corrupt", 500),
+    ("newer-layout", 503),
     ("internal", 500),
 ];
 
@@ -445,6 +456,7 @@ mod tests {
             ApiError::BodyTimeout,
             ApiError::OutcomeUnknown(String::new()),
             ApiError::Corrupt(String::new()),
+            ApiError::NewerLayout(String::new()),
             ApiError::Sandbox(SandboxError::Trap(String::new())),
         ];
         for e in samples {

@@ -281,6 +281,7 @@ fn store_error(e: &StoreError) -> Value {
         StoreError::Invalid(t) => ("invalid", t),
         StoreError::Corrupt(t) => ("corrupt", t),
         StoreError::Storage(t) => ("storage", t),
+        StoreError::NewerLayout(t) => ("newer-layout", t),
     };
     json!({ case: text })
 }

@@ -186,6 +186,7 @@ impl CliError {
                 StoreError::Invalid(why) => ("invalid", Some(why)),
                 StoreError::Corrupt(d) => ("corrupt", Some(d)),
                 StoreError::Storage(d) => ("storage", Some(d)),
+                StoreError::NewerLayout(d) => ("newer_layout", Some(d)),
             },
             Error::Open(open) => open_kind(open),
             Error::ReadOnly { verb } => ("read_only", Some(verb)),

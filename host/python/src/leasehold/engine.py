@@ -916,14 +916,18 @@ class Tenant:
 
     def history(self, id: str, after: int | None = None, limit: int = 100) -> list[HistoryEntry]:
         """Task ``id``'s history after entry ``after`` (a seq; from the first
-        kept one without it), oldest first, at most ``limit``."""
+        kept one without it), oldest first, at most ``limit``. A task written
+        before history was kept answers first, without ``after``, an entry
+        with seq 0 and verb ``before-history``."""
         args = (_str(id, "id"), _opt_u64(after, "after"), _u32(limit, "limit"))
 
         def check(es: list) -> list[HistoryEntry]:
             entries = [_history_entry(e) for e in _at_most(es, limit, "history")]
             last = after
-            for e in entries:
-                if e.seq == 0 or (last is not None and e.seq <= last):
+            for i, e in enumerate(entries):
+                # Entry 0 says the task predates its history: only first, from the start.
+                opening = i == 0 and after is None and e.verb == "before-history"
+                if (e.seq == 0 and not opening) or (last is not None and e.seq <= last):
                     raise _malformed(f"history answered entry {e.seq} of task {id} after {last}")
                 last = e.seq
             return entries

@@ -57,7 +57,9 @@ class ClaimRefusal(LeaseholdError):
 
 class StoreError(LeaseholdError):
     """The engine answered a WIT ``store-error``: ``not-found``, ``invalid``
-    (the detail names the field), ``corrupt`` or ``storage``. A claim verb's
+    (the detail names the field), ``corrupt``, ``storage`` or
+    ``newer-layout`` (a newer build moved the tenant's layout; the detail
+    names both layouts). A claim verb's
     ``claim-error.store`` is raised as this too."""
 
     def __init__(self, case: str, detail: str) -> None:

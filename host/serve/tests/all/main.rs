@@ -15,3 +15,4 @@ mod ops;
 mod pages;
 mod routes;
 mod sandbox;
+mod upgrade;
