@@ -73,6 +73,42 @@ fn tenants_are_a_column_and_never_see_each_other() {
     );
 }
 
+/// Hosts that start together on a fresh database all connect: they take
+/// turns creating the tables and the point index, and none meets another's
+/// locks.
+#[test]
+fn hosts_starting_together_on_a_fresh_database_all_connect() {
+    for _ in 0..3 {
+        let Some(schema) = Schema::fresh() else {
+            return;
+        };
+        let started: Vec<_> = (0..4)
+            .map(|_| {
+                let url = schema.url.clone();
+                std::thread::spawn(move || Engine::builder().postgres(&url).map(|_| ()))
+            })
+            .collect();
+        for s in started {
+            s.join().expect("no panic").expect("every host connects");
+        }
+        let version: String = schema
+            .client()
+            .query_one(
+                "SELECT value FROM leasehold_meta WHERE name = 'schema-version'",
+                &[],
+            )
+            .expect("version")
+            .get(0);
+        assert_eq!(version, "2");
+        let placeholders: i64 = schema
+            .client()
+            .query_one("SELECT count(*) FROM leasehold_kv", &[])
+            .expect("count")
+            .get(0);
+        assert_eq!(placeholders, 0, "the index's placeholder rows are gone");
+    }
+}
+
 /// A version-1 database (the table without the point index) is migrated on
 /// connect, its rows kept; a version this host does not know is refused by
 /// name, never migrated.

@@ -25,8 +25,9 @@ pub(crate) fn prepare_schema(
     // Creating the index on a large version-1 table takes as long as it
     // takes; only the server's statement timeout bounds it.
     let until = Instant::now() + settings.connect_timeout + DEFAULT_STATEMENT_TIMEOUT;
-    // Two hosts starting at once may both try to create the tables; the
-    // loser's error is a duplicate, and the tables are there on its retry.
+    // Hosts starting at once take turns (the batches' advisory lock); a
+    // server that still reports a duplicate or a deadlock (an older host
+    // beside this one takes no turn) finds the tables there on a retry.
     let setup = |sql: &'static str, what: &'static str, connection: &mut Connection| {
         let mut tries = 0;
         loop {
@@ -37,7 +38,9 @@ pub(crate) fn prepare_schema(
                     if tries < 5
                         && matches!(e.code(), Some(c) if *c == SqlState::UNIQUE_VIOLATION
                             || *c == SqlState::DUPLICATE_TABLE
-                            || *c == SqlState::DUPLICATE_OBJECT) =>
+                            || *c == SqlState::DUPLICATE_OBJECT
+                            || *c == SqlState::T_R_DEADLOCK_DETECTED
+                            || *c == SqlState::T_R_SERIALIZATION_FAILURE) =>
                 {
                     continue;
                 }

@@ -19,7 +19,14 @@ pub const PG_TABLE: &str = "leasehold_kv";
 /// and a B-tree visit locks a whole leaf page of neighbouring keys, while a
 /// hash visit locks one bucket of keys whose hashes meet. Range scans still
 /// use the B-tree and lock the pages they cover, as they must.
+///
+/// Each batch runs as one transaction and first takes a transaction-level
+/// advisory lock on the schema it works in, so hosts that start together on
+/// a fresh database take turns instead of meeting in one another's catalog
+/// and index locks (a deadlock), and the one that comes second finds the
+/// work done.
 pub(crate) const SCHEMA_SQL: &str = "
+SELECT pg_advisory_xact_lock(19530, hashtext(current_schema()));
 CREATE TABLE IF NOT EXISTS leasehold_meta (
     name text COLLATE \"C\" PRIMARY KEY,
     value text NOT NULL
@@ -53,9 +60,11 @@ INSERT INTO leasehold_meta (name, value) VALUES ('schema-version', '1')
 /// tuning, not shape: version 2 names the tables and the index, whatever a
 /// database's count.
 pub(crate) const MIGRATE_FROM_1: &str = "
+SELECT pg_advisory_xact_lock(19530, hashtext(current_schema()));
 INSERT INTO leasehold_kv (tenant, key, value)
     SELECT '', int8send(g), decode(repeat('00', 1900), 'hex')
-    FROM generate_series(1, 12000) AS g;
+    FROM generate_series(1, 12000) AS g
+    WHERE EXISTS (SELECT 1 FROM leasehold_meta WHERE name = 'schema-version' AND value = '1');
 CREATE INDEX IF NOT EXISTS leasehold_kv_point ON leasehold_kv
     USING hash ((tenant || ':' || encode(key, 'hex'))) WITH (fillfactor = 10);
 DELETE FROM leasehold_kv WHERE tenant = '';
