@@ -1,0 +1,595 @@
+//! Every earlier layout, proven: the databases earlier builds wrote
+//! (`tests/fixtures/`, made once by `tests/fixtures/make` with each build's
+//! own binary) opened with this build.
+//!
+//! For each fixture, on a copy (a redb file copied, a PostgreSQL dump
+//! restored into a schema of its own): every read the earlier build answered
+//! (`reads.json`) is asked again and must be answered the same, but for the
+//! differences named in [`documented`]; the tenant's layout mark is still
+//! the earlier build's after those reads; then writes of every verb kind go
+//! onto the old data, the untouched tenant still reads as before, and
+//! `check` is clean in every tenant. This module owns that comparison; it
+//! must never write to a fixture in place, nor accept a difference it does
+//! not name.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use assert_cmd::cargo::cargo_bin_cmd;
+use serde_json::{Value, json};
+
+/// The fixtures `tests/fixtures/make` writes, every one of which must be
+/// there: a missing fixture fails its test rather than passing empty.
+fn fixture_dir(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures")
+        .join(name)
+}
+
+/// What an earlier build answered to one read.
+struct Read {
+    args: Vec<String>,
+    exit: i64,
+    stdout: Value,
+    stderr: Value,
+}
+
+struct Fixture {
+    name: String,
+    commit: String,
+    /// Whether the earlier build had `task history` and `events`.
+    history: bool,
+    reads: Vec<Read>,
+}
+
+fn load(name: &str) -> Fixture {
+    let dir = fixture_dir(name);
+    let text = |f: &str| {
+        std::fs::read_to_string(dir.join(f))
+            .unwrap_or_else(|e| panic!("{name}: cannot read {f} ({e}); run tests/fixtures/make"))
+    };
+    let meta: Value = serde_json::from_str(&text("fixture.json")).expect("fixture.json");
+    let reads: Value = serde_json::from_str(&text("reads.json")).expect("reads.json");
+    let reads = reads
+        .as_array()
+        .expect("reads.json is a list")
+        .iter()
+        .map(|r| Read {
+            args: r["args"]
+                .as_array()
+                .expect("args")
+                .iter()
+                .map(|a| a.as_str().expect("an argument").to_owned())
+                .collect(),
+            exit: r["exit"].as_i64().expect("exit"),
+            stdout: r["stdout"].clone(),
+            stderr: r["stderr"].clone(),
+        })
+        .collect::<Vec<_>>();
+    assert!(reads.len() > 50, "{name}: only {} reads", reads.len());
+    Fixture {
+        name: name.to_owned(),
+        commit: meta["commit"].as_str().expect("commit").to_owned(),
+        history: meta["history"].as_bool().expect("history"),
+        reads,
+    }
+}
+
+/// This build, with `--json` and the database.
+fn leasehold(dir: &Path, db: &str, args: &[&str]) -> Output {
+    cargo_bin_cmd!("leasehold")
+        .current_dir(dir)
+        .env_remove("LEASEHOLD_DB")
+        .args(["--json", "--db", db])
+        .args(args)
+        .output()
+        .expect("run leasehold")
+}
+
+/// An output as `make` records it: nothing is null, JSON is parsed, any
+/// other text is kept as it is.
+fn parsed(bytes: &[u8]) -> Value {
+    let text = String::from_utf8_lossy(bytes);
+    if text.is_empty() {
+        return Value::Null;
+    }
+    serde_json::from_str(&text).unwrap_or_else(|_| Value::String(text.into_owned()))
+}
+
+fn ok(out: &Output, what: &str) -> Value {
+    assert!(
+        out.status.success(),
+        "{what}: exit {:?}, stderr {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    parsed(&out.stdout)
+}
+
+/// The one history entry this build may answer for a task whose changes
+/// were made before history was kept (the other change under way, issue
+/// 43): sequence number 0, verb `before-history`.
+fn before_history(v: &Value) -> bool {
+    v.as_array().is_some_and(|entries| {
+        entries.len() == 1 && entries[0]["seq"] == 0 && entries[0]["verb"] == "before-history"
+    })
+}
+
+/// The differences between an earlier build's answer and this build's that
+/// are documented on purpose, each by name; `None` when the answers differ
+/// in any other way.
+fn documented(read: &Read, now: &Value) -> Option<&'static str> {
+    let history = read.args.iter().any(|a| a == "history");
+    if history && read.stdout == json!([]) && before_history(now) {
+        return Some("a task from before history was kept answers one before-history entry");
+    }
+    None
+}
+
+/// Asks this build every read of the fixture (of one tenant, if given) and
+/// returns a line for each answer that differs from the earlier build's
+/// without a documented reason.
+fn compare(f: &Fixture, dir: &Path, db: &str, tenant: Option<&str>) -> Vec<String> {
+    let mut wrong = Vec::new();
+    for read in &f.reads {
+        if tenant.is_some_and(|t| read.args.get(1).map(String::as_str) != Some(t)) {
+            continue;
+        }
+        let args: Vec<&str> = read.args.iter().map(String::as_str).collect();
+        let out = leasehold(dir, db, &args);
+        let exit = i64::from(out.status.code().unwrap_or(-1));
+        let stdout = parsed(&out.stdout);
+        let stderr = parsed(&out.stderr);
+        if exit == read.exit && stdout == read.stdout && stderr == read.stderr {
+            continue;
+        }
+        if exit == read.exit && stderr == read.stderr && documented(read, &stdout).is_some() {
+            continue;
+        }
+        wrong.push(format!(
+            "{} {}: the earlier build ({}) answered exit {} {} {}; this build exit {exit} {stdout} {stderr}",
+            f.name,
+            args.join(" "),
+            &f.commit[..7],
+            read.exit,
+            read.stdout,
+            read.stderr
+        ));
+    }
+    wrong
+}
+
+/// The task ids a fixture's reads ask about, per tenant.
+fn task_ids(f: &Fixture, tenant: &str) -> Vec<String> {
+    f.reads
+        .iter()
+        .filter(|r| r.args[1] == tenant && r.args[2] == "task" && r.args[3] == "get" && r.exit == 0)
+        .map(|r| r.args[4].clone())
+        .collect()
+}
+
+/// Where one fixture's copy lives and how its layout mark is read.
+enum Copy {
+    Redb {
+        file: PathBuf,
+    },
+    Postgres {
+        /// The test database's URL, for psql.
+        url: String,
+        /// The same, with the copy's schema as the search path.
+        db: String,
+        schema: String,
+    },
+}
+
+impl Copy {
+    fn db(&self) -> &str {
+        match self {
+            Copy::Redb { file } => file.to_str().expect("a UTF-8 path"),
+            Copy::Postgres { db, .. } => db,
+        }
+    }
+
+    /// The tenant's layout mark, as stored (`3`, `4/1`, `5/64`...).
+    fn mark(&self, tenant: &str) -> String {
+        let key = leasehold_guest::schema::layout();
+        match self {
+            Copy::Redb { file } => {
+                let table =
+                    redb::TableDefinition::<&[u8], &[u8]>::new(leasehold_host::KV_TABLE_NAME);
+                let mut full = leasehold_host::tenant_prefix(tenant).expect("tenant prefix");
+                full.extend_from_slice(key.as_bytes());
+                let db = redb::Database::open(file).expect("open the copy");
+                let r = db.begin_read().expect("read");
+                let t = r.open_table(table).expect("table");
+                let v = t.get(full.as_slice()).expect("get").expect("a layout mark");
+                String::from_utf8(v.value().to_vec()).expect("an ASCII mark")
+            }
+            Copy::Postgres { url, schema, .. } => {
+                let hex: String = key.as_bytes().iter().map(|b| format!("{b:02x}")).collect();
+                psql(
+                    url,
+                    &format!(
+                        "SELECT convert_from(value, 'UTF8') FROM {schema}.leasehold_kv \
+                         WHERE tenant = '{tenant}' AND key = '\\x{hex}'::bytea"
+                    ),
+                )
+                .trim()
+                .to_owned()
+            }
+        }
+    }
+}
+
+/// Runs SQL through psql (the dump's COPY blocks need it) and returns what
+/// it printed, unaligned.
+fn psql(url: &str, sql: &str) -> String {
+    use std::io::Write;
+    let mut child = Command::new("psql")
+        .args(["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", url])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("psql runs where PostgreSQL tests do");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(sql.as_bytes())
+        .expect("write to psql");
+    let out = child.wait_with_output().expect("psql");
+    assert!(
+        out.status.success(),
+        "psql: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The layout version a mark names: what precedes its `/`.
+fn version(mark: &str) -> u32 {
+    mark.split('/')
+        .next()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("mark {mark:?}"))
+}
+
+const TENANTS: [&str; 4] = ["alpha", "beta", "gamma", "delta"];
+
+/// The whole proof for one fixture on its copy.
+fn prove(f: &Fixture, copy: &Copy, layout: u32, dir: &Path) {
+    let db = copy.db();
+    let marks: Vec<String> = TENANTS.iter().map(|t| copy.mark(t)).collect();
+    for (t, m) in TENANTS.iter().zip(&marks) {
+        assert_eq!(version(m), layout, "{}: {t}'s mark is {m}", f.name);
+    }
+
+    // 1. Every read as the earlier build answered it.
+    let wrong = compare(f, dir, db, None);
+    assert!(
+        wrong.is_empty(),
+        "{} answers differ:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
+    // A build without history never answered one; this build answers each
+    // old task's history as empty, or as the one entry the other change
+    // documents, and never invents changes it did not see.
+    if !f.history {
+        for id in task_ids(f, "alpha") {
+            let h = ok(
+                &leasehold(dir, db, &["--tenant", "alpha", "task", "history", &id]),
+                "history",
+            );
+            assert!(
+                h == json!([]) || before_history(&h),
+                "{}: history of {id} before any write: {h}",
+                f.name
+            );
+        }
+    }
+    // Reading moves no mark.
+    let after_reads: Vec<String> = TENANTS.iter().map(|t| copy.mark(t)).collect();
+    assert_eq!(marks, after_reads, "{}: reads moved a layout mark", f.name);
+
+    // 2. Writes of every verb kind on the old data, in alpha, beta and gamma.
+    let alpha = |args: &[&str]| -> Value {
+        let mut all = vec!["--tenant", "alpha"];
+        all.extend_from_slice(args);
+        ok(&leasehold(dir, db, &all), &format!("{}: {}", f.name, args.join(" ")))
+    };
+    let day1 = "2026-05-05T09:00:00Z";
+    let new_task = r#"{"id":"new-1","run":"r-1","kind":"review","case":"c1","candidate_roles":["clerk"],"created_at":"2026-05-05T09:00:00Z"}"#;
+    let opened = write_stdin(dir, db, "alpha", &["task", "open", "-"], new_task);
+    assert_eq!(opened["state"], "open", "{}: {opened}", f.name);
+    let old = ok(
+        &leasehold(dir, db, &["--tenant", "alpha", "task", "get", "q-high"]),
+        "get",
+    );
+    let again = write_stdin(
+        dir,
+        db,
+        "alpha",
+        &["task", "open", "-"],
+        r#"{"id":"q-high","run":"r-9","kind":"other"}"#,
+    );
+    assert_eq!(again, old, "{}: the first open wins over an old task", f.name);
+    let claimed = alpha(&[
+        "task", "claim", "q-high", "--actor", "alice", "--role", "clerk", "--lease", "1h",
+        "--now", day1,
+    ]);
+    assert_eq!(claimed["assignee"], "alice", "{}: {claimed}", f.name);
+    alpha(&[
+        "task",
+        "renew",
+        "q-high",
+        "--actor",
+        "alice",
+        "--lease",
+        "2h",
+        "--now",
+        "2026-05-05T09:30:00Z",
+    ]);
+    let next = alpha(&[
+        "task", "claim-next", "--actor", "frank", "--role", "clerk", "--lease", "1h", "--now",
+        day1,
+    ]);
+    assert_eq!(next["id"], "q-multi", "{}: urgent first: {next}", f.name);
+    alpha(&["task", "release", "held", "--actor", "alice"]);
+    let taken = alpha(&[
+        "task", "take-over", "taken", "--from", "dave", "--actor", "erin", "--role", "clerk",
+    ]);
+    assert_eq!(taken["assignee"], "erin", "{}: {taken}", f.name);
+    let settled = alpha(&["task", "settle", "leased", "completed", "--holder", "bob"]);
+    assert_eq!(settled["settled"], true, "{}: {settled}", f.name);
+    let escalated = alpha(&["task", "escalate", "q-multi"]);
+    assert_eq!(escalated["state"], "escalated", "{}: {escalated}", f.name);
+    let reclaimed = alpha(&["task", "reclaim", "--now", "2026-05-06T00:00:00Z"]);
+    assert!(
+        reclaimed
+            .as_array()
+            .is_some_and(|r| r.iter().any(|t| t["id"] == "renewed")),
+        "{}: the old lease of `renewed` lapsed: {reclaimed}",
+        f.name
+    );
+    let expired = alpha(&["task", "expire", "--now", "2026-05-06T00:00:00Z"]);
+    assert!(
+        expired
+            .as_array()
+            .is_some_and(|r| r.iter().any(|t| t["id"] == "q-late")),
+        "{}: the old overdue task acts: {expired}",
+        f.name
+    );
+    let withdrawn = alpha(&["task", "withdraw-run", "r-1", "lapsed", "released"]);
+    assert_eq!(withdrawn["withdrawn"], 2, "{}: {withdrawn}", f.name);
+    let armed = write_stdin(
+        dir,
+        db,
+        "alpha",
+        &["timer", "arm", "-"],
+        r#"{"run":"r-t","effect":"fresh","fire_at":"2026-05-05T00:00:00Z"}"#,
+    );
+    assert_eq!(armed["outcome"], "armed", "{}: {armed}", f.name);
+    let swept = alpha(&[
+        "timer",
+        "sweep",
+        "--now",
+        "2026-05-07T00:00:00Z",
+        "--lease",
+        "30s",
+    ]);
+    let effects: Vec<&str> = swept
+        .as_array()
+        .expect("claimed timers")
+        .iter()
+        .filter_map(|t| t["effect"].as_str())
+        .collect();
+    assert_eq!(
+        effects,
+        ["soon", "undo", "fresh", "later"],
+        "{}: old and new timers due, the old claim lapsed",
+        f.name
+    );
+    let one = alpha(&["timer", "disarm", "r-t", "undo"]);
+    assert_eq!(one["disarmed"], true, "{}: {one}", f.name);
+    let run = alpha(&["timer", "disarm-run", "r-t"]);
+    assert_eq!(run["disarmed"], 3, "{}: {run}", f.name);
+    let sealed = alpha(&["run", "seal", "r-1", "--awaited", "new-1", "renewed"]);
+    assert_eq!(sealed["tasks_withdrawn"], 2, "{}: {sealed}", f.name);
+    // This build records history on every layout: the writes above are in it.
+    let history = alpha(&["task", "history", "q-high"]);
+    let verbs: Vec<&str> = history
+        .as_array()
+        .expect("history")
+        .iter()
+        .filter_map(|e| e["verb"].as_str())
+        .collect();
+    assert!(
+        verbs.ends_with(&["claim", "renew", "reclaim-lapsed", "expire-overdue"]),
+        "{}: history of q-high after the writes: {verbs:?}",
+        f.name
+    );
+    let events = alpha(&["events", "--limit", "1000"]);
+    assert!(
+        events["page"]["entries"]
+            .as_array()
+            .is_some_and(|e| !e.is_empty()),
+        "{}: {events}",
+        f.name
+    );
+    let trimmed = alpha(&["trim", "--keep", "5"]);
+    assert!(trimmed["feed_removed"].is_u64(), "{}: {trimmed}", f.name);
+
+    let beta = ok(
+        &leasehold(
+            dir,
+            db,
+            &[
+                "--tenant", "beta", "task", "claim", "b-open", "--actor", "bob", "--role", "clerk",
+            ],
+        ),
+        "beta claim",
+    );
+    assert_eq!(beta["assignee"], "bob");
+    ok(
+        &leasehold(
+            dir,
+            db,
+            &[
+                "--tenant", "beta", "task", "settle", "b-held", "completed", "--holder", "alice",
+            ],
+        ),
+        "beta settle",
+    );
+    let gamma = ok(
+        &leasehold(
+            dir,
+            db,
+            &[
+                "--tenant",
+                "gamma",
+                "timer",
+                "sweep",
+                "--now",
+                "2026-05-10T00:00:00Z",
+            ],
+        ),
+        "gamma sweep",
+    );
+    assert_eq!(gamma.as_array().map(Vec::len), Some(3), "{}: {gamma}", f.name);
+    ok(
+        &leasehold(dir, db, &["--tenant", "gamma", "run", "seal", "r-t"]),
+        "gamma seal",
+    );
+    // A tenant new to this database is laid out by this build.
+    write_stdin(
+        dir,
+        db,
+        "epsilon",
+        &["task", "open", "-"],
+        r#"{"id":"e-1","run":"r-e","kind":"review"}"#,
+    );
+
+    // 3. The tenant nobody wrote to reads as before, every tenant checks
+    //    clean, and every mark names this layout or a later one.
+    let wrong = compare(f, dir, db, Some("delta"));
+    assert!(
+        wrong.is_empty(),
+        "{}: delta changed under the other tenants' writes:\n{}",
+        f.name,
+        wrong.join("\n")
+    );
+    for tenant in TENANTS.iter().chain(&["epsilon"]) {
+        let found = ok(
+            &leasehold(dir, db, &["--tenant", tenant, "check"]),
+            &format!("{}: check {tenant}", f.name),
+        );
+        assert_eq!(found, json!([]), "{}: check {tenant}", f.name);
+    }
+    for (tenant, before) in TENANTS.iter().zip(&marks) {
+        let after = copy.mark(tenant);
+        assert!(
+            version(&after) >= version(before),
+            "{}: {tenant}'s mark went from {before} to {after}",
+            f.name
+        );
+    }
+}
+
+/// A write that reads JSON on standard input.
+fn write_stdin(dir: &Path, db: &str, tenant: &str, args: &[&str], input: &str) -> Value {
+    let out = cargo_bin_cmd!("leasehold")
+        .current_dir(dir)
+        .env_remove("LEASEHOLD_DB")
+        .args(["--json", "--db", db, "--tenant", tenant])
+        .args(args)
+        .write_stdin(input)
+        .output()
+        .expect("run leasehold");
+    ok(&out, &format!("{tenant}: {}", args.join(" ")))
+}
+
+fn redb_fixture(name: &str, layout: u32) {
+    let f = load(name);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("copy.redb");
+    std::fs::copy(fixture_dir(name).join("db.redb"), &file).expect("copy the fixture");
+    prove(&f, &Copy::Redb { file }, layout, dir.path());
+}
+
+/// PostgreSQL from LEASEHOLD_TEST_PG, as the other PostgreSQL tests find it.
+fn postgres() -> Option<String> {
+    match std::env::var("LEASEHOLD_TEST_PG") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ if std::env::var_os("LEASEHOLD_REQUIRE_PG").is_some() => {
+            panic!("LEASEHOLD_REQUIRE_PG is set but LEASEHOLD_TEST_PG names no database")
+        }
+        _ => {
+            eprintln!("skipped: no PostgreSQL here (LEASEHOLD_TEST_PG is not set)");
+            None
+        }
+    }
+}
+
+fn postgres_fixture(name: &str, layout: u32) {
+    let Some(url) = postgres() else { return };
+    let f = load(name);
+    let dir = tempfile::tempdir().expect("temp dir");
+    // A schema of this run's own: the test database is shared by the run.
+    let schema = format!(
+        "fixture_{}_{}_{}",
+        name.replace('-', "_"),
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis())
+            .unwrap_or(0)
+    );
+    let dump = std::fs::read_to_string(fixture_dir(name).join("db.sql"))
+        .unwrap_or_else(|e| panic!("{name}: db.sql ({e}); run tests/fixtures/make"));
+    psql(
+        &url,
+        &format!("CREATE SCHEMA {schema}; SET search_path TO {schema};\n{dump}"),
+    );
+    let sep = if url.contains('?') { '&' } else { '?' };
+    let db = format!("{url}{sep}options=-csearch_path%3D{schema}");
+    let copy = Copy::Postgres {
+        url: url.clone(),
+        db,
+        schema: schema.clone(),
+    };
+    prove(&f, &copy, layout, dir.path());
+    psql(&url, &format!("DROP SCHEMA {schema} CASCADE;"));
+}
+
+#[test]
+fn layout_3_written_by_an_earlier_build_reads_the_same_and_checks_clean_after_writes() {
+    redb_fixture("layout-3", 3);
+}
+
+#[test]
+fn layout_4_written_by_an_earlier_build_reads_the_same_and_checks_clean_after_writes() {
+    redb_fixture("layout-4", 4);
+}
+
+#[test]
+fn layout_5_written_by_the_previous_release_reads_the_same_and_checks_clean_after_writes() {
+    redb_fixture("layout-5", 5);
+}
+
+#[test]
+fn layout_7_written_by_an_earlier_build_reads_the_same_and_checks_clean_after_writes() {
+    redb_fixture("layout-7", 7);
+}
+
+#[test]
+fn postgres_schema_1_written_by_an_earlier_build_reads_the_same_and_checks_clean_after_writes() {
+    postgres_fixture("postgres-1", 4);
+}
+
+#[test]
+fn postgres_schema_2_written_by_the_previous_release_reads_the_same_and_checks_clean_after_writes()
+{
+    postgres_fixture("postgres-2", 5);
+}
