@@ -163,13 +163,18 @@ fn compare(f: &Fixture, dir: &Path, db: &str, tenant: Option<&str>) -> Vec<Strin
 fn task_ids(f: &Fixture, tenant: &str) -> Vec<String> {
     f.reads
         .iter()
-        .filter(|r| r.args[1] == tenant && r.args[2] == "task" && r.args[3] == "get" && r.exit == 0)
-        .map(|r| r.args[4].clone())
+        .filter(|r| r.exit == 0)
+        .filter_map(|r| match r.args.as_slice() {
+            [_, t, task, get, id] if t == tenant && task == "task" && get == "get" => {
+                Some(id.clone())
+            }
+            _ => None,
+        })
         .collect()
 }
 
 /// Where one fixture's copy lives and how its layout mark is read.
-enum Copy {
+enum Replica {
     Redb {
         file: PathBuf,
     },
@@ -182,11 +187,11 @@ enum Copy {
     },
 }
 
-impl Copy {
+impl Replica {
     fn db(&self) -> &str {
         match self {
-            Copy::Redb { file } => file.to_str().expect("a UTF-8 path"),
-            Copy::Postgres { db, .. } => db,
+            Replica::Redb { file } => file.to_str().expect("a UTF-8 path"),
+            Replica::Postgres { db, .. } => db,
         }
     }
 
@@ -194,18 +199,19 @@ impl Copy {
     fn mark(&self, tenant: &str) -> String {
         let key = leasehold_guest::schema::layout();
         match self {
-            Copy::Redb { file } => {
+            Replica::Redb { file } => {
                 let table =
                     redb::TableDefinition::<&[u8], &[u8]>::new(leasehold_host::KV_TABLE_NAME);
                 let mut full = leasehold_host::tenant_prefix(tenant).expect("tenant prefix");
                 full.extend_from_slice(key.as_bytes());
+                use redb::ReadableDatabase;
                 let db = redb::Database::open(file).expect("open the copy");
                 let r = db.begin_read().expect("read");
                 let t = r.open_table(table).expect("table");
                 let v = t.get(full.as_slice()).expect("get").expect("a layout mark");
                 String::from_utf8(v.value().to_vec()).expect("an ASCII mark")
             }
-            Copy::Postgres { url, schema, .. } => {
+            Replica::Postgres { url, schema, .. } => {
                 let hex: String = key.as_bytes().iter().map(|b| format!("{b:02x}")).collect();
                 psql(
                     url,
@@ -258,7 +264,7 @@ fn version(mark: &str) -> u32 {
 const TENANTS: [&str; 4] = ["alpha", "beta", "gamma", "delta"];
 
 /// The whole proof for one fixture on its copy.
-fn prove(f: &Fixture, copy: &Copy, layout: u32, dir: &Path) {
+fn prove(f: &Fixture, copy: &Replica, layout: u32, dir: &Path) {
     let db = copy.db();
     let marks: Vec<String> = TENANTS.iter().map(|t| copy.mark(t)).collect();
     for (t, m) in TENANTS.iter().zip(&marks) {
@@ -515,7 +521,7 @@ fn redb_fixture(name: &str, layout: u32) {
     let dir = tempfile::tempdir().expect("temp dir");
     let file = dir.path().join("copy.redb");
     std::fs::copy(fixture_dir(name).join("db.redb"), &file).expect("copy the fixture");
-    prove(&f, &Copy::Redb { file }, layout, dir.path());
+    prove(&f, &Replica::Redb { file }, layout, dir.path());
 }
 
 /// PostgreSQL from LEASEHOLD_TEST_PG, as the other PostgreSQL tests find it.
@@ -554,7 +560,7 @@ fn postgres_fixture(name: &str, layout: u32) {
     );
     let sep = if url.contains('?') { '&' } else { '?' };
     let db = format!("{url}{sep}options=-csearch_path%3D{schema}");
-    let copy = Copy::Postgres {
+    let copy = Replica::Postgres {
         url: url.clone(),
         db,
         schema: schema.clone(),
