@@ -303,7 +303,10 @@ fn prove(f: &Fixture, copy: &Replica, layout: u32, dir: &Path) {
     let alpha = |args: &[&str]| -> Value {
         let mut all = vec!["--tenant", "alpha"];
         all.extend_from_slice(args);
-        ok(&leasehold(dir, db, &all), &format!("{}: {}", f.name, args.join(" ")))
+        ok(
+            &leasehold(dir, db, &all),
+            &format!("{}: {}", f.name, args.join(" ")),
+        )
     };
     let day1 = "2026-05-05T09:00:00Z";
     let new_task = r#"{"id":"new-1","run":"r-1","kind":"review","case":"c1","candidate_roles":["clerk"],"created_at":"2026-05-05T09:00:00Z"}"#;
@@ -320,10 +323,14 @@ fn prove(f: &Fixture, copy: &Replica, layout: u32, dir: &Path) {
         &["task", "open", "-"],
         r#"{"id":"q-high","run":"r-9","kind":"other"}"#,
     );
-    assert_eq!(again, old, "{}: the first open wins over an old task", f.name);
+    assert_eq!(
+        again, old,
+        "{}: the first open wins over an old task",
+        f.name
+    );
     let claimed = alpha(&[
-        "task", "claim", "q-high", "--actor", "alice", "--role", "clerk", "--lease", "1h",
-        "--now", day1,
+        "task", "claim", "q-high", "--actor", "alice", "--role", "clerk", "--lease", "1h", "--now",
+        day1,
     ]);
     assert_eq!(claimed["assignee"], "alice", "{}: {claimed}", f.name);
     alpha(&[
@@ -338,13 +345,29 @@ fn prove(f: &Fixture, copy: &Replica, layout: u32, dir: &Path) {
         "2026-05-05T09:30:00Z",
     ]);
     let next = alpha(&[
-        "task", "claim-next", "--actor", "frank", "--role", "clerk", "--lease", "1h", "--now",
+        "task",
+        "claim-next",
+        "--actor",
+        "frank",
+        "--role",
+        "clerk",
+        "--lease",
+        "1h",
+        "--now",
         day1,
     ]);
     assert_eq!(next["id"], "q-multi", "{}: urgent first: {next}", f.name);
     alpha(&["task", "release", "held", "--actor", "alice"]);
     let taken = alpha(&[
-        "task", "take-over", "taken", "--from", "dave", "--actor", "erin", "--role", "clerk",
+        "task",
+        "take-over",
+        "taken",
+        "--from",
+        "dave",
+        "--actor",
+        "erin",
+        "--role",
+        "clerk",
     ]);
     assert_eq!(taken["assignee"], "erin", "{}: {taken}", f.name);
     let settled = alpha(&["task", "settle", "leased", "completed", "--holder", "bob"]);
@@ -443,7 +466,14 @@ fn prove(f: &Fixture, copy: &Replica, layout: u32, dir: &Path) {
             dir,
             db,
             &[
-                "--tenant", "beta", "task", "settle", "b-held", "completed", "--holder", "alice",
+                "--tenant",
+                "beta",
+                "task",
+                "settle",
+                "b-held",
+                "completed",
+                "--holder",
+                "alice",
             ],
         ),
         "beta settle",
@@ -463,7 +493,12 @@ fn prove(f: &Fixture, copy: &Replica, layout: u32, dir: &Path) {
         ),
         "gamma sweep",
     );
-    assert_eq!(gamma.as_array().map(Vec::len), Some(3), "{}: {gamma}", f.name);
+    assert_eq!(
+        gamma.as_array().map(Vec::len),
+        Some(3),
+        "{}: {gamma}",
+        f.name
+    );
     ok(
         &leasehold(dir, db, &["--tenant", "gamma", "run", "seal", "r-t"]),
         "gamma seal",
