@@ -107,8 +107,8 @@ fn ok(out: &Output, what: &str) -> Value {
 }
 
 /// The one history entry this build may answer for a task whose changes
-/// were made before history was kept (the other change under way, issue
-/// 43): sequence number 0, verb `before-history`.
+/// were made before history was kept (docs/operations.md, Upgrades):
+/// sequence number 0, verb `before-history`.
 fn before_history(v: &Value) -> bool {
     v.as_array().is_some_and(|entries| {
         entries.len() == 1 && entries[0]["seq"] == 0 && entries[0]["verb"] == "before-history"
@@ -123,9 +123,9 @@ fn documented(read: &Read, now: &Value) -> Option<&'static str> {
     if history && read.stdout == json!([]) && before_history(now) {
         return Some("a task from before history was kept answers one before-history entry");
     }
-    // Stats may name the tenant's layout (the layout mark's change, issue
-    // 43): a key with `layout` in its name that the earlier build's answer
-    // lacked, every other key as it was.
+    // Stats may come to name the tenant's layout: a key with `layout` in
+    // its name that the earlier build's answer lacked, every other key as
+    // it was.
     if read.args.last().is_some_and(|a| a == "stats")
         && let (Some(old), Some(new)) = (read.stdout.as_object(), now.as_object())
     {
