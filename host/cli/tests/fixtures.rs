@@ -540,14 +540,34 @@ fn prove(f: &Fixture, copy: &Replica, layout: u32, dir: &Path) {
         );
         assert_eq!(found, json!([]), "{}: check {tenant}", f.name);
     }
-    for (tenant, before) in TENANTS.iter().zip(&marks) {
-        let after = copy.mark(tenant);
+    // A write may move a tenant's mark to this build's layout, never back;
+    // the tenants written all stand at one layout, and delta, never
+    // written, keeps its mark.
+    let after: Vec<String> = TENANTS.iter().map(|t| copy.mark(t)).collect();
+    for ((tenant, before), after) in TENANTS.iter().zip(&marks).zip(&after) {
         assert!(
-            version(&after) >= version(before),
+            version(after) >= version(before),
             "{}: {tenant}'s mark went from {before} to {after}",
             f.name
         );
     }
+    let written: Vec<u32> = after[..3].iter().map(|m| version(m)).collect();
+    assert!(
+        written.iter().all(|v| *v == written[0]),
+        "{}: the written tenants' marks {after:?}",
+        f.name
+    );
+    assert_eq!(
+        after[3], marks[3],
+        "{}: delta's mark moved unwritten",
+        f.name
+    );
+    assert_eq!(
+        version(&copy.mark("epsilon")),
+        written[0],
+        "{}: a new tenant is laid out at the layout the written ones now have",
+        f.name
+    );
 }
 
 /// A write that reads JSON on standard input.
