@@ -49,6 +49,8 @@ def _pool(verb):
         return []
     if verb in ("renew", "release"):
         return [f"{verb}-{holder}-{i}" for i in range(per)]
+    if verb == "entry-place":
+        return [f"place-{i}" for i in range(per)]
     return [f"task-{i}" for i in range(per)]
 
 
@@ -66,6 +68,9 @@ def map_case(ctx, case):
         drawn = str(params["id"])
         if pool and _pick(drawn, 2) == 0:
             case.path_parameters = {**params, "id": pool[_pick(drawn, len(pool))]}
+            if "seq" in params:
+                # Every seeded task has its opening entry, numbered 1.
+                case.path_parameters["seq"] = 1
     if case.method.upper() == "GET" and case.operation.path == "/v1/events":
         key = json.dumps([case.query, case.headers], sort_keys=True, default=str)
         if _pick(key, 2) == 0:

@@ -454,6 +454,9 @@ fn call(t: &Tenant, verb: &str, a: &Args) -> Result<Value, Value> {
         "history" => t
             .history(a.str("id"), a.opt_u64("after"), a.u32("limit"))
             .map(|x| canonical(&x)),
+        "entry-place" => t
+            .entry_place(a.str("id"), a.opt_u64("seq").expect("seq"))
+            .map(|x| canonical(&x)),
         "feed" => t
             .feed(a.opt_str("after"), a.u32("limit"))
             .map(|x| canonical(&x)),
