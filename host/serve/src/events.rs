@@ -319,19 +319,7 @@ pub async fn head(state: &AppState, tenant: &host::Tenant) -> Result<String, Api
     })
 }
 
-pub async fn read(
-    state: &AppState,
-    tenant: &host::Tenant,
-    after: Option<String>,
-    limit: u32,
-) -> Result<FeedRead, ApiError> {
-    let deadline = Instant::now() + state.options.request_timeout;
-    state
-        .call("feed", tenant.clone(), deadline, move |x| {
-            x.feed(after.as_deref(), limit)
-        })
-        .await
-}
+pub use crate::view::read;
 
 /// One subscriber's reader: reads the feed after its position, queues what
 /// its credential may see, and waits for a wake-up.

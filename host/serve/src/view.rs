@@ -280,7 +280,7 @@ pub fn parse(pos: &str) -> Result<Cursor, ApiError> {
 }
 
 /// One read of the feed, within the service's time for a request.
-async fn read(
+pub async fn read(
     state: &AppState,
     tenant: &host::Tenant,
     after: Option<String>,
