@@ -17,7 +17,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::response::sse::{Event, KeepAlive, KeepAliveStream, Sse};
 use futures_util::Stream;
