@@ -75,7 +75,10 @@ fn bench() -> Bench {
     Bench { tokens, sam }
 }
 
-fn start(db: &str, b: &Bench, options: Options) -> Server {
+fn start(db: &str, b: &Bench, mut options: Options) -> Server {
+    // Call counts are read from the operations listener, where an operator
+    // scrapes them (the API listener's /metrics wants an admin credential).
+    options.ops_listen = Some("127.0.0.1:0".parse().expect("addr"));
     Server::start(Config {
         db: db.to_owned(),
         listen: "127.0.0.1:0".parse().expect("addr"),
@@ -118,13 +121,21 @@ fn subscribe(addr: &str, token: &str) -> std::sync::mpsc::Receiver<(Instant, Val
 }
 
 /// The server's calls of `verb` so far, whatever they answered.
-fn calls(client: &reqwest::blocking::Client, addr: &str, verb: &str) -> f64 {
-    let text = client
-        .get(format!("http://{addr}/metrics"))
+/// The server's calls of one verb so far, from the operations listener's
+/// /metrics (a count that cannot be read stops the benchmark: a silent zero
+/// would read as "no calls").
+fn calls(client: &reqwest::blocking::Client, server: &Server, verb: &str) -> f64 {
+    let ops = server.ops_addr().expect("the operations listener");
+    let answer = client
+        .get(format!("http://{ops}/metrics"))
         .send()
-        .expect("metrics")
-        .text()
-        .expect("text");
+        .expect("metrics");
+    assert!(
+        answer.status().is_success(),
+        "/metrics answered {}",
+        answer.status()
+    );
+    let text = answer.text().expect("text");
     let label = format!("verb=\"{verb}\"");
     text.lines()
         .filter(|l| l.starts_with("leasehold_calls_total{") && l.contains(&label))
@@ -241,7 +252,7 @@ fn main() {
     // 2b. A commit to every one of the 1,000 (their streams wake together,
     // at one position): the last subscriber's delay, and the feed reads
     // the server made per commit.
-    let feed_calls = || calls(&client, &addr, "feed");
+    let feed_calls = || calls(&client, &one, "feed");
     let calls0 = feed_calls();
     let mut last = Vec::new();
     let n = 30;
@@ -338,7 +349,7 @@ fn main() {
         r0
     );
     // Tasks opened while the 100 wait for timers: what the waiting call.
-    let woken = || calls(&client, &addr, "claim-due") + calls(&client, &addr, "next-due");
+    let woken = || calls(&client, &one, "claim-due") + calls(&client, &one, "next-due");
     let w0 = woken();
     let mut opens = Vec::new();
     for i in 0..200 {
