@@ -2,8 +2,10 @@
 //! and every index entry against the row it claims to come from.
 //!
 //! It streams (one row or entry at a time, point reads for the other side),
-//! so memory stays flat however large the tenant is; it never repairs
-//! anything, only reports. Where a keyspace spreads counts by row (layouts 3
+//! so memory stays flat however large the tenant is; the point reads of each
+//! chunk of a walk are read ahead in a batch or two (`store::walk_ahead`), so
+//! on a store with round trips a check costs a few trips per chunk, not one
+//! per key. It never repairs anything, only reports. Where a keyspace spreads counts by row (layouts 3
 //! and 4), counters are checked shard by shard against the rows that count in
 //! each shard, which is stronger than checking their sums: a count in the
 //! wrong shard leaves the sum right, yet can later make a correct write fail
@@ -59,6 +61,37 @@ fn text(elems: &[Elem]) -> String {
         })
         .collect::<Vec<_>>()
         .join("/")
+}
+
+/// Reads `keys` ahead of the point reads that follow, in batches the host
+/// takes (its `get-many` is bounded), each key once.
+fn read_ahead<K: Kv + ?Sized>(kv: &mut K, mut keys: Vec<Vec<u8>>) -> Result<(), StoreError> {
+    keys.sort_unstable();
+    keys.dedup();
+    for batch in keys.chunks(AHEAD_BATCH) {
+        kv.prefetch(batch)?;
+    }
+    Ok(())
+}
+
+/// Keys per batch read ahead: well under the hosts' bound on `get-many`.
+const AHEAD_BATCH: usize = 1024;
+
+/// The task id of a row's key in the tasks' range, `None` for any other key
+/// there (the record beside its row, or a key of no known shape).
+fn row_id(shards: Shards, key: &[u8], prefix: &Key) -> Option<String> {
+    let elems = store::suffix(key, prefix).ok()?;
+    if shards.beside() {
+        match task_key(&elems) {
+            Some(TaskKey::Row(id)) => Some(id.to_owned()),
+            _ => None,
+        }
+    } else {
+        match elems.as_slice() {
+            [Elem::Str(id)] => Some(id.clone()),
+            _ => None,
+        }
+    }
 }
 
 /// A count per counter shard; spread by writer, the whole count in the first.
@@ -132,7 +165,33 @@ fn check_tasks<K: Kv + ?Sized>(
     let mut pending: PerShard = [0; schema::MAX_SHARDS as usize];
     let mut leased: PerShard = [0; schema::MAX_SHARDS as usize];
     let prefix = schema::tasks();
-    store::walk(kv, &prefix, |kv, key, value| {
+    // Ahead of each chunk's rows: their index entries and logs, then the
+    // history entries the logs name.
+    let ahead = |kv: &mut K, chunk: &[crate::kv::Entry]| {
+        let mut keys = Vec::new();
+        let mut ids = Vec::new();
+        for (key, value) in chunk {
+            let Some(id) = row_id(shards, key, &prefix) else {
+                continue;
+            };
+            if let Ok(row) = store::decode_task(value) {
+                keys.extend(row.index_keys());
+            }
+            keys.push(schema::task_log(shards, &id).into_bytes());
+            ids.push(id);
+        }
+        read_ahead(kv, keys)?;
+        let mut keys = Vec::new();
+        for id in ids {
+            if let Some(bytes) = kv.get(schema::task_log(shards, &id).as_bytes())?
+                && let Ok(log) = store::decode_task_log(&bytes)
+            {
+                keys.push(schema::history_entry(shards, &id, log.last).into_bytes());
+            }
+        }
+        read_ahead(kv, keys)
+    };
+    store::walk_ahead(kv, &prefix, store::SCAN_CHUNK, ahead, |kv, key, value| {
         let Some(elems) = decoded(f, "task", &key, &prefix) else {
             return Ok(!f.full());
         };
@@ -315,7 +374,17 @@ fn check_task_indexes<K: Kv + ?Sized>(kv: &mut K, f: &mut Findings) -> Result<()
         schema::cases(),
         schema::leases(),
     ] {
-        store::walk(kv, &prefix, |kv, key, _| {
+        let ahead = |kv: &mut K, chunk: &[crate::kv::Entry]| {
+            let keys = chunk
+                .iter()
+                .filter_map(|(key, _)| {
+                    let elems = store::suffix(key, &prefix).ok()?;
+                    Some(schema::task(indexed_id(&elems)?).into_bytes())
+                })
+                .collect();
+            read_ahead(kv, keys)
+        };
+        store::walk_ahead(kv, &prefix, store::SCAN_CHUNK, ahead, |kv, key, _| {
             let structure = index_name(&key);
             let Some(elems) = decoded(f, structure, &key, &prefix) else {
                 return Ok(!f.full());
@@ -355,7 +424,19 @@ fn check_timers<K: Kv + ?Sized>(
 ) -> Result<PerShard, StoreError> {
     let mut armed: PerShard = [0; schema::MAX_SHARDS as usize];
     let prefix = schema::timers();
-    store::walk(kv, &prefix, |kv, key, value| {
+    let ahead = |kv: &mut K, chunk: &[crate::kv::Entry]| {
+        let mut keys = Vec::new();
+        for (_, value) in chunk {
+            if let Ok(row) = store::decode_timer(value) {
+                keys.push(row.due_key().into_bytes());
+                if every {
+                    keys.push(schema::timer_log(&row.timer.run, &row.timer.effect).into_bytes());
+                }
+            }
+        }
+        read_ahead(kv, keys)
+    };
+    store::walk_ahead(kv, &prefix, store::SCAN_CHUNK, ahead, |kv, key, value| {
         let Some(elems) = decoded(f, "timer", &key, &prefix) else {
             return Ok(!f.full());
         };
@@ -390,7 +471,19 @@ fn check_timers<K: Kv + ?Sized>(
         Ok(!f.full())
     })?;
     let due = schema::due();
-    store::walk(kv, &due, |kv, key, _| {
+    let ahead = |kv: &mut K, chunk: &[crate::kv::Entry]| {
+        let keys = chunk
+            .iter()
+            .filter_map(|(key, _)| match store::suffix(key, &due).ok()?.as_slice() {
+                [Elem::Int(_), Elem::Str(run), Elem::Str(effect)] => {
+                    Some(schema::timer(run, effect).into_bytes())
+                }
+                _ => None,
+            })
+            .collect();
+        read_ahead(kv, keys)
+    };
+    store::walk_ahead(kv, &due, store::SCAN_CHUNK, ahead, |kv, key, _| {
         let Some(elems) = decoded(f, "due-index", &key, &due) else {
             return Ok(!f.full());
         };
@@ -578,7 +671,33 @@ fn check_feed<K: Kv + ?Sized>(
     for s in 0..slots.shards.count() {
         next[usize::from(s)] = slots.floor.get(s) + 1;
     }
-    store::walk_chunked(kv, &prefix, RECORD_WALK, |kv, key, value| {
+    // Ahead of each chunk: the entries each follows and the logs of their
+    // tasks, then the history entries of their changes.
+    let ahead = |kv: &mut K, chunk: &[crate::kv::Entry]| {
+        let mut keys = Vec::new();
+        let mut changes = Vec::new();
+        for (_, value) in chunk {
+            let Ok(row) = store::decode_feed_row(value) else {
+                continue;
+            };
+            if let Some(prev) = row.prev
+                && kept(slots, prev)
+            {
+                keys.push(schema::feed_entry(prev.slot, prev.seq).into_bytes());
+            }
+            if let Change::Task(t) = row.change {
+                keys.push(schema::task_log(slots.shards, &t.id).into_bytes());
+                changes.push((t.id, t.entry.seq));
+            }
+        }
+        read_ahead(kv, keys)?;
+        let keys = changes
+            .iter()
+            .map(|(id, seq)| schema::history_entry(slots.shards, id, *seq).into_bytes())
+            .collect();
+        read_ahead(kv, keys)
+    };
+    store::walk_ahead(kv, &prefix, RECORD_WALK, ahead, |kv, key, value| {
         let Some(elems) = decoded(f, "feed", &key, &prefix) else {
             return Ok(!f.full());
         };
@@ -783,7 +902,27 @@ fn check_task_logs<K: Kv + ?Sized>(
     } else {
         schema::task_logs()
     };
-    store::walk_chunked(kv, &prefix, RECORD_WALK, |kv, key, value| {
+    let ahead = |kv: &mut K, chunk: &[crate::kv::Entry]| {
+        let mut keys = Vec::new();
+        for (key, value) in chunk {
+            let Ok(elems) = store::suffix(key, &prefix) else {
+                continue;
+            };
+            let id = match (sh.beside(), task_key(&elems), elems.as_slice()) {
+                (true, Some(TaskKey::Log(id)), _) => id,
+                (false, _, [Elem::Str(id)]) => id.as_str(),
+                _ => continue,
+            };
+            keys.push(schema::task(id).into_bytes());
+            if let Ok(log) = store::decode_task_log(value)
+                && kept(slots, log.position)
+            {
+                keys.push(schema::feed_entry(log.position.slot, log.position.seq).into_bytes());
+            }
+        }
+        read_ahead(kv, keys)
+    };
+    store::walk_ahead(kv, &prefix, RECORD_WALK, ahead, |kv, key, value| {
         let Some(elems) = decoded(f, "task-log", &key, &prefix) else {
             return Ok(!f.full());
         };
@@ -876,7 +1015,27 @@ fn check_histories<K: Kv + ?Sized>(
             );
         }
     };
-    store::walk_chunked(kv, &prefix, RECORD_WALK, |kv, key, value| {
+    let ahead = |kv: &mut K, chunk: &[crate::kv::Entry]| {
+        let mut keys = Vec::new();
+        for (key, value) in chunk {
+            let Ok(elems) = store::suffix(key, &prefix) else {
+                continue;
+            };
+            let id = match (sh.beside(), task_key(&elems), elems.as_slice()) {
+                (true, Some(TaskKey::History(id, _)), _) => id,
+                (false, _, [Elem::Str(id), Elem::Int(q)]) if *q > 0 => id.as_str(),
+                _ => continue,
+            };
+            keys.push(schema::task_log(sh, id).into_bytes());
+            if let Ok(row) = store::decode_history(value)
+                && kept(slots, row.position)
+            {
+                keys.push(schema::feed_entry(row.position.slot, row.position.seq).into_bytes());
+            }
+        }
+        read_ahead(kv, keys)
+    };
+    store::walk_ahead(kv, &prefix, RECORD_WALK, ahead, |kv, key, value| {
         let Some(elems) = decoded(f, "history", &key, &prefix) else {
             return Ok(!f.full());
         };
@@ -982,7 +1141,23 @@ fn check_timer_logs<K: Kv + ?Sized>(
     slots: &Slots,
 ) -> Result<(), StoreError> {
     let prefix = schema::timer_logs();
-    store::walk_chunked(kv, &prefix, RECORD_WALK, |kv, key, value| {
+    let ahead = |kv: &mut K, chunk: &[crate::kv::Entry]| {
+        let mut keys = Vec::new();
+        for (key, value) in chunk {
+            if let Ok(elems) = store::suffix(key, &prefix)
+                && let [Elem::Str(run), Elem::Str(effect)] = elems.as_slice()
+            {
+                keys.push(schema::timer(run, effect).into_bytes());
+            }
+            if let Ok(p) = store::decode_position(value)
+                && kept(slots, p)
+            {
+                keys.push(schema::feed_entry(p.slot, p.seq).into_bytes());
+            }
+        }
+        read_ahead(kv, keys)
+    };
+    store::walk_ahead(kv, &prefix, RECORD_WALK, ahead, |kv, key, value| {
         let Some(elems) = decoded(f, "timer-log", &key, &prefix) else {
             return Ok(!f.full());
         };

@@ -68,6 +68,11 @@ pub trait Kv {
         Ok(())
     }
 
+    /// Lets go of what [`Kv::prefetch`] read, so a walk that reads ahead a
+    /// chunk at a time holds one chunk's values, not the whole range's.
+    /// Later reads of those keys go to the store again.
+    fn forget_prefetched(&mut self) {}
+
     fn set(&mut self, key: &[u8], value: &[u8]) -> Result<(), KvError>;
     fn delete(&mut self, key: &[u8]) -> Result<(), KvError>;
 
@@ -291,6 +296,10 @@ impl<S: Snapshot> Kv for Buffered<S> {
         let values = self.read_source(&missing)?;
         self.fetched.extend(missing.into_iter().zip(values));
         Ok(())
+    }
+
+    fn forget_prefetched(&mut self) {
+        self.fetched.clear();
     }
 
     fn set(&mut self, key: &[u8], value: &[u8]) -> Result<(), KvError> {

@@ -37,7 +37,7 @@ pub use layout::{
     records_from_the_start, shards,
 };
 pub(crate) use ranges::bad_entry;
-pub use ranges::{SCAN_CHUNK, suffix, walk, walk_chunked};
+pub use ranges::{SCAN_CHUNK, suffix, walk, walk_ahead, walk_chunked};
 pub use record::{
     BEFORE_HISTORY, Cause, FeedRow, HistoryRow, Position, TaskLog, before_history, decode_feed_row,
     decode_history, decode_position, decode_seq, decode_task_log, load_history_start,

@@ -64,6 +64,44 @@ pub fn walk_chunked<K: Kv + ?Sized>(
     }
 }
 
+/// [`walk_chunked`], reading ahead: `ahead` sees each chunk before `f`
+/// sees its entries, and may [`Kv::prefetch`] the keys `f` will read for
+/// them, so a store with round trips answers a chunk's point reads in a
+/// batch or two rather than one trip each. What was read ahead is let go
+/// after each chunk, so memory holds one chunk's worth. `ahead` only
+/// speeds reads up: `f` reads every key itself, and a key `ahead` missed
+/// is read on its own.
+pub fn walk_ahead<K: Kv + ?Sized>(
+    kv: &mut K,
+    prefix: &Key,
+    per_scan: u32,
+    mut ahead: impl FnMut(&mut K, &[(Vec<u8>, Vec<u8>)]) -> Result<(), StoreError>,
+    mut f: impl FnMut(&mut K, Vec<u8>, Vec<u8>) -> Result<bool, StoreError>,
+) -> Result<(), StoreError> {
+    let end = prefix.prefix_end();
+    let mut start = prefix.as_bytes().to_vec();
+    loop {
+        let chunk = kv.scan(&start, Some(&end), per_scan, false)?;
+        let full = chunk.len() == per_scan as usize;
+        let Some(last) = chunk.last().map(|(k, _)| k.clone()) else {
+            return Ok(());
+        };
+        ahead(kv, &chunk)?;
+        for (k, v) in chunk {
+            if !f(kv, k, v)? {
+                kv.forget_prefetched();
+                return Ok(());
+            }
+        }
+        kv.forget_prefetched();
+        if !full {
+            return Ok(());
+        }
+        start = last;
+        start.push(0);
+    }
+}
+
 /// An index entry whose key holds a tuple of the wrong shape for `index`.
 pub(crate) fn bad_entry(index: &str) -> StoreError {
     StoreError::Corrupt(format!("an entry of the {index} index has the wrong shape"))

@@ -620,3 +620,40 @@ fn claim_next_reads_no_more_than_a_one_task_queue_page() {
     );
     assert!(calls.reads() < 30, "{calls:?}");
 }
+
+#[test]
+fn the_check_reads_ahead_a_few_batches_a_chunk_not_a_trip_a_key() {
+    let mut kv = MemKv::new();
+    let approver = names(&["approver"]);
+    for i in 0..1_200 {
+        let id = format!("t{i:04}");
+        open(
+            &mut kv,
+            task(&id)
+                .roles(&["approver"])
+                .in_case(&format!("c{}", i % 7))
+                .due(1_000 + i64::from(i)),
+        );
+        if i % 3 == 0 {
+            tasks::claim(&mut kv, &id, "bob", &approver, None).expect("claims");
+        }
+    }
+    for i in 0..400 {
+        arm(&mut kv, timer(&format!("r{}", i % 5), &format!("e{i}"), i64::from(i)));
+    }
+    let direct = crate::check::check(&mut kv).expect("the check runs");
+    assert!(direct.is_empty(), "{direct:?}");
+    let (found, calls) = counted(&mut kv, |kv| kv.call(|kv| crate::check::check(kv)));
+    assert_eq!(found.expect("the check runs over the buffer"), direct);
+    // Every point read of a chunk's entries was read ahead: what is left one
+    // key at a time is the layout, the shards and the feed's heads.
+    let single = calls.gets - calls.batched_keys;
+    assert!(single <= 16, "{single} point reads one at a time: {calls:?}");
+    // A scan per chunk and at most a few batches beside it.
+    assert!(
+        calls.round_trips() <= 3 * calls.scans + 16,
+        "{} round trips for {} scans: {calls:?}",
+        calls.round_trips(),
+        calls.scans
+    );
+}
