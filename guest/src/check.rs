@@ -3,9 +3,9 @@
 //!
 //! It streams (one row or entry at a time, point reads for the other side),
 //! so memory stays flat however large the tenant is; the point reads of each
-//! chunk of a walk are read ahead in a batch or two (`store::walk_ahead`), so
-//! on a store with round trips a check costs a few trips per chunk, not one
-//! per key. It never repairs anything, only reports. Where a keyspace spreads counts by row (layouts 3
+//! chunk of a walk are read ahead in a batch or two where the keyspace is a
+//! database server's (`store::walk_ahead`), so there a check costs a few
+//! round trips per chunk, not one per key. It never repairs anything, only reports. Where a keyspace spreads counts by row (layouts 3
 //! and 4), counters are checked shard by shard against the rows that count in
 //! each shard, which is stronger than checking their sums: a count in the
 //! wrong shard leaves the sum right, yet can later make a correct write fail

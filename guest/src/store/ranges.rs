@@ -71,6 +71,11 @@ pub fn walk_chunked<K: Kv + ?Sized>(
 /// after each chunk, so memory holds one chunk's worth. `ahead` only
 /// speeds reads up: `f` reads every key itself, and a key `ahead` missed
 /// is read on its own.
+///
+/// `ahead` runs only over a keyspace other processes write too (a database
+/// server, where every read is a round trip). An embedded store, the
+/// keyspace's only writer, answers a point read in place, and there
+/// reading ahead costs more than the reads it batches.
 pub fn walk_ahead<K: Kv + ?Sized>(
     kv: &mut K,
     prefix: &Key,
@@ -78,6 +83,7 @@ pub fn walk_ahead<K: Kv + ?Sized>(
     mut ahead: impl FnMut(&mut K, &[(Vec<u8>, Vec<u8>)]) -> Result<(), StoreError>,
     mut f: impl FnMut(&mut K, Vec<u8>, Vec<u8>) -> Result<bool, StoreError>,
 ) -> Result<(), StoreError> {
+    let shared = kv.concurrent_writers();
     let end = prefix.prefix_end();
     let mut start = prefix.as_bytes().to_vec();
     loop {
@@ -86,7 +92,9 @@ pub fn walk_ahead<K: Kv + ?Sized>(
         let Some(last) = chunk.last().map(|(k, _)| k.clone()) else {
             return Ok(());
         };
-        ahead(kv, &chunk)?;
+        if shared {
+            ahead(kv, &chunk)?;
+        }
         for (k, v) in chunk {
             if !f(kv, k, v)? {
                 kv.forget_prefetched();

@@ -578,10 +578,7 @@ fn the_check_finds_damage_to_the_record() {
         // Read ahead over a call's buffer, the check finds the same.
         let ahead = kv.call(|kv| check::check(kv)).expect("check");
         assert_eq!(ahead, direct);
-        let mut s: Vec<String> = direct
-            .into_iter()
-            .map(|d| d.structure)
-            .collect();
+        let mut s: Vec<String> = direct.into_iter().map(|d| d.structure).collect();
         s.sort();
         s.dedup();
         s
