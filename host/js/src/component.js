@@ -184,7 +184,9 @@ export class ComponentInstances {
    * Calls `root[iface][fn](...args)` on the tenant's instance with `kv` as
    * its storage, and says how it went: `{ ok, answer }`, `{ error }` (the
    * export's error result), `{ memory }` (the instance reached its cap),
-   * or `{ trap }`. Any outcome but ok and error discards the instance.
+   * or `{ trap }`. Any outcome but ok discards the instance: an error
+   * answer too, as the Rust host does, so an instance only ever goes on
+   * from a call that finished as the rules meant.
    */
   run(tenant, iface, fn, args, kv) {
     let inst;
@@ -198,7 +200,10 @@ export class ComponentInstances {
     try {
       return { ok: true, answer: inst.root[iface][fn](...args) };
     } catch (e) {
-      if (e instanceof this.bindings.ErrorResult) return { error: e.payload };
+      if (e instanceof this.bindings.ErrorResult) {
+        this.discard(tenant);
+        return { error: e.payload };
+      }
       // JavaScript cannot see the memory.grow that failed, only where memory
       // stands: a trap this close to the cap is taken to be the guest
       // failing to allocate, which is how a Rust guest reacts to a failed grow.

@@ -36,7 +36,7 @@ test('a limit hit fails the call by name, commits nothing, and the next call get
   assert.equal(engine.instancesMade, 2, 'a healthy instance was replaced');
 });
 
-test('an error answer keeps the instance and commits nothing', () => {
+test('an error answer discards the instance and commits nothing', () => {
   const store = new MemoryStore();
   const engine = open({ store });
   const acme = engine.tenant('acme');
@@ -44,9 +44,14 @@ test('an error answer keeps the instance and commits nothing', () => {
   const before = store.dump('acme');
   assert.throws(() => acme.claim('t1', 'alice'), (e) => e instanceof ClaimRefusal && e.case === 'excluded' && e.tag === 'excluded' && e.detail === 'alice');
   assert.throws(() => acme.settle('nope', 'completed'), (e) => e instanceof ClaimRefusal && e.tag === 'not-found');
+  assert.equal(engine.instancesMade, 2, 'an instance went on after an error answer');
   assert.throws(() => acme.claim('t1', ''), (e) => e instanceof StoreError && e.tag === 'invalid');
   assert.deepEqual(store.dump('acme'), before);
-  assert.equal(engine.instancesMade, 1);
+  assert.equal(engine.instancesMade, 3, 'an instance went on after an error answer');
+  // An ok answer keeps its instance for the next call.
+  assert.equal(acme.openCount(), 1);
+  assert.equal(acme.openCount(), 1);
+  assert.equal(engine.instancesMade, 4, 'an instance was not kept after ok answers');
 });
 
 test('values, scans and writes over their caps are refused by name', () => {

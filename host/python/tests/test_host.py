@@ -31,7 +31,7 @@ def test_a_limit_hit_fails_by_name_commits_nothing_and_the_next_call_gets_a_fres
     assert engine.instances_made == 2, "a healthy instance was replaced"
 
 
-def test_an_error_answer_keeps_the_instance_and_commits_nothing():
+def test_an_error_answer_discards_the_instance_and_commits_nothing():
     store = lh.MemoryStore()
     engine = lh.open(store)
     acme = engine.tenant("acme")
@@ -43,11 +43,16 @@ def test_an_error_answer_keeps_the_instance_and_commits_nothing():
     with pytest.raises(lh.ClaimRefusal) as missing:
         acme.settle("nope", lh.Settlement.COMPLETED)
     assert missing.value.case == "not-found"
+    assert engine.instances_made == 2, "an instance went on after an error answer"
     with pytest.raises(lh.StoreError) as invalid:
         acme.claim("t1", "", [])
     assert invalid.value.case == "invalid"
     assert store.dump("acme") == before
-    assert engine.instances_made == 1
+    assert engine.instances_made == 3, "an instance went on after an error answer"
+    # An ok answer keeps its instance for the next call.
+    assert acme.open_count() == 1
+    assert acme.open_count() == 1
+    assert engine.instances_made == 4, "an instance was not kept after ok answers"
 
 
 @pytest.mark.parametrize(

@@ -461,6 +461,10 @@ class Engine:
                     raise StorageFailure(f"the store could not commit: {e}") from e
                 return result
             except BaseException:
+                # An instance goes on only from a call that answered ok and
+                # committed, as the Rust host's: an error answer, an answer
+                # the contract rules out or a failed commit discards it.
+                self._instances.pop(tenant, None)
                 txn.abort()
                 raise
 
