@@ -170,6 +170,8 @@ class WorkerSandbox {
   #worker = null;
   #box = null;
   #madeBefore = 0;
+  /** Tenants whose instance the worker drops before the next call it runs. */
+  #forget = new Set();
   made = 0;
   cached = 0;
 
@@ -206,7 +208,9 @@ class WorkerSandbox {
   run(tenant, iface, fn, args, kv, concurrentWriters, deadlineMs, callTime) {
     if (!this.#worker) this.#start();
     const until = performance.now() + deadlineMs;
-    this.#box.send({ op: 'call', tenant, iface, fn, args, concurrentWriters, callTime });
+    const forget = [...this.#forget];
+    this.#forget.clear();
+    this.#box.send({ op: 'call', tenant, iface, fn, args, concurrentWriters, callTime, forget });
     for (;;) {
       const m = this.#box.receive(until);
       if (m === undefined) {
@@ -231,7 +235,17 @@ class WorkerSandbox {
     }
   }
 
+  /**
+   * Drops the tenant's instance, after a call whose guest answered but whose
+   * call failed later (its answer ruled out, its commit failed). The worker
+   * drops it before its next call, in the same message.
+   */
+  forget(tenant) {
+    if (this.#worker) this.#forget.add(tenant);
+  }
+
   stop() {
+    this.#forget.clear();
     if (!this.#worker) return;
     this.#worker.terminate();
     this.#worker = null;
@@ -255,6 +269,11 @@ class ThreadSandbox {
 
   get cached() {
     return this.#instances.cached;
+  }
+
+  /** Drops the tenant's instance (see `WorkerSandbox.forget`). */
+  forget(tenant) {
+    this.#instances.discard(tenant);
   }
 
   run(tenant, iface, fn, args, kv, _concurrentWriters, deadlineMs, _callTime) {
@@ -368,10 +387,19 @@ export class Engine {
       if (outcome.memory) throw new SandboxError('memory', outcome.memory);
       if (outcome.trap !== undefined) throw new SandboxError('trap', `the guest trapped: ${outcome.trap}`);
       if (outcome.error) throw domainError(outcome.error, claimVerb);
-      const result = check(outcome.answer);
+      // An instance goes on only from a call that answered ok and committed,
+      // as the Rust host's: a ruled-out answer or a failed commit drops it.
+      let result;
+      try {
+        result = check(outcome.answer);
+      } catch (e) {
+        this.#sandbox.forget(tenant);
+        throw e;
+      }
       try {
         txn.commit(call.staged ?? []);
       } catch (e) {
+        this.#sandbox.forget(tenant);
         if (e instanceof LeaseholdError) throw e;
         throw new StorageFailure(`the store could not commit: ${e.message}`, { cause: e });
       }

@@ -46,6 +46,7 @@ try {
 // call is served the moment it is posted.
 while (instances) {
   const m = box.receive();
+  for (const tenant of m.forget ?? []) instances.discard(tenant);
   let outcome;
   try {
     outcome = instances.run(m.tenant, m.iface, m.fn, m.args, kv(m.concurrentWriters, m.callTime));

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 
 import {
-  ClaimRefusal, MemoryStore, SandboxError, SqliteStore, StoreError, TenantError, open, DEFAULT_LIMITS,
+  ClaimRefusal, MemoryStore, SandboxError, SqliteStore, StorageFailure, StoreError, TenantError, open, DEFAULT_LIMITS,
 } from '../src/index.js';
 import { CallState, kvImport } from '../src/engine.js';
 
@@ -53,6 +53,44 @@ test('an error answer discards the instance and commits nothing', () => {
   assert.equal(acme.openCount(), 1);
   assert.equal(engine.instancesMade, 4, 'an instance was not kept after ok answers');
 });
+
+for (const isolation of ['worker', 'thread']) {
+  test(`a failed commit discards the instance and commits nothing (${isolation})`, () => {
+    const store = new MemoryStore();
+    let failNext = false;
+    // The store's own transactions, but the next commit fails.
+    const failing = {
+      get concurrentWriters() { return store.concurrentWriters; },
+      begin(tenant, mode) {
+        const txn = store.begin(tenant, mode);
+        return {
+          get: (...a) => txn.get(...a),
+          getMany: (...a) => txn.getMany(...a),
+          scan: (...a) => txn.scan(...a),
+          abort: () => txn.abort(),
+          commit: (batch) => {
+            if (failNext) { failNext = false; throw new Error('the disk is gone'); }
+            return txn.commit(batch);
+          },
+        };
+      },
+      close: () => store.close?.(),
+    };
+    const engine = open({ store: failing, isolation });
+    const acme = engine.tenant('acme');
+    acme.open(task('t1'));
+    assert.equal(engine.instancesMade, 1);
+    const before = store.dump('acme');
+    failNext = true;
+    assert.throws(() => acme.open(task('t2')), (e) => e instanceof StorageFailure && e.message.includes('the disk is gone'));
+    assert.deepEqual(store.dump('acme'), before);
+    assert.equal(acme.openCount(), 1);
+    assert.equal(engine.instancesMade, 2, 'an instance went on after a failed commit');
+    assert.equal(acme.openCount(), 1);
+    assert.equal(engine.instancesMade, 2, 'a healthy instance was replaced');
+    engine.close();
+  });
+}
 
 test('values, scans and writes over their caps are refused by name', () => {
   const cases = [
