@@ -288,31 +288,99 @@ pub fn history<K: Kv + ?Sized>(
 ) -> Result<Vec<HistoryEntry>, StoreError> {
     validate::name("id", id)?;
     validate::limit("limit", limit)?;
+    let expected = store::expected_shards(kv);
     kv.prefetch(&[
         schema::layout().into_bytes(),
         schema::task(id).into_bytes(),
         schema::history_start(id).into_bytes(),
+        schema::task_log(expected, id).into_bytes(),
     ])?;
     store::check_layout(kv, false)?;
     let Some(row) = store::load_task(kv, id)? else {
         return Err(StoreError::NotFound(id.to_owned()));
     };
     let sh = store::shards(kv)?;
-    let prefix = schema::history(sh, id);
-    let end = prefix.prefix_end();
-    let mut start = match after {
-        Some(seq) => schema::history_entry(sh, id, seq).successor(),
-        None => prefix.as_bytes().to_vec(),
-    };
     let mut out: Vec<HistoryEntry> = Vec::new();
     if after.is_none()
         && let Some(first) = before_history(kv, sh, &row)?
     {
         out.push(first);
     }
+    let mark = kv.get(schema::layout().as_bytes())?;
+    let from = after.map_or(1, |a| a.saturating_add(1));
+    if !store::history_in_feed(mark.as_deref()) {
+        let (keyed, _) = keyed_history(kv, sh, id, from, None, limit, out.len())?;
+        out.extend(keyed);
+        return Ok(out);
+    }
+    let Some(log) = store::load_task_log(kv, sh, id)? else {
+        return Ok(out);
+    };
+    let from = from.max(log.first);
+    // Followed back from the newest change, keeping only the oldest that
+    // fit: memory holds one page, however long the history.
+    let room = (limit as usize).saturating_sub(out.len());
+    let mut newest_first: VecDeque<HistoryEntry> = VecDeque::new();
+    let lowest = store::walk_chain(kv, id, &log, from, |row| {
+        newest_first.push_back(row.entry);
+        if newest_first.len() > room {
+            newest_first.pop_front();
+        }
+        true
+    })?;
+    // What lies below the changes the feed still holds: entries kept under
+    // their own keys (a last entry trimmed from the feed, or written by an
+    // earlier layout).
+    let (keyed, bytes) = keyed_history(kv, sh, id, from, Some(lowest), limit, out.len())?;
+    out.extend(keyed);
+    let mut bytes = bytes;
+    for entry in newest_first.into_iter().rev() {
+        if out.len() >= limit as usize || (!out.is_empty() && bytes >= READ_BUDGET) {
+            break;
+        }
+        bytes += entry_bytes(&entry);
+        out.push(entry);
+    }
+    Ok(out)
+}
+
+/// About how many bytes an entry takes, for the read budget.
+fn entry_bytes(e: &HistoryEntry) -> usize {
+    64 + e.verb.len()
+        + e.actor.as_ref().map_or(0, String::len)
+        + e.assignee.as_ref().map_or(0, String::len)
+        + e.candidate_roles.iter().map(String::len).sum::<usize>()
+        + e.excluded_actors.iter().map(String::len).sum::<usize>()
+}
+
+/// The entries of task `id`'s history kept under their own keys, numbered
+/// `from` up to `below` (no bound without it), oldest first, as many as fit
+/// beside `out` in `limit` and the read budget; answers them and the bytes
+/// read.
+fn keyed_history<K: Kv + ?Sized>(
+    kv: &mut K,
+    sh: Shards,
+    id: &str,
+    from: u64,
+    below: Option<u64>,
+    limit: u32,
+    already: usize,
+) -> Result<(Vec<HistoryEntry>, usize), StoreError> {
+    let prefix = schema::history(sh, id);
+    let clamp = |n: u64| i64::try_from(n).map_or(i64::MAX as u64, |_| n);
+    let mut start = schema::history_entry(sh, id, clamp(from.max(1))).into_bytes();
+    let end = match below {
+        Some(b) => schema::history_entry(sh, id, clamp(b)).into_bytes(),
+        None => prefix.prefix_end(),
+    };
+    let mut found: Vec<HistoryEntry> = Vec::new();
     let mut bytes = 0usize;
-    while out.len() < limit as usize && (out.is_empty() || bytes < READ_BUDGET) {
-        let want = (limit - out.len() as u32).min(RECORD_CHUNK);
+    let taken = |found: &Vec<HistoryEntry>| already + found.len();
+    while taken(&found) < limit as usize && (taken(&found) == 0 || bytes < READ_BUDGET) {
+        if start >= end {
+            break;
+        }
+        let want = (limit - taken(&found) as u32).min(RECORD_CHUNK);
         let entries = kv.scan(&start, Some(&end), want, false)?;
         let done = entries.len() < want as usize;
         for (k, v) in entries {
@@ -331,13 +399,13 @@ pub fn history<K: Kv + ?Sized>(
             }
             start = k;
             start.push(0);
-            out.push(row.entry);
+            found.push(row.entry);
         }
         if done {
             break;
         }
     }
-    Ok(out)
+    Ok((found, bytes))
 }
 
 /// `entry-place`: where entry `seq` of task `id`'s history sits in the
@@ -358,21 +426,17 @@ pub fn entry_place<K: Kv + ?Sized>(
         return Ok(None);
     }
     let sh = store::shards(kv)?;
-    let Some(bytes) = kv.get(schema::history_entry(sh, id, seq).as_bytes())? else {
+    let Some(log) = store::load_task_log(kv, sh, id)? else {
         return Ok(None);
     };
-    let row = store::decode_history(&bytes)
-        .map_err(|e| StoreError::Corrupt(format!("history {id}/{seq}: {e}")))?;
-    if row.entry.seq != seq {
-        return Err(StoreError::Corrupt(format!(
-            "history {id}/{seq}: the entry says it is {}",
-            row.entry.seq
-        )));
-    }
-    Ok(Some(FeedPlace {
-        slot: u32::from(row.position.slot),
-        seq: row.position.seq,
-    }))
+    let mark = kv.get(schema::layout().as_bytes())?;
+    let in_feed = store::history_in_feed(mark.as_deref());
+    Ok(
+        store::load_history_entry(kv, sh, id, &log, seq, in_feed)?.map(|row| FeedPlace {
+            slot: u32::from(row.position.slot),
+            seq: row.position.seq,
+        }),
+    )
 }
 
 /// The entry numbered 0 that opens the history of a task written before
@@ -404,14 +468,13 @@ fn before_history<K: Kv + ?Sized>(
     if let Some(start) = store::load_history_start(kv, id)? {
         return Ok(Some(start));
     }
-    let Some(bytes) = kv.get(schema::history_entry(sh, id, 1).as_bytes())? else {
+    let in_feed = store::history_in_feed(mark.as_deref());
+    let Some(first) = store::load_history_entry(kv, sh, id, &log, 1, in_feed)? else {
         return Err(StoreError::Corrupt(format!(
             "the history of task {id} starts at 1, which is missing"
         )));
     };
-    let first = store::decode_history(&bytes)
-        .map_err(|e| StoreError::Corrupt(format!("history {id}/1: {e}")))?
-        .entry;
+    let first = first.entry;
     Ok(first.before.map(|state| HistoryEntry {
         seq: 0,
         verb: store::BEFORE_HISTORY.to_owned(),
@@ -638,8 +701,14 @@ pub fn trim<K: Kv + ?Sized>(
     let mut history_left = HISTORY_BUDGET;
     for (position, row) in removed {
         if let Change::Task(t) = &row.change {
-            let (gone, whole) =
-                trim_history(kv, slots.shards, &t.id, t.entry.seq, &mut history_left)?;
+            let (gone, whole) = trim_history(
+                kv,
+                slots.shards,
+                &t.id,
+                &t.entry,
+                position,
+                &mut history_left,
+            )?;
             out.history_removed += gone;
             if !whole {
                 // The rest of that history goes in a later call, with this
@@ -683,19 +752,32 @@ pub fn trim<K: Kv + ?Sized>(
     Ok(out)
 }
 
-/// Removes task `id`'s history up to entry `seq`, never its last entry,
-/// spending at most `left` removals; answers how many went, and whether
-/// everything up to `seq` did.
+/// Removes task `id`'s history up to `entry`, recorded at `position`,
+/// never its last entry, spending at most `left` removals; answers how many
+/// went, and whether everything up to `entry` did. When `entry` is the
+/// task's last, it is kept under its own history key, since its feed entry,
+/// where the history kept it, is going.
 fn trim_history<K: Kv + ?Sized>(
     kv: &mut K,
     sh: Shards,
     id: &str,
-    seq: u64,
+    entry: &HistoryEntry,
+    position: Position,
     left: &mut u64,
 ) -> Result<(u32, bool), StoreError> {
     let Some(mut log) = store::load_task_log(kv, sh, id)? else {
         return Ok((0, true));
     };
+    let seq = entry.seq;
+    if seq == log.last && log.position == position {
+        kv.set(
+            schema::history_entry(sh, id, seq).as_bytes(),
+            &store::encode_row(&store::HistoryRow {
+                entry: entry.clone(),
+                position,
+            })?,
+        )?;
+    }
     let target = seq.min(log.last.saturating_sub(1)) + 1;
     if target <= log.first {
         return Ok((0, true));

@@ -115,10 +115,11 @@ pub fn check<K: Kv + ?Sized>(kv: &mut K) -> Result<Vec<Discrepancy>, StoreError>
     let shards = store::shards(kv)?;
     let mark = kv.get(schema::layout().as_bytes())?;
     let every = store::records_from_the_start(mark.as_deref());
-    let (pending, leased) = check_tasks(kv, &mut f, shards, every)?;
+    let in_feed = store::history_in_feed(mark.as_deref());
+    let (pending, leased) = check_tasks(kv, &mut f, shards, every, in_feed)?;
     check_task_indexes(kv, &mut f)?;
     let armed = check_timers(kv, &mut f, shards, every)?;
-    check_record(kv, &mut f)?;
+    check_record(kv, &mut f, in_feed)?;
     check_counters(
         kv,
         &mut f,
@@ -161,6 +162,7 @@ fn check_tasks<K: Kv + ?Sized>(
     f: &mut Findings,
     shards: Shards,
     every: bool,
+    in_feed: bool,
 ) -> Result<(PerShard, PerShard), StoreError> {
     let mut pending: PerShard = [0; schema::MAX_SHARDS as usize];
     let mut leased: PerShard = [0; schema::MAX_SHARDS as usize];
@@ -187,6 +189,7 @@ fn check_tasks<K: Kv + ?Sized>(
                 && let Ok(log) = store::decode_task_log(&bytes)
             {
                 keys.push(schema::history_entry(shards, &id, log.last).into_bytes());
+                keys.push(schema::feed_entry(log.position.slot, log.position.seq).into_bytes());
             }
         }
         read_ahead(kv, keys)
@@ -248,7 +251,7 @@ fn check_tasks<K: Kv + ?Sized>(
                 );
             }
         }
-        check_last_change(kv, f, shards, &id, &row, every)?;
+        check_last_change(kv, f, shards, &id, &row, every, in_feed)?;
         Ok(!f.full())
     })?;
     Ok((pending, leased))
@@ -282,6 +285,7 @@ fn check_last_change<K: Kv + ?Sized>(
     id: &str,
     row: &store::TaskRow,
     every: bool,
+    in_feed: bool,
 ) -> Result<(), StoreError> {
     let Some(bytes) = kv.get(schema::task_log(sh, id).as_bytes())? else {
         if every {
@@ -297,16 +301,20 @@ fn check_last_change<K: Kv + ?Sized>(
     let Ok(log) = store::decode_task_log(&bytes) else {
         return Ok(());
     };
-    let Some(bytes) = kv.get(schema::history_entry(sh, id, log.last).as_bytes())? else {
-        f.add(
-            "history",
-            id,
-            format!("the log's last entry, {}, is missing", log.last),
-        );
-        return Ok(());
-    };
-    let Ok(last) = store::decode_history(&bytes) else {
-        return Ok(());
+    let last = match store::load_history_entry(kv, sh, id, &log, log.last, in_feed) {
+        Ok(Some(last)) => last,
+        Ok(None) => {
+            f.add(
+                "history",
+                id,
+                format!("the log's last entry, {}, is missing", log.last),
+            );
+            return Ok(());
+        }
+        // An entry that does not decode, or a change in the feed that is
+        // not the task's: the walks of the record name it.
+        Err(StoreError::Corrupt(_)) => return Ok(()),
+        Err(e) => return Err(e),
     };
     let (e, t) = (&last.entry, &row.task);
     let differs = [
@@ -614,7 +622,11 @@ fn check_counters<K: Kv + ?Sized>(
 
 /// Checks the feed, the task logs, the histories and the timer logs against
 /// each other (the rows' side is checked with the rows).
-fn check_record<K: Kv + ?Sized>(kv: &mut K, f: &mut Findings) -> Result<(), StoreError> {
+fn check_record<K: Kv + ?Sized>(
+    kv: &mut K,
+    f: &mut Findings,
+    in_feed: bool,
+) -> Result<(), StoreError> {
     let slots = match read_slots(kv) {
         Ok(Some(slots)) => slots,
         Ok(None) => return Ok(()),
@@ -624,9 +636,26 @@ fn check_record<K: Kv + ?Sized>(kv: &mut K, f: &mut Findings) -> Result<(), Stor
         }
         Err(e) => return Err(e),
     };
-    check_feed(kv, f, &slots)?;
-    check_task_logs(kv, f, &slots)?;
-    check_histories(kv, f, &slots)?;
+    // Where history is kept in the feed, every change of a task the feed
+    // holds at or past its history's first kept entry must be reached by
+    // following that task's changes back from its log: the two counts below
+    // are equal exactly when none is left out, since each change reached is
+    // a distinct feed entry of its own task.
+    let mut in_histories = 0u64;
+    let mut reached = 0u64;
+    check_feed(kv, f, &slots, in_feed.then_some(&mut in_histories))?;
+    check_task_logs(kv, f, &slots, in_feed.then_some(&mut reached))?;
+    check_histories(kv, f, &slots, in_feed)?;
+    if in_feed && in_histories != reached && !f.full() {
+        f.add(
+            "feed",
+            "tasks",
+            format!(
+                "the feed holds {in_histories} changes within their tasks' kept histories, \
+                 and following each task's changes back from its log reaches {reached}"
+            ),
+        );
+    }
     check_timer_logs(kv, f, &slots)
 }
 
@@ -664,6 +693,7 @@ fn check_feed<K: Kv + ?Sized>(
     kv: &mut K,
     f: &mut Findings,
     slots: &Slots,
+    mut in_histories: Option<&mut u64>,
 ) -> Result<(), StoreError> {
     let prefix = schema::feed();
     // The next number each slot should hold.
@@ -755,7 +785,15 @@ fn check_feed<K: Kv + ?Sized>(
         };
         check_prev(kv, f, slots, p, &row)?;
         if let Change::Task(t) = &row.change {
-            check_feed_task(kv, f, slots.shards, p, &t.id, &t.entry)?;
+            check_feed_task(
+                kv,
+                f,
+                slots.shards,
+                p,
+                &t.id,
+                &t.entry,
+                in_histories.as_deref_mut(),
+            )?;
         }
         Ok(!f.full())
     })?;
@@ -821,7 +859,10 @@ fn check_prev<K: Kv + ?Sized>(
 }
 
 /// A task's feed entry and its history entry (while kept) record one change
-/// and name each other.
+/// and name each other; where history is kept in the feed (`in_histories`
+/// is given), a change need not have a history key of its own, and each
+/// within its task's kept history is counted, to be reached from the task's
+/// log.
 fn check_feed_task<K: Kv + ?Sized>(
     kv: &mut K,
     f: &mut Findings,
@@ -829,7 +870,9 @@ fn check_feed_task<K: Kv + ?Sized>(
     p: store::Position,
     id: &str,
     entry: &crate::model::HistoryEntry,
+    in_histories: Option<&mut u64>,
 ) -> Result<(), StoreError> {
+    let in_feed = in_histories.is_some();
     let log = kv
         .get(schema::task_log(sh, id).as_bytes())?
         .and_then(|b| store::decode_task_log(&b).ok());
@@ -855,6 +898,21 @@ fn check_feed_task<K: Kv + ?Sized>(
     if entry.seq < log.first {
         return Ok(());
     }
+    if let Some(n) = in_histories {
+        *n += 1;
+    }
+    if in_feed && entry.seq == log.last && log.position != p {
+        f.add(
+            "feed",
+            &at(p),
+            format!(
+                "change {} of task {id}, whose log says it is at {}",
+                entry.seq,
+                at(log.position)
+            ),
+        );
+        return Ok(());
+    }
     let history = kv
         .get(schema::history_entry(sh, id, entry.seq).as_bytes())?
         .and_then(|b| store::decode_history(&b).ok());
@@ -877,6 +935,8 @@ fn check_feed_task<K: Kv + ?Sized>(
                 entry.seq
             ),
         ),
+        // Kept in the feed: the walk of the logs reaches it.
+        None if in_feed => {}
         None => f.add(
             "feed",
             &at(p),
@@ -890,12 +950,18 @@ fn check_feed_task<K: Kv + ?Sized>(
 }
 
 /// Each task log belongs to a task, and names its last change where the
-/// feed still holds it.
+/// feed still holds it. Where history is kept in the feed (`reached` is
+/// given), following the task's changes back from its log must step one
+/// change of the task at a time, down to its first kept entry or to entries
+/// kept under their own keys, each of which must be there; `reached`
+/// counts the changes so found.
 fn check_task_logs<K: Kv + ?Sized>(
     kv: &mut K,
     f: &mut Findings,
     slots: &Slots,
+    mut reached: Option<&mut u64>,
 ) -> Result<(), StoreError> {
+    let chains = reached.is_some();
     let sh = slots.shards;
     let prefix = if sh.beside() {
         schema::tasks()
@@ -904,6 +970,7 @@ fn check_task_logs<K: Kv + ?Sized>(
     };
     let ahead = |kv: &mut K, chunk: &[crate::kv::Entry]| {
         let mut keys = Vec::new();
+        let mut logs = Vec::new();
         for (key, value) in chunk {
             let Ok(elems) = store::suffix(key, &prefix) else {
                 continue;
@@ -914,13 +981,20 @@ fn check_task_logs<K: Kv + ?Sized>(
                 _ => continue,
             };
             keys.push(schema::task(id).into_bytes());
-            if let Ok(log) = store::decode_task_log(value)
-                && kept(slots, log.position)
-            {
-                keys.push(schema::feed_entry(log.position.slot, log.position.seq).into_bytes());
+            if let Ok(log) = store::decode_task_log(value) {
+                if kept(slots, log.position) {
+                    keys.push(schema::feed_entry(log.position.slot, log.position.seq).into_bytes());
+                }
+                if chains {
+                    logs.push((id.to_owned(), log));
+                }
             }
         }
-        read_ahead(kv, keys)
+        read_ahead(kv, keys)?;
+        if chains {
+            chains_ahead(kv, slots, &logs)?;
+        }
+        Ok(())
     };
     store::walk_ahead(kv, &prefix, RECORD_WALK, ahead, |kv, key, value| {
         let Some(elems) = decoded(f, "task-log", &key, &prefix) else {
@@ -984,8 +1058,140 @@ fn check_task_logs<K: Kv + ?Sized>(
                 );
             }
         }
+        if let Some(reached) = reached.as_deref_mut()
+            && log.first >= 1
+            && log.first <= log.last
+        {
+            check_chain(kv, f, sh, id, &log, reached)?;
+        }
         Ok(!f.full())
     })
+}
+
+/// How many changes back the walk of the logs reads ahead, over a shared
+/// keyspace, for every task of a chunk at once: most tasks have few.
+const CHAIN_AHEAD: usize = 8;
+
+/// Keyed history entries asked for per scan below a task's changes in the
+/// feed.
+const KEYED_CHUNK: u32 = 64;
+
+/// Reads ahead the first [`CHAIN_AHEAD`] steps back from each of `logs`,
+/// every task's step in one batch, and the keyed entries below the last
+/// step where there are a few; on an embedded store it reads nothing.
+fn chains_ahead<K: Kv + ?Sized>(
+    kv: &mut K,
+    slots: &Slots,
+    logs: &[(String, store::TaskLog)],
+) -> Result<(), StoreError> {
+    if !kv.concurrent_writers() {
+        return Ok(());
+    }
+    let mut frontier: Vec<(&str, store::Position, u64, u64)> = logs
+        .iter()
+        .map(|(id, log)| (id.as_str(), log.position, log.last, log.first))
+        .collect();
+    let mut keyed = Vec::new();
+    for _ in 0..CHAIN_AHEAD {
+        frontier.retain(|(id, p, want, first)| {
+            let go = kept(slots, *p) && *want >= (*first).max(1);
+            if !go && *want >= *first && *want - *first < 4 {
+                keyed.extend(
+                    (*first..=*want)
+                        .map(|q| schema::history_entry(slots.shards, id, q).into_bytes()),
+                );
+            }
+            go
+        });
+        if frontier.is_empty() {
+            break;
+        }
+        read_ahead(
+            kv,
+            frontier
+                .iter()
+                .map(|(_, p, _, _)| schema::feed_entry(p.slot, p.seq).into_bytes())
+                .collect(),
+        )?;
+        let mut next = Vec::new();
+        for (id, p, want, first) in frontier {
+            if let Some(bytes) = kv.get(schema::feed_entry(p.slot, p.seq).as_bytes())?
+                && let Ok(row) = store::decode_feed_row(&bytes)
+                && let Some(prev) = row.prev
+            {
+                next.push((id, prev, want - 1, first));
+            }
+        }
+        frontier = next;
+    }
+    read_ahead(kv, keyed)
+}
+
+/// Follows task `id`'s changes back from its `log` (see
+/// [`check_task_logs`]), counting them in `reached`.
+fn check_chain<K: Kv + ?Sized>(
+    kv: &mut K,
+    f: &mut Findings,
+    sh: Shards,
+    id: &str,
+    log: &store::TaskLog,
+    reached: &mut u64,
+) -> Result<(), StoreError> {
+    let mut n = 0u64;
+    let lowest = match store::walk_chain(kv, id, log, log.first, |_| {
+        n += 1;
+        true
+    }) {
+        Ok(lowest) => lowest,
+        Err(StoreError::Corrupt(d)) => {
+            *reached += n;
+            f.add("history", id, d);
+            return Ok(());
+        }
+        Err(e) => return Err(e),
+    };
+    *reached += n;
+    // Below the changes the feed holds: entries under their own keys, every
+    // one of them, which the walk of the histories reads.
+    if lowest <= log.first {
+        return Ok(());
+    }
+    let prefix = schema::history(sh, id);
+    let mut start = schema::history_entry(sh, id, log.first).into_bytes();
+    let end = schema::history_entry(sh, id, lowest).into_bytes();
+    let mut next = log.first;
+    loop {
+        let entries = kv.scan(&start, Some(&end), KEYED_CHUNK, false)?;
+        let done = entries.len() < KEYED_CHUNK as usize;
+        for (k, _) in entries {
+            let seq = match store::suffix(&k, &prefix).ok().as_deref() {
+                Some([Elem::Int(q)]) if *q > 0 => *q as u64,
+                // Keys of no shape are the walk of the histories' to name.
+                _ => continue,
+            };
+            if seq > next {
+                f.add(
+                    "history",
+                    id,
+                    format!("entries {next} to {} are missing", seq - 1),
+                );
+            }
+            next = seq + 1;
+            start = k;
+            start.push(0);
+        }
+        if done || f.full() {
+            break;
+        }
+    }
+    if next < lowest {
+        f.add(
+            "history",
+            id,
+            format!("entries {next} to {} are missing", lowest - 1),
+        );
+    }
+    Ok(())
 }
 
 /// Each task's history holds every entry from its log's first to its last,
@@ -995,6 +1201,7 @@ fn check_histories<K: Kv + ?Sized>(
     kv: &mut K,
     f: &mut Findings,
     slots: &Slots,
+    in_feed: bool,
 ) -> Result<(), StoreError> {
     let sh = slots.shards;
     let prefix = if sh.beside() {
@@ -1007,6 +1214,7 @@ fn check_histories<K: Kv + ?Sized>(
     let end_of = |f: &mut Findings, current: &Option<(String, Option<store::TaskLog>, u64)>| {
         if let Some((id, Some(log), next)) = current
             && *next <= log.last
+            && !in_feed
         {
             f.add(
                 "history",
@@ -1080,7 +1288,7 @@ fn check_histories<K: Kv + ?Sized>(
                     &subject,
                     format!("an entry outside the kept {} to {}", log.first, log.last),
                 );
-            } else if seq > *next {
+            } else if seq > *next && !in_feed {
                 f.add(
                     "history",
                     &id,

@@ -94,13 +94,13 @@ use crate::prelude::*;
 /// a newer version is refused as `newer-layout`, and one with a version it
 /// does not otherwise read as corrupt, rather than misread.
 #[cfg(not(feature = "next-layout"))]
-pub const LAYOUT_VERSION: u32 = 8;
+pub const LAYOUT_VERSION: u32 = 9;
 
 /// The build the rolling-upgrade test runs as "the next release": the same
 /// rules, one layout later, so that it moves a keyspace out of this build's
 /// reach as any later release will.
 #[cfg(feature = "next-layout")]
-pub const LAYOUT_VERSION: u32 = 9;
+pub const LAYOUT_VERSION: u32 = 10;
 
 /// The most shards a counter has: per-shard tallies fit in arrays this long.
 pub const MAX_SHARDS: u8 = 64;

@@ -113,6 +113,17 @@ pub fn records_from_the_start(mark: Option<&[u8]>) -> bool {
         .is_some_and(|m| m.records_every_change())
 }
 
+/// Whether a keyspace with this mark keeps its tasks' history in its feed
+/// (layout 9 and later): a change's history entry is its feed entry, found
+/// by following the task's changes back from its log, and a history key is
+/// written only for an entry that leaves the feed while it is its task's
+/// last, or that an earlier layout wrote. Earlier marks keep a history key
+/// per change. A mark that does not parse keeps nothing in the feed.
+pub fn history_in_feed(mark: Option<&[u8]>) -> bool {
+    mark.and_then(|m| parse_mark(m).ok())
+        .is_some_and(|m| m.version >= 9)
+}
+
 /// The shards the stored layout mark records, if it is one this component
 /// reads, or `None` for a fresh keyspace. Split from [`check_layout`] so the
 /// mark can ride in a batch a verb reads anyway.
@@ -211,7 +222,7 @@ fn parse_mark(v: &[u8]) -> Result<Mark, StoreError> {
             })
         }
         (Some(version @ 8..), _) => {
-            // `8/64`, or `8/64/from-5` for a keyspace moved from layout 5.
+            // `9/64`, or `9/64/from-5` for a keyspace moved from layout 5.
             let text = core::str::from_utf8(v).map_err(|_| no_count())?;
             let mut parts = text.split('/').skip(1);
             let n = parts.next().and_then(|n| count_of(n.as_bytes()));

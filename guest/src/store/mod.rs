@@ -33,15 +33,15 @@ pub use counters::{
     timer_counter_key, timer_shard,
 };
 pub use layout::{
-    check_layout, claim_layout, expected_feed_head, expected_shards, feed_slot_of, known_layout,
-    records_from_the_start, shards,
+    check_layout, claim_layout, expected_feed_head, expected_shards, feed_slot_of, history_in_feed,
+    known_layout, records_from_the_start, shards,
 };
 pub(crate) use ranges::bad_entry;
 pub use ranges::{SCAN_CHUNK, suffix, walk, walk_ahead, walk_chunked};
 pub use record::{
     BEFORE_HISTORY, Cause, FeedRow, HistoryRow, Position, TaskLog, before_history, decode_feed_row,
-    decode_history, decode_position, decode_seq, decode_task_log, load_history_start,
-    load_task_log,
+    decode_history, decode_position, decode_seq, decode_task_log, load_history_entry,
+    load_history_start, load_task_log, walk_chain,
 };
 pub use rows::{TaskRow, TimerRow};
 pub use runs::is_sealed;

@@ -193,7 +193,7 @@ pub fn record_task<K: Kv + ?Sized>(
     };
     let change = Change::Task(TaskChange {
         id: t.id.clone(),
-        entry: entry.clone(),
+        entry,
     });
     if let (None, Some(was)) = (log, old) {
         // The task predates its history: keep what it held as the history
@@ -207,11 +207,12 @@ pub fn record_task<K: Kv + ?Sized>(
             )?;
         }
     }
+    // The change is the task's history entry too: in the feed only (the
+    // append moves the mark to this component's layout, which keeps its
+    // history there), found again by following the task's changes back
+    // from its log. A key of its own beside the row would be one more
+    // insert in every writing call.
     let position = append(kv, sh, change, log.map(|l| l.position))?;
-    kv.set(
-        schema::history_entry(sh, &t.id, seq).as_bytes(),
-        &encode_row(&HistoryRow { entry, position })?,
-    )?;
     let log = TaskLog {
         last: seq,
         first: log.map_or(1, |l| l.first),
@@ -289,4 +290,90 @@ pub fn record_timer<K: Kv + ?Sized>(
     let position = append(kv, sh, change, prev)?;
     kv.set(log_key.as_bytes(), &encode_row(&position)?)?;
     Ok(())
+}
+
+/// Follows task `id`'s changes back through the feed from the last one its
+/// `log` names, newest first, handing each to `visit` while the feed still
+/// holds it and its number is at least `down_to` (and `visit` answers
+/// true). Answers the lowest number handed over, or `log.last + 1` when
+/// none was. Each step must be a change of this task numbered one below the
+/// one before: anything else is damage, answered as `corrupt`.
+///
+/// In a keyspace that keeps history in its feed ([`super::history_in_feed`])
+/// this is where a task's history entries are; the entries below the
+/// lowest one reached are under the task's history keys.
+pub fn walk_chain<K: Kv + ?Sized>(
+    kv: &mut K,
+    id: &str,
+    log: &TaskLog,
+    down_to: u64,
+    mut visit: impl FnMut(HistoryRow) -> bool,
+) -> Result<u64, StoreError> {
+    let mut lowest = log.last.saturating_add(1);
+    let mut at = Some(log.position);
+    let mut want = log.last;
+    while let Some(p) = at {
+        if want < down_to.max(1) {
+            break;
+        }
+        let Some(bytes) = kv.get(schema::feed_entry(p.slot, p.seq).as_bytes())? else {
+            break;
+        };
+        let row = decode_feed_row(&bytes)
+            .map_err(|e| corrupt(format!("feed entry {}.{}: {e}", p.slot, p.seq)))?;
+        let entry = match row.change {
+            Change::Task(t) if t.id == id && t.entry.seq == want => t.entry,
+            _ => {
+                return Err(corrupt(format!(
+                    "the changes of task {id} lead to feed entry {}.{}, which is not its change {want}",
+                    p.slot, p.seq
+                )));
+            }
+        };
+        lowest = want;
+        at = row.prev;
+        want -= 1;
+        if !visit(HistoryRow { entry, position: p }) {
+            break;
+        }
+    }
+    Ok(lowest)
+}
+
+/// Entry `seq` of task `id`'s history, as stored under its history key or,
+/// in a keyspace that keeps history in its feed (`in_feed`, as
+/// [`super::history_in_feed`] says of its mark), as the feed holds it; none
+/// when it is not kept.
+pub fn load_history_entry<K: Kv + ?Sized>(
+    kv: &mut K,
+    sh: Shards,
+    id: &str,
+    log: &TaskLog,
+    seq: u64,
+    in_feed: bool,
+) -> Result<Option<HistoryRow>, StoreError> {
+    if let Some(bytes) = kv.get(schema::history_entry(sh, id, seq).as_bytes())? {
+        let row =
+            decode_history(&bytes).map_err(|e| corrupt(format!("history {id}/{seq}: {e}")))?;
+        if row.entry.seq != seq {
+            return Err(corrupt(format!(
+                "history {id}/{seq}: the entry says it is {}",
+                row.entry.seq
+            )));
+        }
+        return Ok(Some(row));
+    }
+    if !in_feed || seq > log.last || seq < log.first {
+        return Ok(None);
+    }
+    let mut found = None;
+    walk_chain(kv, id, log, seq, |row| {
+        if row.entry.seq == seq {
+            found = Some(row);
+            false
+        } else {
+            true
+        }
+    })?;
+    Ok(found)
 }

@@ -589,14 +589,57 @@ fn the_check_finds_damage_to_the_record() {
     let mut kv = base();
     kv.map.remove(schema::feed_entry(slot, 2).as_bytes());
     assert!(structures(&mut kv).contains(&"feed".to_owned()));
-    // A history entry gone.
+    // History is kept in the feed: no key of its own per change.
     let mut kv = base();
-    kv.map.remove(schema::history_entry(sh, "t", 1).as_bytes());
-    assert!(structures(&mut kv).contains(&"history".to_owned()));
-    // The last history entry and the row disagree.
+    assert!(
+        !kv.map
+            .keys()
+            .any(|k| k.starts_with(schema::history(sh, "t").as_bytes()))
+    );
+    // A task's change in the feed overwritten by another's: following the
+    // task back from its log meets it.
+    let timer_change = kv.map[schema::feed_entry(slot, 3).as_bytes()].clone();
+    kv.map
+        .insert(schema::feed_entry(slot, 1).into_bytes(), timer_change);
+    let found = structures(&mut kv);
+    assert!(found.contains(&"history".to_owned()), "{found:?}");
+    // The last entry, in the feed, and the row disagree.
     let mut kv = base();
+    let key = schema::feed_entry(slot, 2).into_bytes();
+    let mut row = crate::store::decode_feed_row(&kv.map[&key]).expect("decodes");
+    if let Change::Task(t) = &mut row.change {
+        t.entry.assignee = Some("mallory".into());
+    }
+    kv.map
+        .insert(key, crate::store::encode_row(&row).expect("encodes"));
+    assert_eq!(structures(&mut kv), ["history"]);
+    // A change of the task recorded twice: the copy is on no history.
+    let mut kv = base();
+    let copy = kv.map[schema::feed_entry(slot, 1).as_bytes()].clone();
+    kv.map
+        .insert(schema::feed_entry(slot, 4).into_bytes(), copy);
+    kv.map.insert(
+        schema::feed_head(sh, slot).into_bytes(),
+        4u64.to_be_bytes().to_vec(),
+    );
+    let found = check::check(&mut kv).expect("check");
+    assert!(
+        found
+            .iter()
+            .any(|d| d.structure == "feed" && d.subject == "tasks"),
+        "{found:?}"
+    );
+    // A last entry kept under its own key once trimmed from the feed, then
+    // lost.
+    let mut kv = base();
+    changes::trim(&mut kv, None, Some(0), 1000).expect("trim");
+    assert_healthy(&mut kv);
+    assert!(
+        kv.map
+            .contains_key(schema::history_entry(sh, "t", 2).as_bytes())
+    );
     kv.map.remove(schema::history_entry(sh, "t", 2).as_bytes());
-    assert!(structures(&mut kv).contains(&"history".to_owned()));
+    assert_eq!(structures(&mut kv), ["history"]);
     // A log that does not decode, a head behind its entries, a timer log
     // that points at another timer's entry.
     let mut kv = base();
@@ -745,16 +788,24 @@ fn a_layout_6_keyspace_keeps_its_record_apart_and_answers_as_a_fresh_one() {
             .map(Vec::as_slice),
         Some(schema::layout_mark(beside).as_bytes())
     );
+    let after_trim_holds = |kv: &MemKv, id: &str, seq: u64| {
+        let mut kv = kv.clone();
+        read_all(&mut kv, &mut None, 100)
+            .iter()
+            .any(|e| matches!(&e.change, Change::Task(c) if c.id == id && c.entry.seq == seq))
+    };
     for (kv, mine, other) in [(&old, apart, beside), (&fresh, beside, apart)] {
         for (sh, held) in [(mine, true), (other, false)] {
             assert_eq!(
                 kv.map.contains_key(schema::task_log(sh, "t0").as_bytes()),
                 held
             );
+            // t0's last change left the feed, so its entry is kept under
+            // its own key, spelt as the keyspace spells them.
             assert_eq!(
                 kv.map
                     .contains_key(schema::history_entry(sh, "t0", 7).as_bytes()),
-                held
+                held && !after_trim_holds(kv, "t0", 7)
             );
             assert_eq!(
                 kv.map
@@ -780,4 +831,213 @@ fn a_layout_6_keyspace_keeps_its_record_apart_and_answers_as_a_fresh_one() {
             || **k == schema::task_log(beside, "t0").into_bytes()
     }));
     assert_eq!(t1 - t0, 3, "the row, its last history entry and its log");
+}
+
+/// History is kept in the feed: a change writes no key beside its task's
+/// row, and the task's history, paged from anywhere, is its changes in the
+/// feed, followed back from its log; `entry-place` names where each sits.
+#[test]
+fn a_tasks_history_is_its_changes_in_the_feed_paged_from_anywhere() {
+    let mut kv = MemKv::new();
+    open(&mut kv, task("t").roles(&["a"]));
+    open(&mut kv, task("u").roles(&["a"]));
+    for i in 0..60u32 {
+        kv.slot = i % 5;
+        kv.now = 10 + i64::from(i);
+        let id = if i % 3 == 0 { "u" } else { "t" };
+        tasks::claim(&mut kv, id, "ann", &names(&["a"]), None).expect("claim");
+        tasks::release(&mut kv, id, "ann").expect("release");
+    }
+    let sh = schema::Shards::SHARED;
+    assert!(
+        !kv.map
+            .keys()
+            .any(|k| k.starts_with(schema::history(sh, "t").as_bytes())),
+        "a change wrote a history key"
+    );
+    let whole = history(&mut kv, "t");
+    assert_eq!(whole.len(), 81);
+    assert!(whole.iter().enumerate().all(|(i, e)| e.seq == i as u64 + 1));
+    // The feed holds each of those changes, and entry-place finds it there.
+    let feed = read_all(&mut kv, &mut None, 1000);
+    for e in &whole {
+        let at = feed
+            .iter()
+            .find(|f| matches!(&f.change, Change::Task(c) if c.id == "t" && c.entry == *e))
+            .expect("in the feed");
+        let place = changes::entry_place(&mut kv, "t", e.seq)
+            .expect("entry-place")
+            .expect("kept");
+        let c = Cursor::parse(&at.position).expect("a position");
+        assert_eq!(c.get(place.slot as u8), place.seq);
+    }
+    assert_eq!(changes::entry_place(&mut kv, "t", 82), Ok(None));
+    assert_eq!(changes::entry_place(&mut kv, "t", 0), Ok(None));
+    // Pages of every size, from every place, give the same entries.
+    for limit in [1u32, 7, 80, 81, 1000] {
+        for after in [
+            None,
+            Some(0),
+            Some(1),
+            Some(40),
+            Some(80),
+            Some(81),
+            Some(u64::MAX),
+        ] {
+            let got = changes::history(&mut kv, "t", after, limit).expect("history");
+            let from = after.map_or(0, |a| a.min(81) as usize);
+            let want: Vec<_> = whole
+                .iter()
+                .skip(from)
+                .take(limit as usize)
+                .cloned()
+                .collect();
+            assert_eq!(got, want, "after {after:?}, limit {limit}");
+        }
+    }
+    // Reading writes nothing.
+    writes_nothing(&mut kv, |kv| changes::history(kv, "t", Some(3), 5));
+    assert_healthy(&mut kv);
+}
+
+/// When trimming takes a task's last change out of the feed, its entry is
+/// kept under its own key, so the history still ends where the row stands;
+/// the task's next changes follow it, and the next trim takes it.
+#[test]
+fn a_last_change_trimmed_from_the_feed_is_kept_under_its_own_key() {
+    let mut kv = MemKv::new();
+    let sh = schema::Shards::SHARED;
+    open(&mut kv, task("t").roles(&["a"]));
+    tasks::claim(&mut kv, "t", "ann", &names(&["a"]), None).expect("claim");
+    changes::trim(&mut kv, None, Some(0), 1000).expect("trim");
+    assert!(read_all(&mut kv, &mut None, 10).is_empty());
+    let h = history(&mut kv, "t");
+    assert_eq!(
+        h.iter()
+            .map(|e| (e.seq, e.verb.as_str()))
+            .collect::<Vec<_>>(),
+        [(2, "claim")]
+    );
+    assert!(
+        kv.map
+            .contains_key(schema::history_entry(sh, "t", 2).as_bytes())
+    );
+    assert_eq!(changes::entry_place(&mut kv, "t", 1), Ok(None));
+    assert!(
+        changes::entry_place(&mut kv, "t", 2)
+            .expect("entry-place")
+            .is_some()
+    );
+    assert_healthy(&mut kv);
+    kv.slot = 7;
+    tasks::release(&mut kv, "t", "ann").expect("release");
+    tasks::claim(&mut kv, "t", "bob", &names(&["a"]), None).expect("claim");
+    let h = history(&mut kv, "t");
+    assert_eq!(h.iter().map(|e| e.seq).collect::<Vec<_>>(), [2, 3, 4]);
+    assert_eq!(
+        changes::history(&mut kv, "t", Some(2), 1).expect("history")[0].seq,
+        3
+    );
+    assert_healthy(&mut kv);
+    changes::trim(&mut kv, None, Some(1), 1000).expect("trim");
+    let h = history(&mut kv, "t");
+    assert_eq!(h.iter().map(|e| e.seq).collect::<Vec<_>>(), [4]);
+    assert!(
+        !kv.map
+            .contains_key(schema::history_entry(sh, "t", 2).as_bytes())
+    );
+    assert_healthy(&mut kv);
+    changes::trim(&mut kv, None, Some(0), 1000).expect("trim");
+    assert_eq!(
+        history(&mut kv, "t")
+            .iter()
+            .map(|e| e.seq)
+            .collect::<Vec<_>>(),
+        [4]
+    );
+    assert!(
+        kv.map
+            .contains_key(schema::history_entry(sh, "t", 4).as_bytes())
+    );
+    assert_healthy(&mut kv);
+}
+
+/// A keyspace of layout 8 keeps a history key for every change. Its first
+/// change by this component moves it to layout 9, after which its tasks'
+/// histories are their keyed entries followed by their changes in the
+/// feed: the same answers, read, paged and trimmed, as before the move.
+#[test]
+fn a_layout_8_keyspace_keeps_its_keyed_history_and_goes_on_in_the_feed() {
+    let sh = schema::Shards::SHARED;
+    let mut kv = MemKv::new();
+    for i in 0..3 {
+        open(&mut kv, task(&format!("t{i}")).roles(&["a"]));
+    }
+    for i in 0..3 {
+        let id = format!("t{i}");
+        tasks::claim(&mut kv, &id, "ann", &names(&["a"]), None).expect("claim");
+        tasks::release(&mut kv, &id, "ann").expect("release");
+    }
+    // What a layout-8 build left: a history key for every change, naming
+    // its place in the feed, and its mark.
+    let feed = read_all(&mut kv, &mut None, 1000);
+    for e in &feed {
+        if let Change::Task(c) = &e.change {
+            let place = changes::entry_place(&mut kv, &c.id, c.entry.seq)
+                .expect("entry-place")
+                .expect("kept");
+            let row = crate::store::HistoryRow {
+                entry: c.entry.clone(),
+                position: crate::store::Position {
+                    slot: place.slot as u8,
+                    seq: place.seq,
+                },
+            };
+            kv.map.insert(
+                schema::history_entry(sh, &c.id, c.entry.seq).into_bytes(),
+                crate::store::encode_row(&row).expect("encodes"),
+            );
+        }
+    }
+    kv.map
+        .insert(schema::layout().into_bytes(), b"8/64".to_vec());
+    assert_healthy(&mut kv);
+    let before: Vec<_> = (0..3).map(|i| history(&mut kv, &format!("t{i}"))).collect();
+    kv.slot = 9;
+    tasks::claim(&mut kv, "t1", "bob", &names(&["a"]), None).expect("claim");
+    assert_eq!(
+        kv.map.get(schema::layout().as_bytes()).map(Vec::as_slice),
+        Some(schema::layout_mark(sh).as_bytes())
+    );
+    assert!(
+        !kv.map
+            .contains_key(schema::history_entry(sh, "t1", 4).as_bytes())
+    );
+    assert_healthy(&mut kv);
+    for i in [0, 2] {
+        assert_eq!(history(&mut kv, &format!("t{i}")), before[i]);
+    }
+    let t1 = history(&mut kv, "t1");
+    assert_eq!(t1[..3], before[1][..]);
+    assert_eq!((t1[3].seq, t1[3].verb.as_str()), (4, "claim"));
+    for after in 0..5 {
+        let got = changes::history(&mut kv, "t1", Some(after), 2).expect("history");
+        let want: Vec<_> = t1.iter().skip(after as usize).take(2).cloned().collect();
+        assert_eq!(got, want, "after {after}");
+    }
+    // Trimming takes the keyed entries with their feed entries.
+    changes::trim(&mut kv, None, Some(2), 1000).expect("trim");
+    assert_healthy(&mut kv);
+    assert_eq!(
+        history(&mut kv, "t1")
+            .iter()
+            .map(|e| e.seq)
+            .collect::<Vec<_>>(),
+        [4]
+    );
+    changes::trim(&mut kv, None, Some(0), 1000).expect("trim");
+    assert_healthy(&mut kv);
+    for i in 0..3 {
+        assert_eq!(history(&mut kv, &format!("t{i}")).len(), 1);
+    }
 }
