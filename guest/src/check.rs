@@ -17,7 +17,12 @@
 //! the feed entry of the same change name each other, so every change not
 //! trimmed is in the feed exactly once; each slot of the feed holds every
 //! number from its floor to its head and nothing else; each entry's
-//! predecessor is an earlier change of the same task or timer. In layouts 6
+//! predecessor is an earlier change of the same task or timer. Where the
+//! history is kept in the feed (layout 9), following each task's changes
+//! back from its log must step one change of that task at a time, down to
+//! its first kept entry or to entries under their own keys, all there; and
+//! the changes so reached must number as many as the feed holds within the
+//! tasks' kept histories, so none is in the feed twice or on no history. In layouts 6
 //! and 7, which have recorded every change, every task and timer must have a
 //! record; in earlier layouts rows may predate it. The record's keys are
 //! read as the keyspace's layout spells them (apart in 6, beside in 7).

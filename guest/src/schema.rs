@@ -19,7 +19,7 @@
 //! | `("due", claimable-at, run, effect)` | when a timer can next be claimed |
 //! | `("sealed", run)` | the run is sealed |
 //! | `("task", id, "log")` | where the task's history stands: its last and first kept entries, and the feed position of its last change |
-//! | `("task", id, "history", seq)` | one entry of a task's history, with the feed position it was recorded at |
+//! | `("task", id, "history", seq)` | one entry of a task's history, with the feed position it was recorded at: from layout 9 on, only a task's last entry once its change has left the feed (and entries an earlier layout wrote); the rest of a history is its changes in the feed |
 //! | `("history-start", id)` | what a task written before history was kept held when its history began: its `before-history` entry (only in layouts that spell the record apart) |
 //! | `("timer-log", run, effect)` | the feed position of the timer's last change (kept after the timer is retired) |
 //! | `("feed", slot, MAX)` | the last sequence number written in a slot of the feed, a big-endian `u64`; `MAX` is `i64::MAX`, after every entry |
@@ -29,7 +29,11 @@
 //! A task's log and history sit beside its row, and a slot's head beside its
 //! newest entries, because a store that copies every page a commit touches
 //! (redb's B-tree) pays per page: a call then dirties the pages of its row
-//! and of its slot's tail, and nothing else for its record. Layout 6 spelled
+//! and of its slot's tail, and nothing else for its record. From layout 9 a
+//! change writes no history key at all: every insert in a writer's turn
+//! costs, and the feed entry already holds the whole change, so a task's
+//! history is read by following its changes back through the feed from its
+//! log (each feed entry names the task's previous change). Layout 6 spelled
 //! the record apart, and this component reads and writes a layout-6
 //! keyspace in that spelling: `("task-log", id)`, `("history", id, seq)` and
 //! `("feed-head", slot)` for the three keys above ([`Shards::beside`] says
@@ -61,17 +65,18 @@
 //! | 5 | earlier builds of this component | as 4, with contributions spread by writer slot, and shards signed: `5/1`, `5/64` |
 //! | 6 | earlier builds of this component | as 5, with every change recorded in the history and the feed from the first: `6/1`, `6/64` |
 //! | 7 | earlier builds of this component | as 6, with the record's keys beside the rows and entries they follow: `7/1`, `7/64` |
-//! | 8 | this component | as 7, under the version rule below: `8/1`, `8/64`; a keyspace moved from layout 3 to 6 keeps its shape and says so: `8/64/from-5` |
+//! | 8 | earlier builds of this component | as 7, under the version rule below: `8/1`, `8/64`; a keyspace moved from layout 3 to 6 keeps its shape and says so: `8/64/from-5` |
+//! | 9 | this component | as 8, with each task's history kept in the feed: no history key per change, only for a task's last entry once its change is trimmed from the feed: `9/1`, `9/64`, `9/64/from-5` |
 //!
-//! This component lays out fresh keyspaces in layout 8, and reads and writes
+//! This component lays out fresh keyspaces in layout 9, and reads and writes
 //! layouts 3 to 7 in their spelling (3 and 4 spreading by row, 3 to 6 with
 //! the record apart). The version rule: the first change it records in a
-//! keyspace of an earlier layout moves the mark to layout 8 in the same
+//! keyspace of an earlier layout moves the mark to layout 9 in the same
 //! call ([`layout_mark_from`] keeps the shape in the mark), and a mark of a
 //! later version is refused as `newer-layout`, so a build never writes a
 //! keyspace a newer one has written. It records history and feed entries in
 //! every layout; a component that predates them reads layouts up to 5 and
-//! refuses the rest by name, so a keyspace marked 6 to 8 (not `from-3` to
+//! refuses the rest by name, so a keyspace marked 6 to 9 (not `from-3` to
 //! `from-5`) has had every change recorded, while one of an earlier layout
 //! may hold tasks whose history starts later than they did: their history
 //! opens with a `before-history` entry, numbered 0, kept at
@@ -83,7 +88,9 @@
 //! slots never touch one key, and within a slot a higher number always
 //! commits later (a call reads the head the last call of its slot wrote).
 //! Layout 3 is layout 4 with 64 shards, so this component reads and writes it
-//! as such, and its first change marks it `8/64/from-3`.
+//! as such, and its first change marks it `9/64/from-3`. The entries a
+//! layout-8 build (or an earlier one) wrote under history keys stay there,
+//! and a task's history reads them below its changes in the feed.
 
 use crate::keys::Key;
 use crate::model::Timestamp;
@@ -221,7 +228,7 @@ pub fn layout_mark(shards: Shards) -> String {
 
 /// The mark of a keyspace this component writes: its version and shard
 /// count and, for a keyspace laid out in an earlier layout whose spelling it
-/// keeps (3 to 6), `/from-` and that layout: `8/64/from-5`.
+/// keeps (3 to 6), `/from-` and that layout: `9/64/from-5`.
 pub fn layout_mark_from(shards: Shards, origin: Option<u32>) -> String {
     match origin {
         None => format!("{LAYOUT_VERSION}/{}", shards.count()),

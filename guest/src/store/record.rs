@@ -1,6 +1,10 @@
 //! The change record, written with every change: a task's change appended to
 //! its history and to the feed, a timer's change to the feed, in the call
 //! that makes it, so a change and its record commit together or not at all.
+//! A task's history entry is its feed entry (layout 9): the call writes the
+//! feed entry, the slot's head and the task's log, and no key of the
+//! history's own, since each key inserted in a writer's turn costs every
+//! writer; [`walk_chain`] reads the history back from the log.
 //!
 //! The feed is kept per writer slot (see [`crate::schema`]): a call appends
 //! to its own slot, after the head its slot's last call wrote, and each entry
