@@ -320,8 +320,12 @@ pub fn history<K: Kv + ?Sized>(
     // Followed back from the newest change, keeping only the oldest that
     // fit: memory holds one page, however long the history.
     let room = (limit as usize).saturating_sub(out.len());
+    // From the nearest kept entry at or past the page's end: a page costs
+    // its length and a few steps, wherever it lies in a long history.
+    let upto = from.saturating_add(room as u64).saturating_sub(1);
+    let start = store::walk_start(kv, sh, id, &log, upto)?;
     let mut newest_first: VecDeque<HistoryEntry> = VecDeque::new();
-    let lowest = store::walk_chain(kv, id, &log, from, |row| {
+    let lowest = store::walk_chain(kv, id, &start, from, |row| {
         newest_first.push_back(row.entry);
         if newest_first.len() > room {
             newest_first.pop_front();

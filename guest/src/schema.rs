@@ -19,7 +19,7 @@
 //! | `("due", claimable-at, run, effect)` | when a timer can next be claimed |
 //! | `("sealed", run)` | the run is sealed |
 //! | `("task", id, "log")` | where the task's history stands: its last and first kept entries, and the feed position of its last change |
-//! | `("task", id, "history", seq)` | one entry of a task's history, with the feed position it was recorded at: from layout 9 on, only a task's last entry once its change has left the feed (and entries an earlier layout wrote); the rest of a history is its changes in the feed |
+//! | `("task", id, "history", seq)` | one entry of a task's history, with the feed position it was recorded at: from layout 9 on, only every 64th entry of a task, its last entry once its change has left the feed, and entries an earlier layout wrote; the rest of a history is its changes in the feed |
 //! | `("history-start", id)` | what a task written before history was kept held when its history began: its `before-history` entry (only in layouts that spell the record apart) |
 //! | `("timer-log", run, effect)` | the feed position of the timer's last change (kept after the timer is retired) |
 //! | `("feed", slot, MAX)` | the last sequence number written in a slot of the feed, a big-endian `u64`; `MAX` is `i64::MAX`, after every entry |
@@ -66,7 +66,7 @@
 //! | 6 | earlier builds of this component | as 5, with every change recorded in the history and the feed from the first: `6/1`, `6/64` |
 //! | 7 | earlier builds of this component | as 6, with the record's keys beside the rows and entries they follow: `7/1`, `7/64` |
 //! | 8 | earlier builds of this component | as 7, under the version rule below: `8/1`, `8/64`; a keyspace moved from layout 3 to 6 keeps its shape and says so: `8/64/from-5` |
-//! | 9 | this component | as 8, with each task's history kept in the feed: no history key per change, only for a task's last entry once its change is trimmed from the feed: `9/1`, `9/64`, `9/64/from-5` |
+//! | 9 | this component | as 8, with each task's history kept in the feed: no history key per change, only every 64th and a task's last entry once its change is trimmed from the feed: `9/1`, `9/64`, `9/64/from-5` |
 //!
 //! This component lays out fresh keyspaces in layout 9, and reads and writes
 //! layouts 3 to 7 in their spelling (3 and 4 spreading by row, 3 to 6 with

@@ -3,8 +3,9 @@
 //! that makes it, so a change and its record commit together or not at all.
 //! A task's history entry is its feed entry (layout 9): the call writes the
 //! feed entry, the slot's head and the task's log, and no key of the
-//! history's own, since each key inserted in a writer's turn costs every
-//! writer; [`walk_chain`] reads the history back from the log.
+//! history's own (but every [`HISTORY_CHECKPOINT`]th), since each key
+//! inserted in a writer's turn costs every writer; [`walk_chain`] reads the
+//! history back from the log, or from the nearest kept entry ([`walk_start`]).
 //!
 //! The feed is kept per writer slot (see [`crate::schema`]): a call appends
 //! to its own slot, after the head its slot's last call wrote, and each entry
@@ -195,6 +196,9 @@ pub fn record_task<K: Kv + ?Sized>(
         candidate_roles: t.candidate_roles.clone(),
         excluded_actors: t.excluded_actors.clone(),
     };
+    let checkpoint = seq
+        .is_multiple_of(HISTORY_CHECKPOINT)
+        .then(|| entry.clone());
     let change = Change::Task(TaskChange {
         id: t.id.clone(),
         entry,
@@ -217,6 +221,12 @@ pub fn record_task<K: Kv + ?Sized>(
     // from its log. A key of its own beside the row would be one more
     // insert in every writing call.
     let position = append(kv, sh, change, log.map(|l| l.position))?;
+    if let Some(entry) = checkpoint {
+        kv.set(
+            schema::history_entry(sh, &t.id, seq).as_bytes(),
+            &encode_row(&HistoryRow { entry, position })?,
+        )?;
+    }
     let log = TaskLog {
         last: seq,
         first: log.map_or(1, |l| l.first),
@@ -296,6 +306,51 @@ pub fn record_timer<K: Kv + ?Sized>(
     Ok(())
 }
 
+/// Every this many changes of a task, its entry is also kept under its own
+/// history key: a place a read of the history can start following the
+/// task's changes back from, so that a page costs its length and at most
+/// this many steps more, however long the history, for one insert in this
+/// many changes.
+pub const HISTORY_CHECKPOINT: u64 = 64;
+
+/// Where to start following task `id`'s changes back to reach entry `upto`
+/// and those below it: the first entry at or past `upto` kept under its
+/// own key while the feed still holds its change, or else the last change,
+/// as `log` names it. Answered as a log whose last entry is that one.
+pub fn walk_start<K: Kv + ?Sized>(
+    kv: &mut K,
+    sh: Shards,
+    id: &str,
+    log: &TaskLog,
+    upto: u64,
+) -> Result<TaskLog, StoreError> {
+    if upto >= log.last {
+        return Ok(*log);
+    }
+    let start = schema::history_entry(sh, id, upto.max(1));
+    let end = schema::history_entry(sh, id, log.last);
+    let Some((_, bytes)) = kv
+        .scan(start.as_bytes(), Some(end.as_bytes()), 1, false)?
+        .into_iter()
+        .next()
+    else {
+        return Ok(*log);
+    };
+    let row = decode_history(&bytes).map_err(|e| corrupt(format!("history {id}: {e}")))?;
+    let p = row.position;
+    if kv
+        .get(schema::feed_entry(p.slot, p.seq).as_bytes())?
+        .is_none()
+    {
+        return Ok(*log);
+    }
+    Ok(TaskLog {
+        last: row.entry.seq,
+        first: log.first,
+        position: p,
+    })
+}
+
 /// Follows task `id`'s changes back through the feed from the last one its
 /// `log` names, newest first, handing each to `visit` while the feed still
 /// holds it and its number is at least `down_to` (and `visit` answers
@@ -370,8 +425,9 @@ pub fn load_history_entry<K: Kv + ?Sized>(
     if !in_feed || seq > log.last || seq < log.first {
         return Ok(None);
     }
+    let start = walk_start(kv, sh, id, log, seq)?;
     let mut found = None;
-    walk_chain(kv, id, log, seq, |row| {
+    walk_chain(kv, id, &start, seq, |row| {
         if row.entry.seq == seq {
             found = Some(row);
             false

@@ -848,13 +848,21 @@ fn a_tasks_history_is_its_changes_in_the_feed_paged_from_anywhere() {
         tasks::claim(&mut kv, id, "ann", &names(&["a"]), None).expect("claim");
         tasks::release(&mut kv, id, "ann").expect("release");
     }
+    // No history key of its own per change: only every 64th entry is kept
+    // under one too, as a place to start reading from.
     let sh = schema::Shards::SHARED;
-    assert!(
-        !kv.map
+    let keyed = |kv: &MemKv, id: &str| -> Vec<Vec<u8>> {
+        kv.map
             .keys()
-            .any(|k| k.starts_with(schema::history(sh, "t").as_bytes())),
-        "a change wrote a history key"
+            .filter(|k| k.starts_with(schema::history(sh, id).as_bytes()))
+            .cloned()
+            .collect()
+    };
+    assert_eq!(
+        keyed(&kv, "t"),
+        [schema::history_entry(sh, "t", 64).into_bytes()]
     );
+    assert!(keyed(&kv, "u").is_empty(), "u has 41 entries");
     let whole = history(&mut kv, "t");
     assert_eq!(whole.len(), 81);
     assert!(whole.iter().enumerate().all(|(i, e)| e.seq == i as u64 + 1));
@@ -898,6 +906,64 @@ fn a_tasks_history_is_its_changes_in_the_feed_paged_from_anywhere() {
     // Reading writes nothing.
     writes_nothing(&mut kv, |kv| changes::history(kv, "t", Some(3), 5));
     assert_healthy(&mut kv);
+}
+
+/// A page of a long history costs its length and a few steps more,
+/// wherever it lies: the walk back starts at the nearest entry kept under
+/// its own key past the page, not at the task's last change. Trimming takes
+/// those keys with the entries they hold.
+#[test]
+fn a_page_of_a_long_history_costs_its_length_wherever_it_lies() {
+    let mut kv = MemKv::new();
+    open(&mut kv, task("t").roles(&["a"]));
+    for i in 0..250u32 {
+        kv.slot = i % 3;
+        kv.now = 10 + i64::from(i);
+        tasks::claim(&mut kv, "t", "ann", &names(&["a"]), None).expect("claim");
+        tasks::release(&mut kv, "t", "ann").expect("release");
+    }
+    let whole = history(&mut kv, "t");
+    assert_eq!(whole.len(), 501);
+    for after in [None, Some(0), Some(63), Some(64), Some(250), Some(495)] {
+        kv.calls = Default::default();
+        let page = changes::history(&mut kv, "t", after, 10).expect("history");
+        let from = after.map_or(0, |a| a as usize);
+        assert_eq!(
+            page[..],
+            whole[from..(from + 10).min(501)],
+            "after {after:?}"
+        );
+        let gets = kv.calls.gets;
+        assert!(gets <= 10 + 64 + 8, "after {after:?}: {gets} reads");
+        let seq = from as u64 + 1;
+        kv.calls = Default::default();
+        let place = changes::entry_place(&mut kv, "t", seq).expect("entry-place");
+        assert!(place.is_some());
+        assert!(kv.calls.gets <= 64 + 8, "entry-place {seq}: {:?}", kv.calls);
+    }
+    assert_healthy(&mut kv);
+    while changes::trim(&mut kv, None, Some(150), 1000)
+        .expect("trim")
+        .more
+    {}
+    assert_healthy(&mut kv);
+    let kept = history(&mut kv, "t");
+    assert_eq!(kept[..], whole[501 - kept.len()..]);
+    assert!(kept.len() >= 150 && kept.len() < 501, "{} kept", kept.len());
+    for (k, _) in kv
+        .map
+        .range(schema::history(schema::Shards::SHARED, "t").into_bytes()..)
+    {
+        if !k.starts_with(schema::history(schema::Shards::SHARED, "t").as_bytes()) {
+            break;
+        }
+        let row = crate::store::decode_history(&kv.map[k]).expect("decodes");
+        assert!(
+            row.entry.seq >= kept[0].seq,
+            "{} kept past the trim",
+            row.entry.seq
+        );
+    }
 }
 
 /// When trimming takes a task's last change out of the feed, its entry is
