@@ -54,6 +54,34 @@ impl HeldTurn {
         HeldTurn { client, key }
     }
 
+    /// Waits until a session other than this one waits on the server for
+    /// the turn this one holds: a condition, not a guess at how long
+    /// that takes; the bound only turns a hang into a failure.
+    fn until_another_waits(&mut self) {
+        let started = Instant::now();
+        loop {
+            let waiting: i64 = self
+                .client
+                .query_one(
+                    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted \
+                     AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) \
+                     AND classid::bigint = $1 \
+                     AND objid::bigint = (hashtext(current_schema() || $2)::bigint + 4294967296) % 4294967296",
+                    &[&i64::from(LINE_LOCKS), &self.key],
+                )
+                .expect("the test reads the server's locks")
+                .get(0);
+            if waiting > 0 {
+                return;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(120),
+                "no call came to wait on the server for the turn"
+            );
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
     fn give_back(mut self) {
         let row = self
             .client
@@ -189,15 +217,19 @@ fn a_call_that_fails_inside_a_group_leaves_the_others_to_commit() {
             .expect("open");
     }
     let before = e.commit_stats().expect("counted");
-    let held = HeldTurn::take(&schema, "acme", "tasks");
+    let mut held = HeldTurn::take(&schema, "acme", "tasks");
     let answers: Vec<Result<Option<leasehold_host::Task>, Error>> = std::thread::scope(|s| {
-        let handles: Vec<_> = ["a", "b", "", "c", "d"]
-            .into_iter()
-            .map(|actor| {
-                let t = &t;
-                s.spawn(move || t.claim_next(&query(&["r"], Some(actor), 1, None), lease()))
-            })
-            .collect();
+        let claim = |actor: &'static str| {
+            let t = &t;
+            s.spawn(move || t.claim_next(&query(&["r"], Some(actor), 1, None), lease()))
+        };
+        // A valid call first, until it holds the process's turn and waits
+        // on the server for the line's: had the failing call come first, it
+        // would have failed alone, before any group, and the test would
+        // show nothing.
+        let mut handles = vec![claim("a")];
+        held.until_another_waits();
+        handles.extend(["b", "", "c", "d"].map(claim));
         until_waiting(&e, 4);
         held.give_back();
         handles
