@@ -420,13 +420,23 @@ pub fn entry_place<K: Kv + ?Sized>(
     seq: u64,
 ) -> Result<Option<FeedPlace>, StoreError> {
     validate::name("id", id)?;
-    kv.prefetch(&[schema::layout().into_bytes(), schema::task(id).into_bytes()])?;
+    // Sequence numbers start at 1, and a key holds at most `i64::MAX`.
+    let kept = seq != 0 && seq <= i64::MAX as u64;
+    let expected = store::expected_shards(kv);
+    let mut first = vec![
+        schema::layout().into_bytes(),
+        schema::task(id).into_bytes(),
+        schema::task_log(expected, id).into_bytes(),
+    ];
+    if kept {
+        first.push(schema::history_entry(expected, id, seq).into_bytes());
+    }
+    kv.prefetch(&first)?;
     store::check_layout(kv, false)?;
     if kv.get(schema::task(id).as_bytes())?.is_none() {
         return Err(StoreError::NotFound(id.to_owned()));
     }
-    // Sequence numbers start at 1, and a key holds at most `i64::MAX`.
-    if seq == 0 || seq > i64::MAX as u64 {
+    if !kept {
         return Ok(None);
     }
     let sh = store::shards(kv)?;

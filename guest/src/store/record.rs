@@ -338,10 +338,10 @@ pub fn walk_start<K: Kv + ?Sized>(
     };
     let row = decode_history(&bytes).map_err(|e| corrupt(format!("history {id}: {e}")))?;
     let p = row.position;
-    if kv
-        .get(schema::feed_entry(p.slot, p.seq).as_bytes())?
-        .is_none()
-    {
+    // Kept for the walk that starts here, so it is read once.
+    let entry = schema::feed_entry(p.slot, p.seq).into_bytes();
+    kv.prefetch(core::slice::from_ref(&entry))?;
+    if kv.get(&entry)?.is_none() {
         return Ok(*log);
     }
     Ok(TaskLog {
