@@ -31,6 +31,7 @@ mod prelude {
 pub mod changes;
 pub mod check;
 mod convert;
+pub mod jsonschema;
 pub mod keys;
 pub mod kv;
 #[cfg(any(test, target_arch = "wasm32"))]

@@ -1,0 +1,321 @@
+//! A schema document to a [`Node`] tree: every keyword checked against the
+//! rules draft 2020-12 gives it, every keyword outside the subset refused.
+//!
+//! Owns what a schema may say and the limits on its size; it must never
+//! accept a keyword it does not enforce, nor recurse deeper than
+//! [`MAX_SCHEMA_DEPTH`].
+
+#[allow(unused_imports)]
+use crate::prelude::*;
+
+use serde_json::{Map, Number, Value};
+
+use super::error::{SchemaError, child};
+use super::node::{Node, Rules, Types};
+use super::value::{Decimal, Num, canonical, is_integer, type_name};
+
+/// The most bytes a schema takes, written as compact JSON (or as given,
+/// for text): far more than a form needs, and it bounds the cost of every
+/// validation by a constant times the instance's size.
+pub const MAX_SCHEMA_BYTES: usize = 64 * 1024;
+/// The most schemas nested in one another (`properties`, `items`,
+/// `additionalProperties`), the root at depth 0. Compiling and validating
+/// recurse once per level, so this bounds their stack.
+pub const MAX_SCHEMA_DEPTH: usize = 32;
+/// The deepest a schema document's arrays and objects nest (inside `enum`,
+/// `const`, `default`, … too): serde_json's own parsing limit, checked
+/// again for a [`Value`] built in code, since serializing it recurses.
+pub const MAX_JSON_DEPTH: usize = 128;
+/// The one dialect `$schema` may name.
+pub const DIALECT: &str = "https://json-schema.org/draft/2020-12/schema";
+
+pub fn from_text(text: &str) -> Result<Node, SchemaError> {
+    if text.len() > MAX_SCHEMA_BYTES {
+        return Err(too_large(text.len()));
+    }
+    let value: Value = serde_json::from_str(text).map_err(SchemaError::NotJson)?;
+    from_value(&value)
+}
+
+pub fn from_value(value: &Value) -> Result<Node, SchemaError> {
+    let depth = json_depth(value);
+    if depth > MAX_JSON_DEPTH {
+        return Err(SchemaError::TooLarge {
+            why: format!("nests more than {MAX_JSON_DEPTH} arrays and objects deep"),
+        });
+    }
+    // A Value cannot fail to serialize; if it did, it would not be small.
+    let bytes = serde_json::to_vec(value).map_or(usize::MAX, |v| v.len());
+    if bytes > MAX_SCHEMA_BYTES {
+        return Err(too_large(bytes));
+    }
+    schema(value, "", 0)
+}
+
+fn too_large(bytes: usize) -> SchemaError {
+    SchemaError::TooLarge {
+        why: format!("is {bytes} bytes, more than {MAX_SCHEMA_BYTES}"),
+    }
+}
+
+/// How deep `value` nests, stopping once past the limit. Iterative.
+fn json_depth(value: &Value) -> usize {
+    let mut deepest = 0;
+    let mut stack = vec![(value, 0usize)];
+    while let Some((v, depth)) = stack.pop() {
+        match v {
+            Value::Array(items) => stack.extend(items.iter().map(|c| (c, depth + 1))),
+            Value::Object(members) => stack.extend(members.values().map(|c| (c, depth + 1))),
+            _ => continue,
+        }
+        deepest = deepest.max(depth + 1);
+        if deepest > MAX_JSON_DEPTH {
+            break;
+        }
+    }
+    deepest
+}
+
+fn malformed(path: &str, why: impl Into<String>) -> SchemaError {
+    SchemaError::Malformed {
+        path: path.to_owned(),
+        why: why.into(),
+    }
+}
+
+/// One schema at `path`, `depth` schemas below the root. Keywords are taken
+/// in byte order of their names, depth first, so the error reported is the
+/// same whatever order the document listed them in.
+fn schema(value: &Value, path: &str, depth: usize) -> Result<Node, SchemaError> {
+    if depth > MAX_SCHEMA_DEPTH {
+        return Err(SchemaError::TooDeep {
+            path: path.to_owned(),
+            max: MAX_SCHEMA_DEPTH,
+        });
+    }
+    let members = match value {
+        Value::Bool(b) => return Ok(Node::Bool(*b)),
+        Value::Object(members) => members,
+        other => {
+            return Err(malformed(
+                path,
+                format!(
+                    "a schema is an object or a boolean, not {}",
+                    article(type_name(other))
+                ),
+            ));
+        }
+    };
+    let mut rules = Rules {
+        path: path.to_owned(),
+        ..Rules::default()
+    };
+    let mut keywords: Vec<(&String, &Value)> = members.iter().collect();
+    keywords.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    for (keyword, v) in keywords {
+        let at = child(path, keyword);
+        match keyword.as_str() {
+            "type" => rules.types = Some(types(&at, v)?),
+            "enum" => {
+                let Value::Array(values) = v else {
+                    return Err(malformed(&at, "enum must be an array"));
+                };
+                let mut encoded: Vec<Vec<u8>> = values.iter().map(canonical).collect();
+                encoded.sort_unstable();
+                encoded.dedup();
+                rules.allowed = Some((encoded, values.len()));
+            }
+            "const" => rules.constant = Some(canonical(v)),
+            "minimum" => rules.minimum = Some(number(&at, keyword, v)?.clone()),
+            "maximum" => rules.maximum = Some(number(&at, keyword, v)?.clone()),
+            "exclusiveMinimum" => rules.exclusive_minimum = Some(number(&at, keyword, v)?.clone()),
+            "exclusiveMaximum" => rules.exclusive_maximum = Some(number(&at, keyword, v)?.clone()),
+            "multipleOf" => {
+                let n = number(&at, keyword, v)?;
+                let positive = Num::of(n).cmp(Num::Int(0)).is_gt();
+                match Decimal::of(n) {
+                    Some(d) if positive && !d.is_zero() => rules.multiple_of = Some((n.clone(), d)),
+                    _ => {
+                        return Err(malformed(
+                            &at,
+                            format!("multipleOf must be above 0, not {n}"),
+                        ));
+                    }
+                }
+            }
+            "minLength" => rules.min_length = Some(count(&at, keyword, v)?),
+            "maxLength" => rules.max_length = Some(count(&at, keyword, v)?),
+            "minItems" => rules.min_items = Some(count(&at, keyword, v)?),
+            "maxItems" => rules.max_items = Some(count(&at, keyword, v)?),
+            "uniqueItems" => rules.unique_items = boolean(&at, keyword, v)?,
+            "items" => {
+                if v.is_array() {
+                    return Err(malformed(
+                        &at,
+                        "items takes one schema in draft 2020-12; a list of schemas is \
+                         prefixItems, which is not supported",
+                    ));
+                }
+                rules.items = Some(schema(v, &at, depth + 1)?);
+            }
+            "required" => rules.required = required(&at, v)?,
+            "properties" => rules.properties = properties(&at, v, depth)?,
+            "additionalProperties" => {
+                rules.additional_properties = Some(schema(v, &at, depth + 1)?);
+            }
+            "$schema" => dialect(&at, v, depth)?,
+            "title" | "description" | "$comment" | "format" => {
+                if !v.is_string() {
+                    return Err(malformed(&at, format!("{keyword} must be a string")));
+                }
+            }
+            "readOnly" | "writeOnly" | "deprecated" => {
+                boolean(&at, keyword, v)?;
+            }
+            "examples" => {
+                if !v.is_array() {
+                    return Err(malformed(&at, "examples must be an array"));
+                }
+            }
+            "default" => {}
+            _ => {
+                return Err(SchemaError::Unsupported {
+                    path: at,
+                    keyword: keyword.clone(),
+                });
+            }
+        }
+    }
+    Ok(Node::Rules(Box::new(rules)))
+}
+
+fn article(name: &str) -> String {
+    match name {
+        "array" | "integer" | "object" => format!("an {name}"),
+        "null" => "null".to_owned(),
+        _ => format!("a {name}"),
+    }
+}
+
+fn types(at: &str, v: &Value) -> Result<Types, SchemaError> {
+    let bit = |name: &Value| match name {
+        Value::String(s) => Types::bit(s).ok_or_else(|| {
+            malformed(
+                at,
+                format!(
+                    "{s:?} is not a type (null, boolean, object, array, number, string, integer)"
+                ),
+            )
+        }),
+        _ => Err(malformed(at, "type names are strings")),
+    };
+    match v {
+        Value::Array(names) if !names.is_empty() => {
+            let mut set = Types::EMPTY;
+            for name in names {
+                let b = bit(name)?;
+                if set.has(b) {
+                    return Err(malformed(at, format!("type lists {name} twice")));
+                }
+                set = set.with(b);
+            }
+            Ok(set)
+        }
+        Value::Array(_) => Err(malformed(at, "type must list at least one type")),
+        name => Ok(Types::EMPTY.with(bit(name)?)),
+    }
+}
+
+fn number<'v>(at: &str, keyword: &str, v: &'v Value) -> Result<&'v Number, SchemaError> {
+    match v {
+        Value::Number(n) => Ok(n),
+        other => Err(malformed(
+            at,
+            format!(
+                "{keyword} must be a number, not {}",
+                article(type_name(other))
+            ),
+        )),
+    }
+}
+
+/// A non-negative integer (`2.0` included, as the spec has it); one past
+/// `u64` is as good as infinite.
+fn count(at: &str, keyword: &str, v: &Value) -> Result<u64, SchemaError> {
+    if let Value::Number(n) = v {
+        match Num::of(n) {
+            Num::Int(i) if i >= 0 => return Ok(u64::try_from(i).unwrap_or(u64::MAX)),
+            // `as` saturates above u64::MAX.
+            Num::Float(f) if f >= 0.0 && is_integer(n) => return Ok(f as u64),
+            _ => {}
+        }
+    }
+    Err(malformed(
+        at,
+        format!("{keyword} must be a non-negative integer, not {v}"),
+    ))
+}
+
+fn boolean(at: &str, keyword: &str, v: &Value) -> Result<bool, SchemaError> {
+    v.as_bool()
+        .ok_or_else(|| malformed(at, format!("{keyword} must be true or false")))
+}
+
+fn required(at: &str, v: &Value) -> Result<Vec<String>, SchemaError> {
+    let Value::Array(names) = v else {
+        return Err(malformed(at, "required must be an array of property names"));
+    };
+    let mut out = Vec::with_capacity(names.len());
+    for (i, name) in names.iter().enumerate() {
+        match name {
+            Value::String(s) => out.push(s.clone()),
+            _ => {
+                return Err(malformed(
+                    &child(at, &i.to_string()),
+                    "a required property name must be a string",
+                ));
+            }
+        }
+    }
+    let mut sorted: Vec<&String> = out.iter().collect();
+    sorted.sort_unstable();
+    if let Some(twice) = sorted.windows(2).find(|w| w[0] == w[1]) {
+        return Err(malformed(
+            at,
+            format!("required lists {:?} twice", twice[0]),
+        ));
+    }
+    Ok(out)
+}
+
+fn properties(at: &str, v: &Value, depth: usize) -> Result<Vec<(String, Node)>, SchemaError> {
+    let Value::Object(members) = v else {
+        return Err(malformed(
+            at,
+            "properties must be an object of a schema per property",
+        ));
+    };
+    let mut sorted: Vec<(&String, &Value)> = Map::iter(members).collect();
+    sorted.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    sorted
+        .into_iter()
+        .map(|(name, s)| Ok((name.clone(), schema(s, &child(at, name), depth + 1)?)))
+        .collect()
+}
+
+/// `$schema` may only name draft 2020-12, and only at the root: below it,
+/// the spec allows it only at the root of an embedded resource (`$id`),
+/// which is not supported.
+fn dialect(at: &str, v: &Value, depth: usize) -> Result<(), SchemaError> {
+    if depth > 0 {
+        return Err(malformed(at, "$schema belongs only at the schema's root"));
+    }
+    match v.as_str() {
+        Some(uri) if uri.strip_suffix('#').unwrap_or(uri) == DIALECT => Ok(()),
+        Some(uri) => Err(malformed(
+            at,
+            format!("the dialect {uri:?} is not supported, only {DIALECT:?}"),
+        )),
+        None => Err(malformed(at, "$schema must be a string")),
+    }
+}
