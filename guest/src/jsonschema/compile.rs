@@ -8,11 +8,13 @@
 #[allow(unused_imports)]
 use crate::prelude::*;
 
-use serde_json::{Map, Number, Value};
+use serde_json::{Number, Value};
 
 use super::error::{SchemaError, child};
 use super::node::{Node, Rules, Types};
-use super::value::{Decimal, Num, canonical, is_integer, type_name};
+use super::value::{
+    Decimal, Num, canonical, is_integer, members_in_order, sorted_positions, type_name,
+};
 
 /// The most bytes a schema takes, written as compact JSON (or as given,
 /// for text): far more than a form needs, and it bounds the cost of every
@@ -38,17 +40,7 @@ pub fn from_text(text: &str) -> Result<Node, SchemaError> {
 }
 
 pub fn from_value(value: &Value) -> Result<Node, SchemaError> {
-    let depth = json_depth(value);
-    if depth > MAX_JSON_DEPTH {
-        return Err(SchemaError::TooLarge {
-            why: format!("nests more than {MAX_JSON_DEPTH} arrays and objects deep"),
-        });
-    }
-    // A Value cannot fail to serialize; if it did, it would not be small.
-    let bytes = serde_json::to_vec(value).map_or(usize::MAX, |v| v.len());
-    if bytes > MAX_SCHEMA_BYTES {
-        return Err(too_large(bytes));
-    }
+    measure(value)?;
     schema(value, "", 0)
 }
 
@@ -58,22 +50,53 @@ fn too_large(bytes: usize) -> SchemaError {
     }
 }
 
-/// How deep `value` nests, stopping once past the limit. Iterative.
-fn json_depth(value: &Value) -> usize {
-    let mut deepest = 0;
-    let mut stack = vec![(value, 0usize)];
+/// Refuses a document past the limits: its compact JSON length (counted
+/// without writing it) and its nesting. Iterative, and it stops at the
+/// first limit passed, so a hostile value costs no stack and little time.
+fn measure(value: &Value) -> Result<usize, SchemaError> {
+    let mut bytes = 0usize;
+    let mut stack = vec![(value, 1usize)];
     while let Some((v, depth)) = stack.pop() {
-        match v {
-            Value::Array(items) => stack.extend(items.iter().map(|c| (c, depth + 1))),
-            Value::Object(members) => stack.extend(members.values().map(|c| (c, depth + 1))),
-            _ => continue,
+        bytes += match v {
+            Value::Null | Value::Bool(true) => 4,
+            Value::Bool(false) => 5,
+            Value::Number(n) => n.to_string().len(),
+            Value::String(s) => quoted_len(s),
+            Value::Array(items) => {
+                stack.extend(items.iter().map(|item| (item, depth + 1)));
+                // Brackets and commas.
+                2 + items.len().saturating_sub(1)
+            }
+            Value::Object(members) => {
+                stack.extend(members.values().map(|member| (member, depth + 1)));
+                // Braces, commas, and each name with its colon.
+                2 + members.len().saturating_sub(1)
+                    + members.keys().map(|k| quoted_len(k) + 1).sum::<usize>()
+            }
+        };
+        if bytes > MAX_SCHEMA_BYTES {
+            return Err(too_large(bytes));
         }
-        deepest = deepest.max(depth + 1);
-        if deepest > MAX_JSON_DEPTH {
-            break;
+        if depth > MAX_JSON_DEPTH && (v.is_array() || v.is_object()) {
+            return Err(SchemaError::TooLarge {
+                why: format!("nests more than {MAX_JSON_DEPTH} arrays and objects deep"),
+            });
         }
     }
-    deepest
+    Ok(bytes)
+}
+
+/// A string's length as serde_json writes it: quoted, with `"`, `\` and
+/// control characters escaped.
+fn quoted_len(s: &str) -> usize {
+    2 + s
+        .chars()
+        .map(|c| match c {
+            '"' | '\\' | '\u{8}' | '\u{c}' | '\n' | '\r' | '\t' => 2,
+            c if u32::from(c) < 0x20 => 6,
+            c => c.len_utf8(),
+        })
+        .sum::<usize>()
 }
 
 fn malformed(path: &str, why: impl Into<String>) -> SchemaError {
@@ -110,9 +133,7 @@ fn schema(value: &Value, path: &str, depth: usize) -> Result<Node, SchemaError> 
         path: path.to_owned(),
         ..Rules::default()
     };
-    let mut keywords: Vec<(&String, &Value)> = members.iter().collect();
-    keywords.sort_unstable_by(|a, b| a.0.cmp(b.0));
-    for (keyword, v) in keywords {
+    for (keyword, v) in members_in_order(members) {
         let at = child(path, keyword);
         match keyword.as_str() {
             "type" => rules.types = Some(types(&at, v)?),
@@ -120,10 +141,14 @@ fn schema(value: &Value, path: &str, depth: usize) -> Result<Node, SchemaError> 
                 let Value::Array(values) = v else {
                     return Err(malformed(&at, "enum must be an array"));
                 };
-                let mut encoded: Vec<Vec<u8>> = values.iter().map(canonical).collect();
-                encoded.sort_unstable();
-                encoded.dedup();
-                rules.allowed = Some((encoded, values.len()));
+                let encoded: Vec<Vec<u8>> = values.iter().map(canonical).collect();
+                let mut allowed: Vec<Vec<u8>> = Vec::with_capacity(encoded.len());
+                for i in sorted_positions(encoded.len(), &|a, b| encoded[a].cmp(&encoded[b])) {
+                    if allowed.last() != Some(&encoded[i]) {
+                        allowed.push(encoded[i].clone());
+                    }
+                }
+                rules.allowed = Some((allowed, values.len()));
             }
             "const" => rules.constant = Some(canonical(v)),
             "minimum" => rules.minimum = Some(number(&at, keyword, v)?.clone()),
@@ -197,6 +222,15 @@ fn article(name: &str) -> String {
     }
 }
 
+/// A value for a message, without writing out a large one.
+fn shown(v: &Value) -> String {
+    match v {
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => format!("{s:?}"),
+        other => article(type_name(other)),
+    }
+}
+
 fn types(at: &str, v: &Value) -> Result<Types, SchemaError> {
     let bit = |name: &Value| match name {
         Value::String(s) => Types::bit(s).ok_or_else(|| {
@@ -215,7 +249,8 @@ fn types(at: &str, v: &Value) -> Result<Types, SchemaError> {
             for name in names {
                 let b = bit(name)?;
                 if set.has(b) {
-                    return Err(malformed(at, format!("type lists {name} twice")));
+                    let message = format!("type lists {} twice", shown(name));
+                    return Err(malformed(at, message));
                 }
                 set = set.with(b);
             }
@@ -252,7 +287,7 @@ fn count(at: &str, keyword: &str, v: &Value) -> Result<u64, SchemaError> {
     }
     Err(malformed(
         at,
-        format!("{keyword} must be a non-negative integer, not {v}"),
+        format!("{keyword} must be a non-negative integer, not {}", shown(v)),
     ))
 }
 
@@ -277,13 +312,10 @@ fn required(at: &str, v: &Value) -> Result<Vec<String>, SchemaError> {
             }
         }
     }
-    let mut sorted: Vec<&String> = out.iter().collect();
-    sorted.sort_unstable();
-    if let Some(twice) = sorted.windows(2).find(|w| w[0] == w[1]) {
-        return Err(malformed(
-            at,
-            format!("required lists {:?} twice", twice[0]),
-        ));
+    let sorted = sorted_positions(out.len(), &|a, b| out[a].cmp(&out[b]));
+    if let Some(twice) = sorted.windows(2).find(|w| out[w[0]] == out[w[1]]) {
+        let message = format!("required lists {:?} twice", out[twice[0]]);
+        return Err(malformed(at, message));
     }
     Ok(out)
 }
@@ -295,9 +327,7 @@ fn properties(at: &str, v: &Value, depth: usize) -> Result<Vec<(String, Node)>, 
             "properties must be an object of a schema per property",
         ));
     };
-    let mut sorted: Vec<(&String, &Value)> = Map::iter(members).collect();
-    sorted.sort_unstable_by(|a, b| a.0.cmp(b.0));
-    sorted
+    members_in_order(members)
         .into_iter()
         .map(|(name, s)| Ok((name.clone(), schema(s, &child(at, name), depth + 1)?)))
         .collect()
@@ -312,10 +342,41 @@ fn dialect(at: &str, v: &Value, depth: usize) -> Result<(), SchemaError> {
     }
     match v.as_str() {
         Some(uri) if uri.strip_suffix('#').unwrap_or(uri) == DIALECT => Ok(()),
-        Some(uri) => Err(malformed(
-            at,
-            format!("the dialect {uri:?} is not supported, only {DIALECT:?}"),
-        )),
+        Some(uri) => Err(SchemaError::Dialect {
+            path: at.to_owned(),
+            uri: uri.to_owned(),
+        }),
         None => Err(malformed(at, "$schema must be a string")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<f64>().prop_map(Value::from),
+            "\\PC{0,4}|[\"\\\\\\x00-\\x1f]{0,3}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::btree_map("[\"a\\x01]{0,2}", inner, 0..4)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn the_measured_size_is_the_compact_json_length(value in json()) {
+            let written = serde_json::to_string(&value).map(|t| t.len()).ok();
+            prop_assert_eq!(measure(&value).ok(), written);
+        }
     }
 }

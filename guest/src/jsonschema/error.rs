@@ -26,6 +26,9 @@ pub enum SchemaError {
     /// A keyword outside the supported subset: refused rather than ignored,
     /// so no schema means less than its author wrote.
     Unsupported { path: String, keyword: String },
+    /// `$schema` names a dialect other than draft 2020-12 (whose keywords
+    /// may mean other things).
+    Dialect { path: String, uri: String },
     /// A keyword's value breaks the JSON Schema rules for it.
     Malformed { path: String, why: String },
 }
@@ -73,6 +76,11 @@ impl fmt::Display for SchemaError {
                     shown(path)
                 )
             }
+            SchemaError::Dialect { path, uri } => write!(
+                f,
+                "{}: the dialect {uri:?} is not supported, only draft 2020-12",
+                shown(path)
+            ),
             SchemaError::Malformed { path, why } => write!(f, "{}: {why}", shown(path)),
         }
     }

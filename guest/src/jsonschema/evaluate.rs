@@ -12,7 +12,7 @@ use serde_json::{Number, Value};
 
 use super::error::{Violation, child, escape};
 use super::node::{Node, Rules};
-use super::value::{Decimal, Num, canonical, type_name};
+use super::value::{Decimal, Num, canonical, members_in_order, sorted_positions, type_name};
 
 /// One step of the path from the instance's root to the value at hand.
 enum Step<'v> {
@@ -104,10 +104,13 @@ fn violation(rules: &Rules, at: &[Step<'_>], keyword: &'static str, message: Str
 /// anything else by its type.
 fn brief(value: &Value) -> String {
     match value {
+        Value::Null => "null".to_owned(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
         Value::String(s) if s.chars().count() > 40 => "the string".to_owned(),
+        Value::String(s) => format!("{s:?}"),
         Value::Array(_) => "the array".to_owned(),
         Value::Object(_) => "the object".to_owned(),
-        scalar => scalar.to_string(),
     }
 }
 
@@ -248,12 +251,15 @@ fn array<'v>(rules: &Rules, items: &'v [Value], at: &mut Vec<Step<'v>>) -> Resul
 /// The earliest item equal to one before it, and the first such one: by
 /// sorting canonical encodings, so `n log n` comparisons, not `n²`.
 fn first_repeat(items: &[Value]) -> Option<(usize, usize)> {
-    let mut encoded: Vec<(Vec<u8>, usize)> = items.iter().map(canonical).zip(0..).collect();
-    encoded.sort_unstable();
-    encoded
+    let encoded: Vec<Vec<u8>> = items.iter().map(canonical).collect();
+    // Equal items sort together, each run in index order.
+    let order = sorted_positions(encoded.len(), &|a, b| {
+        encoded[a].cmp(&encoded[b]).then(a.cmp(&b))
+    });
+    order
         .windows(2)
-        .filter(|w| w[0].0 == w[1].0)
-        .map(|w| (w[0].1, w[1].1))
+        .filter(|w| encoded[w[0]] == encoded[w[1]])
+        .map(|w| (w[0], w[1]))
         // Within a run of equal items, the pair at its start has the
         // run's first and second index; later pairs have larger ones.
         .min_by(|a, b| a.1.cmp(&b.1).then(a.0.cmp(&b.0)))
@@ -271,9 +277,7 @@ fn object<'v>(
     if rules.properties.is_empty() && rules.additional_properties.is_none() {
         return Ok(());
     }
-    let mut sorted: Vec<(&'v String, &'v Value)> = members.iter().collect();
-    sorted.sort_unstable_by(|a, b| a.0.cmp(b.0));
-    for (name, value) in sorted {
+    for (name, value) in members_in_order(members) {
         let declared = rules
             .properties
             .binary_search_by(|(n, _)| n.as_str().cmp(name.as_str()))

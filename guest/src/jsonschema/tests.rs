@@ -129,10 +129,6 @@ fn a_malformed_keyword_is_refused_naming_where() {
         (json!({"title": 1}), "/title"),
         (json!({"examples": {}}), "/examples"),
         (json!({"readOnly": "yes"}), "/readOnly"),
-        (
-            json!({"$schema": "http://json-schema.org/draft-07/schema#"}),
-            "/$schema",
-        ),
         (json!({"items": {"$schema": DIALECT}}), "/items/$schema"),
         (json!(3), ""),
     ];
@@ -161,6 +157,8 @@ fn annotations_are_accepted_and_change_nothing() {
     assert!(schema.is_valid(&json!({"when": "not a date"})));
     assert!(schema.is_valid(&json!({})));
     assert!(Schema::compile(&json!({"$schema": format!("{DIALECT}#")})).is_ok());
+    let draft7 = json!({"$schema": "http://json-schema.org/draft-07/schema#"});
+    assert!(matches!(refusal(draft7), SchemaError::Dialect { path, .. } if path == "/$schema"));
 }
 
 #[test]
@@ -320,54 +318,45 @@ fn json_value() -> impl Strategy<Value = Value> {
     })
 }
 
-const KEYWORDS: &[&str] = &[
-    "type",
-    "enum",
-    "const",
-    "minimum",
-    "maximum",
-    "exclusiveMinimum",
-    "exclusiveMaximum",
-    "multipleOf",
-    "minLength",
-    "maxLength",
-    "items",
-    "minItems",
-    "maxItems",
-    "uniqueItems",
-    "required",
-    "properties",
-    "additionalProperties",
-    "$schema",
-    "title",
-    "format",
-    "default",
-    "examples",
-    "readOnly",
-    "pattern",
-    "$ref",
-    "oneOf",
-    "prefixItems",
-];
+/// A keyword and an argument, mostly of the shape the keyword takes, now
+/// and then anything at all (or a keyword outside the subset).
+fn keyword(inner: BoxedStrategy<Value>) -> impl Strategy<Value = (String, Value)> {
+    let name = |names: &'static [&'static str]| prop::sample::select(names).prop_map(str::to_owned);
+    let types = prop::sample::select(vec![
+        "string", "integer", "number", "null", "object", "array",
+    ]);
+    let number = prop_oneof![
+        (-50i64..50).prop_map(Value::from),
+        (-50.0f64..50.0).prop_map(Value::from),
+        any::<f64>().prop_map(Value::from),
+        prop::sample::select(vec![0.01, 0.5, 1e-8, 1e308]).prop_map(Value::from),
+    ];
+    prop_oneof![
+        4 => (Just("type".to_owned()), prop_oneof![
+            types.clone().prop_map(Value::from),
+            prop::collection::btree_set(types, 1..3).prop_map(|t| json!(t)),
+        ]),
+        4 => (name(&["enum"]), prop::collection::vec(json_value(), 0..4).prop_map(Value::Array)),
+        4 => (name(&["const", "default"]), json_value()),
+        4 => (name(&["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"]), number),
+        4 => (name(&["minLength", "maxLength", "minItems", "maxItems"]), (0u64..6).prop_map(Value::from)),
+        4 => (name(&["uniqueItems", "readOnly"]), any::<bool>().prop_map(Value::from)),
+        4 => (name(&["items", "additionalProperties"]), inner.clone()),
+        4 => (name(&["required"]), prop::collection::btree_set("[a-c/~]{0,2}", 0..3).prop_map(|r| json!(r))),
+        4 => (name(&["properties"]), prop::collection::btree_map("[a-c/~]{0,2}", inner, 0..4)
+            .prop_map(|m| Value::Object(m.into_iter().collect()))),
+        1 => (name(&["title", "format", "$schema", "pattern", "$ref", "oneOf", "prefixItems", "x"]),
+            json_value()),
+        1 => (name(&["type", "enum", "minLength", "items", "required", "properties"]), json_value()),
+    ]
+}
 
-/// Schema-like values: keywords with values of the right shape, mostly.
+/// Schema-like values: objects of keywords, nested.
 fn schema_value() -> impl Strategy<Value = Value> {
     let leaf = prop_oneof![any::<bool>().prop_map(Value::Bool), Just(json!({}))];
-    leaf.prop_recursive(5, 64, 6, |inner| {
-        let argument = prop_oneof![
-            inner.clone(),
-            json_value(),
-            (-3i64..40).prop_map(Value::from),
-            prop::collection::vec(
-                prop::sample::select(vec!["string", "integer", "number", "null", "a"]),
-                0..3
-            )
-            .prop_map(|v| json!(v)),
-            prop::collection::btree_map("[a-c]{1,2}", inner.clone(), 0..3)
-                .prop_map(|m| Value::Object(m.into_iter().collect())),
-        ];
-        prop::collection::btree_map(prop::sample::select(KEYWORDS), argument, 0..5)
-            .prop_map(|m| Value::Object(m.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()))
+    leaf.prop_recursive(5, 64, 5, |inner| {
+        prop::collection::vec(keyword(inner.boxed()), 0..5)
+            .prop_map(|pairs| Value::Object(pairs.into_iter().collect()))
     })
 }
 
@@ -375,6 +364,7 @@ fn place(e: &SchemaError) -> Option<&str> {
     match e {
         SchemaError::TooDeep { path, .. }
         | SchemaError::Unsupported { path, .. }
+        | SchemaError::Dialect { path, .. }
         | SchemaError::Malformed { path, .. } => Some(path),
         _ => None,
     }

@@ -8,9 +8,30 @@
 use crate::prelude::*;
 
 use core::cmp::Ordering;
-use core::fmt::Write as _;
 
-use serde_json::{Number, Value};
+use serde_json::{Map, Number, Value};
+
+/// The positions `0..len` in the order `cmp` puts them. Every sort of the
+/// module goes through this one function, so the component links one sort
+/// routine rather than one for each type sorted.
+pub fn sorted_positions(len: usize, cmp: &dyn Fn(usize, usize) -> Ordering) -> Vec<usize> {
+    let mut positions: Vec<usize> = (0..len).collect();
+    positions.sort_unstable_by(|a, b| cmp(*a, *b));
+    positions
+}
+
+/// An object's members in byte order of their names. serde_json keeps them
+/// so unless a build enables its `preserve_order`; then they are sorted here.
+pub fn members_in_order(members: &Map<String, Value>) -> Vec<(&String, &Value)> {
+    let entries: Vec<(&String, &Value)> = members.iter().collect();
+    if entries.is_sorted_by(|a, b| a.0 <= b.0) {
+        return entries;
+    }
+    sorted_positions(entries.len(), &|a, b| entries[a].0.cmp(entries[b].0))
+        .into_iter()
+        .map(|i| entries[i])
+        .collect()
+}
 
 /// The type name JSON Schema gives `value`, `integer` for a number with no
 /// fractional part (the spec counts `1.0` as an integer).
@@ -114,24 +135,7 @@ impl Decimal {
                 digits: i.unsigned_abs(),
                 exp: 0,
             },
-            Num::Float(f) if f.is_finite() => {
-                // `{:e}` writes the shortest round-trip digits: `7.5e-3`.
-                let mut text = String::new();
-                write!(text, "{:e}", f.abs()).ok()?;
-                let (mantissa, exp) = text.split_once('e')?;
-                let exp: i32 = exp.parse().ok()?;
-                let (whole, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
-                let mut digits: u128 = 0;
-                for c in whole.chars().chain(frac.chars()) {
-                    digits = digits
-                        .checked_mul(10)?
-                        .checked_add(u128::from(c.to_digit(10)?))?;
-                }
-                Decimal {
-                    digits,
-                    exp: exp.checked_sub(i32::try_from(frac.len()).ok()?)?,
-                }
-            }
+            Num::Float(f) if f.is_finite() => parse_decimal(&n.to_string())?,
             Num::Float(_) => return None,
         };
         while d.digits != 0 && d.digits % 10 == 0 {
@@ -172,9 +176,28 @@ impl Decimal {
                 .ok()
                 .and_then(|s| 10u128.checked_pow(s))
                 .and_then(|p| p.checked_mul(divisor.digits));
-            scaled.is_some_and(|d| d <= self.digits && self.digits % d == 0)
+            scaled.is_some_and(|d| d <= self.digits && self.digits.is_multiple_of(d))
         }
     }
+}
+
+/// A decimal as serde_json writes a finite float (its shortest round-trip
+/// digits: `0.0075`, `1e300`, `1.5e-7`), sign dropped.
+fn parse_decimal(text: &str) -> Option<Decimal> {
+    let text = text.strip_prefix('-').unwrap_or(text);
+    let (mantissa, exp) = match text.find(['e', 'E']) {
+        Some(at) => (&text[..at], text[at + 1..].parse::<i32>().ok()?),
+        None => (text, 0),
+    };
+    let (whole, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let mut digits: u128 = 0;
+    for c in whole.chars().chain(frac.chars()) {
+        digits = digits
+            .checked_mul(10)?
+            .checked_add(u128::from(c.to_digit(10)?))?;
+    }
+    let exp = exp.checked_sub(i32::try_from(frac.len()).ok()?)?;
+    Some(Decimal { digits, exp })
 }
 
 /// `value` written so that two values are equal under JSON Schema (numbers
@@ -206,9 +229,7 @@ pub fn canonical(value: &Value) -> Vec<u8> {
             Step::Value(Value::Object(members)) => {
                 out.push(b'{');
                 stack.push(Step::Close(b'}'));
-                let mut sorted: Vec<(&String, &Value)> = members.iter().collect();
-                sorted.sort_unstable_by(|a, b| a.0.cmp(b.0));
-                for (k, v) in sorted.into_iter().rev() {
+                for (k, v) in members_in_order(members).into_iter().rev() {
                     stack.push(Step::Value(v));
                     stack.push(Step::Key(k));
                 }
@@ -227,9 +248,10 @@ fn string(out: &mut Vec<u8>, s: &str) {
 }
 
 /// An integral value as its exact decimal integer, whatever it was stored
-/// as; any other as Rust's shortest round-trip decimal, which never uses an
-/// exponent (`1.5`, never `15e-1`). The characters `-0123456789.` are
-/// no type tag, so a number ends where the next tag begins.
+/// as; any other as serde_json writes it, the shortest decimal that
+/// round-trips, one spelling per value. None of the characters
+/// `-+.0123456789e` is a type tag, so a number ends where the next tag
+/// begins.
 fn number(out: &mut Vec<u8>, n: &Number) {
     out.push(b'n');
     let text = match Num::of(n) {
@@ -238,7 +260,7 @@ fn number(out: &mut Vec<u8>, n: &Number) {
             // -0.0 becomes 0 here, equal to 0 as the spec has it.
             (f as i128).to_string()
         }
-        Num::Float(f) => format!("{f}"),
+        Num::Float(_) => n.to_string(),
     };
     out.extend_from_slice(text.as_bytes());
 }
