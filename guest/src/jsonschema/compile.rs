@@ -57,31 +57,35 @@ fn measure(value: &Value) -> Result<usize, SchemaError> {
     let mut bytes = 0usize;
     let mut stack = vec![(value, 1usize)];
     while let Some((v, depth)) = stack.pop() {
-        bytes += match v {
+        let own = match v {
             Value::Null | Value::Bool(true) => 4,
             Value::Bool(false) => 5,
             Value::Number(n) => n.to_string().len(),
             Value::String(s) => quoted_len(s),
-            Value::Array(items) => {
-                stack.extend(items.iter().map(|item| (item, depth + 1)));
-                // Brackets and commas.
-                2 + items.len().saturating_sub(1)
-            }
-            Value::Object(members) => {
-                stack.extend(members.values().map(|member| (member, depth + 1)));
-                // Braces, commas, and each name with its colon.
-                2 + members.len().saturating_sub(1)
-                    + members.keys().map(|k| quoted_len(k) + 1).sum::<usize>()
-            }
+            // Brackets and commas.
+            Value::Array(items) => 1 + items.len().max(1),
+            // Braces, commas, and each name with its colon.
+            Value::Object(members) => members.keys().fold(1 + members.len().max(1), |n, k| {
+                n.saturating_add(quoted_len(k) + 1)
+            }),
         };
+        bytes = bytes.saturating_add(own);
         if bytes > MAX_SCHEMA_BYTES {
-            return Err(too_large(bytes));
+            return Err(SchemaError::TooLarge {
+                why: format!("is more than {MAX_SCHEMA_BYTES} bytes"),
+            });
         }
-        if depth > MAX_JSON_DEPTH && (v.is_array() || v.is_object()) {
+        let children: &mut dyn Iterator<Item = &Value> = match v {
+            Value::Array(items) => &mut items.iter(),
+            Value::Object(members) => &mut members.values(),
+            _ => continue,
+        };
+        if depth > MAX_JSON_DEPTH {
             return Err(SchemaError::TooLarge {
                 why: format!("nests more than {MAX_JSON_DEPTH} arrays and objects deep"),
             });
         }
+        stack.extend(children.map(|child| (child, depth + 1)));
     }
     Ok(bytes)
 }
@@ -89,14 +93,13 @@ fn measure(value: &Value) -> Result<usize, SchemaError> {
 /// A string's length as serde_json writes it: quoted, with `"`, `\` and
 /// control characters escaped.
 fn quoted_len(s: &str) -> usize {
-    2 + s
-        .chars()
-        .map(|c| match c {
+    s.chars().fold(2usize, |n, c| {
+        n.saturating_add(match c {
             '"' | '\\' | '\u{8}' | '\u{c}' | '\n' | '\r' | '\t' => 2,
             c if u32::from(c) < 0x20 => 6,
             c => c.len_utf8(),
         })
-        .sum::<usize>()
+    })
 }
 
 fn malformed(path: &str, why: impl Into<String>) -> SchemaError {

@@ -67,6 +67,14 @@
 //! against `items`; for an object `required` in the order the schema lists
 //! the names, then each member in byte order of its name against its
 //! `properties` schema, or `additionalProperties` when it has none.
+//! `uniqueItems` names the first item equal to one before it.
+//!
+//! A [`Violation`] carries the instance location as a JSON Pointer (RFC
+//! 6901: `~` written `~0`, `/` written `~1`, `""` for the whole instance),
+//! the keyword's place in the schema, the keyword and a short message, and
+//! displays as `/amount: maximum: 1500 is above 1000` (the whole instance
+//! shown as `(root)`).
+//!
 //! Schema errors come in the same spirit: each schema's keywords in byte
 //! order of their names, a subschema in full before the next keyword.
 //!

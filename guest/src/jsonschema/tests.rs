@@ -242,6 +242,24 @@ fn lengths_count_code_points_and_numbers_compare_exactly() {
 
 #[test]
 fn schemas_beyond_the_limits_are_refused() {
+    // Exactly at the limit, as text and as a value; one byte more is refused.
+    let at_limit = |extra: usize| {
+        let pad = MAX_SCHEMA_BYTES - r#"{"description":""}"#.len() + extra;
+        format!(r#"{{"description":"{}"}}"#, "x".repeat(pad))
+    };
+    assert!(Schema::compile_str(&at_limit(0)).is_ok());
+    let value: Value = serde_json::from_str(&at_limit(0)).expect("json");
+    assert!(Schema::compile(&value).is_ok());
+    assert!(matches!(
+        Schema::compile_str(&at_limit(1)),
+        Err(SchemaError::TooLarge { .. })
+    ));
+    let value: Value = serde_json::from_str(&at_limit(1)).expect("json");
+    assert!(matches!(
+        Schema::compile(&value),
+        Err(SchemaError::TooLarge { .. })
+    ));
+
     let big = format!(r#"{{"description": "{}"}}"#, "x".repeat(MAX_SCHEMA_BYTES));
     assert!(matches!(
         Schema::compile_str(&big),
