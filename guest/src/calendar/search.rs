@@ -100,12 +100,6 @@ impl Cron {
         }
     }
 
-    /// Whether the pattern matches a wall time (whole seconds since
-    /// 1970-01-01T00:00 on the wall).
-    pub(super) fn matches(&self, wall: i64) -> bool {
-        self.next_match(wall) == Some(wall)
-    }
-
     /// The days of month `m` of year `y` the two day fields allow, as bits
     /// 1–31.
     fn day_mask(&self, y: i32, m: u32) -> Option<u64> {
