@@ -271,3 +271,178 @@ fn next_interval_after(every: i64, anchor: i64, after: i64) -> Option<i64> {
     let next = i128::from(anchor) + i128::from(k) * i128::from(every);
     i64::try_from(next).ok()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use crate::calendar::error::CronField;
+
+    /// 2024-01-01T00:00:00Z.
+    const T0: i64 = 1_704_067_200_000;
+    const DAY: i64 = 86_400_000;
+
+    fn cron(expr: &str) -> ScheduleSpec {
+        ScheduleSpec::new(Rule::Cron { expr: expr.into() }, "UTC")
+    }
+
+    fn refusal(spec: ScheduleSpec) -> SpecError {
+        Schedule::new(spec).expect_err("a refusal")
+    }
+
+    #[test]
+    fn calendar_spec_refusals_name_the_field() {
+        let mut spec = cron("0 0 * * *");
+        spec.zone = "Europe/Atlantis".into();
+        let e = refusal(spec);
+        assert_eq!(
+            e,
+            SpecError::UnknownZone {
+                zone: "Europe/Atlantis".into()
+            }
+        );
+        assert_eq!(e.field(), "zone");
+
+        let e = refusal(cron("0 0 30 2 *"));
+        assert!(
+            matches!(&e, SpecError::Cron(c) if c.problem == CronProblem::NeverMatches),
+            "{e}"
+        );
+        assert_eq!(e.field(), "cron");
+        assert_eq!(
+            e.to_string(),
+            "cron: `0 0 30 2 *`: matches no date of the calendar, so it would never fire"
+        );
+        let e = refusal(cron("0 0 * 13 *"));
+        assert!(
+            matches!(&e, SpecError::Cron(c) if c.field == Some(CronField::Month)),
+            "{e}"
+        );
+        assert_eq!(e.to_string(), "cron: month field `13`: 13 is outside 1-12");
+
+        let interval = |every_ms| {
+            ScheduleSpec::new(
+                Rule::Interval {
+                    every_ms,
+                    anchor: T0,
+                },
+                "UTC",
+            )
+        };
+        assert_eq!(refusal(interval(0)), SpecError::BadInterval { every_ms: 0 });
+        assert_eq!(refusal(interval(u64::MAX)).field(), "every-ms");
+        let spec = ScheduleSpec::new(
+            Rule::Interval {
+                every_ms: 1,
+                anchor: -1,
+            },
+            "UTC",
+        );
+        assert_eq!(
+            refusal(spec),
+            SpecError::InstantOutOfRange {
+                field: "anchor",
+                value: -1
+            }
+        );
+
+        let mut spec = cron("0 0 * * *");
+        (spec.start, spec.end) = (Some(T0), Some(T0 - 1));
+        let e = refusal(spec);
+        assert_eq!(
+            e,
+            SpecError::EndBeforeStart {
+                start: T0,
+                end: T0 - 1
+            }
+        );
+        assert_eq!(e.field(), "end");
+        let mut spec = cron("0 0 * * *");
+        spec.start = Some(MAX_TIMESTAMP + 1);
+        assert_eq!(refusal(spec).field(), "start");
+        let mut spec = cron("0 0 * * *");
+        (spec.start, spec.end) = (Some(T0 + 1), Some(T0 + DAY - 1));
+        assert_eq!(
+            refusal(spec),
+            SpecError::NoOccurrence {
+                start: T0 + 1,
+                end: T0 + DAY - 1
+            }
+        );
+
+        for (jitter_ms, max_ms) in [(0, MAX_JITTER_MS), (MAX_JITTER_MS + 1, MAX_JITTER_MS)] {
+            let mut spec = cron("0 0 * * *");
+            spec.jitter_ms = Some(jitter_ms);
+            assert_eq!(
+                refusal(spec),
+                SpecError::JitterOutOfRange { jitter_ms, max_ms }
+            );
+        }
+        let mut spec = interval(1000);
+        spec.jitter_ms = Some(1000);
+        assert_eq!(
+            refusal(spec),
+            SpecError::JitterOutOfRange {
+                jitter_ms: 1000,
+                max_ms: 999
+            }
+        );
+
+        let mut spec = cron("0 0 * * *");
+        spec.catch_up = CatchUp::Latest { window_ms: 0 };
+        assert_eq!(refusal(spec).field(), "catch-up");
+    }
+
+    #[test]
+    fn calendar_spec_keeps_the_canonical_zone_name() {
+        let mut spec = cron("0 0 * * *");
+        spec.zone = "europe/london".into();
+        assert_eq!(
+            Schedule::new(spec).expect("valid").spec().zone,
+            "Europe/London"
+        );
+    }
+
+    #[test]
+    fn calendar_start_and_end_are_inclusive() {
+        let mut spec = cron("0 0 * * *");
+        (spec.start, spec.end) = (Some(T0), Some(T0 + 2 * DAY));
+        let s = Schedule::new(spec).expect("valid");
+        assert_eq!(s.occurrences(0, 10), [T0, T0 + DAY, T0 + 2 * DAY]);
+        assert_eq!(s.next_after(T0 + 2 * DAY), None);
+        // `occurrences` counts from its instant on; `next_after` strictly
+        // after.
+        assert_eq!(s.occurrences(T0 + DAY, 1), [T0 + DAY]);
+        assert_eq!(s.next_after(T0 + DAY), Some(T0 + 2 * DAY));
+    }
+
+    #[test]
+    fn calendar_intervals_step_from_the_anchor() {
+        let every = 90 * 60_000;
+        let s = Schedule::new(ScheduleSpec::new(
+            Rule::Interval {
+                every_ms: every as u64,
+                anchor: T0,
+            },
+            "America/New_York",
+        ))
+        .expect("valid");
+        assert_eq!(s.next_after(0), Some(T0));
+        assert_eq!(s.next_after(T0), Some(T0 + every));
+        assert_eq!(s.next_after(T0 + every - 1), Some(T0 + every));
+        assert_eq!(s.occurrences(T0 + 1, 2), [T0 + every, T0 + 2 * every]);
+        assert_eq!(s.next_after(MAX_TIMESTAMP), None);
+    }
+
+    #[test]
+    fn calendar_fire_at_adds_the_jitter_only_when_asked() {
+        let mut spec = cron("0 0 * * *");
+        let plain = Schedule::new(spec.clone()).expect("valid");
+        assert_eq!(plain.fire_at("s", T0), T0);
+        spec.jitter_ms = Some(60_000);
+        let jittered = Schedule::new(spec).expect("valid");
+        let fired = jittered.fire_at("s", T0);
+        assert_eq!(fired, T0 + jitter_offset("s", T0, 60_000) as i64);
+        assert!((T0..=T0 + 60_000).contains(&fired));
+    }
+}
