@@ -45,7 +45,11 @@ impl Schedule {
         };
         let window = i64::try_from(window).unwrap_or(i64::MAX);
         // Missed and within the window: after `floor`, at or before `now`.
-        let floor = last.max(now.saturating_sub(window).saturating_sub(1));
+        // Instants start at 0, so no floor below -1 (which also keeps the
+        // bisection's `now - floor` from overflowing).
+        let floor = last
+            .max(now.saturating_sub(window).saturating_sub(1))
+            .max(-1);
         if floor >= now {
             return CatchUpPlan {
                 fire: Vec::new(),
@@ -140,6 +144,21 @@ mod tests {
         // Nothing missed: nothing fires.
         let plan = s.catch_up(T0 + 30 * MINUTE, now, 100);
         assert!(plan.fire.is_empty() && !plan.more);
+    }
+
+    #[test]
+    fn calendar_catch_up_takes_any_instants() {
+        let s = every_minute(CatchUp::Latest {
+            window_ms: u64::MAX,
+        });
+        assert_eq!(s.catch_up(i64::MIN, T0, 1).fire, [T0]);
+        assert!(s.catch_up(i64::MAX, i64::MIN, 1).fire.is_empty());
+        let s = every_minute(CatchUp::AllWithinWindow {
+            window_ms: u64::MAX,
+        });
+        let plan = s.catch_up(i64::MIN, T0, 2);
+        assert_eq!(plan.fire, [0, MINUTE]);
+        assert!(plan.more);
     }
 
     #[test]

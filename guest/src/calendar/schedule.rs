@@ -410,6 +410,8 @@ mod tests {
         let s = Schedule::new(spec).expect("valid");
         assert_eq!(s.occurrences(0, 10), [T0, T0 + DAY, T0 + 2 * DAY]);
         assert_eq!(s.next_after(T0 + 2 * DAY), None);
+        assert_eq!(s.next_after(i64::MIN), Some(T0));
+        assert_eq!(s.next_after(i64::MAX), None);
         // `occurrences` counts from its instant on; `next_after` strictly
         // after.
         assert_eq!(s.occurrences(T0 + DAY, 1), [T0 + DAY]);

@@ -27,7 +27,7 @@ use super::policy::{GapPolicy, RepeatPolicy};
 
 /// How far back a walk looks for a transition whose repeated wall times it
 /// must not fire again. Every backward shift of the IANA database is shorter
-/// than this (the longest, Alaska's in 1867, is a day less nine minutes).
+/// than this (the longest, Alaska's in 1867, is one day).
 const LOOKBACK_SECS: i64 = 2 * 86_400;
 
 /// The first instant, in milliseconds, strictly after `after_ms` at which
