@@ -28,6 +28,7 @@ mod prelude {
     pub use alloc::vec::Vec;
 }
 
+pub mod calendar;
 pub mod changes;
 pub mod check;
 mod convert;
