@@ -349,7 +349,7 @@ fn one_run(
             let q: String = q.split_whitespace().collect::<Vec<_>>().join(" ");
             let q: String = q.chars().take(110).collect();
             println!(
-                "  {:>6.2} calls {:>6.2} rows  {q}",
+                "  {:>7.3} calls {:>7.3} rows  {q}",
                 r.get::<_, i64>(1) as f64 / jobs,
                 r.get::<_, i64>(2) as f64 / jobs
             );
@@ -456,7 +456,7 @@ pub fn sitting(admin: &str, o: &Options<'_>) -> Result<()> {
                 let r = one_run(&sitting, system, procs, round, target, &mut batch)?;
                 best.insert(system, rate.max(r.rate));
                 println!(
-                    "| {round} | {procs} | {} | {:.1} | {:.0}{} | {} | {} | {} | {:.2} | {} | {:.2} | {:.2} ({:.2}) |",
+                    "| {round} | {procs} | {} | {:.1} | {:.0}{} | {} | {} | {} | {:.3} | {} | {:.3} | {:.2} ({:.2}) |",
                     system.label(),
                     r.load,
                     r.rate,
@@ -514,7 +514,7 @@ fn summary(rows: &[Row], systems: &[System], counts: &[usize]) {
             let hi = v.iter().map(|r| r.rate).fold(0.0, f64::max);
             let trips = med(&v, &|r| r.trips.unwrap_or(f64::NAN));
             println!(
-                "| {p} | {} | {:.0} ({lo:.0}–{hi:.0}) | {:.3} | {:.3} | {:.3} | {:.3} | {:.2} | {} | {:.2} | {:.2} |",
+                "| {p} | {} | {:.0} ({lo:.0}–{hi:.0}) | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {} | {:.3} | {:.2} |",
                 s.label(),
                 med(&v, &|r| r.rate),
                 med(&v, &|r| cpu_of(r, 0)),
