@@ -137,7 +137,6 @@ fn admin(base: &str, sql: &str) -> Result<()> {
     Ok(())
 }
 
-
 /// Disjoint work in one process (`--disjoint`): `threads` threads each open,
 /// claim and settle tasks of their own beside 300 others, as the tests'
 /// `postgres::writes_of_different_tasks_from_*_threads_seldom_conflict` do,

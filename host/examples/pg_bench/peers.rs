@@ -135,7 +135,9 @@ fn node() -> Result<PathBuf> {
 fn db_url(url: &str, db: &str) -> Result<String> {
     let (head, query) = url.split_once('?').unwrap_or((url, ""));
     let authority = head.find("://").ok_or("a postgres:// URL")? + 3;
-    let path = head[authority..].find('/').map_or(head.len(), |i| authority + i);
+    let path = head[authority..]
+        .find('/')
+        .map_or(head.len(), |i| authority + i);
     let mut out = format!("{}/{db}", &head[..path]);
     let mut params: Vec<&str> = query.split('&').filter(|p| !p.is_empty()).collect();
     if !params.iter().any(|p| p.starts_with("sslmode=")) {
@@ -162,10 +164,8 @@ fn top_up(system: System, url: &str, target: u64, batch: &mut usize) -> Result<u
         }
         System::Skip => {
             sql(url, SKIP_TABLE)?;
-            let have = query_i64(
-                url,
-                "SELECT count(*) FROM plain_queue WHERE state = 'open'",
-            )? as u64;
+            let have =
+                query_i64(url, "SELECT count(*) FROM plain_queue WHERE state = 'open'")? as u64;
             if have < target {
                 sql(
                     url,
@@ -413,9 +413,9 @@ pub fn sitting(admin: &str, o: &Options<'_>) -> Result<()> {
         Some(list) => list
             .split(',')
             .map(|n| {
-                ALL.into_iter()
-                    .find(|s| s.name() == n)
-                    .ok_or_else(|| format!("no system {n:?}; one of leasehold, skip, gw, gw-lq, boss1, boss8"))
+                ALL.into_iter().find(|s| s.name() == n).ok_or_else(|| {
+                    format!("no system {n:?}; one of leasehold, skip, gw, gw-lq, boss1, boss8")
+                })
             })
             .collect::<std::result::Result<_, _>>()?,
     };
@@ -426,7 +426,10 @@ pub fn sitting(admin: &str, o: &Options<'_>) -> Result<()> {
     }
     for s in &systems {
         let db = s.database();
-        sql(&admin, &format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"))?;
+        sql(
+            &admin,
+            &format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"),
+        )?;
         sql(&admin, &format!("CREATE DATABASE {db}"))?;
     }
     uptime();
