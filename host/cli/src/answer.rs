@@ -15,7 +15,7 @@ pub trait Answer {
     /// The exact JSON, on one line.
     fn json(&self) -> serde_json::Result<String>;
 
-    /// The text for a person, ending in a newline.
+    /// The text for a person: sentences and tables.
     fn human(&self) -> String;
 
     /// 0, unless the answer itself is a finding a script must notice
