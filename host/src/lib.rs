@@ -38,10 +38,12 @@ mod keep;
 mod layering;
 #[cfg(feature = "native")]
 pub mod native;
+pub mod new_task;
 mod runtime;
 pub mod storage;
 mod sweeper;
 mod tenant;
+pub mod tenant_keys;
 #[cfg(test)]
 mod testing;
 #[cfg(feature = "testkit")]
@@ -49,6 +51,7 @@ pub mod testkit;
 mod verbs;
 mod view;
 mod watch;
+pub mod whole;
 
 pub use cache::{CompiledFrom, default_cache_dir};
 pub use clock::{Alarm, Clock, ManualClock, SystemClock};

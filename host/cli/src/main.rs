@@ -1,8 +1,23 @@
-//! The `leasehold` binary: parse, run, print, and map the outcome to an exit
-//! code (0 done, 1 refused, 2 bad usage or input, 3 storage or sandbox
-//! failure, 4 the database stayed busy). Everything else lives in `cli/`.
+//! The `leasehold` binary: parse the arguments, dispatch to the command,
+//! and map the outcome to an exit code (0 done, 1 refused, 2 bad usage or
+//! input, 3 storage or sandbox failure, 4 the database stayed busy). Every
+//! command lives in `commands/`, a group per file; what they share sits
+//! beside it (`context`, `answer`, `render`, `values`, `input`, `keys`).
 
-mod cli;
+mod answer;
+#[cfg(test)]
+mod checklist;
+mod commands;
+mod context;
+mod error;
+mod exit;
+mod globals;
+mod input;
+mod keys;
+#[cfg(test)]
+mod layering;
+mod render;
+mod values;
 
 /// Each call frees many small blocks (the strings and lists lifted out of
 /// the component, the keys and values of its batch) and then makes one large
@@ -18,55 +33,54 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use cli::args::{Cli, Command};
-use cli::error::CliError;
+use crate::commands::Command;
+use crate::context::Context;
+use crate::error::CliError;
+use crate::globals::Globals;
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0  done
+  1  the engine refused (claim refused, not found, not held...); `check` found discrepancies
+  2  usage or input error (the message says what was wrong and where)
+  3  storage or sandbox failure; a database file that is empty, damaged or not one
+  4  busy: another process kept the database open for longer than --wait,
+     or a PostgreSQL call lost every retry to concurrent calls; run it again
+
+Times are RFC 3339 (2026-05-04T09:00:00Z, any offset) or integer milliseconds
+since 1970. Durations are written with a unit: 30s, 5m, 1500ms.";
+
+/// A human-task worklist and durable-timer engine whose rules run as a
+/// sandboxed WebAssembly component over a local redb file or a shared
+/// PostgreSQL database.
+#[derive(Debug, Parser)]
+#[command(name = "leasehold", version, after_help = EXIT_CODES)]
+struct Cli {
+    #[command(flatten)]
+    globals: Globals,
+
+    #[command(subcommand)]
+    command: Command,
+}
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return usage(&e),
     };
-    if cli.tenants.len() > 1
-        && !matches!(
-            cli.command,
-            Command::Copy(_) | Command::Backup(_) | Command::Restore(_)
-        )
-    {
+    let json = cli.globals.json;
+    if cli.globals.tenants.len() > 1 && !cli.command.takes_several_tenants() {
         let e = CliError::Usage {
             message:
                 "--tenant is given more than once; only `copy`, `backup` and `restore` take several"
                     .into(),
             argument: Some("--tenant".into()),
         };
-        return fail(&e, cli.json);
+        return fail(&e, json);
     }
+    let cx = Context::new(&cli.globals, cli.command.verbs());
     let mut stdout = std::io::stdout().lock();
-    let outcome = match cli.command {
-        Command::Demo => cli::demo::run(&cli, &mut stdout).map(|()| 0),
-        Command::Serve(ref args) => cli::serve::serve(&cli, args).map(|()| 0),
-        Command::Token(ref verb) => cli::serve::token(&cli, verb, &mut stdout).map(|()| 0),
-        Command::Component { ref out } => {
-            cli::component::write(out, cli.json, &mut stdout).map(|()| 0)
-        }
-        Command::Copy(ref args) => cli::moving::copy(&cli, args, &mut stdout),
-        Command::Tenant(ref verb) => cli::moving::tenant(&cli, verb, &mut stdout),
-        Command::Backup(ref args) => cli::backup::backup(&cli, args, &mut stdout),
-        Command::Restore(ref args) => cli::restore::restore(&cli, args, &mut stdout),
-        Command::Events(ref args) if args.follow => cli::events::follow(&cli, args, &mut stdout),
-        _ => cli::commands::run(&cli).and_then(|report| {
-            let text = if cli.json {
-                let json = report
-                    .json()
-                    .map_err(|e| CliError::Failed(format!("cannot encode the answer: {e}")))?;
-                json + "\n"
-            } else {
-                report.human()
-            };
-            stdout.write_all(text.as_bytes())?;
-            Ok(report.exit_code())
-        }),
-    };
-    let outcome = outcome.and_then(|code| {
+    let outcome = cli.command.run(&cx, &mut stdout).and_then(|code| {
         stdout.flush()?;
         Ok(code)
     });
@@ -74,7 +88,7 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         // A reader that went away (`| head`) is not a failure worth a word.
         Err(CliError::Output(e)) if e.kind() == ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-        Err(e) => fail(&e, cli.json),
+        Err(e) => fail(&e, json),
     }
 }
 
@@ -86,7 +100,7 @@ fn usage(e: &clap::Error) -> ExitCode {
     }
     // Nothing better to do if the terminal is gone.
     let _ = e.print();
-    ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(cli::error::BAD_INPUT))
+    ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(exit::BAD_INPUT))
 }
 
 /// Whether `--json` was given, from the raw arguments: the parse that would

@@ -16,9 +16,9 @@ use leasehold_host::{
     Settlement, Task, TaskState, Tenant, Timer, Timestamp,
 };
 
-use super::args::Cli;
-use super::error::CliError;
-use super::output::{count, priority, roles, table};
+use crate::context::Context;
+use crate::error::CliError;
+use crate::render::{count, priority, roles, table};
 
 /// 2026-05-04T09:00:00Z, the demo clock's start.
 const NINE: Timestamp = 1_777_885_200_000;
@@ -216,15 +216,19 @@ fn fresh_engine(
     ))
 }
 
-pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<(), CliError> {
-    if cli.json {
+/// Runs the demo, narrating on `out`.
+pub fn run(cx: &Context, out: &mut dyn Write) -> Result<u8, CliError> {
+    narrate(cx, out).map(|()| 0)
+}
+
+fn narrate(cx: &Context, out: &mut dyn Write) -> Result<(), CliError> {
+    if cx.json() {
         return Err(CliError::Input(
             "--json: demo narrates for a person and has no JSON form".into(),
         ));
     }
-    let (engine, _temporary, place) =
-        fresh_engine(cli.db.as_deref(), super::commands::builder(cli))?;
-    let t = engine.tenant(cli.tenant())?;
+    let (engine, _temporary, place) = fresh_engine(cx.globals().db.as_deref(), cx.builder())?;
+    let t = engine.tenant(cx.tenant_name())?;
     let mut n = Narrator { out, step: 0 };
 
     writeln!(
@@ -232,7 +236,7 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<(), CliError> {
         "Leasehold demo: tenant {:?}, {place}.\n\
          The demo clock starts at 09:00 UTC on 2026-05-04. The rules never read a clock;\n\
          every call that needs the time is handed it.",
-        cli.tenant()
+        cx.tenant_name()
     )?;
 
     // 1. Tasks with roles and a four-eyes exclusion.
@@ -496,7 +500,7 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<(), CliError> {
     writeln!(
         n.out,
         "\nNext: `leasehold --help`, or keep a database with `leasehold --db demo.redb demo`\n\
-         and look around: `leasehold --db demo.redb case acme`."
+         and look around: `leasehold --db demo.redb for-case acme`."
     )?;
     Ok(())
 }
@@ -515,10 +519,7 @@ mod tests {
 
     #[test]
     fn the_demo_clock_starts_at_nine_utc() {
-        assert_eq!(
-            super::super::time::format_time(NINE),
-            "2026-05-04T09:00:00Z"
-        );
+        assert_eq!(crate::values::format_time(NINE), "2026-05-04T09:00:00Z");
         assert_eq!(clock(at(12, 0)), "12:00");
         assert_eq!(clock(at(10, 0) + 10_000), "10:00:10");
     }

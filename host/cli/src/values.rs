@@ -1,19 +1,20 @@
-//! Times and durations as a person types them, and as the CLI prints them.
+//! Argument values as a person types them, and times as the CLI prints
+//! them: times, durations and page sizes.
 //!
 //! The engine only knows milliseconds since the Unix epoch and never reads a
-//! clock; this module is where the CLI turns RFC 3339 text, integer
-//! milliseconds and `30s`-style durations into those numbers. Range checks
-//! stay with the engine, so there is one rule and one message for them.
+//! clock; this module is where the CLI reads the clock and turns
+//! `30s`-style durations into those numbers (a time is read as a task
+//! document reads one, `leasehold_host::new_task::parse_time`). Range
+//! checks stay with the engine, so there is one rule and one message for
+//! them, except a page size's, which is refused before anything is opened.
 
 use std::time::Duration;
 
 use jiff::{Span, SpanRelativeTo, Timestamp as Instant};
-use leasehold_guest::validate::MAX_LEASE_MS;
+use leasehold_guest::validate::{MAX_LEASE_MS, MAX_LIMIT};
 use leasehold_host::Timestamp;
 
-/// What a time argument may look like, for error messages.
-pub const TIME_FORMS: &str =
-    "an RFC 3339 time like 2026-05-04T09:00:00Z or integer milliseconds since 1970";
+pub use leasehold_host::new_task::parse_time;
 
 /// The current clock, in the engine's unit. The CLI reads the clock so the
 /// engine never has to.
@@ -21,19 +22,18 @@ pub fn now() -> Timestamp {
     Instant::now().as_millisecond()
 }
 
-/// RFC 3339 (any offset) or integer milliseconds since the epoch. A negative
-/// number is read as one, so the engine's range check names the real range.
-pub fn parse_time(text: &str) -> Result<Timestamp, String> {
-    let text = text.trim();
-    let digits = text.strip_prefix('-').unwrap_or(text);
-    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
-        return text
-            .parse::<i64>()
-            .map_err(|_| format!("{text:?} is too large for milliseconds since 1970"));
-    }
-    text.parse::<Instant>()
-        .map(Instant::as_millisecond)
-        .map_err(|e| format!("{text:?} is not {TIME_FORMS} ({e})"))
+/// A page size or scan length: any whole number is read, so that one out of
+/// range is refused with the range the engine accepts, not the type's.
+pub fn parse_limit(text: &str) -> Result<u32, String> {
+    let range = format!("1..={MAX_LIMIT}");
+    let n: i128 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is not a whole number in {range}"))?;
+    u32::try_from(n)
+        .ok()
+        .filter(|n| (1..=MAX_LIMIT).contains(n))
+        .ok_or_else(|| format!("limit is {n}, outside {range}"))
 }
 
 /// A length of time with a unit, in whole milliseconds; never negative.
@@ -151,6 +151,17 @@ mod tests {
     fn a_negative_time_is_read_as_a_number_for_the_range_check() {
         assert_eq!(parse_time("-5"), Ok(-5));
         assert!(parse_time("-").is_err());
+    }
+
+    #[test]
+    fn a_limit_out_of_range_is_refused_with_the_engines_range() {
+        assert_eq!(parse_limit("1"), Ok(1));
+        assert_eq!(parse_limit("1000"), Ok(1000));
+        for bad in ["0", "1001", "-1", "4294967296", "99999999999999999999999"] {
+            let e = parse_limit(bad).expect_err(bad);
+            assert!(e.contains("1..=1000"), "{bad}: {e}");
+        }
+        assert!(parse_limit("ten").expect_err("ten").contains("1..=1000"));
     }
 
     #[test]

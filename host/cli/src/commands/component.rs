@@ -4,13 +4,22 @@
 
 use std::fmt::Write as _;
 use std::io::Write;
-use std::path::Path;
+use std::path::PathBuf;
 
+use clap::Args;
 use leasehold_host::GUEST_COMPONENT;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use super::error::CliError;
+use crate::context::Context;
+use crate::error::CliError;
+
+#[derive(Debug, Args)]
+pub struct Component {
+    /// Where to write the .wasm file (replaced if it exists)
+    #[arg(long, value_name = "FILE")]
+    out: PathBuf,
+}
 
 /// The SHA-256 of the embedded component, in lowercase hex.
 pub fn sha256_hex() -> String {
@@ -23,9 +32,16 @@ pub fn sha256_hex() -> String {
         })
 }
 
-/// Writes the bytes to `out` and prints `HASH  PATH`, the line `sha256sum`
-/// prints (so `sha256sum -c` can check the file), or a JSON object.
-pub fn write(out: &Path, json: bool, stdout: &mut dyn Write) -> Result<(), CliError> {
+impl Component {
+    /// Writes the bytes to `--out` and prints `HASH  PATH`, the line
+    /// `sha256sum` prints (so `sha256sum -c` can check the file), or a JSON
+    /// object.
+    pub fn run(&self, cx: &Context, stdout: &mut dyn Write) -> Result<u8, CliError> {
+        write(&self.out, cx.json(), stdout).map(|()| 0)
+    }
+}
+
+fn write(out: &std::path::Path, json: bool, stdout: &mut dyn Write) -> Result<(), CliError> {
     std::fs::write(out, GUEST_COMPONENT).map_err(|e| {
         CliError::Input(format!(
             "cannot write the component to {}: {e}",

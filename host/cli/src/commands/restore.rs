@@ -3,20 +3,45 @@
 //! anything is written; every target tenant is looked at before any is
 //! written (one that holds a key refuses the whole restore, `not_empty`);
 //! then each tenant's keys go in, in batches within one call's write budget
-//! (`keyspace::copy_tenant`), and each ends with a digest of what was
-//! written and `check` through the engine. It must never write into a
-//! tenant that held anything, nor call a verb but `check`.
+//! (`keys::copy`), and each ends with a digest of what was written and
+//! `check` through the engine. It must never write into a tenant that held
+//! anything, nor call a verb but `check`.
 
 use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
 
-use super::args::{Cli, RestoreArgs};
-use super::backup::{BackupReader, check_backup};
-use super::error::{CliError, REFUSED};
-use super::keyspace::{self, Entries, MoveError, Progress, Walk};
-use super::moving::{TenantReport, engine_over, tenants_named, verify};
+use clap::Args;
+use leasehold_host::tenant_keys::hex;
 
-/// `leasehold restore`.
-pub fn restore(cli: &Cli, args: &RestoreArgs, out: &mut dyn Write) -> Result<u8, CliError> {
+use crate::context::Context;
+use crate::error::CliError;
+use crate::exit::REFUSED;
+use crate::keys::backup_file::{BackupReader, check_backup};
+use crate::keys::copy::copy_tenant;
+use crate::keys::entries::{Entries, TenantWalk};
+use crate::keys::error::MoveError;
+use crate::keys::progress::Progress;
+use crate::keys::store;
+use crate::keys::verify::{TenantReport, verify};
+
+/// `leasehold restore`: from where, to where.
+#[derive(Debug, Args)]
+pub struct Restore {
+    /// The backup file
+    #[arg(long = "in", value_name = "FILE")]
+    input: PathBuf,
+    /// The database to restore into (a redb file is created if missing)
+    #[arg(long, value_name = "PATH|URL")]
+    to: String,
+}
+
+impl Restore {
+    pub fn run(&self, cx: &Context, out: &mut dyn Write) -> Result<u8, CliError> {
+        restore(self, cx, out)
+    }
+}
+
+fn restore(args: &Restore, cx: &Context, out: &mut dyn Write) -> Result<u8, CliError> {
     let path = &args.input;
     let name = path.display().to_string();
     let open = || -> Result<Box<dyn BufRead>, MoveError> {
@@ -28,42 +53,42 @@ pub fn restore(cli: &Cli, args: &RestoreArgs, out: &mut dyn Write) -> Result<u8,
     };
     // Read through once, every line checked, before anything is written.
     let header = check_backup(open()?, &name)?.header;
-    let named = tenants_named(cli)?;
+    let named = cx.tenants_named()?;
     for t in &named {
         if !header.tenants.contains(t) {
             return Err(MoveError::Usage(format!("{name} holds no tenant {t}")).into());
         }
     }
     let chosen = |t: &str| named.is_empty() || named.iter().any(|n| n == t);
-    let target = keyspace::open(&args.to, false, cli.wait)?;
+    let target = store::open(&args.to, false, cx.globals().wait)?;
     for t in header.tenants.iter().filter(|t| chosen(t)) {
-        if let Some((key, _)) = Walk::new(target.as_ref(), t)?.batch()?.first() {
+        if let Some((key, _)) = TenantWalk::new(target.as_ref(), t)?.batch()?.first() {
             return Err(MoveError::NotEmpty {
                 tenant: t.clone(),
-                why: format!("it holds key {}", keyspace::hex(key)),
+                why: format!("it holds key {}", hex(key)),
             }
             .into());
         }
     }
     let mut reader = BackupReader::new(open()?, &name)?;
-    let mut progress = Progress::new("restore", super::moving::show(cli))?;
+    let mut progress = Progress::new("restore", cx.progress())?;
     let mut copied = Vec::new();
     while let Some(mut section) = reader.next_tenant()? {
-        let tenant = section.tenant.clone();
+        let tenant = section.tenant().to_owned();
         if chosen(&tenant) {
-            let c = keyspace::copy_tenant(&mut section, target.as_ref(), &tenant, &mut progress)?;
+            let c = copy_tenant(&mut section, target.as_ref(), &tenant, &mut progress)?;
             copied.push((tenant, c));
         }
         reader.give_back(section)?;
     }
     reader.finish()?;
-    let engine = engine_over(cli, &target)?;
+    let engine = cx.engine_on(&target)?;
     let mut reports: Vec<TenantReport> = Vec::with_capacity(copied.len());
     for (tenant, c) in copied {
         reports.push(verify(c, &target, &engine, &tenant)?);
     }
     let ok = reports.iter().all(TenantReport::ok);
-    if cli.json {
+    if cx.json() {
         let answer = serde_json::json!({
             "in": path,
             "to": args.to,

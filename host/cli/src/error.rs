@@ -1,24 +1,14 @@
-//! What can go wrong in one CLI invocation, and the exit code each calls for.
-//!
-//! The mapping is the CLI's contract with scripts: 1 when the engine refused
-//! (a claim ladder rung, an unknown id), 2 when the caller's input was wrong,
-//! 3 when storage or the sandbox failed or the file is no database, 4 when
-//! another process kept the database busy or won every race for it. It lives here and nowhere else.
+//! What can go wrong in one CLI invocation, the exit code each calls for
+//! (the codes are `exit`'s), and how an error is said: a sentence, or under
+//! `--json` one object with a stable name. It owns that mapping; it must
+//! never print.
 
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 use leasehold_host::{Error, OpenError, Refusal, StoreError};
 use serde::Serialize;
 
-/// Exit code: the engine refused, or `check` found discrepancies.
-pub const REFUSED: u8 = 1;
-/// Exit code: usage or input error.
-pub const BAD_INPUT: u8 = 2;
-/// Exit code: storage or sandbox failure.
-pub const FAILED: u8 = 3;
-/// Exit code: another process had the database open for the whole `--wait`,
-/// or (PostgreSQL) the call lost every race with concurrent calls. Nothing
-/// was done; the same command may succeed when run again.
-pub const BUSY: u8 = 4;
+use crate::exit::{BAD_INPUT, BUSY, FAILED, REFUSED};
+use crate::keys::error::MoveError;
 
 #[derive(Debug)]
 pub enum CliError {
@@ -35,7 +25,7 @@ pub enum CliError {
     /// Writing the answer failed.
     Output(std::io::Error),
     /// Moving a tenant's keys (copy, export, import, delete) failed.
-    Move(Box<super::keyspace::MoveError>),
+    Move(Box<MoveError>),
     /// Something local failed that is not the caller's doing (a temporary
     /// file), or the demo saw an outcome the contract rules out.
     Failed(String),
@@ -47,8 +37,8 @@ impl From<std::io::Error> for CliError {
     }
 }
 
-impl From<super::keyspace::MoveError> for CliError {
-    fn from(e: super::keyspace::MoveError) -> Self {
+impl From<MoveError> for CliError {
+    fn from(e: MoveError) -> Self {
         CliError::Move(Box::new(e))
     }
 }
@@ -218,7 +208,7 @@ fn open_kind(e: &OpenError) -> (&'static str, Option<&str>) {
 }
 
 /// The error and each error under it, as one sentence.
-pub(crate) fn with_sources(e: &dyn std::error::Error) -> String {
+pub fn with_sources(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {

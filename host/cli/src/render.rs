@@ -1,0 +1,112 @@
+//! The pieces of text every command's rendering for a person is made of:
+//! tables, counts, times with their distance from now, and how a priority,
+//! a policy, an audience or a state change reads. It owns how these look;
+//! what a command says with them is the command's.
+
+use std::fmt::Write as _;
+
+use leasehold_host::{OnExpiry, Priority, TaskState, Timestamp};
+
+use crate::values::{format_time, relative};
+
+pub fn count(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// A time with its distance from now, e.g. `2026-05-04T09:30:00Z (+25m)`.
+pub fn when(t: Timestamp, now: Timestamp) -> String {
+    format!("{} ({})", format_time(t), relative(t, now))
+}
+
+pub fn priority(p: Priority) -> &'static str {
+    match p {
+        Priority::Low => "low",
+        Priority::Normal => "normal",
+        Priority::High => "high",
+        Priority::Urgent => "urgent",
+    }
+}
+
+pub fn on_expiry(o: OnExpiry) -> &'static str {
+    match o {
+        OnExpiry::Deny => "deny",
+        OnExpiry::Escalate => "escalate",
+        OnExpiry::Proceed => "proceed",
+    }
+}
+
+/// An audience as a person reads it: no roles means anyone may take it.
+pub fn roles(list: &[String]) -> String {
+    if list.is_empty() {
+        "anyone".to_owned()
+    } else {
+        list.join(", ")
+    }
+}
+
+/// A list, or `-` for none.
+pub fn or_dash(list: &[String]) -> String {
+    if list.is_empty() {
+        "-".to_owned()
+    } else {
+        list.join(", ")
+    }
+}
+
+/// What a change did to a task's state: `open -> claimed`, or the state
+/// alone when it stayed, or `opened open` for the first entry.
+pub fn state_change(before: Option<TaskState>, after: TaskState) -> String {
+    match before {
+        Some(b) if b != after => format!("{b} -> {after}"),
+        Some(_) => after.to_string(),
+        None => format!("opened {after}"),
+    }
+}
+
+/// Left-aligned columns, two spaces apart, widths in characters.
+pub fn table(headers: &[&str], rows: Vec<Vec<String>>) -> String {
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let header: Vec<String> = headers.iter().map(|h| (*h).to_owned()).collect();
+    for row in std::iter::once(&header).chain(&rows) {
+        let mut line = String::new();
+        for (i, (cell, w)) in row.iter().zip(&widths).enumerate() {
+            if i + 1 == row.len() {
+                line.push_str(cell);
+            } else {
+                let _ = write!(line, "{cell:<w$}  ");
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_table_pads_every_column_but_the_last() {
+        let t = table(
+            &["ID", "STATE"],
+            vec![
+                vec!["pay-1".into(), "open".into()],
+                vec!["x".into(), "claimed".into()],
+            ],
+        );
+        assert_eq!(t, "ID     STATE\npay-1  open\nx      claimed\n");
+    }
+
+    #[test]
+    fn counts_agree_in_number() {
+        assert_eq!(count(1, "task", "tasks"), "1 task");
+        assert_eq!(count(0, "task", "tasks"), "0 tasks");
+    }
+}
