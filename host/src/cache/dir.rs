@@ -31,7 +31,7 @@ use std::time::SystemTime;
 use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
 
-use super::CacheError;
+use super::error::CacheError;
 
 /// How a directory above the cache is opened: only to look in it. Linux's
 /// `O_PATH` needs no read permission on it; elsewhere it must be readable.
@@ -218,8 +218,12 @@ impl CacheDir {
         let (real, below) = split(path)?;
         let root = Path::new("/");
         let mut at = fs::File::from(
-            rustix::fs::open(root, ABOVE | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
-                .map_err(|e| io_at(root)(e.into()))?,
+            rustix::fs::open(
+                root,
+                ABOVE | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .map_err(|e| io_at(root)(e.into()))?,
         );
         check(Rule::Above, root, &at.metadata().map_err(io_at(root))?)?;
         let mut shown = root.to_path_buf();

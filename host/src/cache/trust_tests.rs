@@ -74,7 +74,11 @@ fn a_symlinked_cache_file_is_refused() {
     let (_, from) = component(&e, EMPTY, Some(&cache)).expect("compiles");
     assert_eq!(from, CompiledFrom::Compiler);
     // The compilation replaced the link, not the file it pointed to.
-    assert!(!fs::symlink_metadata(file(&cache, &k)).expect("kept").is_symlink());
+    assert!(
+        !fs::symlink_metadata(file(&cache, &k))
+            .expect("kept")
+            .is_symlink()
+    );
     assert!(load(&e, &cache, &k).expect("loads").is_some());
 }
 
@@ -121,7 +125,10 @@ fn a_directory_above_the_cache_that_others_may_write_is_refused() {
     refused(load(&e, &cache, &k), "may be written by others");
     chmod(top.path(), 0o700);
     assert!(load(&e, &cache, &k).expect("loads").is_some());
-    assert!(!file(&cache, &[7; 32]).exists(), "written under a shared directory");
+    assert!(
+        !file(&cache, &[7; 32]).exists(),
+        "written under a shared directory"
+    );
     if running_as_root() {
         // Root owns `shared`: sticky and world-writable is allowed.
         chmod(&shared, 0o1777);
@@ -183,14 +190,15 @@ fn a_file_swapped_while_it_is_loaded_is_never_read_unchecked() {
         s.spawn(|| {
             // Each swap is one rename, so the path always names a whole
             // file: the good one or the bad one.
-            let mut n = 0u64;
+            let mut turn = [(&good, "g"), (&bad, "b")].into_iter().cycle();
             while !stop.load(Ordering::Relaxed) {
-                let (from, name) = if n % 2 == 0 { (&good, "g") } else { (&bad, "b") };
+                let Some((from, name)) = turn.next() else {
+                    break;
+                };
                 let temp = cache.join(format!(".{name}.swap"));
                 let _ = fs::remove_file(&temp);
                 fs::hard_link(file(from, &k), &temp).expect("link");
                 fs::rename(&temp, &path).expect("rename");
-                n += 1;
             }
         });
         let until = std::time::Instant::now() + std::time::Duration::from_secs(120);
@@ -232,7 +240,10 @@ fn the_check_and_the_read_are_one_open() {
     assert_eq!(kept_as(&bad, &e, &other), k);
     chmod(&file(&bad, &k), 0o666);
     let dir = CacheDir::open(&cache).expect("opens").expect("is there");
-    let checked = dir.open_file(&name(&k)).expect("checked").expect("is there");
+    let checked = dir
+        .open_file(&name(&k))
+        .expect("checked")
+        .expect("is there");
     fs::rename(file(&bad, &k), file(&cache, &k)).expect("swapped");
     let read = load_from(&e, checked, &file(&cache, &k), &k);
     assert!(read.is_ok(), "{:?}", read.err().map(|e| chain(&e)));

@@ -254,6 +254,13 @@ pub fn keys_differing_only_in_trailing_bytes_are_distinct<B: Backend>(
     agrees(C, &b, &t, &model, &probes, "beside a second tenant")?;
     write(C, &b, &other, vec![Write::Delete(b"padd".to_vec())])?;
     theirs.remove(&b"padd"[..]);
-    agrees(C, &b, &other, &theirs, &probes, "after a second tenant's delete")?;
+    agrees(
+        C,
+        &b,
+        &other,
+        &theirs,
+        &probes,
+        "after a second tenant's delete",
+    )?;
     agrees(C, &b, &t, &model, &probes, "after a second tenant's delete")
 }
