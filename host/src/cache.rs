@@ -14,15 +14,31 @@
 //! SHA-256 of the rest) and what [`Component::serialize`] wrote. Files are
 //! written to a temporary name and renamed, so a reader sees a whole file
 //! or none; only the most recently written few are kept.
+//!
+//! What it reads must be this user's: the directory, every directory above
+//! it and the file are checked on the descriptors they were opened by, and
+//! the bytes are read from the file's descriptor (the rule is the `dir`
+//! module's). Only where that can be done (unix) is there a cache; on
+//! other platforms an engine asked for one compiles every time.
 
-use std::fs;
+// Elsewhere than unix, nothing reads or writes a cache file.
+#![cfg_attr(not(unix), allow(dead_code))]
+
 use std::hash::{Hash, Hasher};
-use std::io::{ErrorKind, Write};
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
+#[cfg(unix)]
+use std::{io::Read, io::Write, time::SystemTime};
 
 use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
+
+#[cfg(unix)]
+mod dir;
+mod error;
+
+#[cfg(unix)]
+use dir::CacheDir;
+pub(crate) use error::CacheError;
 
 /// What a cache file begins with; the last byte is the format's version.
 const MAGIC: &[u8; 16] = b"leasehold-cwasm\x01";
@@ -45,42 +61,6 @@ pub enum CompiledFrom {
     Compiler,
     /// Loaded from the compile cache, as an earlier compilation wrote it.
     Cache,
-}
-
-/// Why a cache file was not used, or not written. Never an engine's error:
-/// the component is compiled instead.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum CacheError {
-    /// The directory or a file could not be read, made or written.
-    #[error("cannot use {}", path.display())]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// Others than this user may write the directory or the file, or they
-    /// belong to another user: what is there could be anyone's code.
-    #[error("{} is not this user's alone (owner {owner}, mode {mode:o}), so it is not trusted", path.display())]
-    NotPrivate {
-        path: PathBuf,
-        owner: u32,
-        mode: u32,
-    },
-    /// The file is not one this cache wrote for this key, or it is not
-    /// whole: a torn write, a damaged disk, a file put there by hand.
-    #[error("{} is damaged or not a cache file for this component", path.display())]
-    Damaged { path: PathBuf },
-    /// wasmtime refused the verified file: written by a differently
-    /// configured engine, say.
-    #[error("wasmtime refused {}", path.display())]
-    Refused {
-        path: PathBuf,
-        #[source]
-        source: wasmtime::Error,
-    },
-    /// wasmtime could not serialize the compiled component.
-    #[error("cannot serialize the compiled component")]
-    Serialize(#[source] wasmtime::Error),
 }
 
 /// A digest that `Hash` implementations feed, so that a hash of wasmtime's
@@ -114,9 +94,15 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The name of the file a key is kept in.
+fn name(key: &[u8; 32]) -> String {
+    format!("{}.{EXTENSION}", hex(key))
+}
+
 /// The file a key is kept in.
+#[cfg(test)]
 pub(crate) fn file(dir: &Path, key: &[u8; 32]) -> PathBuf {
-    dir.join(format!("{}.{EXTENSION}", hex(key)))
+    dir.join(name(key))
 }
 
 /// The directory the `leasehold` command keeps compiled components in:
@@ -130,50 +116,42 @@ pub fn default_cache_dir() -> Option<PathBuf> {
         .map(|base| base.join("leasehold"))
 }
 
-/// Refuses a path that someone other than this user could have written.
-#[cfg(unix)]
-fn private(path: &Path, meta: &fs::Metadata) -> Result<(), CacheError> {
-    use std::os::unix::fs::MetadataExt;
-    let me = rustix::process::geteuid().as_raw();
-    if meta.uid() != me || meta.mode() & 0o022 != 0 {
-        return Err(CacheError::NotPrivate {
-            path: path.to_owned(),
-            owner: meta.uid(),
-            mode: meta.mode() & 0o7777,
-        });
-    }
-    Ok(())
-}
-
-#[cfg(not(unix))]
-fn private(_: &Path, _: &fs::Metadata) -> Result<(), CacheError> {
-    Ok(())
-}
-
-fn io(path: &Path) -> impl FnOnce(std::io::Error) -> CacheError + '_ {
-    move |source| CacheError::Io {
-        path: path.to_owned(),
-        source,
-    }
-}
-
 /// The compiled component kept for `key` in `dir`, if there is a whole one
 /// this engine accepts; `Ok(None)` when there is no file.
+#[cfg(unix)]
 pub(crate) fn load(
     engine: &wasmtime::Engine,
     dir: &Path,
     key: &[u8; 32],
 ) -> Result<Option<Component>, CacheError> {
-    let path = file(dir, key);
-    let meta = match fs::metadata(&path) {
-        Ok(m) => m,
-        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(io(&path)(e)),
+    let Some(dir) = CacheDir::open(dir)? else {
+        return Ok(None);
     };
-    private(dir, &fs::metadata(dir).map_err(io(dir))?)?;
-    private(&path, &meta)?;
-    let bytes = fs::read(&path).map_err(io(&path))?;
-    let damaged = || CacheError::Damaged { path: path.clone() };
+    let name = name(key);
+    match dir.open_file(&name)? {
+        Some(f) => load_from(engine, f, &dir.path().join(name), key).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// The compiled component in `f`, opened and checked as the cache file
+/// of `key` at `path`: its bytes are read from `f` alone, so a file put at
+/// `path` since it was opened is never what is read.
+#[cfg(unix)]
+fn load_from(
+    engine: &wasmtime::Engine,
+    mut f: std::fs::File,
+    path: &Path,
+    key: &[u8; 32],
+) -> Result<Component, CacheError> {
+    let mut bytes = Vec::new();
+    f.read_to_end(&mut bytes).map_err(|source| CacheError::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    let damaged = || CacheError::Damaged {
+        path: path.to_owned(),
+    };
     if bytes.len() < HEADER {
         return Err(damaged());
     }
@@ -183,9 +161,10 @@ pub(crate) fn load(
     if magic != MAGIC || named != key || digest != Sha256::digest(payload).as_slice() {
         return Err(damaged());
     }
-    deserialize(engine, payload)
-        .map(Some)
-        .map_err(|source| CacheError::Refused { path, source })
+    deserialize(engine, payload).map_err(|source| CacheError::Refused {
+        path: path.to_owned(),
+        source,
+    })
 }
 
 /// The one unsafe step: wasmtime maps the bytes as code.
@@ -194,91 +173,65 @@ fn deserialize(engine: &wasmtime::Engine, payload: &[u8]) -> wasmtime::Result<Co
     // SAFETY: wasmtime requires bytes that `Component::serialize` produced;
     // it checks itself that they were produced for a compatible engine (and
     // refuses them otherwise), but not that they are intact. These are:
-    // `load` only reaches here for a file in a directory that this user
-    // alone owns and may write, that `store` wrote (its header names this
-    // key), and whose SHA-256 digest, written in the same file, matches the
-    // bytes read. So they are the whole of what `serialize` wrote, never a
-    // torn write, a damaged file or another user's.
+    // `load` only reaches here with bytes read from the descriptor of a
+    // regular file that this user owns and alone may write, opened without
+    // following a link in a directory that this user owns and alone may
+    // write, every directory above which only root or this user may change
+    // (each checked on the descriptor it was reached by); `store` wrote it
+    // (its header names this key), and its SHA-256 digest, written in the
+    // same file, matches the bytes read. So they are the whole of what
+    // `serialize` wrote, never a torn write, a damaged file or another
+    // user's.
     unsafe { Component::deserialize(engine, payload) }
 }
 
 /// Keeps `component`, compiled by `engine`, under `key` in `dir`, making
 /// the directory (for this user alone) if need be, and removes the oldest
-/// files beyond the few the directory keeps.
+/// files beyond the few the directory keeps. Writes only into a directory
+/// [`load`] would trust, to a new file of its own that it renames into
+/// place.
+#[cfg(unix)]
 pub(crate) fn store(dir: &Path, key: &[u8; 32], component: &Component) -> Result<(), CacheError> {
     let payload = component.serialize().map_err(CacheError::Serialize)?;
-    make_dir(dir)?;
-    let path = file(dir, key);
+    let dir = CacheDir::make(dir)?;
+    let name = name(key);
     let nanos = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .map(|d| d.as_nanos())
         .unwrap_or_default();
     // A name no other writer uses: several processes may compile at once,
     // and each renames a whole file of its own into place.
-    let temp = dir.join(format!(
-        ".{}.{}.{nanos}.tmp",
-        hex(&key[..8]),
-        std::process::id()
-    ));
-    let written = write_new(&temp, |f| {
-        f.write_all(MAGIC)?;
-        f.write_all(key)?;
-        f.write_all(&Sha256::digest(&payload))?;
-        f.write_all(&payload)
-    })
-    .and_then(|()| fs::rename(&temp, &path));
-    if let Err(e) = written {
+    let temp = format!(".{}.{}.{nanos}.tmp", hex(&key[..8]), std::process::id());
+    let written = dir
+        .write_new(&temp, |f| {
+            f.write_all(MAGIC)?;
+            f.write_all(key)?;
+            f.write_all(&Sha256::digest(&payload))?;
+            f.write_all(&payload)
+        })
+        .and_then(|()| dir.rename(&temp, &name));
+    if let Err(source) = written {
         // Nothing to do if the temporary file cannot go either.
-        let _ = fs::remove_file(&temp);
-        return Err(io(&path)(e));
+        let _ = dir.remove(&temp);
+        return Err(CacheError::Io {
+            path: dir.path().join(name),
+            source,
+        });
     }
-    prune(dir);
+    prune(&dir);
     Ok(())
-}
-
-fn make_dir(dir: &Path) -> Result<(), CacheError> {
-    let mut builder = fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    builder.create(dir).map_err(io(dir))?;
-    // One that already existed must be private too, or nothing written
-    // there could be trusted when read back.
-    private(dir, &fs::metadata(dir).map_err(io(dir))?)
-}
-
-/// Creates `path` (which must not exist), readable and writable by this
-/// user alone, and fills it.
-fn write_new(
-    path: &Path,
-    fill: impl FnOnce(&mut fs::File) -> std::io::Result<()>,
-) -> std::io::Result<()> {
-    let mut options = fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let mut f = options.open(path)?;
-    fill(&mut f)
 }
 
 /// Removes all but the [`KEEP`] most recently written cache files. Best
 /// effort: another process may be pruning too.
-fn prune(dir: &Path) {
-    let Ok(entries) = fs::read_dir(dir) else {
+#[cfg(unix)]
+fn prune(dir: &CacheDir) {
+    let Ok(mut files) = dir.files(EXTENSION) else {
         return;
     };
-    let mut files: Vec<(SystemTime, PathBuf)> = entries
-        .filter_map(|e| {
-            let e = e.ok()?;
-            let path = e.path();
-            let ours = path.extension().is_some_and(|x| x == EXTENSION);
-            let written = e.metadata().ok()?.modified().ok()?;
-            ours.then_some((written, path))
-        })
-        .collect();
     files.sort_by_key(|f| std::cmp::Reverse(f.0));
     for (_, old) in files.into_iter().skip(KEEP) {
-        let _ = fs::remove_file(old);
+        let _ = dir.remove(&old);
     }
 }
 
@@ -306,6 +259,25 @@ pub(crate) fn component(
     let Some(dir) = dir else {
         return Ok((Component::new(engine, bytes)?, CompiledFrom::Compiler));
     };
+    #[cfg(not(unix))]
+    {
+        tracing::warn!(
+            dir = %dir.display(),
+            "compiling the component: there is no compile cache on this platform, where it cannot check who may change a file"
+        );
+        Ok((Component::new(engine, bytes)?, CompiledFrom::Compiler))
+    }
+    #[cfg(unix)]
+    cached(engine, bytes, dir)
+}
+
+/// [`component`], with the cache in `dir`.
+#[cfg(unix)]
+fn cached(
+    engine: &wasmtime::Engine,
+    bytes: &[u8],
+    dir: &Path,
+) -> wasmtime::Result<(Component, CompiledFrom)> {
     let key = key(engine, bytes);
     match load(engine, dir, &key) {
         Ok(Some(c)) => {
@@ -328,8 +300,13 @@ pub(crate) fn component(
     Ok((c, CompiledFrom::Compiler))
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
+mod trust_tests;
+
+#[cfg(all(test, unix))]
 mod tests {
+    use std::fs;
+
     use super::*;
 
     /// The smallest component: the header alone. Compiles in no time.

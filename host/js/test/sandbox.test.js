@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 
 import Database from 'better-sqlite3';
 
-import { MemoryStore, SandboxError, SqliteStore, StoreError, open } from '../src/index.js';
+import { MemoryStore, SandboxError, SqliteStore, StorageFailure, StoreError, open } from '../src/index.js';
 
 const HOSTILE = fileURLToPath(new URL('../gen/hostile/', import.meta.url));
 if (!existsSync(HOSTILE)) throw new Error('gen/hostile/ is missing: run `npm run build` (it transpiles the hostile fixture)');
@@ -70,6 +70,59 @@ test('writes commit when the guest answers ok, and none when it traps or answers
   assert.deepEqual(store.dump('acme'), []);
   t.open(task('write-ok'));
   assert.deepEqual(store.dump('acme').map(([k]) => Buffer.from(k).toString()), ['hostile-ok']);
+  engine.close();
+});
+
+/**
+ * The memory store, but the commit after `failNext` is set fails (once), as
+ * a disk that is gone or a database that went away would.
+ */
+function failingStore() {
+  const store = new MemoryStore();
+  const failing = {
+    failNext: false,
+    get concurrentWriters() { return store.concurrentWriters; },
+    begin(tenant, mode) {
+      const txn = store.begin(tenant, mode);
+      return {
+        get: (...a) => txn.get(...a),
+        getMany: (...a) => txn.getMany(...a),
+        scan: (...a) => txn.scan(...a),
+        abort: () => txn.abort(),
+        commit: (batch) => {
+          if (failing.failNext) {
+            failing.failNext = false;
+            throw new Error('the disk is gone');
+          }
+          return txn.commit(batch);
+        },
+      };
+    },
+    close: () => store.close(),
+  };
+  return { store, failing };
+}
+
+test('a failed commit drops the instance: the next call finds nothing the guest kept', () => {
+  const { store, failing } = failingStore();
+  const engine = open({ store: failing, component: HOSTILE });
+  const t = engine.tenant('acme');
+  const recall = () => t.get('recall').justification;
+  const commitFails = (f) => {
+    failing.failNext = true;
+    assert.throws(f, (e) => e instanceof StorageFailure && e.message.includes('the disk is gone'));
+  };
+  assert.equal(t.get('remember-kept'), null);
+  // An instance goes on after a call that committed, memory and all.
+  assert.equal(recall(), 'kept|2');
+  // A write call whose guest answered ok, but whose commit failed.
+  commitFails(() => t.open(task('write-ok')));
+  assert.deepEqual(store.dump('acme'), []);
+  assert.equal(recall(), '|1', 'the next call ran on the instance whose commit failed');
+  // A read call's commit (of nothing) failing too.
+  assert.equal(t.get('remember-again'), null);
+  commitFails(() => t.get('remember-lost'));
+  assert.equal(recall(), '|1', 'the next call ran on the instance whose commit failed');
   engine.close();
 });
 

@@ -649,6 +649,31 @@ impl KeyForm for TrailingZerosTrimmed {
     }
 }
 
+/// Trailing spaces ignored, as a pad-space collation compares keys (SQL's
+/// `CHAR`, and `VARCHAR` under many databases' default collations): `k`
+/// and `k ` are one key.
+#[derive(Default)]
+struct TrailingSpacesIgnored;
+
+impl KeyForm for TrailingSpacesIgnored {
+    fn stored(key: &[u8]) -> Vec<u8> {
+        let len = key.iter().rposition(|&b| b != b' ').map_or(0, |i| i + 1);
+        key[..len].to_vec()
+    }
+}
+
+/// Cut at the first zero byte, as a store that passes keys on as C
+/// strings keeps them: `k\0x` is `k`.
+#[derive(Default)]
+struct CutAtAZeroByte;
+
+impl KeyForm for CutAtAZeroByte {
+    fn stored(key: &[u8]) -> Vec<u8> {
+        let len = key.iter().position(|&b| b == 0).unwrap_or(key.len());
+        key[..len].to_vec()
+    }
+}
+
 /// Keys kept as text: bytes that are not UTF-8 become U+FFFD, as a `text`
 /// column or a string-keyed map keeps them.
 #[derive(Default)]
@@ -689,6 +714,45 @@ impl Flaw for ScansInLocaleOrder {
     ) -> Answer<(Vec<Entry>, bool)> {
         let (mut all, _) = txn.scan(start, end, u32::MAX, false, usize::MAX)?;
         all.sort_by(|(a, _), (b, _)| (a.to_ascii_lowercase(), a).cmp(&(b.to_ascii_lowercase(), b)));
+        if reverse {
+            all.reverse();
+        }
+        take_within(
+            all.into_iter()
+                .take(limit as usize)
+                .map(Ok::<_, StorageError>),
+            max_bytes,
+        )
+    }
+}
+
+/// Scans in a pad-space collation's order: the shorter of two keys
+/// compared as if padded with spaces (so `k\t` sorts before `k`, and `k`
+/// ties with `k `, the tie broken bytewise), as `ORDER BY` on such a column
+/// sorts: the bounds still compare bytewise.
+#[derive(Default)]
+struct ScansInPadSpaceOrder;
+
+fn pad_space_order(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    let at = |k: &[u8], i: usize| k.get(i).copied().unwrap_or(b' ');
+    (0..a.len().max(b.len()))
+        .map(|i| at(a, i).cmp(&at(b, i)))
+        .find(|o| o.is_ne())
+        .unwrap_or_else(|| a.cmp(b))
+}
+
+impl Flaw for ScansInPadSpaceOrder {
+    fn scan(
+        &self,
+        txn: &mut dyn Txn,
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: u32,
+        reverse: bool,
+        max_bytes: usize,
+    ) -> Answer<(Vec<Entry>, bool)> {
+        let (mut all, _) = txn.scan(start, end, u32::MAX, false, usize::MAX)?;
+        all.sort_by(|(a, _), (b, _)| pad_space_order(a, b));
         if reverse {
             all.reverse();
         }
@@ -1383,6 +1447,12 @@ flaws! {
         Flawed::<StoresKeysAs<AsText>>::new() => "absent_keys_read_as_absent", "get of absent key";
     the_kit_catches_keys_compared_without_case:
         Flawed::<StoresKeysAs<CaseFolded>>::new() => "absent_keys_read_as_absent", "get of absent key";
+    the_kit_catches_keys_compared_ignoring_trailing_spaces:
+        Flawed::<StoresKeysAs<TrailingSpacesIgnored>>::new() => "keys_differing_only_in_trailing_bytes_are_distinct", "get of";
+    the_kit_catches_keys_cut_at_a_zero_byte:
+        Flawed::<StoresKeysAs<CutAtAZeroByte>>::new() => "keys_differing_only_in_trailing_bytes_are_distinct", "get of";
+    the_kit_catches_scans_in_a_pad_space_order:
+        Flawed::<ScansInPadSpaceOrder>::new() => "keys_differing_only_in_trailing_bytes_are_distinct", "a forward scan answered";
     the_kit_catches_scans_in_a_locales_order:
         Flawed::<ScansInLocaleOrder>::new() => "bytewise_order_both_ways", "a forward scan answered";
     the_kit_catches_a_scan_that_says_more_when_its_limit_stops_it:

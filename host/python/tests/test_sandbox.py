@@ -70,6 +70,56 @@ def test_writes_commit_when_the_guest_answers_ok_and_none_when_it_traps_or_answe
     assert [k for k, _ in store.dump("acme")] == [b"hostile-ok"]
 
 
+class _FailingStore(lh.MemoryStore):
+    """The memory store, but the commit after ``fail_next`` is set fails
+    (once), as a disk that is gone or a database that went away would."""
+
+    def __init__(self):
+        super().__init__()
+        self.fail_next = False
+
+    def begin(self, tenant, mode):
+        txn = super().begin(tenant, mode)
+        store = self
+        commit = txn.commit
+
+        def failing(batch):
+            if store.fail_next:
+                store.fail_next = False
+                raise OSError("the disk is gone")
+            commit(batch)
+
+        txn.commit = failing
+        return txn
+
+
+def test_a_failed_commit_drops_the_instance_so_the_next_call_finds_nothing_the_guest_kept(hostile_wasm):
+    store = _FailingStore()
+    engine = lh.open(store, component=hostile_wasm)
+    t = engine.tenant("acme")
+
+    def recall():
+        return t.get("recall").justification
+
+    def commit_fails(f, *args):
+        store.fail_next = True
+        with pytest.raises(lh.StorageFailure, match="the disk is gone"):
+            f(*args)
+
+    assert t.get("remember-kept") is None
+    # An instance goes on after a call that committed, memory and all.
+    assert recall() == "kept|2"
+    # A write call whose guest answered ok, but whose commit failed.
+    commit_fails(t.open, task("write-ok"))
+    assert store.dump("acme") == []
+    assert recall() == "|1", "the next call ran on the instance whose commit failed"
+    # A read call's commit (of nothing) failing too.
+    assert t.get("remember-again") is None
+    commit_fails(t.get, "remember-lost")
+    assert recall() == "|1", "the next call ran on the instance whose commit failed"
+    engine.close()
+
+
 @pytest.mark.parametrize(
     "kind, verb, arg",
     [

@@ -13,13 +13,15 @@
 //!
 //! The checks live by subject: point reads (`reads`), scans (`scans`),
 //! commits and deletes (`batches`), readers beside writers (`isolation`),
-//! writers beside writers (`writers`) and tenancy (`tenants`).
+//! writers beside writers (`writers`), tenancy (`tenants`), and keys that
+//! differ only in trailing bytes through all of these (`trailing`).
 
 mod batches;
 mod isolation;
 mod reads;
 mod scans;
 mod tenants;
+mod trailing;
 mod writers;
 
 pub use batches::{
@@ -39,6 +41,7 @@ pub use scans::{
     scan_limits_and_bounds,
 };
 pub use tenants::{tenants_are_apart, tenants_are_listed};
+pub use trailing::keys_differing_only_in_trailing_bytes_are_distinct;
 pub use writers::writers_are_serializable;
 
 use crate::storage::backend::Backend;

@@ -14,8 +14,10 @@
 //!   that refuse a batch, commits seen once acknowledged, snapshot reads
 //!   against a concurrent commit, serializable writers (the races forced,
 //!   made of puts and of deletes), tenants kept apart whatever names a
-//!   backend might merge, and the tenant listing; readers and writers begin
-//!   through every entry point the engine calls;
+//!   backend might merge, the tenant listing, and keys that differ only in
+//!   trailing bytes (spaces, zero bytes, a longer key sharing a prefix)
+//!   kept distinct by every read, scan, write, delete and tenant; readers
+//!   and writers begin through every entry point the engine calls;
 //! - [`scenarios`]: the whole scenario suite through the component on the
 //!   backend.
 //!
@@ -130,6 +132,7 @@ macro_rules! __kv_checks {
             empty_store_reads_nothing,
             puts_read_back,
             absent_keys_read_as_absent,
+            keys_differing_only_in_trailing_bytes_are_distinct,
             bytewise_order_both_ways,
             scan_limits_and_bounds,
             scan_byte_caps,
