@@ -130,6 +130,9 @@ impl Parts {
     }
 }
 
+/// Each subscription's counters, by tenant and id.
+type MetricsByKey = BTreeMap<(String, String), Arc<Mutex<SubscriptionMetrics>>>;
+
 pub(crate) struct Shared {
     pub store: Arc<dyn SubscriptionStore>,
     pub source: Arc<dyn FeedSource>,
@@ -137,7 +140,7 @@ pub(crate) struct Shared {
     pub render: RenderBody,
     pub options: Options,
     tenants: Mutex<HashMap<String, Arc<TenantRuntime>>>,
-    metrics: Mutex<BTreeMap<(String, String), Arc<Mutex<SubscriptionMetrics>>>>,
+    metrics: Mutex<MetricsByKey>,
 }
 
 struct Worker {

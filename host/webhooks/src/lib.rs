@@ -55,3 +55,8 @@ pub use stats::{
 pub use store::{
     AttemptRecord, SigningKey, StoreError, SubState, Subscription, SubscriptionStore, Update,
 };
+
+// The README's example, compiled as a doctest so it cannot drift.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeExamples;
