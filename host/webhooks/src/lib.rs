@@ -22,12 +22,14 @@
 #![warn(missing_docs)]
 
 pub mod address;
+mod config;
 mod delivery;
 mod engine;
 mod filter;
 mod memory;
 pub mod retry;
 mod sender;
+mod shared;
 pub mod signing;
 mod source;
 mod stats;
@@ -35,7 +37,8 @@ mod store;
 mod worker;
 
 pub use address::{AddressPolicy, Refused};
-pub use engine::{Deliveries, Options, Parts, ReplayError, TenantLimits};
+pub use config::{Options, Parts, TenantLimits};
+pub use engine::{Deliveries, ReplayError};
 pub use filter::{
     Facts, Filter, FilterError, Key, MAX_FILTER_ITEM_BYTES, MAX_FILTER_ITEMS, facts_on_entry,
 };

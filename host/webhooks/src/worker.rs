@@ -21,29 +21,11 @@ use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::{MissedTickBehavior, sleep_until};
 
 use crate::delivery::{End, Live, Message, Target, deliver, lock, ms};
-use crate::engine::{Shared, TenantRuntime};
 use crate::filter::{Facts, Key};
+use crate::shared::{Exit, Shared, TenantRuntime};
 use crate::signing::message_id;
 use crate::source::{START, SourceError, change_at, entries_between, place_between};
 use crate::store::{SubState, Subscription, Update};
-
-/// Why a worker stopped.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Exit {
-    /// Asked to stop.
-    Stopped,
-    /// The subscription changed (another revision): start again.
-    Reload,
-    /// It was deleted.
-    Missing,
-    /// It left the active state (by the receiver's 410, the schedule's end,
-    /// or a trimmed feed).
-    Inactive(SubState),
-    /// Another server holds its lease now.
-    LeaseLost,
-    /// The feed gave entries this worker cannot place.
-    Broken(String),
-}
 
 /// Facts looked up for filters on kinds and runs, shared with the reads.
 type FactsCache = Arc<Mutex<HashMap<String, Option<Facts>>>>;
@@ -482,4 +464,76 @@ fn show(ctx: &WorkerCtx, w: &Window, in_flight: usize) {
     let mut m = lock(&ctx.target.metrics);
     m.lag_entries = lag_entries;
     m.lag_seconds = lag_seconds;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn slot(w: &mut Window, position: &str, owed: bool) -> u64 {
+        let idx = w.next_idx();
+        w.slots.push_back(Slot {
+            position: position.into(),
+            done: !owed,
+            at: 0,
+            bytes: 10,
+        });
+        w.bytes += 10;
+        idx
+    }
+
+    fn msg(idx: u64, task: &str) -> Message {
+        Message {
+            idx,
+            key: Key::Task(task.into()),
+            id: format!("m{idx}"),
+            body: bytes::Bytes::new(),
+            at: 0,
+        }
+    }
+
+    /// The position never passes an entry still owed, whatever order the
+    /// acknowledgements come in.
+    #[test]
+    fn the_low_water_mark_stops_at_the_first_entry_still_owed() {
+        let mut w = Window::new("f");
+        let a = slot(&mut w, "f0.1", true);
+        let _skipped = slot(&mut w, "f0.2", false);
+        let b = slot(&mut w, "f0.3", true);
+        let c = slot(&mut w, "f0.4", true);
+        assert_eq!(w.done(u64::MAX), 0, "nothing done at the front yet");
+        assert_eq!(w.done(b), 0);
+        assert_eq!(w.low, "f", "b is done but a is still owed");
+        assert_eq!(w.done(a), 30, "a, the skipped entry and b leave together");
+        assert_eq!(w.low, "f0.3");
+        assert_eq!(w.done(c), 10);
+        assert_eq!((w.low.as_str(), w.slots.len(), w.bytes), ("f0.4", 0, 0));
+    }
+
+    /// One task's entries wait for each other; another task's do not.
+    #[test]
+    fn a_tasks_next_entry_waits_until_its_previous_one_ends() {
+        let mut w = Window::new("f");
+        w.enqueue(msg(0, "t1"));
+        w.enqueue(msg(1, "t1"));
+        w.enqueue(msg(2, "t2"));
+        assert_eq!(w.owed, 3);
+        let ready: Vec<Key> = w.ready.drain(..).collect();
+        assert_eq!(ready, [Key::Task("t1".into()), Key::Task("t2".into())]);
+        for k in &ready {
+            let m = w
+                .queues
+                .get_mut(k)
+                .and_then(VecDeque::pop_front)
+                .expect("head");
+            assert!(m.idx == 0 || m.idx == 2);
+            w.busy.insert(k.clone());
+        }
+        assert!(w.ready.is_empty(), "t1's second entry waits");
+        w.finished(&Key::Task("t2".into()));
+        assert!(w.ready.is_empty() && !w.queues.contains_key(&Key::Task("t2".into())));
+        w.finished(&Key::Task("t1".into()));
+        assert_eq!(w.ready, [Key::Task("t1".into())]);
+        assert_eq!(w.queues[&Key::Task("t1".into())][0].idx, 1);
+    }
 }
