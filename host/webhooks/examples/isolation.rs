@@ -151,11 +151,13 @@ async fn measure_b(
     }
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
-        let got = arrivals.lock().unwrap_or_else(|p| p.into_inner());
-        if commits.keys().all(|k| got.contains_key(k)) || Instant::now() > deadline {
+        let all = {
+            let got = arrivals.lock().unwrap_or_else(|p| p.into_inner());
+            commits.keys().all(|k| got.contains_key(k))
+        };
+        if all || Instant::now() > deadline {
             break;
         }
-        drop(got);
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let got = arrivals.lock().unwrap_or_else(|p| p.into_inner());
