@@ -7,3 +7,4 @@ mod harness;
 mod isolation;
 mod receivers;
 mod safety;
+mod tls;
