@@ -231,7 +231,7 @@ mod tests {
             entry: host::HistoryEntry {
                 seq: 1,
                 at: 0,
-                verb: "open".into(),
+                verb: Verb::Open.name().into(),
                 actor: None,
                 before: None,
                 after: t.state,
@@ -275,7 +275,7 @@ mod tests {
             run: "r".into(),
             effect: "e".into(),
             at: 0,
-            verb: "arm".into(),
+            verb: Verb::Arm.name().into(),
             what: host::TimerEvent::Armed,
             fire_at: 1,
             lease_until: None,

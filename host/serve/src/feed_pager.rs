@@ -95,6 +95,40 @@ pub async fn floor(state: &AppState, tenant: &host::Tenant) -> Result<Cursor, Ap
     })
 }
 
+/// Where a reading resumes that its caller asked to resume after a
+/// position it was given.
+pub struct Resume {
+    /// The feed's position it reads after; `None` when the changes after a
+    /// reviewer's view are no longer kept (a mark's entry was trimmed).
+    pub after: Option<Cursor>,
+    /// A reviewer's view, as given.
+    pub view: Option<View>,
+}
+
+/// Where a reading resumes after `given`, a position `positions`' caller
+/// was given (`field` names where it came from): the feed's own position
+/// for a service or operator, checked for its shape; the position a
+/// reviewer's view stands for, found through `entry-place`.
+pub async fn resume(
+    state: &AppState,
+    tenant: &host::Tenant,
+    positions: &Positions,
+    field: &str,
+    given: &str,
+) -> Result<Resume, ApiError> {
+    if !positions.viewer() {
+        return Ok(Resume {
+            after: Some(parse(&positions.take(field, given)?)?),
+            view: None,
+        });
+    }
+    let view = positions.take_view(field, given)?;
+    Ok(Resume {
+        after: crate::reviewer_view::resolve(state, tenant, &view).await?,
+        view: Some(view),
+    })
+}
+
 /// One caller's reading of the feed: its positions, and a reviewer's view.
 pub struct Reading {
     positions: Positions,
@@ -262,13 +296,13 @@ async fn reviewer_page(
         })
     };
     let (view, mut at) = match after {
-        Some(a) => {
-            let view = positions.take_view("after", &a)?;
-            match crate::reviewer_view::resolve(state, &c.tenant, &view).await? {
-                Some(at) => (view, at),
-                None => return gone(&positions, &head(state, &c.tenant).await?),
-            }
-        }
+        Some(a) => match resume(state, &c.tenant, &positions, "after", &a).await? {
+            Resume {
+                after: Some(at),
+                view: Some(view),
+            } => (view, at),
+            _ => return gone(&positions, &head(state, &c.tenant).await?),
+        },
         None => {
             let at = floor(state, &c.tenant).await?;
             (View::starting(&at, false), at)

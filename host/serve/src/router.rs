@@ -211,7 +211,7 @@ mod tests {
             let r = routes()
                 .iter()
                 .find(|r| r.verb == verb.name())
-                .expect(verb.name());
+                .unwrap_or_else(|| panic!("no route for {}", verb.name()));
             assert!(!r.allows(Scope::Reviewer), "{}", verb.name());
         }
         for r in routes() {

@@ -30,7 +30,7 @@ use tokio::sync::{mpsc, watch};
 
 use crate::auth::Principal;
 use crate::caller_positions::Positions;
-use crate::feed_pager::{Reading, head, read};
+use crate::feed_pager::{Reading, Resume, head, read, resume};
 use crate::holds::Hold;
 use crate::problem::ApiError;
 use crate::reviewer_view::{View, parse};
@@ -154,24 +154,6 @@ pub struct Subscription {
     pub after: Option<(&'static str, String)>,
 }
 
-/// Where a stream given a position starts.
-enum Start {
-    /// After this position of the feed.
-    At(String),
-    /// Nowhere: the changes after the reviewer's view are no longer kept.
-    Gone,
-}
-
-/// The feed's position a reviewer's view stands for.
-async fn resolve(state: &AppState, tenant: &host::Tenant, view: &View) -> Result<Start, ApiError> {
-    Ok(
-        match crate::reviewer_view::resolve(state, tenant, view).await? {
-            Some(at) => Start::At(at.encode()),
-            None => Start::Gone,
-        },
-    )
-}
-
 /// Opens an event stream for `sub`: refused at once when a bound on
 /// streams is reached or its position is not one this caller was given
 /// (400); else the stream, which begins with a `ready` event naming where
@@ -183,14 +165,9 @@ pub async fn subscribe(
     let positions = Positions::new(&state.cursors, &sub.principal);
     // A reviewer gives and is given its own positions (`crate::reviewer_view`);
     // where its stream starts is the feed's position its view stands for.
-    let (after, view) = match &sub.after {
-        Some((field, given)) if positions.viewer() => {
-            let view = positions.take_view(field, given)?;
-            let at = resolve(state, &sub.tenant, &view).await?;
-            (Some(at), Some(view))
-        }
-        Some((field, given)) => (Some(Start::At(positions.take(field, given)?)), None),
-        None => (None, None),
+    let given = match &sub.after {
+        Some((field, given)) => Some(resume(state, &sub.tenant, &positions, field, given).await?),
+        None => None,
     };
     let seat = state.waiters.stream(&sub.principal)?;
     // Subscribed before the first read, so a commit made between the read
@@ -202,24 +179,31 @@ pub async fn subscribe(
         .tenant(name, || Ok(state.engine.watch(name)?))?;
     let commits = feed.commits();
     let heard = *commits.borrow();
-    let (start, first) = match after {
+    let (start, first, view) = match given {
         // A position of the right shape may still be one this feed never
         // gave: the first read says so (`gone`) before the stream begins.
-        Some(Start::At(p)) => {
+        Some(Resume {
+            after: Some(at),
+            view,
+        }) => {
+            let p = at.encode();
             let first = read(state, &sub.tenant, Some(p.clone()), PAGE).await?;
-            (p, Some(first))
+            (p, Some(first), view)
         }
         // A view whose changes are no longer kept: `gone`, from the head.
-        Some(Start::Gone) => {
+        Some(Resume { after: None, view }) => {
             let head = head(state, &sub.tenant).await?;
-            (head.clone(), Some(FeedRead::Gone(head)))
+            (head.clone(), Some(FeedRead::Gone(head)), view)
         }
-        None => (head(state, &sub.tenant).await?, None),
-    };
-    let view = match (positions.viewer(), view) {
-        (false, _) => None,
-        (true, Some(v)) => Some(v),
-        (true, None) => Some(View::starting(&parse(&start)?, true)),
+        None => {
+            let head = head(state, &sub.tenant).await?;
+            let view = if positions.viewer() {
+                Some(View::starting(&parse(&head)?, true))
+            } else {
+                None
+            };
+            (head, None, view)
+        }
     };
     let (tx, rx) = mpsc::channel(state.options.events.buffer.max(1));
     let last = Arc::new(Mutex::new(None));

@@ -36,7 +36,7 @@ async fn queue(c: Caller, Query(q): Query<QueueParams>) -> Answer<Page> {
     let roles = c.roles(q.roles)?;
     // A queue's cursor is a position in the queue order, bound to the
     // actor whose queue it pages.
-    let list = format!("queue:{actor}");
+    let list = format!("{}:{actor}", Verb::Queue.name());
     let query = QueueQuery {
         roles,
         actor: Some(actor),

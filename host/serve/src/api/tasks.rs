@@ -240,7 +240,7 @@ async fn for_case(
     Query(q): Query<PageParams>,
 ) -> Answer<Page> {
     let limit = q.limit.unwrap_or(DEFAULT_PAGE);
-    let list = format!("for-case:{case}");
+    let list = format!("{}:{case}", Verb::ForCase.name());
     let after = c.open_cursor(&list, q.after)?;
     let page = c
         .call(Verb::ForCase, move |x| {
