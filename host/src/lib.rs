@@ -75,7 +75,7 @@ pub use sweeper::{
     SweeperOptions, SweeperStats,
 };
 pub use tenant::Tenant;
-pub use verbs::{ExportedFunction, exported_functions};
+pub use verbs::{ExportedFunction, Verb, exported_functions};
 pub use watch::{Changed, Changes};
 
 // The guides' Rust examples, compiled and run as this crate's doctests by

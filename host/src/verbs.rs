@@ -4,8 +4,9 @@
 //! by a string looked up at call time, and a writing verb cannot be run on a
 //! read snapshot. It owns the list; it must never be edited without the WIT,
 //! and its tests check the WIT, the `Tenant` methods and the scenario
-//! runner against it (the CLI and the HTTP service check themselves against
-//! [`exported_functions`]).
+//! runner against it. The front ends name verbs by [`Verb`] too (the HTTP
+//! service's operations, metrics and budgets), never by restated strings,
+//! and check themselves against [`Verb::ALL`].
 
 use crate::storage::backend::Mode;
 
@@ -16,23 +17,25 @@ pub(crate) const VERSION: &str = "0.2.0";
 macro_rules! verbs {
     ($($verb:ident => $interface:literal $name:literal $mode:ident,)+) => {
         /// One exported function of the `leasehold:engine/engine` world.
-        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-        pub(crate) enum Verb {
-            $($verb,)+
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[non_exhaustive]
+        pub enum Verb {
+            $(#[doc = concat!("`", $interface, ".", $name, "`")] $verb,)+
         }
 
         impl Verb {
-            pub(crate) const ALL: &[Verb] = &[$(Verb::$verb,)+];
+            /// Every verb, in the order the table declares them.
+            pub const ALL: &[Verb] = &[$(Verb::$verb,)+];
 
             /// The exporting interface, e.g. `tasks`.
-            pub(crate) fn interface(self) -> &'static str {
+            pub fn interface(self) -> &'static str {
                 match self {
                     $(Verb::$verb => $interface,)+
                 }
             }
 
             /// The function's WIT name, e.g. `take-over`.
-            pub(crate) fn name(self) -> &'static str {
+            pub fn name(self) -> &'static str {
                 match self {
                     $(Verb::$verb => $name,)+
                 }
@@ -115,12 +118,22 @@ pub fn exported_functions() -> Vec<ExportedFunction> {
         .map(|v| ExportedFunction {
             interface: v.interface(),
             name: v.name(),
-            writes: v.mode() == Mode::Write,
+            writes: v.writes(),
         })
         .collect()
 }
 
 impl Verb {
+    /// The verb whose WIT name is `name`, if there is one.
+    pub fn named(name: &str) -> Option<Verb> {
+        Verb::ALL.iter().copied().find(|v| v.name() == name)
+    }
+
+    /// Whether the verb may write (a read verb runs on a snapshot).
+    pub fn writes(self) -> bool {
+        self.mode() == Mode::Write
+    }
+
     /// The verb's place in [`Verb::ALL`], which indexes per-verb tables.
     pub(crate) fn index(self) -> usize {
         self as usize
@@ -132,7 +145,7 @@ impl Verb {
     }
 
     /// Walks the whole tenant, so it runs under the longer deadline.
-    pub(crate) fn is_long(self) -> bool {
+    pub fn is_long(self) -> bool {
         self == Verb::Check
     }
 

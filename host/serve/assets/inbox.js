@@ -307,9 +307,15 @@
   }
 
   // ---- Live -----------------------------------------------------------------
-  async function onTask(e) {
-    const id = e.task;
-    if (e.assignee === me.actor && e.state === 'claimed') {
+  // A `task` event's data is a change as the JSON feed gives it:
+  // {position, change: {task: {id, entry}}}, the entry saying how the
+  // change left the task (`after` is its state).
+  async function onTask(data) {
+    const change = data.change && data.change.task;
+    if (!change) return;
+    const id = change.id;
+    const e = change.entry;
+    if (e.assignee === me.actor && e.after === 'claimed') {
       removeQueued(id);
       const held = mine.get(id);
       if (held) {
@@ -327,10 +333,10 @@
       const t = held.task;
       if (e.verb === 'reclaim-lapsed') say(msg`Your time on ${label(t)} ran out: it went back to the queue.`);
       else if (e.assignee) say(msg`${label(t)} is no longer yours: ${user(e.assignee)} holds it now.`);
-      else if (QUEUED.has(e.state)) say(msg`${label(t)} went back to the queue.`);
-      else say(msg`${label(t)} was settled (${e.state}).`);
+      else if (QUEUED.has(e.after)) say(msg`${label(t)} went back to the queue.`);
+      else say(msg`${label(t)} was settled (${e.after}).`);
     }
-    if (!QUEUED.has(e.state)) removeQueued(id);
+    if (!QUEUED.has(e.after)) removeQueued(id);
     soon();
   }
 

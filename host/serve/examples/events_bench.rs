@@ -183,7 +183,7 @@ fn commit_to_subscriber(
         to_answer.push(t0.elapsed().as_secs_f64() * 1e3);
         loop {
             let (at, v) = rx.recv_timeout(Duration::from_secs(30)).expect("the event");
-            if v["task"] == id {
+            if v["change"]["task"]["id"] == id {
                 to_event.push((at - t0).as_secs_f64() * 1e3);
                 break;
             }
@@ -270,7 +270,7 @@ fn main() {
         for rx in &idle {
             loop {
                 let (at, v) = rx.recv_timeout(Duration::from_secs(60)).expect("the event");
-                if v["task"] == id {
+                if v["change"]["task"]["id"] == id {
                     latest = latest.max(at);
                     break;
                 }

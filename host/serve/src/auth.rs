@@ -15,6 +15,7 @@ pub use crate::principal::{AuthError, Principal, Scope};
 
 /// Why the token file could not be loaded.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum TokenFileError {
     /// The file could not be read.
     #[error("cannot read the token file {path}: {source}")]

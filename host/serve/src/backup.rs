@@ -18,12 +18,12 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use leasehold_host::storage::{Entry, Txn, check_tenant};
-use leasehold_host::{Engine, Limits};
+use leasehold_host::{Clock, Engine, Limits, SystemClock};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 
 use crate::problem::ApiError;
-use crate::state::{AppState, clock_ms};
+use crate::state::AppState;
 
 /// The backup's `format` and `version`: a reader refuses any other.
 pub const BACKUP_FORMAT: &str = "leasehold-backup";
@@ -47,6 +47,7 @@ pub use crate::principal::TenantName;
 
 /// Why a backup did not finish.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum BackupError {
     /// The storage could not list or read a tenant.
     #[error("cannot {what} tenant {tenant}")]
@@ -146,10 +147,23 @@ fn hex(bytes: &[u8]) -> String {
 pub type Snapshot<'a> = dyn Fn(&str) -> Result<Box<dyn Txn>, leasehold_host::Error> + 'a;
 
 /// Writes a backup of `tenants` to `out`, each read through `snapshot`,
-/// the first line recording `began_at_ms`; answers the totals.
+/// the first line recording `began_at_ms`, the last when it finished by
+/// the system's clock; answers the totals.
 pub fn write_backup(
     tenants: &[String],
     began_at_ms: i64,
+    snapshot: &Snapshot<'_>,
+    out: &mut dyn std::io::Write,
+) -> Result<BackupTotals, BackupError> {
+    write_backup_by(tenants, began_at_ms, &SystemClock, snapshot, out)
+}
+
+/// [`write_backup`], its end told by `clock` (a server's, which its
+/// engine records changes by).
+pub fn write_backup_by(
+    tenants: &[String],
+    began_at_ms: i64,
+    clock: &dyn Clock,
     snapshot: &Snapshot<'_>,
     out: &mut dyn std::io::Write,
 ) -> Result<BackupTotals, BackupError> {
@@ -227,7 +241,7 @@ pub fn write_backup(
         totals.keys += digest.keys;
         totals.bytes += digest.bytes;
     }
-    totals.finished_at_ms = clock_ms();
+    totals.finished_at_ms = clock.now();
     line(
         out,
         &BackupEnd {
@@ -367,7 +381,7 @@ pub async fn backup(State(state): State<AppState>, headers: HeaderMap, uri: Uri)
     };
     // Recorded before the tenants are listed and read: every write
     // answered before this instant is in every snapshot taken after it.
-    let began_at_ms = clock_ms();
+    let began_at_ms = state.now_ms();
     let engine = state.engine.clone();
     let listed = tokio::task::spawn_blocking(move || tenants_of(&engine, named)).await;
     let tenants = match listed {
@@ -391,12 +405,13 @@ pub async fn backup(State(state): State<AppState>, headers: HeaderMap, uri: Uri)
         stopping: state.stopping(),
     };
     let engine = state.engine.clone();
+    let clock = engine.clock();
     let count = tenants.len();
     tracing::info!(tenants = count, began_at_ms, "backup began");
     tokio::task::spawn_blocking(move || {
         let started = Instant::now();
         let snapshot = |t: &str| engine.snapshot(t, SNAPSHOT_DEADLINE);
-        let written = write_backup(&tenants, began_at_ms, &snapshot, &mut sink);
+        let written = write_backup_by(&tenants, began_at_ms, &*clock, &snapshot, &mut sink);
         // The snapshot is gone with `write_backup`'s return: the next
         // backup may begin before this one is logged.
         drop(permit);

@@ -30,6 +30,7 @@ impl std::fmt::Debug for CursorKey {
 
 /// Why a cursor key could not be had.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum CursorKeyError {
     /// The file could not be read.
     #[error("cannot read the cursor key file {path}: {source}")]

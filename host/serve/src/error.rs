@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 
 /// Why the server could not start or stopped with an error.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ServeError {
     /// No credential could ever be accepted.
     #[error("no credential source: give --tokens FILE or --jwt-keys FILE, or --dev")]

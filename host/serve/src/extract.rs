@@ -12,7 +12,7 @@ use axum::http::header;
 use axum::http::request::Parts;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use leasehold_host::Tenant;
+use leasehold_host::{Tenant, Verb};
 use serde::de::DeserializeOwned;
 
 use crate::auth::{Principal, Scope};
@@ -124,16 +124,16 @@ impl FromRequestParts<AppState> for Caller {
 }
 
 impl Caller {
-    /// Runs one engine call for `verb` on the caller's tenant, within the
-    /// request's time.
-    pub async fn call<T, F>(&self, verb: &'static str, f: F) -> Result<T, ApiError>
+    /// Runs one engine call of `verb` on the caller's tenant, within the
+    /// request's time. A call about one task goes through
+    /// `Caller::task` (`crate::access`) instead, which alone can name it.
+    pub async fn call<T, F>(&self, verb: Verb, f: F) -> Result<T, ApiError>
     where
         T: Send + 'static,
         F: FnOnce(&Tenant) -> Result<T, leasehold_host::Error> + Send + 'static,
     {
-        let deadline = self.arrived + budget(&self.state.options, &self.route.verb);
         self.state
-            .call(verb, self.tenant.clone(), deadline, f)
+            .call(verb, self.tenant.clone(), self.deadline(), f)
             .await
     }
 
@@ -142,19 +142,18 @@ impl Caller {
         self.authorization.as_deref()
     }
 
-    /// The request's deadline for its call.
+    /// The request's deadline for its call: its route's verb's time from
+    /// when it arrived (a request's time, for an operation of no verb).
     pub fn deadline(&self) -> Instant {
-        self.arrived + budget(&self.state.options, &self.route.verb)
+        let options = &self.state.options;
+        let time = Verb::named(&self.route.verb)
+            .map_or(options.request_timeout, |verb| budget(options, verb));
+        self.arrived + time
     }
 
     /// Runs one engine call with its own deadline (a long-poll's later
     /// tries, each with a request's time of its own).
-    pub async fn call_at<T, F>(
-        &self,
-        deadline: Instant,
-        verb: &'static str,
-        f: F,
-    ) -> Result<T, ApiError>
+    pub async fn call_at<T, F>(&self, deadline: Instant, verb: Verb, f: F) -> Result<T, ApiError>
     where
         T: Send + 'static,
         F: FnOnce(&Tenant) -> Result<T, leasehold_host::Error> + Send + 'static,
@@ -202,7 +201,7 @@ impl Caller {
     /// credential, and only when the server allows clock overrides.
     pub fn now(&self, given: Option<i64>) -> Result<i64, ApiError> {
         match given {
-            None => Ok(crate::state::clock_ms()),
+            None => Ok(self.state.now_ms()),
             Some(_) if !self.state.options.allow_clock_override => Err(ApiError::forbidden(
                 "this server takes the time from its own clock: `now` and `created_at` are \
                  refused unless it runs with --allow-clock-override",
@@ -301,14 +300,53 @@ fn form_urlencoded_parse(query: &str) -> form_urlencoded::Parse<'_> {
     form_urlencoded::parse(query.as_bytes())
 }
 
-/// A JSON object as the body. An empty body (or `null`) reads as `{}`, so actions whose fields are all
-/// optional need none.
+/// A JSON object as the body. An empty body (or `null`) reads as `{}`, so
+/// actions whose fields are all optional need none.
 pub struct Json<T>(pub T);
 
 impl<T: DeserializeOwned> FromRequest<AppState> for Json<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
+        let body = Body::read(req, state).await?;
+        decode(body.object(NoBody::IsEmpty)?).map(Json)
+    }
+}
+
+/// The body of an update (a `PATCH`): a JSON object whose fields are
+/// `crate::update::Update`s. Unlike [`Json`], no body and a `null` body are
+/// refused, not read as `{}`: an update says what it changes.
+// The update routes of the next round use it; until then only its tests do.
+#[cfg_attr(not(test), allow(dead_code))]
+pub struct UpdateJson<T>(pub T);
+
+impl<T: DeserializeOwned> FromRequest<AppState> for UpdateJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
+        let body = Body::read(req, state).await?;
+        decode(body.object(NoBody::Refused)?).map(UpdateJson)
+    }
+}
+
+/// What a missing or `null` body means to a route.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum NoBody {
+    /// `{}`: every field takes its default.
+    IsEmpty,
+    /// A mistake: the route needs a body.
+    #[cfg_attr(not(test), allow(dead_code))]
+    Refused,
+}
+
+/// A request's body as read, with whether it was declared as JSON.
+struct Body {
+    bytes: Bytes,
+    json: bool,
+}
+
+impl Body {
+    async fn read(req: Request, state: &AppState) -> Result<Body, ApiError> {
         let declared = req
             .headers()
             .get(header::CONTENT_TYPE)
@@ -338,22 +376,40 @@ impl<T: DeserializeOwned> FromRequest<AppState> for Json<T> {
             Some(other) => other.ends_with("+json"),
             None => false,
         };
-        if bytes.is_empty() {
-            return decode(b"{}").map(Json);
+        Ok(Body { bytes, json })
+    }
+
+    /// The JSON object the body holds, `{}` for none or `null` when
+    /// `no_body` allows it; else why not.
+    fn object(&self, no_body: NoBody) -> Result<&[u8], ApiError> {
+        let refused = || ApiError::Invalid {
+            field: None,
+            detail: "an update says what it changes: send a JSON object naming its fields \
+                     (null clears a field; a field left out is kept)"
+                .to_owned(),
+        };
+        if self.bytes.is_empty() {
+            return match no_body {
+                NoBody::IsEmpty => Ok(b"{}"),
+                NoBody::Refused => Err(refused()),
+            };
         }
-        if !json {
+        if !self.json {
             return Err(ApiError::UnsupportedMediaType(
                 "send the body as Content-Type: application/json".to_owned(),
             ));
         }
         // Every body is one JSON object; `null` is no body at all, as for a
         // route whose body is optional.
-        let text = bytes.trim_ascii();
+        let text = self.bytes.trim_ascii();
         if text == b"null" {
-            return decode(b"{}").map(Json);
+            return match no_body {
+                NoBody::IsEmpty => Ok(b"{}"),
+                NoBody::Refused => Err(refused()),
+            };
         }
         if text.first() != Some(&b'{') {
-            return match serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
+            return match serde_json::from_slice::<serde::de::IgnoredAny>(&self.bytes) {
                 Ok(_) => Err(ApiError::Invalid {
                     field: None,
                     detail: "the body must be a JSON object".to_owned(),
@@ -363,7 +419,7 @@ impl<T: DeserializeOwned> FromRequest<AppState> for Json<T> {
                 ))),
             };
         }
-        decode(&bytes).map(Json)
+        Ok(&self.bytes)
     }
 }
 
@@ -401,4 +457,126 @@ pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     de.end()
         .map_err(|e| ApiError::MalformedBody(format!("the body is not one JSON value: {e}")))?;
     Ok(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::update::Update;
+
+    #[derive(Debug, serde::Deserialize, PartialEq)]
+    #[serde(deny_unknown_fields)]
+    struct Patch {
+        #[serde(default)]
+        due_at: Update<i64>,
+    }
+
+    fn body(text: &str) -> Body {
+        Body {
+            bytes: Bytes::from(text.to_owned()),
+            json: true,
+        }
+    }
+
+    fn read(text: &str, no_body: NoBody) -> Result<Patch, ApiError> {
+        decode(body(text).object(no_body)?)
+    }
+
+    /// An update's body never reads a `null` or missing body as `{}`; an
+    /// action's body does, so that one whose fields are all optional needs
+    /// none.
+    #[test]
+    fn an_update_refuses_no_body_where_an_action_reads_it_as_empty() {
+        for none in ["", "null", " null\n"] {
+            assert!(
+                matches!(
+                    read(none, NoBody::Refused),
+                    Err(ApiError::Invalid { field: None, .. })
+                ),
+                "{none:?}"
+            );
+            assert_eq!(
+                read(none, NoBody::IsEmpty).expect("as {}").due_at,
+                Update::Keep
+            );
+        }
+        assert_eq!(
+            read(r#"{"due_at": null}"#, NoBody::Refused)
+                .expect("an update")
+                .due_at,
+            Update::Clear
+        );
+        assert_eq!(
+            read(r#"{"due_at": 7}"#, NoBody::Refused)
+                .expect("an update")
+                .due_at,
+            Update::Set(7)
+        );
+        assert_eq!(
+            read("{}", NoBody::Refused).expect("an update").due_at,
+            Update::Keep,
+            "an object that names nothing changes nothing, and says so itself"
+        );
+        for not_object in ["[1]", "7", "\"x\""] {
+            assert!(matches!(
+                read(not_object, NoBody::Refused),
+                Err(ApiError::Invalid { .. })
+            ));
+        }
+    }
+
+    /// Through the extractors themselves, as a route would read a body.
+    #[test]
+    fn the_extractors_read_a_null_body_as_each_route_needs() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("a runtime");
+        rt.block_on(async {
+            let engine = leasehold_host::Engine::in_memory().expect("a memory engine");
+            let state = AppState::new(
+                engine,
+                crate::auth::LiveCredentials::new(crate::auth::Credentials {
+                    tokens: crate::auth::TokenTable::default(),
+                    jwt: None,
+                }),
+                crate::cursor::CursorKey::random().expect("a key"),
+                crate::state::Options::default(),
+                &[],
+            );
+            let req = |text: &'static str| {
+                axum::http::Request::builder()
+                    .method("PATCH")
+                    .header(header::CONTENT_TYPE, "application/json")
+                    .body(axum::body::Body::from(text))
+                    .expect("a request")
+            };
+            for none in ["", "null"] {
+                let update = UpdateJson::<Patch>::from_request(req(none), &state).await;
+                assert!(matches!(update, Err(ApiError::Invalid { .. })), "{none:?}");
+                let Json(action) = Json::<Patch>::from_request(req(none), &state)
+                    .await
+                    .expect("an action's body may be left out");
+                assert_eq!(action.due_at, Update::Keep);
+            }
+            let UpdateJson(patch) =
+                UpdateJson::<Patch>::from_request(req(r#"{"due_at": null}"#), &state)
+                    .await
+                    .expect("an update");
+            assert_eq!(patch.due_at, Update::Clear);
+        });
+    }
+
+    #[test]
+    fn a_body_not_declared_as_json_is_refused_alike() {
+        let b = Body {
+            bytes: Bytes::from_static(b"{}"),
+            json: false,
+        };
+        for no_body in [NoBody::IsEmpty, NoBody::Refused] {
+            assert!(matches!(
+                b.object(no_body),
+                Err(ApiError::UnsupportedMediaType(_))
+            ));
+        }
+    }
 }

@@ -76,6 +76,7 @@ impl std::fmt::Debug for JwtVerifier {
 
 /// Why the keys could not be loaded.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum JwtKeyError {
     /// The file could not be read.
     #[error("cannot read the JWT key file {path}: {source}")]

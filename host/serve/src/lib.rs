@@ -27,33 +27,38 @@
 
 #![warn(missing_docs)]
 
+mod access;
 mod api;
 mod auth;
 pub mod backup;
+mod caller_positions;
+mod change;
 mod connections;
 mod cursor;
 mod drain;
 mod error;
-mod events;
 mod extract;
-mod feeds;
+mod feed_pager;
 mod holds;
 mod inbox;
 mod jwt;
-mod live;
-mod model;
+mod long_poll;
 mod openapi;
 mod ops;
-mod positions;
 mod principal;
 mod problem;
+mod reviewer_view;
 mod router;
 mod routes;
 mod schema;
 mod server;
+mod shared_reads;
+mod sse;
 mod state;
 mod tls;
-mod view;
+mod update;
+mod waiters;
+mod wire;
 
 pub use auth::{
     AuthError, Credentials, LiveCredentials, Principal, Reload, Scope, TOKEN_PREFIX,
@@ -64,9 +69,9 @@ pub use cursor::{CursorKey, CursorKeyError};
 pub use holds::Bounds;
 pub use inbox::CONTENT_SECURITY_POLICY;
 pub use jwt::{ClaimNames, JwtConfig, JwtKeyError, JwtVerifier};
-pub use live::EventOptions;
 pub use problem::{ApiError, CATALOG as PROBLEM_CATALOG, Problem, TYPE_PREFIX};
 pub use router::{REQUEST_ID, app, openapi, routes};
 pub use routes::Route;
 pub use server::{Config, ServeError, Server};
 pub use state::Options;
+pub use waiters::EventOptions;

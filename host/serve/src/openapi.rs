@@ -48,7 +48,8 @@ impl Modify for BearerScheme {
 /// assembled, so that it is exactly as strict as the handlers: every path
 /// parameter is required (OpenAPI demands it, and the derive does not
 /// always say so); `Last-Event-ID` takes only an event's id; the stream
-/// is described event by event; and a trim names `before`, `keep` or both,
+/// is described event by event, a change's data as the `Event` schema a
+/// JSON read's entries are; and a trim names `before`, `keep` or both,
 /// not null (`limit` alone trims nothing).
 pub(crate) fn refine(doc: &mut utoipa::openapi::OpenApi) {
     use utoipa::openapi::path::ParameterIn;
@@ -90,7 +91,9 @@ pub(crate) fn refine(doc: &mut utoipa::openapi::OpenApi) {
             RefOr::Ref(_) => None,
         });
     if let Some(content) = stream {
-        content.schema = Some(RefOr::T(Schema::Object(crate::schema::stream_event())));
+        content.schema = Some(RefOr::T(Schema::Object(crate::schema::stream_event(
+            &<crate::change::Event as utoipa::ToSchema>::name(),
+        ))));
     }
     let Some(components) = doc.components.as_mut() else {
         return;

@@ -39,12 +39,6 @@ impl Scope {
             Scope::Operator => "operator",
         }
     }
-
-    /// Whether `now` may be given explicitly: the service's clock is the
-    /// time for everyone else.
-    pub fn may_set_now(self) -> bool {
-        self != Scope::Reviewer
-    }
 }
 
 impl fmt::Display for Scope {
@@ -69,6 +63,7 @@ pub struct Principal {
 /// Why a credential was not accepted. All of them answer 401; the reason is
 /// logged, and told to the client only in general terms.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum AuthError {
     /// The request has no `Authorization` header.
     #[error("no bearer credential")]

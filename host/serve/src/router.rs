@@ -112,8 +112,62 @@ pub fn routes() -> &'static [Route] {
 
 #[cfg(test)]
 mod tests {
+    use leasehold_host::Verb;
+
     use super::*;
     use crate::principal::Scope;
+
+    /// Verbs the service does not serve, each with the reason; a verb added
+    /// to the WIT and the host's table is served or listed here.
+    const NOT_SERVED: &[(Verb, &str)] = &[];
+
+    /// Operations that call no verb of their own, each with the reason.
+    const NOT_VERBS: &[(&str, &str)] = &[(
+        api::WHOAMI,
+        "names the caller from its credential; the pages ask it once signed in",
+    )];
+
+    /// The served document's operations against the host's one table of
+    /// verbs: every verb is an operation (its `operationId` the verb's WIT
+    /// name) or listed as not served, and every operation is a verb or
+    /// listed as calling none.
+    #[test]
+    fn every_verb_is_an_operation_or_listed_as_not_served() {
+        let ids: Vec<&str> = routes().iter().map(|r| r.verb.as_str()).collect();
+        for &verb in Verb::ALL {
+            let served = ids.contains(&verb.name());
+            let listed = NOT_SERVED.iter().any(|(v, _)| *v == verb);
+            assert!(
+                served != listed,
+                "{}: {}",
+                verb.name(),
+                if served {
+                    "served, and listed as not served"
+                } else {
+                    "neither served nor listed as not served, with a reason"
+                }
+            );
+        }
+        for id in ids {
+            let verb = Verb::named(id).is_some();
+            let listed = NOT_VERBS.iter().any(|(n, _)| *n == id);
+            assert!(
+                verb != listed,
+                "operation {id}: {}",
+                if verb {
+                    "a verb, and listed as calling none"
+                } else {
+                    "neither a verb of the host's table nor listed as calling none"
+                }
+            );
+        }
+        let reasons = NOT_SERVED.iter().map(|(_, why)| why);
+        assert!(
+            reasons
+                .chain(NOT_VERBS.iter().map(|(_, why)| why))
+                .all(|why| !why.is_empty())
+        );
+    }
 
     #[test]
     fn each_route_appears_once_each_verb_once_and_each_names_its_scopes() {
@@ -142,20 +196,23 @@ mod tests {
     #[test]
     fn a_reviewer_reaches_no_system_or_operator_only_verb() {
         for verb in [
-            "open",
-            "escalate",
-            "take-over",
-            "check",
-            "arm",
-            "claim-due",
-            "seal",
-            "withdraw-run",
-            "reclaim-lapsed",
-            "overdue",
-            "open-count",
+            Verb::Open,
+            Verb::Escalate,
+            Verb::TakeOver,
+            Verb::Check,
+            Verb::Arm,
+            Verb::ClaimDue,
+            Verb::Seal,
+            Verb::WithdrawRun,
+            Verb::ReclaimLapsed,
+            Verb::Overdue,
+            Verb::OpenCount,
         ] {
-            let r = routes().iter().find(|r| r.verb == verb).expect(verb);
-            assert!(!r.allows(Scope::Reviewer), "{verb}");
+            let r = routes()
+                .iter()
+                .find(|r| r.verb == verb.name())
+                .unwrap_or_else(|| panic!("no route for {}", verb.name()));
+            assert!(!r.allows(Scope::Reviewer), "{}", verb.name());
         }
         for r in routes() {
             assert!(r.allows(Scope::Operator), "{}", r.verb);

@@ -206,10 +206,32 @@ pub fn cursor() -> Object {
 
 /// One event of the event stream, as OpenAPI 3.2's `itemSchema` reads an
 /// event (and tools read the `schema` of `text/event-stream` before 3.2):
-/// its name, its `id` and its `data`, a JSON document. The names are said
+/// its name, its `id` and its `data`, a JSON document. The data of a `task`
+/// or `timer` event is a change as a JSON read gives it, the `change`
+/// schema (`Event`): said with `contentSchema` under an `if` on the event's
+/// name, as JSON Schema 2020-12 has them (utoipa builds neither, so they
+/// are written as the object's extra keywords). The other names are said
 /// in words, so a new kind of event is not a break of the document.
-pub fn stream_event() -> Object {
+pub fn stream_event(change: &str) -> Object {
     let string = || ObjectBuilder::new().schema_type(Type::String);
+    let changes = ["task", "timer"];
+    let change_data = serde_json::json!({
+        "if": {
+            "properties": {"event": {"enum": changes}},
+            "required": ["event"],
+        },
+        "then": {
+            "properties": {"data": {
+                "contentMediaType": "application/json",
+                "contentSchema": {"$ref": format!("#/components/schemas/{change}")},
+            }},
+        },
+    });
+    let keywords = change_data
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| (k.clone(), v.clone()));
     ObjectBuilder::new()
         .schema_type(Type::Object)
         .property(
@@ -222,13 +244,23 @@ pub fn stream_event() -> Object {
             "id",
             string().description(Some("The position to resume after, as `Last-Event-ID`")),
         )
-        .property("data", string().content_media_type("application/json"))
+        .property(
+            "data",
+            string()
+                .content_media_type("application/json")
+                .description(Some(format!(
+                    "A JSON document: for `task` and `timer`, the change (the `{change}` schema), \
+                 exactly as a JSON read's entries are; for `ready`, `{{position}}`; for `refresh`, \
+                 `{{head}}`; for `dropped`, `{{reason, resume}}`"
+                ))),
+        )
         .required("event")
         .required("data")
         .description(Some(
             "One server-sent event; for a service or operator, events with only an `id` move \
              the resume point on (a reviewer is sent none)",
         ))
+        .extensions(Some(keywords.collect()))
         .build()
 }
 

@@ -1,9 +1,11 @@
-//! Putting the service together and running it: the router with its
-//! layers (request id, trace, HTTP metrics, authorization, body limit and
-//! body timeout), the operations endpoints, the connections, signals
-//! (SIGTERM and SIGINT stop, SIGHUP reloads the credentials) and shutdown.
-//! It owns the runtime; it must never answer a request before its engine
-//! call has returned, so a 2xx is always durable.
+//! Running the service: what it needs to start ([`Config`]), opening the
+//! engine, the bounds fitted to what the engine can run, the sweeper, the
+//! listeners (the API's and the operations one) and their connections
+//! (`crate::connections`, TLS in `crate::tls`), signals (SIGTERM and SIGINT
+//! stop, SIGHUP reloads the credentials) and shutdown. The application it
+//! serves, routes and layers, is `crate::router`'s. It owns the runtime; it
+//! must never answer a request before its engine call has returned, so a
+//! 2xx is always durable.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -1,4 +1,5 @@
-//! What every handler shares: the engine, the credentials in force, the
+//! What every handler shares: the engine and its clock (the one clock of
+//! the server, which the sweeper reads too), the credentials in force, the
 //! cursor key, the limits, and the one way a handler calls the engine. It
 //! owns admitting a call (the bounds on calls in flight, in all and per
 //! tenant, and on consistency checks), running it on the blocking pool under
@@ -9,17 +10,17 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-use leasehold_host::{Engine, Error, Tenant};
+use leasehold_host::{Clock, Engine, Error, Tenant, Verb};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::auth::LiveCredentials;
 use crate::connections::ConnectionLimits;
 use crate::cursor::CursorKey;
 use crate::holds::Bounds;
-use crate::live::{EventOptions, Subscribers};
 use crate::problem::ApiError;
+use crate::waiters::{EventOptions, Waiters};
 
 /// The service's limits.
 #[derive(Clone, Copy, Debug)]
@@ -108,11 +109,15 @@ impl Default for Options {
 #[derive(Clone)]
 pub struct AppState {
     pub engine: Engine,
+    /// The engine's clock: the time every call runs at unless an allowed
+    /// override gives one, the instant a long-poll waits for, and the
+    /// start of a backup, as the sweeper and the recorded changes read it.
+    clock: Arc<dyn Clock>,
     pub credentials: LiveCredentials,
     pub cursors: CursorKey,
     pub options: Options,
     pub readiness: Arc<Readiness>,
-    pub subscribers: Arc<Subscribers>,
+    pub waiters: Arc<Waiters>,
     /// The API's routes, with the scopes each admits.
     pub routes: &'static [crate::routes::Route],
     /// The sweeper, when the server keeps time itself.
@@ -133,12 +138,13 @@ impl AppState {
         routes: &'static [crate::routes::Route],
     ) -> Self {
         AppState {
+            clock: engine.clock(),
             engine,
             credentials,
             cursors,
             options,
             readiness: Arc::default(),
-            subscribers: Subscribers::new(options.events.bounds(), options.long_polls),
+            waiters: Waiters::new(options.events.bounds(), options.long_polls),
             routes,
             sweeper: None,
             backups: Arc::new(Semaphore::new(1)),
@@ -155,6 +161,11 @@ impl AppState {
     /// Raised once the server begins to shut down.
     pub fn stopping(&self) -> tokio::sync::watch::Receiver<bool> {
         self.stopping.subscribe()
+    }
+
+    /// Milliseconds since the Unix epoch by the server's clock.
+    pub fn now_ms(&self) -> i64 {
+        self.clock.now()
     }
 }
 
@@ -175,15 +186,6 @@ impl Readiness {
             .filter(|(at, _)| at.elapsed() < READY_FOR)
             .map(|(_, r)| r.clone())
     }
-}
-
-/// Milliseconds since the Unix epoch by this server's clock: the time every
-/// call runs at unless an allowed override gives one.
-pub fn clock_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-        .unwrap_or(0)
 }
 
 /// The slots a call holds until it ends: one of all calls in flight, one of
@@ -250,7 +252,7 @@ impl Admission {
     /// `overloaded`.
     async fn admit(
         self: &Arc<Self>,
-        verb: &str,
+        verb: Verb,
         tenant: &str,
         deadline: Instant,
     ) -> Result<Slots, ApiError> {
@@ -282,7 +284,7 @@ impl Admission {
                 .map_err(|_| ApiError::Timeout)?
                 .map_err(|e| ApiError::Internal(Box::new(e)))?,
         );
-        if verb == "check" {
+        if verb.is_long() {
             slots._check = Some(
                 wait(self.checks.clone())
                     .await
@@ -306,7 +308,7 @@ impl AppState {
     /// been answered.
     pub async fn call<T, F>(
         &self,
-        verb: &'static str,
+        verb: Verb,
         tenant: Tenant,
         deadline: Instant,
         f: F,
@@ -319,6 +321,7 @@ impl AppState {
         metrics::gauge!("leasehold_calls_in_flight").increment(1.0);
         let started = Instant::now();
         let tenant = tenant.until(deadline);
+        let verb = verb.name();
         let call = tokio::task::spawn_blocking(move || {
             let answer = f(&tenant).map_err(ApiError::from);
             let label = answer.as_ref().map_or_else(|e| e.kind().0, |_| "ok");
@@ -350,9 +353,10 @@ impl AppState {
     }
 }
 
-/// How long a request may take, by verb.
-pub fn budget(options: &Options, verb: &str) -> Duration {
-    if verb == "check" {
+/// How long a request may take, by verb: a verb that walks the whole
+/// tenant has the longer time.
+pub fn budget(options: &Options, verb: Verb) -> Duration {
+    if verb.is_long() {
         options.check_timeout
     } else {
         options.request_timeout

@@ -247,7 +247,7 @@ fn a_tenants_streams_make_one_read_per_commit_between_them() {
         open(&client, &base, &p.sam, &id, "finance");
         for rx in &acme {
             let v = rx.recv_timeout(PATIENCE).expect("the event");
-            assert_eq!(v["task"], id.as_str(), "{v}");
+            assert_eq!(v["change"]["task"]["id"], id.as_str(), "{v}");
         }
     }
     assert_eq!(

@@ -257,3 +257,157 @@ fn signed_jwts_of_both_algorithms_act_as_their_claims_say() {
         }
     });
 }
+
+/// The simplest value `schema` (of the served document `doc`) admits: an
+/// enum's first, the least number, one character, no items, and of an
+/// object its required properties alone; so a request built from the
+/// document alone is one its route takes.
+fn least(doc: &Value, schema: &Value) -> Value {
+    if let Some(r) = schema["$ref"].as_str() {
+        let name = r.trim_start_matches("#/components/schemas/");
+        return least(doc, &doc["components"]["schemas"][name]);
+    }
+    if let Some(first) = schema["enum"].as_array().and_then(|e| e.first()) {
+        return first.clone();
+    }
+    for key in ["oneOf", "anyOf"] {
+        if let Some(list) = schema[key].as_array() {
+            let pick = list
+                .iter()
+                .find(|s| s["type"] != "null")
+                .unwrap_or(&list[0]);
+            return least(doc, pick);
+        }
+    }
+    let types: Vec<&str> = match &schema["type"] {
+        Value::String(t) => vec![t.as_str()],
+        Value::Array(ts) => ts.iter().filter_map(Value::as_str).collect(),
+        _ => vec!["object"],
+    };
+    match types
+        .iter()
+        .find(|t| **t != "null")
+        .copied()
+        .unwrap_or("null")
+    {
+        "object" => {
+            let mut out = serde_json::Map::new();
+            for name in schema["required"].as_array().into_iter().flatten() {
+                let name = name.as_str().expect("a property name");
+                out.insert(name.to_owned(), least(doc, &schema["properties"][name]));
+            }
+            Value::Object(out)
+        }
+        // Every number of the document is an integer.
+        "integer" | "number" => json!(schema["minimum"].as_f64().map_or(0, |n| n as i64)),
+        "string" => json!("x"),
+        "boolean" => json!(false),
+        "array" => json!([]),
+        _ => Value::Null,
+    }
+}
+
+/// Every route that names a task, called by a reviewer about a task it may
+/// not see (offered to another role; excluding it; held by someone it may
+/// not see), answers exactly what it answers about a task that does not
+/// exist: the same status and the same body but for the id. The routes
+/// are the served route table's, their bodies and other path parameters
+/// made from the served document, so a route added later is checked too.
+#[test]
+fn a_task_a_reviewer_may_not_see_is_answered_as_one_that_does_not_exist() {
+    each_backend(|svc| {
+        let doc = svc.openapi().clone();
+        let mut legal = new_task("legal-1");
+        legal["candidate_roles"] = json!(["legal"]);
+        let mut excluding = new_task("four-eyes-1");
+        excluding["excluded_actors"] = json!(["alice"]);
+        let mut held = new_task("legal-held");
+        held["candidate_roles"] = json!(["legal"]);
+        for t in [legal, excluding, held] {
+            svc.call("POST", "/v1/tasks", Some("sam"), Some(t))
+                .expect_ok();
+        }
+        svc.call(
+            "POST",
+            "/v1/tasks/legal-held/claim",
+            Some("carol"),
+            Some(json!({"lease_ms": 3_600_000})),
+        )
+        .expect_ok();
+        let hidden = ["legal-1", "four-eyes-1", "legal-held"];
+        let unknown = "no-such-1";
+        let mut checked = 0;
+        for (k, r) in routes().iter().enumerate() {
+            if !r.path.contains("{id}") {
+                continue;
+            }
+            let op = &doc["paths"][&r.path][r.method.to_ascii_lowercase()];
+            let mut template = r.path.clone();
+            for p in op["parameters"].as_array().into_iter().flatten() {
+                let name = p["name"].as_str().expect("a name");
+                if p["in"] == "path" && name != "id" {
+                    let v = least(&doc, &p["schema"]);
+                    let v = v.as_str().map_or_else(|| v.to_string(), str::to_owned);
+                    template = template.replace(&format!("{{{name}}}"), &v);
+                }
+            }
+            let body = op["requestBody"]["content"]["application/json"]["schema"]
+                .is_object()
+                .then(|| {
+                    least(
+                        &doc,
+                        &op["requestBody"]["content"]["application/json"]["schema"],
+                    )
+                });
+            let ask = |id: &str| {
+                let reply = svc.call(
+                    &r.method,
+                    &template.replace("{id}", id),
+                    Some("alice"),
+                    body.clone(),
+                );
+                svc.conforms(&r.method, &r.path, &reply);
+                reply
+            };
+            let missing = ask(unknown);
+            assert!(
+                missing.status >= 400,
+                "{} {}: {missing:#?}",
+                r.method,
+                r.path
+            );
+            let as_missing = missing.text.replace(unknown, "{id}");
+            for id in hidden {
+                let reply = ask(id);
+                assert_eq!(reply.status, missing.status, "{} {} {id}", r.method, r.path);
+                assert_eq!(reply.content_type(), missing.content_type());
+                assert_eq!(
+                    reply.text.replace(id, "{id}"),
+                    as_missing,
+                    "{} {} {id}",
+                    r.method,
+                    r.path
+                );
+                checked += 1;
+            }
+            // The same request about a task it may see is taken: neither
+            // refused as malformed nor answered as missing.
+            if r.allows(Scope::Reviewer) {
+                let id = format!("fin-{k}");
+                svc.call("POST", "/v1/tasks", Some("sam"), Some(new_task(&id)))
+                    .expect_ok();
+                let seen = ask(&id);
+                assert!(
+                    ![400, 403, 404].contains(&seen.status),
+                    "{} {} about a task alice may see: {seen:#?}",
+                    r.method,
+                    r.path
+                );
+            }
+        }
+        assert!(
+            checked >= 3 * 9,
+            "{checked} checks: the routes that name a task"
+        );
+    });
+}

@@ -24,6 +24,19 @@ struct Ev {
     raw: String,
 }
 
+impl Ev {
+    /// A `task` event's task id: its data is a change as a JSON read's
+    /// entries are (`{position, change: {task: {id, entry}}}`).
+    fn task(&self) -> &Value {
+        &self.data["change"]["task"]["id"]
+    }
+
+    /// A `task` event's history entry.
+    fn entry(&self) -> &Value {
+        &self.data["change"]["task"]["entry"]
+    }
+}
+
 /// A stream of server-sent events over a socket, its chunked body decoded
 /// by hand.
 struct Stream {
@@ -212,7 +225,7 @@ impl Stream {
             let ev = self
                 .next_change()
                 .unwrap_or_else(|| panic!("the stream ended before task {last}: {out:?}"));
-            let done = ev.data["task"] == last;
+            let done = *ev.task() == last;
             out.push(ev);
             if done {
                 return out;
@@ -255,9 +268,9 @@ fn a_stream_starts_at_the_head_and_resumes_exactly_after_last_event_id() {
         open(svc, "sam", task("t0", &["finance"]));
         let first = s.next_change().expect("t0");
         assert_eq!(first.event, "task");
-        assert_eq!(first.data["task"], "t0");
-        assert_eq!(first.data["verb"], "open");
-        assert_eq!(first.data["state"], "open");
+        assert_eq!(*first.task(), "t0");
+        assert_eq!(first.entry()["verb"], "open");
+        assert_eq!(first.entry()["after"], "open");
         assert_eq!(first.id.as_deref(), first.data["position"].as_str());
         drop(s);
 
@@ -275,15 +288,15 @@ fn a_stream_starts_at_the_head_and_resumes_exactly_after_last_event_id() {
         for _ in 0..50 {
             let ev = s.next_change().expect("a missed change");
             assert_eq!(ev.event, "task");
-            got.entry(ev.data["task"].as_str().expect("id").to_owned())
+            got.entry(ev.task().as_str().expect("id").to_owned())
                 .or_default()
-                .push(ev.data["verb"].as_str().expect("verb").to_owned());
+                .push(ev.entry()["verb"].as_str().expect("verb").to_owned());
         }
         // Each task's changes in their order, each once.
         assert_eq!(got, expected);
         // And nothing else: the next change is the next one made.
         open(svc, "sam", task("sentinel", &["finance"]));
-        assert_eq!(s.next_change().expect("sentinel").data["task"], "sentinel");
+        assert_eq!(*s.next_change().expect("sentinel").task(), "sentinel");
         drop(s);
 
         // Trimmed past that position: the stream says to refresh, and goes
@@ -305,7 +318,7 @@ fn a_stream_starts_at_the_head_and_resumes_exactly_after_last_event_id() {
         assert_eq!(refresh.event, "refresh");
         assert_eq!(refresh.id.as_deref(), refresh.data["head"].as_str());
         open(svc, "sam", task("after-trim", &["finance"]));
-        assert_eq!(s.next_change().expect("next").data["task"], "after-trim");
+        assert_eq!(*s.next_change().expect("next").task(), "after-trim");
     });
 }
 
@@ -348,8 +361,8 @@ fn reviewers_and_other_tenants_receive_only_what_they_may_see() {
             evs.iter()
                 .map(|e| {
                     (
-                        e.data["task"].as_str().unwrap_or(&e.event).to_owned(),
-                        e.data["verb"].as_str().unwrap_or_default().to_owned(),
+                        e.task().as_str().unwrap_or(&e.event).to_owned(),
+                        e.entry()["verb"].as_str().unwrap_or_default().to_owned(),
                     )
                 })
                 .collect()
@@ -447,7 +460,7 @@ fn many_streams_of_a_tenant_each_receive_exactly_their_own() {
                 .map(|e| {
                     assert_eq!(e.event, "task", "{w}: {e:?}");
                     assert_eq!(e.id.as_deref(), e.data["position"].as_str());
-                    e.data["task"].as_str().expect("a task").to_owned()
+                    e.task().as_str().expect("a task").to_owned()
                 })
                 .collect();
             assert_eq!(&got, want, "{w}");
@@ -503,7 +516,7 @@ fn a_reader_too_slow_is_dropped_with_a_final_event_and_resumes_from_it() {
     // Every change up to the drop arrived, in order, with none skipped.
     let names: Vec<String> = received
         .iter()
-        .map(|e| e.data["task"].as_str().expect("id").to_owned())
+        .map(|e| e.task().as_str().expect("id").to_owned())
         .collect();
     let expected: Vec<String> = (0..names.len()).map(id).collect();
     assert!(names == expected, "{} received, not in order", names.len());
@@ -520,7 +533,7 @@ fn a_reader_too_slow_is_dropped_with_a_final_event_and_resumes_from_it() {
     let mut s = Stream::open(&svc, "sam", last.data["resume"].as_str()).expect("resumed");
     assert_eq!(s.next().expect("ready").event, "ready");
     let next = s.next_change().expect("the next change");
-    assert_eq!(next.data["task"], id(names.len()));
+    assert_eq!(*next.task(), id(names.len()));
 }
 
 #[test]
@@ -595,11 +608,11 @@ fn a_change_through_one_server_reaches_a_subscriber_of_another() {
     assert_eq!(claim(&one, "bob", "pay-1"), 200);
     let got = s.until_task("pay-1");
     assert_eq!(got.len(), 1);
-    assert_eq!(got[0].data["verb"], "open");
+    assert_eq!(got[0].entry()["verb"], "open");
     let next = s.next_change().expect("the claim");
-    assert_eq!(next.data["verb"], "claim");
-    assert_eq!(next.data["actor"], "bob");
-    assert_eq!(next.data["assignee"], "bob");
+    assert_eq!(next.entry()["verb"], "claim");
+    assert_eq!(next.entry()["actor"], "bob");
+    assert_eq!(next.entry()["assignee"], "bob");
     drop(two);
 }
 
@@ -825,5 +838,130 @@ fn a_history_entry_names_its_place_in_the_feed() {
             None,
         )
         .expect_problem(403, "forbidden");
+    });
+}
+
+/// A validator of `schema`, a schema of the served document `doc` (its
+/// `$ref`s resolve against the document's components), by JSON Schema
+/// 2020-12, as OpenAPI 3.1 reads its schemas.
+fn validator(doc: &Value, schema: &Value) -> jsonschema::Validator {
+    let root = json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "components": doc["components"],
+        "allOf": [schema],
+    });
+    jsonschema::options()
+        .with_draft(jsonschema::Draft::Draft202012)
+        .build(&root)
+        .expect("the document's schema compiles")
+}
+
+/// The text of an event's `data` line, as it was sent.
+fn data_text(ev: &Ev) -> String {
+    ev.raw
+        .lines()
+        .find_map(|l| l.strip_prefix("data:"))
+        .map(|d| d.strip_prefix(' ').unwrap_or(d).to_owned())
+        .expect("a data line")
+}
+
+/// A change has one shape on the wire: a JSON read's entries and the data
+/// of a stream's `task` and `timer` events are the document's `Event`, the
+/// schema the document gives both (the stream's with `contentSchema`), and
+/// a service is sent the same bytes of JSON for the same change either way.
+/// Checked with a JSON Schema validator against the served document; the
+/// shape the stream sent before it was one type is refused.
+#[test]
+fn a_served_change_is_the_documents_event_in_a_read_and_on_the_stream() {
+    each_backend(|svc| {
+        let doc = svc.openapi().clone();
+        let feed = &doc["paths"]["/v1/events"]["get"]["responses"]["200"]["content"];
+        let entry_schema =
+            &doc["components"]["schemas"]["Events"]["properties"]["entries"]["items"];
+        let stream_schema = &feed["text/event-stream"]["schema"];
+        let change_data = &stream_schema["then"]["properties"]["data"]["contentSchema"];
+        assert_eq!(
+            feed["application/json"]["schema"]["$ref"],
+            "#/components/schemas/Events"
+        );
+        assert_eq!(entry_schema["$ref"], "#/components/schemas/Event");
+        assert_eq!(
+            change_data, entry_schema,
+            "the stream's changes and a read's entries are one schema"
+        );
+        assert_eq!(
+            stream_schema["if"]["properties"]["event"]["enum"],
+            json!(["task", "timer"])
+        );
+        let entry = validator(&doc, entry_schema);
+        let event = validator(&doc, stream_schema);
+
+        let mut sam = Stream::open(svc, "sam", None).expect("sam's stream");
+        let mut alice = Stream::open(svc, "alice", None).expect("alice's stream");
+        for s in [&mut sam, &mut alice] {
+            assert_eq!(s.next().expect("ready").event, "ready");
+        }
+        open(svc, "sam", task("shaped", &["finance"]));
+        assert_eq!(claim(svc, "alice", "shaped"), 200);
+        svc.call(
+            "POST",
+            "/v1/timers",
+            Some("sam"),
+            Some(new_timer("run-1", "shaped", 9_000)),
+        )
+        .expect_ok();
+        let mut sent = Vec::new();
+        while sent.len() < 3 {
+            let ev = sam.next_change().expect("a change");
+            sent.push(ev);
+        }
+        assert_eq!(
+            sent.iter().map(|e| e.event.as_str()).collect::<Vec<_>>(),
+            ["task", "task", "timer"]
+        );
+        sent.extend(alice.until_task("shaped"));
+        sent.push(alice.next_change().expect("alice's claim"));
+        assert_eq!(sent.len(), 5, "alice is sent the open and the claim");
+
+        let page = svc.call("GET", "/v1/events?limit=100", Some("sam"), None);
+        let entries = page.expect_ok()["entries"]
+            .as_array()
+            .expect("entries")
+            .clone();
+        assert_eq!(entries.len(), 3);
+        for e in &entries {
+            entry
+                .validate(e)
+                .unwrap_or_else(|err| panic!("{err}: {e:#}"));
+        }
+        let page = svc.call("GET", "/v1/events?limit=100", Some("alice"), None);
+        for e in page.expect_ok()["entries"].as_array().expect("entries") {
+            entry
+                .validate(e)
+                .unwrap_or_else(|err| panic!("{err}: {e:#}"));
+        }
+        for ev in &sent {
+            entry
+                .validate(&ev.data)
+                .unwrap_or_else(|err| panic!("{err}: {:#}", ev.data));
+            let whole = json!({"event": ev.event, "id": ev.id, "data": data_text(ev)});
+            event
+                .validate(&whole)
+                .unwrap_or_else(|err| panic!("{err}: {whole:#}"));
+            assert_eq!(ev.id.as_deref(), ev.data["position"].as_str());
+            assert!(ev.data["change"][&ev.event].is_object(), "{ev:?}");
+        }
+        // A service is sent each change as the same JSON either way.
+        for (ev, e) in sent[..3].iter().zip(&entries) {
+            assert_eq!(&ev.data, e);
+        }
+
+        // The shape the stream once sent, of its own field names, is not
+        // the document's: the check can fail.
+        let flat = json!({
+            "position": "f0.1", "task": "shaped", "seq": 1, "verb": "open", "actor": "sam",
+            "before": null, "state": "open", "assignee": null, "lease_until": null, "at": 1,
+        });
+        assert!(!entry.is_valid(&flat));
     });
 }

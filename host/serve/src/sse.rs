@@ -1,16 +1,19 @@
-//! The event stream: `GET /v1/events` as server-sent events, read from the
+//! The SSE stream: `GET /v1/events` as server-sent events, read from the
 //! tenant's feed. It owns one subscriber's life: where its stream starts
-//! (`Last-Event-ID`, `?after`, or the feed's head), which changes its
-//! credential may see, the wake-ups that make it read again, the bound on
-//! what waits unsent, and the final event that tells a client why its
-//! stream ended. It must never send a change the credential may not see,
-//! skip a change it may, or hold more than its buffer for a slow client.
+//! (`Last-Event-ID`, `?after`, or the feed's head), the wake-ups that make
+//! it read again, the bound on what waits unsent, and the final event that
+//! tells a client why its stream ended. Which changes its credential may
+//! see, and the position each is shown at, are the feed pager's
+//! ([`crate::feed_pager::Reading`]); each `task` or `timer` event's `data`
+//! is the one wire shape of a change ([`crate::change::Event`]). It must
+//! never send a change the credential may not see, skip a change it may,
+//! or hold more than its buffer for a slow client.
 //!
 //! The feed is the news and a wake-up only a hint: after every wake-up
 //! (this process's commits, other processes' through the backend, or the
 //! credential check's timer) the producer reads the feed from its
 //! position, so a lost wake-up costs time, never a change. Streams of one
-//! tenant at one position share their reads ([`crate::feeds`]).
+//! tenant at one position share their reads ([`crate::shared_reads`]).
 
 use std::convert::Infallible;
 use std::pin::Pin;
@@ -21,79 +24,31 @@ use std::time::Duration;
 
 use axum::response::sse::{Event, KeepAlive, KeepAliveStream, Sse};
 use futures_util::Stream;
-use leasehold_host::{self as host, Change, FeedRead};
-
+use leasehold_host::{self as host, FeedRead};
 use serde_json::json;
 use tokio::sync::{mpsc, watch};
 
-use crate::auth::{Principal, Scope};
-use crate::feeds::{PAGE, TenantFeed};
+use crate::auth::Principal;
+use crate::caller_positions::Positions;
+use crate::feed_pager::{Reading, Resume, head, read, resume};
 use crate::holds::Hold;
-use crate::positions::Positions;
 use crate::problem::ApiError;
+use crate::reviewer_view::{View, parse};
+use crate::shared_reads::{PAGE, TenantFeed};
 use crate::state::AppState;
-use crate::view::{View, parse, slot_between};
 
-/// Whether a change of a task, as its entry left it, is one a credential
-/// may see: services and operators see every change; a reviewer sees a
-/// task it holds, or one offered to its roles that it is not excluded
-/// from. A task leaving a reviewer's queue (claimed by someone else) is a
-/// change of a task offered to it, so it sees the task go.
-pub fn may_see(p: &Principal, entry: &host::HistoryEntry) -> bool {
-    if p.scope != Scope::Reviewer {
-        return true;
-    }
-    let me = &p.actor;
-    entry.assignee.as_ref() == Some(me)
-        || (!entry.excluded_actors.contains(me)
-            && (entry.candidate_roles.is_empty()
-                || entry.candidate_roles.iter().any(|r| p.roles.contains(r))))
-}
-
-/// Whether a feed entry is one `p` may see; timers are the services'.
-pub fn may_see_change(p: &Principal, change: &Change) -> bool {
-    match change {
-        Change::Task(t) => may_see(p, &t.entry),
-        Change::Timer(_) => p.scope != Scope::Reviewer,
-    }
-}
-
-/// One feed entry as a server-sent event: its position (as `pos`, the
-/// spelling its caller is shown) is its `id`.
-fn event(entry: &host::FeedEntry, pos: &str) -> Event {
-    match &entry.change {
-        Change::Task(t) => {
-            let e = &t.entry;
-            Event::default().event("task").id(pos).data(
-                json!({
-                    "position": pos,
-                    "task": t.id,
-                    "seq": e.seq,
-                    "verb": e.verb,
-                    "actor": e.actor,
-                    "before": e.before.map(crate::model::TaskState::from),
-                    "state": crate::model::TaskState::from(e.after),
-                    "assignee": e.assignee,
-                    "lease_until": e.lease_until,
-                    "at": e.at,
-                })
-                .to_string(),
-            )
-        }
-        Change::Timer(t) => Event::default().event("timer").id(pos).data(
-            json!({
-                "position": pos,
-                "run": t.run,
-                "effect": t.effect,
-                "verb": t.verb,
-                "what": crate::model::TimerEvent::from(t.what),
-                "fire_at": t.fire_at,
-                "lease_until": t.lease_until,
-                "at": t.at,
-            })
-            .to_string(),
-        ),
-    }
+/// A change as a server-sent event: named by what it is of, its position
+/// (as its caller is shown it) as its `id`, the change itself as its
+/// `data`; with what it weighs while queued (its data and id, and the
+/// framing around them).
+fn change_event(ev: &crate::change::Event) -> (Event, usize) {
+    let data = ev.to_json();
+    let bytes = data.len() + ev.position.len() + 32;
+    let e = Event::default()
+        .event(ev.change.kind())
+        .id(&ev.position)
+        .data(data);
+    (e, bytes)
 }
 
 /// Why a stream ended, as its final event says.
@@ -199,22 +154,6 @@ pub struct Subscription {
     pub after: Option<(&'static str, String)>,
 }
 
-/// Where a stream given a position starts.
-enum Start {
-    /// After this position of the feed.
-    At(String),
-    /// Nowhere: the changes after the reviewer's view are no longer kept.
-    Gone,
-}
-
-/// The feed's position a reviewer's view stands for.
-async fn resolve(state: &AppState, tenant: &host::Tenant, view: &View) -> Result<Start, ApiError> {
-    Ok(match crate::view::resolve(state, tenant, view).await? {
-        Some(at) => Start::At(at.encode()),
-        None => Start::Gone,
-    })
-}
-
 /// Opens an event stream for `sub`: refused at once when a bound on
 /// streams is reached or its position is not one this caller was given
 /// (400); else the stream, which begins with a `ready` event naming where
@@ -224,45 +163,47 @@ pub async fn subscribe(
     sub: Subscription,
 ) -> Result<Sse<KeepAliveStream<Body>>, ApiError> {
     let positions = Positions::new(&state.cursors, &sub.principal);
-    // A reviewer gives and is given its own positions (`crate::view`);
+    // A reviewer gives and is given its own positions (`crate::reviewer_view`);
     // where its stream starts is the feed's position its view stands for.
-    let (after, view) = match &sub.after {
-        Some((field, given)) if positions.viewer() => {
-            let view = positions.take_view(field, given)?;
-            let at = resolve(state, &sub.tenant, &view).await?;
-            (Some(at), Some(view))
-        }
-        Some((field, given)) => (Some(Start::At(positions.take(field, given)?)), None),
-        None => (None, None),
+    let given = match &sub.after {
+        Some((field, given)) => Some(resume(state, &sub.tenant, &positions, field, given).await?),
+        None => None,
     };
-    let seat = state.subscribers.stream(&sub.principal)?;
+    let seat = state.waiters.stream(&sub.principal)?;
     // Subscribed before the first read, so a commit made between the read
     // and the wait still wakes it.
     let name = sub.tenant.name();
     let feed = state
-        .subscribers
+        .waiters
         .feeds
         .tenant(name, || Ok(state.engine.watch(name)?))?;
     let commits = feed.commits();
     let heard = *commits.borrow();
-    let (start, first) = match after {
+    let (start, first, view) = match given {
         // A position of the right shape may still be one this feed never
         // gave: the first read says so (`gone`) before the stream begins.
-        Some(Start::At(p)) => {
+        Some(Resume {
+            after: Some(at),
+            view,
+        }) => {
+            let p = at.encode();
             let first = read(state, &sub.tenant, Some(p.clone()), PAGE).await?;
-            (p, Some(first))
+            (p, Some(first), view)
         }
         // A view whose changes are no longer kept: `gone`, from the head.
-        Some(Start::Gone) => {
+        Some(Resume { after: None, view }) => {
             let head = head(state, &sub.tenant).await?;
-            (head.clone(), Some(FeedRead::Gone(head)))
+            (head.clone(), Some(FeedRead::Gone(head)), view)
         }
-        None => (head(state, &sub.tenant).await?, None),
-    };
-    let view = match (positions.viewer(), view) {
-        (false, _) => None,
-        (true, Some(v)) => Some(v),
-        (true, None) => Some(View::starting(&parse(&start)?, true)),
+        None => {
+            let head = head(state, &sub.tenant).await?;
+            let view = if positions.viewer() {
+                Some(View::starting(&parse(&head)?, true))
+            } else {
+                None
+            };
+            (head, None, view)
+        }
     };
     let (tx, rx) = mpsc::channel(state.options.events.buffer.max(1));
     let last = Arc::new(Mutex::new(None));
@@ -278,7 +219,7 @@ pub async fn subscribe(
         sub,
         read_at: start.clone(),
         resume: start.clone(),
-        view,
+        reading: Reading::new(positions, view),
         feed,
         commits,
         heard,
@@ -310,17 +251,6 @@ pub async fn subscribe(
     .keep_alive(keep))
 }
 
-/// The feed's head: where a stream without a position starts.
-pub async fn head(state: &AppState, tenant: &host::Tenant) -> Result<String, ApiError> {
-    let read = read(state, tenant, None, 1).await?;
-    Ok(match read {
-        FeedRead::Page(p) => p.head,
-        FeedRead::Gone(head) => head,
-    })
-}
-
-pub use crate::view::read;
-
 /// One subscriber's reader: reads the feed after its position, queues what
 /// its credential may see, and waits for a wake-up.
 struct Producer {
@@ -333,9 +263,10 @@ struct Producer {
     /// sent (entries it may not see after that are read again then, and
     /// passed over again).
     resume: String,
-    /// A reviewer's view, which stands for `resume` (`crate::view`); none
-    /// for a service or operator, who is shown `resume` itself.
-    view: Option<View>,
+    /// What the caller is given of the feed, and where it is shown to
+    /// stand: a reviewer's view stands for `resume` (`crate::reviewer_view`);
+    /// a service or operator is shown `resume` itself.
+    reading: Reading,
     feed: Arc<TenantFeed>,
     /// The tenant's commits as heard, and the count at the last wake-up:
     /// a read shared with other streams must have begun at it or later.
@@ -364,17 +295,9 @@ impl Producer {
         // Dropping the sender ends the body after what it holds.
     }
 
-    /// `pos` as this stream's caller is shown positions.
-    fn show(&self, pos: &str) -> Result<String, ApiError> {
-        Positions::new(&self.state.cursors, &self.sub.principal).show(pos)
-    }
-
     /// Where a client that reconnects resumes, as it is shown.
     fn shown_resume(&self) -> Result<String, ApiError> {
-        match &self.view {
-            Some(v) => Positions::new(&self.state.cursors, &self.sub.principal).show_view(v),
-            None => self.show(&self.resume),
-        }
+        self.reading.shown(&self.resume)
     }
 
     /// One page of the feed from the read position: shared with the
@@ -417,28 +340,10 @@ impl Producer {
                 let mut before = parse(&self.read_at).map_err(failed)?;
                 for entry in &p.entries {
                     let after = parse(&entry.position).map_err(failed)?;
-                    if may_see_change(&self.sub.principal, &entry.change) {
-                        match (&self.view, &entry.change) {
-                            (Some(view), Change::Task(t)) => {
-                                let slot =
-                                    slot_between(&before, &after).ok_or(Some(Ended::Failed))?;
-                                let mut view = view.clone();
-                                view.seen(slot, &t.id, t.entry.seq, after);
-                                let shown =
-                                    Positions::new(&self.state.cursors, &self.sub.principal)
-                                        .show_view(&view)
-                                        .map_err(failed)?;
-                                let (e, bytes) = weighed(entry, &shown);
-                                self.send(e, bytes)?;
-                                self.view = Some(view);
-                            }
-                            (Some(_), Change::Timer(_)) => return Err(Some(Ended::Failed)),
-                            (None, _) => {
-                                let shown = self.show(&entry.position).map_err(failed)?;
-                                let (e, bytes) = weighed(entry, &shown);
-                                self.send(e, bytes)?;
-                            }
-                        }
+                    if let Some(offer) = self.reading.offer(&before, entry).map_err(failed)? {
+                        let (e, bytes) = change_event(offer.event());
+                        self.send(e, bytes)?;
+                        self.reading.give(offer);
                         self.resume = entry.position.clone();
                     }
                     before = after;
@@ -449,7 +354,7 @@ impl Producer {
                 // reviewer is never told of a change it may not see, not
                 // even by a position: its view moves only with what it is
                 // sent.
-                if self.view.is_none() && p.next != self.resume {
+                if self.reading.view().is_none() && p.next != self.resume {
                     self.send(Event::default().id(&p.next), p.next.len() + 16)?;
                     self.resume = p.next.clone();
                 }
@@ -457,9 +362,9 @@ impl Producer {
                 Ok(full)
             }
             FeedRead::Gone(head) => {
-                if self.view.is_some() {
+                if self.reading.view().is_some() {
                     let start = parse(head).map_err(|_| Some(Ended::Failed))?;
-                    self.view = Some(View::starting(&start, true));
+                    self.reading.restart_at(&start);
                 }
                 self.read_at = head.clone();
                 self.resume = head.clone();
@@ -544,21 +449,3 @@ impl Producer {
 
 /// How long a stream waits before it tries a failed read once more.
 const RETRY_PAUSE: Duration = Duration::from_millis(250);
-
-/// An entry's event and what it weighs while queued: its data and id, and
-/// the framing around them.
-fn weighed(entry: &host::FeedEntry, shown: &str) -> (Event, usize) {
-    let e = event(entry, shown);
-    // The data is what varies; an entry's strings bound it.
-    let bytes = match &entry.change {
-        Change::Task(t) => {
-            let x = &t.entry;
-            256 + t.id.len()
-                + x.verb.len()
-                + x.actor.as_ref().map_or(0, String::len)
-                + x.assignee.as_ref().map_or(0, String::len)
-        }
-        Change::Timer(t) => 256 + t.run.len() + t.effect.len() + t.verb.len(),
-    } + 2 * shown.len();
-    (e, bytes)
-}

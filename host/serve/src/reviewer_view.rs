@@ -1,4 +1,5 @@
-//! A reviewer's own feed positions, made only of what it may see.
+//! The reviewer's view: a reviewer's own feed positions, made only of what
+//! it may see.
 //!
 //! The feed's positions count every change of the tenant, one number per
 //! writer slot; shown to a reviewer, even sealed, they would differ with
@@ -19,7 +20,8 @@
 //! how far it read: reading on must not begin again behind it.
 //!
 //! It owns the marks, their spelling, and turning a view back into a
-//! position; it must never put into a view a count or a time of changes
+//! position (`crate::caller_positions` seals them, `crate::feed_pager`
+//! moves them); it must never put into a view a count or a time of changes
 //! its reviewer may not see, nor give a reviewer the feed's own positions.
 
 use std::collections::BTreeMap;
@@ -27,7 +29,7 @@ use std::time::Instant;
 
 use leasehold_guest::changes::Cursor;
 use leasehold_guest::schema::MAX_SHARDS;
-use leasehold_host::{self as host, FeedRead};
+use leasehold_host::{self as host, Verb};
 
 use crate::problem::ApiError;
 use crate::state::AppState;
@@ -279,21 +281,6 @@ pub fn parse(pos: &str) -> Result<Cursor, ApiError> {
     })
 }
 
-/// One read of the feed, within the service's time for a request.
-pub async fn read(
-    state: &AppState,
-    tenant: &host::Tenant,
-    after: Option<String>,
-    limit: u32,
-) -> Result<FeedRead, ApiError> {
-    let deadline = Instant::now() + state.options.request_timeout;
-    state
-        .call("feed", tenant.clone(), deadline, move |x| {
-            x.feed(after.as_deref(), limit)
-        })
-        .await
-}
-
 /// The position of the feed a view stands for, or `None` when the changes
 /// after it are no longer kept (a mark's entry was trimmed).
 pub async fn resolve(
@@ -312,7 +299,7 @@ pub async fn resolve(
                 let (id, seq) = (task.clone(), *seq);
                 let deadline = Instant::now() + state.options.request_timeout;
                 let place = state
-                    .call("entry-place", tenant.clone(), deadline, move |x| {
+                    .call(Verb::FeedPlace, tenant.clone(), deadline, move |x| {
                         x.entry_place(&id, seq)
                     })
                     .await;
@@ -325,44 +312,6 @@ pub async fn resolve(
         };
     }
     Ok(Cursor::from_seqs(seqs))
-}
-
-/// Where the feed's oldest kept entry begins: the position a reading
-/// without one starts from. The feed says it outright only when it is
-/// empty; else the first entry's slot is the one whose number, one lower,
-/// still reads that entry first (any other slot, one lower, is behind
-/// what is kept).
-pub async fn floor(state: &AppState, tenant: &host::Tenant) -> Result<Cursor, ApiError> {
-    let first = read(state, tenant, None, 1).await?;
-    let page = match first {
-        FeedRead::Page(p) => p,
-        FeedRead::Gone(_) => {
-            return Err(ApiError::Internal(
-                "the feed answered gone to a read from its start".into(),
-            ));
-        }
-    };
-    let Some(entry) = page.entries.first() else {
-        return parse(&page.next);
-    };
-    let after = parse(&entry.position)?;
-    for s in (0..MAX_SHARDS).filter(|&s| after.get(s) > 0) {
-        let mut seqs = after.seqs();
-        seqs[usize::from(s)] -= 1;
-        let Some(before) = Cursor::from_seqs(seqs) else {
-            continue;
-        };
-        let probe = read(state, tenant, Some(before.encode()), 1).await?;
-        if let FeedRead::Page(p) = probe
-            && p.entries.first().map(|e| &e.position) == Some(&entry.position)
-        {
-            return Ok(before);
-        }
-    }
-    Err(ApiError::Unavailable {
-        kind: "busy",
-        detail: "the feed was trimmed while a reading found its start: read again".into(),
-    })
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
-//! Feed reads shared between one tenant's event streams and long-polls. Every stream that
-//! is caught up sits at the same position and wakes for the same commit;
-//! without sharing, each would read the same page of the feed, one engine
-//! call per subscriber per commit. Here one tenant's streams hear its
+//! Shared feed reads: reads of the feed shared between one tenant's event
+//! streams and long-polls. Every stream that is caught up sits at the same
+//! position and wakes for the same commit; without sharing, each would read
+//! the same page of the feed, one engine call per subscriber per commit. Here one tenant's streams hear its
 //! commits through one subscription (the *pump*, which counts them), and a
 //! stream that needs the feed after a position takes a read already made,
 //! or under way, from that position, when that read began after the last

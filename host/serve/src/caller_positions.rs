@@ -1,7 +1,7 @@
-//! Feed positions as each caller sees them. A service or operator credential
+//! Per-caller positions: feed positions as each caller sees them. A service or operator credential
 //! sees the feed's own positions (`f0.12_3.4`), checked for their shape
 //! before they reach the engine. A reviewer sees only its own positions
-//! ([`crate::view`]), sealed for it: bound to its tenant and actor, under a
+//! ([`crate::reviewer_view`]), sealed for it: bound to its tenant and actor, under a
 //! nonce drawn from the view itself, so that one view always reads the
 //! same and tells nothing of the changes the reviewer may not see.
 //!
@@ -14,17 +14,26 @@ use leasehold_guest::changes::Cursor;
 use crate::auth::{Principal, Scope};
 use crate::cursor::CursorKey;
 use crate::problem::ApiError;
-use crate::view::View;
+use crate::reviewer_view::View;
 
-/// How positions are spelt for one caller.
-pub struct Positions<'a> {
-    key: &'a CursorKey,
-    principal: &'a Principal,
+/// How positions are spelt for one caller. It holds its own copy of the
+/// key and the caller, so a stream may keep it for as long as it runs.
+pub struct Positions {
+    key: CursorKey,
+    principal: Principal,
 }
 
-impl<'a> Positions<'a> {
-    pub fn new(key: &'a CursorKey, principal: &'a Principal) -> Self {
-        Positions { key, principal }
+impl Positions {
+    pub fn new(key: &CursorKey, principal: &Principal) -> Self {
+        Positions {
+            key: key.clone(),
+            principal: principal.clone(),
+        }
+    }
+
+    /// The caller these positions are spelt for.
+    pub fn principal(&self) -> &Principal {
+        &self.principal
     }
 
     /// Whether this caller is shown views rather than the feed's positions.

@@ -1,22 +1,22 @@
-//! What holds the service open for callers that wait, and its bounds: the
-//! places of event streams and of waiting long-polls (each a hold, bounded
+//! The callers that wait, and the bounds on them: the places of event
+//! streams and of waiting long-polls (each a hold, `crate::holds`, bounded
 //! in all, per tenant and per caller), the tenants' shared reads of the
-//! feed they follow, and the bounds and pace of streams. It owns none of
-//! the waiting itself (that is `events` and the long-polls in `api`), and
-//! must never hand a place past a bound.
+//! feed they follow (`crate::shared_reads`), and the bounds and pace of
+//! streams. It owns none of the waiting itself (that is `crate::sse` and
+//! `crate::long_poll`), and must never hand a place past a bound.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::feeds::Feeds;
 use crate::holds::{Bounds, Hold, Holds};
 use crate::principal::Principal;
 use crate::problem::ApiError;
+use crate::shared_reads::Feeds;
 
-/// What holds the service open for callers that wait: event streams and
-/// long-polls, each bounded in all, per tenant and per caller, and the
-/// tenants' shared reads of the feed they follow.
-pub struct Subscribers {
+/// The callers that wait: event streams and long-polls, each bounded in
+/// all, per tenant and per caller, and the tenants' shared reads of the
+/// feed they follow.
+pub struct Waiters {
     streams: Arc<Holds>,
     polls: Arc<Holds>,
     /// The tenants' shared reads of the feed (the long-polls' too).
@@ -29,9 +29,9 @@ pub fn caller_key(p: &Principal) -> String {
     format!("{}\u{0}{}\u{0}{}", p.tenant, p.actor, p.scope)
 }
 
-impl Subscribers {
+impl Waiters {
     pub fn new(streams: Bounds, polls: Bounds) -> Arc<Self> {
-        Arc::new(Subscribers {
+        Arc::new(Waiters {
             streams: Holds::new("event stream", streams),
             polls: Holds::new("waiting request", polls),
             feeds: Feeds::default(),

@@ -1,0 +1,448 @@
+//! Tasks: open one, read one, move it through the claim ladder (claim,
+//! release, take over, renew), settle or escalate it, and list a case's.
+//! Every route about one task reaches it through `Caller::task`
+//! (`crate::access`), so a reviewer hears of a task it may not see exactly
+//! what it would hear of one that does not exist. Handlers must never
+//! choose a tenant, and never let a reviewer act as anyone else or give
+//! its own time.
+
+use axum::http::StatusCode;
+use leasehold_host::{self as host, Verb};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::access::TaskPath;
+use crate::auth::Scope;
+use crate::extract::{Caller, Json, Path, Query};
+use crate::problem::{ApiError, Problem};
+use crate::state::AppState;
+use crate::wire::{
+    Answer, DEFAULT_PAGE, OnExpiry, Page, Priority, Task, lease, mirror_enum, refs, whole,
+};
+
+/// The tasks' routes.
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(open))
+        .routes(routes!(get))
+        .routes(routes!(claim))
+        .routes(routes!(release))
+        .routes(routes!(take_over))
+        .routes(routes!(renew))
+        .routes(routes!(settle))
+        .routes(routes!(escalate))
+        .routes(routes!(for_case))
+}
+
+/// Open a task. First open wins: if the id exists, the stored task is
+/// answered unchanged.
+#[utoipa::path(post, path = "/v1/tasks", operation_id = Verb::Open.name(), tag = "tasks",
+    request_body = NewTask,
+    responses(
+        (status = 200, description = "The task as stored", body = Task),
+        (status = 400, description = "Invalid input", body = Problem, content_type = "application/problem+json"),
+        (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = ["service", "operator"])))]
+async fn open(c: Caller, Json(body): Json<NewTask>) -> Answer<Task> {
+    let created = c.now(body.created_at)?;
+    let task = body.into_host(created);
+    let stored = c.call(Verb::Open, move |x| x.open(&task)).await?;
+    Ok(axum::Json(stored.into()))
+}
+
+/// One task. A reviewer sees only tasks it holds or may take.
+#[utoipa::path(get, path = "/v1/tasks/{id}", operation_id = Verb::Get.name(), tag = "tasks",
+    params(TaskPath),
+    responses(
+        (status = 200, description = "The task", body = Task),
+        (status = 404, description = "No such task", body = Problem, content_type = "application/problem+json"),
+        (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = ["reviewer", "service", "operator"])))]
+async fn get(c: Caller, Path(TaskPath { id }): Path<TaskPath>) -> Answer<Task> {
+    let task = c.task(id).get().await?;
+    Ok(axum::Json(task.into()))
+}
+
+/// Reserve a task for the caller (an operator may name the actor), under a
+/// lease if `lease_ms` is given.
+#[utoipa::path(post, path = "/v1/tasks/{id}/claim", operation_id = Verb::Claim.name(), tag = "tasks",
+    params(TaskPath),
+    request_body = Option<ClaimRequest>,
+    responses(
+        (status = 200, description = "The task, now held by the actor", body = Task),
+        (status = 409, description = "A claim-ladder refusal: excluded, wrong-role, not-pending, already-claimed", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such task", body = Problem, content_type = "application/problem+json"),
+        (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = ["reviewer", "operator"])))]
+async fn claim(
+    c: Caller,
+    Path(TaskPath { id }): Path<TaskPath>,
+    Json(body): Json<ClaimRequest>,
+) -> Answer<Task> {
+    let actor = c.actor(body.actor)?;
+    let roles = c.roles(body.roles)?;
+    let lease = lease(c.now(body.now)?, body.lease_ms);
+    let task = c
+        .task(id)
+        .act(Verb::Claim, move |x, id| {
+            x.claim(id, &actor, &refs(&roles), lease)
+        })
+        .await?;
+    Ok(axum::Json(task.into()))
+}
+
+/// Give a claimed task back; only its holder may.
+#[utoipa::path(post, path = "/v1/tasks/{id}/release", operation_id = Verb::Release.name(), tag = "tasks",
+    params(TaskPath),
+    request_body = Option<ReleaseRequest>,
+    responses(
+        (status = 204, description = "Released"),
+        (status = 409, description = "not-held", body = Problem, content_type = "application/problem+json"),
+        (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = ["reviewer", "operator"])))]
+async fn release(
+    c: Caller,
+    Path(TaskPath { id }): Path<TaskPath>,
+    Json(body): Json<ReleaseRequest>,
+) -> Result<StatusCode, ApiError> {
+    let actor = c.actor(body.actor)?;
+    c.task(id)
+        .act(Verb::Release, move |x, id| x.release(id, &actor))
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Move a claim from `from` to `actor` (default: the operator).
+#[utoipa::path(post, path = "/v1/tasks/{id}/take-over", operation_id = Verb::TakeOver.name(), tag = "tasks",
+    params(TaskPath),
+    request_body = TakeOverRequest,
+    responses(
+        (status = 200, description = "The task, now held by the actor", body = Task),
+        (status = 409, description = "A claim-ladder refusal, or not-held by `from`", body = Problem, content_type = "application/problem+json"),
+        (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = ["operator"])))]
+async fn take_over(
+    c: Caller,
+    Path(TaskPath { id }): Path<TaskPath>,
+    Json(body): Json<TakeOverRequest>,
+) -> Answer<Task> {
+    let actor = c.actor(body.actor)?;
+    let roles = c.roles(body.roles)?;
+    let lease = lease(c.now(body.now)?, body.lease_ms);
+    let from = body.from;
+    let task = c
+        .task(id)
+        .act(Verb::TakeOver, move |x, id| {
+            x.take_over(id, &from, &actor, &refs(&roles), lease)
+        })
+        .await?;
+    Ok(axum::Json(task.into()))
+}
+
+/// The holder extends its lease to end `lease_ms` from now.
+#[utoipa::path(post, path = "/v1/tasks/{id}/renew", operation_id = Verb::Renew.name(), tag = "tasks",
+    params(TaskPath),
+    request_body = RenewRequest,
+    responses(
+        (status = 200, description = "The task with its new lease end", body = Task),
+        (status = 409, description = "not-held", body = Problem, content_type = "application/problem+json"),
+        (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = ["reviewer", "operator"])))]
+async fn renew(
+    c: Caller,
+    Path(TaskPath { id }): Path<TaskPath>,
+    Json(body): Json<RenewRequest>,
+) -> Answer<Task> {
+    let actor = c.actor(body.actor)?;
+    let now = c.now(body.now)?;
+    let lease_ms = body.lease_ms;
+    let task = c
+        .task(id)
+        .act(Verb::Renew, move |x, id| x.renew(id, &actor, now, lease_ms))
+        .await?;
+    Ok(axum::Json(task.into()))
+}
+
+/// Settle a pending task. A reviewer settles only a task it holds; a
+/// service or operator may settle without a holder.
+#[utoipa::path(post, path = "/v1/tasks/{id}/settle", operation_id = Verb::Settle.name(), tag = "tasks",
+    params(TaskPath),
+    request_body = SettleRequest,
+    responses(
+        (status = 200, description = "Whether this call settled the task", body = Settled),
+        (status = 409, description = "not-held", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such task", body = Problem, content_type = "application/problem+json"),
+        (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = ["reviewer", "service", "operator"])))]
+async fn settle(
+    c: Caller,
+    Path(TaskPath { id }): Path<TaskPath>,
+    Json(body): Json<SettleRequest>,
+) -> Answer<Settled> {
+    let holder = if c.principal.scope == Scope::Reviewer {
+        Some(c.actor(body.holder)?)
+    } else {
+        body.holder
+    };
+    let settlement = host::Settlement::from(body.settlement);
+    let settled = c
+        .task(id)
+        .act(Verb::Settle, move |x, id| {
+            x.settle(id, settlement, holder.as_deref())
+        })
+        .await?;
+    Ok(axum::Json(Settled { settled }))
+}
+
+/// Escalate a pending task: back to the queue, with `escalate_to` added to
+/// its candidate roles.
+#[utoipa::path(post, path = "/v1/tasks/{id}/escalate", operation_id = Verb::Escalate.name(), tag = "tasks",
+    params(TaskPath),
+    responses(
+        (status = 200, description = "The task as it now stands", body = Task),
+        (status = 404, description = "No such task", body = Problem, content_type = "application/problem+json"),
+        (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = ["service", "operator"])))]
+async fn escalate(c: Caller, Path(TaskPath { id }): Path<TaskPath>) -> Answer<Task> {
+    let task = c
+        .task(id)
+        .act(Verb::Escalate, |x, id| x.escalate(id))
+        .await?;
+    Ok(axum::Json(task.into()))
+}
+
+/// Every task of a case, in any state, oldest first. A reviewer sees only
+/// the tasks it holds or may take; the cursor walks the whole case, sealed,
+/// so a page may come back with fewer tasks than asked, or none, and a
+/// `next`.
+#[utoipa::path(get, path = "/v1/cases/{case}/tasks", operation_id = Verb::ForCase.name(), tag = "tasks",
+    params(CasePath, PageParams),
+    responses(
+        (status = 200, description = "One page of the case's tasks", body = Page),
+        (status = 400, description = "Invalid input, or an `after` this service did not give for this case", body = Problem, content_type = "application/problem+json"),
+        (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = ["reviewer", "service", "operator"])))]
+async fn for_case(
+    c: Caller,
+    Path(CasePath { case }): Path<CasePath>,
+    Query(q): Query<PageParams>,
+) -> Answer<Page> {
+    let limit = q.limit.unwrap_or(DEFAULT_PAGE);
+    let list = format!("{}:{case}", Verb::ForCase.name());
+    let after = c.open_cursor(&list, q.after)?;
+    let page = c
+        .call(Verb::ForCase, move |x| {
+            x.for_case(&case, limit, after.as_deref())
+        })
+        .await?;
+    Ok(axum::Json(Page {
+        tasks: page
+            .tasks
+            .into_iter()
+            .filter(|t| c.may_see(t))
+            .map(Into::into)
+            .collect(),
+        next: c.seal_cursor(&list, page.next)?,
+    }))
+}
+
+mirror_enum!(
+    /// The final states `settle` accepts.
+    Settlement => Settlement { Completed, Expired, Withdrawn });
+
+/// A task to open. State, assignee and lease are not given: a new task is
+/// open and unclaimed.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewTask {
+    #[schema(schema_with = crate::schema::name)]
+    pub id: String,
+    #[schema(schema_with = crate::schema::name)]
+    pub run: String,
+    #[serde(default)]
+    #[schema(schema_with = crate::schema::opt_name)]
+    pub case: Option<String>,
+    #[schema(schema_with = crate::schema::name)]
+    pub kind: String,
+    /// Any JSON document; `{}` when omitted. Stored as sent.
+    #[serde(default)]
+    #[schema(schema_with = crate::schema::justification)]
+    pub justification: Option<Box<RawValue>>,
+    #[serde(default)]
+    #[schema(schema_with = crate::schema::names)]
+    pub candidate_roles: Vec<String>,
+    #[serde(default)]
+    #[schema(schema_with = crate::schema::names)]
+    pub escalate_to: Vec<String>,
+    #[serde(default)]
+    #[schema(schema_with = crate::schema::names)]
+    pub excluded_actors: Vec<String>,
+    #[serde(default)]
+    pub priority: Option<Priority>,
+    #[serde(default)]
+    pub on_expiry: Option<OnExpiry>,
+    /// Defaults to the service's clock; giving it is a clock override
+    /// (`--allow-clock-override`).
+    #[serde(default)]
+    #[schema(schema_with = crate::schema::opt_instant)]
+    #[serde(deserialize_with = "whole::opt_i64")]
+    pub created_at: Option<i64>,
+    #[serde(default)]
+    #[schema(schema_with = crate::schema::opt_instant)]
+    #[serde(deserialize_with = "whole::opt_i64")]
+    pub due_at: Option<i64>,
+}
+
+impl NewTask {
+    pub fn into_host(self, created_at: i64) -> host::Task {
+        host::Task {
+            id: self.id,
+            run: self.run,
+            case: self.case,
+            kind: self.kind,
+            justification: self
+                .justification
+                .map_or_else(|| "{}".to_owned(), |j| j.get().to_owned()),
+            candidate_roles: self.candidate_roles,
+            assignee: None,
+            lease_until: None,
+            priority: self.priority.map_or(host::Priority::Normal, Into::into),
+            state: host::TaskState::Open,
+            on_expiry: self.on_expiry.map_or(host::OnExpiry::Deny, Into::into),
+            escalate_to: self.escalate_to,
+            excluded_actors: self.excluded_actors,
+            created_at,
+            due_at: self.due_at,
+        }
+    }
+}
+
+/// Claim a task (or the head of the queue). A reviewer claims as itself;
+/// an operator may name the actor and roles.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClaimRequest {
+    /// Operator only: whose claim (default: the caller).
+    #[serde(default)]
+    #[schema(schema_with = crate::schema::opt_name)]
+    pub actor: Option<String>,
+    /// Operator only: with which roles (default: the caller's).
+    #[serde(default)]
+    #[schema(schema_with = crate::schema::opt_names)]
+    pub roles: Option<Vec<String>>,
+    /// Hold the task for this long, renewable; without it the claim holds
+    /// until released.
+    #[serde(default)]
+    #[schema(schema_with = crate::schema::opt_lease_ms)]
+    #[serde(deserialize_with = "whole::opt_u32")]
+    pub lease_ms: Option<u32>,
+    /// A clock override: refused unless the server allows them.
+    #[serde(default)]
+    #[schema(schema_with = crate::schema::opt_instant)]
+    #[serde(deserialize_with = "whole::opt_i64")]
+    pub now: Option<i64>,
+}
+
+/// Give a claimed task back.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReleaseRequest {
+    /// Operator only: whose claim (default: the caller).
+    #[serde(default)]
+    #[schema(schema_with = crate::schema::opt_name)]
+    pub actor: Option<String>,
+}
+
+/// Move a claim from `from` to `actor` (default: the operator itself).
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TakeOverRequest {
+    #[schema(schema_with = crate::schema::name)]
+    pub from: String,
+    #[serde(default)]
+    #[schema(schema_with = crate::schema::opt_name)]
+    pub actor: Option<String>,
+    #[serde(default)]
+    #[schema(schema_with = crate::schema::opt_names)]
+    pub roles: Option<Vec<String>>,
+    #[serde(default)]
+    #[schema(schema_with = crate::schema::opt_lease_ms)]
+    #[serde(deserialize_with = "whole::opt_u32")]
+    pub lease_ms: Option<u32>,
+    /// A clock override: refused unless the server allows them.
+    #[serde(default)]
+    #[schema(schema_with = crate::schema::opt_instant)]
+    #[serde(deserialize_with = "whole::opt_i64")]
+    pub now: Option<i64>,
+}
+
+/// Extend the holder's lease to `now + lease_ms`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RenewRequest {
+    #[schema(schema_with = crate::schema::lease_ms)]
+    #[serde(deserialize_with = "whole::u32")]
+    pub lease_ms: u32,
+    /// Operator only: whose lease (default: the caller's).
+    #[serde(default)]
+    #[schema(schema_with = crate::schema::opt_name)]
+    pub actor: Option<String>,
+    /// A clock override: refused unless the server allows them.
+    #[serde(default)]
+    #[schema(schema_with = crate::schema::opt_instant)]
+    #[serde(deserialize_with = "whole::opt_i64")]
+    pub now: Option<i64>,
+}
+
+/// Settle a pending task. A reviewer settles as the holder, always.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SettleRequest {
+    pub settlement: Settlement,
+    /// Settle only if this actor holds the task (a reviewer always settles
+    /// as the holder).
+    #[serde(default)]
+    #[schema(schema_with = crate::schema::opt_name)]
+    pub holder: Option<String>,
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct Settled {
+    /// Whether this call settled the task (false: it was already settled).
+    pub settled: bool,
+}
+
+/// The case a path names.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct CasePath {
+    /// The case.
+    #[param(schema_with = crate::schema::name)]
+    pub case: String,
+}
+
+#[derive(Debug, Deserialize, ToSchema, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct PageParams {
+    /// Tasks per page (default 20).
+    #[param(schema_with = crate::schema::limit)]
+    #[serde(default)]
+    #[serde(deserialize_with = "whole::opt_u32")]
+    pub limit: Option<u32>,
+    /// The `next` of the previous page.
+    #[param(schema_with = crate::schema::cursor)]
+    pub after: Option<String>,
+}

@@ -1,0 +1,240 @@
+//! The wire types more than one resource speaks: a task and its enums, a
+//! page of tasks, and integers as JSON Schema counts them. Each resource's
+//! own request and answer bodies sit with its handlers (`crate::api::*`);
+//! a change on the wire is `crate::change`'s. Field names are the WIT's
+//! (with underscores, as the CLI and the stored rows spell them). It must
+//! never carry a tenant, a scope or, for a reviewer, anyone else's
+//! identity: those come from the credential.
+
+use leasehold_host as host;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use utoipa::ToSchema;
+
+use crate::problem::ApiError;
+
+/// What a handler answers: a JSON body, or a problem.
+pub type Answer<T> = Result<axum::Json<T>, ApiError>;
+
+/// Items per page when a read names no `limit`.
+pub const DEFAULT_PAGE: u32 = 20;
+
+/// Integers as JSON Schema counts them: `738` and `738.0` are the same
+/// integer, so a field the document declares `integer` takes both; a
+/// fraction or a value out of range is refused, naming the field.
+pub mod whole {
+    use serde::de::{self, Deserializer, Visitor};
+
+    struct Whole;
+
+    impl Visitor<'_> for Whole {
+        type Value = i128;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("an integer")
+        }
+
+        fn visit_i64<E: de::Error>(self, v: i64) -> Result<i128, E> {
+            Ok(i128::from(v))
+        }
+
+        fn visit_u64<E: de::Error>(self, v: u64) -> Result<i128, E> {
+            Ok(i128::from(v))
+        }
+
+        fn visit_f64<E: de::Error>(self, v: f64) -> Result<i128, E> {
+            // Exact below 2^53, which covers every bound the rules have.
+            if v.fract() == 0.0 && v.abs() < 9_007_199_254_740_992.0 {
+                Ok(v as i128)
+            } else {
+                Err(E::invalid_value(de::Unexpected::Float(v), &self))
+            }
+        }
+
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<i128, E> {
+            if let Ok(n) = v.parse::<i128>() {
+                return Ok(n);
+            }
+            match v.parse::<f64>() {
+                Ok(f) if f.is_finite() => self.visit_f64(f),
+                _ => Err(E::invalid_value(de::Unexpected::Str(v), &self)),
+            }
+        }
+    }
+
+    fn whole<'de, D: Deserializer<'de>, T: TryFrom<i128>>(d: D) -> Result<T, D::Error> {
+        let n = d.deserialize_any(Whole)?;
+        T::try_from(n).map_err(|_| {
+            de::Error::invalid_value(de::Unexpected::Other("an integer out of range"), &Whole)
+        })
+    }
+
+    pub fn u32<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+        whole(d)
+    }
+
+    pub fn i64<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
+        whole(d)
+    }
+
+    struct Maybe<T>(std::marker::PhantomData<T>);
+
+    impl<'de, T: TryFrom<i128>> Visitor<'de> for Maybe<T> {
+        type Value = Option<T>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("an integer or null")
+        }
+
+        fn visit_none<E: de::Error>(self) -> Result<Option<T>, E> {
+            Ok(None)
+        }
+
+        fn visit_unit<E: de::Error>(self) -> Result<Option<T>, E> {
+            Ok(None)
+        }
+
+        fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Option<T>, D::Error> {
+            whole(d).map(Some)
+        }
+    }
+
+    pub fn opt_u32<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+        d.deserialize_option(Maybe(std::marker::PhantomData))
+    }
+
+    pub fn opt_i64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+        d.deserialize_option(Maybe(std::marker::PhantomData))
+    }
+
+    pub fn opt_u64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+        d.deserialize_option(Maybe(std::marker::PhantomData))
+    }
+}
+
+/// An enum of the wire that mirrors one of the host's, variant for
+/// variant, with the conversions both ways.
+macro_rules! mirror_enum {
+    ($(#[$doc:meta])* $name:ident => $host:ident { $($variant:ident),+ }) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+        #[serde(rename_all = "snake_case")]
+        pub enum $name {
+            $($variant,)+
+        }
+
+        impl From<host::$host> for $name {
+            fn from(v: host::$host) -> Self {
+                match v {
+                    $(host::$host::$variant => $name::$variant,)+
+                }
+            }
+        }
+
+        impl From<$name> for host::$host {
+            fn from(v: $name) -> Self {
+                match v {
+                    $($name::$variant => host::$host::$variant,)+
+                }
+            }
+        }
+    };
+}
+
+pub(crate) use mirror_enum;
+
+mirror_enum!(
+    /// Queue order: `urgent` tasks are offered first.
+    Priority => Priority { Low, Normal, High, Urgent });
+mirror_enum!(
+    /// Where a task is in its life; `open`, `claimed` and `escalated` are pending.
+    TaskState => TaskState { Open, Claimed, Escalated, Completed, Expired, Withdrawn });
+mirror_enum!(
+    /// What the task's owner wants done when `due_at` passes.
+    OnExpiry => OnExpiry { Deny, Escalate, Proceed });
+
+/// A human task (WIT `task`).
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct Task {
+    pub id: String,
+    pub run: String,
+    pub case: Option<String>,
+    pub kind: String,
+    /// The JSON document explaining the request, as stored.
+    #[schema(schema_with = crate::schema::stored_justification)]
+    pub justification: Box<RawValue>,
+    pub candidate_roles: Vec<String>,
+    pub assignee: Option<String>,
+    /// Milliseconds since 1970 when the holder's lease ends.
+    #[serde(default)]
+    #[serde(deserialize_with = "whole::opt_i64")]
+    pub lease_until: Option<i64>,
+    pub priority: Priority,
+    pub state: TaskState,
+    pub on_expiry: OnExpiry,
+    pub escalate_to: Vec<String>,
+    pub excluded_actors: Vec<String>,
+    #[serde(deserialize_with = "whole::i64")]
+    pub created_at: i64,
+    #[serde(default)]
+    #[serde(deserialize_with = "whole::opt_i64")]
+    pub due_at: Option<i64>,
+}
+
+impl From<host::Task> for Task {
+    fn from(t: host::Task) -> Self {
+        // The rules accept only JSON documents; a row written otherwise is
+        // shown as the string it holds rather than refused.
+        let justification = RawValue::from_string(t.justification.clone()).unwrap_or_else(|_| {
+            RawValue::from_string(serde_json::Value::String(t.justification).to_string())
+                .unwrap_or_else(|_| empty_object())
+        });
+        Task {
+            id: t.id,
+            run: t.run,
+            case: t.case,
+            kind: t.kind,
+            justification,
+            candidate_roles: t.candidate_roles,
+            assignee: t.assignee,
+            lease_until: t.lease_until,
+            priority: t.priority.into(),
+            state: t.state.into(),
+            on_expiry: t.on_expiry.into(),
+            escalate_to: t.escalate_to,
+            excluded_actors: t.excluded_actors,
+            created_at: t.created_at,
+            due_at: t.due_at,
+        }
+    }
+}
+
+fn empty_object() -> Box<RawValue> {
+    RawValue::from_string("{}".to_owned()).unwrap_or_default()
+}
+
+/// A page of tasks; pass `next` back as `after` to read on.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct Page {
+    pub tasks: Vec<Task>,
+    pub next: Option<String>,
+}
+
+/// A lease of `lease_ms` from `now`, when one is asked for.
+pub fn lease(now: i64, lease_ms: Option<u32>) -> Option<host::Lease> {
+    lease_ms.map(|lease_ms| host::Lease { now, lease_ms })
+}
+
+/// Names as the engine's verbs take them.
+pub fn refs(list: &[String]) -> Vec<&str> {
+    list.iter().map(String::as_str).collect()
+}
+
+/// The run a path names (its runs' routes, and its timers').
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct RunPath {
+    /// The run.
+    #[param(schema_with = crate::schema::name)]
+    pub run: String,
+}
