@@ -71,7 +71,9 @@ pub struct Turn<'a> {
 }
 
 impl<'a> Turn<'a> {
-    pub(super) fn new(now: Timestamp, calls: u32, report: &'a mut SweepReport) -> Turn<'a> {
+    /// A turn at `now` with a budget of `calls`, counting into `report`: the
+    /// sweeper makes one for each turn; a duty's own tests may make one.
+    pub fn new(now: Timestamp, calls: u32, report: &'a mut SweepReport) -> Turn<'a> {
         Turn {
             now,
             calls,
@@ -109,8 +111,8 @@ impl<'a> Turn<'a> {
         self.report.count(what, n);
     }
 
-    /// Whether a duty stopped for want of calls.
-    pub(super) fn capped(&self) -> bool {
+    /// Whether a duty stopped for want of calls: the turn ends at its cap.
+    pub fn capped(&self) -> bool {
         self.capped
     }
 }

@@ -11,10 +11,12 @@ use leasehold_guest::model::{ClaimError, Page, QueueQuery, StoreError, Task, Tas
 use crate::bindings::{WitQueueQuery, wit};
 use crate::error::{Error, SandboxError};
 
+/// Owned strings, as a WIT `list<string>` argument takes them.
 pub(super) fn strings(list: &[&str]) -> Vec<String> {
     list.iter().map(|s| (*s).to_owned()).collect()
 }
 
+/// An answer the contract rules out: a sandbox failure, never passed on.
 pub(super) fn malformed(what: String) -> Error {
     Error::Sandbox(SandboxError::Malformed(what))
 }
