@@ -388,7 +388,12 @@ pub fn history_entry(sh: Shards, id: &str, seq: u64) -> Key {
 /// this component records of a task an earlier component wrote, which only a
 /// keyspace of layouts 3 to 5 (spelling the record apart) holds.
 pub fn history_start(id: &str) -> Key {
-    Key::new().str("history-start").str(id)
+    history_starts().str(id)
+}
+
+/// Every task's [`history_start`], for the check's walk of them.
+pub fn history_starts() -> Key {
+    Key::new().str("history-start")
 }
 
 pub fn timer_logs() -> Key {

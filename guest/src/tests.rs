@@ -16,6 +16,7 @@ mod claim_leases;
 mod corruption;
 mod cost;
 mod error_paths;
+mod history_start;
 mod layout;
 mod model_based;
 mod queue_reads;

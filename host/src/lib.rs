@@ -71,8 +71,8 @@ pub use storage::postgres::{
 pub use storage::redb::tenant_prefix;
 pub use storage::{CommitHung, CommitStats, GroupFailure, MAX_TENANT_BYTES};
 pub use sweeper::{
-    FirstSweepPlan, OnSweep, PLAN_LIMIT, Retention, SweepReport, Sweeper, SweeperError,
-    SweeperOptions, SweeperStats,
+    Duty, FirstSweepPlan, OnSweep, PLAN_LIMIT, Retention, SweepReport, Sweeper, SweeperError,
+    SweeperOptions, SweeperStats, Turn, standard_duties,
 };
 pub use tenant::Tenant;
 pub use verbs::{ExportedFunction, Verb, exported_functions};

@@ -212,29 +212,176 @@ mod tests {
     }
 
     /// Each verb has one `Tenant` method, named as the WIT names it in snake
-    /// case, and that method calls that verb.
+    /// case, in the file of its interface (`tenant/tasks.rs` for a verb of
+    /// `tasks`), and that method calls that verb, which no other method does.
     #[test]
     fn every_verb_has_its_tenant_method() {
-        let text = include_str!("tenant.rs");
-        let methods: Vec<&str> = text.split("    pub fn ").skip(1).collect();
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/tenant");
+        let files: Vec<(String, String)> = std::fs::read_dir(&dir)
+            .expect("the tenant's files")
+            .map(|e| {
+                let path = e.expect("a file").path();
+                let stem = path
+                    .file_stem()
+                    .and_then(|s| s.to_str())
+                    .expect("a file name")
+                    .to_owned();
+                (stem, std::fs::read_to_string(&path).expect("readable"))
+            })
+            .collect();
         for verb in Verb::ALL {
             let snake = verb.name().replace('-', "_");
-            let body = methods
+            let call = format!("Verb::{},", verb.ident());
+            let (_, text) = files
                 .iter()
+                .find(|(stem, _)| stem == verb.interface())
+                .unwrap_or_else(|| panic!("no tenant/{}.rs for {}", verb.interface(), verb.name()));
+            let body = text
+                .split("    pub fn ")
+                .skip(1)
                 .find(|m| m.starts_with(&format!("{snake}(")))
-                .unwrap_or_else(|| panic!("Tenant has no method {snake} for {}", verb.name()));
+                .unwrap_or_else(|| {
+                    panic!(
+                        "tenant/{}.rs has no method {snake} for {}",
+                        verb.interface(),
+                        verb.name()
+                    )
+                });
             assert!(
-                body.contains(&format!("Verb::{},", verb.ident())),
+                body.contains(&call),
                 "Tenant::{snake} does not call Verb::{}",
                 verb.ident()
             );
+            let calls: usize = files.iter().map(|(_, t)| t.matches(&call).count()).sum();
             assert_eq!(
-                text.matches(&format!("Verb::{},", verb.ident())).count(),
+                calls,
                 1,
                 "Verb::{} is called by more than one Tenant method",
                 verb.ident()
             );
         }
+    }
+
+    /// (name, interface, writes) of every verb, as this table declares them.
+    fn declared() -> Vec<(String, String, bool)> {
+        let mut out: Vec<(String, String, bool)> = Verb::ALL
+            .iter()
+            .map(|v| {
+                (
+                    v.name().to_owned(),
+                    v.interface().to_owned(),
+                    v.mode() == Mode::Write,
+                )
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// The text between `open` and the next `close` in `s`, and what follows.
+    fn between<'a>(s: &'a str, open: &str, close: char) -> Option<(&'a str, &'a str)> {
+        let rest = &s[s.find(open)? + open.len()..];
+        let end = rest.find(close)?;
+        Some((&rest[..end], &rest[end + close.len_utf8()..]))
+    }
+
+    /// A WIT name in JavaScript's spelling: `take-over` is `takeOver`.
+    fn camel(name: &str) -> String {
+        let mut out = String::new();
+        let mut up = false;
+        for c in name.chars() {
+            if c == '-' {
+                up = true;
+            } else if up {
+                out.extend(c.to_uppercase());
+                up = false;
+            } else {
+                out.push(c);
+            }
+        }
+        out
+    }
+
+    /// The JavaScript host restates the table in its calls, one per method
+    /// (`this.#call('take-over', W, ['tasks', 'takeOver', …])`): the same
+    /// verbs, each once, of the same interface and mode, calling the
+    /// export jco names for it.
+    #[test]
+    fn the_javascript_hosts_verbs_are_this_table() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("js/src/tenant.js");
+        let text = std::fs::read_to_string(&path).expect("host/js/src/tenant.js");
+        let mut found = Vec::new();
+        for line in text.lines() {
+            let Some((name, rest)) = between(line, "this.#call('", '\'') else {
+                continue;
+            };
+            let (mode, rest) = between(rest, ", ", ',')
+                .unwrap_or_else(|| panic!("no mode in the call of {name}: {line}"));
+            let (interface, rest) = between(rest, "['", '\'')
+                .unwrap_or_else(|| panic!("no interface in the call of {name}: {line}"));
+            let (export, _) = between(rest, ", '", '\'')
+                .unwrap_or_else(|| panic!("no export in the call of {name}: {line}"));
+            assert_eq!(export, camel(name), "the export {name} calls: {line}");
+            let writes = match mode {
+                "W" => true,
+                "R" => false,
+                other => panic!("the call of {name} has mode {other:?}: {line}"),
+            };
+            found.push((name.to_owned(), interface.to_owned(), writes));
+        }
+        found.sort();
+        assert_eq!(
+            found,
+            declared(),
+            "host/js/src/tenant.js and host/src/verbs.rs"
+        );
+    }
+
+    /// The Python host restates the table as `VERBS`
+    /// (`"take-over": ("tasks", "write"),`): the same verbs, each once, of
+    /// the same interface and mode, and its methods call exactly these.
+    #[test]
+    fn the_python_hosts_verbs_are_this_table() {
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("python/src/leasehold/engine.py");
+        let text = std::fs::read_to_string(&path).expect("host/python/src/leasehold/engine.py");
+        let table = text
+            .split_once("\nVERBS:")
+            .and_then(|(_, rest)| rest.split_once("\n}"))
+            .map(|(table, _)| table)
+            .expect("a VERBS table in engine.py");
+        let mut found = Vec::new();
+        for line in table.lines().skip(1) {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let (name, rest) =
+                between(line, "\"", '"').unwrap_or_else(|| panic!("no verb in {line:?}"));
+            let (interface, rest) = between(rest, "(\"", '"')
+                .unwrap_or_else(|| panic!("no interface for {name}: {line:?}"));
+            let (mode, _) =
+                between(rest, "\"", '"').unwrap_or_else(|| panic!("no mode for {name}: {line:?}"));
+            let writes = match mode {
+                "write" => true,
+                "read" => false,
+                other => panic!("{name} has mode {other:?}"),
+            };
+            found.push((name.to_owned(), interface.to_owned(), writes));
+        }
+        found.sort();
+        assert_eq!(found, declared(), "engine.py's VERBS and host/src/verbs.rs");
+        // The verb each method calls: the first string after `self._call(`.
+        let mut called: Vec<&str> = text
+            .split("self._call(")
+            .skip(1)
+            .filter_map(|rest| rest.trim_start().strip_prefix('"')?.split_once('"'))
+            .map(|(name, _)| name)
+            .collect();
+        called.sort_unstable();
+        called.dedup();
+        let named: Vec<&str> = found.iter().map(|(name, _, _)| name.as_str()).collect();
+        assert_eq!(called, named, "the verbs the Python host's methods call");
     }
 
     /// The scenario suite's runner can make every call.

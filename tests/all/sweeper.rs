@@ -2,8 +2,9 @@
 //! to the queue, and an overdue task acts on its `on-expiry`, once the
 //! clock passes the instant, with no call from anyone; nothing is acted on
 //! twice; two sweepers on one PostgreSQL database share the work; tenants
-//! take turns, so one tenant's backlog holds up another's sweep by at most
-//! one turn; the schedule keeps one entry per tenant. The tests wait for
+//! take turns, so one tenant's backlog (of tasks, or of a record to trim)
+//! holds up another's sweep by at most one turn; the schedule keeps one
+//! entry per tenant. The tests wait for
 //! conditions (with a bound that only a hang reaches), never for a time.
 
 use std::sync::{Arc, Mutex, PoisonError};
@@ -378,6 +379,117 @@ fn a_backlog_of_one_tenant_delays_another_tenants_lapsed_lease_by_at_most_one_tu
     assert!(acme_turns.iter().all(|r| moved_by(r) <= turn));
     assert_eq!(state_of(&globex, "pay-1"), TaskState::Open);
     assert_eq!(acme.open_count().expect("count"), 0);
+    assert_consistent(&acme);
+    assert_consistent(&globex);
+}
+
+/// Trimming is a duty of the turn like the others: a tenant with a long
+/// record to trim trims it a turn at a time, each turn within its calls,
+/// and another tenant's lease that lapses during the first of those turns
+/// is reclaimed right after it. Told by the order of the sweeps' reports,
+/// never by how long anything took.
+#[test]
+fn a_long_trim_of_one_tenant_delays_another_tenants_lapsed_lease_by_at_most_one_turn() {
+    const CHANGES: u64 = 2_500;
+    const START: i64 = 2_000_000;
+    const LAPSE: i64 = START + 1;
+    let db = TestDb::new();
+    let clock = Arc::new(ManualClock::new(1_000_000));
+    let e = engine_at(&db, &clock);
+    let acme = e.tenant("acme").expect("tenant");
+    for i in 0..CHANGES {
+        acme.open(&task(&format!("t{i}"), 1)).expect("open");
+    }
+    let globex = e.tenant("globex").expect("tenant");
+    globex
+        .open(&task("pay-1", 1).roles(&["approver"]))
+        .expect("open");
+    claim_leased(
+        &globex,
+        "pay-1",
+        "alice",
+        &["approver"],
+        1_000_000,
+        (LAPSE - 1_000_000) as u32,
+    );
+    clock.set(START);
+    // One call of each duty a turn: reclaim-lapsed, expire-overdue, trim.
+    let options = SweeperOptions {
+        calls_per_turn: 3,
+        retention: Some(Retention {
+            max_age: Some(Duration::from_secs(10)),
+            keep: None,
+        }),
+        trim_every: Duration::ZERO,
+        ..SweeperOptions::default()
+    };
+    let reports: Arc<Mutex<Vec<SweepReport>>> = Arc::default();
+    let on_sweep = {
+        let (reports, clock) = (reports.clone(), clock.clone());
+        Arc::new(move |r: &SweepReport| {
+            let mut reports = reports.lock().unwrap_or_else(PoisonError::into_inner);
+            reports.push(r.clone());
+            // globex's lease lapses during acme's first turn.
+            if reports.len() == 1 {
+                clock.set(LAPSE);
+            }
+        })
+    };
+    let s = Sweeper::start(
+        &e,
+        ["acme".to_owned(), "globex".to_owned()],
+        SweeperOptions {
+            on_sweep: Some(on_sweep),
+            ..options
+        },
+    )
+    .expect("sweeper");
+    let trimmed = |reports: &[SweepReport], tenant: &str| -> u64 {
+        reports
+            .iter()
+            .filter(|r| r.tenant == tenant)
+            .map(|r| r.counted("trimmed"))
+            .sum()
+    };
+    eventually(
+        "acme's record to be trimmed and globex's lease reclaimed",
+        || {
+            let reports = reports.lock().unwrap_or_else(PoisonError::into_inner);
+            trimmed(&reports, "acme") == CHANGES && reports.iter().any(|r| r.reclaimed == 1)
+        },
+    );
+    let reports = reports
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
+    assert_eq!(reports[0].tenant, "acme", "{reports:?}");
+    assert!(reports[0].more, "acme's first turn ends at its cap");
+    let reclaimed_at = reports
+        .iter()
+        .position(|r| r.reclaimed == 1)
+        .expect("globex's lease was reclaimed");
+    assert_eq!(
+        (reclaimed_at, reports[reclaimed_at].tenant.as_str()),
+        (1, "globex"),
+        "globex is swept right after the acme turn during which its lease lapsed: {reports:?}"
+    );
+    // acme's record is trimmed a turn at a time, one call of it a turn,
+    // each turn but the last ending at its cap.
+    let acme_turns: Vec<&SweepReport> = reports
+        .iter()
+        .filter(|r| r.tenant == "acme" && r.counted("trimmed") > 0)
+        .collect();
+    assert!(acme_turns.len() >= 3, "{acme_turns:?}");
+    assert!(acme_turns.iter().all(|r| r.counted("trimmed") <= 1_000));
+    let (last, capped) = acme_turns.split_last().expect("acme was trimmed");
+    assert!(
+        capped.iter().all(|r| r.more && r.error.is_none()),
+        "{capped:?}"
+    );
+    assert!(!last.more && last.error.is_none(), "{last:?}");
+    assert_eq!(s.stats().trimmed, s.counted("trimmed"));
+    assert!(s.stats().trimmed >= CHANGES);
+    assert_eq!(state_of(&globex, "pay-1"), TaskState::Open);
     assert_consistent(&acme);
     assert_consistent(&globex);
 }

@@ -40,8 +40,9 @@ pub(crate) use ranges::bad_entry;
 pub use ranges::{SCAN_CHUNK, suffix, walk, walk_ahead, walk_chunked};
 pub use record::{
     BEFORE_HISTORY, Cause, FeedRow, HISTORY_CHECKPOINT, HistoryRow, Position, TaskLog,
-    before_history, decode_feed_row, decode_history, decode_position, decode_seq, decode_task_log,
-    load_history_entry, load_history_start, load_task_log, walk_chain, walk_start,
+    before_history, decode_feed_row, decode_history, decode_history_start, decode_position,
+    decode_seq, decode_task_log, load_history_entry, load_history_start, load_task_log, walk_chain,
+    walk_start,
 };
 pub use rows::{TaskRow, TimerRow};
 pub use runs::is_sealed;

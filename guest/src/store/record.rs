@@ -265,10 +265,15 @@ pub fn load_history_start<K: Kv + ?Sized>(
 ) -> Result<Option<HistoryEntry>, StoreError> {
     kv.get(schema::history_start(id).as_bytes())?
         .map(|b| {
-            decode_row::<HistoryEntry>(&b)
+            decode_history_start(&b)
                 .map_err(|e| corrupt(format!("the history start of task {id}: {e}")))
         })
         .transpose()
+}
+
+/// A stored history start (see [`load_history_start`]).
+pub fn decode_history_start(bytes: &[u8]) -> Result<HistoryEntry, RowError> {
+    decode_row(bytes)
 }
 
 /// Records what `verb` did to a timer, as `row` now stands (or stood, when

@@ -1,0 +1,96 @@
+//! The typed verbs, one method per WIT export, scoped to one tenant. It owns
+//! what an answer may be; it must never hand a caller an answer it has not
+//! checked, and never reach storage except through a call.
+//!
+//! Each method is one call of the component in one transaction. Answers are
+//! checked for what the contract rules out (a task under another id, a claim
+//! answered for someone else, more entries than the limit asked for, one
+//! task twice) before they reach the caller: a faulty or hostile guest is
+//! reported as a sandbox failure, never passed on.
+//!
+//! A call names its verb (see [`crate::verbs`]) and spells the answer's WIT
+//! type; the arguments and the answer are checked against the component's
+//! signature of that one function when the call runs. The answer is checked
+//! before the call's writes commit, so a faulty guest's answer commits
+//! nothing.
+//!
+//! The methods are split by the WIT interface that exports their verb, one
+//! file each, as wasmtime's hosts keep one file per interface: `tasks`,
+//! `timers`, `runs`, `changes`, `admin`; the answers' checks they share are
+//! in `checks`. This file holds the handle, its deadline and the one way a
+//! method makes its call; a new verb's method goes in its interface's file.
+
+mod admin;
+mod changes;
+mod checks;
+mod runs;
+mod tasks;
+mod timers;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use wasmtime::Store;
+
+use crate::call::call;
+use crate::ctx::{CallCtx, Export};
+use crate::error::Error;
+use crate::runtime::Shared;
+use crate::verbs::Verb;
+
+/// One tenant of an [`Engine`](crate::Engine). Cheap to clone; share it
+/// between threads.
+#[derive(Clone)]
+pub struct Tenant {
+    shared: Arc<Shared>,
+    /// Shared with the instances kept for this tenant (see `keep`).
+    name: Arc<str>,
+    /// The caller's deadline (see [`Tenant::until`]).
+    until: Option<Instant>,
+}
+
+impl std::fmt::Debug for Tenant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tenant")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Tenant {
+    pub(crate) fn new(shared: Arc<Shared>, name: Arc<str>) -> Self {
+        Tenant {
+            shared,
+            name,
+            until: None,
+        }
+    }
+
+    /// This tenant, for calls that must be decided by `deadline`: a call
+    /// still waiting for its turn, running, or about to commit when the
+    /// deadline passes commits nothing and answers [`Error::DeadlinePassed`],
+    /// so its caller may make it again. A call whose commit has begun by
+    /// then is not stopped: it answers its true outcome, late. The
+    /// sandbox's own deadlines still apply.
+    pub fn until(&self, deadline: Instant) -> Tenant {
+        Tenant {
+            until: Some(deadline),
+            ..self.clone()
+        }
+    }
+
+    /// One call of `verb` on this tenant (see [`crate::call`]).
+    fn call<R, T>(
+        &self,
+        verb: Verb,
+        f: impl Fn(&Export, &mut Store<CallCtx>) -> wasmtime::Result<R>,
+        check: impl Fn(R) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        call(&self.shared, &self.name, self.until, verb, f, check)
+    }
+
+    /// The tenant this handle is scoped to.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}

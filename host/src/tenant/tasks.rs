@@ -1,0 +1,271 @@
+//! The `tasks` interface: the worklist's verbs, one method each, with the
+//! checks their answers must pass (a claim's answer held by the claimant, a
+//! sweep's tasks distinct and moved as the verb says).
+
+use leasehold_guest::model::{Lease, Page, QueueQuery, Settlement, Task, TaskState, Timestamp};
+
+use crate::bindings::wit;
+use crate::error::Error;
+use crate::verbs::Verb;
+
+use super::Tenant;
+use super::checks::{
+    ClaimAnswer, StoreAnswer, at_most, claim, distinct, held, held_task, malformed, page,
+    same_task, store, strings, wit_query,
+};
+
+impl Tenant {
+    /// Creates a task; first open wins (see the contract).
+    pub fn open(&self, task: &Task) -> Result<Task, Error> {
+        let t = wit::Task::from(task.clone());
+        self.call(
+            Verb::Open,
+            |x, s| x.call(s, (&t,)),
+            |a: StoreAnswer<wit::Task>| same_task(store(a)?, &task.id),
+        )
+    }
+
+    /// Task `id`, if there is one.
+    pub fn get(&self, id: &str) -> Result<Option<Task>, Error> {
+        self.call(
+            Verb::Get,
+            |x, s| x.call(s, (id,)),
+            |a: StoreAnswer<Option<wit::Task>>| store(a)?.map(|t| same_task(t, id)).transpose(),
+        )
+    }
+
+    /// Reserves the task for `actor`: under `lease` until its end, or
+    /// without one until released.
+    pub fn claim(
+        &self,
+        id: &str,
+        actor: &str,
+        roles: &[&str],
+        lease: Option<Lease>,
+    ) -> Result<Task, Error> {
+        let roles = strings(roles);
+        let lease = lease.map(wit::Lease::from);
+        self.call(
+            Verb::Claim,
+            |x, s| x.call(s, (id, actor, roles.as_slice(), lease)),
+            |a: ClaimAnswer<wit::Task>| held_task(claim(a)?, id, actor),
+        )
+    }
+
+    /// Returns a task `actor` holds to the queue (`escalated` if it ever
+    /// was, else `open`); anyone else is refused with `not-held`.
+    pub fn release(&self, id: &str, actor: &str) -> Result<(), Error> {
+        self.call(Verb::Release, |x, s| x.call(s, (id, actor)), claim::<()>)
+    }
+
+    /// Moves a claim from `from` to `actor`, who holds it under `lease` or,
+    /// without one, until released.
+    pub fn take_over(
+        &self,
+        id: &str,
+        from: &str,
+        actor: &str,
+        roles: &[&str],
+        lease: Option<Lease>,
+    ) -> Result<Task, Error> {
+        let roles = strings(roles);
+        let lease = lease.map(wit::Lease::from);
+        self.call(
+            Verb::TakeOver,
+            |x, s| x.call(s, (id, from, actor, roles.as_slice(), lease)),
+            |a: ClaimAnswer<wit::Task>| held_task(claim(a)?, id, actor),
+        )
+    }
+
+    /// The holder of a leased claim moves its end to `now + lease_ms`.
+    pub fn renew(
+        &self,
+        id: &str,
+        actor: &str,
+        now: Timestamp,
+        lease_ms: u32,
+    ) -> Result<Task, Error> {
+        self.call(
+            Verb::Renew,
+            |x, s| x.call(s, (id, actor, now, lease_ms)),
+            |a: ClaimAnswer<wit::Task>| held_task(claim(a)?, id, actor),
+        )
+    }
+
+    /// Returns up to `limit` tasks whose lease ended at or before `now` to
+    /// the queue, answering them as they now stand.
+    pub fn reclaim_lapsed(&self, now: Timestamp, limit: u32) -> Result<Vec<Task>, Error> {
+        self.call(
+            Verb::ReclaimLapsed,
+            |x, s| x.call(s, (now, limit)),
+            |a: StoreAnswer<Vec<wit::Task>>| {
+                let tasks: Vec<Task> = at_most(store(a)?, limit, "reclaim-lapsed")?
+                    .into_iter()
+                    .map(Into::into)
+                    .collect();
+                distinct(&tasks, "reclaim-lapsed")?;
+                if let Some(t) = tasks
+                    .iter()
+                    .find(|t| !t.state.is_queued() || t.assignee.is_some())
+                {
+                    return Err(malformed(format!(
+                        "reclaim-lapsed answered task {} as {} by {:?}, not back in the queue",
+                        t.id, t.state, t.assignee
+                    )));
+                }
+                Ok(tasks)
+            },
+        )
+    }
+
+    /// Acts on up to `limit` tasks overdue at `now`, each by its
+    /// `on-expiry` (escalated, or settled `expired`), answering them as they
+    /// now stand. No task is acted on twice, however many sweepers call it.
+    pub fn expire_overdue(&self, now: Timestamp, limit: u32) -> Result<Vec<Task>, Error> {
+        self.call(
+            Verb::ExpireOverdue,
+            |x, s| x.call(s, (now, limit)),
+            |a: StoreAnswer<Vec<wit::Task>>| {
+                let tasks: Vec<Task> = at_most(store(a)?, limit, "expire-overdue")?
+                    .into_iter()
+                    .map(Into::into)
+                    .collect();
+                distinct(&tasks, "expire-overdue")?;
+                if let Some(t) = tasks.iter().find(|t| {
+                    !matches!(t.state, TaskState::Escalated | TaskState::Expired)
+                        || (t.state == TaskState::Escalated && t.assignee.is_some())
+                }) {
+                    return Err(malformed(format!(
+                        "expire-overdue answered task {} as {} by {:?}, neither escalated nor expired",
+                        t.id, t.state, t.assignee
+                    )));
+                }
+                Ok(tasks)
+            },
+        )
+    }
+
+    /// Claims the head of `query`'s queue for `query.actor` (required), under
+    /// `lease` if given; `None` when the queue is empty.
+    pub fn claim_next(
+        &self,
+        query: &QueueQuery,
+        lease: Option<Lease>,
+    ) -> Result<Option<Task>, Error> {
+        let q = wit_query(query);
+        let lease = lease.map(wit::Lease::from);
+        self.call(
+            Verb::ClaimNext,
+            |x, s| x.call(s, (&q, lease)),
+            |a: StoreAnswer<Option<wit::Task>>| match store(a)? {
+                None => Ok(None),
+                Some(t) => {
+                    // Only an actor can hold a task; without one the guest
+                    // must have answered `invalid`.
+                    let actor = query.actor.as_deref().unwrap_or_default();
+                    held(t.into(), actor).map(Some)
+                }
+            },
+        )
+    }
+
+    /// Compare-and-set from pending: `true` when this call settled the task.
+    /// With `holder`, the task must be claimed by exactly that actor, else
+    /// [`Refusal::NotHeld`](crate::Refusal::NotHeld) and nothing changes.
+    pub fn settle(
+        &self,
+        id: &str,
+        settlement: Settlement,
+        holder: Option<&str>,
+    ) -> Result<bool, Error> {
+        let settlement = wit::Settlement::from(settlement);
+        self.call(
+            Verb::Settle,
+            |x, s| x.call(s, (id, settlement, holder)),
+            claim::<bool>,
+        )
+    }
+
+    /// Withdraws each pending task of `run` among `awaited`, ignoring the
+    /// rest; answers how many moved.
+    pub fn withdraw_run(&self, run: &str, awaited: &[&str]) -> Result<u32, Error> {
+        let awaited = strings(awaited);
+        self.call(
+            Verb::WithdrawRun,
+            |x, s| x.call(s, (run, awaited.as_slice())),
+            |a: StoreAnswer<u32>| {
+                let moved = store(a)?;
+                if moved as usize > awaited.len() {
+                    return Err(malformed(format!(
+                        "withdraw-run moved {moved} of {} awaited tasks",
+                        awaited.len()
+                    )));
+                }
+                Ok(moved)
+            },
+        )
+    }
+
+    /// Escalates a pending task: `escalated`, its holder and lease cleared,
+    /// `escalate_to` added to its candidate roles. A settled task is
+    /// answered as it stands.
+    pub fn escalate(&self, id: &str) -> Result<Task, Error> {
+        self.call(
+            Verb::Escalate,
+            |x, s| x.call(s, (id,)),
+            |a: StoreAnswer<wit::Task>| same_task(store(a)?, id),
+        )
+    }
+
+    /// One page of the queued tasks the caller is eligible for, urgent
+    /// first, then oldest, then by id.
+    pub fn queue(&self, query: &QueueQuery) -> Result<Page, Error> {
+        let q = wit_query(query);
+        self.call(
+            Verb::Queue,
+            |x, s| x.call(s, (&q,)),
+            |a: StoreAnswer<wit::Page>| page(store(a)?, query.limit, "queue"),
+        )
+    }
+
+    /// One page of every task of `case`, in any state, oldest first.
+    pub fn for_case(&self, case: &str, limit: u32, after: Option<&str>) -> Result<Page, Error> {
+        self.call(
+            Verb::ForCase,
+            |x, s| x.call(s, (case, limit, after)),
+            |a: StoreAnswer<wit::Page>| page(store(a)?, limit, "for-case"),
+        )
+    }
+
+    /// Pending tasks (claimed ones count). One counter read.
+    pub fn open_count(&self) -> Result<u64, Error> {
+        self.call(Verb::OpenCount, |x, s| x.call(s, ()), store::<u64>)
+    }
+
+    /// Tasks claimed under a lease, lapsed or not. One counter read.
+    pub fn leased_count(&self) -> Result<u64, Error> {
+        self.call(Verb::LeasedCount, |x, s| x.call(s, ()), store::<u64>)
+    }
+
+    /// The earliest lease end among leased claims.
+    pub fn next_lease_end(&self) -> Result<Option<Timestamp>, Error> {
+        self.call(
+            Verb::NextLeaseEnd,
+            |x, s| x.call(s, ()),
+            store::<Option<Timestamp>>,
+        )
+    }
+
+    /// Tasks due at or before `now` that still await expiry, earliest due
+    /// first, at most `limit`.
+    pub fn overdue(&self, now: Timestamp, limit: u32) -> Result<Vec<Task>, Error> {
+        self.call(
+            Verb::Overdue,
+            |x, s| x.call(s, (now, limit)),
+            |a: StoreAnswer<Vec<wit::Task>>| {
+                let tasks = at_most(store(a)?, limit, "overdue")?;
+                Ok(tasks.into_iter().map(Into::into).collect())
+            },
+        )
+    }
+}
