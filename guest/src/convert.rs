@@ -20,23 +20,100 @@ macro_rules! wit_conversions {
         $crate::wit_conversions!(@enum $wit, TimerEvent, Armed, Claimed, Retired);
         $crate::wit_conversions!(@record $wit, TimerChange, run, effect, at, verb; what;
             fire_at, lease_until);
-        $crate::wit_conversions!(@record $wit, TaskChange, id; entry;);
+        $crate::wit_conversions!(@record $wit, TaskChange, id; entry; run, kind);
+        $crate::wit_conversions!(@record $wit, OutcomeRule, name, needs_reason, output_schema;;);
+        $crate::wit_conversions!(@record $wit, Decision, outcome, reason, output;;);
+        $crate::wit_conversions!(@record $wit, DecisionRecord, outcome, reason, output, by, at;;);
+        $crate::wit_conversions!(@record $wit, Guard, revision, job;;);
+        $crate::wit_conversions!(@record $wit, FieldChange, field, before, after;;);
         $crate::wit_conversions!(@record $wit, FeedEntry, position; change;);
         $crate::wit_conversions!(@record $wit, FeedPlace, slot, seq;;);
         $crate::wit_conversions!(@record $wit, TrimOutcome, feed_removed, history_removed, more;;);
         $crate::wit_conversions!(@variant $wit, Change,; Task, Timer);
         $crate::wit_conversions!(@variant $wit, FeedRead, Gone; Page);
-        $crate::wit_conversions!(@record $wit, Task,
-            id, run, case, kind, justification, candidate_roles, assignee; priority, state,
-            on_expiry; escalate_to, excluded_actors, created_at, due_at, lease_until);
+
         $crate::wit_conversions!(@record $wit, Lease, now, lease_ms;;);
         $crate::wit_conversions!(@record $wit, Timer, run, case, effect, step; phase; fire_at);
         $crate::wit_conversions!(@record $wit, SealOutcome, timers_disarmed, tasks_withdrawn;;);
         $crate::wit_conversions!(@record $wit, Discrepancy, structure, subject, detail;;);
-        $crate::wit_conversions!(@variant $wit, StoreError, NotFound, Invalid, Corrupt, Storage, NewerLayout;);
+        $crate::wit_conversions!(@variant $wit, StoreError, NotFound, Invalid, Corrupt, Storage, NewerLayout, Stale;);
         $crate::wit_conversions!(@variant $wit, ClaimError,
-            NotFound, Excluded, WrongRole, AlreadyClaimed, NotHeld; NotPending, Store);
+            NotFound, Excluded, WrongRole, AlreadyClaimed, NotHeld, Stale; NotPending, Store);
 
+        impl From<$wit::Task> for $crate::model::Task {
+            fn from(t: $wit::Task) -> Self {
+                $crate::model::Task {
+                    id: t.id,
+                    run: t.run,
+                    case: t.case,
+                    kind: t.kind,
+                    justification: t.justification,
+                    candidate_roles: t.candidate_roles,
+                    assignee: t.assignee,
+                    lease_until: t.lease_until,
+                    priority: t.priority.into(),
+                    state: t.state.into(),
+                    on_expiry: t.on_expiry.into(),
+                    escalate_to: t.escalate_to,
+                    excluded_actors: t.excluded_actors,
+                    created_at: t.created_at,
+                    due_at: t.due_at,
+                    revision: t.revision,
+                    decision: t.decision.map(Into::into),
+                    outcomes: t.outcomes.into_iter().map(Into::into).collect(),
+                }
+            }
+        }
+        impl From<$crate::model::Task> for $wit::Task {
+            fn from(t: $crate::model::Task) -> Self {
+                $wit::Task {
+                    id: t.id,
+                    run: t.run,
+                    case: t.case,
+                    kind: t.kind,
+                    justification: t.justification,
+                    candidate_roles: t.candidate_roles,
+                    assignee: t.assignee,
+                    lease_until: t.lease_until,
+                    priority: t.priority.into(),
+                    state: t.state.into(),
+                    on_expiry: t.on_expiry.into(),
+                    escalate_to: t.escalate_to,
+                    excluded_actors: t.excluded_actors,
+                    created_at: t.created_at,
+                    due_at: t.due_at,
+                    revision: t.revision,
+                    decision: t.decision.map(Into::into),
+                    outcomes: t.outcomes.into_iter().map(Into::into).collect(),
+                }
+            }
+        }
+        impl From<$wit::TaskChanges> for $crate::model::TaskChanges {
+            fn from(c: $wit::TaskChanges) -> Self {
+                $crate::model::TaskChanges {
+                    due_at: c.due_at,
+                    priority: c.priority.map(Into::into),
+                    candidate_roles: c.candidate_roles,
+                    escalate_to: c.escalate_to,
+                    excluded_actors: c.excluded_actors,
+                    on_expiry: c.on_expiry.map(Into::into),
+                    outcomes: c.outcomes.map(|o| o.into_iter().map(Into::into).collect()),
+                }
+            }
+        }
+        impl From<$crate::model::TaskChanges> for $wit::TaskChanges {
+            fn from(c: $crate::model::TaskChanges) -> Self {
+                $wit::TaskChanges {
+                    due_at: c.due_at,
+                    priority: c.priority.map(Into::into),
+                    candidate_roles: c.candidate_roles,
+                    escalate_to: c.escalate_to,
+                    excluded_actors: c.excluded_actors,
+                    on_expiry: c.on_expiry.map(Into::into),
+                    outcomes: c.outcomes.map(|o| o.into_iter().map(Into::into).collect()),
+                }
+            }
+        }
         impl From<$wit::HistoryEntry> for $crate::model::HistoryEntry {
             fn from(e: $wit::HistoryEntry) -> Self {
                 $crate::model::HistoryEntry {
@@ -50,6 +127,11 @@ macro_rules! wit_conversions {
                     lease_until: e.lease_until,
                     candidate_roles: e.candidate_roles,
                     excluded_actors: e.excluded_actors,
+                    revision: e.revision,
+                    changes: e.changes.into_iter().map(Into::into).collect(),
+                    decision: e.decision.map(Into::into),
+                    note: e.note,
+                    job: e.job,
                 }
             }
         }
@@ -66,6 +148,11 @@ macro_rules! wit_conversions {
                     lease_until: e.lease_until,
                     candidate_roles: e.candidate_roles,
                     excluded_actors: e.excluded_actors,
+                    revision: e.revision,
+                    changes: e.changes.into_iter().map(Into::into).collect(),
+                    decision: e.decision.map(Into::into),
+                    note: e.note,
+                    job: e.job,
                 }
             }
         }

@@ -123,6 +123,17 @@ pub struct Task {
     pub excluded_actors: Vec<String>,
     pub created_at: Timestamp,
     pub due_at: Option<Timestamp>,
+    /// How many recorded changes the task has had since a layout-10
+    /// component first changed it (`open` gives 1); 0 for a task no such
+    /// component has changed. `open` ignores what it is given.
+    #[serde(default)]
+    pub revision: u64,
+    /// The decision the settling call recorded, if it carried one.
+    #[serde(default)]
+    pub decision: Option<DecisionRecord>,
+    /// The outcomes the task allows; empty: its kind's, or any.
+    #[serde(default)]
+    pub outcomes: Vec<OutcomeRule>,
 }
 
 impl Task {
@@ -131,6 +142,91 @@ impl Task {
     pub fn admits_roles(&self, roles: &[String]) -> bool {
         self.candidate_roles.is_empty() || self.candidate_roles.iter().any(|r| roles.contains(r))
     }
+}
+
+/// One outcome a decision may have (WIT `outcome-rule`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutcomeRule {
+    pub name: String,
+    /// A decision with this outcome must carry a non-empty reason.
+    pub needs_reason: bool,
+    /// A JSON Schema the output must satisfy, as text.
+    pub output_schema: Option<String>,
+}
+
+/// A decision as `settle` is given it (WIT `decision`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Decision {
+    pub outcome: String,
+    pub reason: Option<String>,
+    /// A JSON document, kept as the exact text it arrived as.
+    pub output: Option<String>,
+}
+
+/// A decision as the task keeps it (WIT `decision-record`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DecisionRecord {
+    pub outcome: String,
+    pub reason: Option<String>,
+    pub output: Option<String>,
+    /// Who settled the task; `None` for the service.
+    pub by: Option<String>,
+    /// When the host ran the settling call (`kv.call-time`).
+    pub at: Timestamp,
+}
+
+/// What a verb that changes one task may be given (WIT `guard`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Guard {
+    /// The revision the caller was shown: another one refuses the call
+    /// with `stale(current)`.
+    pub revision: Option<u64>,
+    /// The bulk job making the change, recorded in its history entry.
+    pub job: Option<String>,
+}
+
+/// The fields `update` may change (WIT `task-changes`); `None` leaves a
+/// field as it is.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskChanges {
+    /// `Some(None)` clears the due time.
+    pub due_at: Option<Option<Timestamp>>,
+    pub priority: Option<Priority>,
+    pub candidate_roles: Option<Vec<String>>,
+    pub escalate_to: Option<Vec<String>>,
+    pub excluded_actors: Option<Vec<String>>,
+    pub on_expiry: Option<OnExpiry>,
+    pub outcomes: Option<Vec<OutcomeRule>>,
+}
+
+impl TaskChanges {
+    /// Whether the changes name at least one field.
+    pub fn names_a_field(&self) -> bool {
+        self.due_at.is_some()
+            || self.priority.is_some()
+            || self.candidate_roles.is_some()
+            || self.escalate_to.is_some()
+            || self.excluded_actors.is_some()
+            || self.on_expiry.is_some()
+            || self.outcomes.is_some()
+    }
+}
+
+/// One field a change changed (WIT `field-change`): its WIT name and its
+/// value before and after, each as JSON text.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FieldChange {
+    pub field: String,
+    pub before: String,
+    pub after: String,
+}
+
+/// A kind's definition (WIT `kind-definition`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KindDefinition {
+    pub kind: String,
+    pub outcomes: Vec<OutcomeRule>,
+    pub revision: u64,
 }
 
 /// A claim that lapses unless renewed (WIT `lease`): held until
@@ -222,6 +318,22 @@ pub struct HistoryEntry {
     pub lease_until: Option<Timestamp>,
     pub candidate_roles: Vec<String>,
     pub excluded_actors: Vec<String>,
+    /// The task's revision after the change; 0 for a change recorded
+    /// before layout 10.
+    #[serde(default)]
+    pub revision: u64,
+    /// Each field the change changed but the state, before and after.
+    #[serde(default)]
+    pub changes: Vec<FieldChange>,
+    /// The decision a settle recorded.
+    #[serde(default)]
+    pub decision: Option<DecisionRecord>,
+    /// A note's remark.
+    #[serde(default)]
+    pub note: Option<String>,
+    /// The bulk job that made the change.
+    #[serde(default)]
+    pub job: Option<String>,
 }
 
 /// What a change did to a timer.
@@ -251,6 +363,12 @@ pub struct TimerChange {
 pub struct TaskChange {
     pub id: String,
     pub entry: HistoryEntry,
+    /// The task's run and kind; `None` for a change recorded before
+    /// layout 10.
+    #[serde(default)]
+    pub run: Option<String>,
+    #[serde(default)]
+    pub kind: Option<String>,
 }
 
 /// What one feed entry records (WIT `change`).
@@ -328,6 +446,9 @@ pub enum StoreError {
     /// The keyspace was moved to a layout newer than this component's by a
     /// newer build; the text names both layouts. Nothing was written.
     NewerLayout(String),
+    /// The revision the caller expected is not the current one, which this
+    /// is. Nothing was written.
+    Stale(u64),
 }
 
 impl fmt::Display for StoreError {
@@ -338,6 +459,7 @@ impl fmt::Display for StoreError {
             StoreError::Corrupt(d) => write!(f, "corrupt storage: {d}"),
             StoreError::Storage(d) => write!(f, "storage failed: {d}"),
             StoreError::NewerLayout(d) => write!(f, "newer layout: {d}"),
+            StoreError::Stale(r) => write!(f, "stale: the current revision is {r}"),
         }
     }
 }
@@ -360,6 +482,8 @@ pub enum ClaimError {
     NotPending(TaskState),
     AlreadyClaimed(String),
     NotHeld(String),
+    /// The guard's revision is not the task's, which this is.
+    Stale(u64),
     Store(StoreError),
 }
 
@@ -372,6 +496,10 @@ impl fmt::Display for ClaimError {
             ClaimError::NotPending(s) => write!(f, "the task is already {s}"),
             ClaimError::AlreadyClaimed(h) => write!(f, "the task is held by {h}"),
             ClaimError::NotHeld(a) => write!(f, "{a} does not hold the task"),
+            ClaimError::Stale(r) => write!(
+                f,
+                "the task changed since it was read: its revision is now {r}"
+            ),
             ClaimError::Store(e) => e.fmt(f),
         }
     }

@@ -25,6 +25,8 @@
 //! | `("feed", slot, MAX)` | the last sequence number written in a slot of the feed, a big-endian `u64`; `MAX` is `i64::MAX`, after every entry |
 //! | `("feed-floor", slot)` | the last sequence number trimmed from a slot of the feed, a big-endian `u64` |
 //! | `("feed", slot, seq)` | one entry of the feed, with the position of the previous entry of the same task or timer |
+//! | `("held", actor, lease-end, id)` | a claimed task, under its holder at its lease end (`i64::MAX` when unleased): what `held` lists (layout 10) |
+//! | `("kind", kind)` | a kind's definition: its allowed outcomes, which need a reason, their output schemas, its revision (layout 10) |
 //!
 //! A task's log and history sit beside its row, and a slot's head beside its
 //! newest entries, because a store that copies every page a commit touches
@@ -66,13 +68,16 @@
 //! | 6 | earlier builds of this component | as 5, with every change recorded in the history and the feed from the first: `6/1`, `6/64` |
 //! | 7 | earlier builds of this component | as 6, with the record's keys beside the rows and entries they follow: `7/1`, `7/64` |
 //! | 8 | earlier builds of this component | as 7, under the version rule below: `8/1`, `8/64`; a keyspace moved from layout 3 to 6 keeps its shape and says so: `8/64/from-5` |
-//! | 9 | this component | as 8, with each task's history kept in the feed: no history key per change, only every 64th and a task's last entry once its change is trimmed from the feed: `9/1`, `9/64`, `9/64/from-5` |
+//! | 9 | earlier builds of this component | as 8, with each task's history kept in the feed: no history key per change, only every 64th and a task's last entry once its change is trimmed from the feed: `9/1`, `9/64`, `9/64/from-5` |
+//! | 10 | this component | as 9, with rows and entries extended (a task's revision, decision and outcomes; a history or feed entry's revision, changed fields, decision, note, job, run and kind), a `held` entry per claimed task and kind definitions: `10/1`, `10/64`, `10/64/from-9`, `10/64/from-5` |
 //!
-//! This component lays out fresh keyspaces in layout 9, and reads and writes
-//! layouts 3 to 7 in their spelling (3 and 4 spreading by row, 3 to 6 with
+//! This component lays out fresh keyspaces in layout 10, and reads and writes
+//! layouts 3 to 9 in their spelling (3 and 4 spreading by row, 3 to 6 with
 //! the record apart). The version rule: the first change it records in a
-//! keyspace of an earlier layout moves the mark to layout 9 in the same
-//! call ([`layout_mark_from`] keeps the shape in the mark), and a mark of a
+//! keyspace of an earlier layout moves the mark to layout 10 in the same
+//! call ([`layout_mark_from`] keeps the shape in the mark: `from-9` for a
+//! keyspace laid out as layout 7 to 9, whose claimed tasks may lack the
+//! `held` entry until their next change), and a mark of a
 //! later version is refused as `newer-layout`, so a build never writes a
 //! keyspace a newer one has written. It records history and feed entries in
 //! every layout; a component that predates them reads layouts up to 5 and
@@ -88,7 +93,7 @@
 //! slots never touch one key, and within a slot a higher number always
 //! commits later (a call reads the head the last call of its slot wrote).
 //! Layout 3 is layout 4 with 64 shards, so this component reads and writes it
-//! as such, and its first change marks it `9/64/from-3`. The entries a
+//! as such, and its first change marks it `10/64/from-3`. The entries a
 //! layout-8 build (or an earlier one) wrote under history keys stay there,
 //! and a task's history reads them below its changes in the feed.
 
@@ -101,13 +106,13 @@ use crate::prelude::*;
 /// a newer version is refused as `newer-layout`, and one with a version it
 /// does not otherwise read as corrupt, rather than misread.
 #[cfg(not(feature = "next-layout"))]
-pub const LAYOUT_VERSION: u32 = 9;
+pub const LAYOUT_VERSION: u32 = 10;
 
 /// The build the rolling-upgrade test runs as "the next release": the same
 /// rules, one layout later, so that it moves a keyspace out of this build's
 /// reach as any later release will.
 #[cfg(feature = "next-layout")]
-pub const LAYOUT_VERSION: u32 = 10;
+pub const LAYOUT_VERSION: u32 = 11;
 
 /// The most shards a counter has: per-shard tallies fit in arrays this long.
 pub const MAX_SHARDS: u8 = 64;
@@ -228,7 +233,8 @@ pub fn layout_mark(shards: Shards) -> String {
 
 /// The mark of a keyspace this component writes: its version and shard
 /// count and, for a keyspace laid out in an earlier layout whose spelling it
-/// keeps (3 to 6), `/from-` and that layout: `9/64/from-5`.
+/// keeps (3 to 6, or 9 for one laid out as 7 to 9), `/from-` and that
+/// layout: `10/64/from-5`.
 pub fn layout_mark_from(shards: Shards, origin: Option<u32>) -> String {
     match origin {
         None => format!("{LAYOUT_VERSION}/{}", shards.count()),
@@ -445,6 +451,38 @@ pub fn feed_slot(slot: u8) -> Key {
 
 pub fn feed_entry(slot: u8, seq: u64) -> Key {
     feed_slot(slot).int(seq_int(seq))
+}
+
+/// Every `held` entry.
+pub fn helds() -> Key {
+    Key::new().str("held")
+}
+
+/// The `held` entries of one actor, in lease-end order.
+pub fn held_by(actor: &str) -> Key {
+    helds().str(actor)
+}
+
+/// Where `held` lists a claimed task: under its holder, at its lease end.
+pub fn held_entry(actor: &str, lease_end: Timestamp, id: &str) -> Key {
+    held_by(actor).raw(held_position(lease_end, id).as_bytes())
+}
+
+/// A position in `held` order, shared by the index and its cursor.
+pub fn held_position(lease_end: Timestamp, id: &str) -> Key {
+    Key::new().int(lease_end).str(id)
+}
+
+/// The lease end a claim without a lease is listed at: after every lease.
+pub const UNLEASED: Timestamp = i64::MAX;
+
+/// Every kind definition, in name order.
+pub fn kinds() -> Key {
+    Key::new().str("kind")
+}
+
+pub fn kind(name: &str) -> Key {
+    kinds().str(name)
 }
 
 /// A sequence number as a key element. Sequences count calls, one at a

@@ -2,8 +2,15 @@
 //!
 //! Rows are postcard, decoded whole: bytes that do not decode, or bytes left
 //! over after the row, make the row `corrupt`, never a default or a partial
-//! value. This module knows no key and no kind of row, and never reads or
-//! writes the store; the row modules call it on their way in and out.
+//! value. From layout 10 a row that gained fields is its layout-9 encoding
+//! (its *base*) followed by an *extension*: a postcard struct of the fields
+//! the layout adds ([`encode_extended`], [`decode_extended`]). Nothing after
+//! the base is a row an earlier build wrote, read with the extension's
+//! defaults; bytes after the extension are damage. A later layout appends
+//! an extension of its own after this one, the same way, so no earlier row
+//! is ever rewritten to be read. This module knows no key and no kind of
+//! row, and never reads or writes the store; the row modules call it on
+//! their way in and out.
 
 #[allow(unused_imports)]
 use crate::prelude::*;
@@ -43,5 +50,34 @@ pub(super) fn decode_row<T: for<'de> Deserialize<'de>>(bytes: &[u8]) -> Result<T
             rest.len()
         ))),
         Err(e) => Err(RowError(e.to_string())),
+    }
+}
+
+/// A row as its base followed by its extension.
+pub fn encode_extended(base: &impl Serialize, ext: &impl Serialize) -> Result<Vec<u8>, StoreError> {
+    let fail = |e: postcard::Error| StoreError::Storage(format!("cannot encode a row: {e}"));
+    let out = postcard::to_extend(base, Vec::new()).map_err(fail)?;
+    postcard::to_extend(ext, out).map_err(fail)
+}
+
+/// Decodes a base and, when bytes follow it, its extension, which must
+/// then take every byte left; a base alone reads with the extension's
+/// defaults (a row an earlier layout wrote).
+pub(super) fn decode_extended<B, E>(bytes: &[u8]) -> Result<(B, E), RowError>
+where
+    B: for<'de> Deserialize<'de>,
+    E: for<'de> Deserialize<'de> + Default,
+{
+    let (base, rest) = postcard::take_from_bytes::<B>(bytes).map_err(|e| RowError(e.to_string()))?;
+    if rest.is_empty() {
+        return Ok((base, E::default()));
+    }
+    match postcard::take_from_bytes::<E>(rest) {
+        Ok((ext, [])) => Ok((base, ext)),
+        Ok((_, left)) => Err(RowError(format!(
+            "{} bytes left over after the row's extension",
+            left.len()
+        ))),
+        Err(e) => Err(RowError(format!("the row's extension: {e}"))),
     }
 }

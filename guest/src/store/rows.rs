@@ -7,21 +7,146 @@
 #[allow(unused_imports)]
 use crate::prelude::*;
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Serialize, Serializer};
 
 use crate::keys::Key;
-use crate::model::{Task, TaskState, Timer, Timestamp};
+use crate::model::{
+    DecisionRecord, OnExpiry, OutcomeRule, Priority, Task, TaskState, Timer, Timestamp,
+};
 use crate::schema;
 
+use super::codec::{RowError, decode_extended};
+
 /// A stored task: the task plus what the contract needs but the caller never
-/// sets. Stored in the compact binary form of [`encode_row`]: the fields in
-/// declaration order, so the field list lives only in the struct.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// sets. Stored in the compact binary form of [`encode_row`](super::encode_row):
+/// its layout-9 fields ([`TaskBase`]) in declaration order, then the
+/// extension layout 10 added ([`TaskExt`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TaskRow {
     pub task: Task,
     /// Escalation has fired once: the task never returns to the overdue scan,
     /// and a release puts it back as `escalated`, audience still widened.
     pub ever_escalated: bool,
+}
+
+/// A task row as layout 9 stored it, field for field: the whole row an
+/// earlier build wrote, and the base of every row since.
+#[derive(Deserialize)]
+struct TaskBase {
+    id: String,
+    run: String,
+    case: Option<String>,
+    kind: String,
+    justification: String,
+    candidate_roles: Vec<String>,
+    assignee: Option<String>,
+    lease_until: Option<Timestamp>,
+    priority: Priority,
+    state: TaskState,
+    on_expiry: OnExpiry,
+    escalate_to: Vec<String>,
+    excluded_actors: Vec<String>,
+    created_at: Timestamp,
+    due_at: Option<Timestamp>,
+    ever_escalated: bool,
+}
+
+/// [`TaskBase`], borrowed from a row to be written.
+#[derive(Serialize)]
+struct TaskBaseRef<'a> {
+    id: &'a str,
+    run: &'a str,
+    case: &'a Option<String>,
+    kind: &'a str,
+    justification: &'a str,
+    candidate_roles: &'a [String],
+    assignee: &'a Option<String>,
+    lease_until: Option<Timestamp>,
+    priority: Priority,
+    state: TaskState,
+    on_expiry: OnExpiry,
+    escalate_to: &'a [String],
+    excluded_actors: &'a [String],
+    created_at: Timestamp,
+    due_at: Option<Timestamp>,
+    ever_escalated: bool,
+}
+
+/// What layout 10 adds to a task row, after its base: each field defaults
+/// to what a row an earlier build wrote means. A field is only ever added
+/// at the end, with its default meaning "as before".
+#[derive(Default, Deserialize)]
+struct TaskExt {
+    revision: u64,
+    decision: Option<DecisionRecord>,
+    outcomes: Vec<OutcomeRule>,
+}
+
+/// [`TaskExt`], borrowed from a row to be written.
+#[derive(Serialize)]
+struct TaskExtRef<'a> {
+    revision: u64,
+    decision: &'a Option<DecisionRecord>,
+    outcomes: &'a [OutcomeRule],
+}
+
+/// Written as its base, then its extension.
+impl Serialize for TaskRow {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let t = &self.task;
+        let base = TaskBaseRef {
+            id: &t.id,
+            run: &t.run,
+            case: &t.case,
+            kind: &t.kind,
+            justification: &t.justification,
+            candidate_roles: &t.candidate_roles,
+            assignee: &t.assignee,
+            lease_until: t.lease_until,
+            priority: t.priority,
+            state: t.state,
+            on_expiry: t.on_expiry,
+            escalate_to: &t.escalate_to,
+            excluded_actors: &t.excluded_actors,
+            created_at: t.created_at,
+            due_at: t.due_at,
+            ever_escalated: self.ever_escalated,
+        };
+        let ext = TaskExtRef {
+            revision: t.revision,
+            decision: &t.decision,
+            outcomes: &t.outcomes,
+        };
+        (base, ext).serialize(s)
+    }
+}
+
+/// Decodes a stored task row of any layout from 3 on.
+pub fn decode_task_row(bytes: &[u8]) -> Result<TaskRow, RowError> {
+    let (b, e): (TaskBase, TaskExt) = decode_extended(bytes)?;
+    Ok(TaskRow {
+        task: Task {
+            id: b.id,
+            run: b.run,
+            case: b.case,
+            kind: b.kind,
+            justification: b.justification,
+            candidate_roles: b.candidate_roles,
+            assignee: b.assignee,
+            lease_until: b.lease_until,
+            priority: b.priority,
+            state: b.state,
+            on_expiry: b.on_expiry,
+            escalate_to: b.escalate_to,
+            excluded_actors: b.excluded_actors,
+            created_at: b.created_at,
+            due_at: b.due_at,
+            revision: e.revision,
+            decision: e.decision,
+            outcomes: e.outcomes,
+        },
+        ever_escalated: b.ever_escalated,
+    })
 }
 
 impl TaskRow {
@@ -61,7 +186,23 @@ impl TaskRow {
                     .into_bytes(),
             );
         }
+        if let Some(key) = self.held_key() {
+            out.push(key);
+        }
         out
+    }
+
+    /// The entry `held` lists the task by while it is claimed: under its
+    /// holder, at its lease end (unleased last).
+    pub fn held_key(&self) -> Option<Vec<u8>> {
+        let t = &self.task;
+        match (&t.state, &t.assignee) {
+            (TaskState::Claimed, Some(holder)) => Some(
+                schema::held_entry(holder, t.lease_until.unwrap_or(schema::UNLEASED), &t.id)
+                    .into_bytes(),
+            ),
+            _ => None,
+        }
     }
 }
 
