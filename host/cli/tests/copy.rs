@@ -999,3 +999,536 @@ fn progress_lines_go_to_stderr_only_when_asked_or_at_a_terminal() {
     assert!(never.status.success());
     assert_eq!(String::from_utf8_lossy(&never.stderr), "");
 }
+
+// ---- Bounded and all-or-nothing (issue 60) ----
+
+/// Bounds a hang only: nothing here waits this long when all is well.
+const HANG: std::time::Duration = std::time::Duration::from_secs(180);
+
+/// The lines of `tenant`'s export from `db`.
+fn export_lines(dir: &Path, db: &Path, tenant: &str) -> Vec<String> {
+    let file = dir.join(format!("{tenant}-lines.export"));
+    ok(leasehold(
+        dir,
+        &[
+            "--db",
+            path(db),
+            "--tenant",
+            tenant,
+            "tenant",
+            "export",
+            "--out",
+            path(&file),
+        ],
+    ));
+    let text = std::fs::read_to_string(&file).expect("read the export");
+    text.lines().map(str::to_owned).collect()
+}
+
+/// An export's first line and entries (its last line dropped), then
+/// `extra` entries, then a last line whose count and digest match them
+/// all: a file another tool could have written.
+fn with_entries(lines: &[String], extra: &[(Vec<u8>, Vec<u8>)]) -> Vec<u8> {
+    use leasehold_host::tenant_keys::{Digest, hex, unhex};
+    let mut digest = Digest::default();
+    let mut out = Vec::new();
+    out.extend_from_slice(lines[0].as_bytes());
+    out.push(b'\n');
+    for line in &lines[1..lines.len() - 1] {
+        let v: Value = serde_json::from_str(line).expect("an entry");
+        let key = unhex(v["key"].as_str().expect("key")).expect("hex");
+        let value = unhex(v["value"].as_str().expect("value")).expect("hex");
+        digest.add(&key, &value);
+        out.extend_from_slice(line.as_bytes());
+        out.push(b'\n');
+    }
+    for (key, value) in extra {
+        digest.add(key, value);
+        out.extend_from_slice(b"{\"key\":\"");
+        out.extend_from_slice(hex(key).as_bytes());
+        out.extend_from_slice(b"\",\"value\":\"");
+        out.extend_from_slice(hex(value).as_bytes());
+        out.extend_from_slice(b"\"}\n");
+    }
+    let end = serde_json::json!({"end": {
+        "keys": digest.keys(), "bytes": digest.bytes(), "sha256": digest.hex(),
+    }});
+    out.extend_from_slice(end.to_string().as_bytes());
+    out.push(b'\n');
+    out
+}
+
+/// The key of an export's last entry.
+fn last_key(lines: &[String]) -> Vec<u8> {
+    let v: Value = serde_json::from_str(&lines[lines.len() - 2]).expect("an entry");
+    leasehold_host::tenant_keys::unhex(v["key"].as_str().expect("key")).expect("hex")
+}
+
+/// Runs the binary with `--json` and `args`, `input` on its standard input.
+fn leasehold_stdin(dir: &Path, args: &[&str], env: Option<(&str, &str)>, input: Vec<u8>) -> Output {
+    use std::io::Write as _;
+    use std::process::{Command, Stdio};
+    let mut c = Command::new(env!("CARGO_BIN_EXE_leasehold"));
+    c.current_dir(dir)
+        .env_remove("LEASEHOLD_DB")
+        .env_remove(STOP_AFTER)
+        .arg("--json")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some((k, v)) = env {
+        c.env(k, v);
+    }
+    let mut child = c.spawn().expect("spawn leasehold");
+    let mut stdin = child.stdin.take().expect("stdin");
+    // The import may refuse before it reads everything: a broken pipe then.
+    let feeder = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let out = child.wait_with_output().expect("wait for leasehold");
+    feeder.join().expect("the feeder");
+    out
+}
+
+/// Issue 60: an entry no call could write (a 20 MiB value, a value one
+/// byte over 4 MiB, a key over 4,096 bytes), after a thousand good ones,
+/// with the last line's count and digest made to match, is refused at its
+/// line; nothing of the file is written, another tenant of the target is
+/// untouched, and the target still backs up and copies whole afterwards.
+#[test]
+fn an_entry_over_the_engines_limits_after_a_thousand_good_ones_is_refused_and_nothing_is_written() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (src, dst) = (dir.path().join("src.redb"), dir.path().join("dst.redb"));
+    fill(&src, &["acme"], 200);
+    fill(&dst, &["other"], 10);
+    let other = export_digest(dir.path(), path(&dst), "other");
+    let lines = export_lines(dir.path(), &src, "acme");
+    assert!(lines.len() - 2 >= 1000, "{} entries", lines.len() - 2);
+    let mut past = last_key(&lines);
+    past.push(0xff);
+    for (name, key, value, why) in [
+        (
+            "twenty-mib",
+            past.clone(),
+            vec![0x5a; 20 << 20],
+            "longer than 8396864 bytes",
+        ),
+        (
+            "value-over",
+            past.clone(),
+            vec![0x5a; (4 << 20) + 1],
+            "a value of 4194305 bytes",
+        ),
+        (
+            "key-over",
+            vec![0xff; 4097],
+            b"v".to_vec(),
+            "a key of 4097 bytes",
+        ),
+    ] {
+        let file = dir.path().join(format!("{name}.jsonl"));
+        std::fs::write(&file, with_entries(&lines, &[(key, value)])).expect("write");
+        let e = error(
+            &leasehold(
+                dir.path(),
+                &[
+                    "--db",
+                    path(&dst),
+                    "--tenant",
+                    "acme",
+                    "tenant",
+                    "import",
+                    "--in",
+                    path(&file),
+                ],
+            ),
+            2,
+        );
+        assert_eq!(e["error"], "bad_file", "{name}: {e}");
+        let message = e["message"].as_str().expect("message");
+        assert!(message.contains(why), "{name}: {message}");
+        assert!(
+            message.contains(&format!("line {}", lines.len())),
+            "{name}: the entry's own line: {message}"
+        );
+        assert_eq!(
+            export_digest(dir.path(), path(&dst), "acme").0,
+            0,
+            "{name}: nothing written"
+        );
+        assert_eq!(
+            export_digest(dir.path(), path(&dst), "other"),
+            other,
+            "{name}"
+        );
+    }
+    let backup = dir.path().join("dst.backup");
+    ok(leasehold(
+        dir.path(),
+        &["--db", path(&dst), "backup", "--out", path(&backup)],
+    ));
+    let third = dir.path().join("third.redb");
+    ok(copy(dir.path(), path(&dst), path(&third), &[]));
+}
+
+/// Issue 60: an import that fails after many batches went in (a value
+/// changed late in the file, found at its last line; read from standard
+/// input, which is read once as it comes) or that stops after its first
+/// batch, leaves the target as it was, another tenant untouched; the good
+/// file then goes in whole.
+#[test]
+fn an_import_that_fails_after_many_batches_leaves_the_target_as_it_was() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (src, dst) = (dir.path().join("src.redb"), dir.path().join("dst.redb"));
+    fill(&src, &["acme"], 1500);
+    fill(&dst, &["other"], 10);
+    let other = export_digest(dir.path(), path(&dst), "other");
+    let lines = export_lines(dir.path(), &src, "acme");
+    assert!(lines.len() - 2 > 2 * 4096, "{} entries", lines.len() - 2);
+    let mut altered = lines.clone();
+    let late = altered.len() - 2;
+    altered[late] = altered[late].replacen("\"value\":\"", "\"value\":\"00", 1);
+    let e = error(
+        &leasehold_stdin(
+            dir.path(),
+            &["--db", path(&dst), "--tenant", "acme", "tenant", "import"],
+            None,
+            (altered.join("\n") + "\n").into_bytes(),
+        ),
+        2,
+    );
+    assert_eq!(e["error"], "bad_file", "{e}");
+    assert!(
+        e["message"]
+            .as_str()
+            .is_some_and(|m| m.contains(&format!("line {}", lines.len()))),
+        "{e}"
+    );
+    assert_eq!(export_digest(dir.path(), path(&dst), "acme").0, 0);
+    assert_eq!(export_digest(dir.path(), path(&dst), "other"), other);
+
+    let good = (lines.join("\n") + "\n").into_bytes();
+    let stopped = leasehold_stdin(
+        dir.path(),
+        &["--db", path(&dst), "--tenant", "acme", "tenant", "import"],
+        Some((STOP_AFTER, "1")),
+        good.clone(),
+    );
+    assert_eq!(error(&stopped, 3)["error"], "stopped");
+    assert_eq!(export_digest(dir.path(), path(&dst), "acme").0, 0);
+    assert_eq!(export_digest(dir.path(), path(&dst), "other"), other);
+
+    let imported = ok(leasehold_stdin(
+        dir.path(),
+        &["--db", path(&dst), "--tenant", "acme", "tenant", "import"],
+        None,
+        good,
+    ));
+    assert_eq!(imported["digests_match"], true, "{imported}");
+    assert_eq!(imported["keys"].as_u64(), Some((lines.len() - 2) as u64));
+}
+
+/// Runs the binary under a bound on its address space (`ulimit -v`, in
+/// KiB), so that reading a gibibyte into memory fails where a bounded read
+/// does not.
+fn leasehold_bounded(dir: &Path, kib: u64, args: &[&str]) -> Output {
+    std::process::Command::new("sh")
+        .current_dir(dir)
+        .env_remove("LEASEHOLD_DB")
+        .env_remove(STOP_AFTER)
+        .arg("-c")
+        .arg(format!("ulimit -v {kib} && exec \"$0\" --json \"$@\""))
+        .arg(env!("CARGO_BIN_EXE_leasehold"))
+        .args(args)
+        .output()
+        .expect("run leasehold under sh")
+}
+
+/// Issue 60: a line of a gibibyte (a valid first line, then 1 GiB of zero
+/// bytes, a sparse file that fills no disk) is refused at its line, by an
+/// import held to 512 MiB of address space: it read no more of the line
+/// than the bound. Nothing is written, and no file is left at the target.
+#[test]
+fn a_gibibyte_line_is_refused_having_read_no_more_than_the_bound() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("huge.jsonl");
+    let head = b"{\"format\":\"leasehold-tenant-keys\",\"version\":1,\"tenant\":\"acme\"}\n{\"key\":\"00\",\"value\":\"";
+    std::fs::write(&file, head).expect("write");
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&file)
+        .expect("open");
+    f.set_len(head.len() as u64 + (1 << 30)).expect("extend");
+    drop(f);
+    let dst = dir.path().join("dst.redb");
+    let out = leasehold_bounded(
+        dir.path(),
+        512 * 1024,
+        &["--db", path(&dst), "tenant", "import", "--in", path(&file)],
+    );
+    let e = error(&out, 2);
+    assert_eq!(e["error"], "bad_file", "{e}");
+    assert!(
+        e["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("line 2") && m.contains("longer than")),
+        "{e}"
+    );
+    assert!(!dst.exists(), "nothing is left at the target");
+}
+
+/// Issue 60: the import's file is opened once. The path first names a
+/// named pipe, through which the import is handed the export it checks;
+/// once that is written, a different, valid export is renamed over the
+/// path, so any later open of it (a second pass over "the same file")
+/// finds that one. What is written is what was read: the first.
+#[test]
+fn a_file_swapped_after_it_was_read_is_not_what_is_written() {
+    use std::io::Write as _;
+    use std::process::{Command, Stdio};
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (src, dst) = (dir.path().join("src.redb"), dir.path().join("dst.redb"));
+    fill(&src, &["acme", "globex"], 30);
+    let checked = (export_lines(dir.path(), &src, "acme").join("\n") + "\n").into_bytes();
+    let (_, acme_digest) = export_digest(dir.path(), path(&src), "acme");
+    let other = dir.path().join("other.export");
+    std::fs::write(
+        &other,
+        export_lines(dir.path(), &src, "globex").join("\n") + "\n",
+    )
+    .expect("write");
+    let fifo = dir.path().join("export.jsonl");
+    let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    assert!(made.success());
+    let child = Command::new(env!("CARGO_BIN_EXE_leasehold"))
+        .current_dir(dir.path())
+        .env_remove("LEASEHOLD_DB")
+        .env_remove(STOP_AFTER)
+        .args([
+            "--json",
+            "--db",
+            path(&dst),
+            "--tenant",
+            "acme",
+            "tenant",
+            "import",
+        ])
+        .arg("--in")
+        .arg(&fifo)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn the import");
+    // The open for writing returns once the import has opened the pipe.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&fifo)
+        .and_then(|mut f| f.write_all(&checked))
+        .expect("hand the import its file");
+    std::fs::rename(&other, &fifo).expect("swap another export in");
+    let imported = ok(child.wait_with_output().expect("the import's output"));
+    assert_eq!(imported["digests_match"], true, "{imported}");
+    assert_eq!(
+        export_digest(dir.path(), path(&dst), "acme").1,
+        acme_digest,
+        "the target holds the export that was read, not the one swapped in"
+    );
+}
+
+/// A task of the target's own, opened by a writer of its own.
+fn open_own_task(dir: &Path, db: &str, tenant: &str) -> Output {
+    let own = dir.join("own-task.json");
+    std::fs::write(&own, r#"{"id":"theirs","run":"r","kind":"k"}"#).expect("write");
+    leasehold(
+        dir,
+        &[
+            "--db",
+            db,
+            "--tenant",
+            tenant,
+            "--wait",
+            "1s",
+            "task",
+            "open",
+            path(&own),
+        ],
+    )
+}
+
+/// Issue 60's concurrent writer, on `db` (a redb file or PostgreSQL):
+/// while an import holds its target tenant (paused by the test's hook
+/// after its first batch went in), a writer of that tenant fails or waits;
+/// it never commits between the import's look and its commit. Whatever
+/// the order, the tenant ends as one of them alone left it, never mixed.
+/// A writer that finished before the import makes the import refuse.
+fn a_writer_meeting_an_import_never_interleaves(dir: &Path, db: &str, tenant: &str) {
+    use std::process::{Command, Stdio};
+    let src = dir.join("writer-src.redb");
+    fill(&src, &["acme"], 20);
+    let file = dir.join("acme-writer.export");
+    std::fs::write(&file, export_lines(dir, &src, "acme").join("\n") + "\n").expect("write");
+    let (keys, digest) = export_digest(dir, path(&src), "acme");
+    let fifo = dir.join("hold.pipe");
+    let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    assert!(made.success());
+    let mut import = Command::new(env!("CARGO_BIN_EXE_leasehold"))
+        .current_dir(dir)
+        .env_remove("LEASEHOLD_DB")
+        .env_remove(STOP_AFTER)
+        .env("LEASEHOLD_COPY_HOLD_FIFO", &fifo)
+        .args(["--json", "--db", db, "--tenant", tenant, "tenant", "import"])
+        .arg("--in")
+        .arg(&file)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn the import");
+    // Opening the pipe waits until the import holds, its keys put.
+    let (held_tx, held_rx) = std::sync::mpsc::channel();
+    let opener = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || {
+            let _ = held_tx.send(std::fs::OpenOptions::new().write(true).open(fifo));
+        })
+    };
+    let hold = match held_rx.recv_timeout(HANG) {
+        Ok(opened) => opened.expect("open the hold"),
+        Err(_) => {
+            let _ = import.kill();
+            panic!("the import never held its target");
+        }
+    };
+    opener.join().expect("the opener");
+    let writer = open_own_task(dir, db, tenant);
+    drop(hold);
+    let imported = import.wait_with_output().expect("the import's output");
+    let (wrote, took) = (writer.status.success(), imported.status.success());
+    assert!(
+        !(wrote && took),
+        "both committed: the writer {} and the import {}",
+        String::from_utf8_lossy(&writer.stdout),
+        String::from_utf8_lossy(&imported.stdout)
+    );
+    let there = export_digest(dir, db, tenant);
+    let theirs = leasehold(
+        dir,
+        &["--db", db, "--tenant", tenant, "task", "get", "theirs"],
+    );
+    if took {
+        assert_eq!(there, (keys, digest.clone()), "the import's keys alone");
+        assert!(!theirs.status.success(), "the writer's task is not there");
+    } else {
+        assert_ne!(there.1, digest, "the import wrote nothing");
+        assert_eq!(
+            theirs.status.success(),
+            wrote,
+            "the writer's task, if it wrote"
+        );
+    }
+    // Finished before the import began, a writer makes it refuse.
+    let other = format!("{tenant}-first");
+    ok(open_own_task(dir, db, &other));
+    let e = error(
+        &leasehold(
+            dir,
+            &[
+                "--db",
+                db,
+                "--tenant",
+                &other,
+                "tenant",
+                "import",
+                "--in",
+                path(&file),
+            ],
+        ),
+        1,
+    );
+    assert_eq!(e["error"], "not_empty", "{e}");
+    for t in [tenant, other.as_str()] {
+        ok(leasehold(
+            dir,
+            &["--db", db, "--tenant", t, "tenant", "delete", "--yes"],
+        ));
+    }
+}
+
+#[test]
+fn a_writer_meeting_an_import_on_redb_never_interleaves() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("held.redb");
+    fill(&db, &["other"], 5);
+    a_writer_meeting_an_import_never_interleaves(dir.path(), path(&db), "acme");
+}
+
+#[test]
+fn a_writer_meeting_an_import_on_postgres_never_interleaves() {
+    let Some(url) = postgres() else { return };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let tenant = format!(
+        "held-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis())
+            .unwrap_or(0)
+    );
+    a_writer_meeting_an_import_never_interleaves(dir.path(), &url, &tenant);
+}
+
+/// Issue 60 for `copy`: an entry no call could write in the source (put
+/// there behind the engine's back: a 5 MiB value, and a 20 MiB one, over
+/// a scan) refuses the whole copy; the tenant copied before it is not
+/// written either, another tenant of the target is untouched, and a
+/// target file that did not exist is not left behind. A tenant named
+/// twice is refused before anything opens.
+#[test]
+fn copy_refuses_an_entry_over_the_engines_limits_and_writes_nothing() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let dst = dir.path().join("dst.redb");
+    fill(&dst, &["other"], 5);
+    let other = export_digest(dir.path(), path(&dst), "other");
+    for (name, size) in [("five-mib", 5 << 20), ("twenty-mib", 20 << 20)] {
+        let src = dir.path().join(format!("{name}.redb"));
+        fill(&src, &["acme", "globex"], 20);
+        {
+            let db = redb::Database::open(&src).expect("open the source with redb");
+            let table: redb::TableDefinition<&[u8], &[u8]> =
+                redb::TableDefinition::new("leasehold-kv");
+            let txn = db.begin_write().expect("write");
+            {
+                let mut t = txn.open_table(table).expect("table");
+                let mut key = vec![6u8];
+                key.extend_from_slice(b"globex");
+                key.extend_from_slice(&[0xff, 0xff]);
+                t.insert(key.as_slice(), vec![7u8; size].as_slice())
+                    .expect("insert");
+            }
+            txn.commit().expect("commit");
+        }
+        let e = error(&copy(dir.path(), path(&src), path(&dst), &[]), 2);
+        assert_eq!(e["error"], "too_large", "{name}: {e}");
+        assert_eq!(e["detail"], "globex", "{name}: {e}");
+        for t in ["acme", "globex"] {
+            assert_eq!(
+                export_digest(dir.path(), path(&dst), t).0,
+                0,
+                "{name}: {t} was not written"
+            );
+        }
+        assert_eq!(export_digest(dir.path(), path(&dst), "other"), other);
+        let fresh = dir.path().join(format!("{name}-fresh.redb"));
+        error(&copy(dir.path(), path(&src), path(&fresh), &[]), 2);
+        assert!(!fresh.exists(), "{name}: no file left at the name");
+    }
+    let src = dir.path().join("five-mib.redb");
+    let e = error(
+        &copy(dir.path(), path(&src), path(&dst), &["acme", "acme"]),
+        2,
+    );
+    assert!(
+        e["message"].as_str().is_some_and(|m| m.contains("twice")),
+        "{e}"
+    );
+}
