@@ -1356,20 +1356,19 @@ fn open_own_task(dir: &Path, db: &str, tenant: &str) -> Output {
     )
 }
 
-/// Issue 60's concurrent writer, on `db` (a redb file or PostgreSQL):
-/// while an import holds its target tenant (paused by the test's hook
-/// after its first batch went in), a writer of that tenant fails or waits;
-/// it never commits between the import's look and its commit. Whatever
-/// the order, the tenant ends as one of them alone left it, never mixed.
-/// A writer that finished before the import makes the import refuse.
-fn a_writer_meeting_an_import_never_interleaves(dir: &Path, db: &str, tenant: &str) {
+/// Starts `tenant import` of `file` into `tenant` on `db` with the test's
+/// hold (`extra` before the command): answers once its first batch is in
+/// its transaction, with the process and the pipe whose closing lets it
+/// go on.
+fn held_import(
+    dir: &Path,
+    db: &str,
+    tenant: &str,
+    file: &Path,
+    extra: &[&str],
+) -> (std::process::Child, std::fs::File) {
     use std::process::{Command, Stdio};
-    let src = dir.join("writer-src.redb");
-    fill(&src, &["acme"], 20);
-    let file = dir.join("acme-writer.export");
-    std::fs::write(&file, export_lines(dir, &src, "acme").join("\n") + "\n").expect("write");
-    let (keys, digest) = export_digest(dir, path(&src), "acme");
-    let fifo = dir.join("hold.pipe");
+    let fifo = dir.join(format!("hold-{tenant}.pipe"));
     let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
     assert!(made.success());
     let mut import = Command::new(env!("CARGO_BIN_EXE_leasehold"))
@@ -1377,9 +1376,10 @@ fn a_writer_meeting_an_import_never_interleaves(dir: &Path, db: &str, tenant: &s
         .env_remove("LEASEHOLD_DB")
         .env_remove(STOP_AFTER)
         .env("LEASEHOLD_COPY_HOLD_FIFO", &fifo)
-        .args(["--json", "--db", db, "--tenant", tenant, "tenant", "import"])
-        .arg("--in")
-        .arg(&file)
+        .args(["--json", "--db", db, "--tenant", tenant])
+        .args(extra)
+        .args(["tenant", "import", "--in"])
+        .arg(file)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -1400,6 +1400,23 @@ fn a_writer_meeting_an_import_never_interleaves(dir: &Path, db: &str, tenant: &s
         }
     };
     opener.join().expect("the opener");
+    std::fs::remove_file(&fifo).expect("remove the pipe");
+    (import, hold)
+}
+
+/// Issue 60's concurrent writer, on `db` (a redb file or PostgreSQL):
+/// while an import holds its target tenant (paused by the test's hook
+/// after its first batch went in), a writer of that tenant fails or waits;
+/// it never commits between the import's look and its commit. Whatever
+/// the order, the tenant ends as one of them alone left it, never mixed.
+/// A writer that finished before the import makes the import refuse.
+fn a_writer_meeting_an_import_never_interleaves(dir: &Path, db: &str, tenant: &str) {
+    let src = dir.join("writer-src.redb");
+    fill(&src, &["acme"], 20);
+    let file = dir.join("acme-writer.export");
+    std::fs::write(&file, export_lines(dir, &src, "acme").join("\n") + "\n").expect("write");
+    let (keys, digest) = export_digest(dir, path(&src), "acme");
+    let (import, hold) = held_import(dir, db, tenant, &file, &[]);
     let writer = open_own_task(dir, db, tenant);
     drop(hold);
     let imported = import.wait_with_output().expect("the import's output");
@@ -1475,6 +1492,149 @@ fn a_writer_meeting_an_import_on_postgres_never_interleaves() {
             .unwrap_or(0)
     );
     a_writer_meeting_an_import_never_interleaves(dir.path(), &url, &tenant);
+}
+
+/// An export of `n` tasks of one tenant, written to a file: the file and
+/// its count and digest.
+fn an_export(dir: &Path, tenant: &str, n: usize) -> (PathBuf, (u64, String)) {
+    let src = dir.join(format!("{tenant}-{n}-src.redb"));
+    fill(&src, &[tenant], n);
+    let file = dir.join(format!("{tenant}-{n}.export"));
+    std::fs::write(&file, export_lines(dir, &src, tenant).join("\n") + "\n").expect("write");
+    (file, export_digest(dir, path(&src), tenant))
+}
+
+/// Issue 60, the target held for the whole operation, on redb: a second
+/// import into the same tenant, started while the first holds its target
+/// and told to wait for the file as long as it takes, goes on only once
+/// the first committed: it finds the first's keys there and refuses.
+#[test]
+fn a_second_import_started_while_one_holds_redb_goes_on_only_after_it() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("held.redb");
+    fill(&db, &["other"], 5);
+    let (file, whole) = an_export(dir.path(), "acme", 20);
+    // Another export of the tenant: the same keys and more, some holding
+    // other values.
+    let (other, _) = an_export(dir.path(), "acme", 21);
+    let (first, hold) = held_import(dir.path(), path(&db), "acme", &file, &[]);
+    let second = std::process::Command::new(env!("CARGO_BIN_EXE_leasehold"))
+        .current_dir(dir.path())
+        .env_remove("LEASEHOLD_DB")
+        .env_remove(STOP_AFTER)
+        .args([
+            "--json",
+            "--db",
+            path(&db),
+            "--tenant",
+            "acme",
+            "--wait",
+            "180s",
+        ])
+        .args(["tenant", "import", "--in", path(&other)])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn the second import");
+    drop(hold);
+    let first = ok(first.wait_with_output().expect("the first import"));
+    assert_eq!(first["digests_match"], true, "{first}");
+    let second = second.wait_with_output().expect("the second import");
+    assert_eq!(error(&second, 1)["error"], "not_empty");
+    assert_eq!(export_digest(dir.path(), path(&db), "acme"), whole);
+}
+
+/// How many of the server's sessions named `application` wait on a lock.
+fn waiting_on_a_lock(url: &str, application: &str) -> u64 {
+    let out = std::process::Command::new("psql")
+        .args([url, "-Atc"])
+        .arg(format!(
+            "SELECT count(*) FROM pg_stat_activity \
+             WHERE application_name = '{application}' AND wait_event_type = 'Lock'"
+        ))
+        .output()
+        .expect("run psql");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .expect("a count")
+}
+
+/// Issue 60, the target held for the whole operation, on PostgreSQL: a
+/// second import into the same tenant, started while the first holds it,
+/// is seen waiting on the first's lock, and is still waiting when the
+/// first is let go; the first commits, the second then fails as a
+/// conflict (busy: it wrote nothing), and run again finds the tenant
+/// holding the first's keys and refuses. The tenant holds the first's
+/// keys alone.
+#[test]
+fn a_second_import_started_while_one_holds_postgres_waits_and_goes_on_only_after_it() {
+    let Some(url) = postgres() else { return };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let tenant = format!(
+        "wait-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis())
+            .unwrap_or(0)
+    );
+    let application = format!("lh-second-{tenant}");
+    let sep = if url.contains('?') { '&' } else { '?' };
+    let second_url = format!("{url}{sep}application_name={application}");
+    let (file, whole) = an_export(dir.path(), "acme", 20);
+    let (other, _) = an_export(dir.path(), "acme", 21);
+    let (first, hold) = held_import(dir.path(), &url, &tenant, &file, &[]);
+    let mut second = std::process::Command::new(env!("CARGO_BIN_EXE_leasehold"))
+        .current_dir(dir.path())
+        .env_remove("LEASEHOLD_DB")
+        .env_remove(STOP_AFTER)
+        .args(["--json", "--db", &second_url, "--tenant", &tenant])
+        .args(["tenant", "import", "--in", path(&other)])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn the second import");
+    let until = std::time::Instant::now() + HANG;
+    while waiting_on_a_lock(&url, &application) == 0 {
+        if let Some(status) = second.try_wait().expect("the second import") {
+            panic!("the second import ended ({status}) without waiting on the first");
+        }
+        assert!(std::time::Instant::now() < until, "never seen waiting");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(second.try_wait().expect("the second import").is_none());
+    drop(hold);
+    let first = ok(first.wait_with_output().expect("the first import"));
+    assert_eq!(first["digests_match"], true, "{first}");
+    let second = second.wait_with_output().expect("the second import");
+    assert_eq!(error(&second, 4)["error"], "storage");
+    assert_eq!(export_digest(dir.path(), &url, &tenant), whole);
+    let again = leasehold(
+        dir.path(),
+        &[
+            "--db",
+            &url,
+            "--tenant",
+            &tenant,
+            "tenant",
+            "import",
+            "--in",
+            path(&other),
+        ],
+    );
+    assert_eq!(error(&again, 1)["error"], "not_empty");
+    ok(leasehold(
+        dir.path(),
+        &[
+            "--db", &url, "--tenant", &tenant, "tenant", "delete", "--yes",
+        ],
+    ));
 }
 
 /// Issue 60 for `copy`: an entry no call could write in the source (put
