@@ -534,17 +534,28 @@ fn copy_redb_to_postgres_and_back_answers_every_read_the_same() {
     let n = 300;
     fill(&src, &tenants, n);
 
-    // Stopped after its first batch (the first tenant, whole), then run
-    // again: the first is recognised as copied, the second is copied.
+    // Stopped after its first batch (the first tenant, whole): the copy is
+    // one transaction, so it left nothing; run again, it copies both.
     let mut args = vec!["copy", "--from", path(&src), "--to", &url];
     for t in &tenants {
         args.extend(["--tenant", t]);
     }
     let stopped = leasehold_env(dir.path(), &args, Some((STOP_AFTER, "1")));
     assert_eq!(error(&stopped, 3)["error"], "stopped");
+    for t in &tenants {
+        assert_eq!(
+            export_digest(dir.path(), &url, t).0,
+            0,
+            "{t}: nothing written"
+        );
+    }
     let there = copied(&ok(copy(dir.path(), path(&src), &url, &tenants)));
     let outcomes: Vec<&str> = there.iter().map(|(_, o, _)| o.as_str()).collect();
-    assert_eq!(outcomes, ["already_copied", "copied"]);
+    assert_eq!(outcomes, ["copied", "copied"]);
+    // A second copy finds both whole and writes nothing.
+    let again = copied(&ok(copy(dir.path(), path(&src), &url, &tenants)));
+    let outcomes: Vec<&str> = again.iter().map(|(_, o, _)| o.as_str()).collect();
+    assert_eq!(outcomes, ["already_copied", "already_copied"]);
     let back_again = copied(&ok(copy(dir.path(), &url, path(&back), &tenants)));
     for ((t, _, d1), (_, _, d2)) in there.iter().zip(&back_again) {
         assert_eq!(d1, d2, "{t}: the digest survives the round trip");
@@ -1641,8 +1652,9 @@ fn a_second_import_started_while_one_holds_postgres_waits_and_goes_on_only_after
 /// there behind the engine's back: a 5 MiB value, and a 20 MiB one, over
 /// a scan) refuses the whole copy; the tenant copied before it is not
 /// written either, another tenant of the target is untouched, and a
-/// target file that did not exist is not left behind. A tenant named
-/// twice is refused before anything opens.
+/// target file that did not exist is not left behind; an offline backup
+/// of the source is refused likewise. A tenant named twice is refused
+/// before anything opens.
 #[test]
 fn copy_refuses_an_entry_over_the_engines_limits_and_writes_nothing() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -1681,6 +1693,17 @@ fn copy_refuses_an_entry_over_the_engines_limits_and_writes_nothing() {
         let fresh = dir.path().join(format!("{name}-fresh.redb"));
         error(&copy(dir.path(), path(&src), path(&fresh), &[]), 2);
         assert!(!fresh.exists(), "{name}: no file left at the name");
+        // An offline backup of it is refused too, and leaves no file.
+        let backup = dir.path().join(format!("{name}.backup"));
+        let e = error(
+            &leasehold(
+                dir.path(),
+                &["--db", path(&src), "backup", "--out", path(&backup)],
+            ),
+            2,
+        );
+        assert_eq!(e["error"], "too_large", "{name}: {e}");
+        assert!(!backup.exists(), "{name}: no backup left at the name");
     }
     let src = dir.path().join("five-mib.redb");
     let e = error(
