@@ -585,3 +585,7 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "redb_load_tests.rs"]
+mod load_tests;
