@@ -7,7 +7,8 @@
 //! deleted. Moves are bounded and all-or-nothing (issue 60): an entry over
 //! the engine's limits, a line of a gibibyte, a file swapped after it was
 //! checked, a failure after a thousand good entries, a writer meeting the
-//! import: each leaves the target as it was.
+//! import: each leaves the target as it was; a second import started while
+//! one holds the target goes on only after it committed.
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
