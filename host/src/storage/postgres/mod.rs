@@ -31,6 +31,7 @@
 mod conn;
 mod error;
 mod line;
+mod load;
 mod migrate;
 mod pool;
 mod schema;
@@ -49,12 +50,13 @@ pub use settings::is_url;
 pub use tls::{SslMode, TlsError};
 
 use crate::config::Limits;
-use crate::storage::backend::{Backend, HeardHook, Mode, Txn};
+use crate::storage::backend::{Backend, HeardHook, Load, Mode, Txn};
 use crate::storage::commit::CommitStats;
 use crate::storage::error::StorageError;
 use crate::storage::group::Bounds;
 use crate::storage::tenant_name::check_tenant;
 use line::Lines;
+use load::PgLoad;
 use migrate::prepare_schema;
 use pool::{Pool, PoolState};
 use settings::Settings;
@@ -239,6 +241,25 @@ impl Backend for PgBackend {
     /// when it drops.
     fn listen(&self, heard: HeardHook) -> bool {
         self.signals.listen(heard)
+    }
+
+    /// One `SERIALIZABLE` transaction on a connection of the pool (see
+    /// `load`): its read of a tenant holds the tenant against writers.
+    fn begin_load(
+        &self,
+        lock_wait: Duration,
+        deadline: Duration,
+    ) -> Result<Option<Box<dyn Load>>, StorageError> {
+        if self.read_only {
+            return Err(StorageError::ReadOnly);
+        }
+        let conn = self.pool.take(lock_wait)?;
+        Ok(Some(Box::new(PgLoad {
+            pool: self.pool.clone(),
+            conn: Some(conn),
+            begun: false,
+            until: Instant::now() + deadline + WAIT_GRACE,
+        })))
     }
 
     /// A loose scan of the primary key: one index probe per tenant, past
