@@ -30,6 +30,7 @@
 mod api;
 mod auth;
 pub mod backup;
+mod backup_bounds;
 mod connections;
 mod cursor;
 mod drain;
@@ -59,6 +60,7 @@ pub use auth::{
     AuthError, Credentials, LiveCredentials, Principal, Reload, Scope, TOKEN_PREFIX,
     TokenFileError, TokenTable, new_token, token_hash, token_line,
 };
+pub use backup_bounds::BackupLimits;
 pub use connections::ConnectionLimits;
 pub use cursor::{CursorKey, CursorKeyError};
 pub use holds::Bounds;
