@@ -31,6 +31,7 @@ mod access;
 mod api;
 mod auth;
 pub mod backup;
+mod backup_bounds;
 mod caller_positions;
 mod change;
 mod connections;
@@ -64,6 +65,7 @@ pub use auth::{
     AuthError, Credentials, LiveCredentials, Principal, Reload, Scope, TOKEN_PREFIX,
     TokenFileError, TokenTable, new_token, token_hash, token_line,
 };
+pub use backup_bounds::BackupLimits;
 pub use connections::ConnectionLimits;
 pub use cursor::{CursorKey, CursorKeyError};
 pub use holds::Bounds;

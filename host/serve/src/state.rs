@@ -16,6 +16,7 @@ use leasehold_host::{Clock, Engine, Error, Tenant, Verb};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::auth::LiveCredentials;
+use crate::backup_bounds::{BackupLimits, BackupPermits};
 use crate::connections::ConnectionLimits;
 use crate::cursor::CursorKey;
 use crate::holds::Bounds;
@@ -76,6 +77,9 @@ pub struct Options {
     /// own) and read `/metrics` on the API's listener. None: nobody reads
     /// `/metrics` there (scrape `ops_listen`).
     pub admin_tenant: Option<crate::principal::TenantName>,
+    /// The bounds on online backups: how many run at once, and how long
+    /// one may hold its snapshots.
+    pub backups: BackupLimits,
 }
 
 impl Default for Options {
@@ -102,6 +106,7 @@ impl Default for Options {
             retention: None,
             first_sweep_after: Duration::ZERO,
             admin_tenant: None,
+            backups: BackupLimits::default(),
         }
     }
 }
@@ -122,8 +127,8 @@ pub struct AppState {
     pub routes: &'static [crate::routes::Route],
     /// The sweeper, when the server keeps time itself.
     pub sweeper: Option<Arc<leasehold_host::Sweeper>>,
-    /// One online backup at a time.
-    pub backups: Arc<Semaphore>,
+    /// The places online backups run in: one per tenant, and the admin's.
+    pub backups: Arc<BackupPermits>,
     admission: Arc<Admission>,
     /// Raised when the server begins to shut down, so that streams end.
     stopping: Arc<tokio::sync::watch::Sender<bool>>,
@@ -147,7 +152,7 @@ impl AppState {
             waiters: Waiters::new(options.events.bounds(), options.long_polls),
             routes,
             sweeper: None,
-            backups: Arc::new(Semaphore::new(1)),
+            backups: BackupPermits::new(&options.backups),
             admission: Arc::new(Admission::new(&options)),
             stopping: Arc::new(tokio::sync::watch::Sender::new(false)),
         }

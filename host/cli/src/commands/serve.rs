@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use clap::Args;
 use leasehold_serve::{
-    Bounds, ClaimNames, Config, ConnectionLimits, Credentials, CursorKey, EventOptions, JwtConfig,
-    JwtVerifier, Options, Principal, Reload, Scope, Server, TokenTable,
+    BackupLimits, Bounds, ClaimNames, Config, ConnectionLimits, Credentials, CursorKey,
+    EventOptions, JwtConfig, JwtVerifier, Options, Principal, Reload, Scope, Server, TokenTable,
 };
 
 use crate::commands::token::fresh_token;
@@ -171,6 +171,22 @@ pub struct Serve {
     /// the API listener (else only on --ops-listen)
     #[arg(long, value_name = "TENANT")]
     pub admin_tenant: Option<String>,
+    /// Most tenants' backups running at once (GET /backup); a tenant runs
+    /// one at a time, and the --admin-tenant's operators one more outside
+    /// this bound; past it, 503 `overloaded` (a tenant's second, `busy`)
+    #[arg(long, default_value_t = 4, value_name = "N")]
+    pub max_backups: usize,
+    /// How long a backup's reader has before --backup-min-rate applies
+    #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = parse_wait)]
+    pub backup_grace: Duration,
+    /// The least bytes a second a backup's reader must take, on average
+    /// after --backup-grace; a reader behind it is cut off, its snapshot
+    /// and its place freed (0: no rate asked)
+    #[arg(long, default_value_t = 256 * 1024, value_name = "BYTES")]
+    pub backup_min_rate: u64,
+    /// The longest a backup may run, however fast its reader
+    #[arg(long, default_value = "24h", value_name = "DURATION", value_parser = parse_wait)]
+    pub backup_max_lifetime: Duration,
     /// Keep the change record (history and events) this long, trimming
     /// older entries as tenants commit (default: keep it all). A task's last
     /// history entry stays while the task does
@@ -358,6 +374,12 @@ fn serve(args: &Serve, cx: &Context) -> Result<(), CliError> {
                 per_caller: args.max_long_polls_per_caller,
             },
             ops_listen: args.ops_listen,
+            backups: BackupLimits {
+                max_running: args.max_backups,
+                grace: args.backup_grace,
+                min_rate: args.backup_min_rate,
+                max_lifetime: args.backup_max_lifetime,
+            },
         },
         engine: cx.builder(),
         tls: args.tls_cert.clone().zip(args.tls_key.clone()),

@@ -3,6 +3,7 @@
 
 mod apart;
 mod authz;
+mod backups;
 mod bad_input;
 mod events;
 mod front_door;
