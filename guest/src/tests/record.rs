@@ -1028,6 +1028,66 @@ fn a_last_change_trimmed_from_the_feed_is_kept_under_its_own_key() {
     assert_healthy(&mut kv);
 }
 
+/// A task whose last change was trimmed keeps that entry under its own
+/// key, below every later change. A page that starts there must not take
+/// that key, whose change the feed no longer holds, for the place to walk
+/// back from: it would walk every later change (one round trip each on
+/// PostgreSQL). Every page, and `entry-place`, costs its length and at most
+/// a checkpoint interval of steps more, however many changes follow.
+#[test]
+fn a_history_page_after_a_trimmed_last_change_costs_its_length_not_the_later_changes() {
+    let mut kv = MemKv::new();
+    open(&mut kv, task("t").roles(&["a"]));
+    tasks::claim(&mut kv, "t", "ann", &names(&["a"]), None).expect("claim");
+    changes::trim(&mut kv, None, Some(0), 1000).expect("trim");
+    // 50,000 changes after the trimmed one.
+    for i in 0..25_000u32 {
+        kv.now = 10 + i64::from(i);
+        tasks::release(&mut kv, "t", "ann").expect("release");
+        tasks::claim(&mut kv, "t", "ann", &names(&["a"]), None).expect("claim");
+    }
+    let last = 2 + 50_000u64;
+    let bound = |room: u64| room + crate::store::HISTORY_CHECKPOINT + 8;
+    for (after, limit) in [
+        (None, 1),
+        (Some(1), 1),
+        (None, 2),
+        (Some(2), 1),
+        (None, 20),
+        (Some(30_000), 5),
+        (Some(last - 1), 1),
+    ] {
+        kv.calls = Default::default();
+        let page = changes::history(&mut kv, "t", after, limit).expect("history");
+        let reads = kv.calls.gets + kv.calls.scans;
+        let from = after.map_or(2, |a| (a + 1).max(2));
+        let want: Vec<u64> = (from..from + u64::from(limit))
+            .take_while(|&s| s <= last)
+            .collect();
+        assert_eq!(
+            page.iter().map(|e| e.seq).collect::<Vec<_>>(),
+            want,
+            "after {after:?}, limit {limit}"
+        );
+        assert!(
+            reads <= bound(u64::from(limit)),
+            "after {after:?}, limit {limit}: {reads} reads ({:?})",
+            kv.calls
+        );
+    }
+    // Entry 1 went with the trim; entry 2, the last change then, is kept
+    // under its key (as `a_last_change_trimmed_from_the_feed_is_kept_under_its_own_key`
+    // shows), so it still has a place.
+    for seq in [1, 2, 3, 64, 65, 30_000, last] {
+        kv.calls = Default::default();
+        let place = changes::entry_place(&mut kv, "t", seq).expect("entry-place");
+        assert_eq!(place.is_some(), seq >= 2, "entry {seq}");
+        let reads = kv.calls.gets + kv.calls.scans;
+        assert!(reads <= bound(1), "entry-place {seq}: {:?}", kv.calls);
+    }
+    assert_healthy(&mut kv);
+}
+
 /// A keyspace of layout 8 keeps a history key for every change. Its first
 /// change by this component moves it to layout 9, after which its tasks'
 /// histories are their keyed entries followed by their changes in the

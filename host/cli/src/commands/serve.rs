@@ -126,7 +126,8 @@ pub struct Serve {
     #[arg(long, default_value_t = 256 * 1024, value_name = "BYTES")]
     pub event_buffer_bytes: usize,
     /// Bytes of events queued for all of one tenant's subscribers; a
-    /// stream whose next event would pass it is dropped as too slow
+    /// stream whose next event would pass it, or a quarter of it for the
+    /// streams of its caller together, is dropped as too slow
     #[arg(long, default_value_t = 16 * 1024 * 1024, value_name = "BYTES")]
     pub tenant_event_buffer_bytes: usize,
     /// Most long-polls (`claim-next` or `claim-due` with `wait_ms`) waiting
