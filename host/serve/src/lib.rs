@@ -28,9 +28,11 @@
 #![warn(missing_docs)]
 
 mod access;
+mod admission;
 mod api;
 mod auth;
 pub mod backup;
+mod body_rate;
 mod caller_positions;
 mod change;
 mod connections;
@@ -64,6 +66,7 @@ pub use auth::{
     AuthError, Credentials, LiveCredentials, Principal, Reload, Scope, TOKEN_PREFIX,
     TokenFileError, TokenTable, new_token, token_hash, token_line,
 };
+pub use body_rate::BodyRate;
 pub use connections::ConnectionLimits;
 pub use cursor::{CursorKey, CursorKeyError};
 pub use holds::Bounds;

@@ -4,6 +4,7 @@
 mod apart;
 mod authz;
 mod bad_input;
+mod crowd;
 mod events;
 mod front_door;
 mod harness;
