@@ -29,6 +29,7 @@
 
 mod access;
 mod admission;
+mod admit;
 mod api;
 mod auth;
 pub mod backup;
@@ -37,6 +38,7 @@ mod caller_positions;
 mod change;
 mod connections;
 mod cursor;
+mod door;
 mod drain;
 mod error;
 mod extract;

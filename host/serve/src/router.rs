@@ -82,7 +82,9 @@ pub fn app(state: AppState) -> Router {
     api.merge(ops)
         .fallback(|| async { ApiError::NotFound("no such route".to_owned()) })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
-        .with_state(state)
+        .with_state(state.clone())
+        // Whose the connection is, settled from the head alone.
+        .layer(middleware::from_fn_with_state(state, crate::admit::admit))
         .layer(middleware::from_fn(move |req, next| {
             crate::drain::unread_bodies(unread, req, next)
         }))

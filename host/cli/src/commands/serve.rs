@@ -99,9 +99,28 @@ pub struct Serve {
     /// runs one at a time, so the tenants take these in turn
     #[arg(long, default_value_t = 2, value_name = "N")]
     pub max_checks: usize,
-    /// Most connections open at once; past it, new ones are refused
+    /// Most connections of callers that showed a good credential, open at
+    /// once; past it (or --max-connections-per-tenant or
+    /// --max-connections-per-caller), the request is answered 503
+    /// `overloaded` and its connection closed
     #[arg(long, default_value_t = 1024, value_name = "N")]
     pub max_connections: usize,
+    /// Most connections of one tenant's callers open at once
+    #[arg(long, default_value_t = 256, value_name = "N")]
+    pub max_connections_per_tenant: usize,
+    /// Most connections of one caller (a credential's tenant, actor and
+    /// scope) open at once
+    #[arg(long, default_value_t = 128, value_name = "N")]
+    pub max_connections_per_caller: usize,
+    /// Most connections that have shown no credential yet, apart from
+    /// --max-connections; past it, the oldest of them that the server has
+    /// waited for --unauthenticated-grace is closed to make room
+    #[arg(long, default_value_t = 64, value_name = "N")]
+    pub max_unauthenticated_connections: usize,
+    /// How long the server waits for a connection that has shown no
+    /// credential before it may be closed to make room for a new one
+    #[arg(long, default_value = "1s", value_name = "DURATION", value_parser = parse_wait)]
+    pub unauthenticated_grace: Duration,
     /// How long a client has to send a request's head, counted from the
     /// connection's start or the end of its previous answer (so also how
     /// long an idle kept-alive connection stays open)
@@ -356,6 +375,10 @@ fn serve(args: &Serve, cx: &Context) -> Result<(), CliError> {
             ),
             connections: ConnectionLimits {
                 max_connections: args.max_connections,
+                max_connections_per_tenant: args.max_connections_per_tenant,
+                max_connections_per_caller: args.max_connections_per_caller,
+                max_unauthenticated: args.max_unauthenticated_connections,
+                unauthenticated_grace: args.unauthenticated_grace,
                 header_timeout: args.header_timeout,
                 handshake_timeout: args.handshake_timeout,
                 shutdown_grace: args.shutdown_grace,

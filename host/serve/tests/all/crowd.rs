@@ -13,7 +13,7 @@ use std::time::Duration;
 use leasehold_host::Engine;
 use leasehold_host::storage::{Backend, Entry, Mode, Pending, StorageError, Txn, Write as KvWrite};
 use leasehold_memory_backend::MemoryBackend;
-use leasehold_serve::{BodyRate, Config, Credentials, Options, Server};
+use leasehold_serve::{BodyRate, Config, ConnectionLimits, Credentials, Options, Server};
 use serde_json::Value;
 
 use crate::harness::{Reply, Service, Tokens, new_task, reply, stores, test_options, tokens};
@@ -436,4 +436,177 @@ fn a_tenants_check_burst_does_not_hold_back_another_tenants_check() {
             assert!(r.status == 200 || r.status == 429, "{r:#?}");
         }
     });
+}
+
+// ---- who holds the connections ------------------------------------------------------
+
+/// A thousand connections that send half a head and then nothing, against
+/// a server whose strangers' pool is 16 and whose callers may hold 64
+/// connections (both scaled down from the defaults, 64 and 1024, so that
+/// the thousand outnumber them): all but the pool's 16 are closed to make
+/// room, and another tenant connects and every one of its calls succeeds,
+/// while the header timeout (ten minutes here) has closed none of them.
+#[test]
+fn a_thousand_silent_strangers_leave_room_for_another_tenant() {
+    const STRANGERS: usize = 1000;
+    const POOL: usize = 16;
+    enough_files(4 * STRANGERS as u64);
+    let svc = Service::start(
+        stores().remove(0),
+        Options {
+            connections: ConnectionLimits {
+                max_connections: 64,
+                max_unauthenticated: POOL,
+                // Scaled down from a second, so that the thousand go by soon.
+                unauthenticated_grace: Duration::from_millis(20),
+                header_timeout: Duration::from_secs(600),
+                ..ConnectionLimits::default()
+            },
+            ..test_options()
+        },
+    );
+    let addr = addr_of(&svc);
+    // The harness's own client's connection shows a credential first.
+    globex_works(&svc, 0);
+    let mut strangers: Vec<(TcpStream, bool)> = (0..STRANGERS)
+        .map(|_| {
+            let mut tcp = connect(&addr);
+            tcp.write_all(b"POST /v1/tasks HTTP/1.1\r\nhost: x\r\n")
+                .expect("writes");
+            tcp.set_nonblocking(true).expect("nonblocking");
+            (tcp, false)
+        })
+        .collect();
+    // Wait (two minutes at most) until the server has closed all but the
+    // pool.
+    let mut closed = 0;
+    for _ in 0..6000 {
+        for (tcp, seen) in strangers.iter_mut().filter(|(_, seen)| !*seen) {
+            let mut buf = [0u8; 256];
+            match tcp.read(&mut buf) {
+                Ok(0) => *seen = true,
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => *seen = true,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                other => panic!("a stranger was sent something: {other:?}"),
+            }
+        }
+        closed = strangers.iter().filter(|(_, seen)| *seen).count();
+        if closed >= STRANGERS - POOL {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        closed,
+        STRANGERS - POOL,
+        "all but the strangers' pool closed"
+    );
+    // On new connections, which must find room.
+    let fresh = reqwest::blocking::Client::builder()
+        .timeout(Duration::from_secs(60))
+        .build()
+        .expect("a client");
+    for i in 0..10 {
+        let id = format!("g-{i}");
+        let call = |method: reqwest::Method, path: &str, body: Option<Value>| {
+            let mut req = fresh
+                .request(method, svc.url(path))
+                .bearer_auth(svc.tokens.get("gina"));
+            if let Some(b) = body {
+                req = req.json(&b);
+            }
+            reply(req.send().expect("an answer"))
+        };
+        call(reqwest::Method::POST, "/v1/tasks", Some(new_task(&id))).expect_ok();
+        call(reqwest::Method::GET, &format!("/v1/tasks/{id}"), None).expect_ok();
+    }
+    drop(strangers);
+}
+
+/// One raw connection that sends `who`'s request and keeps the connection;
+/// the answer's head, lower-cased, and the connection.
+fn kept(addr: &str, token: &str) -> (String, TcpStream) {
+    let mut tcp = connect(addr);
+    write!(
+        tcp,
+        "GET /v1/whoami HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {token}\r\n\r\n"
+    )
+    .expect("writes");
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    // The whole answer: its head and its body, as long as it says.
+    while !answer_complete(&got) {
+        match tcp.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break,
+            Err(e) => panic!("no answer: {e}"),
+        }
+    }
+    (String::from_utf8_lossy(&got).to_ascii_lowercase(), tcp)
+}
+
+fn answer_complete(got: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(got).to_ascii_lowercase();
+    let Some((head, body)) = text.split_once("\r\n\r\n") else {
+        return false;
+    };
+    let length = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .unwrap_or(0);
+    body.len() >= length
+}
+
+/// Each caller, and each tenant, holds its share of connections and no
+/// more: past a caller's share (8) or its tenant's (16), a request is
+/// answered 503 `overloaded` with `Retry-After` and its connection closed;
+/// another tenant still connects, and every one of its calls succeeds.
+#[test]
+fn one_tenants_flood_of_connections_leaves_another_tenant_its_own() {
+    let svc = Service::start(
+        stores().remove(0),
+        Options {
+            connections: ConnectionLimits {
+                max_connections: 64,
+                max_connections_per_tenant: 16,
+                max_connections_per_caller: 8,
+                header_timeout: Duration::from_secs(600),
+                ..ConnectionLimits::default()
+            },
+            ..test_options()
+        },
+    );
+    let addr = addr_of(&svc);
+    let mut held = Vec::new();
+    let mut flood = |who: &str, n: usize| -> (usize, usize) {
+        let token = svc.tokens.get(who).to_owned();
+        let (mut ok, mut refused) = (0, 0);
+        for _ in 0..n {
+            let (got, tcp) = kept(&addr, &token);
+            if got.starts_with("http/1.1 200") {
+                ok += 1;
+                held.push(tcp);
+            } else {
+                assert!(got.starts_with("http/1.1 503"), "{got}");
+                assert!(got.contains("urn:leasehold:problem:overloaded"), "{got}");
+                assert!(got.contains("retry-after: 1"), "{got}");
+                assert!(got.contains("connection: close"), "{got}");
+                assert!(!got.contains("tenant"), "a refusal names no bound: {got}");
+                refused += 1;
+            }
+        }
+        (ok, refused)
+    };
+    assert_eq!(flood("sam", 20), (8, 12), "sam's share");
+    assert_eq!(
+        flood("olga", 20),
+        (8, 12),
+        "olga's share, the rest of acme's"
+    );
+    assert_eq!(flood("alice", 4), (0, 4), "acme's share is taken");
+    assert_eq!(flood("gina", 4), (4, 0), "globex has its own");
+    globex_works(&svc, 0);
+    drop(held);
 }
