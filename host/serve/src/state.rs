@@ -13,7 +13,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use leasehold_host::{Clock, Engine, Error, Tenant, Verb};
-use tokio::sync::Semaphore;
 
 use crate::admission::Admission;
 
