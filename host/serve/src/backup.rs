@@ -143,8 +143,14 @@ fn write(
     // other time comes from.
     let clock = engine.clock();
     let finished_at = || clock.now();
-    let written =
-        tenant_keys::write_backup(tenants, began_at_ms, &snapshot, &mut sink, None, &finished_at);
+    let written = tenant_keys::write_backup(
+        tenants,
+        began_at_ms,
+        &snapshot,
+        &mut sink,
+        None,
+        &finished_at,
+    );
     // Every snapshot is gone with `write_backup`'s return: the next backup
     // may begin before this one is logged.
     drop(permit);
