@@ -141,6 +141,7 @@ impl PgBackend {
             tenant: tenant.to_owned(),
             mode,
             begun: false,
+            check_at_commit: false,
             until: Instant::now() + deadline + WAIT_GRACE,
             turn: None,
         })
