@@ -211,8 +211,8 @@ impl PgTxn {
             broken,
             ..
         } = conn;
-        let timed = tracing::enabled!(target: "leasehold::pg", tracing::Level::TRACE)
-            .then(Instant::now);
+        let timed =
+            tracing::enabled!(target: "leasehold::pg", tracing::Level::TRACE).then(Instant::now);
         let first = drive(rt, connection, trips, until, async {
             let (began, rows, restored) = join3(
                 client.batch_execute(BEGIN_READ.as_str()),
