@@ -149,25 +149,23 @@ enum Read<'r> {
 }
 
 impl Read<'_> {
-    fn send<'a>(
-        &'a self,
-        c: &'a Client,
-        s: &'a Statements,
-        tenant: &'a str,
-    ) -> impl Future<Output = Result<Vec<Row>, tokio_postgres::Error>> + 'a {
-        async move {
-            match self {
-                Read::Get(at) => c.query(&s.get, &[at]).await,
-                Read::GetMany(at) => c.query(&s.get_many, &[at]).await,
-                Read::Scan {
-                    which,
-                    start,
-                    end,
-                    limit,
-                } => {
-                    c.query(&s.scan[*which], &[&tenant, start, end, limit])
-                        .await
-                }
+    async fn send(
+        &self,
+        c: &Client,
+        s: &Statements,
+        tenant: &str,
+    ) -> Result<Vec<Row>, tokio_postgres::Error> {
+        match self {
+            Read::Get(at) => c.query(&s.get, &[at]).await,
+            Read::GetMany(at) => c.query(&s.get_many, &[at]).await,
+            Read::Scan {
+                which,
+                start,
+                end,
+                limit,
+            } => {
+                c.query(&s.scan[*which], &[&tenant, start, end, limit])
+                    .await
             }
         }
     }
@@ -497,10 +495,12 @@ impl Txn for PgTxn {
     /// may have decided its answer: without a safe snapshot, that answer
     /// stands only once its reads are checked at `COMMIT`.
     fn finish_unwritten(mut self: Box<Self>) -> Pending {
-        if self.mode == Mode::Read && self.check_at_commit && self.begun {
-            if let Err(e) = self.commit_checked() {
-                return Pending::waiting(move || Err(e));
-            }
+        if self.mode == Mode::Read
+            && self.check_at_commit
+            && self.begun
+            && let Err(e) = self.commit_checked()
+        {
+            return Pending::waiting(move || Err(e));
         }
         Pending::done()
     }
