@@ -16,7 +16,14 @@
 //! read-only call runs `SERIALIZABLE READ ONLY DEFERRABLE`: its snapshot is
 //! one in which no serialization anomaly can be seen, so what it read is valid
 //! as soon as it is read, it can neither fail nor make a writer fail, and its
-//! `COMMIT` is sent without waiting for the answer.
+//! `COMMIT` is sent without waiting for the answer. Such a snapshot waits
+//! until every serializable writer running when it began has ended, on the
+//! whole server (every database), so the call waits for one only briefly
+//! (`txn::SAFE_SNAPSHOT_WAIT`): past that, one more round trip begins it
+//! again as plain `SERIALIZABLE READ ONLY`, whose reads run at once but are
+//! valid only once its `COMMIT` succeeds. That `COMMIT` is awaited, and a
+//! serialization failure there or in a read answers
+//! [`StorageError::Conflict`], as a writer's does.
 //!
 //! The SQL is the common subset that PostgreSQL-compatible engines also
 //! speak: one table, a composite primary key, `unnest`, `ANY`, `ON CONFLICT`,
@@ -143,6 +150,7 @@ impl PgBackend {
             tenant: tenant.to_owned(),
             mode,
             begun: false,
+            check_at_commit: false,
             until: Instant::now() + deadline + WAIT_GRACE,
             turn: None,
         })
