@@ -36,10 +36,10 @@ pub enum MoveError {
         #[source]
         source: StorageError,
     },
-    /// The target tenant holds keys, and they are not the first keys of the
-    /// source (an unfinished copy of it), so writing would mix two tenants.
+    /// The target tenant holds keys, and they are not exactly the source's
+    /// (a copy already made), so writing would mix two tenants.
     #[error(
-        "the target's tenant {tenant} is not empty and is not an unfinished copy of the source ({why}); \
+        "the target's tenant {tenant} is not empty and is not exactly the source ({why}); \
          nothing was written to it (`leasehold tenant delete` empties it)"
     )]
     NotEmpty { tenant: String, why: String },
