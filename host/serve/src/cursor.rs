@@ -114,7 +114,7 @@ impl CursorKey {
     }
 
     /// The rules' cursor inside `sealed`, if this key sealed it for the same
-    /// tenant and list (and so it is [`CURSOR_TEXT`] long, as the document
+    /// tenant and list (and so it is `CURSOR_TEXT` characters long, as the document
     /// says every cursor is).
     pub fn open(&self, tenant: &str, list: &str, sealed: &str) -> Option<String> {
         if sealed.len() != CURSOR_TEXT {
