@@ -1,9 +1,10 @@
 //! Native unit tests of the rules, run against [`MemKv`].
 //!
 //! Each submodule owns one part of the contract; this file holds the fixtures
-//! they share. Cost is asserted by counting kv calls, never by timing, and
-//! "nothing is written by a call that returns an error" is asserted by
-//! comparing the whole map before and after.
+//! they all share, and a `*_support` module the fixtures only a few share.
+//! Cost is asserted by counting kv calls, never by timing, and "nothing is
+//! written by a call that returns an error" is asserted by comparing the
+//! whole map before and after.
 
 use std::fmt;
 
@@ -12,19 +13,39 @@ use crate::kv::MemKv;
 use crate::model::{Discrepancy, OnExpiry, Phase, Priority, StoreError, Task, TaskState, Timer};
 
 mod buffer;
+mod claim_ladder;
 mod claim_leases;
-mod corruption;
-mod cost;
+mod consistency_check;
+mod corrupt_rows;
+mod corruption_support;
+mod cost_counts_and_check;
+mod cost_queue;
+mod cost_support;
+mod cost_sweeps;
+mod cost_writes;
 mod error_paths;
+mod escalate;
 mod history_start;
 mod layout;
+mod layout_refusal;
 mod model_based;
+mod model_based_ops;
+mod model_based_reference;
+mod open_and_get;
+mod open_count_and_overdue;
 mod queue_reads;
 mod record;
+mod record_check;
+mod record_history;
+mod record_layouts;
+mod record_support;
+mod record_trim;
 mod sealing;
+mod settle;
 mod sharding;
+mod take_over_release;
 mod timer_leases;
-mod worklist;
+mod worklist_support;
 
 /// Owned strings from literals, for role, actor and id lists.
 pub(super) fn names(list: &[&str]) -> Vec<String> {

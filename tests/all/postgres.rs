@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 mod changes;
 mod faults;
 mod lines;
+mod snapshots;
 mod tls;
 mod upgrade;
 

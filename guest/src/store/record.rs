@@ -322,6 +322,12 @@ pub const HISTORY_CHECKPOINT: u64 = 64;
 /// and those below it: the first entry at or past `upto` kept under its
 /// own key while the feed still holds its change, or else the last change,
 /// as `log` names it. Answered as a log whose last entry is that one.
+///
+/// Of the keys at or past the history's first entry, only that first one
+/// can name a change the feed no longer holds (a last entry kept when its
+/// change was trimmed, see `changes::trim`): the next key, a checkpoint at
+/// most [`HISTORY_CHECKPOINT`] entries on, is the place then, never the
+/// log, which may lie any number of changes further.
 pub fn walk_start<K: Kv + ?Sized>(
     kv: &mut K,
     sh: Shards,
@@ -334,26 +340,21 @@ pub fn walk_start<K: Kv + ?Sized>(
     }
     let start = schema::history_entry(sh, id, upto.max(1));
     let end = schema::history_entry(sh, id, log.last);
-    let Some((_, bytes)) = kv
-        .scan(start.as_bytes(), Some(end.as_bytes()), 1, false)?
-        .into_iter()
-        .next()
-    else {
-        return Ok(*log);
-    };
-    let row = decode_history(&bytes).map_err(|e| corrupt(format!("history {id}: {e}")))?;
-    let p = row.position;
-    // Kept for the walk that starts here, so it is read once.
-    let entry = schema::feed_entry(p.slot, p.seq).into_bytes();
-    kv.prefetch(core::slice::from_ref(&entry))?;
-    if kv.get(&entry)?.is_none() {
-        return Ok(*log);
+    for (_, bytes) in kv.scan(start.as_bytes(), Some(end.as_bytes()), 2, false)? {
+        let row = decode_history(&bytes).map_err(|e| corrupt(format!("history {id}: {e}")))?;
+        let p = row.position;
+        // Kept for the walk that starts here, so it is read once.
+        let entry = schema::feed_entry(p.slot, p.seq).into_bytes();
+        kv.prefetch(core::slice::from_ref(&entry))?;
+        if kv.get(&entry)?.is_some() {
+            return Ok(TaskLog {
+                last: row.entry.seq,
+                first: log.first,
+                position: p,
+            });
+        }
     }
-    Ok(TaskLog {
-        last: row.entry.seq,
-        first: log.first,
-        position: p,
-    })
+    Ok(*log)
 }
 
 /// Follows task `id`'s changes back through the feed from the last one its

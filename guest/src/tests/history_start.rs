@@ -156,9 +156,12 @@ fn a_history_start_that_does_not_decode_or_is_no_opening_entry_is_found() {
     names_start(&mut kv, "old/1", "wrong shape");
 }
 
+/// Words the check must name a damaged start by, and the damage.
+type Damage = (&'static str, fn(&mut HistoryEntry));
+
 #[test]
 fn a_history_start_that_disagrees_with_entry_one_is_found_in_the_feed_or_under_its_key() {
-    let damage: [(&str, fn(&mut HistoryEntry)); 2] = [
+    let damage: [Damage; 2] = [
         ("says the task was claimed", |s| {
             s.after = TaskState::Claimed;
         }),

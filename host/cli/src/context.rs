@@ -153,12 +153,17 @@ impl<'a> Context<'a> {
         Ok(self.builder().backend(store.clone())?)
     }
 
-    /// Every `--tenant` given, each checked as a tenant name.
+    /// Every `--tenant` given, each checked as a tenant name; one given
+    /// twice is refused (a move would meet its own first part).
     pub fn tenants_named(&self) -> Result<Vec<String>, MoveError> {
-        for name in &self.globals.tenants {
+        let named = &self.globals.tenants;
+        for (i, name) in named.iter().enumerate() {
             check_tenant(name).map_err(|e| MoveError::Usage(format!("--tenant {name:?}: {e}")))?;
+            if named[..i].contains(name) {
+                return Err(MoveError::Usage(format!("--tenant {name} is given twice")));
+            }
         }
-        Ok(self.globals.tenants.clone())
+        Ok(named.clone())
     }
 
     /// Whether progress lines are printed, and how: `--progress auto` shows

@@ -332,6 +332,18 @@ impl HeldCredential {
             .is_ok_and(|p| p == self.principal)
     }
 
+    /// Whether the credential stopped holding, looked at again only when a
+    /// reload came since the last look or the credential can expire: cheap
+    /// enough for every piece of a stream, and true at once after a reload
+    /// that revoked it has returned.
+    pub fn revoked_now(&mut self) -> bool {
+        let reloaded = self.reloads.has_changed().unwrap_or(false);
+        if reloaded {
+            self.reloads.borrow_and_update();
+        }
+        (reloaded || self.expires.is_some()) && !self.holds()
+    }
+
     /// Returns once the credential no longer holds: at a reload that
     /// revokes it, or at its expiry.
     pub async fn lapsed(&mut self) {

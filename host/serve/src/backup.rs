@@ -1,42 +1,32 @@
 //! Online backup: `GET /backup` streams the keys of every tenant (or of the
-//! tenants named with `?tenant=`) while calls go on, and [`write_backup`]
-//! writes the same stream anywhere (the CLI's offline `backup --db`). It
-//! owns the backup format (see `docs/operations.md`, "Backup and restore"):
-//! a first line saying when the backup began, then each tenant as a tenant
-//! export (its own first line, its entries, its count and digest), then an
-//! end line with the totals. Each tenant is read in one snapshot of its own,
-//! begun after the backup's start was recorded, so every write answered
-//! before that start is in it. It must never write, never read meaning into
-//! a key, and never hold a snapshot past the stream's end: a client that
-//! stops reading is cut off by the connection's write timeout, which drops
-//! the stream and with it the snapshot.
+//! tenants named with `?tenant=`) while calls go on, in the backup format
+//! the host library's `tenant_keys` owns and writes (see
+//! `docs/operations.md`, "Backup and restore"): this module only admits the
+//! request, hands the library a snapshot of each tenant and the connection
+//! to write to, and maps the library's errors to problems. Each tenant is
+//! read in one snapshot of its own, begun after the backup's start was
+//! recorded, so every write answered before that start is in it. It must
+//! never write, never read meaning into a key, and never hold a snapshot
+//! past the bounds `backup_bounds` enforces: a reader behind the minimum
+//! rate, a backup past its lifetime, a revoked credential or a stopping
+//! server ends the stream, and with it the snapshot and the backup's place.
 
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Instant;
 
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
-use leasehold_host::storage::{Entry, Txn, check_tenant};
-use leasehold_host::{Clock, Engine, Limits, SystemClock};
-use serde::{Deserialize, Serialize};
-use sha2::{Digest as _, Sha256};
+use leasehold_host::Engine;
+use leasehold_host::storage::{BoxError, check_tenant};
+use leasehold_host::tenant_keys::{self, BackupTotals, KeysError};
+use tokio::sync::mpsc;
 
+use crate::backup_bounds::{BackupLimits, BackupPermit, End, Pace, watch_backup};
 use crate::problem::ApiError;
 use crate::state::AppState;
 
-/// The backup's `format` and `version`: a reader refuses any other.
-pub const BACKUP_FORMAT: &str = "leasehold-backup";
-/// See [`BACKUP_FORMAT`].
-pub const BACKUP_VERSION: u32 = 1;
-/// Each tenant's section is a tenant export of this format and version.
-pub const TENANT_KEYS_FORMAT: &str = "leasehold-tenant-keys";
-/// See [`TENANT_KEYS_FORMAT`].
-pub const TENANT_KEYS_VERSION: u32 = 1;
-
-/// How long one tenant's snapshot may last: a snapshot reads a whole
-/// tenant, however large, at the pace its reader takes it.
-const SNAPSHOT_DEADLINE: Duration = Duration::from_secs(24 * 3600);
 /// Bytes gathered before a piece of the stream is handed to the connection.
 const CHUNK: usize = 64 * 1024;
 /// Pieces waiting for the connection: with [`CHUNK`], the memory one
@@ -45,261 +35,72 @@ const QUEUED: usize = 4;
 
 pub use crate::principal::TenantName;
 
-/// Why a backup did not finish.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum BackupError {
-    /// The storage could not list or read a tenant.
-    #[error("cannot {what} tenant {tenant}")]
-    Storage {
-        /// What was being done.
-        what: &'static str,
-        /// The tenant.
-        tenant: String,
-        /// The engine's error.
-        #[source]
-        source: Box<leasehold_host::Error>,
-    },
-    /// The storage cannot list its tenants and none were named.
-    #[error("this storage cannot list its tenants; name them with ?tenant=")]
-    Unlisted,
-    /// One entry is larger than a scan may give.
-    #[error("tenant {0} holds an entry larger than one scan")]
-    TooLarge(String),
-    /// The output failed (for a stream: the client went away, or stopped
-    /// reading past the write timeout, or the server is stopping).
-    #[error("cannot write the backup")]
-    Io(#[source] std::io::Error),
-}
-
-/// The backup's first line.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct BackupHeader {
-    /// [`BACKUP_FORMAT`].
-    pub format: String,
-    /// [`BACKUP_VERSION`].
-    pub version: u32,
-    /// When the backup began, in milliseconds since 1970 by the server's
-    /// clock: every write answered before then is in it.
-    pub began_at_ms: i64,
-    /// How the tenants were read: `per-tenant`, one snapshot each.
-    pub snapshot: String,
-    /// The tenants that follow, in order.
-    pub tenants: Vec<String>,
-}
-
-/// The backup's last line.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct BackupEnd {
-    /// The totals.
-    pub backup_end: BackupTotals,
-}
-
-/// What a whole backup holds.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct BackupTotals {
-    /// Tenants written.
-    pub tenants: u64,
-    /// Keys over all of them.
-    pub keys: u64,
-    /// Bytes of keys and values over all of them.
-    pub bytes: u64,
-    /// When the last tenant's snapshot was read through.
-    pub finished_at_ms: i64,
-}
-
-/// A running digest, as the tenant export's (see the CLI's `keyspace`):
-/// SHA-256 over each entry's key length (4 bytes, big-endian), key, value
-/// length and value, in key order.
-#[derive(Default)]
-struct Digest {
-    sha: Sha256,
-    keys: u64,
-    bytes: u64,
-}
-
-impl Digest {
-    fn add(&mut self, (key, value): &Entry) {
-        for part in [key, value] {
-            // Keys and values are within the engine's limits, far below 4 GiB.
-            self.sha.update((part.len() as u32).to_be_bytes());
-            self.sha.update(part);
-        }
-        self.keys += 1;
-        self.bytes += (key.len() + value.len()) as u64;
-    }
-
-    fn hex(&self) -> String {
-        hex(&self.sha.clone().finalize())
-    }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        let _ = write!(s, "{b:02x}");
-    }
-    s
-}
-
-/// Begins one tenant's read snapshot.
-pub type Snapshot<'a> = dyn Fn(&str) -> Result<Box<dyn Txn>, leasehold_host::Error> + 'a;
-
-/// Writes a backup of `tenants` to `out`, each read through `snapshot`,
-/// the first line recording `began_at_ms`, the last when it finished by
-/// the system's clock; answers the totals.
-pub fn write_backup(
-    tenants: &[String],
-    began_at_ms: i64,
-    snapshot: &Snapshot<'_>,
-    out: &mut dyn std::io::Write,
-) -> Result<BackupTotals, BackupError> {
-    write_backup_by(tenants, began_at_ms, &SystemClock, snapshot, out)
-}
-
-/// [`write_backup`], its end told by `clock` (a server's, which its
-/// engine records changes by).
-pub fn write_backup_by(
-    tenants: &[String],
-    began_at_ms: i64,
-    clock: &dyn Clock,
-    snapshot: &Snapshot<'_>,
-    out: &mut dyn std::io::Write,
-) -> Result<BackupTotals, BackupError> {
-    let io = BackupError::Io;
-    let line = |out: &mut dyn std::io::Write, v: &dyn erased::Line| -> Result<(), BackupError> {
-        out.write_all(v.json().as_bytes()).map_err(io)?;
-        out.write_all(b"\n").map_err(io)
-    };
-    line(
-        out,
-        &BackupHeader {
-            format: BACKUP_FORMAT.into(),
-            version: BACKUP_VERSION,
-            began_at_ms,
-            snapshot: "per-tenant".into(),
-            tenants: tenants.to_vec(),
-        },
-    )?;
-    let limits = Limits::default();
-    let (limit, max_bytes) = (
-        limits.scan_entries,
-        limits.call_write_bytes.min(limits.scan_bytes),
-    );
-    let mut totals = BackupTotals::default();
-    for tenant in tenants {
-        let storage = |source| BackupError::Storage {
-            what: "read",
-            tenant: tenant.clone(),
-            source: Box::new(source),
-        };
-        let mut txn = snapshot(tenant).map_err(storage)?;
-        line(
-            out,
-            &serde_json::json!({
-                "format": TENANT_KEYS_FORMAT,
-                "version": TENANT_KEYS_VERSION,
-                "tenant": tenant,
-            }),
-        )?;
-        let mut digest = Digest::default();
-        let mut start = Vec::new();
-        loop {
-            let (entries, more) = txn
-                .scan(&start, None, limit, false, max_bytes)
-                .map_err(|e| storage(e.into()))?;
-            let Some((last, _)) = entries.last() else {
-                if more {
-                    return Err(BackupError::TooLarge(tenant.clone()));
-                }
-                break;
-            };
-            // The key right after the last one, bytewise.
-            start = last.clone();
-            start.push(0);
-            for entry in &entries {
-                digest.add(entry);
-                // Two hex strings in a fixed frame: no escaping is needed.
-                out.write_all(b"{\"key\":\"").map_err(io)?;
-                out.write_all(hex(&entry.0).as_bytes()).map_err(io)?;
-                out.write_all(b"\",\"value\":\"").map_err(io)?;
-                out.write_all(hex(&entry.1).as_bytes()).map_err(io)?;
-                out.write_all(b"\"}\n").map_err(io)?;
-            }
-        }
-        drop(txn);
-        line(
-            out,
-            &serde_json::json!({"end": {
-                "keys": digest.keys,
-                "bytes": digest.bytes,
-                "sha256": digest.hex(),
-            }}),
-        )?;
-        totals.tenants += 1;
-        totals.keys += digest.keys;
-        totals.bytes += digest.bytes;
-    }
-    totals.finished_at_ms = clock.now();
-    line(
-        out,
-        &BackupEnd {
-            backup_end: totals.clone(),
-        },
-    )?;
-    out.flush().map_err(io)?;
-    Ok(totals)
-}
-
-/// Serializing any line without a generic closure.
-mod erased {
-    pub trait Line {
-        fn json(&self) -> String;
-    }
-    impl<T: serde::Serialize> Line for T {
-        fn json(&self) -> String {
-            serde_json::to_string(self).unwrap_or_default()
-        }
-    }
-}
-
 /// The tenants to back up: those named, else every tenant the storage
 /// lists.
-pub fn tenants_of(engine: &Engine, named: Vec<String>) -> Result<Vec<String>, BackupError> {
+fn tenants_of(engine: &Engine, named: Vec<String>) -> Result<Vec<String>, ApiError> {
     if !named.is_empty() {
         return Ok(named);
     }
     engine
         .stored_tenants()
-        .map_err(|source| BackupError::Storage {
-            what: "list the tenants of",
-            tenant: "(all)".into(),
-            source: Box::new(source),
-        })?
-        .ok_or(BackupError::Unlisted)
+        .map_err(ApiError::from)?
+        .ok_or_else(|| {
+            ApiError::invalid(
+                "tenant",
+                "this storage cannot list its tenants; name them with ?tenant=",
+            )
+        })
+}
+
+/// The problem a backup that failed before its first byte answers.
+fn problem(e: KeysError) -> ApiError {
+    match e {
+        KeysError::Storage(source) => ApiError::from(leasehold_host::Error::from(source)),
+        KeysError::Snapshot { source, .. } => match source.downcast::<leasehold_host::Error>() {
+            Ok(e) => ApiError::from(*e),
+            Err(other) => ApiError::Unavailable {
+                kind: "storage-unavailable",
+                detail: format!("cannot begin a snapshot: {other}"),
+            },
+        },
+        // A tenant named twice, or a name that is none.
+        KeysError::Refused(why) => ApiError::invalid("tenant", why),
+        // The store holds what no call could have written.
+        e @ (KeysError::TooLarge { .. } | KeysError::OverLimit(_)) => ApiError::Corrupt(chain(&e)),
+        other => ApiError::Internal(Box::new(other)),
+    }
 }
 
 /// Hands the stream to the connection a piece at a time; blocks while
 /// [`QUEUED`] pieces wait, and fails once the connection is gone or the
-/// server stops.
+/// backup was ended.
 struct ToConnection {
-    tx: tokio::sync::mpsc::Sender<Result<Bytes, std::io::Error>>,
+    tx: mpsc::Sender<Bytes>,
     buf: Vec<u8>,
-    stopping: tokio::sync::watch::Receiver<bool>,
+    pace: Arc<Pace>,
+    runtime: tokio::runtime::Handle,
 }
 
 impl ToConnection {
     fn send(&mut self) -> std::io::Result<()> {
-        if *self.stopping.borrow() {
-            return Err(std::io::Error::other("the server is shutting down"));
+        let ended = |e: End| std::io::Error::other(e.to_string());
+        if let Some(e) = self.pace.ended() {
+            return Err(ended(e));
         }
         let piece = Bytes::from(std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK)));
-        self.tx.blocking_send(Ok(piece)).map_err(|_| {
-            std::io::Error::new(
-                std::io::ErrorKind::BrokenPipe,
-                "the client went away or stopped reading",
-            )
+        let (tx, pace) = (&self.tx, &self.pace);
+        // The writer runs on the blocking pool, where waiting on the
+        // runtime is allowed; an end wakes a writer whose reader stopped.
+        self.runtime.block_on(async {
+            tokio::select! {
+                sent = tx.send(piece) => sent.map_err(|_| {
+                    std::io::Error::new(
+                        std::io::ErrorKind::BrokenPipe,
+                        "the client went away or stopped reading",
+                    )
+                }),
+                e = pace.until_ended() => Err(ended(e)),
+            }
         })
     }
 }
@@ -321,36 +122,102 @@ impl std::io::Write for ToConnection {
     }
 }
 
+/// Writes the backup of `tenants` to `sink` in the library's format, then
+/// gives back its place; answers how it went.
+fn write(
+    engine: &Engine,
+    tenants: &[String],
+    began_at_ms: i64,
+    limits: BackupLimits,
+    mut sink: ToConnection,
+    permit: BackupPermit,
+) -> Result<BackupTotals, KeysError> {
+    let started = Instant::now();
+    let pace = sink.pace.clone();
+    let snapshot = |t: &str| {
+        engine
+            .snapshot(t, limits.max_lifetime)
+            .map_err(|e| Box::new(e) as BoxError)
+    };
+    // The end is told by the engine's clock, which the server's every
+    // other time comes from.
+    let clock = engine.clock();
+    let finished_at = || clock.now();
+    let written = tenant_keys::write_backup(
+        tenants,
+        began_at_ms,
+        &snapshot,
+        &mut sink,
+        None,
+        &finished_at,
+    );
+    // Every snapshot is gone with `write_backup`'s return: the next backup
+    // may begin before this one is logged.
+    drop(permit);
+    match &written {
+        Ok(t) => {
+            pace.end(End::Finished);
+            tracing::info!(
+                tenants = t.tenants,
+                keys = t.keys,
+                bytes = t.bytes,
+                ms = started.elapsed().as_millis() as u64,
+                "backup streamed"
+            );
+        }
+        Err(e) => {
+            let why = pace.end(End::Failed);
+            tracing::warn!(error = %chain(e), ended = %why, "backup cut short");
+        }
+    }
+    // The stream ends once the last piece is taken.
+    drop(sink);
+    written
+}
+
 /// `GET /backup`: for an operator's credential alone, as `/metrics` on
-/// this listener. One backup runs at a time; another meanwhile is answered
-/// 503 `busy`. The answer is 200 once the tenants are known; a failure
-/// after that cuts the stream short, which a reader sees as a backup
-/// without its end line.
+/// this listener. An operator backs up its own tenant, one backup at a
+/// time; the admin tenant's operators back up any tenants, one admin's
+/// backup at a time, in a place of their own. Another meanwhile is
+/// answered 503 `busy` (`overloaded` at the server's bound). The answer is
+/// 200 once the first piece is written; a failure or an end (see
+/// `backup_bounds`) after that cuts the stream short, which a reader sees
+/// as a backup without its end line.
 pub async fn backup(State(state): State<AppState>, headers: HeaderMap, uri: Uri) -> Response {
+    match begin(state, headers, uri).await {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn begin(state: AppState, headers: HeaderMap, uri: Uri) -> Result<Response, ApiError> {
     let auth = headers
         .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok());
-    let principal = match state.credentials.current().authenticate(auth) {
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let principal = match state.credentials.current().authenticate(auth.as_deref()) {
         Ok(p) if p.scope == crate::auth::Scope::Operator => p,
         Ok(_) => {
-            return ApiError::forbidden("only an operator credential may take a backup")
-                .into_response();
+            return Err(ApiError::forbidden(
+                "only an operator credential may take a backup",
+            ));
         }
         Err(_) => {
-            return ApiError::Unauthorized(
+            return Err(ApiError::Unauthorized(
                 "/backup takes an operator's bearer credential".to_owned(),
-            )
-            .into_response();
+            ));
         }
     };
     let mut named = Vec::new();
     for (k, v) in form_urlencoded::parse(uri.query().unwrap_or_default().as_bytes()) {
         if k != "tenant" {
-            return ApiError::invalid(&k, format!("/backup takes only tenant=, not {k}="))
-                .into_response();
+            return Err(ApiError::invalid(
+                &k,
+                format!("/backup takes only tenant=, not {k}="),
+            ));
         }
         if let Err(e) = check_tenant(&v) {
-            return ApiError::invalid("tenant", format!("tenant {v:?}: {e}")).into_response();
+            return Err(ApiError::invalid("tenant", format!("tenant {v:?}: {e}")));
         }
         named.push(v.into_owned());
     }
@@ -363,74 +230,81 @@ pub async fn backup(State(state): State<AppState>, headers: HeaderMap, uri: Uri)
         .is_some_and(|a| a.as_str() == principal.tenant);
     if !admin {
         if let Some(other) = named.iter().find(|t| **t != principal.tenant) {
-            return ApiError::forbidden(format!(
+            return Err(ApiError::forbidden(format!(
                 "an operator of tenant {} may back up only that tenant, not {other}; \
                  other tenants take an operator of the tenant --admin-tenant names",
                 principal.tenant
-            ))
-            .into_response();
+            )));
         }
         named = vec![principal.tenant.clone()];
     }
-    let Ok(permit) = state.backups.clone().try_acquire_owned() else {
-        return ApiError::Unavailable {
-            kind: "busy",
-            detail: "a backup is running already; one runs at a time".to_owned(),
-        }
-        .into_response();
-    };
+    let permit = state.backups.take(admin, &principal.tenant)?;
     // Recorded before the tenants are listed and read: every write
     // answered before this instant is in every snapshot taken after it.
     let began_at_ms = state.now_ms();
     let engine = state.engine.clone();
-    let listed = tokio::task::spawn_blocking(move || tenants_of(&engine, named)).await;
-    let tenants = match listed {
-        Ok(Ok(t)) => t,
-        Ok(Err(BackupError::Unlisted)) => {
-            return ApiError::invalid("tenant", BackupError::Unlisted.to_string()).into_response();
-        }
-        Ok(Err(e)) => {
-            return ApiError::Unavailable {
-                kind: "storage-unavailable",
-                detail: chain(&e),
-            }
-            .into_response();
-        }
-        Err(e) => return ApiError::Internal(Box::new(e)).into_response(),
-    };
-    let (tx, mut rx) = tokio::sync::mpsc::channel(QUEUED);
-    let mut sink = ToConnection {
-        tx: tx.clone(),
+    let tenants = tokio::task::spawn_blocking(move || tenants_of(&engine, named))
+        .await
+        .map_err(|e| ApiError::Internal(Box::new(e)))??;
+    let limits = state.options.backups;
+    let pace = Pace::new();
+    let (tx, mut rx) = mpsc::channel(QUEUED);
+    let sink = ToConnection {
+        tx,
         buf: Vec::with_capacity(CHUNK),
-        stopping: state.stopping(),
+        pace: pace.clone(),
+        runtime: tokio::runtime::Handle::current(),
     };
-    let engine = state.engine.clone();
-    let clock = engine.clock();
+    tokio::spawn(watch_backup(
+        pace.clone(),
+        limits,
+        state.credentials.hold(auth.clone(), principal.clone()),
+        state.stopping(),
+    ));
     let count = tenants.len();
     tracing::info!(tenants = count, began_at_ms, "backup began");
-    tokio::task::spawn_blocking(move || {
-        let started = Instant::now();
-        let snapshot = |t: &str| engine.snapshot(t, SNAPSHOT_DEADLINE);
-        let written = write_backup_by(&tenants, began_at_ms, &*clock, &snapshot, &mut sink);
-        // The snapshot is gone with `write_backup`'s return: the next
-        // backup may begin before this one is logged.
-        drop(permit);
-        match written {
-            Ok(t) => tracing::info!(
-                tenants = t.tenants,
-                keys = t.keys,
-                bytes = t.bytes,
-                ms = started.elapsed().as_millis() as u64,
-                "backup streamed"
-            ),
-            Err(e) => {
-                tracing::warn!(error = %chain(&e), "backup cut short");
-                let _ = tx.blocking_send(Err(std::io::Error::other(e.to_string())));
-            }
-        }
+    let engine = state.engine.clone();
+    let writer = tokio::task::spawn_blocking(move || {
+        write(&engine, &tenants, began_at_ms, limits, sink, permit)
     });
-    let stream = futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx));
-    (
+    // A backup that fails before its first piece is answered a problem.
+    let Some(first) = rx.recv().await else {
+        return match writer.await {
+            Ok(Err(e)) => Err(problem(e)),
+            Ok(Ok(_)) => Err(ApiError::Internal("the backup wrote nothing".into())),
+            Err(e) => Err(ApiError::Internal(Box::new(e))),
+        };
+    };
+    let mut credential = state.credentials.hold(auth, principal);
+    let mut first = Some(first);
+    let stream = futures_util::stream::poll_fn(move |cx| {
+        // Looked at before each piece, so a piece asked for after a
+        // revoking reload has returned is never given.
+        if credential.revoked_now() {
+            pace.end(End::Revoked);
+        }
+        if let Some(e) = pace.ended().filter(|e| *e != End::Finished) {
+            return std::task::Poll::Ready(Some(Err(std::io::Error::other(e.to_string()))));
+        }
+        let next = match first.take() {
+            Some(piece) => Some(piece),
+            None => std::task::ready!(rx.poll_recv(cx)),
+        };
+        std::task::Poll::Ready(match next {
+            Some(piece) => {
+                pace.took(piece.len());
+                Some(Ok(piece))
+            }
+            // The writer has gone: finished, or ended short.
+            None => match pace.ended() {
+                Some(End::Finished) => None,
+                e => Some(Err(std::io::Error::other(
+                    e.unwrap_or(End::Failed).to_string(),
+                ))),
+            },
+        })
+    });
+    Ok((
         StatusCode::OK,
         [
             (header::CONTENT_TYPE, "application/x-ndjson".to_owned()),
@@ -441,7 +315,7 @@ pub async fn backup(State(state): State<AppState>, headers: HeaderMap, uri: Uri)
         ],
         Body::from_stream(stream),
     )
-        .into_response()
+        .into_response())
 }
 
 /// An error with its sources, for the log and the problem's detail.

@@ -12,9 +12,18 @@
 use leasehold_guest::changes::Cursor;
 
 use crate::auth::{Principal, Scope};
-use crate::cursor::CursorKey;
+use crate::cursor::{CursorKey, sealed_text_len};
 use crate::problem::ApiError;
-use crate::reviewer_view::View;
+use crate::reviewer_view::{MAX_VIEW_BYTES, MIN_VIEW_BYTES, View};
+
+/// The fewest characters of a reviewer's position as it is shown: the
+/// shortest view, sealed.
+pub const MIN_VIEW_TEXT: usize = sealed_text_len(MIN_VIEW_BYTES);
+
+/// The most characters of a reviewer's position as it is shown: the
+/// longest view, sealed. The document says both bounds, and a position
+/// outside them is refused before it is opened.
+pub const MAX_VIEW_TEXT: usize = sealed_text_len(MAX_VIEW_BYTES);
 
 /// How positions are spelt for one caller. It holds its own copy of the
 /// key and the caller, so a stream may keep it for as long as it runs.
@@ -57,9 +66,16 @@ impl Positions {
 
     /// A reviewer's view, sealed for it.
     pub fn show_view(&self, view: &View) -> Result<String, ApiError> {
-        self.key
+        let shown = self
+            .key
             .seal_fixed(&self.principal.tenant, &self.binding(), &view.to_bytes())
-            .ok_or_else(|| ApiError::Internal("could not seal a position".into()))
+            .ok_or_else(|| ApiError::Internal("could not seal a position".into()))?;
+        if !(MIN_VIEW_TEXT..=MAX_VIEW_TEXT).contains(&shown.len()) {
+            return Err(ApiError::Internal(
+                "a reviewer's position came out longer or shorter than the document says".into(),
+            ));
+        }
+        Ok(shown)
     }
 
     /// The feed's position behind `given`, as a service or operator may
@@ -79,6 +95,9 @@ impl Positions {
 
     /// The view behind `given`, as a reviewer may give one.
     pub fn take_view(&self, field: &str, given: &str) -> Result<View, ApiError> {
+        if !(MIN_VIEW_TEXT..=MAX_VIEW_TEXT).contains(&given.len()) {
+            return Err(refuse_view(field));
+        }
         self.key
             .open_bytes(&self.principal.tenant, &self.binding(), given)
             .and_then(|b| View::from_bytes(&b))
@@ -160,6 +179,34 @@ mod tests {
         assert_eq!(p.take("after", "f0.3_2.9").expect("ok"), "f0.3_2.9");
         for bad in ["\n", "\0", "garbage", "f0.01", "f2.1_1.1", "f 0.1", "F0.1"] {
             assert!(p.take("after", bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_reviewers_position_is_never_shorter_or_longer_than_the_document_says() {
+        use crate::reviewer_view::MAX_MARKS;
+        use leasehold_guest::schema::MAX_SHARDS;
+        let key = CursorKey::random().expect("key");
+        let p = Positions::new(&key, &who("alice", Scope::Reviewer));
+        let shortest = View::starting(&Cursor::START, false);
+        assert_eq!(shortest.to_bytes().len(), MIN_VIEW_BYTES);
+        assert_eq!(p.show_view(&shortest).expect("sealed").len(), MIN_VIEW_TEXT);
+        // The longest: a change seen in every slot, of names as long as
+        // the marks may spell before the view keeps only how far it read,
+        // and how far a reading went in every slot.
+        let all = Cursor::from_seqs([1; MAX_SHARDS as usize]).expect("a position");
+        let name = "n".repeat(MAX_MARKS / usize::from(MAX_SHARDS) - 12);
+        let mut longest = View::starting(&Cursor::START, true);
+        for s in 0..MAX_SHARDS {
+            longest.seen(s, &name, 1, all);
+        }
+        let longest = longest.reached(all);
+        assert_eq!(longest.to_bytes().len(), MAX_VIEW_BYTES);
+        let shown = p.show_view(&longest).expect("sealed");
+        assert_eq!(shown.len(), MAX_VIEW_TEXT);
+        assert_eq!(p.take_view("after", &shown).expect("taken back"), longest);
+        for bad in ["A".repeat(MIN_VIEW_TEXT - 1), "A".repeat(MAX_VIEW_TEXT + 1)] {
+            assert!(p.take_view("after", &bad).is_err());
         }
     }
 }

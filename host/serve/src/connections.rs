@@ -1,6 +1,7 @@
 //! Connections as a resource with limits: the accept loop, the cap on open
-//! connections, each connection's TLS handshake and HTTP/1.1 session in a
-//! task of its own, and shutdown with a grace. It owns how long a client may
+//! connections (who may hold them, strangers or callers, is
+//! `crate::door`'s), each connection's TLS handshake and HTTP/1.1 session in
+//! a task of its own, and shutdown with a grace. It owns how long a client may
 //! hold a connection without sending a request (the header timeout, which
 //! also bounds the idle wait between requests on a kept-alive connection),
 //! and when the process stops waiting for connections at shutdown. It must
@@ -24,11 +25,28 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 use tokio_rustls::TlsAcceptor;
 
+use crate::door::{Door, Ticket};
+use crate::holds::Bounds;
+
 /// The bounds on connections (see README, "The HTTP service").
 #[derive(Clone, Copy, Debug)]
 pub struct ConnectionLimits {
-    /// Most connections open at once; a connection past it is refused.
+    /// Most connections of callers that showed a good credential, open at
+    /// once; past it (or a tenant's or caller's share), the request is
+    /// answered 503 `overloaded` and its connection closed.
     pub max_connections: usize,
+    /// Most connections of one tenant's callers open at once.
+    pub max_connections_per_tenant: usize,
+    /// Most connections of one caller (a credential's tenant, actor and
+    /// scope) open at once.
+    pub max_connections_per_caller: usize,
+    /// Most connections that have shown no credential yet, apart from the
+    /// callers' ones; past it, the oldest of them that the server has
+    /// waited for `unauthenticated_grace` or longer is closed to make room.
+    pub max_unauthenticated: usize,
+    /// How long the server waits for a connection that has shown no
+    /// credential before it may be closed to make room.
+    pub unauthenticated_grace: Duration,
     /// How long a client has to send a request's head, counted from the
     /// connection's start or from the end of the previous answer.
     pub header_timeout: Duration,
@@ -53,6 +71,10 @@ impl Default for ConnectionLimits {
     fn default() -> Self {
         ConnectionLimits {
             max_connections: 1024,
+            max_connections_per_tenant: 256,
+            max_connections_per_caller: 128,
+            max_unauthenticated: 64,
+            unauthenticated_grace: Duration::from_secs(1),
             header_timeout: Duration::from_secs(10),
             handshake_timeout: Duration::from_secs(10),
             shutdown_grace: Duration::from_secs(10),
@@ -94,7 +116,19 @@ pub(crate) async fn serve(
     limits: ConnectionLimits,
     shutdown: impl Future<Output = ()>,
 ) {
-    let max = limits.max_connections.clamp(1, Semaphore::MAX_PERMITS);
+    let door = Door::new(
+        limits.max_unauthenticated,
+        limits.unauthenticated_grace,
+        Bounds {
+            all: limits.max_connections,
+            per_tenant: limits.max_connections_per_tenant,
+            per_caller: limits.max_connections_per_caller,
+        },
+    );
+    // Every connection is a stranger or a caller's: the strangers' pool and
+    // the callers' bound together are all the process holds.
+    let max = (limits.max_connections.max(1) + limits.max_unauthenticated.max(1))
+        .clamp(1, Semaphore::MAX_PERMITS);
     let slots = Arc::new(Semaphore::new(max));
     let (soft_tx, soft) = watch::channel(false);
     let (hard_tx, hard) = watch::channel(false);
@@ -125,6 +159,11 @@ pub(crate) async fn serve(
             refuse(&tcp, addr, tls.is_some());
             continue;
         };
+        let ticket = tokio::select! {
+            biased;
+            () = &mut shutdown => break,
+            ticket = door.enter() => ticket,
+        };
         metrics::gauge!("leasehold_connections_open").increment(1.0);
         tokio::spawn(connection(
             tcp,
@@ -133,7 +172,7 @@ pub(crate) async fn serve(
             app.clone(),
             limits,
             stop.clone(),
-            permit,
+            (permit, ticket),
         ));
     }
     drop(listener);
@@ -174,12 +213,12 @@ async fn connection(
     app: Router,
     limits: ConnectionLimits,
     mut stop: Stop,
-    permit: OwnedSemaphorePermit,
+    (permit, ticket): (OwnedSemaphorePermit, Arc<Ticket>),
 ) {
     let _ = tcp.set_nodelay(true);
-    let tcp = WriteTimeout::new(tcp, limits.write_timeout);
+    let tcp = WriteTimeout::new(tcp, limits.write_timeout, ticket.clone());
     match tls {
-        None => session(tcp, app, limits, stop).await,
+        None => session(tcp, app, limits, stop, ticket).await,
         Some(acceptor) => {
             let handshake = tokio::time::timeout(limits.handshake_timeout, acceptor.accept(tcp));
             let done = tokio::select! {
@@ -190,9 +229,14 @@ async fn connection(
                     finish(permit);
                     return;
                 }
+                // A handshake is a stranger's: closed to make room too.
+                () = ticket.closed() => {
+                    finish(permit);
+                    return;
+                }
             };
             match done {
-                Ok(Ok(stream)) => session(stream, app, limits, stop).await,
+                Ok(Ok(stream)) => session(stream, app, limits, stop, ticket).await,
                 Ok(Err(e)) => {
                     metrics::counter!("leasehold_tls_handshakes_failed_total").increment(1);
                     tracing::info!(%addr, error = %e, "TLS handshake failed");
@@ -212,12 +256,26 @@ fn finish(permit: OwnedSemaphorePermit) {
     drop(permit);
 }
 
-/// One HTTP/1.1 session until the client closes, a timeout ends it, or
-/// shutdown does.
-async fn session<I>(io: I, app: Router, limits: ConnectionLimits, mut stop: Stop)
-where
+/// One HTTP/1.1 session until the client closes, a timeout ends it, it
+/// is closed to make room for another stranger, or shutdown ends it. Each
+/// request carries the connection's ticket, for `crate::admit`.
+async fn session<I>(
+    io: I,
+    app: Router,
+    limits: ConnectionLimits,
+    mut stop: Stop,
+    ticket: Arc<Ticket>,
+) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
+    let tagged = ticket.clone();
+    let app = tower::ServiceExt::map_request(
+        app,
+        move |mut req: axum::extract::Request<hyper::body::Incoming>| {
+            req.extensions_mut().insert(tagged.clone());
+            req
+        },
+    );
     let conn = http1::Builder::new()
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout)
@@ -229,6 +287,10 @@ where
     let mut conn = std::pin::pin!(conn);
     let ended = tokio::select! {
         ended = conn.as_mut() => ended,
+        () = ticket.closed() => {
+            tracing::debug!("closed a connection that showed no credential, to make room");
+            Ok(())
+        }
         () = raised(&mut stop.soft) => {
             // Finish the request in hand, if any, then close; an idle
             // connection closes at once.
@@ -247,18 +309,22 @@ where
 /// A connection whose writes fail once one has waited `limit` for the
 /// client to make room: hyper then drops the connection, and with it every
 /// buffer it held. A write that makes progress starts the clock again.
+/// Its reads tell the connection's ticket when the server waits for the
+/// client.
 struct WriteTimeout<I> {
     io: I,
     limit: Duration,
     stalled: Option<Pin<Box<tokio::time::Sleep>>>,
+    ticket: Arc<Ticket>,
 }
 
 impl<I> WriteTimeout<I> {
-    fn new(io: I, limit: Duration) -> Self {
+    fn new(io: I, limit: Duration, ticket: Arc<Ticket>) -> Self {
         WriteTimeout {
             io,
             limit,
             stalled: None,
+            ticket,
         }
     }
 
@@ -296,7 +362,11 @@ impl<I: AsyncRead + Unpin> AsyncRead for WriteTimeout<I> {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.io).poll_read(cx, buf)
+        let poll = Pin::new(&mut self.io).poll_read(cx, buf);
+        if poll.is_pending() {
+            self.ticket.waited();
+        }
+        poll
     }
 }
 

@@ -10,11 +10,27 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use chacha20poly1305::aead::{Aead, KeyInit, Payload};
 use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 
-/// What a sealed cursor looks like: URL-safe base64 without padding, long
-/// enough for the nonce and the tag.
-pub const PATTERN: &str = "^[A-Za-z0-9_-]{55,4096}$";
+/// What a sealed cursor looks like: URL-safe base64 without padding, of
+/// the one length every cursor seals to ([`CURSOR_TEXT`]).
+pub const PATTERN: &str = "^[A-Za-z0-9_-]{2870}$";
 
 const NONCE: usize = 24;
+
+/// Bytes the seal adds to what it seals: the nonce and the tag.
+const SEAL_OVERHEAD: usize = NONCE + 16;
+
+/// Characters of the text that seals `plain` bytes: URL-safe base64 of the
+/// nonce, the sealed bytes and the tag, without padding.
+pub const fn sealed_text_len(plain: usize) -> usize {
+    (4 * (plain + SEAL_OVERHEAD)).div_ceil(3)
+}
+
+/// Characters of every sealed page cursor: each is padded to [`PADDED`]
+/// bytes before it is sealed, and one that would not fit is not sealed.
+pub const CURSOR_TEXT: usize = sealed_text_len(PADDED);
+
+// The pattern the document gives says the same length.
+const _: () = assert!(CURSOR_TEXT == 2870);
 
 /// A cursor key: 32 bytes. Servers that share a database should share the
 /// key (`leasehold serve --cursor-key`), so that a page from one can be read
@@ -98,8 +114,12 @@ impl CursorKey {
     }
 
     /// The rules' cursor inside `sealed`, if this key sealed it for the same
-    /// tenant and list.
+    /// tenant and list (and so it is `CURSOR_TEXT` characters long, as the document
+    /// says every cursor is).
     pub fn open(&self, tenant: &str, list: &str, sealed: &str) -> Option<String> {
+        if sealed.len() != CURSOR_TEXT {
+            return None;
+        }
         unpad(&self.open_bytes(tenant, list, sealed)?)
     }
 
@@ -196,9 +216,12 @@ fn pad(cursor: &str) -> Option<Vec<u8>> {
     let len = u16::try_from(body.len()).ok()?;
     let mut out = len.to_be_bytes().to_vec();
     out.extend_from_slice(&body);
-    // A cursor longer than the padding is sealed as it is: longer, but
-    // still whole.
-    out.resize(out.len().max(PADDED), 0);
+    // None is longer than the padding (see [`PADDED`]); one that were would
+    // not be sealed, rather than issued at a length the document forbids.
+    if out.len() > PADDED {
+        return None;
+    }
+    out.resize(PADDED, 0);
     Some(out)
 }
 

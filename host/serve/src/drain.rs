@@ -4,12 +4,16 @@
 //! has already arrived and otherwise closes the connection after the
 //! answer, without saying so, and a kept-alive client's next request on it
 //! fails. This layer reads what is left of such a body before the answer
-//! goes out, within the body limit and the request's time, so the
-//! connection stays usable; a body it will not read (too long, too slow,
-//! or held back for `Expect: 100-continue`) gets `Connection: close` on
-//! the answer, so the client knows.
+//! goes out, within the body limit, the request's time and the slow-body
+//! guard's rate (`crate::body_rate`), so the connection stays usable; a body
+//! it will not read (too long, too slow, held back for `Expect:
+//! 100-continue`, or sent by a caller whose credential was not accepted)
+//! gets `Connection: close` on the answer, so the client knows. It must
+//! never read a byte of a body whose request was not authenticated: a
+//! stranger's body costs the server nothing but the refusal.
 
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -76,14 +80,29 @@ impl Drop for Watched {
     }
 }
 
+/// Whether the request's credential was accepted, so that its body may be
+/// read to its end; set by authentication ([`settle`]).
+#[derive(Clone, Default)]
+struct Settled(Arc<AtomicBool>);
+
+/// Says that `req` was sent with an accepted credential: a body of it left
+/// unread may be read to its end.
+pub fn settle(req: &Request) {
+    if let Some(s) = req.extensions().get::<Settled>() {
+        s.0.store(true, Ordering::Relaxed);
+    }
+}
+
 /// The layer: see the module's comment.
-pub async fn unread_bodies(limits: DrainLimits, req: Request, next: Next) -> Response {
+pub async fn unread_bodies(limits: DrainLimits, mut req: Request, next: Next) -> Response {
     let deadline = tokio::time::Instant::now() + limits.within;
     let waits_to_send = req
         .headers()
         .get(header::EXPECT)
         .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
     let left = Left::default();
+    let settled = Settled::default();
+    req.extensions_mut().insert(settled.clone());
     let req = req.map(|body| {
         Body::new(Watched {
             inner: Some(body),
@@ -95,7 +114,10 @@ pub async fn unread_bodies(limits: DrainLimits, req: Request, next: Next) -> Res
     if let Some(body) = unread {
         // A client waiting for `100 Continue` has not sent the body; asking
         // for it only to throw it away would cost it the upload.
-        let read = !waits_to_send && read_to_end(body, limits.max_bytes, deadline).await;
+        // Nor is a stranger's body read: its connection is closed instead.
+        let read = !waits_to_send
+            && settled.0.load(Ordering::Relaxed)
+            && read_to_end(body, limits.max_bytes, deadline).await;
         if !read {
             res.headers_mut()
                 .insert(header::CONNECTION, HeaderValue::from_static("close"));

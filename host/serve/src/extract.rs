@@ -67,6 +67,8 @@ pub async fn authorize(State(state): State<AppState>, mut req: Request, next: Ne
                 .into_response();
         }
     };
+    // Only now may the body be read: a stranger's never is.
+    crate::drain::settle(&req);
     if !route.allows(principal.scope) {
         return ApiError::forbidden(format!(
             "a {} credential may not call {}",
@@ -365,7 +367,7 @@ impl Body {
                 }
             }
             BytesRejection::FailedToBufferBody(FailedToBufferBody::UnknownBodyError(e))
-                if timed_out(&e) =>
+                if timed_out(&e) || crate::body_rate::too_slow(&e) =>
             {
                 ApiError::BodyTimeout
             }

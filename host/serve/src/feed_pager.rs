@@ -5,8 +5,9 @@
 //! tasks it may see (`crate::access`), each at the view its reading stands
 //! at once it has it (`crate::reviewer_view`), so its reading moves only
 //! with what it is given; its JSON pages read on past others' changes
-//! until one more of its own shows the page is not the last, or the feed's
-//! end is reached. The event stream (`crate::sse`) takes the same
+//! until one more of its own shows the page is not the last, the feed's
+//! end is reached, or a few pages were read (then its `next` holds how far
+//! it read). The event stream (`crate::sse`) takes the same
 //! [`Reading::offer`] for each entry it reads.
 //!
 //! It owns the per-caller step over the feed and the cut of a JSON page;
@@ -30,8 +31,10 @@ use crate::shared_reads::PAGE;
 use crate::state::AppState;
 
 /// Pages of the feed one reviewer's JSON read goes through at most, looking
-/// for changes it may see.
-const REVIEWER_PAGES: usize = 50;
+/// for changes it may see: few, so that a read costs about the same
+/// whatever lies hidden behind its position. A read that reaches the bound
+/// answers how far it went, and reading on from its `next` goes further.
+const REVIEWER_PAGES: usize = 4;
 
 /// One read of the feed, within the service's time for a request.
 pub async fn read(

@@ -28,13 +28,18 @@
 #![warn(missing_docs)]
 
 mod access;
+mod admission;
+mod admit;
 mod api;
 mod auth;
 pub mod backup;
+mod backup_bounds;
+mod body_rate;
 mod caller_positions;
 mod change;
 mod connections;
 mod cursor;
+mod door;
 mod drain;
 mod error;
 mod extract;
@@ -64,6 +69,8 @@ pub use auth::{
     AuthError, Credentials, LiveCredentials, Principal, Reload, Scope, TOKEN_PREFIX,
     TokenFileError, TokenTable, new_token, token_hash, token_line,
 };
+pub use backup_bounds::BackupLimits;
+pub use body_rate::BodyRate;
 pub use connections::ConnectionLimits;
 pub use cursor::{CursorKey, CursorKeyError};
 pub use holds::Bounds;

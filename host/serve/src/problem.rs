@@ -67,6 +67,10 @@ pub enum ApiError {
         /// What happened.
         detail: String,
     },
+    /// Too many of the tenant's requests are waiting for their turn: this
+    /// one was turned away at once, having started nothing.
+    #[error("{0}")]
+    TooManyRequests(String),
     /// The request ran past its deadline before its call could commit:
     /// nothing was done, and the same request may be sent again.
     #[error("the request ran past its deadline before its call could commit; nothing was done")]
@@ -185,6 +189,11 @@ impl ApiError {
             ApiError::Unavailable { kind, .. } => {
                 (kind, S::SERVICE_UNAVAILABLE, "Unavailable; retry later")
             }
+            ApiError::TooManyRequests(_) => (
+                "too-many-requests",
+                S::TOO_MANY_REQUESTS,
+                "Too many requests waiting; retry later",
+            ),
             ApiError::Timeout => ("timeout", S::SERVICE_UNAVAILABLE, "Request timed out"),
             ApiError::BodyTimeout => (
                 "body-timeout",
@@ -337,9 +346,9 @@ impl IntoResponse for ApiError {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/problem+json"),
         );
-        // Every 503 says nothing was done: try again. An unknown outcome
-        // (500) is never an invitation to retry blindly.
-        if status == StatusCode::SERVICE_UNAVAILABLE {
+        // Every 503 and 429 says nothing was done: try again. An unknown
+        // outcome (500) is never an invitation to retry blindly.
+        if status == StatusCode::SERVICE_UNAVAILABLE || status == StatusCode::TOO_MANY_REQUESTS {
             headers.insert(
                 header::RETRY_AFTER,
                 HeaderValue::from_static(RETRY_AFTER_SECS),
@@ -347,7 +356,8 @@ impl IntoResponse for ApiError {
         }
         // A caller refused for load gives its connection back too: a
         // refused long-poll must not keep holding what it was refused.
-        if overloaded {
+        // A body cut off part way leaves the connection unusable.
+        if overloaded || matches!(self, ApiError::BodyTimeout) {
             headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
         }
         if status == StatusCode::UNAUTHORIZED {
@@ -382,6 +392,7 @@ pub const CATALOG: &[(&str, u16)] = &[
     ("storage-unavailable", 503),
     ("overloaded", 503),
     ("timeout", 503),
+    ("too-many-requests", 429),
     ("commit-failed", 503),
     ("body-timeout", 408),
     ("outcome-unknown", 500),
@@ -453,6 +464,7 @@ mod tests {
             ApiError::NotFound(String::new()),
             ApiError::MethodNotAllowed,
             ApiError::Timeout,
+            ApiError::TooManyRequests(String::new()),
             ApiError::BodyTimeout,
             ApiError::OutcomeUnknown(String::new()),
             ApiError::Corrupt(String::new()),

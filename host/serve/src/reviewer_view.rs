@@ -58,10 +58,19 @@ pub struct View {
 /// The most bytes a view's marks may spell; past it, a view holds how far
 /// the reading went instead (a slot per task name at the longest a name
 /// may be would otherwise make a position no client could send back).
-const MAX_MARKS: usize = 12 << 10;
+pub const MAX_MARKS: usize = 12 << 10;
 
 /// The first byte of every spelt view.
 const FORM: u8 = 1;
+
+/// The fewest bytes a view spells: its form, flags and salt, no progress
+/// and no marks (see [`View::to_bytes`]).
+pub const MIN_VIEW_BYTES: usize = 2 + 8 + 1 + 1;
+
+/// The most bytes a view spells: its form, flags and salt, how far it read
+/// in every slot, and marks of at most [`MAX_MARKS`] (which
+/// [`View::seen`] keeps them to, counting exactly what they spell).
+pub const MAX_VIEW_BYTES: usize = 2 + 8 + (2 + 9 * MAX_SHARDS as usize) + 1 + MAX_MARKS;
 
 impl View {
     /// A view of a reading that begins at `at`, the feed's position: salted

@@ -2,7 +2,8 @@
 //! API's routes and their OpenAPI document come from the same handler
 //! registrations (so the route table authorization reads is the served
 //! document's), with the layers every request passes (request id, trace,
-//! HTTP metrics, authorization, body limit and body timeout), beside the
+//! HTTP metrics, authorization, body limit, body timeout and the slow-body
+//! guard), beside the
 //! operations endpoints and the pages. It knows nothing of listeners or
 //! connections (that is `server` and `connections`), and must never add a
 //! route that is not in the table authorization reads.
@@ -81,9 +82,16 @@ pub fn app(state: AppState) -> Router {
     api.merge(ops)
         .fallback(|| async { ApiError::NotFound("no such route".to_owned()) })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
-        .with_state(state)
+        .with_state(state.clone())
+        // Whose the connection is, settled from the head alone.
+        .layer(middleware::from_fn_with_state(state, crate::admit::admit))
         .layer(middleware::from_fn(move |req, next| {
             crate::drain::unread_bodies(unread, req, next)
+        }))
+        // Outside the drain, so that a body read to its end there keeps the
+        // same rate as one a route reads.
+        .layer(middleware::from_fn(move |req, next| {
+            crate::body_rate::guard(options.body_rate, req, next)
         }))
         .layer(middleware::from_fn(ops::http_metrics))
         .layer(

@@ -163,18 +163,24 @@ const STREAM_FROM_OTHER: &str = "A stream asked to start from a position of the 
                                  that this feed cannot resume from begins with `ready`, then \
                                  `refresh`.";
 
-/// A position in the feed, as a read gave it.
+/// A position in the feed, as a read gave it: the feed's own spelling (at
+/// most 64 slots of a 20-digit number each, well inside the length bound),
+/// or a reviewer's sealed view, whose length varies with the view between
+/// the bounds `crate::caller_positions` states, which the server enforces.
 pub fn position() -> Object {
+    use crate::caller_positions::{MAX_VIEW_TEXT, MIN_VIEW_TEXT};
     ObjectBuilder::new()
         .schema_type(Type::String)
-        .pattern(Some(
-            r"^(f((0|[1-9][0-9]*)\.[1-9][0-9]*(_(0|[1-9][0-9]*)\.[1-9][0-9]*)*)?|[A-Za-z0-9_-]{736})$",
-        ))
-        .max_length(Some(2048))
+        .pattern(Some(format!(
+            r"^(f((0|[1-9][0-9]*)\.[1-9][0-9]*(_(0|[1-9][0-9]*)\.[1-9][0-9]*)*)?|[A-Za-z0-9_-]{{{MIN_VIEW_TEXT},}})$",
+        )))
+        .min_length(Some(1))
+        .max_length(Some(MAX_VIEW_TEXT))
         .description(Some(format!(
             "A `position`, `next` or `head` of an earlier read (or an event's `id`), passed \
-             back as it was given: the feed's own for a service or operator, sealed for the \
-             reviewer it was given to. {ISSUED_ONLY} {STREAM_FROM_OTHER}"
+             back as it was given: the feed's own for a service or operator; for a reviewer, \
+             sealed for it, {MIN_VIEW_TEXT} to {MAX_VIEW_TEXT} characters. {ISSUED_ONLY} \
+             {STREAM_FROM_OTHER}"
         )))
         .build()
 }
@@ -197,6 +203,8 @@ pub fn cursor() -> Object {
     ObjectBuilder::new()
         .schema_type(Type::String)
         .pattern(Some(crate::cursor::PATTERN))
+        .min_length(Some(crate::cursor::CURSOR_TEXT))
+        .max_length(Some(crate::cursor::CURSOR_TEXT))
         .description(Some(format!(
             "The `next` of the previous page, passed back as it was given: sealed by the \
              server, so it can be neither read nor made. {ISSUED_ONLY}"

@@ -268,8 +268,11 @@ impl Server {
                     if let Some(l) = ops_listener {
                         let l = tokio::net::TcpListener::from_std(l).map_err(ServeError::Serve)?;
                         let mut stopped = ops_stopped;
+                        // Probes and scrapes show no credential: they are
+                        // all strangers there.
                         let limits = crate::connections::ConnectionLimits {
                             max_connections: OPS_CONNECTIONS,
+                            max_unauthenticated: OPS_CONNECTIONS,
                             ..options.connections
                         };
                         tokio::spawn(crate::connections::serve(

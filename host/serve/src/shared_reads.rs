@@ -79,6 +79,7 @@ impl Feeds {
             flights: Mutex::new(VecDeque::new()),
             pump,
             buffered: AtomicUsize::new(0),
+            callers: Mutex::new(HashMap::new()),
         });
         tenants.insert(Arc::from(name), Arc::downgrade(&feed));
         Ok(feed)
@@ -101,6 +102,9 @@ pub struct TenantFeed {
     pump: tokio::task::JoinHandle<()>,
     /// Bytes of events queued, unsent, for all of the tenant's streams.
     buffered: AtomicUsize,
+    /// The same, for each caller's streams (by `crate::waiters::caller_key`):
+    /// held by those streams, let go with the last of them.
+    callers: Mutex<HashMap<String, Weak<AtomicUsize>>>,
 }
 
 impl Drop for TenantFeed {
@@ -113,6 +117,21 @@ impl TenantFeed {
     /// Bytes of events queued, unsent, for all of the tenant's streams.
     pub fn buffered(&self) -> &AtomicUsize {
         &self.buffered
+    }
+
+    /// Bytes of events queued, unsent, for the streams of the caller named
+    /// `key`: one count for all of them, held while any of them is.
+    pub fn caller_buffered(&self, key: &str) -> Arc<AtomicUsize> {
+        let mut callers = self.callers.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(n) = callers.get(key).and_then(Weak::upgrade) {
+            return n;
+        }
+        // Callers whose streams all ended leave dead entries: swept here,
+        // so the map holds no more than the callers with streams, plus one.
+        callers.retain(|_, w| w.strong_count() > 0);
+        let n = Arc::new(AtomicUsize::new(0));
+        callers.insert(key.to_owned(), Arc::downgrade(&n));
+        n
     }
 
     /// A stream's view of the tenant's commit count, with the count as it
@@ -283,6 +302,7 @@ mod tests {
             flights: Mutex::new(VecDeque::new()),
             pump: tokio::spawn(async {}),
             buffered: AtomicUsize::new(0),
+            callers: Mutex::new(HashMap::new()),
         }
     }
 

@@ -7,7 +7,8 @@
 //! ([`crate::feed_pager::Reading`]); each `task` or `timer` event's `data`
 //! is the one wire shape of a change ([`crate::change::Event`]). It must
 //! never send a change the credential may not see, skip a change it may,
-//! or hold more than its buffer for a slow client.
+//! or hold more than its buffer for a slow client: a stream's own, its
+//! caller's share of its tenant's ([`CALLER_SHARE`]), and its tenant's.
 //!
 //! The feed is the news and a wake-up only a hint: after every wake-up
 //! (this process's commits, other processes' through the backend, or the
@@ -36,6 +37,7 @@ use crate::problem::ApiError;
 use crate::reviewer_view::{View, parse};
 use crate::shared_reads::{PAGE, TenantFeed};
 use crate::state::AppState;
+use crate::waiters::caller_key;
 
 /// A change as a server-sent event: named by what it is of, its position
 /// (as its caller is shown it) as its `id`, the change itself as its
@@ -81,19 +83,27 @@ struct Queued {
     bytes: usize,
 }
 
-/// What a stream's queued events weigh: on the stream, and on its tenant
+/// What a stream's queued events weigh: on the stream, on its caller
+/// (whose streams share a part of their tenant's budget) and on its tenant
 /// (whose streams share one budget).
 struct Weight {
     stream: AtomicUsize,
+    caller: Arc<AtomicUsize>,
     feed: Arc<TenantFeed>,
 }
 
 impl Weight {
     fn release(&self, bytes: usize) {
         self.stream.fetch_sub(bytes, Ordering::Relaxed);
+        self.caller.fetch_sub(bytes, Ordering::Relaxed);
         self.feed.buffered().fetch_sub(bytes, Ordering::Relaxed);
     }
 }
+
+/// A caller's streams together hold at most this part of their tenant's
+/// event budget: two callers that stop reading hold at most half of it, so
+/// the tenant's other streams, reading, are never dropped for them.
+pub const CALLER_SHARE: usize = 4;
 
 /// The body of an event stream: what the producer queued, then the final
 /// event if the producer ended it. Dropped with its connection, it gives
@@ -209,6 +219,7 @@ pub async fn subscribe(
     let last = Arc::new(Mutex::new(None));
     let weight = Arc::new(Weight {
         stream: AtomicUsize::new(0),
+        caller: feed.caller_buffered(&caller_key(&sub.principal)),
         feed: feed.clone(),
     });
     let credential = state
@@ -422,14 +433,18 @@ impl Producer {
     }
 
     /// Queues an event weighing `bytes`; `Err(None)` when the client has
-    /// gone, and `Err(Some(Slow))` when its buffer, or its tenant's, is
-    /// full.
+    /// gone, and `Err(Some(Slow))` when its buffer, its caller's share of
+    /// its tenant's, or its tenant's is full.
     fn send(&self, e: Event, bytes: usize) -> Result<(), Option<Ended>> {
         let o = &self.state.options.events;
         let w = &self.weight;
         let stream = w.stream.fetch_add(bytes, Ordering::Relaxed) + bytes;
+        let caller = w.caller.fetch_add(bytes, Ordering::Relaxed) + bytes;
         let tenant = w.feed.buffered().fetch_add(bytes, Ordering::Relaxed) + bytes;
-        if stream > o.buffer_bytes || tenant > o.tenant_buffer_bytes {
+        if stream > o.buffer_bytes
+            || caller > o.tenant_buffer_bytes / CALLER_SHARE
+            || tenant > o.tenant_buffer_bytes
+        {
             w.release(bytes);
             return Err(Some(Ended::Slow));
         }

@@ -1,21 +1,23 @@
 //! What every handler shares: the engine and its clock (the one clock of
 //! the server, which the sweeper reads too), the credentials in force, the
 //! cursor key, the limits, and the one way a handler calls the engine. It
-//! owns admitting a call (the bounds on calls in flight, in all and per
-//! tenant, and on consistency checks), running it on the blocking pool under
+//! owns calling through admission (`crate::admission`: the bounds on calls
+//! in flight and waiting, and on consistency checks), running it on the
+//! blocking pool under
 //! the request's deadline, and counting it; it must never run an engine call
 //! on the async executor, never free a call's slot before the call has
 //! ended, and never answer as done, or as not done, a call whose outcome it
 //! does not know.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use leasehold_host::{Clock, Engine, Error, Tenant, Verb};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::admission::Admission;
 
 use crate::auth::LiveCredentials;
+use crate::backup_bounds::{BackupLimits, BackupPermits};
 use crate::connections::ConnectionLimits;
 use crate::cursor::CursorKey;
 use crate::holds::Bounds;
@@ -27,6 +29,9 @@ use crate::waiters::{EventOptions, Waiters};
 pub struct Options {
     /// Largest request body accepted, in bytes.
     pub body_limit: usize,
+    /// The least rate a body must arrive at; past it, 408 `body-timeout`
+    /// and the connection is closed.
+    pub body_rate: crate::body_rate::BodyRate,
     /// How long a request may take: reading its body, waiting for its turn
     /// and running its call. A call that has not begun to commit by then
     /// commits nothing and is answered `timeout`.
@@ -42,8 +47,12 @@ pub struct Options {
     /// take every slot; past it, a call waits its turn (within its
     /// deadline) while other tenants' calls go on.
     pub max_in_flight_per_tenant: usize,
-    /// Most consistency checks running at once, over all tenants; past it,
-    /// a check waits its turn within its deadline.
+    /// Most calls of one tenant waiting for its turn at once; past it, 429
+    /// `too-many-requests` with `Retry-After`, at once.
+    pub max_waiting_per_tenant: usize,
+    /// Most consistency checks running at once, over all tenants, and one
+    /// a tenant; past it, a check waits its turn within its deadline, and
+    /// the tenants take the turns in order.
     pub max_checks: usize,
     /// Whether a service or operator credential may give `now` (or a new
     /// task's `created_at`) instead of the server's clock. Off, any request
@@ -76,6 +85,9 @@ pub struct Options {
     /// own) and read `/metrics` on the API's listener. None: nobody reads
     /// `/metrics` there (scrape `ops_listen`).
     pub admin_tenant: Option<crate::principal::TenantName>,
+    /// The bounds on online backups: how many run at once, and how long
+    /// one may hold its snapshots.
+    pub backups: BackupLimits,
 }
 
 impl Default for Options {
@@ -83,12 +95,14 @@ impl Default for Options {
         Options {
             // A justification may be 256 KiB; room for the rest of a task.
             body_limit: 512 * 1024,
+            body_rate: crate::body_rate::BodyRate::default(),
             request_timeout: Duration::from_secs(30),
             check_timeout: Duration::from_secs(300),
             commit_grace: Duration::from_secs(10),
             max_in_flight: 256,
             max_in_flight_per_tenant: 32,
-            max_checks: 1,
+            max_waiting_per_tenant: 64,
+            max_checks: 2,
             allow_clock_override: false,
             connections: ConnectionLimits::default(),
             events: EventOptions::default(),
@@ -102,6 +116,7 @@ impl Default for Options {
             retention: None,
             first_sweep_after: Duration::ZERO,
             admin_tenant: None,
+            backups: BackupLimits::default(),
         }
     }
 }
@@ -122,8 +137,8 @@ pub struct AppState {
     pub routes: &'static [crate::routes::Route],
     /// The sweeper, when the server keeps time itself.
     pub sweeper: Option<Arc<leasehold_host::Sweeper>>,
-    /// One online backup at a time.
-    pub backups: Arc<Semaphore>,
+    /// The places online backups run in: one per tenant, and the admin's.
+    pub backups: Arc<BackupPermits>,
     admission: Arc<Admission>,
     /// Raised when the server begins to shut down, so that streams end.
     stopping: Arc<tokio::sync::watch::Sender<bool>>,
@@ -147,8 +162,13 @@ impl AppState {
             waiters: Waiters::new(options.events.bounds(), options.long_polls),
             routes,
             sweeper: None,
-            backups: Arc::new(Semaphore::new(1)),
-            admission: Arc::new(Admission::new(&options)),
+            backups: BackupPermits::new(&options.backups),
+            admission: Arc::new(Admission::new(crate::admission::Bounds {
+                all: options.max_in_flight,
+                per_tenant: options.max_in_flight_per_tenant,
+                waiting_per_tenant: options.max_waiting_per_tenant,
+                checks: options.max_checks,
+            })),
             stopping: Arc::new(tokio::sync::watch::Sender::new(false)),
         }
     }
@@ -185,119 +205,6 @@ impl Readiness {
         last.as_ref()
             .filter(|(at, _)| at.elapsed() < READY_FOR)
             .map(|(_, r)| r.clone())
-    }
-}
-
-/// The slots a call holds until it ends: one of all calls in flight, one of
-/// its tenant's, and one of the checks' if it is one.
-struct Admission {
-    all: Arc<Semaphore>,
-    checks: Arc<Semaphore>,
-    per_tenant: usize,
-    tenants: Mutex<HashMap<Arc<str>, Arc<Semaphore>>>,
-}
-
-/// A call's slots; given back when the call ends, however its request
-/// ended.
-struct Slots {
-    _all: Option<OwnedSemaphorePermit>,
-    _check: Option<OwnedSemaphorePermit>,
-    tenant: Option<OwnedSemaphorePermit>,
-    tenant_slots: Arc<Semaphore>,
-    name: Arc<str>,
-    admission: Arc<Admission>,
-}
-
-impl Drop for Slots {
-    fn drop(&mut self) {
-        drop(self.tenant.take());
-        // A tenant with nothing in flight leaves the table, so the table
-        // holds only tenants with calls running.
-        let mut tenants = self
-            .admission
-            .tenants
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if Arc::strong_count(&self.tenant_slots) == 2 {
-            tenants.remove(&self.name);
-        }
-    }
-}
-
-fn overloaded(detail: String) -> ApiError {
-    ApiError::Unavailable {
-        kind: "overloaded",
-        detail,
-    }
-}
-
-impl Admission {
-    fn new(o: &Options) -> Self {
-        let all = o.max_in_flight;
-        let per_tenant = o.max_in_flight_per_tenant.clamp(1, all.max(1));
-        let checks = o.max_checks.max(1);
-        Admission {
-            all: Arc::new(Semaphore::new(all)),
-            checks: Arc::new(Semaphore::new(checks)),
-            per_tenant,
-            tenants: Mutex::new(HashMap::new()),
-        }
-    }
-
-    /// Slots for one call of `verb` by `tenant`. A call waits for its
-    /// tenant's slot (and a check for the checks' slot) until its deadline,
-    /// holding nothing else meanwhile, so a tenant at its bound delays only
-    /// itself; past the deadline it is answered `timeout`, having started
-    /// nothing. The slot of all calls is taken at once or refused,
-    /// `overloaded`.
-    async fn admit(
-        self: &Arc<Self>,
-        verb: Verb,
-        tenant: &str,
-        deadline: Instant,
-    ) -> Result<Slots, ApiError> {
-        let (name, tenant_slots) = {
-            let mut tenants = self.tenants.lock().unwrap_or_else(PoisonError::into_inner);
-            match tenants.get_key_value(tenant) {
-                Some((name, slots)) => (name.clone(), slots.clone()),
-                None => {
-                    let name: Arc<str> = Arc::from(tenant);
-                    let slots = Arc::new(Semaphore::new(self.per_tenant));
-                    tenants.insert(name.clone(), slots.clone());
-                    (name, slots)
-                }
-            }
-        };
-        let mut slots = Slots {
-            _all: None,
-            _check: None,
-            tenant: None,
-            tenant_slots: tenant_slots.clone(),
-            name,
-            admission: self.clone(),
-        };
-        let wait =
-            |sem: Arc<Semaphore>| tokio::time::timeout_at(deadline.into(), sem.acquire_owned());
-        slots.tenant = Some(
-            wait(tenant_slots)
-                .await
-                .map_err(|_| ApiError::Timeout)?
-                .map_err(|e| ApiError::Internal(Box::new(e)))?,
-        );
-        if verb.is_long() {
-            slots._check = Some(
-                wait(self.checks.clone())
-                    .await
-                    .map_err(|_| ApiError::Timeout)?
-                    .map_err(|e| ApiError::Internal(Box::new(e)))?,
-            );
-        }
-        // The refusal names no bound: it must not tell a caller how busy
-        // other tenants keep the service.
-        slots._all = Some(self.all.clone().try_acquire_owned().map_err(|_| {
-            overloaded("the service cannot take another call now; retry later".to_owned())
-        })?);
-        Ok(slots)
     }
 }
 

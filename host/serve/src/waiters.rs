@@ -65,7 +65,9 @@ pub struct EventOptions {
     /// too slow.
     pub buffer_bytes: usize,
     /// Bytes of events queued for all of one tenant's subscribers; a
-    /// stream whose next event would pass it is dropped as too slow.
+    /// stream whose next event would pass it, or pass a quarter of it for
+    /// the streams of its caller together (`crate::sse::CALLER_SHARE`), is
+    /// dropped as too slow.
     pub tenant_buffer_bytes: usize,
     /// How often an idle stream sends a heartbeat comment.
     pub heartbeat: Duration,

@@ -441,3 +441,73 @@ fn a_hidden_task_and_a_missing_one_cost_a_reviewer_the_same_calls() {
         "{hidden:?}"
     );
 }
+
+/// A reviewer's JSON read of the feed reads at most this many pages of the
+/// feed, however many changes it may not see lie ahead (docs/service.md).
+const REVIEWER_PAGES: u64 = 4;
+
+/// A reviewer's read of the feed costs the same whatever lies hidden behind
+/// its position: with far more changes it may not see ahead than one
+/// request reads, each request makes at most `REVIEWER_PAGES` reads of the
+/// feed and answers a `next` that goes on from where it stopped, and
+/// following `next` reaches the change it may see. Counted by the server's
+/// own metrics.
+#[test]
+fn a_reviewers_read_costs_a_bounded_number_of_pages_whatever_lies_hidden() {
+    let Rig {
+        _turn,
+        _dir,
+        p,
+        server: _server,
+        base,
+        ops,
+        client,
+    } = Rig::new();
+    let read = |after: Option<&str>| -> Value {
+        let mut url = format!("{base}/v1/events?limit=10");
+        if let Some(a) = after {
+            url.push_str(&format!("&after={a}"));
+        }
+        let r = client
+            .get(url)
+            .bearer_auth(&p.alice)
+            .send()
+            .expect("answered");
+        assert_eq!(r.status(), 200);
+        r.json().expect("JSON")
+    };
+    let start = read(None);
+    assert_eq!(start["entries"], json!([]));
+    // Ten pages of changes alice may not see, then one she may.
+    let hidden = 10 * 100;
+    for i in 0..hidden {
+        open(&client, &base, &p.sam, &format!("legal-{i}"), "legal");
+    }
+    open(&client, &base, &p.sam, "fin-1", "finance");
+    let mut after = start["next"].as_str().expect("next").to_owned();
+    let mut requests = 0;
+    let found = loop {
+        requests += 1;
+        assert!(requests <= hidden / 100 + 2, "never reached the change");
+        let before = calls(&client, &ops, "feed");
+        let page = read(Some(&after));
+        let made = calls(&client, &ops, "feed") - before;
+        assert!(
+            made <= REVIEWER_PAGES,
+            "request {requests}: {made} reads of the feed"
+        );
+        let entries = page["entries"].as_array().expect("entries");
+        let next = page["next"].as_str().expect("next").to_owned();
+        if !entries.is_empty() {
+            break entries.clone();
+        }
+        // Stopped at its bound: not at the feed's end, and reading on
+        // from `next` goes further.
+        assert_ne!(page["next"], page["head"], "request {requests}");
+        assert_ne!(next, after, "request {requests} went nowhere");
+        after = next;
+    };
+    assert!(requests > 1, "one request read every hidden change");
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0]["change"]["task"]["id"], "fin-1");
+}

@@ -110,6 +110,9 @@ fn stalled_readers_are_dropped_and_give_back_their_connections_and_memory() {
         ..Options::default()
     };
     options.connections.max_connections = 1400;
+    // Each tenant's readers are one caller's: its share is all of them.
+    options.connections.max_connections_per_tenant = 1400;
+    options.connections.max_connections_per_caller = 1400;
     options.connections.write_timeout = Duration::from_secs(2);
     options.events.max_subscribers = READERS;
     options.events.max_subscribers_per_tenant = READERS / TENANTS;

@@ -172,6 +172,48 @@ pub trait Backend: Send + Sync + 'static {
     fn tenants(&self) -> Result<Option<Vec<String>>, StorageError> {
         Ok(None)
     }
+
+    /// Begins one write transaction over whole tenants ([`Load`]), for a
+    /// restore, an import or a copy: what it puts is committed all at once
+    /// or not at all, and from its first read of a tenant to its commit no
+    /// other writer's commit on that tenant interleaves with it (it waits,
+    /// or it or the other fails). It waits at most `lock_wait` for its
+    /// turn; a backend that waits on a server gives up past `deadline`.
+    /// `None` from a backend that cannot (the default).
+    fn begin_load(
+        &self,
+        lock_wait: Duration,
+        deadline: Duration,
+    ) -> Result<Option<Box<dyn Load>>, StorageError> {
+        let _ = (lock_wait, deadline);
+        Ok(None)
+    }
+}
+
+/// One write transaction over whole tenants (see [`Backend::begin_load`]).
+/// Unlike a call's [`Txn`], its writes go to the store as they come, so
+/// that a tenant of any size streams through it; none is seen by anyone
+/// else before [`commit`](Load::commit). Dropping it without committing
+/// writes nothing.
+pub trait Load: Send {
+    /// Up to `limit` of `tenant`'s entries with `start <= key`, in key
+    /// order, within `max_bytes` as [`Txn::scan`] bounds them; as this
+    /// transaction sees them (its own puts included). On a store of many
+    /// writers, reading a tenant is what holds it: a writer that commits
+    /// on it afterwards makes this transaction or itself fail.
+    fn scan(
+        &mut self,
+        tenant: &str,
+        start: &[u8],
+        limit: u32,
+        max_bytes: usize,
+    ) -> Result<(Vec<Entry>, bool), StorageError>;
+
+    /// Puts `entries` into `tenant`, each key at most once.
+    fn put(&mut self, tenant: &str, entries: &[Entry]) -> Result<(), StorageError>;
+
+    /// Commits everything put, durably, or nothing.
+    fn commit(self: Box<Self>) -> Result<(), StorageError>;
 }
 
 /// What a backend heard of another process's commits (see
@@ -320,6 +362,14 @@ macro_rules! forward_backend {
 
             fn tenants(&$this) -> Result<Option<Vec<String>>, $crate::storage::error::StorageError> {
                 $inner.tenants()
+            }
+
+            fn begin_load(
+                &$this,
+                lock_wait: ::std::time::Duration,
+                deadline: ::std::time::Duration,
+            ) -> Result<Option<Box<dyn $crate::storage::backend::Load>>, $crate::storage::error::StorageError> {
+                $inner.begin_load(lock_wait, deadline)
             }
         }
     };

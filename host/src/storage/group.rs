@@ -305,6 +305,14 @@ impl<T: GroupTxn> Turn<T> {
             .expect("a turn holds its transaction until it ends")
     }
 
+    /// The transaction, for writes made before [`commit`](Self::commit)
+    /// (a load's, which streams): from now on a turn that ends without
+    /// committing aborts its group, as one stopped while applying does.
+    pub(crate) fn writing(&mut self) -> &T {
+        self.applying = true;
+        self.txn()
+    }
+
     /// Applies the call's batch with `apply` (when `wrote`) and gives up the
     /// turn. The answer waits for the commit that covers the call; the
     /// caller may free what it holds before it waits. A call that answered

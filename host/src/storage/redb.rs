@@ -15,7 +15,7 @@ use std::time::Duration;
 use redb::{ReadableDatabase, ReadableTable};
 
 use crate::config::{Durability, Limits};
-use crate::storage::backend::{Backend, Entry, Mode, Txn, Write, take_within};
+use crate::storage::backend::{Backend, Entry, Load, Mode, Txn, Write, take_within};
 use crate::storage::commit::{CommitStats, Pending};
 use crate::storage::error::StorageError;
 use crate::storage::file::{self, Access, Db, KV_TABLE, OpenError, redb_error as storage};
@@ -166,29 +166,50 @@ impl Backend for RedbBackend {
         mode: Mode,
         lock_wait: Duration,
     ) -> Result<Box<dyn Txn>, StorageError> {
-        let prefix = tenant_prefix(tenant).map_err(|e| StorageError::Other(Box::new(e)))?;
-        let end = prefix_end(&prefix);
-        let keys = Keys { prefix, end };
+        let keys = Keys::of(tenant)?;
         match mode {
             Mode::Read => {
                 let table = self.snapshot()?;
                 Ok(Box::new(ReadTxn { table, keys }))
             }
-            Mode::Write => {
-                let Db::Write(db) = &self.db else {
-                    return Err(StorageError::ReadOnly);
-                };
-                let turn = Writer::enter(&self.writer, lock_wait, || {
-                    let mut txn = db.begin_write().map_err(storage)?;
-                    if self.durability == Durability::None {
-                        txn.set_durability(redb::Durability::None)
-                            .map_err(storage)?;
-                    }
-                    Ok(txn)
-                })?;
-                Ok(Box::new(WriteTxn { turn, keys }))
-            }
+            Mode::Write => Ok(Box::new(WriteTxn {
+                turn: self.write_turn(lock_wait)?,
+                keys,
+            })),
         }
+    }
+
+    /// One write transaction for whole tenants, on the writer's turn like
+    /// a call's: no other writer of this file runs until it ends.
+    fn begin_load(
+        &self,
+        lock_wait: Duration,
+        _deadline: Duration,
+    ) -> Result<Option<Box<dyn Load>>, StorageError> {
+        Ok(Some(Box::new(RedbLoad {
+            turn: self.write_turn(lock_wait)?,
+            wrote: false,
+        })))
+    }
+}
+
+impl RedbBackend {
+    /// The writer's turn, waiting at most `lock_wait` for it.
+    fn write_turn(
+        &self,
+        lock_wait: Duration,
+    ) -> Result<Turn<redb::WriteTransaction>, StorageError> {
+        let Db::Write(db) = &self.db else {
+            return Err(StorageError::ReadOnly);
+        };
+        Writer::enter(&self.writer, lock_wait, || {
+            let mut txn = db.begin_write().map_err(storage)?;
+            if self.durability == Durability::None {
+                txn.set_durability(redb::Durability::None)
+                    .map_err(storage)?;
+            }
+            Ok(txn)
+        })
     }
 }
 
@@ -216,6 +237,12 @@ struct Keys {
 }
 
 impl Keys {
+    fn of(tenant: &str) -> Result<Keys, StorageError> {
+        let prefix = tenant_prefix(tenant).map_err(|e| StorageError::Other(Box::new(e)))?;
+        let end = prefix_end(&prefix);
+        Ok(Keys { prefix, end })
+    }
+
     fn full(&self, key: &[u8]) -> Vec<u8> {
         let mut full = Vec::with_capacity(self.prefix.len() + key.len());
         full.extend_from_slice(&self.prefix);
@@ -445,6 +472,45 @@ impl Txn for WriteTxn {
     }
 }
 
+/// Whole tenants written in one redb write transaction (see [`Load`]).
+/// redb spills a large transaction's pages to the file as it goes, so the
+/// memory it takes is its cache's, whatever the tenants hold.
+struct RedbLoad {
+    turn: Turn<redb::WriteTransaction>,
+    wrote: bool,
+}
+
+impl Load for RedbLoad {
+    fn scan(
+        &mut self,
+        tenant: &str,
+        start: &[u8],
+        limit: u32,
+        max_bytes: usize,
+    ) -> Result<(Vec<Entry>, bool), StorageError> {
+        let keys = Keys::of(tenant)?;
+        let table = self.turn.txn().open_table(KV_TABLE).map_err(storage)?;
+        scan_in(&table, &keys, start, None, limit, false, max_bytes)
+    }
+
+    fn put(&mut self, tenant: &str, entries: &[Entry]) -> Result<(), StorageError> {
+        let keys = Keys::of(tenant)?;
+        self.wrote = true;
+        let mut table = self.turn.writing().open_table(KV_TABLE).map_err(storage)?;
+        for (k, v) in entries {
+            table
+                .insert(keys.full(k).as_slice(), v.as_slice())
+                .map_err(storage)?;
+        }
+        Ok(())
+    }
+
+    fn commit(self: Box<Self>) -> Result<(), StorageError> {
+        let RedbLoad { turn, wrote } = *self;
+        turn.commit(|_| Ok(()), wrote).wait()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -519,3 +585,7 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "redb_load_tests.rs"]
+mod load_tests;

@@ -161,9 +161,9 @@ fn held_engine(
 }
 
 /// PostgreSQL whose reads run as ordinary serializable transactions rather
-/// than `READ ONLY DEFERRABLE` ones, which wait for every serializable
-/// writer running when they begin: a reader that reads past a writer held
-/// at its commit, as a store without deferrable snapshots would.
+/// than read-only ones, which first wait (briefly) for a safe snapshot: a
+/// reader that reads past a writer held at its commit at once, as a store
+/// without deferrable snapshots would.
 struct ReadsNow(PgBackend);
 
 impl Backend for ReadsNow {
@@ -248,7 +248,8 @@ fn a_commit_held_behind_later_ones_still_reaches_a_reader_that_passed_them() {
             Some(_) => held_engine(&schema, &Arc::new(Gate::default()), slot, &clock),
             None => plain_engine(&schema, &clock),
         };
-        // A deferrable read would wait for A; this reader reads past it.
+        // A read-only call would wait briefly for A, then read past it
+        // checked at its COMMIT; this reader reads past it at once.
         let reader = reading_now(&schema);
         let (ta, tb) = (a.tenant("acme").expect("t"), b.tenant("acme").expect("t"));
         // Lays the keyspace out, so the held call is an ordinary change.

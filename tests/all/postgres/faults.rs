@@ -155,7 +155,8 @@ impl Proxy {
     /// Ends the frozen connections at both ends, as a server's TCP keepalive
     /// or timeout would in the end: the server then ends the session and
     /// any transaction it had open. Until then, that open transaction is
-    /// one every `READ ONLY DEFERRABLE` read on the cluster waits for.
+    /// one every `READ ONLY DEFERRABLE` snapshot on the cluster waits for
+    /// (a read-only call only briefly, then it reads without one).
     fn release_frozen(&self) {
         for (client, server, state) in self.open.lock().expect("open").iter() {
             if state.load(Ordering::SeqCst) == FROZEN {
@@ -295,9 +296,10 @@ fn a_call_on_a_server_that_stops_answering_ends_in_time_with_a_typed_error() {
     });
     proxy.release_frozen();
     let t = e.tenant("acme").expect("tenant");
-    // A deferrable read waits until the server has ended the frozen
-    // session, which a busy server may take longer than one call's deadline
-    // to notice: ask again, within a bound.
+    // A read waits only briefly for a safe snapshot, which the frozen
+    // session (until the server ends it) keeps from coming, then reads
+    // without one; on a busy server that may still pass one call's
+    // deadline: ask again, within a bound.
     let started = std::time::Instant::now();
     let got = loop {
         match t.get("t1") {

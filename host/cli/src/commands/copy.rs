@@ -1,9 +1,12 @@
 //! `leasehold copy`: tenants' keys from one database to another (a redb
-//! file or a PostgreSQL URL each). It owns the command's order of work:
-//! every tenant looked at before any is written, then each copied, then
-//! the digests of both sides and `check` through the engine, a few tenants
-//! at a time. It must never call a verb on a tenant it moves: the only
-//! engine call is `check`, which reads.
+//! file or a PostgreSQL URL each). It owns the command's order of work: in
+//! one transaction on the target (`keys::target`), every tenant looked at
+//! before any is written (and held from then on), then each copied, every
+//! entry checked against the engine's limits, then one commit, so a copy
+//! refused or failed anywhere leaves the target as it was; then the
+//! digests of both sides and `check` through the engine, a few tenants at
+//! a time. It must never call a verb on a tenant it moves: the only engine
+//! call is `check`, which reads.
 
 use std::io::Write;
 
@@ -17,6 +20,7 @@ use crate::keys::entries::TenantWalk;
 use crate::keys::error::MoveError;
 use crate::keys::progress::Progress;
 use crate::keys::store;
+use crate::keys::target::Target;
 use crate::keys::verify::{TenantReport, verify_all};
 
 /// `leasehold copy`: from where, to where.
@@ -50,13 +54,14 @@ impl Copy {
                     db: args.from.clone(),
                 })?;
         }
-        let target = store::open(&args.to, false, cx.globals().wait)?;
+        let mut target = Target::open(&args.to, cx.globals().wait)?;
+        let mut load = target.begin()?;
         // Every tenant is looked at before any is written: one the target
-        // cannot take refuses the whole copy, not the tenants after it.
+        // cannot take refuses the whole copy before it writes anything.
         for tenant in &tenants {
             may_copy(
                 &mut TenantWalk::new(source.as_ref(), tenant)?,
-                target.as_ref(),
+                load.as_mut(),
                 tenant,
             )?;
         }
@@ -68,11 +73,13 @@ impl Copy {
             let mut walk = TenantWalk::new(source.as_ref(), tenant)?;
             copied.push(copy_tenant(
                 &mut walk,
-                target.as_ref(),
+                load.as_mut(),
                 tenant,
                 &mut progress,
             )?);
         }
+        target.commit(load)?;
+        let target = target.store;
         // Compiled once the keys are in, not before: an early failure costs
         // nothing, and the copy itself needs no engine.
         let copy_ms = started.elapsed().as_millis();

@@ -77,9 +77,10 @@ pub enum Command {
     Token(token::TokenCommand),
     /// Copy tenants' keys from one database to another (a redb file or a
     /// PostgreSQL URL each): the tenants named with --tenant, else every
-    /// tenant of the source. Refuses a target tenant that holds anything
-    /// but an unfinished copy of the source, which it finishes; ends with
-    /// `check` and a digest of both sides, and exits 1 if they disagree
+    /// tenant of the source, all in one transaction on the target. Refuses
+    /// a target tenant that is neither empty nor already exactly the
+    /// source (writing nothing); ends with `check` and a digest of both
+    /// sides, and exits 1 if they disagree
     Copy(copy::Copy),
     /// Export, import or delete one tenant's keys (--tenant)
     #[command(subcommand)]

@@ -1,13 +1,17 @@
 //! `leasehold restore`: a backup written back into a database. It owns the
-//! order of work: the whole file is read and every digest checked before
-//! anything is written; every target tenant is looked at before any is
-//! written (one that holds a key refuses the whole restore, `not_empty`);
-//! then each tenant's keys go in, in batches within one call's write budget
-//! (`keys::copy`), and each ends with a digest of what was written and
-//! `check` through the engine. It must never write into a tenant that held
-//! anything, nor call a verb but `check`.
+//! order of work: the file is opened once and read once, through that one
+//! descriptor; its first line is checked before anything else (a tenant
+//! named twice refuses the restore there); one transaction on the target
+//! (`keys::target`) then looks at every target tenant first (one that
+//! holds a key refuses the whole restore, `not_empty`) and holds them,
+//! takes each tenant's keys as they are read, each entry checked against
+//! the engine's limits, and commits only once the end line matched: a
+//! refusal or a failure anywhere leaves the target as it was. Each tenant
+//! then ends with a digest of what was written and `check` through the
+//! engine. It must never write into a tenant that held anything, nor call
+//! a verb but `check`.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufReader, Write};
 use std::path::PathBuf;
 
 use clap::Args;
@@ -16,12 +20,13 @@ use leasehold_host::tenant_keys::hex;
 use crate::context::Context;
 use crate::error::CliError;
 use crate::exit::REFUSED;
-use crate::keys::backup_file::{BackupReader, check_backup};
-use crate::keys::copy::copy_tenant;
-use crate::keys::entries::{Entries, TenantWalk};
+use crate::keys::backup_file::BackupReader;
+use crate::keys::copy::{copy_tenant, first_key};
+use crate::keys::entries::Entries;
 use crate::keys::error::MoveError;
+use crate::keys::key_file;
 use crate::keys::progress::Progress;
-use crate::keys::store;
+use crate::keys::target::Target;
 use crate::keys::verify::{TenantReport, verify};
 
 /// `leasehold restore`: from where, to where.
@@ -33,6 +38,10 @@ pub struct Restore {
     /// The database to restore into (a redb file is created if missing)
     #[arg(long, value_name = "PATH|URL")]
     to: String,
+    /// The key a keyed backup was sealed with; a keyed backup is refused
+    /// without it, a plain one with it
+    #[arg(long, value_name = "FILE")]
+    digest_key_file: Option<PathBuf>,
 }
 
 impl Restore {
@@ -44,15 +53,13 @@ impl Restore {
 fn restore(args: &Restore, cx: &Context, out: &mut dyn Write) -> Result<u8, CliError> {
     let path = &args.input;
     let name = path.display().to_string();
-    let open = || -> Result<Box<dyn BufRead>, MoveError> {
-        let f = std::fs::File::open(path).map_err(|source| MoveError::Io {
-            what: format!("open {name}"),
-            source,
-        })?;
-        Ok(Box::new(BufReader::new(f)))
-    };
-    // Read through once, every line checked, before anything is written.
-    let header = check_backup(open()?, &name)?.header;
+    let key = key_file::read(args.digest_key_file.as_deref())?;
+    let file = std::fs::File::open(path).map_err(|source| MoveError::Io {
+        what: format!("open {name}"),
+        source,
+    })?;
+    let mut reader = BackupReader::new(Box::new(BufReader::new(file)), &name, key.as_ref())?;
+    let header = reader.header.clone();
     let named = cx.tenants_named()?;
     for t in &named {
         if !header.tenants.contains(t) {
@@ -60,28 +67,38 @@ fn restore(args: &Restore, cx: &Context, out: &mut dyn Write) -> Result<u8, CliE
         }
     }
     let chosen = |t: &str| named.is_empty() || named.iter().any(|n| n == t);
-    let target = store::open(&args.to, false, cx.globals().wait)?;
+    let mut target = Target::open(&args.to, cx.globals().wait)?;
+    let mut load = target.begin()?;
+    // Every target tenant is looked at before any is written, in the
+    // transaction that writes them: none can be written by anyone else
+    // until it ends.
     for t in header.tenants.iter().filter(|t| chosen(t)) {
-        if let Some((key, _)) = TenantWalk::new(target.as_ref(), t)?.batch()?.first() {
+        if let Some(key) = first_key(load.as_mut(), t)? {
             return Err(MoveError::NotEmpty {
                 tenant: t.clone(),
-                why: format!("it holds key {}", hex(key)),
+                why: format!("it holds key {}", hex(&key)),
             }
             .into());
         }
     }
-    let mut reader = BackupReader::new(open()?, &name)?;
     let mut progress = Progress::new("restore", cx.progress())?;
     let mut copied = Vec::new();
+    let count = header.tenants.iter().filter(|t| chosen(t)).count();
     while let Some(mut section) = reader.next_tenant()? {
         let tenant = section.tenant().to_owned();
         if chosen(&tenant) {
-            let c = copy_tenant(&mut section, target.as_ref(), &tenant, &mut progress)?;
+            progress.tenant(copied.len() + 1, count);
+            let c = copy_tenant(&mut section, load.as_mut(), &tenant, &mut progress)?;
             copied.push((tenant, c));
+        } else {
+            // Read through all the same: its lines are checked too.
+            while !section.batch()?.is_empty() {}
         }
         reader.give_back(section)?;
     }
     reader.finish()?;
+    target.commit(load)?;
+    let target = target.store;
     let engine = cx.engine_on(&target)?;
     let mut reports: Vec<TenantReport> = Vec::with_capacity(copied.len());
     for (tenant, c) in copied {

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use clap::Args;
 use leasehold_serve::{
-    Bounds, ClaimNames, Config, ConnectionLimits, Credentials, CursorKey, EventOptions, JwtConfig,
-    JwtVerifier, Options, Principal, Reload, Scope, Server, TokenTable,
+    BackupLimits, Bounds, ClaimNames, Config, ConnectionLimits, Credentials, CursorKey,
+    EventOptions, JwtConfig, JwtVerifier, Options, Principal, Reload, Scope, Server, TokenTable,
 };
 
 use crate::commands::token::fresh_token;
@@ -62,6 +62,14 @@ pub struct Serve {
     /// Largest request body accepted, in bytes
     #[arg(long, default_value_t = 512 * 1024, value_name = "BYTES")]
     pub body_limit: usize,
+    /// The least rate a request body must arrive at, in bytes a second,
+    /// over the time the server waits for it past --body-grace; past it,
+    /// 408 `body-timeout` and the connection is closed. 0 turns it off
+    #[arg(long, default_value_t = 1024, value_name = "BYTES")]
+    pub min_body_rate: u64,
+    /// How long the server waits for a body before --min-body-rate applies
+    #[arg(long, default_value = "5s", value_name = "DURATION", value_parser = parse_wait)]
+    pub body_grace: Duration,
     /// How long a request may take; a call that has not begun to commit by
     /// then commits nothing and is answered 503 `timeout`
     #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = parse_wait)]
@@ -82,12 +90,37 @@ pub struct Serve {
     /// (--request-timeout) passes first
     #[arg(long, default_value_t = 32, value_name = "N")]
     pub max_in_flight_per_tenant: usize,
-    /// Most consistency checks running at once, over all tenants
-    #[arg(long, default_value_t = 1, value_name = "N")]
+    /// Most calls of one tenant waiting for their turn at once (behind
+    /// --max-in-flight-per-tenant, or for the tenant's one check slot);
+    /// past it, 429 `too-many-requests` with Retry-After, at once
+    #[arg(long, default_value_t = 64, value_name = "N")]
+    pub max_waiting_per_tenant: usize,
+    /// Most consistency checks running at once, over all tenants; a tenant
+    /// runs one at a time, so the tenants take these in turn
+    #[arg(long, default_value_t = 2, value_name = "N")]
     pub max_checks: usize,
-    /// Most connections open at once; past it, new ones are refused
+    /// Most connections of callers that showed a good credential, open at
+    /// once; past it (or --max-connections-per-tenant or
+    /// --max-connections-per-caller), the request is answered 503
+    /// `overloaded` and its connection closed
     #[arg(long, default_value_t = 1024, value_name = "N")]
     pub max_connections: usize,
+    /// Most connections of one tenant's callers open at once
+    #[arg(long, default_value_t = 256, value_name = "N")]
+    pub max_connections_per_tenant: usize,
+    /// Most connections of one caller (a credential's tenant, actor and
+    /// scope) open at once
+    #[arg(long, default_value_t = 128, value_name = "N")]
+    pub max_connections_per_caller: usize,
+    /// Most connections that have shown no credential yet, apart from
+    /// --max-connections; past it, the oldest of them that the server has
+    /// waited for --unauthenticated-grace is closed to make room
+    #[arg(long, default_value_t = 64, value_name = "N")]
+    pub max_unauthenticated_connections: usize,
+    /// How long the server waits for a connection that has shown no
+    /// credential before it may be closed to make room for a new one
+    #[arg(long, default_value = "1s", value_name = "DURATION", value_parser = parse_wait)]
+    pub unauthenticated_grace: Duration,
     /// How long a client has to send a request's head, counted from the
     /// connection's start or the end of its previous answer (so also how
     /// long an idle kept-alive connection stays open)
@@ -126,7 +159,8 @@ pub struct Serve {
     #[arg(long, default_value_t = 256 * 1024, value_name = "BYTES")]
     pub event_buffer_bytes: usize,
     /// Bytes of events queued for all of one tenant's subscribers; a
-    /// stream whose next event would pass it is dropped as too slow
+    /// stream whose next event would pass it, or a quarter of it for the
+    /// streams of its caller together, is dropped as too slow
     #[arg(long, default_value_t = 16 * 1024 * 1024, value_name = "BYTES")]
     pub tenant_event_buffer_bytes: usize,
     /// Most long-polls (`claim-next` or `claim-due` with `wait_ms`) waiting
@@ -171,6 +205,22 @@ pub struct Serve {
     /// the API listener (else only on --ops-listen)
     #[arg(long, value_name = "TENANT")]
     pub admin_tenant: Option<String>,
+    /// Most tenants' backups running at once (GET /backup); a tenant runs
+    /// one at a time, and the --admin-tenant's operators one more outside
+    /// this bound; past it, 503 `overloaded` (a tenant's second, `busy`)
+    #[arg(long, default_value_t = 4, value_name = "N")]
+    pub max_backups: usize,
+    /// How long a backup's reader has before --backup-min-rate applies
+    #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = parse_wait)]
+    pub backup_grace: Duration,
+    /// The least bytes a second a backup's reader must take, on average
+    /// after --backup-grace; a reader behind it is cut off, its snapshot
+    /// and its place freed (0: no rate asked)
+    #[arg(long, default_value_t = 256 * 1024, value_name = "BYTES")]
+    pub backup_min_rate: u64,
+    /// The longest a backup may run, however fast its reader
+    #[arg(long, default_value = "24h", value_name = "DURATION", value_parser = parse_wait)]
+    pub backup_max_lifetime: Duration,
     /// Keep the change record (history and events) this long, trimming
     /// older entries as tenants commit (default: keep it all). A task's last
     /// history entry stays while the task does
@@ -313,11 +363,16 @@ fn serve(args: &Serve, cx: &Context) -> Result<(), CliError> {
         reload: Some(reload),
         options: Options {
             body_limit: args.body_limit,
+            body_rate: leasehold_serve::BodyRate {
+                min_bytes_per_sec: args.min_body_rate,
+                grace: args.body_grace,
+            },
             request_timeout: args.request_timeout,
             check_timeout: args.check_timeout,
             commit_grace: args.commit_grace,
             max_in_flight: args.max_in_flight,
             max_in_flight_per_tenant: args.max_in_flight_per_tenant,
+            max_waiting_per_tenant: args.max_waiting_per_tenant,
             max_checks: args.max_checks,
             allow_clock_override: args.allow_clock_override,
             sweep: !args.no_sweep,
@@ -337,6 +392,10 @@ fn serve(args: &Serve, cx: &Context) -> Result<(), CliError> {
             ),
             connections: ConnectionLimits {
                 max_connections: args.max_connections,
+                max_connections_per_tenant: args.max_connections_per_tenant,
+                max_connections_per_caller: args.max_connections_per_caller,
+                max_unauthenticated: args.max_unauthenticated_connections,
+                unauthenticated_grace: args.unauthenticated_grace,
                 header_timeout: args.header_timeout,
                 handshake_timeout: args.handshake_timeout,
                 shutdown_grace: args.shutdown_grace,
@@ -358,6 +417,12 @@ fn serve(args: &Serve, cx: &Context) -> Result<(), CliError> {
                 per_caller: args.max_long_polls_per_caller,
             },
             ops_listen: args.ops_listen,
+            backups: BackupLimits {
+                max_running: args.max_backups,
+                grace: args.backup_grace,
+                min_rate: args.backup_min_rate,
+                max_lifetime: args.backup_max_lifetime,
+            },
         },
         engine: cx.builder(),
         tls: args.tls_cert.clone().zip(args.tls_key.clone()),

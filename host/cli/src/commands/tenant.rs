@@ -1,7 +1,9 @@
 //! `leasehold tenant export|import|delete`: one tenant's keys written to
 //! JSON lines (the tenant-keys format, `leasehold_host::tenant_keys`), read
 //! back into an empty tenant, or removed. It owns each command's order of
-//! work and its answer; the keys are moved by `keys`. It must never call a
+//! work and its answer; the keys are moved by `keys`. An import reads its
+//! input once, through one descriptor, into one transaction on the target
+//! that commits only after the last line matched. It must never call a
 //! verb on a tenant it moves: the only engine call is `check`, which reads.
 
 use std::io::{BufReader, Write};
@@ -9,16 +11,18 @@ use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
 use leasehold_host::storage::check_tenant;
-use leasehold_host::tenant_keys::Digest;
+use leasehold_host::tenant_keys::{Digest, DigestKey};
 
 use crate::context::Context;
 use crate::error::CliError;
 use crate::exit::REFUSED;
 use crate::keys::copy::{copy_tenant, delete_tenant};
-use crate::keys::entries::{Entries, ExportReader, TenantWalk};
+use crate::keys::entries::{ExportReader, TenantWalk};
 use crate::keys::error::MoveError;
+use crate::keys::key_file;
 use crate::keys::progress::Progress;
 use crate::keys::store;
+use crate::keys::target::Target;
 use crate::keys::verify::verify;
 
 #[derive(Debug, Subcommand)]
@@ -29,14 +33,22 @@ pub enum TenantCommand {
         /// Where to write [default: standard output]
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
+        /// Seal the file with HMAC-SHA256 under the key this file holds, so
+        /// that it can be authenticated (docs/operations.md)
+        #[arg(long, value_name = "FILE")]
+        digest_key_file: Option<PathBuf>,
     },
     /// Read an export into an empty tenant (--tenant, else the one the file
-    /// names), then check it and compare digests; an unfinished import of
-    /// the same file is finished
+    /// names) in one transaction, then check it and compare digests; a
+    /// refused or failed import writes nothing
     Import {
         /// The export file; - or nothing reads standard input
         #[arg(long = "in", value_name = "FILE|-")]
         input: Option<PathBuf>,
+        /// The key a keyed export was sealed with; a keyed file is refused
+        /// without it, a plain one with it
+        #[arg(long, value_name = "FILE")]
+        digest_key_file: Option<PathBuf>,
     },
     /// Delete every key of the tenant named with --tenant, in batches
     Delete {
@@ -55,8 +67,20 @@ impl TenantCommand {
             .ok_or_else(|| MoveError::Usage(format!("{} is not UTF-8", db.display())))?
             .to_owned();
         match self {
-            TenantCommand::Export { out: file } => export(cx, &db, file.as_deref(), out),
-            TenantCommand::Import { input } => import(cx, &db, input.as_deref(), out),
+            TenantCommand::Export {
+                out: file,
+                digest_key_file,
+            } => {
+                let key = key_file::read(digest_key_file.as_deref())?;
+                export(cx, &db, file.as_deref(), key.as_ref(), out)
+            }
+            TenantCommand::Import {
+                input,
+                digest_key_file,
+            } => {
+                let key = key_file::read(digest_key_file.as_deref())?;
+                import(cx, &db, input.as_deref(), key.as_ref(), out)
+            }
             TenantCommand::Delete { yes } => delete(cx, &db, *yes, out),
         }
     }
@@ -66,13 +90,14 @@ fn export(
     cx: &Context,
     db: &str,
     file: Option<&Path>,
+    key: Option<&DigestKey>,
     out: &mut dyn Write,
 ) -> Result<u8, CliError> {
     let tenant = cx.tenant_name();
     check_tenant(tenant).map_err(|e| MoveError::Usage(format!("--tenant {tenant:?}: {e}")))?;
     let store = store::open(db, true, cx.globals().wait)?;
     let export = |out: &mut dyn Write| -> Result<Digest, MoveError> {
-        let digest = TenantWalk::new(store.as_ref(), tenant)?.export(out, "the export")?;
+        let digest = TenantWalk::new(store.as_ref(), tenant)?.export(out, "the export", key)?;
         out.flush().map_err(|source| MoveError::Io {
             what: "write the export".into(),
             source,
@@ -147,43 +172,40 @@ fn import(
     cx: &Context,
     db: &str,
     file: Option<&Path>,
+    key: Option<&DigestKey>,
     out: &mut dyn Write,
 ) -> Result<u8, CliError> {
-    let open_file = |p: &Path| -> Result<Box<dyn std::io::BufRead>, MoveError> {
-        let f = std::fs::File::open(p).map_err(|source| MoveError::Io {
-            what: format!("open {}", p.display()),
-            source,
-        })?;
-        Ok(Box::new(BufReader::new(f)))
-    };
-    let mut reader = match file.filter(|p| *p != Path::new("-")) {
-        None => ExportReader::new(Box::new(BufReader::new(std::io::stdin())), "-")?,
-        Some(p) => {
-            let name = p.display().to_string();
-            // A file is read through once before anything is written, so a
-            // damaged one is refused whole; standard input can only be
-            // checked as it goes.
-            let mut whole = ExportReader::new(open_file(p)?, &name)?;
-            while !whole.batch()?.is_empty() {}
-            ExportReader::new(open_file(p)?, &name)?
-        }
-    };
-    let name = file.map_or("-".into(), |p| p.display().to_string());
+    // Opened once and read once, through this one descriptor: what is
+    // checked is what is written, whatever happens at the path meanwhile.
+    let (input, name): (Box<dyn std::io::BufRead>, String) =
+        match file.filter(|p| *p != Path::new("-")) {
+            None => (Box::new(BufReader::new(std::io::stdin())), "-".into()),
+            Some(p) => {
+                let f = std::fs::File::open(p).map_err(|source| MoveError::Io {
+                    what: format!("open {}", p.display()),
+                    source,
+                })?;
+                (Box::new(BufReader::new(f)), p.display().to_string())
+            }
+        };
+    let mut reader = ExportReader::new(input, &name, key)?;
     let tenant = match cx.tenants_named()?.pop() {
         Some(t) => t,
         None => reader.tenant().to_owned(),
     };
     check_tenant(&tenant).map_err(|e| MoveError::Usage(format!("tenant {tenant:?}: {e}")))?;
-    let target = store::open(db, false, cx.globals().wait)?;
+    let mut target = Target::open(db, cx.globals().wait)?;
+    let mut load = target.begin()?;
     let mut progress = Progress::new("tenant import", cx.progress())?;
-    let copied = copy_tenant(&mut reader, target.as_ref(), &tenant, &mut progress)?;
+    let copied = copy_tenant(&mut reader, load.as_mut(), &tenant, &mut progress)?;
     // The copy stops at the first empty batch, which the reader gives only
     // past a last line that matched; say so plainly if it did not get there.
-    if !reader.batch()?.is_empty() {
+    if !reader.ended() {
         return Err(MoveError::Usage(format!("{name}: the import stopped before its end")).into());
     }
-    let engine = cx.engine_on(&target)?;
-    let report = verify(copied, &target, &engine, &tenant)?;
+    target.commit(load)?;
+    let engine = cx.engine_on(&target.store)?;
+    let report = verify(copied, &target.store, &engine, &tenant)?;
     if cx.json() {
         writeln!(
             out,

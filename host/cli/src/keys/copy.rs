@@ -1,14 +1,16 @@
-//! Copying one tenant's keys onto another backend, and deleting them, a
-//! batch per transaction. A copy writes only a tenant that is empty or
-//! holds exactly the source's first keys (what a copy that stopped part way
-//! leaves), and goes on after the last of them; keys go in order, so the
-//! target's last key is where a stopped copy got to, and no marker is
-//! needed. It owns that rule; it must never write a tenant that breaks it.
+//! Writing one tenant's entries into a load (one write transaction over
+//! the target, `leasehold_host::storage::Load`), and deleting a tenant's
+//! keys. A copy writes only a tenant that is empty, or finds one that
+//! already holds exactly the source (a copy made before) and writes
+//! nothing; every entry it writes is first checked against the engine's
+//! key and value limits. It owns that rule; it must never write a tenant
+//! that breaks it, and never commit (its caller commits the load, or drops
+//! it and nothing is written).
 
 use std::collections::VecDeque;
 
-use leasehold_host::storage::{Backend, Entry, Write};
-use leasehold_host::tenant_keys::{Digest, hex};
+use leasehold_host::storage::{Backend, Entry, Load, Write};
+use leasehold_host::tenant_keys::{Digest, batch_bounds, check_entry, hex};
 use serde::Serialize;
 
 use crate::keys::entries::{Entries, TenantWalk};
@@ -22,8 +24,6 @@ use crate::keys::store::commit;
 pub enum Outcome {
     /// Copied from its first key.
     Copied,
-    /// An unfinished copy was found and finished.
-    Resumed,
     /// The target already held the whole of it.
     AlreadyCopied,
     /// The source holds no key of the tenant.
@@ -33,7 +33,7 @@ pub enum Outcome {
 /// What copying one tenant did.
 pub struct Copied {
     pub outcome: Outcome,
-    /// Keys the target held already, as the start of the source's.
+    /// Keys the target held already, the whole of the source's.
     pub kept: u64,
     /// Keys written by this copy.
     pub written: u64,
@@ -41,51 +41,98 @@ pub struct Copied {
     pub source: Digest,
 }
 
-/// What the target already holds of a tenant, matched against the
-/// source's first entries.
-struct Start {
-    /// The source's digest over the entries the target holds.
-    digest: Digest,
-    kept: u64,
-    /// Source entries read past the target's last key, not yet written.
-    pending: VecDeque<Entry>,
-    source_done: bool,
+/// A tenant's entries as the load's transaction sees them, a batch at a
+/// time in key order.
+struct TargetWalk {
+    tenant: String,
+    next: Option<Vec<u8>>,
 }
 
-/// Reads the target's entries of `tenant` alongside the source's: they must
-/// be exactly the source's first ones (none at all, or what a copy that
-/// stopped part way left), or the tenant is refused.
-fn match_start(
+impl TargetWalk {
+    fn new(tenant: &str) -> TargetWalk {
+        TargetWalk {
+            tenant: tenant.to_owned(),
+            next: Some(Vec::new()),
+        }
+    }
+
+    fn batch(&mut self, load: &mut dyn Load) -> Result<Vec<Entry>, MoveError> {
+        let Some(start) = self.next.take() else {
+            return Ok(Vec::new());
+        };
+        let (limit, max_bytes) = batch_bounds();
+        let (entries, more) = load
+            .scan(&self.tenant, &start, limit, max_bytes)
+            .map_err(MoveError::storage("read", &self.tenant))?;
+        match entries.last() {
+            Some((last, _)) => {
+                let mut after = last.clone();
+                after.push(0);
+                self.next = Some(after);
+            }
+            None if more => {
+                return Err(MoveError::OverLimit {
+                    tenant: self.tenant.clone(),
+                    why: format!(
+                        "the target holds an entry larger than a batch ({max_bytes} bytes)"
+                    ),
+                });
+            }
+            None => {}
+        }
+        Ok(entries)
+    }
+}
+
+/// The first key of `tenant` in the load's transaction, if it holds any:
+/// reading it is what holds the tenant against other writers until the
+/// load ends.
+pub fn first_key(load: &mut dyn Load, tenant: &str) -> Result<Option<Vec<u8>>, MoveError> {
+    let (entries, more) = load
+        .scan(tenant, b"", 1, batch_bounds().1)
+        .map_err(MoveError::storage("read", tenant))?;
+    match entries.into_iter().next() {
+        Some((key, _)) => Ok(Some(key)),
+        // An entry larger than a batch is still a key.
+        None if more => Ok(Some(Vec::new())),
+        None => Ok(None),
+    }
+}
+
+/// What the target holds of a tenant, against the source.
+enum Start {
+    /// Nothing: the copy writes it all.
+    Empty,
+    /// Exactly the source's keys and values, with their digest and count.
+    Whole(Digest),
+}
+
+/// Reads the target's entries of `tenant` alongside the source's: they
+/// must be none at all, or exactly the source's (read to its end), or the
+/// tenant is refused.
+fn match_target(
     source: &mut dyn Entries,
-    target: &dyn Backend,
+    load: &mut dyn Load,
     tenant: &str,
 ) -> Result<Start, MoveError> {
-    let mut start = Start {
-        digest: Digest::default(),
-        kept: 0,
-        pending: VecDeque::new(),
-        source_done: false,
-    };
     let refuse = |why: String| MoveError::NotEmpty {
         tenant: tenant.to_owned(),
         why,
     };
-    let mut there = TenantWalk::new(target, tenant)?;
-    loop {
-        let batch = there.batch()?;
-        if batch.is_empty() {
-            return Ok(start);
-        }
+    let mut there = TargetWalk::new(tenant);
+    let mut batch = there.batch(load)?;
+    if batch.is_empty() {
+        return Ok(Start::Empty);
+    }
+    let mut digest = Digest::default();
+    let mut pending: VecDeque<Entry> = VecDeque::new();
+    while !batch.is_empty() {
         for entry in batch {
-            if start.pending.is_empty() && !start.source_done {
-                start.pending.extend(source.batch()?);
-                start.source_done = start.pending.is_empty();
+            if pending.is_empty() {
+                pending.extend(source.batch()?);
             }
-            match start.pending.pop_front() {
-                Some(ours) if ours == entry => {
-                    start.digest.add(&ours.0, &ours.1);
-                    start.kept += 1;
-                }
+            match pending.pop_front() {
+                Some(ours) if ours == entry => digest.add(&ours.0, &ours.1),
                 Some(ours) if ours.0 == entry.0 => {
                     return Err(refuse(format!("key {} holds another value", hex(&entry.0))));
                 }
@@ -103,72 +150,71 @@ fn match_start(
                 }
             }
         }
+        batch = there.batch(load)?;
     }
+    if !pending.is_empty() || !source.batch()?.is_empty() {
+        return Err(refuse(format!(
+            "it holds only the source's first {} keys",
+            digest.keys()
+        )));
+    }
+    Ok(Start::Whole(digest))
 }
 
-/// Whether `tenant` may be copied onto `target`: refused as
-/// [`copy_tenant`] would refuse it, before anything is written, so that a
-/// copy of many tenants refuses before it writes any.
+/// Whether `tenant` may be copied into the load: refused as
+/// [`copy_tenant`] would refuse it, before anything is put, so that a copy
+/// of many tenants refuses before it writes any.
 pub fn may_copy(
     source: &mut dyn Entries,
-    target: &dyn Backend,
+    load: &mut dyn Load,
     tenant: &str,
 ) -> Result<(), MoveError> {
-    match_start(source, target, tenant).map(|_| ())
+    match_target(source, load, tenant).map(drop)
 }
 
-/// Copies `tenant`'s entries from `source` onto `target`'s tenant of the
-/// same name, a batch per transaction. A target that already holds keys is
-/// written only if they are exactly the source's first keys (a copy that
-/// stopped part way): then it goes on after the last of them. Keys go in
-/// order, so the target's last key is where a stopped copy got to, and no
-/// marker is needed.
+/// Puts `tenant`'s entries from `source` into the load, a batch at a time
+/// (each within one call's budget), each entry first checked against the
+/// engine's limits. A target tenant that already holds exactly the source
+/// is left as it is; one that holds anything else is refused.
 pub fn copy_tenant(
     source: &mut dyn Entries,
-    target: &dyn Backend,
+    load: &mut dyn Load,
     tenant: &str,
     progress: &mut Progress,
 ) -> Result<Copied, MoveError> {
-    let Start {
-        mut digest,
-        kept,
-        mut pending,
-        source_done,
-    } = match_start(source, target, tenant)?;
-    let mut written = 0u64;
-    let mut written_bytes = 0u64;
+    if let Start::Whole(digest) = match_target(source, load, tenant)? {
+        return Ok(Copied {
+            outcome: Outcome::AlreadyCopied,
+            kept: digest.keys(),
+            written: 0,
+            source: digest,
+        });
+    }
+    let mut digest = Digest::default();
     loop {
-        let batch: Vec<Entry> = if pending.is_empty() {
-            if source_done {
-                break;
-            }
-            source.batch()?
-        } else {
-            pending.drain(..).collect()
-        };
+        let batch = source.batch()?;
         if batch.is_empty() {
             break;
         }
-        let mut writes = Vec::with_capacity(batch.len());
-        for entry in batch {
-            digest.add(&entry.0, &entry.1);
-            written += 1;
-            written_bytes += (entry.0.len() + entry.1.len()) as u64;
-            writes.push(Write::Put(entry.0, entry.1));
+        for (key, value) in &batch {
+            check_entry(key, value).map_err(|why| MoveError::OverLimit {
+                tenant: tenant.to_owned(),
+                why: format!("key {} has {why}", hex(key)),
+            })?;
+            digest.add(key, value);
         }
-        commit(target, tenant, writes)?;
-        progress.batch_done("copy", tenant, written, Some(written_bytes))?;
+        load.put(tenant, &batch)
+            .map_err(MoveError::storage("write", tenant))?;
+        progress.batch_done("copy", tenant, digest.keys(), Some(digest.bytes()))?;
     }
-    let outcome = match (kept, written) {
-        (0, 0) => Outcome::Empty,
-        (0, _) => Outcome::Copied,
-        (_, 0) => Outcome::AlreadyCopied,
-        _ => Outcome::Resumed,
-    };
     Ok(Copied {
-        outcome,
-        kept,
-        written,
+        outcome: if digest.keys() == 0 {
+            Outcome::Empty
+        } else {
+            Outcome::Copied
+        },
+        kept: 0,
+        written: digest.keys(),
         source: digest,
     })
 }

@@ -1,16 +1,18 @@
 //! Where a tenant's entries come from, a batch at a time in key order: a
 //! walk of one tenant of a database, in one snapshot, or an export's lines
 //! read back (a whole file, or one tenant's part of a backup), every line
-//! checked by `leasehold_host::tenant_keys::Reader`. Batches stay within
-//! one call's budget, so a batch written back is never a larger transaction
-//! than a call may make. It must never write.
+//! checked by `leasehold_host::tenant_keys::Reader` (its bounds, its digest
+//! or keyed seal). Batches stay within one call's budget, so no batch is
+//! larger than a call may write. It must never write.
 
 use std::io::BufRead;
 use std::time::Duration;
 
 use leasehold_host::Limits;
 use leasehold_host::storage::{Backend, Entry, Mode};
-use leasehold_host::tenant_keys::{self, Digest, Lines, Reader, Walk, batch_bounds};
+use leasehold_host::tenant_keys::{
+    self, Digest, DigestKey, LineReader, Reader, Walk, batch_bounds,
+};
 
 use crate::keys::error::MoveError;
 
@@ -47,10 +49,16 @@ impl TenantWalk {
         })
     }
 
-    /// Writes the rest of the walk as the tenant's export lines to `out`,
-    /// naming `what` is written if it fails; answers their digest.
-    pub fn export(mut self, out: &mut dyn std::io::Write, what: &str) -> Result<Digest, MoveError> {
-        tenant_keys::write_tenant(&mut self.walk, &self.tenant, out)
+    /// Writes the rest of the walk as the tenant's export lines to `out`
+    /// (keyed with `key`, if given), naming `what` is written if it fails;
+    /// answers their digest.
+    pub fn export(
+        mut self,
+        out: &mut dyn std::io::Write,
+        what: &str,
+        key: Option<&DigestKey>,
+    ) -> Result<Digest, MoveError> {
+        tenant_keys::write_tenant(&mut self.walk, &self.tenant, out, key)
             .map_err(MoveError::walking(&self.tenant, what))
     }
 }
@@ -70,19 +78,28 @@ pub struct ExportReader {
 }
 
 impl ExportReader {
-    /// A whole export, from `input`, called `path` in messages.
-    pub fn new(input: Box<dyn BufRead>, path: &str) -> Result<ExportReader, MoveError> {
+    /// A whole export, from `input`, called `path` in messages; keyed with
+    /// `key` if one is given, plain otherwise.
+    pub fn new(
+        input: Box<dyn BufRead>,
+        path: &str,
+        key: Option<&DigestKey>,
+    ) -> Result<ExportReader, MoveError> {
         Ok(ExportReader {
-            reader: Reader::new(input).map_err(MoveError::reading(path))?,
+            reader: Reader::new(input, key).map_err(MoveError::reading(path))?,
             path: path.to_owned(),
         })
     }
 
     /// One tenant's part of a backup, read from `lines` on; its reader
     /// gives the lines back with [`ExportReader::rest`] once it ended.
-    pub fn section(lines: Lines<Box<dyn BufRead>>, path: &str) -> Result<ExportReader, MoveError> {
+    pub fn section(
+        lines: LineReader<Box<dyn BufRead>>,
+        path: &str,
+        key: Option<&DigestKey>,
+    ) -> Result<ExportReader, MoveError> {
         Ok(ExportReader {
-            reader: Reader::section(lines).map_err(MoveError::reading(path))?,
+            reader: Reader::section(lines, key).map_err(MoveError::reading(path))?,
             path: path.to_owned(),
         })
     }
@@ -103,7 +120,7 @@ impl ExportReader {
     }
 
     /// The lines after this section's last one.
-    pub fn rest(self) -> Lines<Box<dyn BufRead>> {
+    pub fn rest(self) -> LineReader<Box<dyn BufRead>> {
         self.reader.into_rest()
     }
 }

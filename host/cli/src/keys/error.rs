@@ -7,10 +7,17 @@ use leasehold_host::tenant_keys::KeysError;
 
 use crate::exit::{BAD_INPUT, BUSY, FAILED, REFUSED};
 
-/// The test-only hook: a copy (or import) that has committed this many
-/// batches stops there and exits non-zero, as a killed one would, so that a
-/// test can resume it. Never set it in production.
+/// The test-only hook: a copy (or import, or restore) that has put this
+/// many batches into its transaction stops there and exits non-zero, as a
+/// killed one would, so that a test can see it left nothing. Never set it
+/// in production.
 pub const STOP_AFTER_ENV: &str = "LEASEHOLD_COPY_STOP_AFTER_BATCHES";
+
+/// The test-only hook: once a copy (or import, or restore) has put its
+/// first batch into its transaction, it opens the named pipe this names
+/// and reads it to its end before it goes on, so that a test can act while
+/// the target is held. Never set it in production.
+pub const HOLD_ENV: &str = "LEASEHOLD_COPY_HOLD_FIFO";
 
 #[derive(Debug, thiserror::Error)]
 pub enum MoveError {
@@ -29,13 +36,24 @@ pub enum MoveError {
         #[source]
         source: StorageError,
     },
-    /// The target tenant holds keys, and they are not the first keys of the
-    /// source (an unfinished copy of it), so writing would mix two tenants.
+    /// The target tenant holds keys, and they are not exactly the source's
+    /// (a copy already made), so writing would mix two tenants.
     #[error(
-        "the target's tenant {tenant} is not empty and is not an unfinished copy of the source ({why}); \
+        "the target's tenant {tenant} is not empty and is not exactly the source ({why}); \
          nothing was written to it (`leasehold tenant delete` empties it)"
     )]
     NotEmpty { tenant: String, why: String },
+    /// An entry over the engine's key or value limit: no call could have
+    /// written it, and nothing of the move was written.
+    #[error("tenant {tenant}: {why}; nothing was written")]
+    OverLimit { tenant: String, why: String },
+    /// The one transaction that writes the move did not commit.
+    #[error("cannot commit the keys into {db}")]
+    Commit {
+        db: String,
+        #[source]
+        source: StorageError,
+    },
     /// The source cannot list its tenants and none were named.
     #[error("{db} cannot list its tenants; name them with --tenant")]
     Unlisted { db: String },
@@ -82,10 +100,15 @@ impl MoveError {
                 503 => BUSY,
                 _ => FAILED,
             },
-            MoveError::Unlisted { .. } | MoveError::Usage(_) | MoveError::BadFile { .. } => {
-                BAD_INPUT
+            MoveError::Unlisted { .. }
+            | MoveError::Usage(_)
+            | MoveError::BadFile { .. }
+            | MoveError::OverLimit { .. } => BAD_INPUT,
+            MoveError::Storage { source, .. } | MoveError::Commit { source, .. }
+                if source.is_retryable() =>
+            {
+                BUSY
             }
-            MoveError::Storage { source, .. } if source.is_retryable() => BUSY,
             MoveError::Open { source, .. } => match source.as_ref() {
                 leasehold_host::Error::Open(leasehold_host::OpenError::Missing { .. }) => BAD_INPUT,
                 leasehold_host::Error::Open(leasehold_host::OpenError::Busy { .. }) => BUSY,
@@ -102,6 +125,8 @@ impl MoveError {
             MoveError::Storage { tenant, .. } => ("storage", Some(tenant)),
             MoveError::NotEmpty { tenant, .. } => ("not_empty", Some(tenant)),
             MoveError::Unlisted { db } => ("cannot_list", Some(db)),
+            MoveError::OverLimit { tenant, .. } => ("too_large", Some(tenant)),
+            MoveError::Commit { db, .. } => ("commit", Some(db)),
             MoveError::Usage(_) => ("usage", None),
             MoveError::BadFile { path, .. } => ("bad_file", Some(path)),
             MoveError::Io { .. } => ("io", None),
@@ -129,9 +154,14 @@ impl MoveError {
                 tenant: tenant.to_owned(),
                 source,
             },
-            KeysError::TooLarge { max_bytes } => MoveError::Usage(format!(
-                "tenant {tenant} holds an entry larger than a batch ({max_bytes} bytes)"
-            )),
+            KeysError::TooLarge { max_bytes } => MoveError::OverLimit {
+                tenant: tenant.to_owned(),
+                why: format!("it holds an entry larger than a batch ({max_bytes} bytes)"),
+            },
+            KeysError::OverLimit(why) => MoveError::OverLimit {
+                tenant: tenant.to_owned(),
+                why: format!("it holds {why}"),
+            },
             KeysError::Io(source) => MoveError::Io {
                 what: format!("write {writing}"),
                 source,
@@ -155,6 +185,9 @@ impl MoveError {
                 what: format!("read {path}"),
                 source,
             },
+            KeysError::Refused(why) | KeysError::BadKey(why) => {
+                MoveError::Usage(format!("{path}: {why}"))
+            }
             other => MoveError::Io {
                 what: format!("read {path}"),
                 source: std::io::Error::other(other),

@@ -1,13 +1,14 @@
 //! Progress lines on stderr while keys move (`copy`, `tenant import`,
 //! `tenant delete`, `restore`), at most every [`PROGRESS_EVERY`], as text
-//! or JSON, and the test-only hook that stops a move after a number of
-//! batches ([`STOP_AFTER_ENV`]). It owns what the lines say and how often;
-//! it must never fail a move because a line could not be written.
+//! or JSON, and the test-only hooks that stop a move after a number of
+//! batches ([`STOP_AFTER_ENV`]) or hold it after its first
+//! ([`HOLD_ENV`]). It owns what the lines say and how often; it must never
+//! fail a move because a line could not be written.
 
 use std::io::Write as _;
 use std::time::{Duration, Instant};
 
-use crate::keys::error::{MoveError, STOP_AFTER_ENV};
+use crate::keys::error::{HOLD_ENV, MoveError, STOP_AFTER_ENV};
 
 /// How progress lines are shown, if at all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,6 +32,8 @@ pub struct Progress {
     verb: &'static str,
     pub batches: u64,
     pub stop_after: Option<u64>,
+    /// The named pipe a load waits on after its first batch.
+    hold: Option<std::path::PathBuf>,
     last: Instant,
     /// Which tenant of how many is being worked on, counted from 1.
     place: (usize, usize),
@@ -49,6 +52,7 @@ impl Progress {
             verb,
             batches: 0,
             stop_after,
+            hold: std::env::var_os(HOLD_ENV).map(Into::into),
             last: Instant::now(),
             place: (1, 1),
         })
@@ -129,7 +133,8 @@ impl Progress {
         let _ = writeln!(std::io::stderr().lock(), "{text}");
     }
 
-    /// One batch committed: a progress line (if due), then the test hook.
+    /// One batch written (into the load's transaction, or a delete's
+    /// own): a progress line (if due), then the test hooks.
     pub fn batch_done(
         &mut self,
         phase: &str,
@@ -141,6 +146,18 @@ impl Progress {
         self.line(phase, tenant, Some(keys), bytes);
         if self.stop_after.is_some_and(|n| self.batches >= n) {
             return Err(MoveError::Stopped(self.batches));
+        }
+        if phase == "copy"
+            && let Some(fifo) = self.hold.take()
+        {
+            // Opening blocks until the test opens the pipe to write; the
+            // read ends when it closes it.
+            let io = |source| MoveError::Io {
+                what: format!("wait on {}", fifo.display()),
+                source,
+            };
+            let mut pipe = std::fs::File::open(&fifo).map_err(io)?;
+            std::io::copy(&mut pipe, &mut std::io::sink()).map_err(io)?;
         }
         Ok(())
     }

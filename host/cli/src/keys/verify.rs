@@ -16,7 +16,7 @@ use crate::keys::store::{self, Store, VERIFY_AT_ONCE};
 pub struct TenantReport {
     tenant: String,
     outcome: Outcome,
-    /// Keys the target already held as the start of the source's.
+    /// Keys the target already held: all of the source's, or none.
     kept_keys: u64,
     /// Keys this run wrote.
     written_keys: u64,
@@ -36,10 +36,6 @@ impl TenantReport {
     pub fn human(&self) -> String {
         let what = match self.outcome {
             Outcome::Copied => format!("copied {} keys ({} bytes)", self.keys, self.bytes),
-            Outcome::Resumed => format!(
-                "resumed: {} keys were there, wrote the other {} ({} keys, {} bytes in all)",
-                self.kept_keys, self.written_keys, self.keys, self.bytes
-            ),
             Outcome::AlreadyCopied => format!(
                 "already copied ({} keys, {} bytes); nothing written",
                 self.keys, self.bytes

@@ -7,7 +7,7 @@
 //! its own time.
 
 use axum::http::StatusCode;
-use leasehold_host::{self as host, Verb};
+use leasehold_host::{self as host, Verb, new_task};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use utoipa::ToSchema;
@@ -47,9 +47,9 @@ pub fn router() -> OpenApiRouter<AppState> {
         (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = ["service", "operator"])))]
-async fn open(c: Caller, Json(body): Json<NewTask>) -> Answer<Task> {
+async fn open(c: Caller, Json(body): Json<new_task::NewTask>) -> Answer<Task> {
     let created = c.now(body.created_at)?;
-    let task = body.into_host(created);
+    let task = body.into_task(created);
     let stored = c.call(Verb::Open, move |x| x.open(&task)).await?;
     Ok(axum::Json(stored.into()))
 }
@@ -264,8 +264,15 @@ mirror_enum!(
 
 /// A task to open. State, assignee and lease are not given: a new task is
 /// open and unclaimed.
+///
+/// Only the document's description of the body (its serde attributes say
+/// which fields are optional): the body is read by the host library's one
+/// input model of `open` (`leasehold_host::new_task`, which `leasehold task
+/// open` reads too), so its defaults and its reading of the justification
+/// are the CLI's; a test holds these fields to that model's.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[allow(dead_code)]
 pub struct NewTask {
     #[schema(schema_with = crate::schema::name)]
     pub id: String,
@@ -303,30 +310,6 @@ pub struct NewTask {
     #[schema(schema_with = crate::schema::opt_instant)]
     #[serde(deserialize_with = "whole::opt_i64")]
     pub due_at: Option<i64>,
-}
-
-impl NewTask {
-    pub fn into_host(self, created_at: i64) -> host::Task {
-        host::Task {
-            id: self.id,
-            run: self.run,
-            case: self.case,
-            kind: self.kind,
-            justification: self
-                .justification
-                .map_or_else(|| "{}".to_owned(), |j| j.get().to_owned()),
-            candidate_roles: self.candidate_roles,
-            assignee: None,
-            lease_until: None,
-            priority: self.priority.map_or(host::Priority::Normal, Into::into),
-            state: host::TaskState::Open,
-            on_expiry: self.on_expiry.map_or(host::OnExpiry::Deny, Into::into),
-            escalate_to: self.escalate_to,
-            excluded_actors: self.excluded_actors,
-            created_at,
-            due_at: self.due_at,
-        }
-    }
 }
 
 /// Claim a task (or the head of the queue). A reviewer claims as itself;
@@ -445,4 +428,37 @@ pub struct PageParams {
     /// The `next` of the previous page.
     #[param(schema_with = crate::schema::cursor)]
     pub after: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use leasehold_host::new_task::{Form, Wire};
+    use utoipa::PartialSchema;
+
+    /// The document describes the body the host's input model reads: the
+    /// same fields, in the same order, and only `id`, `run` and `kind`
+    /// required.
+    #[test]
+    fn the_documented_new_task_is_the_host_input_model() {
+        let schema = serde_json::to_value(super::NewTask::schema()).expect("schema");
+        let fields: Vec<&str> = schema["properties"]
+            .as_object()
+            .expect("properties")
+            .keys()
+            .map(String::as_str)
+            .collect();
+        let mut documented = fields.clone();
+        let mut read = Wire::FIELDS.to_vec();
+        documented.sort_unstable();
+        read.sort_unstable();
+        assert_eq!(documented, read);
+        let mut required: Vec<&str> = schema["required"]
+            .as_array()
+            .expect("required")
+            .iter()
+            .map(|v| v.as_str().expect("name"))
+            .collect();
+        required.sort_unstable();
+        assert_eq!(required, ["id", "kind", "run"]);
+    }
 }

@@ -468,6 +468,15 @@ fn many_streams_of_a_tenant_each_receive_exactly_their_own() {
     });
 }
 
+/// Held by the tests that count streams ended as slow, so that the count
+/// (the process's) moves only for the one that holds it.
+static SLOW: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn counting_slow() -> std::sync::MutexGuard<'static, ()> {
+    SLOW.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// The stream's metric of streams ended for `reason`.
 fn ended(svc: &Service, reason: &str) -> u64 {
     let text = svc.call("GET", "/metrics", Some("olga"), None).text;
@@ -479,6 +488,7 @@ fn ended(svc: &Service, reason: &str) -> u64 {
 
 #[test]
 fn a_reader_too_slow_is_dropped_with_a_final_event_and_resumes_from_it() {
+    let _one = counting_slow();
     let store = stores().into_iter().next().expect("redb");
     let mut options = test_options();
     options.events.buffer = 8;
@@ -964,4 +974,75 @@ fn a_served_change_is_the_documents_event_in_a_read_and_on_the_stream() {
         });
         assert!(!entry.is_valid(&flat));
     });
+}
+
+/// Two reviewers whose streams stop reading hold at most their callers'
+/// shares of the tenant's event budget: their streams are the ones dropped
+/// as slow, and a third stream of the tenant, reading, receives every
+/// change, in order, through and past their drop.
+#[test]
+fn two_reviewers_that_stop_reading_never_get_a_reading_stream_dropped() {
+    let _one = counting_slow();
+    let store = stores().into_iter().next().expect("redb");
+    let mut options = test_options();
+    // Bytes alone bound the queues, and one stream may hold the tenant's
+    // whole budget: only the callers' shares keep the slow ones from it.
+    options.events.buffer = 1_000_000;
+    options.events.tenant_buffer_bytes = 96 * 1024;
+    options.events.buffer_bytes = options.events.tenant_buffer_bytes;
+    options.connections.send_buffer = Some(4096);
+    // The slow streams are read only at the end.
+    options.connections.write_timeout = Duration::from_secs(600);
+    let svc = Service::start(store, options);
+    let before = ended(&svc, "slow");
+    let stalled: Vec<(&str, Stream)> = ["alice", "alice", "bob", "bob"]
+        .into_iter()
+        .map(|who| {
+            let s = Stream::open_with(&svc.url(""), svc.tokens.get(who), None, Some(4096))
+                .expect("subscribed");
+            (who, s)
+        })
+        .collect();
+    let mut reading = Stream::open(&svc, "sam", None).expect("subscribed");
+    assert_eq!(reading.next().expect("ready").event, "ready");
+    let id = |i: usize| format!("{i:05}-{}", "x".repeat(200));
+    let mut received: Vec<String> = Vec::new();
+    let mut opened = 0;
+    // A batch at a time, each read to its end by the reading stream, so
+    // that it never has more than a batch queued; until every stalled
+    // stream is dropped, and one batch more.
+    let mut after_the_drops = 0;
+    while after_the_drops < 2 {
+        assert!(opened < 20_000, "not dropped after {opened} changes");
+        if ended(&svc, "slow") - before >= 4 {
+            after_the_drops += 1;
+        }
+        for _ in 0..20 {
+            open(&svc, "sam", task(&id(opened), &["finance"]));
+            opened += 1;
+        }
+        for ev in reading.until_task(&id(opened - 1)) {
+            assert_eq!(ev.event, "task", "the reading stream: {:?}", ev.data);
+            received.push(ev.task().as_str().expect("an id").to_owned());
+        }
+    }
+    eprintln!("the stalled streams were dropped within {opened} changes");
+    assert_eq!(ended(&svc, "slow") - before, 4, "only the stalled streams");
+    let expected: Vec<String> = (0..opened).map(id).collect();
+    assert!(
+        received == expected,
+        "{} of {opened} received",
+        received.len()
+    );
+    for (who, mut s) in stalled {
+        assert_eq!(s.next().expect("ready").event, "ready");
+        let last = loop {
+            let ev = s.next_change().expect("ends with an event");
+            if ev.event != "task" {
+                break ev;
+            }
+        };
+        assert_eq!(last.event, "dropped", "{who}");
+        assert_eq!(last.data["reason"], "slow", "{who}");
+    }
 }

@@ -1,7 +1,8 @@
 //! Kept-alive connections over raw sockets: a body that the route does not
-//! read (escalate takes none; a refusal comes before the body is read) is
-//! read to its end, so the connection carries the next request; a body the
-//! server will not read is answered with `Connection: close`.
+//! read (escalate takes none; an authenticated caller's refusal comes
+//! before the body is read) is read to its end, so the connection carries
+//! the next request; a body the server will not read (too long, or a
+//! stranger's) is answered with `Connection: close`.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -116,14 +117,34 @@ fn an_escalate_with_a_body_leaves_the_connection_usable() {
     }
 }
 
+/// A refusal of an authenticated caller (a reviewer may not open tasks)
+/// reads the body it did not need, so the connection carries the next
+/// request.
 #[test]
-fn a_refusal_before_the_body_is_read_leaves_the_connection_usable() {
+fn a_refusal_after_authentication_leaves_the_connection_usable() {
+    let svc = Service::start(stores().remove(0), test_options());
+    let alice = svc.tokens.get("alice").to_owned();
+    let body = serde_json::to_vec(&new_task("never")).expect("json");
+    let (one, two) = two_on_one(&svc, ("POST", "/v1/tasks", &alice, &body), true);
+    let (status, head) = one.expect("a first answer");
+    assert_eq!(status, 403, "{head}");
+    assert_eq!(two.expect("the second request answered").0, 200);
+}
+
+/// A request whose credential is refused has its body left unread: the
+/// answer says the connection closes, and it does, so a stranger's body
+/// costs the server nothing.
+#[test]
+fn a_refusal_before_authentication_reads_no_body_and_closes_the_connection() {
     let svc = Service::start(stores().remove(0), test_options());
     let body = serde_json::to_vec(&new_task("never")).expect("json");
-    let (one, two) = two_on_one(&svc, ("POST", "/v1/tasks", "lh_not-a-token", &body), true);
-    let (status, head) = one.expect("a first answer");
-    assert_eq!(status, 401, "{head}");
-    assert_eq!(two.expect("the second request answered").0, 200);
+    for split in [true, false] {
+        let (one, two) = two_on_one(&svc, ("POST", "/v1/tasks", "lh_not-a-token", &body), split);
+        let (status, head) = one.expect("a first answer");
+        assert_eq!(status, 401, "{head}");
+        assert!(head.contains("connection: close"), "{head}");
+        assert!(two.is_none(), "the server closes the connection");
+    }
 }
 
 /// A body longer than the limit is not read to its end: the answer says

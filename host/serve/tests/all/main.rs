@@ -3,7 +3,9 @@
 
 mod apart;
 mod authz;
+mod backups;
 mod bad_input;
+mod crowd;
 mod events;
 mod front_door;
 mod harness;

@@ -16,7 +16,14 @@
 //! read-only call runs `SERIALIZABLE READ ONLY DEFERRABLE`: its snapshot is
 //! one in which no serialization anomaly can be seen, so what it read is valid
 //! as soon as it is read, it can neither fail nor make a writer fail, and its
-//! `COMMIT` is sent without waiting for the answer.
+//! `COMMIT` is sent without waiting for the answer. Such a snapshot waits
+//! until every serializable writer running when it began has ended, on the
+//! whole server (every database), so the call waits for one only briefly
+//! (`txn::SAFE_SNAPSHOT_WAIT`): past that, one more round trip begins it
+//! again as plain `SERIALIZABLE READ ONLY`, whose reads run at once but are
+//! valid only once its `COMMIT` succeeds. That `COMMIT` is awaited, and a
+//! serialization failure there or in a read answers
+//! [`StorageError::Conflict`], as a writer's does.
 //!
 //! The SQL is the common subset that PostgreSQL-compatible engines also
 //! speak: one table, a composite primary key, `unnest`, `ANY`, `ON CONFLICT`,
@@ -31,6 +38,7 @@
 mod conn;
 mod error;
 mod line;
+mod load;
 mod migrate;
 mod pool;
 mod schema;
@@ -49,12 +57,13 @@ pub use settings::is_url;
 pub use tls::{SslMode, TlsError};
 
 use crate::config::Limits;
-use crate::storage::backend::{Backend, HeardHook, Mode, Txn};
+use crate::storage::backend::{Backend, HeardHook, Load, Mode, Txn};
 use crate::storage::commit::CommitStats;
 use crate::storage::error::StorageError;
 use crate::storage::group::Bounds;
 use crate::storage::tenant_name::check_tenant;
 use line::Lines;
+use load::PgLoad;
 use migrate::prepare_schema;
 use pool::{Pool, PoolState};
 use settings::Settings;
@@ -141,6 +150,7 @@ impl PgBackend {
             tenant: tenant.to_owned(),
             mode,
             begun: false,
+            check_at_commit: false,
             until: Instant::now() + deadline + WAIT_GRACE,
             turn: None,
         })
@@ -239,6 +249,25 @@ impl Backend for PgBackend {
     /// when it drops.
     fn listen(&self, heard: HeardHook) -> bool {
         self.signals.listen(heard)
+    }
+
+    /// One `SERIALIZABLE` transaction on a connection of the pool (see
+    /// `load`): its read of a tenant holds the tenant against writers.
+    fn begin_load(
+        &self,
+        lock_wait: Duration,
+        deadline: Duration,
+    ) -> Result<Option<Box<dyn Load>>, StorageError> {
+        if self.read_only {
+            return Err(StorageError::ReadOnly);
+        }
+        let conn = self.pool.take(lock_wait)?;
+        Ok(Some(Box::new(PgLoad {
+            pool: self.pool.clone(),
+            conn: Some(conn),
+            begun: false,
+            until: Instant::now() + deadline + WAIT_GRACE,
+        })))
     }
 
     /// A loose scan of the primary key: one index probe per tenant, past

@@ -35,6 +35,13 @@ pub const DEFAULT_STATEMENT_TIMEOUT: Duration = Duration::from_secs(30);
 /// (frozen, or cut off), unless `options` set it.
 pub const DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// Run on each new connection after its timeouts are set: keeps the
+/// session's `statement_timeout`, whatever set it, where a read-only call
+/// restores it from after waiting for its snapshot under a shorter one
+/// (see `txn::SAFE_SNAPSHOT_WAIT`).
+const KEEP_STATEMENT_TIMEOUT: &str = "SELECT set_config('leasehold.statement_timeout', \
+     current_setting('statement_timeout'), false);";
+
 /// The parameters this module takes out before the driver parses the rest.
 const OWN: [&str; 2] = ["sslmode", "sslrootcert"];
 
@@ -48,7 +55,8 @@ pub struct Settings {
     /// Bounds the whole login.
     pub connect_timeout: Duration,
     /// `SET` on each new connection: the server-side timeouts the
-    /// connection string's `options` did not set.
+    /// connection string's `options` did not set, and the one kept for
+    /// read-only calls to restore.
     pub session_sql: String,
 }
 
@@ -116,6 +124,7 @@ impl Settings {
                 session_sql.push_str(&format!("SET {name} = {};", default.as_millis()));
             }
         }
+        session_sql.push_str(KEEP_STATEMENT_TIMEOUT);
         Ok(Settings {
             config,
             ssl_mode,
@@ -253,6 +262,7 @@ mod tests {
         assert_eq!(s.connect_timeout, Duration::from_secs(3));
         assert_eq!(s.config.get_user(), Some("u"));
         assert!(!s.session_sql.contains("SET statement_timeout"));
+        assert!(s.session_sql.contains("leasehold.statement_timeout"));
         assert!(
             s.session_sql
                 .contains("idle_in_transaction_session_timeout")

@@ -7,13 +7,13 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
 use futures_util::future::{join, join3, join4};
-use tokio_postgres::Client;
 use tokio_postgres::error::SqlState;
+use tokio_postgres::{Client, Row};
 
 use crate::storage::backend::{Entry, Mode, Txn, Write, take_within};
 use crate::storage::commit::Pending;
@@ -23,7 +23,36 @@ use crate::storage::postgres::pool::Pool;
 use crate::storage::postgres::schema::point;
 
 pub(crate) const BEGIN_WRITE: &str = "BEGIN ISOLATION LEVEL SERIALIZABLE";
-pub(crate) const BEGIN_READ: &str = "BEGIN ISOLATION LEVEL SERIALIZABLE READ ONLY DEFERRABLE";
+
+/// How long a read-only call waits for a safe snapshot. A `DEFERRABLE`
+/// transaction waits until every serializable writer running when it began
+/// has finished, on the whole server (every database), so one long writer
+/// anywhere would hold every read until its deadline. Past this bound the
+/// call reads at once instead and has its reads checked at `COMMIT`: long
+/// enough that the writers of ordinary calls finish within it, short enough
+/// that a read behind a long writer is barely slower.
+pub(crate) const SAFE_SNAPSHOT_WAIT: Duration = Duration::from_millis(200);
+
+/// A read-only call's `BEGIN`: a snapshot that needs no check at commit,
+/// waited for at most [`SAFE_SNAPSHOT_WAIT`]. `SET LOCAL` takes no
+/// snapshot, so the wait falls in the first read, under that bound.
+static BEGIN_READ: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "BEGIN ISOLATION LEVEL SERIALIZABLE READ ONLY DEFERRABLE; \
+         SET LOCAL statement_timeout = {}",
+        SAFE_SNAPSHOT_WAIT.as_millis()
+    )
+});
+
+/// Sent behind a read-only call's first read: the rest of the call's
+/// statements run under the session's own `statement_timeout`, kept at
+/// login (see `settings`).
+const RESTORE_TIMEOUT: &str =
+    "SELECT set_config('statement_timeout', current_setting('leasehold.statement_timeout'), true)";
+
+/// A read-only call that had no safe snapshot in time starts again reading
+/// at once; what it reads is valid only once its `COMMIT` succeeds.
+const BEGIN_READ_AT_ONCE: &str = "ROLLBACK; BEGIN ISOLATION LEVEL SERIALIZABLE READ ONLY";
 
 /// One call's transaction on one connection. `BEGIN` is sent with the first
 /// request; a transaction dropped without committing is rolled back.
@@ -33,6 +62,9 @@ pub(crate) struct PgTxn {
     pub(crate) tenant: String,
     pub(crate) mode: Mode,
     pub(crate) begun: bool,
+    /// A read-only transaction that began without a safe snapshot: its
+    /// reads are valid only once its `COMMIT` has succeeded.
+    pub(crate) check_at_commit: bool,
     /// When every wait of this call for the server gives up.
     pub(crate) until: Instant,
     /// The call's turn on its line, if it sweeps one.
@@ -70,11 +102,16 @@ struct Parts<'a> {
 }
 
 impl PgTxn {
+    /// The transaction's parts for its next request; a write transaction's
+    /// first request carries its `BEGIN`. A read-only one begins only
+    /// through [`first_read`](Self::first_read).
     fn parts(&mut self) -> Result<Parts<'_>, StorageError> {
-        let begin = (!self.begun).then_some(match self.mode {
-            Mode::Read => BEGIN_READ,
-            Mode::Write => BEGIN_WRITE,
-        });
+        if !self.begun && self.mode == Mode::Read {
+            return Err(StorageError::other(
+                "a read-only transaction begins with its first read",
+            ));
+        }
+        let begin = (!self.begun).then_some(BEGIN_WRITE);
         self.begun = true;
         let conn = self
             .conn
@@ -96,6 +133,150 @@ impl PgTxn {
             turn,
             until: self.until,
         })
+    }
+}
+
+/// One read request, kept so that it can be sent again.
+enum Read<'r> {
+    Get(&'r str),
+    GetMany(&'r [String]),
+    Scan {
+        which: usize,
+        start: &'r [u8],
+        end: Option<&'r [u8]>,
+        limit: i64,
+    },
+}
+
+impl Read<'_> {
+    async fn send(
+        &self,
+        c: &Client,
+        s: &Statements,
+        tenant: &str,
+    ) -> Result<Vec<Row>, tokio_postgres::Error> {
+        match self {
+            Read::Get(at) => c.query(&s.get, &[at]).await,
+            Read::GetMany(at) => c.query(&s.get_many, &[at]).await,
+            Read::Scan {
+                which,
+                start,
+                end,
+                limit,
+            } => {
+                c.query(&s.scan[*which], &[&tenant, start, end, limit])
+                    .await
+            }
+        }
+    }
+}
+
+impl PgTxn {
+    /// Runs one read request in one round trip.
+    fn read(&mut self, what: &'static str, request: &Read<'_>) -> Result<Vec<Row>, StorageError> {
+        if self.mode == Mode::Read && !self.begun {
+            return self.first_read(what, request);
+        }
+        let p = self.parts()?;
+        let (c, s, t) = (p.client, p.stmts, p.tenant);
+        p.run(what, request.send(c, s, t))
+            .map_err(|e| e.into_error(what))
+    }
+
+    /// A read-only transaction's first read, which takes its snapshot:
+    /// `BEGIN`, the read, and the restored `statement_timeout` in one round
+    /// trip. With no safe snapshot within [`SAFE_SNAPSHOT_WAIT`] the server
+    /// cancels the read, and one more round trip begins again reading at
+    /// once, to be checked at `COMMIT`. Either way the server answered, so
+    /// the connection's state is known; a wait past the call's deadline
+    /// drops it, as any other does.
+    fn first_read(
+        &mut self,
+        what: &'static str,
+        request: &Read<'_>,
+    ) -> Result<Vec<Row>, StorageError> {
+        self.begun = true;
+        let (trips, until, tenant) = (&self.pool.trips, self.until, self.tenant.as_str());
+        let conn = self
+            .conn
+            .as_mut()
+            .ok_or_else(|| StorageError::other("the transaction's connection is gone"))?;
+        let Conn {
+            rt,
+            client,
+            connection,
+            stmts,
+            broken,
+            ..
+        } = conn;
+        let timed =
+            tracing::enabled!(target: "leasehold::pg", tracing::Level::TRACE).then(Instant::now);
+        let first = drive(rt, connection, trips, until, async {
+            let (began, rows, restored) = join3(
+                client.batch_execute(BEGIN_READ.as_str()),
+                request.send(client, stmts, tenant),
+                client.batch_execute(RESTORE_TIMEOUT),
+            )
+            .await;
+            began?;
+            Ok((rows, restored))
+        });
+        let out = match first {
+            Ok((Err(e), _)) if e.code() == Some(&SqlState::QUERY_CANCELED) => {
+                self.check_at_commit = true;
+                tracing::debug!(
+                    target: "leasehold::pg",
+                    what,
+                    "no safe snapshot in time; reading at once, checked at commit"
+                );
+                drive(rt, connection, trips, until, async {
+                    let (began, rows) = join(
+                        client.batch_execute(BEGIN_READ_AT_ONCE),
+                        request.send(client, stmts, tenant),
+                    )
+                    .await;
+                    began?;
+                    rows
+                })
+            }
+            Ok((rows, restored)) => rows
+                .and_then(|rows| restored.map(|()| rows))
+                .map_err(DriveError::Query),
+            Err(e) => Err(e),
+        };
+        if let Some(at) = timed {
+            tracing::trace!(
+                target: "leasehold::pg",
+                what,
+                first = true,
+                again = self.check_at_commit,
+                micros = at.elapsed().as_micros() as u64,
+                "round trip"
+            );
+        }
+        out.map_err(|e| {
+            if e.lost_connection() {
+                *broken = true;
+            }
+            e.into_error(what)
+        })
+    }
+
+    /// Ends a read-only transaction that began without a safe snapshot,
+    /// waiting for its `COMMIT`: a serialization failure there means what
+    /// it read may not have been true together, and answers
+    /// [`StorageError::Conflict`] so that the call runs again.
+    fn commit_checked(&mut self) -> Result<(), StorageError> {
+        if !self.begun || self.conn.as_ref().is_none_or(|c| c.broken) {
+            return Err(StorageError::other(
+                "the read-only transaction ended before its reads were checked",
+            ));
+        }
+        let p = self.parts()?;
+        let c = p.client;
+        let committed = p.run("commit", c.batch_execute("COMMIT"));
+        self.begun = false;
+        committed.map_err(|e| e.into_error("commit"))
     }
 }
 
@@ -163,15 +344,6 @@ impl Parts<'_> {
             }
         })
     }
-
-    /// [`run`](Self::run) for a read: every failure is a plain one.
-    fn read<T>(
-        self,
-        what: &'static str,
-        request: impl Future<Output = Result<T, tokio_postgres::Error>>,
-    ) -> Result<T, StorageError> {
-        self.run(what, request).map_err(|e| e.into_error(what))
-    }
 }
 
 impl Txn for PgTxn {
@@ -180,21 +352,18 @@ impl Txn for PgTxn {
     }
 
     fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
-        let p = self.parts()?;
-        let (c, s, t) = (p.client, p.stmts, p.tenant);
-        let at = point(t, key);
-        let row = p.read("read a key", c.query_opt(&s.get, &[&at]))?;
-        Ok(row.map(|r| r.get::<_, Vec<u8>>(0)))
+        let at = point(&self.tenant, key);
+        let rows = self.read("read a key", &Read::Get(&at))?;
+        // The key is the table's primary key: one row at most.
+        Ok(rows.into_iter().next().map(|r| r.get::<_, Vec<u8>>(0)))
     }
 
     fn get_many(&mut self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>, StorageError> {
         if keys.is_empty() {
             return Ok(Vec::new());
         }
-        let p = self.parts()?;
-        let (c, s, t) = (p.client, p.stmts, p.tenant);
-        let at: Vec<String> = keys.iter().map(|k| point(t, k)).collect();
-        let rows = p.read("read keys", c.query(&s.get_many, &[&at]))?;
+        let at: Vec<String> = keys.iter().map(|k| point(&self.tenant, k)).collect();
+        let rows = self.read("read keys", &Read::GetMany(&at))?;
         let found: HashMap<Vec<u8>, Vec<u8>> = rows
             .into_iter()
             .map(|r| (r.get::<_, Vec<u8>>(0), r.get::<_, Vec<u8>>(1)))
@@ -215,11 +384,14 @@ impl Txn for PgTxn {
         }
         let which = usize::from(end.is_none()) + 2 * usize::from(reverse);
         let limit = i64::from(limit);
-        let p = self.parts()?;
-        let (c, s, t) = (p.client, p.stmts, p.tenant);
-        let rows = p.read(
+        let rows = self.read(
             "scan keys",
-            c.query(&s.scan[which], &[&t, &start, &end, &limit]),
+            &Read::Scan {
+                which,
+                start,
+                end,
+                limit,
+            },
         )?;
         take_within(
             rows.into_iter()
@@ -233,8 +405,11 @@ impl Txn for PgTxn {
             if !batch.is_empty() {
                 return Err(StorageError::ReadOnly);
             }
-            // Finished in Drop: a deferrable read-only transaction's reads
-            // are valid as they are read, so its COMMIT need not be awaited.
+            if self.check_at_commit {
+                self.commit_checked()?;
+            }
+            // Otherwise finished in Drop: reads from a safe snapshot are
+            // valid as they are read, so its COMMIT need not be awaited.
             return Ok(Pending::done());
         }
         if !self.begun && batch.is_empty() {
@@ -314,6 +489,20 @@ impl Txn for PgTxn {
             }
             Err(e) => Err(e.into_error("commit")),
         }
+    }
+
+    /// A read-only call that answered an error still read something that
+    /// may have decided its answer: without a safe snapshot, that answer
+    /// stands only once its reads are checked at `COMMIT`.
+    fn finish_unwritten(mut self: Box<Self>) -> Pending {
+        if self.mode == Mode::Read
+            && self.check_at_commit
+            && self.begun
+            && let Err(e) = self.commit_checked()
+        {
+            return Pending::waiting(move || Err(e));
+        }
+        Pending::done()
     }
 }
 

@@ -1,0 +1,264 @@
+//! What the model-based test draws: small pools of ids, runs, actors, roles
+//! and times, an `Op` per verb (and a seal that raced a sweep), the strategy
+//! that picks them, and the calls with invalid inputs it mixes in.
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::model::{Lease, QueueQuery, Settlement};
+use crate::{runs, tasks, timers};
+
+pub(super) const IDS: [&str; 4] = ["t0", "t1", "t2", "t3"];
+pub(super) const RUNS: [&str; 3] = ["r0", "r1", "r2"];
+pub(super) const ACTORS: [&str; 3] = ["ann", "bob", "cy"];
+pub(super) const ROLES: [&str; 3] = ["x", "y", "z"];
+pub(super) const EFFECTS: [&str; 3] = ["e0", "e1", "e2"];
+pub(super) const CASES: [&str; 2] = ["c0", "c1"];
+pub(super) const PRIORITIES: [Priority; 4] = [
+    Priority::Low,
+    Priority::Normal,
+    Priority::High,
+    Priority::Urgent,
+];
+pub(super) const SETTLEMENTS: [Settlement; 3] = [
+    Settlement::Completed,
+    Settlement::Expired,
+    Settlement::Withdrawn,
+];
+
+#[derive(Clone, Debug)]
+pub(super) enum Op {
+    Open {
+        id: usize,
+        run: usize,
+        case: Option<usize>,
+        roles: Vec<usize>,
+        escalate_to: Vec<usize>,
+        excluded: Vec<usize>,
+        priority: usize,
+        created: i64,
+        due: Option<i64>,
+    },
+    Claim {
+        id: usize,
+        actor: usize,
+        roles: Vec<usize>,
+        lease: Option<Lease>,
+    },
+    Release {
+        id: usize,
+        actor: usize,
+    },
+    TakeOver {
+        id: usize,
+        from: usize,
+        actor: usize,
+        roles: Vec<usize>,
+        lease: Option<Lease>,
+    },
+    Settle {
+        id: usize,
+        settlement: usize,
+        holder: Option<usize>,
+    },
+    Renew {
+        id: usize,
+        actor: usize,
+        lease: Lease,
+    },
+    ReclaimLapsed {
+        now: i64,
+        limit: u32,
+    },
+    ClaimNext {
+        roles: Vec<usize>,
+        actor: usize,
+        lease: Option<Lease>,
+    },
+    Escalate {
+        id: usize,
+    },
+    WithdrawRun {
+        run: usize,
+        awaited: Vec<usize>,
+    },
+    Arm {
+        run: usize,
+        effect: usize,
+        fire_at: i64,
+    },
+    ClaimDue {
+        now: i64,
+        limit: u32,
+        lease: u32,
+    },
+    Disarm {
+        run: usize,
+        effect: usize,
+    },
+    DisarmRun {
+        run: usize,
+    },
+    Seal {
+        run: usize,
+        awaited: Vec<usize>,
+    },
+    /// The mark of a seal that raced a sweep, written without retiring.
+    SealBehindItsBack {
+        run: usize,
+    },
+    Queue {
+        roles: Vec<usize>,
+        actor: Option<usize>,
+        limit: u32,
+    },
+    Overdue {
+        now: i64,
+        limit: u32,
+    },
+    ForCase {
+        case: usize,
+        limit: u32,
+    },
+    Invalid {
+        which: usize,
+    },
+}
+
+/// A lease over the same small span of time as the timer leases.
+fn lease() -> impl Strategy<Value = Lease> {
+    (0..150i64, 1..60u32).prop_map(|(now, lease_ms)| Lease { now, lease_ms })
+}
+
+pub(super) fn op() -> impl Strategy<Value = Op> {
+    let few = || proptest::collection::vec(0..3usize, 0..4);
+    prop_oneof![
+        4 => (
+            0..IDS.len(),
+            0..RUNS.len(),
+            proptest::option::of(0..CASES.len()),
+            few(),
+            few(),
+            proptest::collection::vec(0..3usize, 0..2),
+            0..4usize,
+            0..40i64,
+            proptest::option::of(0..100i64),
+        )
+            .prop_map(
+                |(id, run, case, roles, escalate_to, excluded, priority, created, due)| Op::Open {
+                    id,
+                    run,
+                    case,
+                    roles,
+                    escalate_to,
+                    excluded,
+                    priority,
+                    created,
+                    due,
+                }
+            ),
+        6 => (0..IDS.len(), 0..3usize, few(), proptest::option::of(lease()))
+            .prop_map(|(id, actor, roles, lease)| Op::Claim { id, actor, roles, lease }),
+        4 => (0..IDS.len(), 0..3usize).prop_map(|(id, actor)| Op::Release { id, actor }),
+        3 => (
+            0..IDS.len(),
+            0..3usize,
+            0..3usize,
+            few(),
+            proptest::option::of(lease())
+        )
+            .prop_map(|(id, from, actor, roles, lease)| Op::TakeOver {
+                id,
+                from,
+                actor,
+                roles,
+                lease,
+            }),
+        2 => (0..IDS.len(), 0..3usize, proptest::option::of(0..3usize))
+            .prop_map(|(id, settlement, holder)| Op::Settle { id, settlement, holder }),
+        3 => (0..IDS.len(), 0..3usize, lease())
+            .prop_map(|(id, actor, lease)| Op::Renew { id, actor, lease }),
+        3 => (0..220i64, 1..4u32).prop_map(|(now, limit)| Op::ReclaimLapsed { now, limit }),
+        3 => (few(), 0..3usize, proptest::option::of(lease()))
+            .prop_map(|(roles, actor, lease)| Op::ClaimNext { roles, actor, lease }),
+        3 => (0..IDS.len()).prop_map(|id| Op::Escalate { id }),
+        1 => (0..RUNS.len(), proptest::collection::vec(0..IDS.len(), 0..4))
+            .prop_map(|(run, awaited)| Op::WithdrawRun { run, awaited }),
+        4 => (0..RUNS.len(), 0..EFFECTS.len(), 0..100i64)
+            .prop_map(|(run, effect, fire_at)| Op::Arm { run, effect, fire_at }),
+        4 => (0..150i64, 1..4u32, 1..60u32)
+            .prop_map(|(now, limit, lease)| Op::ClaimDue { now, limit, lease }),
+        1 => (0..RUNS.len(), 0..EFFECTS.len())
+            .prop_map(|(run, effect)| Op::Disarm { run, effect }),
+        1 => (0..RUNS.len()).prop_map(|run| Op::DisarmRun { run }),
+        1 => (0..RUNS.len(), proptest::collection::vec(0..IDS.len(), 0..4))
+            .prop_map(|(run, awaited)| Op::Seal { run, awaited }),
+        1 => (0..RUNS.len()).prop_map(|run| Op::SealBehindItsBack { run }),
+        2 => (few(), proptest::option::of(0..3usize), 1..4u32)
+            .prop_map(|(roles, actor, limit)| Op::Queue { roles, actor, limit }),
+        1 => (0..120i64, 1..4u32).prop_map(|(now, limit)| Op::Overdue { now, limit }),
+        1 => (0..CASES.len(), 1..4u32).prop_map(|(case, limit)| Op::ForCase { case, limit }),
+        1 => (0..INVALID_CALLS).prop_map(|which| Op::Invalid { which }),
+    ]
+}
+
+pub(super) fn pick(pool: &[&str], list: &[usize]) -> Vec<String> {
+    list.iter().map(|&i| pool[i].to_owned()).collect()
+}
+
+const INVALID_CALLS: usize = 14;
+
+/// One call with an invalid input; answers the `Debug` of its result.
+pub(super) fn invalid_call(kv: &mut MemKv, which: usize) -> String {
+    match which {
+        0 => format!("{:?}", tasks::claim(kv, "t0", "", &[], None)),
+        1 => format!("{:?}", timers::claim_due(kv, 10, 1, 0)),
+        2 => format!(
+            "{:?}",
+            tasks::queue(
+                kv,
+                &QueueQuery {
+                    roles: vec![],
+                    actor: None,
+                    limit: 0,
+                    after: None,
+                },
+            )
+        ),
+        3 => format!("{:?}", timers::arm(kv, &timer("r0", "e0", -1))),
+        4 => format!(
+            "{:?}",
+            tasks::open(
+                kv,
+                &Task {
+                    kind: String::new(),
+                    ..task("t0")
+                }
+            )
+        ),
+        5 => format!("{:?}", runs::seal(kv, "", &[])),
+        6 => format!("{:?}", tasks::overdue(kv, 10, 1001)),
+        7 => format!("{:?}", tasks::for_case(kv, "c0", 1, Some("q00"))),
+        8 => format!("{:?}", tasks::take_over(kv, "t0", "", "ann", &[], None)),
+        9 => format!("{:?}", tasks::renew(kv, "t0", "ann", 10, 0)),
+        10 => format!("{:?}", tasks::reclaim_lapsed(kv, -1, 5)),
+        11 => format!(
+            "{:?}",
+            tasks::claim_next(
+                kv,
+                &QueueQuery {
+                    roles: vec![],
+                    actor: None,
+                    limit: 1,
+                    after: None,
+                },
+                None,
+            )
+        ),
+        12 => format!(
+            "{:?}",
+            tasks::settle(kv, "t0", Settlement::Completed, Some(""))
+        ),
+        _ => format!("{:?}", tasks::withdraw_run(kv, "r0", &names(&["t0", ""]))),
+    }
+}

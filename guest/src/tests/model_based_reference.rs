@@ -1,0 +1,349 @@
+//! The reference model the model-based test holds the verbs to: what the
+//! contract says each verb does, over plain maps, with no key, index or
+//! counter to keep.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::*;
+use crate::model::{ArmOutcome, ClaimError, Lease, Settlement};
+
+fn dedup(list: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for s in list {
+        if !out.contains(s) {
+            out.push(s.clone());
+        }
+    }
+    out
+}
+
+/// What the contract says, in plain structs.
+#[derive(Default)]
+pub(super) struct Model {
+    /// Each task with whether it was ever escalated.
+    pub(super) tasks: BTreeMap<String, (Task, bool)>,
+    /// Each timer with its lease.
+    pub(super) timers: BTreeMap<(String, String), (Timer, Option<i64>)>,
+    pub(super) sealed: BTreeSet<String>,
+}
+
+impl Model {
+    fn ladder(t: &Task, actor: &str, roles: &[String]) -> Result<(), ClaimError> {
+        if t.excluded_actors.iter().any(|a| a == actor) {
+            return Err(ClaimError::Excluded(actor.to_owned()));
+        }
+        if !t.candidate_roles.is_empty() && !t.candidate_roles.iter().any(|r| roles.contains(r)) {
+            return Err(ClaimError::WrongRole(actor.to_owned()));
+        }
+        if !t.state.is_pending() {
+            return Err(ClaimError::NotPending(t.state));
+        }
+        Ok(())
+    }
+
+    pub(super) fn open(&mut self, t: &Task) -> Result<Task, StoreError> {
+        if let Some((found, _)) = self.tasks.get(&t.id) {
+            return Ok(found.clone());
+        }
+        let t = Task {
+            candidate_roles: dedup(&t.candidate_roles),
+            escalate_to: dedup(&t.escalate_to),
+            excluded_actors: dedup(&t.excluded_actors),
+            ..t.clone()
+        };
+        self.tasks.insert(t.id.clone(), (t.clone(), false));
+        Ok(t)
+    }
+
+    pub(super) fn claim(
+        &mut self,
+        id: &str,
+        actor: &str,
+        roles: &[String],
+        lease: Option<Lease>,
+    ) -> Result<Task, ClaimError> {
+        let Some((t, _)) = self.tasks.get_mut(id) else {
+            return Err(ClaimError::NotFound(id.to_owned()));
+        };
+        Self::ladder(t, actor, roles)?;
+        if t.state == TaskState::Claimed {
+            let holder = t.assignee.clone().unwrap_or_default();
+            if holder != actor {
+                return Err(ClaimError::AlreadyClaimed(holder));
+            }
+            if let Some(l) = lease {
+                t.lease_until = Some(l.now + i64::from(l.lease_ms));
+            }
+            return Ok(t.clone());
+        }
+        t.state = TaskState::Claimed;
+        t.assignee = Some(actor.to_owned());
+        t.lease_until = lease.map(|l| l.now + i64::from(l.lease_ms));
+        Ok(t.clone())
+    }
+
+    pub(super) fn take_over(
+        &mut self,
+        id: &str,
+        from: &str,
+        actor: &str,
+        roles: &[String],
+        lease: Option<Lease>,
+    ) -> Result<Task, ClaimError> {
+        let Some((t, _)) = self.tasks.get_mut(id) else {
+            return Err(ClaimError::NotFound(id.to_owned()));
+        };
+        Self::ladder(t, actor, roles)?;
+        if t.state != TaskState::Claimed || t.assignee.as_deref() != Some(from) {
+            return Err(ClaimError::NotHeld(from.to_owned()));
+        }
+        let end = lease.map(|l| l.now + i64::from(l.lease_ms));
+        if from != actor || end.is_some() {
+            t.lease_until = end;
+        }
+        t.assignee = Some(actor.to_owned());
+        Ok(t.clone())
+    }
+
+    fn put_back(t: &mut Task, ever: bool) {
+        t.assignee = None;
+        t.lease_until = None;
+        t.state = if ever {
+            TaskState::Escalated
+        } else {
+            TaskState::Open
+        };
+    }
+
+    pub(super) fn release(&mut self, id: &str, actor: &str) -> Result<(), ClaimError> {
+        let Some((t, ever)) = self.tasks.get_mut(id) else {
+            return Err(ClaimError::NotFound(id.to_owned()));
+        };
+        if t.state != TaskState::Claimed || t.assignee.as_deref() != Some(actor) {
+            return Err(ClaimError::NotHeld(actor.to_owned()));
+        }
+        Self::put_back(t, *ever);
+        Ok(())
+    }
+
+    pub(super) fn renew(
+        &mut self,
+        id: &str,
+        actor: &str,
+        lease: Lease,
+    ) -> Result<Task, ClaimError> {
+        let Some((t, _)) = self.tasks.get_mut(id) else {
+            return Err(ClaimError::NotFound(id.to_owned()));
+        };
+        if t.state != TaskState::Claimed
+            || t.assignee.as_deref() != Some(actor)
+            || t.lease_until.is_none()
+        {
+            return Err(ClaimError::NotHeld(actor.to_owned()));
+        }
+        t.lease_until = Some(lease.now + i64::from(lease.lease_ms));
+        Ok(t.clone())
+    }
+
+    pub(super) fn reclaim_lapsed(&mut self, now: i64, limit: u32) -> Vec<Task> {
+        let mut lapsed: Vec<(i64, String)> = self
+            .tasks
+            .values()
+            .filter(|(t, _)| t.state == TaskState::Claimed)
+            .filter_map(|(t, _)| {
+                t.lease_until
+                    .filter(|e| *e <= now)
+                    .map(|e| (e, t.id.clone()))
+            })
+            .collect();
+        lapsed.sort();
+        lapsed
+            .into_iter()
+            .take(limit as usize)
+            .filter_map(|(_, id)| {
+                let (t, ever) = self.tasks.get_mut(&id)?;
+                Self::put_back(t, *ever);
+                Some(t.clone())
+            })
+            .collect()
+    }
+
+    pub(super) fn claim_next(
+        &mut self,
+        roles: &[String],
+        actor: &str,
+        lease: Option<Lease>,
+    ) -> Option<Task> {
+        let head = self.queue(roles, Some(actor)).into_iter().next()?;
+        self.claim(&head, actor, roles, lease).ok()
+    }
+
+    pub(super) fn settle(
+        &mut self,
+        id: &str,
+        s: Settlement,
+        holder: Option<&str>,
+    ) -> Result<bool, ClaimError> {
+        let Some((t, _)) = self.tasks.get_mut(id) else {
+            return Err(ClaimError::NotFound(id.to_owned()));
+        };
+        if let Some(h) = holder
+            && (t.state != TaskState::Claimed || t.assignee.as_deref() != Some(h))
+        {
+            return Err(ClaimError::NotHeld(h.to_owned()));
+        }
+        if !t.state.is_pending() {
+            return Ok(false);
+        }
+        t.state = s.state();
+        t.lease_until = None;
+        Ok(true)
+    }
+
+    pub(super) fn escalate(&mut self, id: &str) -> Result<Task, StoreError> {
+        let Some((t, ever)) = self.tasks.get_mut(id) else {
+            return Err(StoreError::NotFound(id.to_owned()));
+        };
+        if t.state.is_pending() {
+            *ever = true;
+            t.state = TaskState::Escalated;
+            t.assignee = None;
+            t.lease_until = None;
+            if !t.candidate_roles.is_empty() {
+                for r in t.escalate_to.clone() {
+                    if !t.candidate_roles.contains(&r) {
+                        t.candidate_roles.push(r);
+                    }
+                }
+            }
+        }
+        Ok(t.clone())
+    }
+
+    pub(super) fn withdraw(&mut self, run: &str, awaited: &[String]) -> u32 {
+        let mut moved = 0;
+        for id in dedup(awaited) {
+            if let Some((t, _)) = self.tasks.get_mut(&id)
+                && t.run == run
+                && t.state.is_pending()
+            {
+                t.state = TaskState::Withdrawn;
+                t.lease_until = None;
+                moved += 1;
+            }
+        }
+        moved
+    }
+
+    pub(super) fn arm(&mut self, t: &Timer) -> ArmOutcome {
+        if self.sealed.contains(&t.run) {
+            return ArmOutcome::RunSealed;
+        }
+        let key = (t.run.clone(), t.effect.clone());
+        if self.timers.contains_key(&key) {
+            return ArmOutcome::AlreadyArmed;
+        }
+        self.timers.insert(key, (t.clone(), None));
+        ArmOutcome::Armed
+    }
+
+    fn claimable_at(entry: &(Timer, Option<i64>)) -> i64 {
+        entry.1.unwrap_or(entry.0.fire_at)
+    }
+
+    pub(super) fn claim_due(&mut self, now: i64, limit: u32, lease: u32) -> Vec<Timer> {
+        let mut due: Vec<(i64, String, String)> = self
+            .timers
+            .iter()
+            .filter(|(_, e)| Self::claimable_at(e) <= now)
+            .map(|((r, f), e)| (Self::claimable_at(e), r.clone(), f.clone()))
+            .collect();
+        due.sort();
+        let mut out = Vec::new();
+        for (_, run, effect) in due {
+            if out.len() == limit as usize {
+                break;
+            }
+            let key = (run, effect);
+            if self.sealed.contains(&key.0) {
+                self.timers.remove(&key);
+                continue;
+            }
+            if let Some(entry) = self.timers.get_mut(&key) {
+                entry.1 = Some(now + i64::from(lease));
+                out.push(entry.0.clone());
+            }
+        }
+        out
+    }
+
+    pub(super) fn disarm_run(&mut self, run: &str) -> u32 {
+        let before = self.timers.len();
+        self.timers.retain(|(r, _), _| r != run);
+        (before - self.timers.len()) as u32
+    }
+
+    pub(super) fn queue(&self, roles: &[String], actor: Option<&str>) -> Vec<String> {
+        let mut found: Vec<&Task> = self
+            .tasks
+            .values()
+            .map(|(t, _)| t)
+            .filter(|t| t.state.is_queued() && t.admits_roles(roles))
+            .filter(|t| actor.is_none_or(|a| !t.excluded_actors.iter().any(|x| x == a)))
+            .collect();
+        found.sort_by_key(|t| (t.priority.rank(), t.created_at, t.id.clone()));
+        found.into_iter().map(|t| t.id.clone()).collect()
+    }
+
+    pub(super) fn overdue(&self, now: i64, limit: u32) -> Vec<Task> {
+        let mut found: Vec<(i64, Task)> = self
+            .tasks
+            .values()
+            .filter(|(t, ever)| matches!(t.state, TaskState::Open | TaskState::Claimed) && !*ever)
+            .filter_map(|(t, _)| t.due_at.filter(|d| *d <= now).map(|d| (d, t.clone())))
+            .collect();
+        found.sort_by(|a, b| (a.0, &a.1.id).cmp(&(b.0, &b.1.id)));
+        found
+            .into_iter()
+            .take(limit as usize)
+            .map(|(_, t)| t)
+            .collect()
+    }
+
+    pub(super) fn for_case(&self, case: &str) -> Vec<String> {
+        let mut found: Vec<&Task> = self
+            .tasks
+            .values()
+            .map(|(t, _)| t)
+            .filter(|t| t.case.as_deref() == Some(case))
+            .collect();
+        found.sort_by_key(|t| (t.created_at, t.id.clone()));
+        found.into_iter().map(|t| t.id.clone()).collect()
+    }
+
+    pub(super) fn next_due(&self) -> Option<i64> {
+        self.timers.values().map(Self::claimable_at).min()
+    }
+
+    pub(super) fn leased_tasks(&self) -> u64 {
+        self.tasks
+            .values()
+            .filter(|(t, _)| t.state == TaskState::Claimed && t.lease_until.is_some())
+            .count() as u64
+    }
+
+    pub(super) fn next_lease_end(&self) -> Option<i64> {
+        self.tasks
+            .values()
+            .filter(|(t, _)| t.state == TaskState::Claimed)
+            .filter_map(|(t, _)| t.lease_until)
+            .min()
+    }
+
+    pub(super) fn pending_tasks(&self) -> u64 {
+        self.tasks
+            .values()
+            .filter(|(t, _)| t.state.is_pending())
+            .count() as u64
+    }
+}
