@@ -10,6 +10,7 @@ wit_bindgen::generate!({
 
 use exports::leasehold::engine::admin as admin_api;
 use exports::leasehold::engine::changes as changes_api;
+use exports::leasehold::engine::kinds as kinds_api;
 use exports::leasehold::engine::runs as runs_api;
 use exports::leasehold::engine::tasks as tasks_api;
 use exports::leasehold::engine::timers as timers_api;
@@ -371,13 +372,16 @@ impl tasks_api::Guest for Component {
         actor: String,
         roles: Vec<String>,
         lease: Option<wit::Lease>,
+        guard: Option<wit::Guard>,
     ) -> Result<wit::Task, wit::ClaimError> {
         let lease = lease.map(model::Lease::from);
-        call(|kv| crate::tasks::claim(kv, &id, &actor, &roles, lease.as_ref()))
+        let guard = guard.map(model::Guard::from);
+        call(|kv| crate::tasks::claim(kv, &id, &actor, &roles, lease.as_ref(), guard.as_ref()))
     }
 
-    fn release(id: String, actor: String) -> Result<(), wit::ClaimError> {
-        call(|kv| crate::tasks::release(kv, &id, &actor))
+    fn release(id: String, actor: String, guard: Option<wit::Guard>) -> Result<(), wit::ClaimError> {
+        let guard = guard.map(model::Guard::from);
+        call(|kv| crate::tasks::release(kv, &id, &actor, guard.as_ref()))
     }
 
     fn take_over(
@@ -386,9 +390,13 @@ impl tasks_api::Guest for Component {
         actor: String,
         roles: Vec<String>,
         lease: Option<wit::Lease>,
+        guard: Option<wit::Guard>,
     ) -> Result<wit::Task, wit::ClaimError> {
         let lease = lease.map(model::Lease::from);
-        call(|kv| crate::tasks::take_over(kv, &id, &from, &actor, &roles, lease.as_ref()))
+        let guard = guard.map(model::Guard::from);
+        call(|kv| {
+            crate::tasks::take_over(kv, &id, &from, &actor, &roles, lease.as_ref(), guard.as_ref())
+        })
     }
 
     fn renew(
@@ -396,8 +404,10 @@ impl tasks_api::Guest for Component {
         actor: String,
         now: i64,
         lease_ms: u32,
+        guard: Option<wit::Guard>,
     ) -> Result<wit::Task, wit::ClaimError> {
-        call(|kv| crate::tasks::renew(kv, &id, &actor, now, lease_ms))
+        let guard = guard.map(model::Guard::from);
+        call(|kv| crate::tasks::renew(kv, &id, &actor, now, lease_ms, guard.as_ref()))
     }
 
     fn reclaim_lapsed(now: i64, limit: u32) -> Result<Vec<wit::Task>, wit::StoreError> {
@@ -424,16 +434,30 @@ impl tasks_api::Guest for Component {
         id: String,
         settlement: wit::Settlement,
         holder: Option<String>,
+        decision: Option<wit::Decision>,
+        guard: Option<wit::Guard>,
     ) -> Result<bool, wit::ClaimError> {
-        call(|kv| crate::tasks::settle(kv, &id, settlement.into(), holder.as_deref()))
+        let decision = decision.map(model::Decision::from);
+        let guard = guard.map(model::Guard::from);
+        call(|kv| {
+            crate::tasks::settle(
+                kv,
+                &id,
+                settlement.into(),
+                holder.as_deref(),
+                decision.as_ref(),
+                guard.as_ref(),
+            )
+        })
     }
 
     fn withdraw_run(run: String, awaited: Vec<String>) -> Result<u32, wit::StoreError> {
         call(|kv| crate::tasks::withdraw_run(kv, &run, &awaited))
     }
 
-    fn escalate(id: String) -> Result<wit::Task, wit::StoreError> {
-        call(|kv| crate::tasks::escalate(kv, &id))
+    fn escalate(id: String, guard: Option<wit::Guard>) -> Result<wit::Task, wit::ClaimError> {
+        let guard = guard.map(model::Guard::from);
+        call(|kv| crate::tasks::escalate(kv, &id, guard.as_ref()))
     }
 
     fn queue(q: tasks_api::QueueQuery) -> Result<wit::Page, wit::StoreError> {
@@ -464,6 +488,123 @@ impl tasks_api::Guest for Component {
     fn overdue(now: i64, limit: u32) -> Result<Vec<wit::Task>, wit::StoreError> {
         call(|kv| crate::tasks::overdue(kv, now, limit))
             .map(|ts: Vec<model::Task>| ts.into_iter().map(Into::into).collect())
+    }
+
+    fn held(actor: String, limit: u32, after: Option<String>) -> Result<wit::Page, wit::StoreError> {
+        call(|kv| crate::tasks::held(kv, &actor, limit, after.as_deref()))
+    }
+
+    fn update(
+        id: String,
+        by: Option<String>,
+        changes: wit::TaskChanges,
+        guard: Option<wit::Guard>,
+    ) -> Result<wit::Task, wit::ClaimError> {
+        let changes = model::TaskChanges::from(changes);
+        let guard = guard.map(model::Guard::from);
+        call(|kv| crate::tasks::update(kv, &id, by.as_deref(), &changes, guard.as_ref()))
+    }
+
+    fn assign(
+        id: String,
+        to: String,
+        roles: Vec<String>,
+        lease: Option<wit::Lease>,
+        override_roles: bool,
+        by: Option<String>,
+        guard: Option<wit::Guard>,
+    ) -> Result<wit::Task, wit::ClaimError> {
+        let lease = lease.map(model::Lease::from);
+        let guard = guard.map(model::Guard::from);
+        call(|kv| {
+            crate::tasks::assign(
+                kv,
+                &id,
+                &to,
+                &roles,
+                lease.as_ref(),
+                override_roles,
+                by.as_deref(),
+                guard.as_ref(),
+            )
+        })
+    }
+
+    fn unassign(
+        id: String,
+        by: Option<String>,
+        guard: Option<wit::Guard>,
+    ) -> Result<wit::Task, wit::ClaimError> {
+        let guard = guard.map(model::Guard::from);
+        call(|kv| crate::tasks::unassign(kv, &id, by.as_deref(), guard.as_ref()))
+    }
+
+    fn delegate(
+        id: String,
+        from: String,
+        to: String,
+        roles: Vec<String>,
+        lease: Option<wit::Lease>,
+        guard: Option<wit::Guard>,
+    ) -> Result<wit::Task, wit::ClaimError> {
+        let lease = lease.map(model::Lease::from);
+        let guard = guard.map(model::Guard::from);
+        call(|kv| {
+            crate::tasks::delegate(kv, &id, &from, &to, &roles, lease.as_ref(), guard.as_ref())
+        })
+    }
+
+    fn note(
+        id: String,
+        actor: String,
+        text: String,
+        guard: Option<wit::Guard>,
+    ) -> Result<wit::Task, wit::ClaimError> {
+        let guard = guard.map(model::Guard::from);
+        call(|kv| crate::tasks::note(kv, &id, &actor, &text, guard.as_ref()))
+    }
+}
+
+fn kind_definition(d: kinds_api::KindDefinition) -> model::KindDefinition {
+    model::KindDefinition {
+        kind: d.kind,
+        outcomes: d.outcomes.into_iter().map(Into::into).collect(),
+        revision: d.revision,
+    }
+}
+
+fn wit_kind_definition(d: model::KindDefinition) -> kinds_api::KindDefinition {
+    kinds_api::KindDefinition {
+        kind: d.kind,
+        outcomes: d.outcomes.into_iter().map(Into::into).collect(),
+        revision: d.revision,
+    }
+}
+
+impl kinds_api::Guest for Component {
+    fn define_kind(
+        definition: kinds_api::KindDefinition,
+        expected: Option<u64>,
+    ) -> Result<kinds_api::KindDefinition, wit::StoreError> {
+        let def = kind_definition(definition);
+        call(|kv| crate::kinds::define(kv, &def, expected)).map(wit_kind_definition)
+    }
+
+    fn get_kind(kind: String) -> Result<Option<kinds_api::KindDefinition>, wit::StoreError> {
+        call(|kv| crate::kinds::get(kv, &kind))
+            .map(|d: Option<model::KindDefinition>| d.map(wit_kind_definition))
+    }
+
+    fn list_kinds(
+        limit: u32,
+        after: Option<String>,
+    ) -> Result<Vec<kinds_api::KindDefinition>, wit::StoreError> {
+        call(|kv| crate::kinds::list(kv, limit, after.as_deref()))
+            .map(|ds: Vec<model::KindDefinition>| ds.into_iter().map(wit_kind_definition).collect())
+    }
+
+    fn remove_kind(kind: String) -> Result<bool, wit::StoreError> {
+        call(|kv| crate::kinds::remove(kv, &kind))
     }
 }
 

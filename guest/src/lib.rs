@@ -32,8 +32,10 @@ pub mod calendar;
 pub mod changes;
 pub mod check;
 mod convert;
+mod json;
 pub mod jsonschema;
 pub mod keys;
+pub mod kinds;
 pub mod kv;
 #[cfg(any(test, target_arch = "wasm32"))]
 mod mem;

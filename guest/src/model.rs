@@ -31,6 +31,16 @@ impl Priority {
             Priority::Low => 3,
         }
     }
+
+    /// The WIT name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Priority::Low => "low",
+            Priority::Normal => "normal",
+            Priority::High => "high",
+            Priority::Urgent => "urgent",
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -82,6 +92,17 @@ pub enum OnExpiry {
     Deny,
     Escalate,
     Proceed,
+}
+
+impl OnExpiry {
+    /// The WIT name.
+    pub fn name(self) -> &'static str {
+        match self {
+            OnExpiry::Deny => "deny",
+            OnExpiry::Escalate => "escalate",
+            OnExpiry::Proceed => "proceed",
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -69,15 +69,13 @@
 //! | 7 | earlier builds of this component | as 6, with the record's keys beside the rows and entries they follow: `7/1`, `7/64` |
 //! | 8 | earlier builds of this component | as 7, under the version rule below: `8/1`, `8/64`; a keyspace moved from layout 3 to 6 keeps its shape and says so: `8/64/from-5` |
 //! | 9 | earlier builds of this component | as 8, with each task's history kept in the feed: no history key per change, only every 64th and a task's last entry once its change is trimmed from the feed: `9/1`, `9/64`, `9/64/from-5` |
-//! | 10 | this component | as 9, with rows and entries extended (a task's revision, decision and outcomes; a history or feed entry's revision, changed fields, decision, note, job, run and kind), a `held` entry per claimed task and kind definitions: `10/1`, `10/64`, `10/64/from-9`, `10/64/from-5` |
+//! | 10 | this component | as 9, with rows and entries extended (a task's revision, decision and outcomes; a history or feed entry's revision, changed fields, decision, note, job, run and kind), a `held` entry per claimed task and kind definitions: `10/1`, `10/64`, `10/64/from-5`; a task row no layout-10 build has changed yet (revision 0) may lack its `held` entry until its next change |
 //!
 //! This component lays out fresh keyspaces in layout 10, and reads and writes
 //! layouts 3 to 9 in their spelling (3 and 4 spreading by row, 3 to 6 with
 //! the record apart). The version rule: the first change it records in a
 //! keyspace of an earlier layout moves the mark to layout 10 in the same
-//! call ([`layout_mark_from`] keeps the shape in the mark: `from-9` for a
-//! keyspace laid out as layout 7 to 9, whose claimed tasks may lack the
-//! `held` entry until their next change), and a mark of a
+//! call ([`layout_mark_from`] keeps the shape in the mark), and a mark of a
 //! later version is refused as `newer-layout`, so a build never writes a
 //! keyspace a newer one has written. It records history and feed entries in
 //! every layout; a component that predates them reads layouts up to 5 and
@@ -233,8 +231,7 @@ pub fn layout_mark(shards: Shards) -> String {
 
 /// The mark of a keyspace this component writes: its version and shard
 /// count and, for a keyspace laid out in an earlier layout whose spelling it
-/// keeps (3 to 6, or 9 for one laid out as 7 to 9), `/from-` and that
-/// layout: `10/64/from-5`.
+/// keeps (3 to 6), `/from-` and that layout: `10/64/from-5`.
 pub fn layout_mark_from(shards: Shards, origin: Option<u32>) -> String {
     match origin {
         None => format!("{LAYOUT_VERSION}/{}", shards.count()),

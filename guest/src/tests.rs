@@ -70,6 +70,9 @@ pub(super) fn task(id: &str) -> Task {
         excluded_actors: Vec::new(),
         created_at: 1_000,
         due_at: None,
+        revision: 0,
+        decision: None,
+        outcomes: Vec::new(),
     }
 }
 
@@ -125,6 +128,9 @@ impl TaskFixture for Task {
     fn due(self, at: i64) -> Self {
         Task {
             due_at: Some(at),
+            revision: 0,
+            decision: None,
+            outcomes: Vec::new(),
             ..self
         }
     }

@@ -7,7 +7,7 @@
 #[allow(unused_imports)]
 use crate::prelude::*;
 
-use crate::model::{Lease, StoreError, Task, TaskState, Timer, Timestamp};
+use crate::model::{Lease, OutcomeRule, StoreError, Task, TaskState, Timer, Timestamp};
 
 /// The most characters (Unicode scalar values) in an id, actor, role or
 /// kind. Counted in characters, not bytes, so that the limit is one a
@@ -105,20 +105,87 @@ pub fn names(field: &str, list: &[String]) -> Result<Vec<String>, StoreError> {
 }
 
 pub fn justification(text: &str) -> Result<(), StoreError> {
+    json_document("justification", text)
+}
+
+/// A JSON document under the justification's size and depth rules, as
+/// `field` (a justification, a decision's output).
+pub fn json_document(field: &str, text: &str) -> Result<(), StoreError> {
     if text.len() > MAX_JUSTIFICATION_BYTES {
         return Err(invalid(format!(
-            "justification is {} bytes, more than {MAX_JUSTIFICATION_BYTES}",
+            "{field} is {} bytes, more than {MAX_JUSTIFICATION_BYTES}",
             text.len()
         )));
     }
     let depth = nesting_depth(text.as_bytes());
     if depth > MAX_JUSTIFICATION_DEPTH {
         return Err(invalid(format!(
-            "justification nests {depth} levels deep, more than {MAX_JUSTIFICATION_DEPTH}"
+            "{field} nests {depth} levels deep, more than {MAX_JUSTIFICATION_DEPTH}"
         )));
     }
     serde_json::from_str::<serde::de::IgnoredAny>(text)
-        .map_err(|e| invalid(format!("justification is not a JSON document: {e}")))?;
+        .map_err(|e| invalid(format!("{field} is not a JSON document: {e}")))?;
+    Ok(())
+}
+
+/// The most characters in an outcome's name.
+pub const MAX_OUTCOME_CHARS: usize = 64;
+/// The most outcome rules a task or kind declares.
+pub const MAX_OUTCOMES: usize = 64;
+/// The most bytes in a decision's reason or a note.
+pub const MAX_TEXT_BYTES: usize = 4096;
+
+/// An outcome's name: 1–64 characters, no control characters.
+pub fn outcome(field: &str, value: &str) -> Result<(), StoreError> {
+    name(field, value)?;
+    let chars = value.chars().count();
+    if chars > MAX_OUTCOME_CHARS {
+        return Err(invalid(format!(
+            "{field} is {chars} characters, more than {MAX_OUTCOME_CHARS}"
+        )));
+    }
+    Ok(())
+}
+
+/// Free text (a reason, a note): at most 4 KiB, no NUL.
+pub fn text(field: &str, value: &str) -> Result<(), StoreError> {
+    if value.len() > MAX_TEXT_BYTES {
+        return Err(invalid(format!(
+            "{field} is {} bytes, more than {MAX_TEXT_BYTES}",
+            value.len()
+        )));
+    }
+    if value.contains('\0') {
+        return Err(invalid(format!("{field} contains U+0000")));
+    }
+    Ok(())
+}
+
+/// Outcome rules as a task or kind declares them: at most 64, distinct
+/// names, each output schema compiled now (so a schema that is not valid,
+/// or uses a keyword outside the supported subset, is refused when it is
+/// declared, never when first used).
+pub fn outcome_rules(field: &str, rules: &[OutcomeRule]) -> Result<(), StoreError> {
+    if rules.len() > MAX_OUTCOMES {
+        return Err(invalid(format!(
+            "{field} lists {} outcomes, more than {MAX_OUTCOMES}",
+            rules.len()
+        )));
+    }
+    for (i, r) in rules.iter().enumerate() {
+        outcome(&format!("{field}[{i}].name"), &r.name)?;
+        if rules[..i].iter().any(|o| o.name == r.name) {
+            return Err(invalid(format!(
+                "{field}[{i}].name: the outcome {:?} is listed twice",
+                r.name
+            )));
+        }
+        if let Some(schema) = &r.output_schema {
+            crate::jsonschema::Schema::compile_str(schema).map_err(|e| {
+                invalid(format!("{field}[{i}].output-schema ({}): {e}", r.name))
+            })?;
+        }
+    }
     Ok(())
 }
 
@@ -172,6 +239,10 @@ pub fn task_input(task: &Task) -> Result<Task, StoreError> {
     }
     if let Some(a) = &task.assignee {
         name("assignee", a)?;
+    }
+    outcome_rules("outcomes", &task.outcomes)?;
+    if task.decision.is_some() {
+        return Err(invalid("decision is set: only settle records one"));
     }
     Ok(Task {
         candidate_roles,

@@ -14,8 +14,29 @@ mod generated {
 }
 
 pub(crate) use generated::EnginePre as WorldPre;
+pub(crate) use generated::exports::leasehold::engine::kinds::KindDefinition as WitKindDefinition;
 pub(crate) use generated::exports::leasehold::engine::tasks::QueueQuery as WitQueueQuery;
 pub(crate) use generated::leasehold::engine::kv;
 pub(crate) use generated::leasehold::engine::types as wit;
 
 leasehold_guest::wit_conversions!(wit);
+
+impl From<WitKindDefinition> for leasehold_guest::model::KindDefinition {
+    fn from(d: WitKindDefinition) -> Self {
+        leasehold_guest::model::KindDefinition {
+            kind: d.kind,
+            outcomes: d.outcomes.into_iter().map(Into::into).collect(),
+            revision: d.revision,
+        }
+    }
+}
+
+impl From<leasehold_guest::model::KindDefinition> for WitKindDefinition {
+    fn from(d: leasehold_guest::model::KindDefinition) -> Self {
+        WitKindDefinition {
+            kind: d.kind,
+            outcomes: d.outcomes.into_iter().map(Into::into).collect(),
+            revision: d.revision,
+        }
+    }
+}

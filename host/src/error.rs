@@ -34,6 +34,9 @@ pub enum Refusal {
     AlreadyClaimed(String),
     /// This actor does not hold the task.
     NotHeld(String),
+    /// The caller expected another revision of the task; this is the
+    /// current one. Nothing was written: read again, decide again.
+    Stale(u64),
 }
 
 impl From<Refusal> for ClaimError {
@@ -45,6 +48,7 @@ impl From<Refusal> for ClaimError {
             Refusal::NotPending(s) => ClaimError::NotPending(s),
             Refusal::AlreadyClaimed(h) => ClaimError::AlreadyClaimed(h),
             Refusal::NotHeld(a) => ClaimError::NotHeld(a),
+            Refusal::Stale(r) => ClaimError::Stale(r),
         }
     }
 }
@@ -299,6 +303,7 @@ impl From<leasehold_guest::model::ClaimError> for Error {
             C::NotPending(s) => Refusal::NotPending(s),
             C::AlreadyClaimed(h) => Refusal::AlreadyClaimed(h),
             C::NotHeld(a) => Refusal::NotHeld(a),
+            C::Stale(r) => Refusal::Stale(r),
             C::Store(s) => return Error::Store(s),
         })
     }

@@ -189,6 +189,9 @@ impl<F: Form> NewTask<F> {
             excluded_actors: self.excluded_actors,
             created_at,
             due_at: self.due_at,
+            revision: 0,
+            decision: None,
+            outcomes: Vec::new(),
         }
     }
 }

@@ -12,7 +12,7 @@ use crate::storage::backend::Mode;
 
 /// The WIT package every interface below belongs to.
 pub(crate) const PACKAGE: &str = "leasehold:engine";
-pub(crate) const VERSION: &str = "0.2.0";
+pub(crate) const VERSION: &str = "0.3.0";
 
 macro_rules! verbs {
     ($($verb:ident => $interface:literal $name:literal $mode:ident,)+) => {
@@ -79,6 +79,16 @@ verbs! {
     LeasedCount => "tasks" "leased-count" Read,
     NextLeaseEnd => "tasks" "next-lease-end" Read,
     Overdue => "tasks" "overdue" Read,
+    Held => "tasks" "held" Read,
+    Update => "tasks" "update" Write,
+    Assign => "tasks" "assign" Write,
+    Unassign => "tasks" "unassign" Write,
+    Delegate => "tasks" "delegate" Write,
+    Note => "tasks" "note" Write,
+    DefineKind => "kinds" "define-kind" Write,
+    GetKind => "kinds" "get-kind" Read,
+    ListKinds => "kinds" "list-kinds" Read,
+    RemoveKind => "kinds" "remove-kind" Write,
     Arm => "timers" "arm" Write,
     ClaimDue => "timers" "claim-due" Write,
     Disarm => "timers" "disarm" Write,
@@ -139,7 +149,7 @@ impl Verb {
         self as usize
     }
 
-    /// The interface's full name, e.g. `leasehold:engine/tasks@0.2.0`.
+    /// The interface's full name, e.g. `leasehold:engine/tasks@0.3.0`.
     pub(crate) fn interface_name(self) -> String {
         format!("{PACKAGE}/{}@{VERSION}", self.interface())
     }
@@ -194,7 +204,7 @@ mod tests {
     #[test]
     fn every_function_the_wit_exports_is_in_the_table() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../wit");
-        for interface in ["tasks", "timers", "runs", "admin", "changes"] {
+        for interface in ["tasks", "kinds", "timers", "runs", "admin", "changes"] {
             let text = std::fs::read_to_string(dir.join(format!("{interface}.wit")))
                 .expect("the interface's WIT file");
             for line in text.lines() {
@@ -230,7 +240,12 @@ mod tests {
             })
             .collect();
         for verb in Verb::ALL {
-            let snake = verb.name().replace('-', "_");
+            // `settle` without a decision delegates to `decide`, which
+            // makes the call with one or none.
+            let snake = match verb {
+                Verb::Settle => "decide".to_owned(),
+                _ => verb.name().replace('-', "_"),
+            };
             let call = format!("Verb::{},", verb.ident());
             let (_, text) = files
                 .iter()

@@ -23,17 +23,18 @@ fn the_component_exports_exactly_the_world_and_imports_only_kv() {
     assert_eq!(
         exports,
         [
-            "leasehold:engine/admin@0.2.0",
-            "leasehold:engine/changes@0.2.0",
-            "leasehold:engine/runs@0.2.0",
-            "leasehold:engine/tasks@0.2.0",
-            "leasehold:engine/timers@0.2.0",
+            "leasehold:engine/admin@0.3.0",
+            "leasehold:engine/changes@0.3.0",
+            "leasehold:engine/kinds@0.3.0",
+            "leasehold:engine/runs@0.3.0",
+            "leasehold:engine/tasks@0.3.0",
+            "leasehold:engine/timers@0.3.0",
         ]
     );
     let imports = names(ty.imports(&engine).map(|(n, _)| n.to_owned()));
     assert_eq!(
         imports,
-        ["leasehold:engine/kv@0.2.0", "leasehold:engine/types@0.2.0"],
+        ["leasehold:engine/kv@0.3.0", "leasehold:engine/types@0.3.0"],
         "the component imports more than its storage"
     );
 }

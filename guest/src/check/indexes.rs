@@ -1,4 +1,4 @@
-//! The task indexes (queue, overdue, case and lease): every entry names a
+//! The task indexes (queue, overdue, case, lease and held): every entry names a
 //! task whose row implies exactly that entry. The other side, each row's
 //! entries being there, is the walk of the rows'.
 
@@ -23,6 +23,8 @@ pub(super) fn index_name(key: &[u8]) -> &'static str {
         "case-index"
     } else if starts(schema::leases()) {
         "lease-index"
+    } else if starts(schema::helds()) {
+        "held-index"
     } else {
         "index"
     }
@@ -47,6 +49,7 @@ pub(super) fn check_task_indexes<K: Kv + ?Sized>(
         schema::overdue(),
         schema::cases(),
         schema::leases(),
+        schema::helds(),
     ] {
         let ahead = |kv: &mut K, chunk: &[crate::kv::Entry]| {
             let keys = chunk

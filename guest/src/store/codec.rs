@@ -53,13 +53,6 @@ pub(super) fn decode_row<T: for<'de> Deserialize<'de>>(bytes: &[u8]) -> Result<T
     }
 }
 
-/// A row as its base followed by its extension.
-pub fn encode_extended(base: &impl Serialize, ext: &impl Serialize) -> Result<Vec<u8>, StoreError> {
-    let fail = |e: postcard::Error| StoreError::Storage(format!("cannot encode a row: {e}"));
-    let out = postcard::to_extend(base, Vec::new()).map_err(fail)?;
-    postcard::to_extend(ext, out).map_err(fail)
-}
-
 /// Decodes a base and, when bytes follow it, its extension, which must
 /// then take every byte left; a base alone reads with the extension's
 /// defaults (a row an earlier layout wrote).

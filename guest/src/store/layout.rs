@@ -138,10 +138,8 @@ struct Mark {
     version: u32,
     shards: Shards,
     /// For a mark of layout 8 or later, the earlier layout the keyspace was
-    /// laid out in, whose spelling it keeps (3 to 6), or 9 for a keyspace of
-    /// layout 10 or later laid out as layout 7 to 9 (spelt as layout 9,
-    /// its claimed tasks perhaps not yet in the `held` index); `None` for
-    /// one laid out in its own layout.
+    /// laid out in, whose spelling it keeps (3 to 6); `None` for one laid
+    /// out as layout 7 or later.
     origin: Option<u32>,
 }
 
@@ -157,11 +155,7 @@ impl Mark {
 
     /// This mark moved to this component's version, keeping the shape.
     fn moved(self) -> String {
-        let origin = self.origin.or(match self.version {
-            v if v < 7 => Some(v),
-            7..=9 => Some(9),
-            _ => None,
-        });
+        let origin = self.origin.or((self.version < 7).then_some(self.version));
         schema::layout_mark_from(self.shards, origin)
     }
 }
@@ -228,8 +222,7 @@ fn parse_mark(v: &[u8]) -> Result<Mark, StoreError> {
             })
         }
         (Some(version @ 8..), _) => {
-            // `10/64`, or `10/64/from-5` for a keyspace moved from layout 5
-            // (`from-9` from layouts 7 to 9, in a mark of 10 or later).
+            // `9/64`, or `9/64/from-5` for a keyspace moved from layout 5.
             let text = core::str::from_utf8(v).map_err(|_| no_count())?;
             let mut parts = text.split('/').skip(1);
             let n = parts.next().and_then(|n| count_of(n.as_bytes()));
@@ -239,13 +232,10 @@ fn parse_mark(v: &[u8]) -> Result<Mark, StoreError> {
                 Some(from) => Some(
                     from.strip_prefix("from-")
                         .and_then(|o| o.parse::<u32>().ok())
-                        .filter(|&o| {
-                            ((3..=6).contains(&o) || (o == 9 && version > 9)) && from.len() == 6
-                        })
+                        .filter(|o| (3..=6).contains(o) && from.len() == 6)
                         .ok_or_else(|| {
                             corrupt(format!(
-                                "the layout mark {named:?} names no earlier layout from 3 to 6, \
-                                 nor 9 in a mark of layout 10 or later"
+                                "the layout mark {named:?} names no earlier layout from 3 to 6"
                             ))
                         })?,
                 ),

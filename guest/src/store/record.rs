@@ -22,11 +22,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::kv::Kv;
 use crate::model::{
-    Change, HistoryEntry, StoreError, TaskChange, TimerChange, TimerEvent, Timestamp,
+    Change, DecisionRecord, FieldChange, HistoryEntry, StoreError, TaskChange, TaskState,
+    TimerChange, TimerEvent, Timestamp,
 };
 use crate::schema::{self, Shards};
 
-use super::codec::{RowError, corrupt, decode_row, encode_row};
+use super::codec::{RowError, corrupt, decode_extended, decode_row, encode_row};
 use super::layout::{claim_layout, feed_slot_of, records_from_the_start, shards};
 use super::rows::{TaskRow, TimerRow};
 
@@ -49,8 +50,9 @@ pub struct TaskLog {
 }
 
 /// One stored history entry, with the feed position the same change was
-/// recorded at, so `check` can hold each to the other.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// recorded at, so `check` can hold each to the other. Stored as its
+/// layout-9 encoding followed by the entry's extension ([`EntryExt`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HistoryRow {
     pub entry: HistoryEntry,
     pub position: Position,
@@ -58,8 +60,9 @@ pub struct HistoryRow {
 
 /// One stored feed entry: the change, and the position of the previous
 /// change of the same task or timer (none for its first, or when that one's
-/// record was trimmed before it was written).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// record was trimmed before it was written). Stored as its layout-9
+/// encoding followed, for a task's change, by the entry's extension.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FeedRow {
     pub prev: Option<Position>,
     pub change: Change,
@@ -75,26 +78,232 @@ impl FeedRow {
     }
 }
 
-/// Why a call changes what it changes: the verb, and the actor it acts for
-/// (`None` for the service).
+/// Why a call changes what it changes: the verb, the actor it acts for
+/// (`None` for the service), and what the record says beyond the rows'
+/// difference: a note's remark, the bulk job making the change, and
+/// whether an assignment overrode the roles rule.
 #[derive(Clone, Copy, Debug)]
 pub struct Cause<'a> {
     pub verb: &'static str,
     pub actor: Option<&'a str>,
+    pub note: Option<&'a str>,
+    pub job: Option<&'a str>,
+    pub override_roles: bool,
 }
 
 impl<'a> Cause<'a> {
     /// A change the service makes: a sweep, an escalation, a withdrawal.
     pub fn service(verb: &'static str) -> Cause<'static> {
-        Cause { verb, actor: None }
+        Cause {
+            verb,
+            actor: None,
+            note: None,
+            job: None,
+            override_roles: false,
+        }
     }
 
     /// A change `actor` makes.
     pub fn by(verb: &'static str, actor: &'a str) -> Cause<'a> {
         Cause {
-            verb,
             actor: Some(actor),
+            ..Cause::service(verb)
         }
+    }
+
+    /// A change `actor` makes, or the service when none.
+    pub fn of(verb: &'static str, actor: Option<&'a str>) -> Cause<'a> {
+        Cause {
+            actor,
+            ..Cause::service(verb)
+        }
+    }
+
+    /// This cause, recorded as part of bulk job `job`.
+    pub fn in_job(self, job: Option<&'a str>) -> Cause<'a> {
+        Cause { job, ..self }
+    }
+}
+
+/// A history entry as layout 9 stored it: the whole entry an earlier build
+/// wrote, and the base of every entry since.
+#[derive(Serialize, Deserialize)]
+struct EntryBase {
+    seq: u64,
+    at: Timestamp,
+    verb: String,
+    actor: Option<String>,
+    before: Option<TaskState>,
+    after: TaskState,
+    assignee: Option<String>,
+    lease_until: Option<Timestamp>,
+    candidate_roles: Vec<String>,
+    excluded_actors: Vec<String>,
+}
+
+/// What layout 10 adds to a task's history or feed entry, after its base;
+/// each field defaults to what an entry an earlier build wrote means. A
+/// later layout adds fields only at the end.
+#[derive(Default, Serialize, Deserialize)]
+struct EntryExt {
+    revision: u64,
+    changes: Vec<FieldChange>,
+    decision: Option<DecisionRecord>,
+    note: Option<String>,
+    job: Option<String>,
+    run: Option<String>,
+    kind: Option<String>,
+}
+
+fn split_entry(e: &HistoryEntry, run: &Option<String>, kind: &Option<String>) -> (EntryBase, EntryExt) {
+    (
+        EntryBase {
+            seq: e.seq,
+            at: e.at,
+            verb: e.verb.clone(),
+            actor: e.actor.clone(),
+            before: e.before,
+            after: e.after,
+            assignee: e.assignee.clone(),
+            lease_until: e.lease_until,
+            candidate_roles: e.candidate_roles.clone(),
+            excluded_actors: e.excluded_actors.clone(),
+        },
+        EntryExt {
+            revision: e.revision,
+            changes: e.changes.clone(),
+            decision: e.decision.clone(),
+            note: e.note.clone(),
+            job: e.job.clone(),
+            run: run.clone(),
+            kind: kind.clone(),
+        },
+    )
+}
+
+/// The entry of `base` and `ext`, and the run and kind `ext` names.
+fn join_entry(b: EntryBase, e: EntryExt) -> (HistoryEntry, Option<String>, Option<String>) {
+    (
+        HistoryEntry {
+            seq: b.seq,
+            at: b.at,
+            verb: b.verb,
+            actor: b.actor,
+            before: b.before,
+            after: b.after,
+            assignee: b.assignee,
+            lease_until: b.lease_until,
+            candidate_roles: b.candidate_roles,
+            excluded_actors: b.excluded_actors,
+            revision: e.revision,
+            changes: e.changes,
+            decision: e.decision,
+            note: e.note,
+            job: e.job,
+        },
+        e.run,
+        e.kind,
+    )
+}
+
+/// What layout 10 adds to a history entry kept under its own key (a
+/// checkpoint, a history start): [`EntryExt`] without the run and kind,
+/// which only the feed carries. An entry encoded whole (the model's own
+/// field order) is its base and this.
+#[derive(Default, Serialize, Deserialize)]
+struct HistoryExt {
+    revision: u64,
+    changes: Vec<FieldChange>,
+    decision: Option<DecisionRecord>,
+    note: Option<String>,
+    job: Option<String>,
+}
+
+impl From<EntryExt> for HistoryExt {
+    fn from(e: EntryExt) -> Self {
+        HistoryExt {
+            revision: e.revision,
+            changes: e.changes,
+            decision: e.decision,
+            note: e.note,
+            job: e.job,
+        }
+    }
+}
+
+impl From<HistoryExt> for EntryExt {
+    fn from(e: HistoryExt) -> Self {
+        EntryExt {
+            revision: e.revision,
+            changes: e.changes,
+            decision: e.decision,
+            note: e.note,
+            job: e.job,
+            run: None,
+            kind: None,
+        }
+    }
+}
+
+/// A task change in the feed as layout 9 stored it.
+#[derive(Serialize, Deserialize)]
+struct TaskChangeBase {
+    id: String,
+    entry: EntryBase,
+}
+
+/// [`Change`] as layout 9 stored it (variants in the same order).
+#[derive(Serialize, Deserialize)]
+enum ChangeBase {
+    Task(TaskChangeBase),
+    Timer(TimerChange),
+}
+
+#[derive(Serialize, Deserialize)]
+struct FeedBase {
+    prev: Option<Position>,
+    change: ChangeBase,
+}
+
+/// Written as its base, then (for a task's change) its extension.
+impl Serialize for FeedRow {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match &self.change {
+            Change::Task(t) => {
+                let (entry, ext) = split_entry(&t.entry, &t.run, &t.kind);
+                let base = FeedBase {
+                    prev: self.prev,
+                    change: ChangeBase::Task(TaskChangeBase {
+                        id: t.id.clone(),
+                        entry,
+                    }),
+                };
+                (base, ext).serialize(s)
+            }
+            Change::Timer(t) => FeedBase {
+                prev: self.prev,
+                change: ChangeBase::Timer(t.clone()),
+            }
+            .serialize(s),
+        }
+    }
+}
+
+/// Written as its base, then its extension.
+impl Serialize for HistoryRow {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let (entry, ext) = split_entry(&self.entry, &None, &None);
+        ((entry, self.position), HistoryExt::from(ext)).serialize(s)
+    }
+}
+
+/// A history start, stored as an entry's base and extension.
+struct StoredEntry<'a>(&'a HistoryEntry);
+
+impl Serialize for StoredEntry<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let (base, ext) = split_entry(self.0, &None, &None);
+        (base, HistoryExt::from(ext)).serialize(s)
     }
 }
 
@@ -103,11 +312,29 @@ pub fn decode_task_log(bytes: &[u8]) -> Result<TaskLog, RowError> {
 }
 
 pub fn decode_history(bytes: &[u8]) -> Result<HistoryRow, RowError> {
-    decode_row(bytes)
+    let ((base, position), ext): ((EntryBase, Position), HistoryExt) = decode_extended(bytes)?;
+    let (entry, _, _) = join_entry(base, ext.into());
+    Ok(HistoryRow { entry, position })
 }
 
 pub fn decode_feed_row(bytes: &[u8]) -> Result<FeedRow, RowError> {
-    decode_row(bytes)
+    let (base, ext): (FeedBase, EntryExt) = decode_extended(bytes)?;
+    let change = match base.change {
+        ChangeBase::Task(t) => {
+            let (entry, run, kind) = join_entry(t.entry, ext);
+            Change::Task(TaskChange {
+                id: t.id,
+                entry,
+                run,
+                kind,
+            })
+        }
+        ChangeBase::Timer(t) => Change::Timer(t),
+    };
+    Ok(FeedRow {
+        prev: base.prev,
+        change,
+    })
 }
 
 pub fn decode_position(bytes: &[u8]) -> Result<Position, RowError> {
@@ -195,6 +422,13 @@ pub fn record_task<K: Kv + ?Sized>(
         lease_until: t.lease_until,
         candidate_roles: t.candidate_roles.clone(),
         excluded_actors: t.excluded_actors.clone(),
+        revision: t.revision,
+        changes: old.map(|was| field_changes(was, new, cause)).unwrap_or_default(),
+        decision: (old.map(|r| &r.task.decision) != Some(&t.decision))
+            .then(|| t.decision.clone())
+            .flatten(),
+        note: cause.note.map(str::to_owned),
+        job: cause.job.map(str::to_owned),
     };
     let checkpoint = seq
         .is_multiple_of(HISTORY_CHECKPOINT)
@@ -202,6 +436,8 @@ pub fn record_task<K: Kv + ?Sized>(
     let change = Change::Task(TaskChange {
         id: t.id.clone(),
         entry,
+        run: Some(t.run.clone()),
+        kind: Some(t.kind.clone()),
     });
     if let (None, Some(was)) = (log, old) {
         // The task predates its history: keep what it held as the history
@@ -211,7 +447,7 @@ pub fn record_task<K: Kv + ?Sized>(
             let start = before_history(&was.task, kv.call_time());
             kv.set(
                 schema::history_start(&t.id).as_bytes(),
-                &encode_row(&start)?,
+                &encode_row(&StoredEntry(&start))?,
             )?;
         }
     }
@@ -254,7 +490,43 @@ pub fn before_history(task: &crate::model::Task, at: Timestamp) -> HistoryEntry 
         lease_until: task.lease_until,
         candidate_roles: task.candidate_roles.clone(),
         excluded_actors: task.excluded_actors.clone(),
+        revision: task.revision,
+        changes: Vec::new(),
+        decision: None,
+        note: None,
+        job: None,
     }
+}
+
+/// Each field but the state that differs between `was` and `now`, as WIT
+/// names it, with its JSON before and after; `override-roles` when the
+/// cause says an assignment overrode the roles rule.
+fn field_changes(was: &TaskRow, now: &TaskRow, cause: Cause<'_>) -> Vec<FieldChange> {
+    use crate::json::{opt_int, opt_str, strs, to_json};
+    let (a, b) = (&was.task, &now.task);
+    let mut out = Vec::new();
+    let mut push = |field: &str, before: String, after: String| {
+        if before != after {
+            out.push(FieldChange {
+                field: field.to_owned(),
+                before,
+                after,
+            });
+        }
+    };
+    push("assignee", opt_str(&a.assignee), opt_str(&b.assignee));
+    push("lease-until", opt_int(a.lease_until), opt_int(b.lease_until));
+    push("due-at", opt_int(a.due_at), opt_int(b.due_at));
+    push("priority", to_json(a.priority.name()), to_json(b.priority.name()));
+    push("candidate-roles", strs(&a.candidate_roles), strs(&b.candidate_roles));
+    push("escalate-to", strs(&a.escalate_to), strs(&b.escalate_to));
+    push("excluded-actors", strs(&a.excluded_actors), strs(&b.excluded_actors));
+    push("on-expiry", to_json(a.on_expiry.name()), to_json(b.on_expiry.name()));
+    push("outcomes", crate::json::outcomes(&a.outcomes), crate::json::outcomes(&b.outcomes));
+    if cause.override_roles {
+        push("override-roles", "false".to_owned(), "true".to_owned());
+    }
+    out
 }
 
 /// The entry kept by [`record_task`] when the history of task `id` began, if
@@ -273,7 +545,8 @@ pub fn load_history_start<K: Kv + ?Sized>(
 
 /// A stored history start (see [`load_history_start`]).
 pub fn decode_history_start(bytes: &[u8]) -> Result<HistoryEntry, RowError> {
-    decode_row(bytes)
+    let (base, ext): (EntryBase, HistoryExt) = decode_extended(bytes)?;
+    Ok(join_entry(base, ext.into()).0)
 }
 
 /// Records what `verb` did to a timer, as `row` now stands (or stood, when

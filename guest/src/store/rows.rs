@@ -117,6 +117,10 @@ impl Serialize for TaskRow {
             decision: &t.decision,
             outcomes: &t.outcomes,
         };
+        // A row with nothing to extend is written as layout 9 wrote it.
+        if t.revision == 0 && t.decision.is_none() && t.outcomes.is_empty() {
+            return base.serialize(s);
+        }
         (base, ext).serialize(s)
     }
 }

@@ -17,11 +17,11 @@ use crate::model::{StoreError, Task};
 use crate::schema;
 
 use super::batch::{get_each, get_kept};
-use super::codec::{RowError, corrupt, decode_row, encode_row};
+use super::codec::{RowError, corrupt, encode_row};
 use super::counters::{add_to_counter, task_counter_keys, task_shard};
 use super::layout::{check_layout, expected_shards, feed_slot_of, known_layout, shards};
 use super::record::{Cause, record_task};
-use super::rows::TaskRow;
+use super::rows::{TaskRow, decode_task_row};
 
 /// Reads ahead, in one round trip, what a verb on one task may need: the
 /// layout mark, the task's row, the counter shards [`write_task`] may
@@ -61,7 +61,7 @@ fn task_from(id: &str, bytes: &[u8]) -> Result<TaskRow, StoreError> {
 }
 
 pub fn decode_task(bytes: &[u8]) -> Result<TaskRow, RowError> {
-    decode_row(bytes)
+    decode_task_row(bytes)
 }
 
 /// Loads, in one batched read, the tasks an index lists; a missing row is
@@ -150,15 +150,23 @@ pub fn indexed_rows<K: Kv + ?Sized>(
 
 /// Writes a task row, moves its index entries and counters from what `old`
 /// implied to what `new` implies, and records the change as `cause` made
-/// it.
+/// it. The row's revision is set here, one past `old`'s (1 for a new
+/// task): every recorded change is a revision.
 pub fn write_task<K: Kv + ?Sized>(
     kv: &mut K,
     cause: Cause<'_>,
     old: Option<&TaskRow>,
-    new: &TaskRow,
+    new: &mut TaskRow,
 ) -> Result<(), StoreError> {
+    new.task.revision = old.map_or(0, |r| r.task.revision).saturating_add(1);
+    let new = &*new;
     kv.set(schema::task(&new.task.id).as_bytes(), &encode_row(new)?)?;
-    let before = old.map(TaskRow::index_keys).unwrap_or_default();
+    let mut before = old.map(TaskRow::index_keys).unwrap_or_default();
+    // A row no layout-10 build has changed (revision 0) was written without
+    // its `held` entry: its first change writes it, whatever it was.
+    if let Some(key) = old.filter(|r| r.task.revision == 0).and_then(TaskRow::held_key) {
+        before.retain(|k| *k != key);
+    }
     let after = new.index_keys();
     for k in before.iter().filter(|k| !after.contains(k)) {
         kv.delete(k)?;

@@ -28,6 +28,9 @@ fn full_task() -> Task {
         excluded_actors: vec!["mallory".into()],
         created_at: 5,
         due_at: Some(253_402_300_799_999),
+        revision: 0,
+        decision: None,
+        outcomes: Vec::new(),
     }
 }
 
@@ -79,6 +82,9 @@ fn the_layout_2_row_bytes_are_pinned() {
             excluded_actors: vec![],
             created_at: 300,
             due_at: Some(-1),
+            revision: 0,
+            decision: None,
+            outcomes: Vec::new(),
         },
         ever_escalated: true,
     };

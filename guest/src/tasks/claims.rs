@@ -9,18 +9,20 @@
 use crate::prelude::*;
 
 use crate::kv::Kv;
-use crate::model::{ClaimError, Lease, QueueQuery, StoreError, Task, TaskState, Timestamp};
+use crate::model::{
+    ClaimError, Guard, Lease, QueueQuery, StoreError, Task, TaskState, Timestamp,
+};
 use crate::queue;
 use crate::schema;
 use crate::store::{self, Cause, TaskRow};
 use crate::validate;
 
-use super::lookup::{held_by, listed_until, load_for_claim};
+use super::lookup::{guarded, held_by, job_of, listed_until, load_for_claim};
 
 /// The rungs shared by `claim` and `take-over`, in their contractual order.
 /// Eligibility outranks availability: a barred reviewer is told so, not who
 /// holds the task.
-fn ladder(row: &TaskRow, actor: &str, roles: &[String]) -> Result<(), ClaimError> {
+pub(super) fn ladder(row: &TaskRow, actor: &str, roles: &[String]) -> Result<(), ClaimError> {
     let t = &row.task;
     if t.excluded_actors.iter().any(|a| a == actor) {
         return Err(ClaimError::Excluded(actor.to_owned()));
@@ -36,9 +38,9 @@ fn ladder(row: &TaskRow, actor: &str, roles: &[String]) -> Result<(), ClaimError
 
 /// Gives the task to `actor`, held under `lease` or, without one, until
 /// released; `verb` is the one that hands it over.
-fn hand_to<K: Kv + ?Sized>(
+pub(super) fn hand_to<K: Kv + ?Sized>(
     kv: &mut K,
-    verb: &'static str,
+    cause: Cause<'_>,
     row: &TaskRow,
     actor: &str,
     lease: Option<&Lease>,
@@ -47,14 +49,14 @@ fn hand_to<K: Kv + ?Sized>(
     next.task.state = TaskState::Claimed;
     next.task.assignee = Some(actor.to_owned());
     next.task.lease_until = lease.map(|l| l.end());
-    store::write_task(kv, Cause::by(verb, actor), Some(row), &next)?;
+    store::write_task(kv, cause, Some(row), &mut next)?;
     Ok(next.task)
 }
 
 /// A repeat claim by the holder: a lease sets the new end; without one
 /// nothing changes, so a retried unleased claim never cuts a lease short or
 /// makes it endless.
-fn reclaim_by_holder<K: Kv + ?Sized>(
+pub(super) fn reclaim_by_holder<K: Kv + ?Sized>(
     kv: &mut K,
     cause: Cause<'_>,
     row: &TaskRow,
@@ -64,7 +66,7 @@ fn reclaim_by_holder<K: Kv + ?Sized>(
         Some(l) if row.task.lease_until != Some(l.end()) => {
             let mut next = row.clone();
             next.task.lease_until = Some(l.end());
-            store::write_task(kv, cause, Some(row), &next)?;
+            store::write_task(kv, cause, Some(row), &mut next)?;
             Ok(next.task)
         }
         _ => Ok(row.task.clone()),
@@ -73,7 +75,7 @@ fn reclaim_by_holder<K: Kv + ?Sized>(
 
 /// The row put back in the queue it came from, unheld: what `release` and
 /// `reclaim-lapsed` both do.
-fn returned(row: &TaskRow) -> TaskRow {
+pub(super) fn returned(row: &TaskRow) -> TaskRow {
     let mut next = row.clone();
     next.task.assignee = None;
     next.task.lease_until = None;
@@ -91,25 +93,24 @@ pub fn claim<K: Kv + ?Sized>(
     actor: &str,
     roles: &[String],
     lease: Option<&Lease>,
+    guard: Option<&Guard>,
 ) -> Result<Task, ClaimError> {
     validate::name("id", id)?;
     validate::name("actor", actor)?;
     let roles = validate::names("roles", roles)?;
     validate::claim_lease(lease)?;
-    let row = load_for_claim(kv, id)?;
+    let row = guarded(load_for_claim(kv, id)?, guard)?;
     ladder(&row, actor, &roles)?;
+    let cause = Cause::by("claim", actor).in_job(job_of(guard));
     match (&row.task.state, &row.task.assignee) {
-        (TaskState::Claimed, Some(holder)) if holder == actor => Ok(reclaim_by_holder(
-            kv,
-            Cause::by("claim", actor),
-            &row,
-            lease,
-        )?),
+        (TaskState::Claimed, Some(holder)) if holder == actor => {
+            Ok(reclaim_by_holder(kv, cause, &row, lease)?)
+        }
         (TaskState::Claimed, Some(holder)) => Err(ClaimError::AlreadyClaimed(holder.clone())),
         (TaskState::Claimed, None) => Err(ClaimError::Store(StoreError::Corrupt(format!(
             "task {id} is claimed by nobody"
         )))),
-        _ => Ok(hand_to(kv, "claim", &row, actor, lease)?),
+        _ => Ok(hand_to(kv, cause, &row, actor, lease)?),
     }
 }
 
@@ -120,13 +121,15 @@ pub fn take_over<K: Kv + ?Sized>(
     actor: &str,
     roles: &[String],
     lease: Option<&Lease>,
+    guard: Option<&Guard>,
 ) -> Result<Task, ClaimError> {
     validate::name("id", id)?;
     validate::name("from", from)?;
     validate::name("actor", actor)?;
     let roles = validate::names("roles", roles)?;
     validate::claim_lease(lease)?;
-    let row = load_for_claim(kv, id)?;
+    let row = guarded(load_for_claim(kv, id)?, guard)?;
+    let cause = Cause::by("take-over", actor).in_job(job_of(guard));
     // A take-over is a claim: the ladder does not thin because the previous
     // holder left.
     ladder(&row, actor, &roles)?;
@@ -136,24 +139,25 @@ pub fn take_over<K: Kv + ?Sized>(
         return Err(ClaimError::NotHeld(from.to_owned()));
     }
     if from == actor {
-        return Ok(reclaim_by_holder(
-            kv,
-            Cause::by("take-over", actor),
-            &row,
-            lease,
-        )?);
+        return Ok(reclaim_by_holder(kv, cause, &row, lease)?);
     }
-    Ok(hand_to(kv, "take-over", &row, actor, lease)?)
+    Ok(hand_to(kv, cause, &row, actor, lease)?)
 }
 
-pub fn release<K: Kv + ?Sized>(kv: &mut K, id: &str, actor: &str) -> Result<(), ClaimError> {
+pub fn release<K: Kv + ?Sized>(
+    kv: &mut K,
+    id: &str,
+    actor: &str,
+    guard: Option<&Guard>,
+) -> Result<(), ClaimError> {
     validate::name("id", id)?;
     validate::name("actor", actor)?;
-    let row = load_for_claim(kv, id)?;
+    let row = guarded(load_for_claim(kv, id)?, guard)?;
     if !held_by(&row, actor) {
         return Err(ClaimError::NotHeld(actor.to_owned()));
     }
-    store::write_task(kv, Cause::by("release", actor), Some(&row), &returned(&row))?;
+    let cause = Cause::by("release", actor).in_job(job_of(guard));
+    store::write_task(kv, cause, Some(&row), &mut returned(&row))?;
     Ok(())
 }
 
@@ -163,23 +167,20 @@ pub fn renew<K: Kv + ?Sized>(
     actor: &str,
     now: Timestamp,
     lease_ms: u32,
+    guard: Option<&Guard>,
 ) -> Result<Task, ClaimError> {
     validate::name("id", id)?;
     validate::name("actor", actor)?;
     let lease = Lease { now, lease_ms };
     validate::claim_lease(Some(&lease))?;
-    let row = load_for_claim(kv, id)?;
+    let row = guarded(load_for_claim(kv, id)?, guard)?;
     // A claim without a lease cannot be renewed into one: how a task is held
     // is decided when it is claimed.
     if !held_by(&row, actor) || row.task.lease_until.is_none() {
         return Err(ClaimError::NotHeld(actor.to_owned()));
     }
-    Ok(reclaim_by_holder(
-        kv,
-        Cause::by("renew", actor),
-        &row,
-        Some(&lease),
-    )?)
+    let cause = Cause::by("renew", actor).in_job(job_of(guard));
+    Ok(reclaim_by_holder(kv, cause, &row, Some(&lease))?)
 }
 
 /// `reclaim-lapsed`: the lease index up to `now` is exactly the set of
@@ -204,8 +205,8 @@ pub fn reclaim_lapsed<K: Kv + ?Sized>(
                 row.task.id, row.task.state, row.task.lease_until
             )));
         }
-        let next = returned(&row);
-        store::write_task(kv, Cause::service("reclaim-lapsed"), Some(&row), &next)?;
+        let mut next = returned(&row);
+        store::write_task(kv, Cause::service("reclaim-lapsed"), Some(&row), &mut next)?;
         moved.push(next.task);
     }
     Ok(moved)
@@ -237,5 +238,5 @@ pub fn claim_next<K: Kv + ?Sized>(
             row.task.id, row.task.state
         )));
     }
-    hand_to(kv, "claim-next", &row, actor, lease).map(Some)
+    hand_to(kv, Cause::by("claim-next", actor), &row, actor, lease).map(Some)
 }

@@ -9,7 +9,7 @@ use crate::prelude::*;
 
 use crate::keys::{Elem, Key};
 use crate::kv::Kv;
-use crate::model::{ClaimError, StoreError, TaskState, Timestamp};
+use crate::model::{ClaimError, Guard, StoreError, TaskState, Timestamp};
 use crate::store::{self, TaskRow, bad_entry};
 use crate::validate;
 
@@ -19,6 +19,27 @@ pub(super) fn load_for_claim<K: Kv + ?Sized>(kv: &mut K, id: &str) -> Result<Tas
     store::prefetch_task(kv, id)?;
     store::check_layout(kv, false)?;
     store::load_task(kv, id)?.ok_or_else(|| ClaimError::NotFound(id.to_owned()))
+}
+
+/// The row, if the guard allows a change to it: a guard naming another
+/// revision is refused with the current one (after `not-found`, before the
+/// verb's own rules). A job's name is checked as a name.
+pub(super) fn guarded(row: TaskRow, guard: Option<&Guard>) -> Result<TaskRow, ClaimError> {
+    let Some(g) = guard else {
+        return Ok(row);
+    };
+    if let Some(job) = &g.job {
+        validate::name("guard.job", job)?;
+    }
+    match g.revision {
+        Some(r) if r != row.task.revision => Err(ClaimError::Stale(row.task.revision)),
+        _ => Ok(row),
+    }
+}
+
+/// The bulk job a guard names, for the record.
+pub(super) fn job_of(guard: Option<&Guard>) -> Option<&str> {
+    guard.and_then(|g| g.job.as_deref())
 }
 
 /// Whether `actor` holds the task now.

@@ -18,20 +18,27 @@
 //! per key.
 //!
 //! The files below group the verbs by what they do: `open`, the claim
-//! ladder (`claims`), settling (`settle`), and the reads (`reads`), over how
+//! ladder (`claims`), moving a claim by someone's say (`assign`), changes
+//! after open and notes (`change`), settling (`settle`) and a decision's
+//! checks (`decide`), and the reads (`reads`), over how
 //! a changing verb reaches its rows (`lookup`). A new verb gets a file of its
 //! own, or joins the group it belongs to. This file only names them and
 //! re-exports the verbs, so their paths stay `tasks::…`; the files import
 //! from one another, never from here.
 
+mod assign;
+mod change;
 mod claims;
+mod decide;
 mod lookup;
 mod open;
 mod reads;
 mod settle;
 
+pub use assign::{assign, delegate, unassign};
+pub use change::{note, update};
 pub use claims::{claim, claim_next, reclaim_lapsed, release, renew, take_over};
 pub use open::open;
-pub use reads::{for_case, get, leased_count, next_lease_end, open_count, overdue, queue};
+pub use reads::{for_case, get, held, leased_count, next_lease_end, open_count, overdue, queue};
 pub(crate) use settle::withdraw_awaited;
 pub use settle::{escalate, expire_overdue, settle, withdraw_run};

@@ -22,10 +22,10 @@ pub fn open<K: Kv + ?Sized>(kv: &mut K, task: &Task) -> Result<Task, StoreError>
     // answers the stored task whatever this copy says.
     validate::new_task(&task)?;
     store::check_layout(kv, true)?;
-    let row = TaskRow {
+    let mut row = TaskRow {
         task,
         ever_escalated: false,
     };
-    store::write_task(kv, Cause::service("open"), None, &row)?;
+    store::write_task(kv, Cause::service("open"), None, &mut row)?;
     Ok(row.task)
 }

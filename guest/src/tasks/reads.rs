@@ -1,6 +1,7 @@
 //! The worklist's reads: one task (`get`), the counters (`open-count`,
 //! `leased-count`), the lease index's head (`next-lease-end`), the overdue
-//! tasks, a page of the caller's queue, and a page of a case's tasks. Each
+//! tasks, a page of the caller's queue, a page of a case's tasks, and a
+//! page of what an actor holds. Each
 //! reads in few crossings, bounded by its page, whatever the backlog; none
 //! writes.
 
@@ -9,7 +10,7 @@ use crate::prelude::*;
 
 use crate::keys::Elem;
 use crate::kv::Kv;
-use crate::model::{Page, QueueQuery, StoreError, Task, Timestamp};
+use crate::model::{Page, QueueQuery, StoreError, Task, TaskState, Timestamp};
 use crate::queue;
 use crate::schema;
 use crate::store::{self, bad_entry};
@@ -133,5 +134,61 @@ pub fn for_case<K: Kv + ?Sized>(
         positions.into_iter().zip(tasks).collect(),
         more,
         'c',
+    ))
+}
+
+/// `held`: the tasks `actor` holds, from its `held` entries (soonest lease
+/// end first, unleased last, then id). O(limit) entries and one batch of
+/// rows, however many tasks others hold.
+pub fn held<K: Kv + ?Sized>(
+    kv: &mut K,
+    actor: &str,
+    limit: u32,
+    after: Option<&str>,
+) -> Result<Page, StoreError> {
+    validate::name("actor", actor)?;
+    validate::limit("limit", limit)?;
+    let after = match after {
+        Some(text) => Some(queue::parse_cursor('h', text, |e| {
+            matches!(e, [Elem::Int(at), Elem::Str(id)]
+                if *at >= 0 && validate::name("", id).is_ok())
+        })?),
+        None => None,
+    };
+    store::check_layout(kv, false)?;
+    let prefix = schema::held_by(actor);
+    let start = match &after {
+        Some(pos) => prefix.clone().raw(pos).successor(),
+        None => prefix.as_bytes().to_vec(),
+    };
+    let entries = kv.scan(&start, Some(&prefix.prefix_end()), limit + 1, false)?;
+    let more = entries.len() > limit as usize;
+    let mut positions = Vec::with_capacity(limit as usize);
+    let mut ids = Vec::with_capacity(limit as usize);
+    for (k, _) in entries.into_iter().take(limit as usize) {
+        let pos = k
+            .strip_prefix(prefix.as_bytes())
+            .ok_or_else(|| bad_entry("held"))?
+            .to_vec();
+        match store::suffix(&k, &prefix)?.as_slice() {
+            [Elem::Int(_), Elem::Str(id)] => ids.push(id.clone()),
+            _ => return Err(bad_entry("held")),
+        }
+        positions.push(pos);
+    }
+    let tasks = store::indexed_tasks(kv, &ids, "the held index")?;
+    if let Some(t) = tasks
+        .iter()
+        .find(|t| t.state != TaskState::Claimed || t.assignee.as_deref() != Some(actor))
+    {
+        return Err(StoreError::Corrupt(format!(
+            "the held index lists task {} under {actor}; the row is {} held by {:?}",
+            t.id, t.state, t.assignee
+        )));
+    }
+    Ok(queue::page(
+        positions.into_iter().zip(tasks).collect(),
+        more,
+        'h',
     ))
 }

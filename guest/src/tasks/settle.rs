@@ -7,12 +7,16 @@
 use crate::prelude::*;
 
 use crate::kv::Kv;
-use crate::model::{ClaimError, OnExpiry, Settlement, StoreError, Task, TaskState, Timestamp};
+use crate::model::{
+    ClaimError, Decision, DecisionRecord, Guard, OnExpiry, Settlement, StoreError, Task,
+    TaskState, Timestamp,
+};
 use crate::schema;
 use crate::store::{self, Cause, TaskRow};
 use crate::validate;
 
-use super::lookup::{held_by, listed_until, load_for_claim};
+use super::decide::{check_decision, check_decision_input};
+use super::lookup::{guarded, held_by, job_of, listed_until, load_for_claim};
 
 /// Moves a pending task to `state`, keeping its assignee; its lease, if
 /// any, ends. Answers whether it moved; a settled task stays as it stands.
@@ -21,6 +25,7 @@ fn settle_row<K: Kv + ?Sized>(
     cause: Cause<'_>,
     row: &TaskRow,
     settlement: Settlement,
+    decision: Option<DecisionRecord>,
 ) -> Result<bool, StoreError> {
     if !row.task.state.is_pending() {
         return Ok(false);
@@ -28,7 +33,8 @@ fn settle_row<K: Kv + ?Sized>(
     let mut next = row.clone();
     next.task.state = settlement.state();
     next.task.lease_until = None;
-    store::write_task(kv, cause, Some(row), &next)?;
+    next.task.decision = decision;
+    store::write_task(kv, cause, Some(row), &mut next)?;
     Ok(true)
 }
 
@@ -37,12 +43,17 @@ pub fn settle<K: Kv + ?Sized>(
     id: &str,
     settlement: Settlement,
     holder: Option<&str>,
+    decision: Option<&Decision>,
+    guard: Option<&Guard>,
 ) -> Result<bool, ClaimError> {
     validate::name("id", id)?;
     if let Some(h) = holder {
         validate::name("holder", h)?;
     }
-    let row = load_for_claim(kv, id)?;
+    if let Some(d) = decision {
+        check_decision_input(d)?;
+    }
+    let row = guarded(load_for_claim(kv, id)?, guard)?;
     // A decision made under a claim counts only while that claim stands: a
     // holder whose lease lapsed and was reclaimed must not settle a task
     // someone else now holds.
@@ -51,11 +62,26 @@ pub fn settle<K: Kv + ?Sized>(
     {
         return Err(ClaimError::NotHeld(h.to_owned()));
     }
-    let cause = match holder {
-        Some(h) => Cause::by("settle", h),
-        None => Cause::service("settle"),
+    // A settled task stays as it stands, and its decision is not checked:
+    // the answer is `false`, as without one.
+    if !row.task.state.is_pending() {
+        return Ok(false);
+    }
+    let record = match decision {
+        Some(d) => {
+            check_decision(kv, &row.task, d)?;
+            Some(DecisionRecord {
+                outcome: d.outcome.clone(),
+                reason: d.reason.clone(),
+                output: d.output.clone(),
+                by: holder.map(str::to_owned),
+                at: kv.call_time(),
+            })
+        }
+        None => None,
     };
-    Ok(settle_row(kv, cause, &row, settlement)?)
+    let cause = Cause::of("settle", holder).in_job(job_of(guard));
+    Ok(settle_row(kv, cause, &row, settlement, record)?)
 }
 
 pub fn withdraw_run<K: Kv + ?Sized>(
@@ -97,7 +123,7 @@ pub(crate) fn withdraw_awaited<K: Kv + ?Sized>(
     for id in awaited {
         if let Some(row) = store::load_task(kv, id)?
             && row.task.run == run
-            && settle_row(kv, Cause::service(verb), &row, Settlement::Withdrawn)?
+            && settle_row(kv, Cause::service(verb), &row, Settlement::Withdrawn, None)?
         {
             moved += 1;
         }
@@ -105,18 +131,26 @@ pub(crate) fn withdraw_awaited<K: Kv + ?Sized>(
     Ok(moved)
 }
 
-pub fn escalate<K: Kv + ?Sized>(kv: &mut K, id: &str) -> Result<Task, StoreError> {
+pub fn escalate<K: Kv + ?Sized>(
+    kv: &mut K,
+    id: &str,
+    guard: Option<&Guard>,
+) -> Result<Task, ClaimError> {
     validate::name("id", id)?;
-    store::prefetch_task(kv, id)?;
-    store::check_layout(kv, false)?;
-    let row = store::load_task(kv, id)?.ok_or_else(|| StoreError::NotFound(id.to_owned()))?;
+    let row = guarded(load_for_claim(kv, id)?, guard)?;
     // A decided task stays decided: the decision that won the race against
     // the escalation sweep is the outcome everybody wanted.
     if !row.task.state.is_pending() {
         return Ok(row.task);
     }
-    let next = escalated(&row);
-    store::write_task(kv, Cause::service("escalate"), Some(&row), &next)?;
+    let mut next = escalated(&row);
+    // Escalating an escalated task nobody holds changes nothing: no
+    // revision, no record.
+    if next == row {
+        return Ok(row.task);
+    }
+    let cause = Cause::service("escalate").in_job(job_of(guard));
+    store::write_task(kv, cause, Some(&row), &mut next)?;
     Ok(next.task)
 }
 
@@ -163,7 +197,7 @@ pub fn expire_overdue<K: Kv + ?Sized>(
             )));
         }
         let cause = Cause::service("expire-overdue");
-        let next = match row.task.on_expiry {
+        let mut next = match row.task.on_expiry {
             OnExpiry::Escalate => escalated(&row),
             OnExpiry::Deny | OnExpiry::Proceed => {
                 let mut next = row.clone();
@@ -172,7 +206,7 @@ pub fn expire_overdue<K: Kv + ?Sized>(
                 next
             }
         };
-        store::write_task(kv, cause, Some(&row), &next)?;
+        store::write_task(kv, cause, Some(&row), &mut next)?;
         moved.push(next.task);
     }
     Ok(moved)

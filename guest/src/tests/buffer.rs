@@ -210,7 +210,7 @@ fn a_verb_that_writes_then_fails_commits_nothing_through_the_buffer() {
     // The escalation writes the row and moves its indexes; the invalid read
     // after it fails the call.
     let answer = kv.call(|kv| {
-        crate::tasks::escalate(kv, "t")?;
+        crate::tasks::escalate(kv, "t", None).map_err(|_| StoreError::Storage("x".into()))?;
         crate::tasks::get(kv, "")
     });
     assert!(matches!(answer, Err(StoreError::Invalid(_))), "{answer:?}");

@@ -151,7 +151,7 @@ fn an_escalated_task_is_claimable_by_its_widened_audience() {
     );
     let e = fails_cleanly(&mut kv, |kv| claim(kv, "t", "lea", &["lead"]));
     assert_eq!(e, ClaimError::WrongRole("lea".into()));
-    tasks::escalate(&mut kv, "t").expect("escalates");
+    tasks::escalate(&mut kv, "t", None).expect("escalates");
     let t = claim(&mut kv, "t", "lea", &["lead"]).expect("lead may claim now");
     assert_eq!(t.state, TaskState::Claimed);
     assert_eq!(t.candidate_roles, names(&["clerk", "lead"]));

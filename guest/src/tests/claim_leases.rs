@@ -12,7 +12,7 @@ fn lease(now: i64, lease_ms: u32) -> Option<Lease> {
 }
 
 fn claim(kv: &mut MemKv, id: &str, actor: &str, l: Option<Lease>) -> Result<Task, ClaimError> {
-    tasks::claim(kv, id, actor, &names(&["a"]), l.as_ref())
+    tasks::claim(kv, id, actor, &names(&["a"]), l.as_ref(), None)
 }
 
 fn query(actor: &str) -> QueueQuery {
@@ -94,17 +94,17 @@ fn renew_moves_the_lease_and_refuses_anyone_but_a_leased_holder() {
     open(&mut kv, task("free").roles(&["a"]));
     claim(&mut kv, "t", "bob", lease(1_000, 500)).expect("claims");
     claim(&mut kv, "plain", "bob", None).expect("claims");
-    let t = tasks::renew(&mut kv, "t", "bob", 1_400, 1_000).expect("renews");
+    let t = tasks::renew(&mut kv, "t", "bob", 1_400, 1_000, None).expect("renews");
     assert_eq!(t.lease_until, Some(2_400));
     assert_eq!(
         lease_entries(&kv),
         [schema::lease_entry(2_400, "t").into_bytes()]
     );
     for (id, actor) in [("t", "ann"), ("plain", "bob"), ("free", "bob")] {
-        let e = fails_cleanly(&mut kv, |kv| tasks::renew(kv, id, actor, 1_500, 10));
+        let e = fails_cleanly(&mut kv, |kv| tasks::renew(kv, id, actor, 1_500, 10, None));
         assert_eq!(e, ClaimError::NotHeld(actor.into()), "{id} by {actor}");
     }
-    let e = fails_cleanly(&mut kv, |kv| tasks::renew(kv, "nope", "bob", 1_500, 10));
+    let e = fails_cleanly(&mut kv, |kv| tasks::renew(kv, "nope", "bob", 1_500, 10, None));
     assert_eq!(e, ClaimError::NotFound("nope".into()));
     assert_healthy(&mut kv);
 }
@@ -115,7 +115,7 @@ fn reclaim_lapsed_returns_lapsed_tasks_in_lease_end_order_as_release_would() {
     for id in ["b", "a", "c", "live"] {
         open(&mut kv, task(id).roles(&["a"]).escalating_to(&["lead"]));
     }
-    tasks::escalate(&mut kv, "c").expect("escalates");
+    tasks::escalate(&mut kv, "c", None).expect("escalates");
     claim(&mut kv, "b", "bob", lease(0, 100)).expect("claims");
     claim(&mut kv, "a", "ann", lease(0, 100)).expect("claims");
     claim(&mut kv, "c", "cy", lease(0, 50)).expect("claims");
@@ -161,10 +161,10 @@ fn settled_released_escalated_and_unleased_claims_leave_the_lease_index() {
         open(&mut kv, task(id).roles(&["a"]));
         claim(&mut kv, id, "bob", lease(0, 10)).expect("claims");
     }
-    tasks::settle(&mut kv, "settled", Settlement::Completed, None).expect("settles");
-    tasks::release(&mut kv, "released", "bob").expect("releases");
-    tasks::escalate(&mut kv, "escalated").expect("escalates");
-    tasks::take_over(&mut kv, "taken", "bob", "ann", &names(&["a"]), None).expect("takes");
+    tasks::settle(&mut kv, "settled", Settlement::Completed, None, None, None).expect("settles");
+    tasks::release(&mut kv, "released", "bob", None).expect("releases");
+    tasks::escalate(&mut kv, "escalated", None).expect("escalates");
+    tasks::take_over(&mut kv, "taken", "bob", "ann", &names(&["a"]), None, None).expect("takes");
     tasks::reclaim_lapsed(&mut kv, 10, 1).expect("reclaims");
     assert!(lease_entries(&kv).is_empty(), "{:?}", lease_entries(&kv));
     assert_eq!(tasks::leased_count(&mut kv), Ok(0));
@@ -191,7 +191,7 @@ fn take_over_with_a_lease_gives_the_new_holder_that_lease() {
         "bob",
         "ann",
         &names(&["a"]),
-        lease(5, 100).as_ref(),
+        lease(5, 100).as_ref(), None,
     )
     .expect("takes over");
     assert_eq!(t.assignee.as_deref(), Some("ann"));
@@ -203,12 +203,12 @@ fn take_over_with_a_lease_gives_the_new_holder_that_lease() {
         "ann",
         "ann",
         &names(&["a"]),
-        lease(6, 1).as_ref(),
+        lease(6, 1).as_ref(), None,
     )
     .expect("idempotent");
     assert_eq!(t.lease_until, Some(7));
     let t = writes_nothing(&mut kv, |kv| {
-        tasks::take_over(kv, "t", "ann", "ann", &names(&["a"]), None)
+        tasks::take_over(kv, "t", "ann", "ann", &names(&["a"]), None, None)
     });
     assert_eq!(t.lease_until, Some(7));
     assert_healthy(&mut kv);
@@ -221,25 +221,25 @@ fn settle_with_a_holder_needs_exactly_that_holder() {
     open(&mut kv, task("free").roles(&["a"]));
     claim(&mut kv, "t", "bob", lease(0, 10)).expect("claims");
     let e = fails_cleanly(&mut kv, |kv| {
-        tasks::settle(kv, "t", Settlement::Completed, Some("ann"))
+        tasks::settle(kv, "t", Settlement::Completed, Some("ann"), None, None)
     });
     assert_eq!(e, ClaimError::NotHeld("ann".into()));
     let e = fails_cleanly(&mut kv, |kv| {
-        tasks::settle(kv, "free", Settlement::Completed, Some("ann"))
+        tasks::settle(kv, "free", Settlement::Completed, Some("ann"), None, None)
     });
     assert_eq!(e, ClaimError::NotHeld("ann".into()));
     assert_eq!(
-        tasks::settle(&mut kv, "t", Settlement::Completed, Some("bob")),
+        tasks::settle(&mut kv, "t", Settlement::Completed, Some("bob"), None, None),
         Ok(true)
     );
     // Settled: not held by anyone, so a holder check refuses; without one
     // the compare-and-set answers false.
     let e = fails_cleanly(&mut kv, |kv| {
-        tasks::settle(kv, "t", Settlement::Expired, Some("bob"))
+        tasks::settle(kv, "t", Settlement::Expired, Some("bob"), None, None)
     });
     assert_eq!(e, ClaimError::NotHeld("bob".into()));
     let moved = writes_nothing(&mut kv, |kv| {
-        tasks::settle(kv, "t", Settlement::Expired, None)
+        tasks::settle(kv, "t", Settlement::Expired, None, None, None)
     });
     assert!(!moved, "a settled task stays as it stands");
     assert_healthy(&mut kv);
@@ -320,7 +320,7 @@ fn bad_leases_are_invalid_before_the_task_is_looked_up() {
             "{e:?}"
         );
         let e = fails_cleanly(&mut kv, |kv| {
-            tasks::take_over(kv, "nope", "bob", "ann", &[], l.as_ref())
+            tasks::take_over(kv, "nope", "bob", "ann", &[], l.as_ref(), None)
         });
         assert!(
             matches!(e, ClaimError::Store(StoreError::Invalid(_))),
@@ -328,7 +328,7 @@ fn bad_leases_are_invalid_before_the_task_is_looked_up() {
         );
         let l = l.expect("a lease");
         let e = fails_cleanly(&mut kv, |kv| {
-            tasks::renew(kv, "nope", "bob", l.now, l.lease_ms)
+            tasks::renew(kv, "nope", "bob", l.now, l.lease_ms, None)
         });
         assert!(
             matches!(e, ClaimError::Store(StoreError::Invalid(_))),
@@ -336,7 +336,7 @@ fn bad_leases_are_invalid_before_the_task_is_looked_up() {
         );
     }
     let e = fails_cleanly(&mut kv, |kv| {
-        tasks::settle(kv, "nope", Settlement::Completed, Some(""))
+        tasks::settle(kv, "nope", Settlement::Completed, Some(""), None, None)
     });
     assert!(
         matches!(e, ClaimError::Store(StoreError::Invalid(_))),

@@ -27,16 +27,16 @@ fn a_task_row_that_does_not_decode_is_corrupt_never_a_default() {
         let d = corrupt_detail(fails_cleanly(&mut kv, |kv| tasks::get(kv, "t")));
         assert!(d.contains('t'), "{d}");
         claim_corrupt_detail(fails_cleanly(&mut kv, |kv| {
-            tasks::claim(kv, "t", "bob", &names(&["a"]), None)
+            tasks::claim(kv, "t", "bob", &names(&["a"]), None, None)
         }));
         claim_corrupt_detail(fails_cleanly(&mut kv, |kv| {
-            tasks::take_over(kv, "t", "bob", "ann", &names(&["a"]), None)
+            tasks::take_over(kv, "t", "bob", "ann", &names(&["a"]), None, None)
         }));
-        claim_corrupt_detail(fails_cleanly(&mut kv, |kv| tasks::release(kv, "t", "bob")));
+        claim_corrupt_detail(fails_cleanly(&mut kv, |kv| tasks::release(kv, "t", "bob", None)));
         claim_corrupt_detail(fails_cleanly(&mut kv, |kv| {
-            tasks::settle(kv, "t", Settlement::Completed, None)
+            tasks::settle(kv, "t", Settlement::Completed, None, None, None)
         }));
-        corrupt_detail(fails_cleanly(&mut kv, |kv| tasks::escalate(kv, "t")));
+        claim_corrupt_detail(fails_cleanly(&mut kv, |kv| tasks::escalate(kv, "t", None)));
         corrupt_detail(fails_cleanly(&mut kv, |kv| tasks::open(kv, &task("t"))));
         corrupt_detail(fails_cleanly(&mut kv, |kv| {
             tasks::withdraw_run(kv, "run-1", &names(&["t"]))
@@ -70,7 +70,7 @@ fn a_task_row_stored_under_another_id_is_corrupt() {
     let d = corrupt_detail(fails_cleanly(&mut kv, |kv| tasks::get(kv, "t")));
     assert!(d.contains("another id"), "{d}");
     claim_corrupt_detail(fails_cleanly(&mut kv, |kv| {
-        tasks::claim(kv, "t", "bob", &[], None)
+        tasks::claim(kv, "t", "bob", &[], None, None)
     }));
 }
 
@@ -104,7 +104,7 @@ fn a_counter_shard_of_the_wrong_width_is_corrupt() {
     // The task's own writers read the shard, and refuse it too (over the
     // call's buffer, as the component runs them, so nothing is committed).
     claim_corrupt_detail(fails_cleanly(&mut kv, |kv| {
-        kv.call(|kv| tasks::settle(kv, "t", Settlement::Completed, None))
+        kv.call(|kv| tasks::settle(kv, "t", Settlement::Completed, None, None, None))
     }));
     // A reader sums every shard, so damage in a shard no task counts in is
     // found as well.

@@ -80,19 +80,19 @@ pub(super) fn mixed_workload(kv: &mut MemKv) {
     open(kv, task("done").in_case("c").of_run("r2"));
     open(kv, task("withdrawn").of_run("r2"));
     open(kv, task("leased").roles(&["approver"]));
-    tasks::claim(kv, "held", "bob", &approver, None).expect("claims");
+    tasks::claim(kv, "held", "bob", &approver, None, None).expect("claims");
     // Held by cy until 150.
     let lease = Lease {
         now: 100,
         lease_ms: 50,
     };
-    tasks::claim(kv, "leased", "cy", &approver, Some(&lease)).expect("claims");
-    tasks::escalate(kv, "escalated").expect("escalates");
-    tasks::escalate(kv, "released").expect("escalates");
-    tasks::claim(kv, "released", "bob", &approver, None).expect("claims");
-    tasks::release(kv, "released", "bob").expect("releases");
-    tasks::claim(kv, "done", "ann", &[], None).expect("claims");
-    tasks::settle(kv, "done", Settlement::Completed, None).expect("settles");
+    tasks::claim(kv, "leased", "cy", &approver, Some(&lease), None).expect("claims");
+    tasks::escalate(kv, "escalated", None).expect("escalates");
+    tasks::escalate(kv, "released", None).expect("escalates");
+    tasks::claim(kv, "released", "bob", &approver, None, None).expect("claims");
+    tasks::release(kv, "released", "bob", None).expect("releases");
+    tasks::claim(kv, "done", "ann", &[], None, None).expect("claims");
+    tasks::settle(kv, "done", Settlement::Completed, None, None, None).expect("settles");
     tasks::withdraw_run(kv, "r2", &names(&["withdrawn"])).expect("withdraws");
     arm(kv, timer("r1", "a", 10));
     arm(kv, timer("r1", "b", 20));

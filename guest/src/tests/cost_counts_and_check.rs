@@ -41,7 +41,7 @@ fn the_check_reads_ahead_a_few_batches_a_chunk_not_a_trip_a_key() {
                 .due(1_000 + i64::from(i)),
         );
         if i % 3 == 0 {
-            tasks::claim(&mut kv, &id, "bob", &approver, None).expect("claims");
+            tasks::claim(&mut kv, &id, "bob", &approver, None, None).expect("claims");
         }
     }
     for i in 0..400 {

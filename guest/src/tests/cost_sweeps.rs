@@ -97,7 +97,7 @@ fn reclaim_lapsed_reads_o_limit_entries_beside_ten_thousand_live_leases() {
     for i in 0..10_000 {
         let id = format!("live-{i:05}");
         open(&mut kv, task(&id).roles(&["a"]));
-        tasks::claim(&mut kv, &id, "holder", &names(&["a"]), Some(&live)).expect("claims");
+        tasks::claim(&mut kv, &id, "holder", &names(&["a"]), Some(&live), None).expect("claims");
     }
     // Lapsed at 1,500..1,509: ahead of every live lease (601,000) in the
     // lease index, and behind them by id, so a walk by id would pass all
@@ -109,7 +109,7 @@ fn reclaim_lapsed_reads_o_limit_entries_beside_ten_thousand_live_leases() {
             now: 1_000 + i,
             lease_ms: 500,
         };
-        tasks::claim(&mut kv, &id, "gone", &names(&["a"]), Some(&short)).expect("claims");
+        tasks::claim(&mut kv, &id, "gone", &names(&["a"]), Some(&short), None).expect("claims");
     }
     assert_eq!(tasks::leased_count(&mut kv), Ok(10_010));
 
@@ -156,7 +156,7 @@ fn reclaim_lapsed_reads_o_limit_entries_however_many_have_lapsed() {
             now: i64::from(i),
             lease_ms: 1,
         };
-        tasks::claim(&mut kv, &id, "bob", &[], Some(&lease)).expect("claims");
+        tasks::claim(&mut kv, &id, "bob", &[], Some(&lease), None).expect("claims");
     }
     let (moved, calls) = counted(&mut kv, |kv| {
         kv.call(|kv| tasks::reclaim_lapsed(kv, 10_000, 4))
@@ -182,7 +182,7 @@ fn next_lease_end_reads_one_entry_and_leased_count_one_batch() {
             now: 3_000 - i64::from(i),
             lease_ms: 10,
         };
-        tasks::claim(&mut kv, &id, "bob", &[], Some(&lease)).expect("claims");
+        tasks::claim(&mut kv, &id, "bob", &[], Some(&lease), None).expect("claims");
     }
     let (at, calls) = counted(&mut kv, tasks::next_lease_end);
     assert_eq!(at, Ok(Some(11)));

@@ -15,7 +15,7 @@ fn claim_and_settle_touch_only_their_own_task() {
         open(&mut kv, task(&format!("t{i:05}")).roles(&["a"]).due(i));
     }
     let (t, calls) = counted(&mut kv, |kv| {
-        tasks::claim(kv, "t01500", "bob", &names(&["a"]), None)
+        tasks::claim(kv, "t01500", "bob", &names(&["a"]), None, None)
     });
     t.expect("claims");
     // The layout mark, the row, a shard, the task's log and the feed head,
@@ -24,7 +24,7 @@ fn claim_and_settle_touch_only_their_own_task() {
     assert_eq!(calls.scans, 0, "{calls:?}");
     assert!(calls.reads() <= 8, "{calls:?}");
     let (moved, calls) = counted(&mut kv, |kv| {
-        tasks::settle(kv, "t01500", crate::model::Settlement::Completed, None)
+        tasks::settle(kv, "t01500", crate::model::Settlement::Completed, None, None, None)
     });
     assert_eq!(moved, Ok(true));
     assert_eq!(calls.scans, 0, "{calls:?}");
@@ -57,14 +57,14 @@ fn verbs_on_one_task_or_timer_make_one_crossing() {
     t.expect("opens");
     assert_eq!(crossings(calls), crossings(one), "open: {calls:?}");
     let (t, calls) = counted(&mut kv, |kv| {
-        kv.call(|kv| tasks::claim(kv, "t00500", "bob", &names(&["a"]), Some(&lease)))
+        kv.call(|kv| tasks::claim(kv, "t00500", "bob", &names(&["a"]), Some(&lease), None))
     });
     t.expect("claims");
     assert_eq!(crossings(calls), crossings(one), "claim: {calls:?}");
     // What the host's keyspaces have, asked once per call at most.
     assert_eq!(calls.asks, 1, "claim: {calls:?}");
     let (t, calls) = counted(&mut kv, |kv| {
-        kv.call(|kv| tasks::settle(kv, "t00500", Settlement::Completed, Some("bob")))
+        kv.call(|kv| tasks::settle(kv, "t00500", Settlement::Completed, Some("bob"), None, None))
     });
     assert_eq!(t, Ok(true));
     assert_eq!(crossings(calls), crossings(one), "settle: {calls:?}");

@@ -75,10 +75,10 @@ fn populated() -> MemKv {
         );
     }
     let approver = names(&["approver"]);
-    tasks::claim(&mut kv, "held", "bob", &approver, None).expect("claims");
-    tasks::escalate(&mut kv, "escalated").expect("escalates");
-    tasks::claim(&mut kv, "settled", "bob", &approver, None).expect("claims");
-    tasks::settle(&mut kv, "settled", Settlement::Completed, None).expect("settles");
+    tasks::claim(&mut kv, "held", "bob", &approver, None, None).expect("claims");
+    tasks::escalate(&mut kv, "escalated", None).expect("escalates");
+    tasks::claim(&mut kv, "settled", "bob", &approver, None, None).expect("claims");
+    tasks::settle(&mut kv, "settled", Settlement::Completed, None, None, None).expect("settles");
     arm(&mut kv, timer("r1", "a", 10));
     arm(&mut kv, timer("r1", "b", 100));
     assert_eq!(
@@ -247,35 +247,35 @@ fn invalid_input_cases() -> Vec<Case> {
         case("get: empty id", INV, |kv| tasks::get(kv, "")),
         case("get: long id", INV, move |kv| tasks::get(kv, &l)),
         case("claim: empty id", INV, |kv| {
-            tasks::claim(kv, "", "bob", &[], None)
+            tasks::claim(kv, "", "bob", &[], None, None)
         }),
         case("claim: empty actor", INV, |kv| {
-            tasks::claim(kv, "open", "", &[], None)
+            tasks::claim(kv, "open", "", &[], None, None)
         }),
         case("claim: control role", INV, |kv| {
-            tasks::claim(kv, "open", "bob", &names(&["approver", "\t"]), None)
+            tasks::claim(kv, "open", "bob", &names(&["approver", "\t"]), None, None)
         }),
         case("claim: 257 roles", INV, move |kv| {
-            tasks::claim(kv, "open", "bob", &m, None)
+            tasks::claim(kv, "open", "bob", &m, None, None)
         }),
         case("take-over: empty from", INV, |kv| {
-            tasks::take_over(kv, "held", "", "dave", &names(&["approver"]), None)
+            tasks::take_over(kv, "held", "", "dave", &names(&["approver"]), None, None)
         }),
         case("take-over: empty actor", INV, |kv| {
-            tasks::take_over(kv, "held", "bob", "", &names(&["approver"]), None)
+            tasks::take_over(kv, "held", "bob", "", &names(&["approver"]), None, None)
         }),
         case("take-over: empty id", INV, |kv| {
-            tasks::take_over(kv, "", "bob", "dave", &names(&["approver"]), None)
+            tasks::take_over(kv, "", "bob", "dave", &names(&["approver"]), None, None)
         }),
         case("take-over: empty role", INV, |kv| {
-            tasks::take_over(kv, "held", "bob", "dave", &names(&[""]), None)
+            tasks::take_over(kv, "held", "bob", "dave", &names(&[""]), None, None)
         }),
-        case("release: empty id", INV, |kv| tasks::release(kv, "", "bob")),
+        case("release: empty id", INV, |kv| tasks::release(kv, "", "bob", None)),
         case("release: control actor", INV, |kv| {
-            tasks::release(kv, "held", "b\u{7f}ob")
+            tasks::release(kv, "held", "b\u{7f}ob", None)
         }),
         case("settle: empty id", INV, |kv| {
-            tasks::settle(kv, "", Settlement::Completed, None)
+            tasks::settle(kv, "", Settlement::Completed, None, None, None)
         }),
         case("withdraw-run: empty run", INV, |kv| {
             tasks::withdraw_run(kv, "", &names(&["open"]))
@@ -283,7 +283,7 @@ fn invalid_input_cases() -> Vec<Case> {
         case("withdraw-run: empty awaited id", INV, |kv| {
             tasks::withdraw_run(kv, "r1", &names(&["open", ""]))
         }),
-        case("escalate: empty id", INV, |kv| tasks::escalate(kv, "")),
+        case("escalate: empty id", INV, |kv| tasks::escalate(kv, "", None)),
         case("for-case: empty case", INV, |kv| {
             tasks::for_case(kv, "", 10, None)
         }),
@@ -369,58 +369,58 @@ fn refusal_cases() -> Vec<Case> {
     let clerk = || names(&["clerk"]);
     vec![
         case("claim: not found", "NotFound", move |kv| {
-            tasks::claim(kv, "nope", "bob", &approver(), None)
+            tasks::claim(kv, "nope", "bob", &approver(), None, None)
         }),
         case("claim: excluded", "Excluded", move |kv| {
-            tasks::claim(kv, "held", "mallory", &clerk(), None)
+            tasks::claim(kv, "held", "mallory", &clerk(), None, None)
         }),
         case("claim: wrong role", "WrongRole", move |kv| {
-            tasks::claim(kv, "settled", "carol", &clerk(), None)
+            tasks::claim(kv, "settled", "carol", &clerk(), None, None)
         }),
         case("claim: not pending", "NotPending", move |kv| {
-            tasks::claim(kv, "settled", "bob", &approver(), None)
+            tasks::claim(kv, "settled", "bob", &approver(), None, None)
         }),
         case("claim: already claimed", "AlreadyClaimed", move |kv| {
-            tasks::claim(kv, "held", "dave", &approver(), None)
+            tasks::claim(kv, "held", "dave", &approver(), None, None)
         }),
         case("take-over: not found", "NotFound", move |kv| {
-            tasks::take_over(kv, "nope", "bob", "dave", &approver(), None)
+            tasks::take_over(kv, "nope", "bob", "dave", &approver(), None, None)
         }),
         case("take-over: excluded", "Excluded", move |kv| {
-            tasks::take_over(kv, "held", "bob", "mallory", &approver(), None)
+            tasks::take_over(kv, "held", "bob", "mallory", &approver(), None, None)
         }),
         case("take-over: wrong role", "WrongRole", move |kv| {
-            tasks::take_over(kv, "held", "bob", "carol", &clerk(), None)
+            tasks::take_over(kv, "held", "bob", "carol", &clerk(), None, None)
         }),
         case("take-over: not pending", "NotPending", move |kv| {
-            tasks::take_over(kv, "settled", "bob", "dave", &approver(), None)
+            tasks::take_over(kv, "settled", "bob", "dave", &approver(), None, None)
         }),
         case("take-over: held by another", "NotHeld", move |kv| {
-            tasks::take_over(kv, "held", "carol", "dave", &approver(), None)
+            tasks::take_over(kv, "held", "carol", "dave", &approver(), None, None)
         }),
         case("take-over: unheld", "NotHeld", move |kv| {
-            tasks::take_over(kv, "open", "bob", "dave", &approver(), None)
+            tasks::take_over(kv, "open", "bob", "dave", &approver(), None, None)
         }),
         case("take-over: escalated, unheld", "NotHeld", move |kv| {
-            tasks::take_over(kv, "escalated", "bob", "bob", &names(&["lead"]), None)
+            tasks::take_over(kv, "escalated", "bob", "bob", &names(&["lead"]), None, None)
         }),
         case("release: not found", "NotFound", |kv| {
-            tasks::release(kv, "nope", "bob")
+            tasks::release(kv, "nope", "bob", None)
         }),
         case("release: not the holder", "NotHeld", |kv| {
-            tasks::release(kv, "held", "dave")
+            tasks::release(kv, "held", "dave", None)
         }),
         case("release: open", "NotHeld", |kv| {
-            tasks::release(kv, "open", "bob")
+            tasks::release(kv, "open", "bob", None)
         }),
         case("release: settled", "NotHeld", |kv| {
-            tasks::release(kv, "settled", "bob")
+            tasks::release(kv, "settled", "bob", None)
         }),
         case("settle: not found", "NotFound", |kv| {
-            tasks::settle(kv, "nope", Settlement::Withdrawn, None)
+            tasks::settle(kv, "nope", Settlement::Withdrawn, None, None, None)
         }),
         case("escalate: not found", "NotFound", |kv| {
-            tasks::escalate(kv, "nope")
+            tasks::escalate(kv, "nope", None)
         }),
     ]
 }

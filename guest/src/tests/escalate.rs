@@ -18,7 +18,7 @@ fn escalation_clears_the_assignee_and_widens_the_audience_in_order() {
             .excluding(&["mallory"]),
     );
     claim(&mut kv, "t", "bob", &["b"]).expect("claims");
-    let t = tasks::escalate(&mut kv, "t").expect("escalates");
+    let t = tasks::escalate(&mut kv, "t", None).expect("escalates");
     assert_eq!(t.state, TaskState::Escalated);
     assert_eq!(t.assignee, None);
     assert_eq!(t.candidate_roles, names(&["a", "b", "c", "d"]));
@@ -27,7 +27,7 @@ fn escalation_clears_the_assignee_and_widens_the_audience_in_order() {
     assert_eq!(stored(&mut kv, "t"), t);
     assert_eq!(open_count(&mut kv), 1);
     // Escalating again changes nothing further.
-    let again = tasks::escalate(&mut kv, "t").expect("escalates again");
+    let again = tasks::escalate(&mut kv, "t", None).expect("escalates again");
     assert_eq!(again, t);
     assert_healthy(&mut kv);
 }
@@ -36,7 +36,7 @@ fn escalation_clears_the_assignee_and_widens_the_audience_in_order() {
 fn an_empty_audience_stays_empty_when_escalated() {
     let mut kv = MemKv::new();
     open(&mut kv, task("t").escalating_to(&["lead"]));
-    let t = tasks::escalate(&mut kv, "t").expect("escalates");
+    let t = tasks::escalate(&mut kv, "t", None).expect("escalates");
     assert!(t.candidate_roles.is_empty());
     // Still offered to anyone, not only to leads.
     claim(&mut kv, "t", "bob", &["intern"]).expect("anyone may claim");
@@ -47,9 +47,9 @@ fn escalating_a_settled_task_is_a_no_op() {
     let mut kv = MemKv::new();
     open(&mut kv, task("t").roles(&["a"]).escalating_to(&["b"]));
     claim(&mut kv, "t", "bob", &["a"]).expect("claims");
-    tasks::settle(&mut kv, "t", Settlement::Completed, None).expect("settles");
+    tasks::settle(&mut kv, "t", Settlement::Completed, None, None, None).expect("settles");
     let before = stored(&mut kv, "t");
-    let t = writes_nothing(&mut kv, |kv| tasks::escalate(kv, "t"));
+    let t = writes_nothing(&mut kv, |kv| tasks::escalate(kv, "t", None));
     assert_eq!(t, before);
     assert_eq!(t.assignee.as_deref(), Some("bob"));
 }
@@ -57,8 +57,8 @@ fn escalating_a_settled_task_is_a_no_op() {
 #[test]
 fn escalating_an_unknown_task_is_not_found() {
     let mut kv = MemKv::new();
-    let e = fails_cleanly(&mut kv, |kv| tasks::escalate(kv, "t"));
-    assert_eq!(e, StoreError::NotFound("t".into()));
+    let e = fails_cleanly(&mut kv, |kv| tasks::escalate(kv, "t", None));
+    assert_eq!(e, crate::model::ClaimError::NotFound("t".into()));
 }
 
 #[test]
@@ -68,7 +68,7 @@ fn an_escalated_task_is_queued_for_its_new_roles_and_never_overdue() {
         &mut kv,
         task("t").roles(&["clerk"]).escalating_to(&["lead"]).due(10),
     );
-    tasks::escalate(&mut kv, "t").expect("escalates");
+    tasks::escalate(&mut kv, "t", None).expect("escalates");
     let page = tasks::queue(
         &mut kv,
         &crate::model::QueueQuery {

@@ -54,7 +54,7 @@ fn begun_history_beside(others: &[&str]) -> MemKv {
         now: 900,
         lease_ms: 50,
     };
-    tasks::claim(&mut kv, "old", "ann", &names(&["a"]), Some(&lease)).expect("claim");
+    tasks::claim(&mut kv, "old", "ann", &names(&["a"]), Some(&lease), None).expect("claim");
     assert!(
         kv.map.contains_key(schema::history_start("old").as_bytes()),
         "the first recorded change keeps the start"
@@ -197,7 +197,7 @@ fn a_history_start_that_disagrees_with_entry_one_is_found_in_the_feed_or_under_i
 #[test]
 fn a_history_start_past_its_kept_history_or_missing_is_no_damage() {
     let mut kv = begun_history();
-    tasks::release(&mut kv, "old", "ann").expect("release");
+    tasks::release(&mut kv, "old", "ann", None).expect("release");
     changes::trim(&mut kv, None, Some(0), 1000).expect("trim");
     let shards = schema::Shards::record_apart(64).expect("64 shards");
     let log = store::load_task_log(&mut kv, shards, "old")

@@ -43,11 +43,11 @@ fn busy(kv: &mut MemKv) {
     };
     for i in 0..10 {
         let id = format!("t{i:02}");
-        tasks::claim(kv, &id, "ann", &[], Some(&lease)).expect("claim");
+        tasks::claim(kv, &id, "ann", &[], Some(&lease), None).expect("claim");
     }
     for i in 10..15 {
         let id = format!("t{i:02}");
-        tasks::settle(kv, &id, Settlement::Completed, None).expect("settle");
+        tasks::settle(kv, &id, Settlement::Completed, None, None, None).expect("settle");
     }
     timers::claim_due(kv, 20, 10, 1_000).expect("sweep");
     timers::disarm_run(kv, "r1").expect("disarm");
@@ -81,7 +81,7 @@ fn concurrent_writers_lay_out_64_shards() {
     kv.slot = 40;
     open(&mut kv, task("late"));
     kv.slot = 0;
-    tasks::settle(&mut kv, "late", Settlement::Completed, None).expect("settle");
+    tasks::settle(&mut kv, "late", Settlement::Completed, None, None, None).expect("settle");
     assert!(stored_shards(&kv, schema::OPEN_TASKS).contains(&40));
     assert_eq!(tasks::open_count(&mut kv), Ok(35));
     assert_eq!(tasks::leased_count(&mut kv), Ok(10));
@@ -104,7 +104,7 @@ fn the_mark_outranks_what_a_later_host_says() {
             open(&mut kv, task(&format!("t{i:02}")));
             arm(&mut kv, timer("r9", &format!("e{i:02}"), i));
         }
-        tasks::settle(&mut kv, "t00", Settlement::Completed, None).expect("settle");
+        tasks::settle(&mut kv, "t00", Settlement::Completed, None, None, None).expect("settle");
         timers::disarm_run(&mut kv, "r0").expect("disarm");
         assert_eq!(mark(&kv).map(<[u8]>::to_vec), laid_out);
         if first_sole {
@@ -301,7 +301,7 @@ fn the_first_change_moves_an_earlier_mark_and_reads_never_do() {
         open(&mut kv, task("t"));
         assert_eq!(mark(&kv), Some(moved.as_bytes()), "from {old}");
         let first = kv.calls.sets - sets;
-        tasks::settle(&mut kv, "t", Settlement::Completed, None).expect("settle");
+        tasks::settle(&mut kv, "t", Settlement::Completed, None, None, None).expect("settle");
         assert_eq!(mark(&kv), Some(moved.as_bytes()), "from {old}");
         assert_eq!(
             store::known_layout(Some(old.as_bytes())),

@@ -27,19 +27,19 @@ fn every_verb_refuses_as(kv: &mut MemKv, want: fn(StoreError) -> String) -> Vec<
     out.push(want(fails_cleanly(kv, |kv| tasks::open(kv, &task("new")))));
     out.push(want(fails_cleanly(kv, |kv| tasks::open(kv, &task("open")))));
     out.push(claim_want(fails_cleanly(kv, |kv| {
-        tasks::claim(kv, "open", "bob", &names(&["approver"]), None)
+        tasks::claim(kv, "open", "bob", &names(&["approver"]), None, None)
     })));
     out.push(claim_want(fails_cleanly(kv, |kv| {
-        tasks::take_over(kv, "held", "bob", "ann", &names(&["approver"]), None)
+        tasks::take_over(kv, "held", "bob", "ann", &names(&["approver"]), None, None)
     })));
     out.push(claim_want(fails_cleanly(kv, |kv| {
-        tasks::release(kv, "held", "bob")
+        tasks::release(kv, "held", "bob", None)
     })));
     out.push(claim_want(fails_cleanly(kv, |kv| {
-        tasks::settle(kv, "open", Settlement::Completed, None)
+        tasks::settle(kv, "open", Settlement::Completed, None, None, None)
     })));
     out.push(claim_want(fails_cleanly(kv, |kv| {
-        tasks::renew(kv, "leased", "cy", 120, 50)
+        tasks::renew(kv, "leased", "cy", 120, 50, None)
     })));
     out.push(want(fails_cleanly(kv, |kv| {
         tasks::reclaim_lapsed(kv, 1_000, 10)
@@ -58,7 +58,12 @@ fn every_verb_refuses_as(kv: &mut MemKv, want: fn(StoreError) -> String) -> Vec<
     })));
     out.push(want(fails_cleanly(kv, tasks::leased_count)));
     out.push(want(fails_cleanly(kv, tasks::next_lease_end)));
-    out.push(want(fails_cleanly(kv, |kv| tasks::escalate(kv, "open"))));
+    out.push(want(fails_cleanly(kv, |kv| {
+        tasks::escalate(kv, "open", None).map_err(|e| match e {
+            ClaimError::Store(s) => s,
+            other => panic!("{other:?}"),
+        })
+    })));
     out.push(want(fails_cleanly(kv, |kv| {
         tasks::withdraw_run(kv, "run-1", &names(&["open"]))
     })));

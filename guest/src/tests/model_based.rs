@@ -11,11 +11,12 @@ use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 
 use super::model_based_ops::{
-    ACTORS, CASES, EFFECTS, IDS, Op, PRIORITIES, ROLES, RUNS, SETTLEMENTS, invalid_call, op, pick,
+    ACTORS, CASES, EFFECTS, IDS, OUTCOMES, Op, PRIORITIES, ROLES, RUNS, SETTLEMENTS, invalid_call,
+    op, pick,
 };
 use super::model_based_reference::Model;
 use super::*;
-use crate::model::{Page, QueueQuery, SealOutcome};
+use crate::model::{Decision, Guard, Page, QueueQuery, SealOutcome, TaskChanges};
 use crate::{runs, tasks, timers};
 
 /// Pages through a paged read, checking the paging rules, answering the ids.
@@ -78,7 +79,7 @@ fn apply(kv: &mut MemKv, model: &mut Model, op: &Op) -> Result<bool, TestCaseErr
             lease,
         } => {
             let roles = pick(&ROLES, roles);
-            let real = tasks::claim(kv, IDS[*id], ACTORS[*actor], &roles, lease.as_ref());
+            let real = tasks::claim(kv, IDS[*id], ACTORS[*actor], &roles, lease.as_ref(), None);
             prop_assert_eq!(
                 &real,
                 &model.claim(IDS[*id], ACTORS[*actor], &roles, *lease)
@@ -86,7 +87,7 @@ fn apply(kv: &mut MemKv, model: &mut Model, op: &Op) -> Result<bool, TestCaseErr
             real.is_err()
         }
         Op::Release { id, actor } => {
-            let real = tasks::release(kv, IDS[*id], ACTORS[*actor]);
+            let real = tasks::release(kv, IDS[*id], ACTORS[*actor], None);
             prop_assert_eq!(&real, &model.release(IDS[*id], ACTORS[*actor]));
             real.is_err()
         }
@@ -99,7 +100,7 @@ fn apply(kv: &mut MemKv, model: &mut Model, op: &Op) -> Result<bool, TestCaseErr
         } => {
             let roles = pick(&ROLES, roles);
             let (id, from, actor) = (IDS[*id], ACTORS[*from], ACTORS[*actor]);
-            let real = tasks::take_over(kv, id, from, actor, &roles, lease.as_ref());
+            let real = tasks::take_over(kv, id, from, actor, &roles, lease.as_ref(), None);
             prop_assert_eq!(&real, &model.take_over(id, from, actor, &roles, *lease));
             real.is_err()
         }
@@ -107,16 +108,132 @@ fn apply(kv: &mut MemKv, model: &mut Model, op: &Op) -> Result<bool, TestCaseErr
             id,
             settlement,
             holder,
+            decision,
         } => {
             let s = SETTLEMENTS[*settlement];
             let holder = holder.map(|h| ACTORS[h]);
-            let real = tasks::settle(kv, IDS[*id], s, holder);
-            prop_assert_eq!(&real, &model.settle(IDS[*id], s, holder));
+            let outcome = decision.map(|d| OUTCOMES[d]);
+            let d = outcome.map(|o| Decision {
+                outcome: o.to_owned(),
+                reason: Some(format!("because {o}")),
+                output: None,
+            });
+            let real = tasks::settle(kv, IDS[*id], s, holder, d.as_ref(), None);
+            let now = kv.now;
+            prop_assert_eq!(
+                &real,
+                &model.settle(IDS[*id], s, holder, outcome.map(|o| (o, now)))
+            );
             real.is_err()
+        }
+        Op::Update {
+            id,
+            by,
+            due,
+            priority,
+            roles,
+            excluded,
+        } => {
+            let c = TaskChanges {
+                due_at: *due,
+                priority: priority.map(|p| PRIORITIES[p]),
+                candidate_roles: roles.as_ref().map(|r| pick(&ROLES, r)),
+                excluded_actors: excluded.as_ref().map(|x| pick(&ACTORS, x)),
+                ..TaskChanges::default()
+            };
+            let by = by.map(|b| ACTORS[b]);
+            let real = tasks::update(kv, IDS[*id], by, &c, None);
+            if c.names_a_field() {
+                prop_assert_eq!(&real, &model.update(IDS[*id], &c));
+            } else {
+                prop_assert!(
+                    matches!(real, Err(crate::model::ClaimError::Store(StoreError::Invalid(_)))),
+                    "{:?}",
+                    real
+                );
+            }
+            real.is_err()
+        }
+        Op::Assign {
+            id,
+            to,
+            roles,
+            lease,
+            override_roles,
+        } => {
+            let roles = pick(&ROLES, roles);
+            let (id, to) = (IDS[*id], ACTORS[*to]);
+            let real = tasks::assign(
+                kv,
+                id,
+                to,
+                &roles,
+                lease.as_ref(),
+                *override_roles,
+                Some("lead"),
+                None,
+            );
+            prop_assert_eq!(
+                &real,
+                &model.assign(id, to, &roles, *lease, *override_roles)
+            );
+            real.is_err()
+        }
+        Op::Unassign { id } => {
+            let real = tasks::unassign(kv, IDS[*id], None, None);
+            prop_assert_eq!(&real, &model.unassign(IDS[*id]));
+            real.is_err()
+        }
+        Op::Delegate {
+            id,
+            from,
+            to,
+            roles,
+            lease,
+        } => {
+            let roles = pick(&ROLES, roles);
+            let (id, from, to) = (IDS[*id], ACTORS[*from], ACTORS[*to]);
+            let real = tasks::delegate(kv, id, from, to, &roles, lease.as_ref(), None);
+            prop_assert_eq!(&real, &model.delegate(id, from, to, &roles, *lease));
+            real.is_err()
+        }
+        Op::Note { id, actor } => {
+            let real = tasks::note(kv, IDS[*id], ACTORS[*actor], "a remark", None);
+            prop_assert_eq!(&real, &model.note(IDS[*id]));
+            real.is_err()
+        }
+        Op::GuardedClaim {
+            id,
+            actor,
+            roles,
+            off,
+        } => {
+            let roles = pick(&ROLES, roles);
+            let (id, actor) = (IDS[*id], ACTORS[*actor]);
+            let current = model.revision(id);
+            let guard = Guard {
+                revision: Some(current.unwrap_or(0) + off),
+                job: Some("job-1".to_owned()),
+            };
+            let real = tasks::claim(kv, id, actor, &roles, None, Some(&guard));
+            let want = match current {
+                Some(r) if *off != 0 => Err(crate::model::ClaimError::Stale(r)),
+                _ => model.claim(id, actor, &roles, None),
+            };
+            prop_assert_eq!(&real, &want);
+            real.is_err()
+        }
+        Op::Held { actor, limit } => {
+            let actor = ACTORS[*actor];
+            let got = page_through(*limit, |after| {
+                tasks::held(kv, actor, *limit, after.as_deref())
+            })?;
+            prop_assert_eq!(got, model.held(actor));
+            false
         }
         Op::Renew { id, actor, lease } => {
             let (id, actor) = (IDS[*id], ACTORS[*actor]);
-            let real = tasks::renew(kv, id, actor, lease.now, lease.lease_ms);
+            let real = tasks::renew(kv, id, actor, lease.now, lease.lease_ms, None);
             prop_assert_eq!(&real, &model.renew(id, actor, *lease));
             real.is_err()
         }
@@ -142,7 +259,7 @@ fn apply(kv: &mut MemKv, model: &mut Model, op: &Op) -> Result<bool, TestCaseErr
             real.is_err()
         }
         Op::Escalate { id } => {
-            let real = tasks::escalate(kv, IDS[*id]);
+            let real = tasks::escalate(kv, IDS[*id], None);
             prop_assert_eq!(&real, &model.escalate(IDS[*id]));
             real.is_err()
         }
@@ -254,6 +371,21 @@ fn verify(kv: &mut MemKv, model: &Model) -> Result<(), TestCaseError> {
         let expected = model.tasks.get(id).map(|(t, _)| t.clone());
         prop_assert_eq!(tasks::get(kv, id), Ok(expected));
     }
+    for actor in ACTORS {
+        // What `held` lists is what a scan of every task finds.
+        let listed = tasks::held(kv, actor, 1000, None).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert_eq!(ids(&listed.tasks), model.held(actor));
+    }
+    for (t, _) in model.tasks.values() {
+        // No excluded actor ever holds a task.
+        prop_assert!(
+            t.assignee.as_ref().is_none_or(|a| t.state != TaskState::Claimed
+                || !t.excluded_actors.contains(a)),
+            "task {} is held by excluded {:?}",
+            t.id,
+            t.assignee
+        );
+    }
     for run in RUNS {
         prop_assert_eq!(runs::is_sealed(kv, run), Ok(model.sealed.contains(run)));
     }
@@ -268,6 +400,7 @@ fn verify_feed(kv: &mut MemKv, model: &Model) -> Result<(), TestCaseError> {
     let mut after: Option<String> = None;
     let mut last_task: BTreeMap<String, crate::model::HistoryEntry> = BTreeMap::new();
     let mut last_timer: BTreeMap<(String, String), TimerEvent> = BTreeMap::new();
+    let mut decided: BTreeMap<String, crate::model::DecisionRecord> = BTreeMap::new();
     loop {
         let page = match crate::changes::feed(kv, after.as_deref(), 1) {
             Ok(FeedRead::Page(p)) => p,
@@ -282,6 +415,13 @@ fn verify_feed(kv: &mut MemKv, model: &Model) -> Result<(), TestCaseError> {
             Change::Task(c) => {
                 let want = last_task.get(&c.id).map_or(1, |l| l.seq + 1);
                 prop_assert_eq!(c.entry.seq, want, "task {}", c.id);
+                // Each change is one revision on from the one before.
+                let rev = last_task.get(&c.id).map_or(1, |l| l.revision + 1);
+                prop_assert_eq!(c.entry.revision, rev, "task {}", c.id);
+                prop_assert_eq!(c.run.as_deref(), model.tasks.get(&c.id).map(|(t, _)| t.run.as_str()));
+                if let Some(d) = &c.entry.decision {
+                    decided.insert(c.id.clone(), d.clone());
+                }
                 last_task.insert(c.id, c.entry);
             }
             Change::Timer(c) => {
@@ -294,11 +434,29 @@ fn verify_feed(kv: &mut MemKv, model: &Model) -> Result<(), TestCaseError> {
             (None, None) => {}
             (Some((t, _)), Some(e)) => {
                 prop_assert_eq!(
-                    (t.state, &t.assignee, t.lease_until, &t.candidate_roles),
-                    (e.after, &e.assignee, e.lease_until, &e.candidate_roles),
+                    (
+                        t.state,
+                        &t.assignee,
+                        t.lease_until,
+                        &t.candidate_roles,
+                        &t.excluded_actors,
+                        t.revision,
+                    ),
+                    (
+                        e.after,
+                        &e.assignee,
+                        e.lease_until,
+                        &e.candidate_roles,
+                        &e.excluded_actors,
+                        e.revision,
+                    ),
                     "task {}",
                     id
                 );
+                // A decision is in the record of the change that settled.
+                if let Some(d) = &t.decision {
+                    prop_assert_eq!(decided.get(id), Some(d), "task {}", id);
+                }
             }
             (t, e) => {
                 return Err(TestCaseError::fail(format!(

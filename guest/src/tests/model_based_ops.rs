@@ -20,6 +20,7 @@ pub(super) const PRIORITIES: [Priority; 4] = [
     Priority::High,
     Priority::Urgent,
 ];
+pub(super) const OUTCOMES: [&str; 3] = ["approved", "rejected", "returned"];
 pub(super) const SETTLEMENTS: [Settlement; 3] = [
     Settlement::Completed,
     Settlement::Expired,
@@ -60,6 +61,48 @@ pub(super) enum Op {
         id: usize,
         settlement: usize,
         holder: Option<usize>,
+        /// An outcome to record, from [`OUTCOMES`].
+        decision: Option<usize>,
+    },
+    Update {
+        id: usize,
+        by: Option<usize>,
+        due: Option<Option<i64>>,
+        priority: Option<usize>,
+        roles: Option<Vec<usize>>,
+        excluded: Option<Vec<usize>>,
+    },
+    Assign {
+        id: usize,
+        to: usize,
+        roles: Vec<usize>,
+        lease: Option<Lease>,
+        override_roles: bool,
+    },
+    Unassign {
+        id: usize,
+    },
+    Delegate {
+        id: usize,
+        from: usize,
+        to: usize,
+        roles: Vec<usize>,
+        lease: Option<Lease>,
+    },
+    Note {
+        id: usize,
+        actor: usize,
+    },
+    /// A claim guarded by the task's revision, off by `off` (0: current).
+    GuardedClaim {
+        id: usize,
+        actor: usize,
+        roles: Vec<usize>,
+        off: u64,
+    },
+    Held {
+        actor: usize,
+        limit: u32,
     },
     Renew {
         id: usize,
@@ -174,8 +217,67 @@ pub(super) fn op() -> impl Strategy<Value = Op> {
                 roles,
                 lease,
             }),
-        2 => (0..IDS.len(), 0..3usize, proptest::option::of(0..3usize))
-            .prop_map(|(id, settlement, holder)| Op::Settle { id, settlement, holder }),
+        2 => (
+            0..IDS.len(),
+            0..3usize,
+            proptest::option::of(0..3usize),
+            proptest::option::of(0..OUTCOMES.len())
+        )
+            .prop_map(|(id, settlement, holder, decision)| Op::Settle {
+                id,
+                settlement,
+                holder,
+                decision,
+            }),
+        3 => (
+            0..IDS.len(),
+            proptest::option::of(0..3usize),
+            proptest::option::of(proptest::option::of(0..100i64)),
+            proptest::option::of(0..4usize),
+            proptest::option::of(few()),
+            proptest::option::of(proptest::collection::vec(0..3usize, 0..2)),
+        )
+            .prop_map(|(id, by, due, priority, roles, excluded)| Op::Update {
+                id,
+                by,
+                due,
+                priority,
+                roles,
+                excluded,
+            }),
+        2 => (
+            0..IDS.len(),
+            0..3usize,
+            few(),
+            proptest::option::of(lease()),
+            any::<bool>()
+        )
+            .prop_map(|(id, to, roles, lease, override_roles)| Op::Assign {
+                id,
+                to,
+                roles,
+                lease,
+                override_roles,
+            }),
+        1 => (0..IDS.len()).prop_map(|id| Op::Unassign { id }),
+        2 => (
+            0..IDS.len(),
+            0..3usize,
+            0..3usize,
+            few(),
+            proptest::option::of(lease())
+        )
+            .prop_map(|(id, from, to, roles, lease)| Op::Delegate {
+                id,
+                from,
+                to,
+                roles,
+                lease,
+            }),
+        1 => (0..IDS.len(), 0..3usize).prop_map(|(id, actor)| Op::Note { id, actor }),
+        2 => (0..IDS.len(), 0..3usize, few(), prop_oneof![3 => Just(0u64), 1 => 1..3u64])
+            .prop_map(|(id, actor, roles, off)| Op::GuardedClaim { id, actor, roles, off }),
+        2 => (0..3usize, 1..4u32).prop_map(|(actor, limit)| Op::Held { actor, limit }),
         3 => (0..IDS.len(), 0..3usize, lease())
             .prop_map(|(id, actor, lease)| Op::Renew { id, actor, lease }),
         3 => (0..220i64, 1..4u32).prop_map(|(now, limit)| Op::ReclaimLapsed { now, limit }),
@@ -206,12 +308,12 @@ pub(super) fn pick(pool: &[&str], list: &[usize]) -> Vec<String> {
     list.iter().map(|&i| pool[i].to_owned()).collect()
 }
 
-const INVALID_CALLS: usize = 14;
+const INVALID_CALLS: usize = 19;
 
 /// One call with an invalid input; answers the `Debug` of its result.
 pub(super) fn invalid_call(kv: &mut MemKv, which: usize) -> String {
     match which {
-        0 => format!("{:?}", tasks::claim(kv, "t0", "", &[], None)),
+        0 => format!("{:?}", tasks::claim(kv, "t0", "", &[], None, None)),
         1 => format!("{:?}", timers::claim_due(kv, 10, 1, 0)),
         2 => format!(
             "{:?}",
@@ -239,8 +341,8 @@ pub(super) fn invalid_call(kv: &mut MemKv, which: usize) -> String {
         5 => format!("{:?}", runs::seal(kv, "", &[])),
         6 => format!("{:?}", tasks::overdue(kv, 10, 1001)),
         7 => format!("{:?}", tasks::for_case(kv, "c0", 1, Some("q00"))),
-        8 => format!("{:?}", tasks::take_over(kv, "t0", "", "ann", &[], None)),
-        9 => format!("{:?}", tasks::renew(kv, "t0", "ann", 10, 0)),
+        8 => format!("{:?}", tasks::take_over(kv, "t0", "", "ann", &[], None, None)),
+        9 => format!("{:?}", tasks::renew(kv, "t0", "ann", 10, 0, None)),
         10 => format!("{:?}", tasks::reclaim_lapsed(kv, -1, 5)),
         11 => format!(
             "{:?}",
@@ -257,8 +359,30 @@ pub(super) fn invalid_call(kv: &mut MemKv, which: usize) -> String {
         ),
         12 => format!(
             "{:?}",
-            tasks::settle(kv, "t0", Settlement::Completed, Some(""))
+            tasks::settle(kv, "t0", Settlement::Completed, Some(""), None, None)
         ),
-        _ => format!("{:?}", tasks::withdraw_run(kv, "r0", &names(&["t0", ""]))),
+        13 => format!("{:?}", tasks::withdraw_run(kv, "r0", &names(&["t0", ""]))),
+        14 => format!(
+            "{:?}",
+            tasks::update(kv, "t0", None, &crate::model::TaskChanges::default(), None)
+        ),
+        15 => format!("{:?}", tasks::note(kv, "t0", "ann", "", None)),
+        16 => format!("{:?}", tasks::held(kv, "ann", 1, Some("q00"))),
+        17 => format!(
+            "{:?}",
+            tasks::settle(
+                kv,
+                "t0",
+                Settlement::Completed,
+                None,
+                Some(&crate::model::Decision {
+                    outcome: "x".repeat(65),
+                    reason: None,
+                    output: None,
+                }),
+                None,
+            )
+        ),
+        _ => format!("{:?}", tasks::delegate(kv, "t0", "ann", "", &[], None, None)),
     }
 }

@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::*;
-use crate::model::{ArmOutcome, ClaimError, Lease, Settlement};
+use crate::model::{ArmOutcome, ClaimError, DecisionRecord, Lease, Settlement, TaskChanges};
 
 fn dedup(list: &[String]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
@@ -49,6 +49,7 @@ impl Model {
             candidate_roles: dedup(&t.candidate_roles),
             escalate_to: dedup(&t.escalate_to),
             excluded_actors: dedup(&t.excluded_actors),
+            revision: 1,
             ..t.clone()
         };
         self.tasks.insert(t.id.clone(), (t.clone(), false));
@@ -71,15 +72,30 @@ impl Model {
             if holder != actor {
                 return Err(ClaimError::AlreadyClaimed(holder));
             }
-            if let Some(l) = lease {
-                t.lease_until = Some(l.now + i64::from(l.lease_ms));
-            }
+            Self::relet(t, lease);
             return Ok(t.clone());
         }
+        Self::hand(t, actor, lease);
+        Ok(t.clone())
+    }
+
+    /// A repeat by the holder: a lease with another end is a change.
+    fn relet(t: &mut Task, lease: Option<Lease>) {
+        if let Some(l) = lease {
+            let end = l.now + i64::from(l.lease_ms);
+            if t.lease_until != Some(end) {
+                t.lease_until = Some(end);
+                t.revision += 1;
+            }
+        }
+    }
+
+    /// The task claimed by `actor`: always a change.
+    fn hand(t: &mut Task, actor: &str, lease: Option<Lease>) {
         t.state = TaskState::Claimed;
         t.assignee = Some(actor.to_owned());
         t.lease_until = lease.map(|l| l.now + i64::from(l.lease_ms));
-        Ok(t.clone())
+        t.revision += 1;
     }
 
     pub(super) fn take_over(
@@ -97,11 +113,11 @@ impl Model {
         if t.state != TaskState::Claimed || t.assignee.as_deref() != Some(from) {
             return Err(ClaimError::NotHeld(from.to_owned()));
         }
-        let end = lease.map(|l| l.now + i64::from(l.lease_ms));
-        if from != actor || end.is_some() {
-            t.lease_until = end;
+        if from == actor {
+            Self::relet(t, lease);
+        } else {
+            Self::hand(t, actor, lease);
         }
-        t.assignee = Some(actor.to_owned());
         Ok(t.clone())
     }
 
@@ -113,6 +129,7 @@ impl Model {
         } else {
             TaskState::Open
         };
+        t.revision += 1;
     }
 
     pub(super) fn release(&mut self, id: &str, actor: &str) -> Result<(), ClaimError> {
@@ -141,7 +158,7 @@ impl Model {
         {
             return Err(ClaimError::NotHeld(actor.to_owned()));
         }
-        t.lease_until = Some(lease.now + i64::from(lease.lease_ms));
+        Self::relet(t, Some(lease));
         Ok(t.clone())
     }
 
@@ -183,6 +200,7 @@ impl Model {
         id: &str,
         s: Settlement,
         holder: Option<&str>,
+        decision: Option<(&str, i64)>,
     ) -> Result<bool, ClaimError> {
         let Some((t, _)) = self.tasks.get_mut(id) else {
             return Err(ClaimError::NotFound(id.to_owned()));
@@ -197,14 +215,23 @@ impl Model {
         }
         t.state = s.state();
         t.lease_until = None;
+        t.decision = decision.map(|(outcome, at)| DecisionRecord {
+            outcome: outcome.to_owned(),
+            reason: Some(format!("because {outcome}")),
+            output: None,
+            by: holder.map(str::to_owned),
+            at,
+        });
+        t.revision += 1;
         Ok(true)
     }
 
-    pub(super) fn escalate(&mut self, id: &str) -> Result<Task, StoreError> {
+    pub(super) fn escalate(&mut self, id: &str) -> Result<Task, ClaimError> {
         let Some((t, ever)) = self.tasks.get_mut(id) else {
-            return Err(StoreError::NotFound(id.to_owned()));
+            return Err(ClaimError::NotFound(id.to_owned()));
         };
         if t.state.is_pending() {
+            let was = (t.clone(), *ever);
             *ever = true;
             t.state = TaskState::Escalated;
             t.assignee = None;
@@ -215,6 +242,9 @@ impl Model {
                         t.candidate_roles.push(r);
                     }
                 }
+            }
+            if (t.clone(), *ever) != was {
+                t.revision += 1;
             }
         }
         Ok(t.clone())
@@ -229,6 +259,7 @@ impl Model {
             {
                 t.state = TaskState::Withdrawn;
                 t.lease_until = None;
+                t.revision += 1;
                 moved += 1;
             }
         }
@@ -345,5 +376,124 @@ impl Model {
             .values()
             .filter(|(t, _)| t.state.is_pending())
             .count() as u64
+    }
+
+    /// What `held` lists for `actor`: its claims, soonest lease end first,
+    /// unleased last, then by id.
+    pub(super) fn held(&self, actor: &str) -> Vec<String> {
+        let mut found: Vec<(i64, String)> = self
+            .tasks
+            .values()
+            .map(|(t, _)| t)
+            .filter(|t| t.state == TaskState::Claimed && t.assignee.as_deref() == Some(actor))
+            .map(|t| (t.lease_until.unwrap_or(i64::MAX), t.id.clone()))
+            .collect();
+        found.sort();
+        found.into_iter().map(|(_, id)| id).collect()
+    }
+
+    pub(super) fn update(&mut self, id: &str, c: &TaskChanges) -> Result<Task, ClaimError> {
+        let Some((t, ever)) = self.tasks.get_mut(id) else {
+            return Err(ClaimError::NotFound(id.to_owned()));
+        };
+        if !t.state.is_pending() {
+            return Err(ClaimError::NotPending(t.state));
+        }
+        let was = t.clone();
+        if let Some(d) = c.due_at {
+            t.due_at = d;
+        }
+        if let Some(p) = c.priority {
+            t.priority = p;
+        }
+        if let Some(r) = &c.candidate_roles {
+            t.candidate_roles = dedup(r);
+        }
+        if let Some(x) = &c.excluded_actors {
+            t.excluded_actors = dedup(x);
+        }
+        let holder_excluded = t.state == TaskState::Claimed
+            && t.assignee.as_ref().is_some_and(|h| t.excluded_actors.contains(h));
+        if holder_excluded {
+            // put_back counts the change.
+            Self::put_back(t, *ever);
+        } else if *t != was {
+            t.revision += 1;
+        }
+        Ok(t.clone())
+    }
+
+    pub(super) fn assign(
+        &mut self,
+        id: &str,
+        to: &str,
+        roles: &[String],
+        lease: Option<Lease>,
+        override_roles: bool,
+    ) -> Result<Task, ClaimError> {
+        let Some((t, _)) = self.tasks.get_mut(id) else {
+            return Err(ClaimError::NotFound(id.to_owned()));
+        };
+        let roles = if override_roles {
+            t.candidate_roles.clone()
+        } else {
+            roles.to_vec()
+        };
+        Self::ladder(t, to, &roles)?;
+        if t.state == TaskState::Claimed && t.assignee.as_deref() == Some(to) {
+            Self::relet(t, lease);
+        } else {
+            Self::hand(t, to, lease);
+        }
+        Ok(t.clone())
+    }
+
+    pub(super) fn unassign(&mut self, id: &str) -> Result<Task, ClaimError> {
+        let Some((t, ever)) = self.tasks.get_mut(id) else {
+            return Err(ClaimError::NotFound(id.to_owned()));
+        };
+        if !t.state.is_pending() {
+            return Err(ClaimError::NotPending(t.state));
+        }
+        if t.state == TaskState::Claimed {
+            Self::put_back(t, *ever);
+        }
+        Ok(t.clone())
+    }
+
+    pub(super) fn delegate(
+        &mut self,
+        id: &str,
+        from: &str,
+        to: &str,
+        roles: &[String],
+        lease: Option<Lease>,
+    ) -> Result<Task, ClaimError> {
+        let Some((t, _)) = self.tasks.get_mut(id) else {
+            return Err(ClaimError::NotFound(id.to_owned()));
+        };
+        Self::ladder(t, to, roles)?;
+        if t.state != TaskState::Claimed || t.assignee.as_deref() != Some(from) {
+            return Err(ClaimError::NotHeld(from.to_owned()));
+        }
+        if from == to {
+            Self::relet(t, lease);
+        } else {
+            Self::hand(t, to, lease);
+        }
+        Ok(t.clone())
+    }
+
+    pub(super) fn note(&mut self, id: &str) -> Result<Task, ClaimError> {
+        let Some((t, _)) = self.tasks.get_mut(id) else {
+            return Err(ClaimError::NotFound(id.to_owned()));
+        };
+        t.revision += 1;
+        Ok(t.clone())
+    }
+
+    /// The current revision of `id`, for a guard.
+    pub(super) fn revision(&self, id: &str) -> Option<u64> {
+        self.tasks.get(id).map(|(t, _)| t.revision)
     }
 }

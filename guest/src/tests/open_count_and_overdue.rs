@@ -22,16 +22,16 @@ fn open_count_counts_pending_tasks_through_every_transition() {
     assert_eq!(open_count(&mut kv), 5);
     claim(&mut kv, "a", "bob", &[]).expect("claims");
     assert_eq!(open_count(&mut kv), 5, "a held task is still pending");
-    tasks::escalate(&mut kv, "a").expect("escalates");
+    tasks::escalate(&mut kv, "a", None).expect("escalates");
     assert_eq!(open_count(&mut kv), 5);
     claim(&mut kv, "a", "bob", &[]).expect("claims");
-    tasks::release(&mut kv, "a", "bob").expect("releases");
+    tasks::release(&mut kv, "a", "bob", None).expect("releases");
     assert_eq!(open_count(&mut kv), 5);
-    tasks::settle(&mut kv, "a", Settlement::Completed, None).expect("settles");
+    tasks::settle(&mut kv, "a", Settlement::Completed, None, None, None).expect("settles");
     assert_eq!(open_count(&mut kv), 4);
-    tasks::settle(&mut kv, "a", Settlement::Expired, None).expect("settle is a no-op");
+    tasks::settle(&mut kv, "a", Settlement::Expired, None, None, None).expect("settle is a no-op");
     assert_eq!(open_count(&mut kv), 4);
-    tasks::escalate(&mut kv, "a").expect("escalate is a no-op");
+    tasks::escalate(&mut kv, "a", None).expect("escalate is a no-op");
     assert_eq!(open_count(&mut kv), 4);
     tasks::withdraw_run(&mut kv, "run-1", &names(&["a", "b", "c"])).expect("withdraws");
     assert_eq!(open_count(&mut kv), 2);
@@ -89,11 +89,11 @@ fn an_escalated_task_never_returns_to_overdue() {
         "escalated-then-claimed",
         "escalated-then-released",
     ] {
-        tasks::escalate(&mut kv, id).expect("escalates");
+        tasks::escalate(&mut kv, id, None).expect("escalates");
     }
     claim(&mut kv, "escalated-then-claimed", "bob", &[]).expect("claims");
     claim(&mut kv, "escalated-then-released", "bob", &[]).expect("claims");
-    tasks::release(&mut kv, "escalated-then-released", "bob").expect("releases");
+    tasks::release(&mut kv, "escalated-then-released", "bob", None).expect("releases");
     let found = tasks::overdue(&mut kv, 1_000, 100).expect("overdue");
     assert_eq!(ids(&found), ["still-due"]);
     assert_healthy(&mut kv);
@@ -108,7 +108,7 @@ fn settled_tasks_are_not_overdue() {
         ("w", Settlement::Withdrawn),
     ] {
         open(&mut kv, task(id).due(5));
-        tasks::settle(&mut kv, id, s, None).expect("settles");
+        tasks::settle(&mut kv, id, s, None, None, None).expect("settles");
     }
     assert!(
         tasks::overdue(&mut kv, 1_000, 100)
@@ -126,7 +126,7 @@ fn overdue_with_a_limit_stops_there_and_the_rest_follow_after_settling() {
     let first = tasks::overdue(&mut kv, 100, 3).expect("overdue");
     assert_eq!(ids(&first), ["t0", "t1", "t2"]);
     for t in &first {
-        tasks::settle(&mut kv, &t.id, Settlement::Expired, None).expect("settles");
+        tasks::settle(&mut kv, &t.id, Settlement::Expired, None, None, None).expect("settles");
     }
     let next = tasks::overdue(&mut kv, 100, 3).expect("overdue");
     assert_eq!(ids(&next), ["t3", "t4", "t5"]);

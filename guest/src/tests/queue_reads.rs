@@ -168,7 +168,7 @@ fn the_queue_never_offers_what_claim_would_refuse_the_actor() {
     );
     // Every task offered can in fact be claimed by the actor.
     for t in queue(&mut kv, &["a"], Some("bob"), 10).tasks {
-        tasks::claim(&mut kv, &t.id, "bob", &names(&["a"]), None).expect("offered, so claimable");
+        tasks::claim(&mut kv, &t.id, "bob", &names(&["a"]), None, None).expect("offered, so claimable");
     }
 }
 
@@ -185,11 +185,11 @@ fn the_queue_never_shows_claimed_or_settled_tasks() {
     ] {
         open(&mut kv, task(id).roles(&["a"]));
     }
-    tasks::claim(&mut kv, "claimed", "bob", &names(&["a"]), None).expect("claims");
-    tasks::escalate(&mut kv, "escalated").expect("escalates");
-    tasks::settle(&mut kv, "completed", Settlement::Completed, None).expect("settles");
-    tasks::settle(&mut kv, "expired", Settlement::Expired, None).expect("settles");
-    tasks::settle(&mut kv, "withdrawn", Settlement::Withdrawn, None).expect("settles");
+    tasks::claim(&mut kv, "claimed", "bob", &names(&["a"]), None, None).expect("claims");
+    tasks::escalate(&mut kv, "escalated", None).expect("escalates");
+    tasks::settle(&mut kv, "completed", Settlement::Completed, None, None, None).expect("settles");
+    tasks::settle(&mut kv, "expired", Settlement::Expired, None, None, None).expect("settles");
+    tasks::settle(&mut kv, "withdrawn", Settlement::Withdrawn, None, None, None).expect("settles");
     assert_eq!(
         ids(&queue(&mut kv, &["a"], None, 10).tasks),
         ["escalated", "open"]
@@ -217,9 +217,9 @@ fn mixed_backlog(kv: &mut MemKv) -> Vec<Task> {
         }
         open(kv, t);
         if i % 9 == 0 {
-            tasks::claim(kv, &id, "zed", &names(&["a", "b", "c"]), None).expect("claims");
+            tasks::claim(kv, &id, "zed", &names(&["a", "b", "c"]), None, None).expect("claims");
         } else if i % 11 == 0 {
-            tasks::settle(kv, &id, Settlement::Completed, None).expect("settles");
+            tasks::settle(kv, &id, Settlement::Completed, None, None, None).expect("settles");
         }
     }
     let mut all: Vec<Task> = (0..60).map(|i| stored(kv, &format!("t{i:02}"))).collect();
@@ -301,8 +301,8 @@ fn a_queue_cursor_stays_valid_when_its_task_leaves_the_queue() {
     assert_eq!(ids(&first.tasks), ["t1", "t2"]);
     let cursor = first.next.expect("more follow");
     // The task the cursor points at is claimed, the one before it settled.
-    tasks::claim(&mut kv, "t2", "bob", &names(&["a"]), None).expect("claims");
-    tasks::settle(&mut kv, "t1", Settlement::Completed, None).expect("settles");
+    tasks::claim(&mut kv, "t2", "bob", &names(&["a"]), None, None).expect("claims");
+    tasks::settle(&mut kv, "t1", Settlement::Completed, None, None, None).expect("settles");
     // A task opened before the cursor's position is not shown; one after is.
     open(&mut kv, task("early").roles(&["a"]).created(15));
     open(&mut kv, task("t3b").roles(&["a"]).created(30));
@@ -311,7 +311,7 @@ fn a_queue_cursor_stays_valid_when_its_task_leaves_the_queue() {
     assert_eq!(ids(&second.tasks), ["t3", "t3b", "t4"]);
     // The cursor names a position, so it still reads the same after the task
     // at it is settled outright.
-    tasks::settle(&mut kv, "t2", Settlement::Completed, None).expect("settles");
+    tasks::settle(&mut kv, "t2", Settlement::Completed, None, None, None).expect("settles");
     let again = tasks::queue(&mut kv, &query(&["a"], None, 3, Some(cursor))).expect("still valid");
     assert_eq!(again, second);
 }
@@ -433,8 +433,8 @@ fn for_case_lists_every_state_ordered_by_created_at_then_id() {
     open(&mut kv, task("settled").in_case("c").created(50));
     open(&mut kv, task("other-case").in_case("c2").created(1));
     open(&mut kv, task("no-case").created(1));
-    tasks::claim(&mut kv, "claimed", "bob", &[], None).expect("claims");
-    tasks::settle(&mut kv, "settled", Settlement::Withdrawn, None).expect("settles");
+    tasks::claim(&mut kv, "claimed", "bob", &[], None, None).expect("claims");
+    tasks::settle(&mut kv, "settled", Settlement::Withdrawn, None, None, None).expect("settles");
     let page = tasks::for_case(&mut kv, "c", 100, None).expect("for-case");
     assert_eq!(ids(&page.tasks), ["settled", "a", "b", "claimed", "late"]);
     assert_eq!(page.next, None);

@@ -50,23 +50,23 @@ fn each_change_appends_one_entry_to_the_history_and_the_feed_and_a_refusal_none(
     kv.now = 100;
     open(&mut kv, task("t1").roles(&["a"]).excluding(&["eve"]));
     kv.now = 200;
-    tasks::claim(&mut kv, "t1", "ann", &names(&["a"]), None).expect("claim");
+    tasks::claim(&mut kv, "t1", "ann", &names(&["a"]), None, None).expect("claim");
     let before = kv.map.clone();
     fails_cleanly(&mut kv, |kv| {
-        tasks::claim(kv, "t1", "eve", &names(&["a"]), None)
+        tasks::claim(kv, "t1", "eve", &names(&["a"]), None, None)
     });
     // A repeated claim by the holder, a repeated open and a settle of a
     // settled task change nothing and record nothing.
-    tasks::claim(&mut kv, "t1", "ann", &names(&["a"]), None).expect("again");
+    tasks::claim(&mut kv, "t1", "ann", &names(&["a"]), None, None).expect("again");
     tasks::open(&mut kv, &task("t1")).expect("first open wins");
     assert!(
         kv.map == before,
         "a change that changed nothing was recorded"
     );
     kv.now = 300;
-    tasks::settle(&mut kv, "t1", Settlement::Completed, None).expect("settle");
+    tasks::settle(&mut kv, "t1", Settlement::Completed, None, None, None).expect("settle");
     assert_eq!(
-        tasks::settle(&mut kv, "t1", Settlement::Expired, None),
+        tasks::settle(&mut kv, "t1", Settlement::Expired, None, None, None),
         Ok(false)
     );
     let h = history(&mut kv, "t1");
@@ -168,13 +168,13 @@ fn one_tasks_changes_come_in_commit_order_across_slots_whatever_their_times() {
     for i in 0..4 {
         open(&mut kv, task(&format!("filler{i}")));
     }
-    tasks::claim(&mut kv, "x", "ann", &[], None).expect("claim");
+    tasks::claim(&mut kv, "x", "ann", &[], None, None).expect("claim");
     at(&mut kv, 2, 20);
-    tasks::release(&mut kv, "x", "ann").expect("release");
+    tasks::release(&mut kv, "x", "ann", None).expect("release");
     at(&mut kv, 1, 5_000);
-    tasks::claim(&mut kv, "x", "bob", &[], None).expect("claim");
+    tasks::claim(&mut kv, "x", "bob", &[], None, None).expect("claim");
     at(&mut kv, 3, 1);
-    tasks::escalate(&mut kv, "x").expect("escalate");
+    tasks::escalate(&mut kv, "x", None).expect("escalate");
     for limit in [1, 2, 3, 1000] {
         let got: Vec<_> = task_changes(&read_all(&mut kv, &mut None, limit))
             .into_iter()

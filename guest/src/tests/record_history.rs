@@ -20,8 +20,8 @@ fn a_tasks_history_is_its_changes_in_the_feed_paged_from_anywhere() {
         kv.slot = i % 5;
         kv.now = 10 + i64::from(i);
         let id = if i % 3 == 0 { "u" } else { "t" };
-        tasks::claim(&mut kv, id, "ann", &names(&["a"]), None).expect("claim");
-        tasks::release(&mut kv, id, "ann").expect("release");
+        tasks::claim(&mut kv, id, "ann", &names(&["a"]), None, None).expect("claim");
+        tasks::release(&mut kv, id, "ann", None).expect("release");
     }
     // No history key of its own per change: only every 64th entry is kept
     // under one too, as a place to start reading from.
@@ -94,8 +94,8 @@ fn a_page_of_a_long_history_costs_its_length_wherever_it_lies() {
     for i in 0..250u32 {
         kv.slot = i % 3;
         kv.now = 10 + i64::from(i);
-        tasks::claim(&mut kv, "t", "ann", &names(&["a"]), None).expect("claim");
-        tasks::release(&mut kv, "t", "ann").expect("release");
+        tasks::claim(&mut kv, "t", "ann", &names(&["a"]), None, None).expect("claim");
+        tasks::release(&mut kv, "t", "ann", None).expect("release");
     }
     let whole = history(&mut kv, "t");
     assert_eq!(whole.len(), 501);
@@ -149,7 +149,7 @@ fn a_last_change_trimmed_from_the_feed_is_kept_under_its_own_key() {
     let mut kv = MemKv::new();
     let sh = schema::Shards::SHARED;
     open(&mut kv, task("t").roles(&["a"]));
-    tasks::claim(&mut kv, "t", "ann", &names(&["a"]), None).expect("claim");
+    tasks::claim(&mut kv, "t", "ann", &names(&["a"]), None, None).expect("claim");
     changes::trim(&mut kv, None, Some(0), 1000).expect("trim");
     assert!(read_all(&mut kv, &mut None, 10).is_empty());
     let h = history(&mut kv, "t");
@@ -171,8 +171,8 @@ fn a_last_change_trimmed_from_the_feed_is_kept_under_its_own_key() {
     );
     assert_healthy(&mut kv);
     kv.slot = 7;
-    tasks::release(&mut kv, "t", "ann").expect("release");
-    tasks::claim(&mut kv, "t", "bob", &names(&["a"]), None).expect("claim");
+    tasks::release(&mut kv, "t", "ann", None).expect("release");
+    tasks::claim(&mut kv, "t", "bob", &names(&["a"]), None, None).expect("claim");
     let h = history(&mut kv, "t");
     assert_eq!(h.iter().map(|e| e.seq).collect::<Vec<_>>(), [2, 3, 4]);
     assert_eq!(
@@ -213,13 +213,13 @@ fn a_last_change_trimmed_from_the_feed_is_kept_under_its_own_key() {
 fn a_history_page_after_a_trimmed_last_change_costs_its_length_not_the_later_changes() {
     let mut kv = MemKv::new();
     open(&mut kv, task("t").roles(&["a"]));
-    tasks::claim(&mut kv, "t", "ann", &names(&["a"]), None).expect("claim");
+    tasks::claim(&mut kv, "t", "ann", &names(&["a"]), None, None).expect("claim");
     changes::trim(&mut kv, None, Some(0), 1000).expect("trim");
     // 50,000 changes after the trimmed one.
     for i in 0..25_000u32 {
         kv.now = 10 + i64::from(i);
-        tasks::release(&mut kv, "t", "ann").expect("release");
-        tasks::claim(&mut kv, "t", "ann", &names(&["a"]), None).expect("claim");
+        tasks::release(&mut kv, "t", "ann", None).expect("release");
+        tasks::claim(&mut kv, "t", "ann", &names(&["a"]), None, None).expect("claim");
     }
     let last = 2 + 50_000u64;
     let bound = |room: u64| room + crate::store::HISTORY_CHECKPOINT + 8;

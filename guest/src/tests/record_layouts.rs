@@ -77,9 +77,9 @@ fn a_keyspace_of_the_layout_before_the_record_starts_each_history_at_its_next_ch
         now: 900,
         lease_ms: 50,
     };
-    tasks::claim(&mut kv, "old", "ann", &names(&["a"]), Some(&lease)).expect("claim");
+    tasks::claim(&mut kv, "old", "ann", &names(&["a"]), Some(&lease), None).expect("claim");
     kv.now = 960;
-    tasks::release(&mut kv, "old", "ann").expect("release");
+    tasks::release(&mut kv, "old", "ann", None).expect("release");
     let h = history(&mut kv, "old");
     assert_eq!(h.len(), 3, "{h:?}");
     assert_eq!(
@@ -186,8 +186,8 @@ fn a_layout_6_keyspace_keeps_its_record_apart_and_answers_as_a_fresh_one() {
                 kv.slot = (i + round) % 3;
                 kv.now = 100 + i64::from(round * 10 + i);
                 let id = format!("t{i}");
-                tasks::claim(&mut kv, &id, "ann", &names(&["a"]), None).expect("claim");
-                tasks::release(&mut kv, &id, "ann").expect("release");
+                tasks::claim(&mut kv, &id, "ann", &names(&["a"]), None, None).expect("claim");
+                tasks::release(&mut kv, &id, "ann", None).expect("release");
             }
         }
         arm(&mut kv, timer("r", "e", 5));
@@ -276,8 +276,8 @@ fn a_layout_8_keyspace_keeps_its_keyed_history_and_goes_on_in_the_feed() {
     }
     for i in 0..3 {
         let id = format!("t{i}");
-        tasks::claim(&mut kv, &id, "ann", &names(&["a"]), None).expect("claim");
-        tasks::release(&mut kv, &id, "ann").expect("release");
+        tasks::claim(&mut kv, &id, "ann", &names(&["a"]), None, None).expect("claim");
+        tasks::release(&mut kv, &id, "ann", None).expect("release");
     }
     // What a layout-8 build left: a history key for every change, naming
     // its place in the feed, and its mark.
@@ -305,7 +305,7 @@ fn a_layout_8_keyspace_keeps_its_keyed_history_and_goes_on_in_the_feed() {
     assert_healthy(&mut kv);
     let before: Vec<_> = (0..3).map(|i| history(&mut kv, &format!("t{i}"))).collect();
     kv.slot = 9;
-    tasks::claim(&mut kv, "t1", "bob", &names(&["a"]), None).expect("claim");
+    tasks::claim(&mut kv, "t1", "bob", &names(&["a"]), None, None).expect("claim");
     assert_eq!(
         kv.map.get(schema::layout().as_bytes()).map(Vec::as_slice),
         Some(schema::layout_mark(sh).as_bytes())

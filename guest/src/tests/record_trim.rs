@@ -21,8 +21,8 @@ fn trimming_keeps_the_newest_and_each_tasks_last_history_entry() {
             kv.slot = (i + round) % 3;
             kv.now = 100 + round as i64 * 10 + i as i64;
             let id = format!("t{i}");
-            tasks::claim(&mut kv, &id, "ann", &[], None).expect("claim");
-            tasks::release(&mut kv, &id, "ann").expect("release");
+            tasks::claim(&mut kv, &id, "ann", &[], None, None).expect("claim");
+            tasks::release(&mut kv, &id, "ann", None).expect("release");
         }
     }
     // 3 opens and 18 changes; keep the newest 5, 4 per call.

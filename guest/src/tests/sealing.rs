@@ -27,9 +27,9 @@ fn seal_marks_the_run_retires_its_timers_and_withdraws_its_awaited_tasks() {
     open(&mut kv, task("done").of_run("r"));
     open(&mut kv, task("not-awaited").of_run("r"));
     open(&mut kv, task("other-run").of_run("other"));
-    tasks::claim(&mut kv, "claimed", "bob", &[], None).expect("claims");
-    tasks::escalate(&mut kv, "escalated").expect("escalates");
-    tasks::settle(&mut kv, "done", Settlement::Completed, None).expect("settles");
+    tasks::claim(&mut kv, "claimed", "bob", &[], None, None).expect("claims");
+    tasks::escalate(&mut kv, "escalated", None).expect("escalates");
+    tasks::settle(&mut kv, "done", Settlement::Completed, None, None, None).expect("settles");
 
     let awaited = names(&[
         "open",

@@ -15,7 +15,7 @@ fn settle_is_compare_and_set_from_pending() {
     let mut kv = MemKv::new();
     open(&mut kv, task("t"));
     assert_eq!(
-        tasks::settle(&mut kv, "t", Settlement::Completed, None),
+        tasks::settle(&mut kv, "t", Settlement::Completed, None, None, None),
         Ok(true)
     );
     assert_eq!(stored(&mut kv, "t").state, TaskState::Completed);
@@ -27,7 +27,7 @@ fn settle_is_compare_and_set_from_pending() {
     ] {
         assert!(!writes_nothing(&mut kv, |kv| tasks::settle(
             kv, "t", s, None
-        )));
+        , None, None)));
         assert_eq!(stored(&mut kv, "t").state, TaskState::Completed);
     }
     assert_eq!(open_count(&mut kv), 0);
@@ -41,18 +41,18 @@ fn settle_moves_every_pending_state() {
     open(&mut kv, task("claimed"));
     open(&mut kv, task("escalated"));
     claim(&mut kv, "claimed", "bob", &[]).expect("claims");
-    tasks::escalate(&mut kv, "escalated").expect("escalates");
+    tasks::escalate(&mut kv, "escalated", None).expect("escalates");
     assert_eq!(open_count(&mut kv), 3);
     assert_eq!(
-        tasks::settle(&mut kv, "open", Settlement::Expired, None),
+        tasks::settle(&mut kv, "open", Settlement::Expired, None, None, None),
         Ok(true)
     );
     assert_eq!(
-        tasks::settle(&mut kv, "claimed", Settlement::Completed, None),
+        tasks::settle(&mut kv, "claimed", Settlement::Completed, None, None, None),
         Ok(true)
     );
     assert_eq!(
-        tasks::settle(&mut kv, "escalated", Settlement::Withdrawn, None),
+        tasks::settle(&mut kv, "escalated", Settlement::Withdrawn, None, None, None),
         Ok(true)
     );
     assert_eq!(stored(&mut kv, "open").state, TaskState::Expired);
@@ -68,7 +68,7 @@ fn settle_keeps_the_assignee() {
     open(&mut kv, task("t"));
     claim(&mut kv, "t", "bob", &[]).expect("claims");
     assert_eq!(
-        tasks::settle(&mut kv, "t", Settlement::Completed, None),
+        tasks::settle(&mut kv, "t", Settlement::Completed, None, None, None),
         Ok(true)
     );
     let t = stored(&mut kv, "t");
@@ -80,12 +80,12 @@ fn settle_keeps_the_assignee() {
 fn settling_an_unknown_task_is_not_found() {
     let mut kv = MemKv::new();
     let e = fails_cleanly(&mut kv, |kv| {
-        tasks::settle(kv, "t", Settlement::Completed, None)
+        tasks::settle(kv, "t", Settlement::Completed, None, None, None)
     });
     assert_eq!(e, ClaimError::NotFound("t".into()));
     open(&mut kv, task("u"));
     let e = fails_cleanly(&mut kv, |kv| {
-        tasks::settle(kv, "t", Settlement::Expired, None)
+        tasks::settle(kv, "t", Settlement::Expired, None, None, None)
     });
     assert_eq!(e, ClaimError::NotFound("t".into()));
 }
@@ -100,8 +100,8 @@ fn withdraw_run_moves_only_that_runs_pending_awaited_tasks() {
     }
     open(&mut kv, task("other-run").of_run("r2"));
     claim(&mut kv, "claimed", "bob", &[]).expect("claims");
-    tasks::escalate(&mut kv, "escalated").expect("escalates");
-    tasks::settle(&mut kv, "completed", Settlement::Completed, None).expect("settles");
+    tasks::escalate(&mut kv, "escalated", None).expect("escalates");
+    tasks::settle(&mut kv, "completed", Settlement::Completed, None, None, None).expect("settles");
     let awaited = names(&[
         "open",
         "claimed",

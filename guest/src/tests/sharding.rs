@@ -162,14 +162,14 @@ fn the_counts_sum_every_shard_however_the_writers_spread_them() {
         for i in 0..200 {
             next(&mut kv);
             let id = format!("t{i:03}");
-            tasks::claim(&mut kv, &id, "bob", &approver, Some(&lease)).expect("claims");
+            tasks::claim(&mut kv, &id, "bob", &approver, Some(&lease), None).expect("claims");
         }
         // Settled all by one writer, whose shard then falls below zero
         // where shards are spread by writer.
         for i in 0..100 {
             kv.slot = 63;
             let id = format!("t{i:03}");
-            tasks::settle(&mut kv, &id, Settlement::Completed, None).expect("settles");
+            tasks::settle(&mut kv, &id, Settlement::Completed, None, None, None).expect("settles");
         }
         for i in 0..300 {
             next(&mut kv);
@@ -205,7 +205,7 @@ fn a_call_counts_only_in_its_writers_shard() {
     kv.slot = 69;
     open(&mut kv, task("t1"));
     kv.slot = 9;
-    tasks::settle(&mut kv, "t1", Settlement::Completed, None).expect("settles");
+    tasks::settle(&mut kv, "t1", Settlement::Completed, None, None, None).expect("settles");
     let keys: Vec<(Vec<u8>, Vec<u8>)> = kv
         .map
         .iter()
@@ -290,13 +290,13 @@ fn calls_by_different_writers_touch_different_keys() {
                     tasks::open(kv, &task(id).roles(&["a"]).due(50)).map(drop)
                 }),
                 "claim" => footprint(kv, |kv| {
-                    tasks::claim(kv, id, "bob", &roles, Some(&lease)).map(drop)
+                    tasks::claim(kv, id, "bob", &roles, Some(&lease), None).map(drop)
                 }),
-                "renew" => footprint(kv, |kv| tasks::renew(kv, id, "bob", 5, 100).map(drop)),
-                "release" => footprint(kv, |kv| tasks::release(kv, id, "bob")),
-                "escalate" => footprint(kv, |kv| tasks::escalate(kv, id).map(drop)),
+                "renew" => footprint(kv, |kv| tasks::renew(kv, id, "bob", 5, 100, None).map(drop)),
+                "release" => footprint(kv, |kv| tasks::release(kv, id, "bob", None)),
+                "escalate" => footprint(kv, |kv| tasks::escalate(kv, id, None).map(drop)),
                 "settle" => footprint(kv, |kv| {
-                    tasks::settle(kv, id, Settlement::Completed, None).map(drop)
+                    tasks::settle(kv, id, Settlement::Completed, None, None, None).map(drop)
                 }),
                 other => panic!("no verb {other}"),
             };

@@ -15,7 +15,7 @@ fn take_over(
     actor: &str,
     roles: &[&str],
 ) -> Result<Task, ClaimError> {
-    tasks::take_over(kv, id, from, actor, &names(roles), None)
+    tasks::take_over(kv, id, from, actor, &names(roles), None, None)
 }
 
 // ---- take-over ----------------------------------------------------------
@@ -29,7 +29,7 @@ fn take_over_moves_the_claim_from_the_holder_to_the_actor() {
     assert_eq!(t.assignee.as_deref(), Some("dave"));
     assert_eq!(stored(&mut kv, "t"), t);
     // bob no longer holds it.
-    let e = fails_cleanly(&mut kv, |kv| tasks::release(kv, "t", "bob"));
+    let e = fails_cleanly(&mut kv, |kv| tasks::release(kv, "t", "bob", None));
     assert_eq!(e, ClaimError::NotHeld("bob".into()));
     assert_eq!(open_count(&mut kv), 1);
     assert_healthy(&mut kv);
@@ -99,7 +99,7 @@ fn take_over_of_an_unheld_task_is_not_held_use_claim() {
     assert_eq!(e, ClaimError::NotHeld("dave".into()));
     // Escalated is queued, not held.
     claim(&mut kv, "t", "bob", &["approver"]).expect("claims");
-    tasks::escalate(&mut kv, "t").expect("escalates");
+    tasks::escalate(&mut kv, "t", None).expect("escalates");
     let e = fails_cleanly(&mut kv, |kv| {
         take_over(kv, "t", "bob", "dave", &["approver"])
     });
@@ -124,7 +124,7 @@ fn take_over_keeps_an_escalated_tasks_history() {
         &mut kv,
         task("t").roles(&["clerk"]).escalating_to(&["lead"]).due(10),
     );
-    tasks::escalate(&mut kv, "t").expect("escalates");
+    tasks::escalate(&mut kv, "t", None).expect("escalates");
     claim(&mut kv, "t", "lea", &["lead"]).expect("claims");
     take_over(&mut kv, "t", "lea", "leo", &["lead"]).expect("takes over");
     // Still never overdue, and a release goes back to escalated.
@@ -133,7 +133,7 @@ fn take_over_keeps_an_escalated_tasks_history() {
             .expect("overdue")
             .is_empty()
     );
-    tasks::release(&mut kv, "t", "leo").expect("releases");
+    tasks::release(&mut kv, "t", "leo", None).expect("releases");
     assert_eq!(stored(&mut kv, "t").state, TaskState::Escalated);
     assert_healthy(&mut kv);
 }
@@ -143,18 +143,18 @@ fn take_over_keeps_an_escalated_tasks_history() {
 #[test]
 fn only_the_holder_of_a_claimed_task_may_release_it() {
     let mut kv = MemKv::new();
-    let e = fails_cleanly(&mut kv, |kv| tasks::release(kv, "t", "bob"));
+    let e = fails_cleanly(&mut kv, |kv| tasks::release(kv, "t", "bob", None));
     assert_eq!(e, ClaimError::NotFound("t".into()));
     open(&mut kv, task("t"));
     // Open: nobody holds it.
-    let e = fails_cleanly(&mut kv, |kv| tasks::release(kv, "t", "bob"));
+    let e = fails_cleanly(&mut kv, |kv| tasks::release(kv, "t", "bob", None));
     assert_eq!(e, ClaimError::NotHeld("bob".into()));
     claim(&mut kv, "t", "bob", &[]).expect("claims");
-    let e = fails_cleanly(&mut kv, |kv| tasks::release(kv, "t", "carol"));
+    let e = fails_cleanly(&mut kv, |kv| tasks::release(kv, "t", "carol", None));
     assert_eq!(e, ClaimError::NotHeld("carol".into()));
     // A settled task keeps its assignee, but nobody holds it any more.
-    tasks::settle(&mut kv, "t", Settlement::Completed, None).expect("settles");
-    let e = fails_cleanly(&mut kv, |kv| tasks::release(kv, "t", "bob"));
+    tasks::settle(&mut kv, "t", Settlement::Completed, None, None, None).expect("settles");
+    let e = fails_cleanly(&mut kv, |kv| tasks::release(kv, "t", "bob", None));
     assert_eq!(e, ClaimError::NotHeld("bob".into()));
 }
 
@@ -163,8 +163,15 @@ fn release_returns_a_never_escalated_task_to_open() {
     let mut kv = MemKv::new();
     let opened = open(&mut kv, task("t").roles(&["clerk"]).due(50));
     claim(&mut kv, "t", "bob", &["clerk"]).expect("claims");
-    tasks::release(&mut kv, "t", "bob").expect("releases");
-    assert_eq!(stored(&mut kv, "t"), opened);
+    tasks::release(&mut kv, "t", "bob", None).expect("releases");
+    // As it was opened, two changes on.
+    assert_eq!(
+        stored(&mut kv, "t"),
+        Task {
+            revision: 3,
+            ..opened
+        }
+    );
     assert_eq!(
         ids(&tasks::overdue(&mut kv, 50, 10).expect("overdue")),
         ["t"]
@@ -180,9 +187,9 @@ fn release_returns_an_escalated_task_to_escalated_with_its_audience_widened() {
         &mut kv,
         task("t").roles(&["clerk"]).escalating_to(&["lead"]).due(50),
     );
-    tasks::escalate(&mut kv, "t").expect("escalates");
+    tasks::escalate(&mut kv, "t", None).expect("escalates");
     claim(&mut kv, "t", "lea", &["lead"]).expect("claims");
-    tasks::release(&mut kv, "t", "lea").expect("releases");
+    tasks::release(&mut kv, "t", "lea", None).expect("releases");
     let t = stored(&mut kv, "t");
     assert_eq!(t.state, TaskState::Escalated);
     assert_eq!(t.assignee, None);

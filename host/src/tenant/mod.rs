@@ -16,13 +16,14 @@
 //!
 //! The methods are split by the WIT interface that exports their verb, one
 //! file each, as wasmtime's hosts keep one file per interface: `tasks`,
-//! `timers`, `runs`, `changes`, `admin`; the answers' checks they share are
-//! in `checks`. This file holds the handle, its deadline and the one way a
+//! `kinds`, `timers`, `runs`, `changes`, `admin`; the answers' checks they share are
+//! in `checks`. This file holds the handle, its deadline, its guard and the one way a
 //! method makes its call; a new verb's method goes in its interface's file.
 
 mod admin;
 mod changes;
 mod checks;
+mod kinds;
 mod runs;
 mod tasks;
 mod timers;
@@ -37,6 +38,7 @@ use crate::ctx::{CallCtx, Export};
 use crate::error::Error;
 use crate::runtime::Shared;
 use crate::verbs::Verb;
+use leasehold_guest::model::Guard;
 
 /// One tenant of an [`Engine`](crate::Engine). Cheap to clone; share it
 /// between threads.
@@ -47,6 +49,9 @@ pub struct Tenant {
     name: Arc<str>,
     /// The caller's deadline (see [`Tenant::until`]).
     until: Option<Instant>,
+    /// What the verbs that change one task are guarded by (see
+    /// [`Tenant::guarded`]).
+    guard: Option<Guard>,
 }
 
 impl std::fmt::Debug for Tenant {
@@ -63,7 +68,28 @@ impl Tenant {
             shared,
             name,
             until: None,
+            guard: None,
         }
+    }
+
+    /// This tenant, for calls guarded by `guard`: every verb that changes
+    /// one task (claim, release, take-over, renew, settle and decide,
+    /// escalate, update, assign, unassign, delegate, note) goes ahead only
+    /// on the task at `guard.revision`, if it names one (else
+    /// [`Refusal::Stale`](crate::Refusal::Stale) with the current revision,
+    /// and nothing written), and records `guard.job` in the change's
+    /// history entry. Meant for one call: the revision moves with every
+    /// change. Other verbs ignore it.
+    pub fn guarded(&self, guard: Guard) -> Tenant {
+        Tenant {
+            guard: Some(guard),
+            ..self.clone()
+        }
+    }
+
+    /// The guard as the WIT takes it.
+    fn wit_guard(&self) -> Option<crate::bindings::wit::Guard> {
+        self.guard.clone().map(Into::into)
     }
 
     /// This tenant, for calls that must be decided by `deadline`: a call

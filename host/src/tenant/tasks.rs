@@ -2,7 +2,9 @@
 //! checks their answers must pass (a claim's answer held by the claimant, a
 //! sweep's tasks distinct and moved as the verb says).
 
-use leasehold_guest::model::{Lease, Page, QueueQuery, Settlement, Task, TaskState, Timestamp};
+use leasehold_guest::model::{
+    Decision, Lease, Page, QueueQuery, Settlement, Task, TaskChanges, TaskState, Timestamp,
+};
 
 use crate::bindings::wit;
 use crate::error::Error;
@@ -45,9 +47,10 @@ impl Tenant {
     ) -> Result<Task, Error> {
         let roles = strings(roles);
         let lease = lease.map(wit::Lease::from);
+        let guard = self.wit_guard();
         self.call(
             Verb::Claim,
-            |x, s| x.call(s, (id, actor, roles.as_slice(), lease)),
+            |x, s| x.call(s, (id, actor, roles.as_slice(), lease, &guard)),
             |a: ClaimAnswer<wit::Task>| held_task(claim(a)?, id, actor),
         )
     }
@@ -55,7 +58,12 @@ impl Tenant {
     /// Returns a task `actor` holds to the queue (`escalated` if it ever
     /// was, else `open`); anyone else is refused with `not-held`.
     pub fn release(&self, id: &str, actor: &str) -> Result<(), Error> {
-        self.call(Verb::Release, |x, s| x.call(s, (id, actor)), claim::<()>)
+        let guard = self.wit_guard();
+        self.call(
+            Verb::Release,
+            |x, s| x.call(s, (id, actor, &guard)),
+            claim::<()>,
+        )
     }
 
     /// Moves a claim from `from` to `actor`, who holds it under `lease` or,
@@ -70,9 +78,10 @@ impl Tenant {
     ) -> Result<Task, Error> {
         let roles = strings(roles);
         let lease = lease.map(wit::Lease::from);
+        let guard = self.wit_guard();
         self.call(
             Verb::TakeOver,
-            |x, s| x.call(s, (id, from, actor, roles.as_slice(), lease)),
+            |x, s| x.call(s, (id, from, actor, roles.as_slice(), lease, &guard)),
             |a: ClaimAnswer<wit::Task>| held_task(claim(a)?, id, actor),
         )
     }
@@ -85,9 +94,10 @@ impl Tenant {
         now: Timestamp,
         lease_ms: u32,
     ) -> Result<Task, Error> {
+        let guard = self.wit_guard();
         self.call(
             Verb::Renew,
-            |x, s| x.call(s, (id, actor, now, lease_ms)),
+            |x, s| x.call(s, (id, actor, now, lease_ms, &guard)),
             |a: ClaimAnswer<wit::Task>| held_task(claim(a)?, id, actor),
         )
     }
@@ -178,10 +188,28 @@ impl Tenant {
         settlement: Settlement,
         holder: Option<&str>,
     ) -> Result<bool, Error> {
+        self.decide(id, settlement, holder, None)
+    }
+
+    /// [`Tenant::settle`] with a decision (outcome, reason, output), kept
+    /// with the task and its record with who decided. It is checked against
+    /// the outcomes the task, or else its kind, declares; a decision they
+    /// refuse is `invalid`, naming the field (the output's first violation
+    /// by its path), and nothing is written. A settled task answers
+    /// `false`, its decision unchecked.
+    pub fn decide(
+        &self,
+        id: &str,
+        settlement: Settlement,
+        holder: Option<&str>,
+        decision: Option<&Decision>,
+    ) -> Result<bool, Error> {
         let settlement = wit::Settlement::from(settlement);
+        let decision = decision.cloned().map(wit::Decision::from);
+        let guard = self.wit_guard();
         self.call(
             Verb::Settle,
-            |x, s| x.call(s, (id, settlement, holder)),
+            |x, s| x.call(s, (id, settlement, holder, &decision, &guard)),
             claim::<bool>,
         )
     }
@@ -210,10 +238,11 @@ impl Tenant {
     /// `escalate_to` added to its candidate roles. A settled task is
     /// answered as it stands.
     pub fn escalate(&self, id: &str) -> Result<Task, Error> {
+        let guard = self.wit_guard();
         self.call(
             Verb::Escalate,
-            |x, s| x.call(s, (id,)),
-            |a: StoreAnswer<wit::Task>| same_task(store(a)?, id),
+            |x, s| x.call(s, (id, &guard)),
+            |a: ClaimAnswer<wit::Task>| same_task(claim(a)?, id),
         )
     }
 
@@ -266,6 +295,125 @@ impl Tenant {
                 let tasks = at_most(store(a)?, limit, "overdue")?;
                 Ok(tasks.into_iter().map(Into::into).collect())
             },
+        )
+    }
+
+    /// One page of the tasks `actor` holds, soonest lease end first,
+    /// claims without a lease last, then by id; pass `next` back as
+    /// `after`. Reads O(limit) index entries however many tasks others
+    /// hold.
+    pub fn held(&self, actor: &str, limit: u32, after: Option<&str>) -> Result<Page, Error> {
+        self.call(
+            Verb::Held,
+            |x, s| x.call(s, (actor, limit, after)),
+            |a: StoreAnswer<wit::Page>| {
+                let p = page(store(a)?, limit, "held")?;
+                if let Some(t) = p.tasks.iter().find(|&t| held(t.clone(), actor).is_err()) {
+                    return Err(malformed(format!(
+                        "held answered task {} as {} by {:?}, not held by {actor}",
+                        t.id, t.state, t.assignee
+                    )));
+                }
+                Ok(p)
+            },
+        )
+    }
+
+    /// Changes fields of a pending task, each by `open`'s rules; `by` is
+    /// recorded as who changed it. A change that excludes the holder ends
+    /// the claim in the same change. Answers the task as it now stands.
+    pub fn update(
+        &self,
+        id: &str,
+        by: Option<&str>,
+        changes: &TaskChanges,
+    ) -> Result<Task, Error> {
+        let changes = wit::TaskChanges::from(changes.clone());
+        let guard = self.wit_guard();
+        self.call(
+            Verb::Update,
+            |x, s| x.call(s, (id, by, &changes, &guard)),
+            |a: ClaimAnswer<wit::Task>| same_task(claim(a)?, id),
+        )
+    }
+
+    /// A manager claims the task for `to`, from whoever holds it, by the
+    /// claim ladder for `to` (the roles rung skipped only with
+    /// `override_roles`, which the record then says). Answers the task,
+    /// held by `to`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn assign(
+        &self,
+        id: &str,
+        to: &str,
+        roles: &[&str],
+        lease: Option<Lease>,
+        override_roles: bool,
+        by: Option<&str>,
+    ) -> Result<Task, Error> {
+        let roles = strings(roles);
+        let lease = lease.map(wit::Lease::from);
+        let guard = self.wit_guard();
+        self.call(
+            Verb::Assign,
+            |x, s| {
+                x.call(
+                    s,
+                    (id, to, roles.as_slice(), lease, override_roles, by, &guard),
+                )
+            },
+            |a: ClaimAnswer<wit::Task>| held_task(claim(a)?, id, to),
+        )
+    }
+
+    /// Back to the queue from whoever holds it; a pending task nobody holds
+    /// is answered as it stands.
+    pub fn unassign(&self, id: &str, by: Option<&str>) -> Result<Task, Error> {
+        let guard = self.wit_guard();
+        self.call(
+            Verb::Unassign,
+            |x, s| x.call(s, (id, by, &guard)),
+            |a: ClaimAnswer<wit::Task>| {
+                let t = same_task(claim(a)?, id)?;
+                if t.state == TaskState::Claimed {
+                    return Err(malformed(format!(
+                        "unassign answered task {id} still claimed by {:?}",
+                        t.assignee
+                    )));
+                }
+                Ok(t)
+            },
+        )
+    }
+
+    /// The holder `from` hands the task to `to`, by the claim ladder for
+    /// `to`; anyone but the holder is refused with `not-held(from)`.
+    pub fn delegate(
+        &self,
+        id: &str,
+        from: &str,
+        to: &str,
+        roles: &[&str],
+        lease: Option<Lease>,
+    ) -> Result<Task, Error> {
+        let roles = strings(roles);
+        let lease = lease.map(wit::Lease::from);
+        let guard = self.wit_guard();
+        self.call(
+            Verb::Delegate,
+            |x, s| x.call(s, (id, from, to, roles.as_slice(), lease, &guard)),
+            |a: ClaimAnswer<wit::Task>| held_task(claim(a)?, id, to),
+        )
+    }
+
+    /// An append-only remark by `actor` (1 byte to 4 KiB), kept in the
+    /// task's history. Answers the task.
+    pub fn note(&self, id: &str, actor: &str, text: &str) -> Result<Task, Error> {
+        let guard = self.wit_guard();
+        self.call(
+            Verb::Note,
+            |x, s| x.call(s, (id, actor, text, &guard)),
+            |a: ClaimAnswer<wit::Task>| same_task(claim(a)?, id),
         )
     }
 }

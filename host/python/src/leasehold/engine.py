@@ -74,7 +74,7 @@ from .model import (
 from .stores import Mode, Store
 
 PACKAGE = "leasehold:engine"
-VERSION = "0.2.0"
+VERSION = "0.3.0"
 
 #: How often the deadline clock ticks; deadlines are accurate to one tick.
 TICK = 0.005
