@@ -315,6 +315,9 @@ pub fn task(id: &str, created_at: i64) -> Task {
         excluded_actors: Vec::new(),
         created_at,
         due_at: None,
+        revision: 0,
+        decision: None,
+        outcomes: Vec::new(),
     }
 }
 

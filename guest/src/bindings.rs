@@ -379,7 +379,11 @@ impl tasks_api::Guest for Component {
         call(|kv| crate::tasks::claim(kv, &id, &actor, &roles, lease.as_ref(), guard.as_ref()))
     }
 
-    fn release(id: String, actor: String, guard: Option<wit::Guard>) -> Result<(), wit::ClaimError> {
+    fn release(
+        id: String,
+        actor: String,
+        guard: Option<wit::Guard>,
+    ) -> Result<(), wit::ClaimError> {
         let guard = guard.map(model::Guard::from);
         call(|kv| crate::tasks::release(kv, &id, &actor, guard.as_ref()))
     }
@@ -395,7 +399,15 @@ impl tasks_api::Guest for Component {
         let lease = lease.map(model::Lease::from);
         let guard = guard.map(model::Guard::from);
         call(|kv| {
-            crate::tasks::take_over(kv, &id, &from, &actor, &roles, lease.as_ref(), guard.as_ref())
+            crate::tasks::take_over(
+                kv,
+                &id,
+                &from,
+                &actor,
+                &roles,
+                lease.as_ref(),
+                guard.as_ref(),
+            )
         })
     }
 
@@ -490,7 +502,11 @@ impl tasks_api::Guest for Component {
             .map(|ts: Vec<model::Task>| ts.into_iter().map(Into::into).collect())
     }
 
-    fn held(actor: String, limit: u32, after: Option<String>) -> Result<wit::Page, wit::StoreError> {
+    fn held(
+        actor: String,
+        limit: u32,
+        after: Option<String>,
+    ) -> Result<wit::Page, wit::StoreError> {
         call(|kv| crate::tasks::held(kv, &actor, limit, after.as_deref()))
     }
 

@@ -121,5 +121,7 @@ pub fn rules_for<K: Kv + ?Sized>(kv: &mut K, task: &Task) -> Result<Vec<OutcomeR
     if !task.outcomes.is_empty() {
         return Ok(task.outcomes.clone());
     }
-    Ok(load(kv, &task.kind)?.map(|d| d.outcomes).unwrap_or_default())
+    Ok(load(kv, &task.kind)?
+        .map(|d| d.outcomes)
+        .unwrap_or_default())
 }

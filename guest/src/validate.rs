@@ -181,9 +181,8 @@ pub fn outcome_rules(field: &str, rules: &[OutcomeRule]) -> Result<(), StoreErro
             )));
         }
         if let Some(schema) = &r.output_schema {
-            crate::jsonschema::Schema::compile_str(schema).map_err(|e| {
-                invalid(format!("{field}[{i}].output-schema ({}): {e}", r.name))
-            })?;
+            crate::jsonschema::Schema::compile_str(schema)
+                .map_err(|e| invalid(format!("{field}[{i}].output-schema ({}): {e}", r.name)))?;
         }
     }
     Ok(())

@@ -45,6 +45,9 @@ fn task(i: usize) -> Task {
         excluded_actors: vec![],
         created_at: i as i64,
         due_at: None,
+        revision: 0,
+        decision: None,
+        outcomes: Vec::new(),
     }
 }
 

@@ -27,5 +27,8 @@ pub(crate) fn task(id: &str) -> Task {
         excluded_actors: Vec::new(),
         created_at: 1,
         due_at: None,
+        revision: 0,
+        decision: None,
+        outcomes: Vec::new(),
     }
 }

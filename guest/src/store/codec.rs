@@ -61,7 +61,8 @@ where
     B: for<'de> Deserialize<'de>,
     E: for<'de> Deserialize<'de> + Default,
 {
-    let (base, rest) = postcard::take_from_bytes::<B>(bytes).map_err(|e| RowError(e.to_string()))?;
+    let (base, rest) =
+        postcard::take_from_bytes::<B>(bytes).map_err(|e| RowError(e.to_string()))?;
     if rest.is_empty() {
         return Ok((base, E::default()));
     }

@@ -155,7 +155,11 @@ struct EntryExt {
     kind: Option<String>,
 }
 
-fn split_entry(e: &HistoryEntry, run: &Option<String>, kind: &Option<String>) -> (EntryBase, EntryExt) {
+fn split_entry(
+    e: &HistoryEntry,
+    run: &Option<String>,
+    kind: &Option<String>,
+) -> (EntryBase, EntryExt) {
     (
         EntryBase {
             seq: e.seq,
@@ -423,7 +427,9 @@ pub fn record_task<K: Kv + ?Sized>(
         candidate_roles: t.candidate_roles.clone(),
         excluded_actors: t.excluded_actors.clone(),
         revision: t.revision,
-        changes: old.map(|was| field_changes(was, new, cause)).unwrap_or_default(),
+        changes: old
+            .map(|was| field_changes(was, new, cause))
+            .unwrap_or_default(),
         decision: (old.map(|r| &r.task.decision) != Some(&t.decision))
             .then(|| t.decision.clone())
             .flatten(),
@@ -515,14 +521,38 @@ fn field_changes(was: &TaskRow, now: &TaskRow, cause: Cause<'_>) -> Vec<FieldCha
         }
     };
     push("assignee", opt_str(&a.assignee), opt_str(&b.assignee));
-    push("lease-until", opt_int(a.lease_until), opt_int(b.lease_until));
+    push(
+        "lease-until",
+        opt_int(a.lease_until),
+        opt_int(b.lease_until),
+    );
     push("due-at", opt_int(a.due_at), opt_int(b.due_at));
-    push("priority", to_json(a.priority.name()), to_json(b.priority.name()));
-    push("candidate-roles", strs(&a.candidate_roles), strs(&b.candidate_roles));
+    push(
+        "priority",
+        to_json(a.priority.name()),
+        to_json(b.priority.name()),
+    );
+    push(
+        "candidate-roles",
+        strs(&a.candidate_roles),
+        strs(&b.candidate_roles),
+    );
     push("escalate-to", strs(&a.escalate_to), strs(&b.escalate_to));
-    push("excluded-actors", strs(&a.excluded_actors), strs(&b.excluded_actors));
-    push("on-expiry", to_json(a.on_expiry.name()), to_json(b.on_expiry.name()));
-    push("outcomes", crate::json::outcomes(&a.outcomes), crate::json::outcomes(&b.outcomes));
+    push(
+        "excluded-actors",
+        strs(&a.excluded_actors),
+        strs(&b.excluded_actors),
+    );
+    push(
+        "on-expiry",
+        to_json(a.on_expiry.name()),
+        to_json(b.on_expiry.name()),
+    );
+    push(
+        "outcomes",
+        crate::json::outcomes(&a.outcomes),
+        crate::json::outcomes(&b.outcomes),
+    );
     if cause.override_roles {
         push("override-roles", "false".to_owned(), "true".to_owned());
     }

@@ -164,7 +164,10 @@ pub fn write_task<K: Kv + ?Sized>(
     let mut before = old.map(TaskRow::index_keys).unwrap_or_default();
     // A row no layout-10 build has changed (revision 0) was written without
     // its `held` entry: its first change writes it, whatever it was.
-    if let Some(key) = old.filter(|r| r.task.revision == 0).and_then(TaskRow::held_key) {
+    if let Some(key) = old
+        .filter(|r| r.task.revision == 0)
+        .and_then(TaskRow::held_key)
+    {
         before.retain(|k| *k != key);
     }
     let after = new.index_keys();

@@ -24,9 +24,7 @@ fn checked(c: &TaskChanges) -> Result<TaskChanges, ClaimError> {
         validate::timestamp("changes.due-at", due)?;
     }
     let list = |field: &str, v: &Option<Vec<String>>| {
-        v.as_deref()
-            .map(|l| validate::names(field, l))
-            .transpose()
+        v.as_deref().map(|l| validate::names(field, l)).transpose()
     };
     if let Some(o) = &c.outcomes {
         validate::outcome_rules("changes.outcomes", o)?;

@@ -9,9 +9,7 @@
 use crate::prelude::*;
 
 use crate::kv::Kv;
-use crate::model::{
-    ClaimError, Guard, Lease, QueueQuery, StoreError, Task, TaskState, Timestamp,
-};
+use crate::model::{ClaimError, Guard, Lease, QueueQuery, StoreError, Task, TaskState, Timestamp};
 use crate::queue;
 use crate::schema;
 use crate::store::{self, Cause, TaskRow};

@@ -8,8 +8,8 @@ use crate::prelude::*;
 
 use crate::kv::Kv;
 use crate::model::{
-    ClaimError, Decision, DecisionRecord, Guard, OnExpiry, Settlement, StoreError, Task,
-    TaskState, Timestamp,
+    ClaimError, Decision, DecisionRecord, Guard, OnExpiry, Settlement, StoreError, Task, TaskState,
+    Timestamp,
 };
 use crate::schema;
 use crate::store::{self, Cause, TaskRow};

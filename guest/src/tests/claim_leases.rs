@@ -104,7 +104,9 @@ fn renew_moves_the_lease_and_refuses_anyone_but_a_leased_holder() {
         let e = fails_cleanly(&mut kv, |kv| tasks::renew(kv, id, actor, 1_500, 10, None));
         assert_eq!(e, ClaimError::NotHeld(actor.into()), "{id} by {actor}");
     }
-    let e = fails_cleanly(&mut kv, |kv| tasks::renew(kv, "nope", "bob", 1_500, 10, None));
+    let e = fails_cleanly(&mut kv, |kv| {
+        tasks::renew(kv, "nope", "bob", 1_500, 10, None)
+    });
     assert_eq!(e, ClaimError::NotFound("nope".into()));
     assert_healthy(&mut kv);
 }
@@ -191,7 +193,8 @@ fn take_over_with_a_lease_gives_the_new_holder_that_lease() {
         "bob",
         "ann",
         &names(&["a"]),
-        lease(5, 100).as_ref(), None,
+        lease(5, 100).as_ref(),
+        None,
     )
     .expect("takes over");
     assert_eq!(t.assignee.as_deref(), Some("ann"));
@@ -203,7 +206,8 @@ fn take_over_with_a_lease_gives_the_new_holder_that_lease() {
         "ann",
         "ann",
         &names(&["a"]),
-        lease(6, 1).as_ref(), None,
+        lease(6, 1).as_ref(),
+        None,
     )
     .expect("idempotent");
     assert_eq!(t.lease_until, Some(7));

@@ -32,7 +32,9 @@ fn a_task_row_that_does_not_decode_is_corrupt_never_a_default() {
         claim_corrupt_detail(fails_cleanly(&mut kv, |kv| {
             tasks::take_over(kv, "t", "bob", "ann", &names(&["a"]), None, None)
         }));
-        claim_corrupt_detail(fails_cleanly(&mut kv, |kv| tasks::release(kv, "t", "bob", None)));
+        claim_corrupt_detail(fails_cleanly(&mut kv, |kv| {
+            tasks::release(kv, "t", "bob", None)
+        }));
         claim_corrupt_detail(fails_cleanly(&mut kv, |kv| {
             tasks::settle(kv, "t", Settlement::Completed, None, None, None)
         }));

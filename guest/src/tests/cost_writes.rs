@@ -24,7 +24,14 @@ fn claim_and_settle_touch_only_their_own_task() {
     assert_eq!(calls.scans, 0, "{calls:?}");
     assert!(calls.reads() <= 8, "{calls:?}");
     let (moved, calls) = counted(&mut kv, |kv| {
-        tasks::settle(kv, "t01500", crate::model::Settlement::Completed, None, None, None)
+        tasks::settle(
+            kv,
+            "t01500",
+            crate::model::Settlement::Completed,
+            None,
+            None,
+            None,
+        )
     });
     assert_eq!(moved, Ok(true));
     assert_eq!(calls.scans, 0, "{calls:?}");

@@ -270,7 +270,9 @@ fn invalid_input_cases() -> Vec<Case> {
         case("take-over: empty role", INV, |kv| {
             tasks::take_over(kv, "held", "bob", "dave", &names(&[""]), None, None)
         }),
-        case("release: empty id", INV, |kv| tasks::release(kv, "", "bob", None)),
+        case("release: empty id", INV, |kv| {
+            tasks::release(kv, "", "bob", None)
+        }),
         case("release: control actor", INV, |kv| {
             tasks::release(kv, "held", "b\u{7f}ob", None)
         }),
@@ -283,7 +285,9 @@ fn invalid_input_cases() -> Vec<Case> {
         case("withdraw-run: empty awaited id", INV, |kv| {
             tasks::withdraw_run(kv, "r1", &names(&["open", ""]))
         }),
-        case("escalate: empty id", INV, |kv| tasks::escalate(kv, "", None)),
+        case("escalate: empty id", INV, |kv| {
+            tasks::escalate(kv, "", None)
+        }),
         case("for-case: empty case", INV, |kv| {
             tasks::for_case(kv, "", 10, None)
         }),

@@ -147,7 +147,10 @@ fn apply(kv: &mut MemKv, model: &mut Model, op: &Op) -> Result<bool, TestCaseErr
                 prop_assert_eq!(&real, &model.update(IDS[*id], &c));
             } else {
                 prop_assert!(
-                    matches!(real, Err(crate::model::ClaimError::Store(StoreError::Invalid(_)))),
+                    matches!(
+                        real,
+                        Err(crate::model::ClaimError::Store(StoreError::Invalid(_)))
+                    ),
                     "{:?}",
                     real
                 );
@@ -373,14 +376,16 @@ fn verify(kv: &mut MemKv, model: &Model) -> Result<(), TestCaseError> {
     }
     for actor in ACTORS {
         // What `held` lists is what a scan of every task finds.
-        let listed = tasks::held(kv, actor, 1000, None).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let listed =
+            tasks::held(kv, actor, 1000, None).map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(ids(&listed.tasks), model.held(actor));
     }
     for (t, _) in model.tasks.values() {
         // No excluded actor ever holds a task.
         prop_assert!(
-            t.assignee.as_ref().is_none_or(|a| t.state != TaskState::Claimed
-                || !t.excluded_actors.contains(a)),
+            t.assignee
+                .as_ref()
+                .is_none_or(|a| t.state != TaskState::Claimed || !t.excluded_actors.contains(a)),
             "task {} is held by excluded {:?}",
             t.id,
             t.assignee
@@ -418,7 +423,10 @@ fn verify_feed(kv: &mut MemKv, model: &Model) -> Result<(), TestCaseError> {
                 // Each change is one revision on from the one before.
                 let rev = last_task.get(&c.id).map_or(1, |l| l.revision + 1);
                 prop_assert_eq!(c.entry.revision, rev, "task {}", c.id);
-                prop_assert_eq!(c.run.as_deref(), model.tasks.get(&c.id).map(|(t, _)| t.run.as_str()));
+                prop_assert_eq!(
+                    c.run.as_deref(),
+                    model.tasks.get(&c.id).map(|(t, _)| t.run.as_str())
+                );
                 if let Some(d) = &c.entry.decision {
                     decided.insert(c.id.clone(), d.clone());
                 }

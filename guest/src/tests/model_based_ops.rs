@@ -341,7 +341,10 @@ pub(super) fn invalid_call(kv: &mut MemKv, which: usize) -> String {
         5 => format!("{:?}", runs::seal(kv, "", &[])),
         6 => format!("{:?}", tasks::overdue(kv, 10, 1001)),
         7 => format!("{:?}", tasks::for_case(kv, "c0", 1, Some("q00"))),
-        8 => format!("{:?}", tasks::take_over(kv, "t0", "", "ann", &[], None, None)),
+        8 => format!(
+            "{:?}",
+            tasks::take_over(kv, "t0", "", "ann", &[], None, None)
+        ),
         9 => format!("{:?}", tasks::renew(kv, "t0", "ann", 10, 0, None)),
         10 => format!("{:?}", tasks::reclaim_lapsed(kv, -1, 5)),
         11 => format!(
@@ -383,6 +386,9 @@ pub(super) fn invalid_call(kv: &mut MemKv, which: usize) -> String {
                 None,
             )
         ),
-        _ => format!("{:?}", tasks::delegate(kv, "t0", "ann", "", &[], None, None)),
+        _ => format!(
+            "{:?}",
+            tasks::delegate(kv, "t0", "ann", "", &[], None, None)
+        ),
     }
 }

@@ -413,7 +413,9 @@ impl Model {
             t.excluded_actors = dedup(x);
         }
         let holder_excluded = t.state == TaskState::Claimed
-            && t.assignee.as_ref().is_some_and(|h| t.excluded_actors.contains(h));
+            && t.assignee
+                .as_ref()
+                .is_some_and(|h| t.excluded_actors.contains(h));
         if holder_excluded {
             // put_back counts the change.
             Self::put_back(t, *ever);

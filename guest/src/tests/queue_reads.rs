@@ -168,7 +168,8 @@ fn the_queue_never_offers_what_claim_would_refuse_the_actor() {
     );
     // Every task offered can in fact be claimed by the actor.
     for t in queue(&mut kv, &["a"], Some("bob"), 10).tasks {
-        tasks::claim(&mut kv, &t.id, "bob", &names(&["a"]), None, None).expect("offered, so claimable");
+        tasks::claim(&mut kv, &t.id, "bob", &names(&["a"]), None, None)
+            .expect("offered, so claimable");
     }
 }
 
@@ -187,9 +188,25 @@ fn the_queue_never_shows_claimed_or_settled_tasks() {
     }
     tasks::claim(&mut kv, "claimed", "bob", &names(&["a"]), None, None).expect("claims");
     tasks::escalate(&mut kv, "escalated", None).expect("escalates");
-    tasks::settle(&mut kv, "completed", Settlement::Completed, None, None, None).expect("settles");
+    tasks::settle(
+        &mut kv,
+        "completed",
+        Settlement::Completed,
+        None,
+        None,
+        None,
+    )
+    .expect("settles");
     tasks::settle(&mut kv, "expired", Settlement::Expired, None, None, None).expect("settles");
-    tasks::settle(&mut kv, "withdrawn", Settlement::Withdrawn, None, None, None).expect("settles");
+    tasks::settle(
+        &mut kv,
+        "withdrawn",
+        Settlement::Withdrawn,
+        None,
+        None,
+        None,
+    )
+    .expect("settles");
     assert_eq!(
         ids(&queue(&mut kv, &["a"], None, 10).tasks),
         ["escalated", "open"]

@@ -19,7 +19,8 @@ fn the_check_finds_damage_to_the_record() {
             Some(&Lease {
                 now: 1,
                 lease_ms: 9,
-            }), None,
+            }),
+            None,
         )
         .expect("claim");
         arm(&mut kv, timer("r", "e", 5));

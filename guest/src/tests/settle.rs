@@ -26,8 +26,8 @@ fn settle_is_compare_and_set_from_pending() {
         Settlement::Completed,
     ] {
         assert!(!writes_nothing(&mut kv, |kv| tasks::settle(
-            kv, "t", s, None
-        , None, None)));
+            kv, "t", s, None, None, None
+        )));
         assert_eq!(stored(&mut kv, "t").state, TaskState::Completed);
     }
     assert_eq!(open_count(&mut kv), 0);
@@ -52,7 +52,14 @@ fn settle_moves_every_pending_state() {
         Ok(true)
     );
     assert_eq!(
-        tasks::settle(&mut kv, "escalated", Settlement::Withdrawn, None, None, None),
+        tasks::settle(
+            &mut kv,
+            "escalated",
+            Settlement::Withdrawn,
+            None,
+            None,
+            None
+        ),
         Ok(true)
     );
     assert_eq!(stored(&mut kv, "open").state, TaskState::Expired);
@@ -101,7 +108,15 @@ fn withdraw_run_moves_only_that_runs_pending_awaited_tasks() {
     open(&mut kv, task("other-run").of_run("r2"));
     claim(&mut kv, "claimed", "bob", &[]).expect("claims");
     tasks::escalate(&mut kv, "escalated", None).expect("escalates");
-    tasks::settle(&mut kv, "completed", Settlement::Completed, None, None, None).expect("settles");
+    tasks::settle(
+        &mut kv,
+        "completed",
+        Settlement::Completed,
+        None,
+        None,
+        None,
+    )
+    .expect("settles");
     let awaited = names(&[
         "open",
         "claimed",

@@ -24,7 +24,10 @@ pub(super) fn open_count(kv: &mut MemKv) -> u64 {
 pub(super) fn settled_while_bob_held_it(kv: &mut MemKv, settlement: Settlement) {
     open(kv, task("t").roles(&["approver"]).excluding(&["mallory"]));
     claim(kv, "t", "bob", &["approver"]).expect("bob claims");
-    assert_eq!(tasks::settle(kv, "t", settlement, None, None, None), Ok(true));
+    assert_eq!(
+        tasks::settle(kv, "t", settlement, None, None, None),
+        Ok(true)
+    );
 }
 
 /// The same task, still held by bob.

@@ -102,7 +102,7 @@ impl Driver {
     pub(crate) fn claim(&self, id: &str, actor: &str, roles: &[String]) -> Result<Task, Error> {
         match self {
             Driver::Product(p) => p.claim(id, actor, &strs(roles), None),
-            Driver::Native(n) => n.write(|kv| tasks::claim(kv, id, actor, roles, None)),
+            Driver::Native(n) => n.write(|kv| tasks::claim(kv, id, actor, roles, None, None)),
         }
     }
 
@@ -116,14 +116,16 @@ impl Driver {
     pub(crate) fn settle(&self, id: &str) -> Result<bool, Error> {
         match self {
             Driver::Product(p) => p.settle(id, Settlement::Completed, None),
-            Driver::Native(n) => n.write(|kv| tasks::settle(kv, id, Settlement::Completed, None)),
+            Driver::Native(n) => {
+                n.write(|kv| tasks::settle(kv, id, Settlement::Completed, None, None, None))
+            }
         }
     }
 
     pub(crate) fn escalate(&self, id: &str) -> Result<Task, Error> {
         match self {
             Driver::Product(p) => p.escalate(id),
-            Driver::Native(n) => n.write(|kv| tasks::escalate(kv, id)),
+            Driver::Native(n) => n.write(|kv| tasks::escalate(kv, id, None)),
         }
     }
 

@@ -148,7 +148,7 @@ impl Bench {
                 for i in 0..calls {
                     let t = reviewer_task(i);
                     tasks::open(kv, &t)?;
-                    tasks::claim(kv, &t.id, ALICE, &roles, None)?;
+                    tasks::claim(kv, &t.id, ALICE, &roles, None, None)?;
                 }
                 Ok(())
             }),

@@ -39,6 +39,9 @@ pub(crate) fn task(id: String, created_at: i64, role: &str, case: String) -> Tas
         excluded_actors: vec!["mallory".into()],
         created_at,
         due_at: Some(created_at + 86_400_000),
+        revision: 0,
+        decision: None,
+        outcomes: Vec::new(),
     }
 }
 

@@ -56,6 +56,9 @@ fn task(tenant: &str, i: usize) -> Task {
         excluded_actors: vec![],
         created_at: T0 + i as i64,
         due_at: None,
+        revision: 0,
+        decision: None,
+        outcomes: Vec::new(),
     }
 }
 

@@ -169,6 +169,7 @@ impl CliError {
                 Refusal::NotPending(s) => ("not_pending", Some(s.as_str())),
                 Refusal::AlreadyClaimed(h) => ("already_claimed", Some(h)),
                 Refusal::NotHeld(a) => ("not_held", Some(a)),
+                Refusal::Stale(_) => ("stale", None),
                 _ => ("refused", None),
             },
             Error::Store(s) => match s {
@@ -177,6 +178,7 @@ impl CliError {
                 StoreError::Corrupt(d) => ("corrupt", Some(d)),
                 StoreError::Storage(d) => ("storage", Some(d)),
                 StoreError::NewerLayout(d) => ("newer_layout", Some(d)),
+                StoreError::Stale(_) => ("stale", None),
             },
             Error::Open(open) => open_kind(open),
             Error::ReadOnly { verb } => ("read_only", Some(verb)),

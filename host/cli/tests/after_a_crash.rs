@@ -43,6 +43,9 @@ fn crash_writer_child() {
             excluded_actors: vec![],
             created_at: i as i64 + 1,
             due_at: None,
+            revision: 0,
+            decision: None,
+            outcomes: Vec::new(),
         };
         t.open(&task).expect("open");
         writeln!(out, "acked {id}").expect("stdout");

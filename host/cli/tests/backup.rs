@@ -478,6 +478,9 @@ fn offline_backup(s: &Setup) -> (PathBuf, PathBuf) {
                 excluded_actors: vec![],
                 created_at: now_ms(),
                 due_at: None,
+                revision: 0,
+                decision: None,
+                outcomes: Vec::new(),
             })
             .expect("open");
         }
@@ -737,6 +740,9 @@ fn serve_logs_its_first_sweep_and_waits_before_acting() {
                 excluded_actors: vec![],
                 created_at: long_ago,
                 due_at: due,
+                revision: 0,
+                decision: None,
+                outcomes: Vec::new(),
             })
             .expect("open");
         }

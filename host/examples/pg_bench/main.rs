@@ -55,6 +55,9 @@ fn task(id: String, created_at: i64) -> Task {
         excluded_actors: Vec::new(),
         created_at,
         due_at: None,
+        revision: 0,
+        decision: None,
+        outcomes: Vec::new(),
     }
 }
 

@@ -40,6 +40,9 @@ fn task(id: String) -> Task {
         excluded_actors: Vec::new(),
         created_at: 1,
         due_at: None,
+        revision: 0,
+        decision: None,
+        outcomes: Vec::new(),
     }
 }
 

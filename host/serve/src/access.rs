@@ -221,6 +221,9 @@ mod tests {
             excluded_actors: excluded.iter().map(|a| (*a).to_owned()).collect(),
             created_at: 0,
             due_at: None,
+            revision: 0,
+            decision: None,
+            outcomes: Vec::new(),
         }
     }
 
@@ -239,7 +242,14 @@ mod tests {
                 lease_until: t.lease_until,
                 candidate_roles: t.candidate_roles.clone(),
                 excluded_actors: t.excluded_actors.clone(),
+                revision: t.revision,
+                changes: Vec::new(),
+                decision: None,
+                note: None,
+                job: None,
             },
+            run: Some(t.run.clone()),
+            kind: Some(t.kind.clone()),
         })
     }
 

@@ -78,10 +78,6 @@ impl Tenant {
 
     /// Removes a kind's definition; answers whether there was one.
     pub fn remove_kind(&self, kind: &str) -> Result<bool, Error> {
-        self.call(
-            Verb::RemoveKind,
-            |x, s| x.call(s, (kind,)),
-            store::<bool>,
-        )
+        self.call(Verb::RemoveKind, |x, s| x.call(s, (kind,)), store::<bool>)
     }
 }

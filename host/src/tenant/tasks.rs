@@ -322,12 +322,7 @@ impl Tenant {
     /// Changes fields of a pending task, each by `open`'s rules; `by` is
     /// recorded as who changed it. A change that excludes the holder ends
     /// the claim in the same change. Answers the task as it now stands.
-    pub fn update(
-        &self,
-        id: &str,
-        by: Option<&str>,
-        changes: &TaskChanges,
-    ) -> Result<Task, Error> {
+    pub fn update(&self, id: &str, by: Option<&str>, changes: &TaskChanges) -> Result<Task, Error> {
         let changes = wit::TaskChanges::from(changes.clone());
         let guard = self.wit_guard();
         self.call(

@@ -276,12 +276,16 @@ fn timer_arg(v: &Value) -> Timer {
 }
 
 fn store_error(e: &StoreError) -> Value {
+    if let StoreError::Stale(r) = e {
+        return json!({ "stale": r });
+    }
     let (case, text) = match e {
         StoreError::NotFound(t) => ("not-found", t),
         StoreError::Invalid(t) => ("invalid", t),
         StoreError::Corrupt(t) => ("corrupt", t),
         StoreError::Storage(t) => ("storage", t),
         StoreError::NewerLayout(t) => ("newer-layout", t),
+        StoreError::Stale(_) => unreachable!("answered above"),
     };
     json!({ case: text })
 }
@@ -297,6 +301,8 @@ fn error_variant(e: &Error, claim_verb: bool) -> Value {
             Refusal::NotPending(s) => json!({"not-pending": s.as_str()}),
             Refusal::AlreadyClaimed(t) => json!({"already-claimed": t}),
             Refusal::NotHeld(t) => json!({"not-held": t}),
+            Refusal::Stale(r) => json!({ "stale": r }),
+            other => json!({"host": other.to_string()}),
         },
         Error::Store(s) if claim_verb => json!({"store": store_error(s)}),
         Error::Store(s) => store_error(s),

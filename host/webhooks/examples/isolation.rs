@@ -90,6 +90,9 @@ fn task(id: &str) -> Task {
         excluded_actors: Vec::new(),
         created_at: 1_700_000_000_000,
         due_at: None,
+        revision: 0,
+        decision: None,
+        outcomes: Vec::new(),
     }
 }
 

@@ -197,7 +197,14 @@ mod tests {
                 lease_until: None,
                 candidate_roles: vec![],
                 excluded_actors: vec![],
+                revision: 0,
+                changes: vec![],
+                decision: None,
+                note: None,
+                job: None,
             },
+            run: None,
+            kind: None,
         })
     }
 

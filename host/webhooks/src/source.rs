@@ -179,7 +179,14 @@ mod tests {
                     lease_until: None,
                     candidate_roles: vec!["r".into()],
                     excluded_actors: vec![],
+                    revision: 2,
+                    changes: vec![],
+                    decision: None,
+                    note: None,
+                    job: None,
                 },
+                run: Some("r-1".into()),
+                kind: Some("approve".into()),
             }),
         };
         let body: serde_json::Value =

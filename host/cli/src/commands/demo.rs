@@ -91,6 +91,9 @@ fn task(id: &str, run: &str, case: &str, kind: &str, justification: &str) -> Tas
         excluded_actors: Vec::new(),
         created_at: NINE,
         due_at: None,
+        revision: 0,
+        decision: None,
+        outcomes: Vec::new(),
     }
 }
 

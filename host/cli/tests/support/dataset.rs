@@ -42,6 +42,9 @@ pub fn task(tenant: &str, i: usize) -> Task {
         },
         created_at: T0 + i as i64,
         due_at: i.is_multiple_of(4).then_some(T0 + 60_000 + i as i64),
+        revision: 0,
+        decision: None,
+        outcomes: Vec::new(),
     }
 }
 

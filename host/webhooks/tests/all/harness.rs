@@ -257,6 +257,9 @@ pub fn task(id: &str, kind: &str) -> Task {
         excluded_actors: Vec::new(),
         created_at: 1_700_000_000_000,
         due_at: None,
+        revision: 0,
+        decision: None,
+        outcomes: Vec::new(),
     }
 }
 
