@@ -44,6 +44,8 @@ mod sealing;
 mod settle;
 mod sharding;
 mod take_over_release;
+mod task_changes;
+mod task_decisions;
 mod timer_leases;
 mod worklist_support;
 
@@ -128,9 +130,6 @@ impl TaskFixture for Task {
     fn due(self, at: i64) -> Self {
         Task {
             due_at: Some(at),
-            revision: 0,
-            decision: None,
-            outcomes: Vec::new(),
             ..self
         }
     }
