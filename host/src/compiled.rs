@@ -116,6 +116,7 @@ fn compile(bytes: &[u8], limits: &Limits, cache_dir: Option<&Path>) -> Result<Co
     let wasm = wasm_engine(limits)?;
     let (component, from) = cache::component(&wasm, bytes, cache_dir)
         .map_err(|e| setup("the component does not compile", e))?;
+    speaks_this_version(&wasm, &component)?;
     let mut linker = Linker::<CallCtx>::new(&wasm);
     wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(|e| setup("linking WASI", e))?;
     kv::add_to_linker::<CallCtx, HasSelf<KvView>>(&mut linker, |c| &mut c.kv)
@@ -152,6 +153,33 @@ fn compile(bytes: &[u8], limits: &Limits, cache_dir: Option<&Path>) -> Result<Co
         exports,
         from,
     })
+}
+
+/// Refuses a component that speaks another version of the package, naming
+/// both, before linking would fail on the first name it cannot match.
+fn speaks_this_version(wasm: &wasmtime::Engine, component: &Component) -> Result<(), Error> {
+    let ty = component.component_type();
+    let names = ty
+        .imports(wasm)
+        .map(|(n, _)| n)
+        .chain(ty.exports(wasm).map(|(n, _)| n));
+    for name in names {
+        let Some(rest) = name.strip_prefix(crate::verbs::PACKAGE) else {
+            continue;
+        };
+        let version = rest.rsplit_once('@').map(|(_, v)| v);
+        if version != Some(crate::verbs::VERSION) {
+            return Err(Error::setup(format!(
+                "this component speaks {}@{} ({name}); this host speaks {}@{}: use the \
+                 component built with this host (`leasehold component --out`)",
+                crate::verbs::PACKAGE,
+                version.unwrap_or("no version"),
+                crate::verbs::PACKAGE,
+                crate::verbs::VERSION
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Finds the export of every verb, so that a call type-checks only the one

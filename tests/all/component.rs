@@ -38,3 +38,38 @@ fn the_component_exports_exactly_the_world_and_imports_only_kv() {
         "the component imports more than its storage"
     );
 }
+
+/// A component that exports `leasehold:engine/tasks@0.2.0`: what a build of
+/// the previous contract looks like from outside, assembled here.
+fn component_speaking(version: &str) -> Vec<u8> {
+    use wasm_encoder::{
+        Component, ComponentExportKind, ComponentExportSection, ComponentInstanceSection,
+    };
+    let mut c = Component::new();
+    let mut instances = ComponentInstanceSection::new();
+    instances.export_items(Vec::<(&str, ComponentExportKind, u32)>::new());
+    c.section(&instances);
+    let mut exports = ComponentExportSection::new();
+    exports.export(
+        &format!("leasehold:engine/tasks@{version}"),
+        ComponentExportKind::Instance,
+        0,
+        None,
+    );
+    c.section(&exports);
+    c.finish()
+}
+
+#[test]
+fn a_component_of_another_package_version_is_refused_naming_both() {
+    let engine = leasehold_host::Engine::in_memory().expect("engine");
+    let e = engine
+        .with_component(component_speaking("0.2.0"))
+        .expect_err("a 0.2.0 component is refused");
+    let text = e.to_string();
+    assert!(
+        text.contains("this component speaks leasehold:engine@0.2.0")
+            && text.contains("this host speaks leasehold:engine@0.3.0"),
+        "{text}"
+    );
+}
