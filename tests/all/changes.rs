@@ -11,8 +11,8 @@ use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
 use leasehold_host::{
-    Change, Engine, FeedRead, HistoryEntry, Lease, ManualClock, Settlement, TaskState, Tenant,
-    TimerEvent,
+    Change, Decision, Engine, FeedRead, Guard, HistoryEntry, Lease, ManualClock, Priority,
+    Settlement, TaskChanges, TaskState, Tenant, TimerEvent,
 };
 use leasehold_tests::*;
 
@@ -200,7 +200,8 @@ fn ten_thousand_random_calls_from_8_threads_replayed_from_the_feed_reproduce_eve
                     let actor = actors[rng.below(actors.len() as u64) as usize];
                     let now = i as i64;
                     // Refusals are part of the mix: they must record nothing.
-                    let _ = match rng.below(9) {
+                    let other = actors[rng.below(actors.len() as u64) as usize];
+                    let _ = match rng.below(16) {
                         0 => t.open(&task(id, now).roles(&["r"])).map(drop),
                         1 | 2 => t.claim(id, actor, &["r"], None).map(drop),
                         3 => t.release(id, actor),
@@ -210,7 +211,36 @@ fn ten_thousand_random_calls_from_8_threads_replayed_from_the_feed_reproduce_eve
                         5 => t.renew(id, actor, now, 50).map(drop),
                         6 => t.reclaim_lapsed(now, 5).map(drop),
                         7 => t.escalate(id).map(drop),
-                        _ => t.settle(id, Settlement::Completed, Some(actor)).map(drop),
+                        8 => t.settle(id, Settlement::Completed, Some(actor)).map(drop),
+                        9 => {
+                            let changes = TaskChanges {
+                                priority: Some(if now % 2 == 0 { Priority::High } else { Priority::Low }),
+                                excluded_actors: Some(vec![other.to_owned()]),
+                                due_at: Some(Some(now + 1_000)),
+                                ..TaskChanges::default()
+                            };
+                            t.update(id, Some("lead"), &changes).map(drop)
+                        }
+                        10 => t.assign(id, actor, &["r"], None, false, Some("lead")).map(drop),
+                        11 => t.unassign(id, Some("lead")).map(drop),
+                        12 => t.delegate(id, actor, other, &["r"], None).map(drop),
+                        13 => t.note(id, actor, "looked at it").map(drop),
+                        14 => {
+                            let d = Decision {
+                                outcome: "approved".into(),
+                                reason: Some(format!("by {actor}")),
+                                output: Some(format!("{{\"n\":{now}}}")),
+                            };
+                            t.decide(id, Settlement::Completed, Some(actor), Some(&d)).map(drop)
+                        }
+                        _ => {
+                            // A decision on the task as it was a moment ago:
+                            // refused whenever anything changed since.
+                            let seen = t.get(id).ok().flatten().map_or(0, |r| r.revision);
+                            t.guarded(Guard { revision: Some(seen), job: Some(format!("w{w}")) })
+                                .claim(id, actor, &["r"], None)
+                                .map(drop)
+                        }
                     };
                 }
                 finished.fetch_add(1, Ordering::AcqRel);
@@ -232,6 +262,23 @@ fn ten_thousand_random_calls_from_8_threads_replayed_from_the_feed_reproduce_eve
     });
     let last = replay(&received);
     assert_eq!(last.len(), ids.len());
+    let decided: BTreeMap<&str, leasehold_host::DecisionRecord> = received
+        .iter()
+        .filter_map(|e| match &e.change {
+            Change::Task(c) => Some((c.id.as_str(), c.entry.decision.clone()?)),
+            Change::Timer(_) => None,
+        })
+        .collect();
+    // Each change is one revision on from the task's change before.
+    let mut revisions: BTreeMap<&str, u64> = BTreeMap::new();
+    for e in &received {
+        if let Change::Task(c) = &e.change {
+            let want = revisions.get(c.id.as_str()).map_or(1, |r| r + 1);
+            assert_eq!(c.entry.revision, want, "task {}", c.id);
+            assert_eq!(c.run.as_deref(), Some("run-1"), "task {}", c.id);
+            revisions.insert(c.id.as_str(), c.entry.revision);
+        }
+    }
     for id in &ids {
         let row = t.get(id).expect("get");
         match (row, last.get(id)) {
@@ -242,6 +289,16 @@ fn ten_thousand_random_calls_from_8_threads_replayed_from_the_feed_reproduce_eve
                     "task {id}"
                 );
                 assert_eq!(row.candidate_roles, e.candidate_roles, "task {id}");
+                assert_eq!(row.excluded_actors, e.excluded_actors, "task {id}");
+                assert_eq!(row.revision, e.revision, "task {id}");
+                if let Some(d) = &row.decision {
+                    assert_eq!(decided.get(id.as_str()), Some(d), "task {id}");
+                }
+                // No excluded actor holds a task.
+                if row.state == TaskState::Claimed {
+                    let holder = row.assignee.as_ref().expect("a holder");
+                    assert!(!row.excluded_actors.contains(holder), "task {id}");
+                }
                 assert_eq!(
                     t.history(id, Some(e.seq - 1), 1000).expect("history"),
                     std::slice::from_ref(e),
