@@ -17,7 +17,8 @@ use crate::schema;
 use crate::store;
 use crate::validate;
 
-fn decode(name: &str, bytes: &[u8]) -> Result<KindDefinition, StoreError> {
+/// A stored definition of kind `name`; anything else is `corrupt`.
+pub(crate) fn decode(name: &str, bytes: &[u8]) -> Result<KindDefinition, StoreError> {
     let def: KindDefinition = match postcard::take_from_bytes(bytes) {
         Ok((def, [])) => def,
         Ok((_, left)) => {

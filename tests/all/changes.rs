@@ -214,14 +214,20 @@ fn ten_thousand_random_calls_from_8_threads_replayed_from_the_feed_reproduce_eve
                         8 => t.settle(id, Settlement::Completed, Some(actor)).map(drop),
                         9 => {
                             let changes = TaskChanges {
-                                priority: Some(if now % 2 == 0 { Priority::High } else { Priority::Low }),
+                                priority: Some(if now % 2 == 0 {
+                                    Priority::High
+                                } else {
+                                    Priority::Low
+                                }),
                                 excluded_actors: Some(vec![other.to_owned()]),
                                 due_at: Some(Some(now + 1_000)),
                                 ..TaskChanges::default()
                             };
                             t.update(id, Some("lead"), &changes).map(drop)
                         }
-                        10 => t.assign(id, actor, &["r"], None, false, Some("lead")).map(drop),
+                        10 => t
+                            .assign(id, actor, &["r"], None, false, Some("lead"))
+                            .map(drop),
                         11 => t.unassign(id, Some("lead")).map(drop),
                         12 => t.delegate(id, actor, other, &["r"], None).map(drop),
                         13 => t.note(id, actor, "looked at it").map(drop),
@@ -231,15 +237,19 @@ fn ten_thousand_random_calls_from_8_threads_replayed_from_the_feed_reproduce_eve
                                 reason: Some(format!("by {actor}")),
                                 output: Some(format!("{{\"n\":{now}}}")),
                             };
-                            t.decide(id, Settlement::Completed, Some(actor), Some(&d)).map(drop)
+                            t.decide(id, Settlement::Completed, Some(actor), Some(&d))
+                                .map(drop)
                         }
                         _ => {
                             // A decision on the task as it was a moment ago:
                             // refused whenever anything changed since.
                             let seen = t.get(id).ok().flatten().map_or(0, |r| r.revision);
-                            t.guarded(Guard { revision: Some(seen), job: Some(format!("w{w}")) })
-                                .claim(id, actor, &["r"], None)
-                                .map(drop)
+                            t.guarded(Guard {
+                                revision: Some(seen),
+                                job: Some(format!("w{w}")),
+                            })
+                            .claim(id, actor, &["r"], None)
+                            .map(drop)
                         }
                     };
                 }

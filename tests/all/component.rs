@@ -51,7 +51,7 @@ fn component_speaking(version: &str) -> Vec<u8> {
     c.section(&instances);
     let mut exports = ComponentExportSection::new();
     exports.export(
-        &format!("leasehold:engine/tasks@{version}"),
+        format!("leasehold:engine/tasks@{version}"),
         ComponentExportKind::Instance,
         0,
         None,

@@ -629,9 +629,10 @@ fn escalating_a_settled_task_changes_nothing() {
 #[test]
 fn escalating_an_unknown_task_is_not_found() {
     let (t, _db) = temp_tenant();
+    // A verb that changes one task answers a claim error (0.3.0 on).
     assert!(matches!(
         t.escalate("ghost"),
-        Err(Error::Store(StoreError::NotFound(id))) if id == "ghost"
+        Err(Error::Refused(Refusal::NotFound(id))) if id == "ghost"
     ));
 }
 

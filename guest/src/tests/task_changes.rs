@@ -84,7 +84,13 @@ fn every_recorded_change_is_one_revision_and_a_stale_guard_writes_nothing() {
     );
     let e = last_entry(&mut kv, "t");
     assert_eq!((e.revision, e.job.as_deref()), (3, Some("job-7")));
-    assert_eq!(tasks::get(&mut kv, "t").unwrap().unwrap().revision, 3);
+    assert_eq!(
+        tasks::get(&mut kv, "t")
+            .expect("answers")
+            .expect("answers")
+            .revision,
+        3
+    );
     assert_healthy(&mut kv);
 }
 
@@ -98,39 +104,43 @@ fn held_lists_an_actors_claims_soonest_lease_end_first_unleased_last() {
         now: end - 10,
         lease_ms: 10,
     };
-    tasks::claim(&mut kv, "a", "bob", &[], None, None).unwrap();
-    tasks::claim(&mut kv, "b", "bob", &[], Some(&lease(500)), None).unwrap();
-    tasks::claim(&mut kv, "c", "bob", &[], Some(&lease(100)), None).unwrap();
-    tasks::claim(&mut kv, "d", "ann", &[], Some(&lease(50)), None).unwrap();
+    tasks::claim(&mut kv, "a", "bob", &[], None, None).expect("answers");
+    tasks::claim(&mut kv, "b", "bob", &[], Some(&lease(500)), None).expect("answers");
+    tasks::claim(&mut kv, "c", "bob", &[], Some(&lease(100)), None).expect("answers");
+    tasks::claim(&mut kv, "d", "ann", &[], Some(&lease(50)), None).expect("answers");
     let p = tasks::held(&mut kv, "bob", 2, None).expect("held");
     assert_eq!(ids(&p.tasks), ["c", "b"]);
     let p = tasks::held(&mut kv, "bob", 2, p.next.as_deref()).expect("next page");
     assert_eq!(ids(&p.tasks), ["a"]);
     assert_eq!(p.next, None);
     // A renewal moves the entry; a release and a settle take it away.
-    tasks::renew(&mut kv, "c", "bob", 900, 10, None).unwrap();
-    let p = tasks::held(&mut kv, "bob", 10, None).unwrap();
+    tasks::renew(&mut kv, "c", "bob", 900, 10, None).expect("answers");
+    let p = tasks::held(&mut kv, "bob", 10, None).expect("answers");
     assert_eq!(ids(&p.tasks), ["b", "c", "a"]);
-    tasks::release(&mut kv, "b", "bob", None).unwrap();
-    tasks::settle(&mut kv, "a", Settlement::Completed, None, None, None).unwrap();
+    tasks::release(&mut kv, "b", "bob", None).expect("answers");
+    tasks::settle(&mut kv, "a", Settlement::Completed, None, None, None).expect("answers");
     assert_eq!(
-        ids(&tasks::held(&mut kv, "bob", 10, None).unwrap().tasks),
+        ids(&tasks::held(&mut kv, "bob", 10, None)
+            .expect("answers")
+            .tasks),
         ["c"]
     );
     // A lapse reclaimed takes it away too.
-    tasks::reclaim_lapsed(&mut kv, 1000, 10).unwrap();
+    tasks::reclaim_lapsed(&mut kv, 1000, 10).expect("answers");
     assert!(
         tasks::held(&mut kv, "bob", 10, None)
-            .unwrap()
+            .expect("answers")
             .tasks
             .is_empty()
     );
     assert_eq!(
-        ids(&tasks::held(&mut kv, "ann", 10, None).unwrap().tasks),
+        ids(&tasks::held(&mut kv, "ann", 10, None)
+            .expect("answers")
+            .tasks),
         [] as [&str; 0]
     );
     // A cursor of another verb is refused.
-    let e = tasks::held(&mut kv, "bob", 10, Some("q00")).unwrap_err();
+    let e = tasks::held(&mut kv, "bob", 10, Some("q00")).expect_err("refused");
     assert!(matches!(e, StoreError::Invalid(_)), "{e:?}");
     assert_healthy(&mut kv);
 }
@@ -155,7 +165,11 @@ fn update_changes_fields_by_opens_rules_and_every_index_follows() {
     // forgot the due time.
     assert!(queue_ids(&mut kv, &["clerk"], "ann").is_empty());
     assert_eq!(queue_ids(&mut kv, &["legal"], "ann"), ["t"]);
-    assert!(tasks::overdue(&mut kv, 1_000, 10).unwrap().is_empty());
+    assert!(
+        tasks::overdue(&mut kv, 1_000, 10)
+            .expect("answers")
+            .is_empty()
+    );
     let e = last_entry(&mut kv, "t");
     assert_eq!(
         (e.verb.as_str(), e.actor.as_deref()),
@@ -190,7 +204,7 @@ fn an_update_that_excludes_the_holder_ends_the_claim_in_the_same_change() {
         now: 0,
         lease_ms: 1000,
     };
-    tasks::claim(&mut kv, "t", "bob", &[], Some(&lease), None).unwrap();
+    tasks::claim(&mut kv, "t", "bob", &[], Some(&lease), None).expect("answers");
     let changes = TaskChanges {
         excluded_actors: Some(names(&["bob"])),
         ..TaskChanges::default()
@@ -199,7 +213,7 @@ fn an_update_that_excludes_the_holder_ends_the_claim_in_the_same_change() {
     assert_eq!((t.state, t.assignee.as_deref()), (TaskState::Open, None));
     assert!(
         tasks::held(&mut kv, "bob", 10, None)
-            .unwrap()
+            .expect("answers")
             .tasks
             .is_empty()
     );
@@ -260,7 +274,7 @@ fn update_refuses_bad_input_and_settled_tasks_writing_nothing() {
         tasks::update(kv, "t", None, &c, None)
     });
     assert!(format!("{e:?}").contains("pattern"), "{e:?}");
-    tasks::settle(&mut kv, "t", Settlement::Withdrawn, None, None, None).unwrap();
+    tasks::settle(&mut kv, "t", Settlement::Withdrawn, None, None, None).expect("answers");
     let e = fails_cleanly(&mut kv, |kv| {
         let c = TaskChanges {
             priority: Some(Priority::High),
@@ -275,7 +289,7 @@ fn update_refuses_bad_input_and_settled_tasks_writing_nothing() {
 fn assign_takes_the_task_from_its_holder_by_the_ladder_and_records_an_override() {
     let mut kv = MemKv::new();
     open(&mut kv, task("t").roles(&["clerk"]).excluding(&["mallory"]));
-    claim(&mut kv, "t", "bob", &["clerk"]).unwrap();
+    claim(&mut kv, "t", "bob", &["clerk"]).expect("answers");
     // Excluded actors are refused whatever the call says.
     let e = fails_cleanly(&mut kv, |kv| {
         tasks::assign(kv, "t", "mallory", &[], None, true, Some("lead"), None)
@@ -312,12 +326,14 @@ fn assign_takes_the_task_from_its_holder_by_the_ladder_and_records_an_override()
     );
     assert!(
         tasks::held(&mut kv, "bob", 10, None)
-            .unwrap()
+            .expect("answers")
             .tasks
             .is_empty()
     );
     assert_eq!(
-        ids(&tasks::held(&mut kv, "ann", 10, None).unwrap().tasks),
+        ids(&tasks::held(&mut kv, "ann", 10, None)
+            .expect("answers")
+            .tasks),
         ["t"]
     );
     let e = last_entry(&mut kv, "t");
@@ -338,11 +354,13 @@ fn assign_takes_the_task_from_its_holder_by_the_ladder_and_records_an_override()
             .any(|c| c.field == "assignee" && c.before == "\"bob\"" && c.after == "\"ann\"")
     );
     // Unassign puts it back in the queue; again, it answers as it stands.
-    let t = tasks::unassign(&mut kv, "t", Some("lead"), None).unwrap();
+    let t = tasks::unassign(&mut kv, "t", Some("lead"), None).expect("answers");
     assert_eq!((t.state, t.assignee.as_deref()), (TaskState::Open, None));
     let rev = t.revision;
     assert_eq!(
-        tasks::unassign(&mut kv, "t", None, None).unwrap().revision,
+        tasks::unassign(&mut kv, "t", None, None)
+            .expect("answers")
+            .revision,
         rev
     );
     assert_healthy(&mut kv);
@@ -352,7 +370,7 @@ fn assign_takes_the_task_from_its_holder_by_the_ladder_and_records_an_override()
 fn delegate_is_the_holders_alone_and_keeps_the_ladder_for_the_delegate() {
     let mut kv = MemKv::new();
     open(&mut kv, task("t").roles(&["clerk"]).excluding(&["mallory"]));
-    claim(&mut kv, "t", "bob", &["clerk"]).unwrap();
+    claim(&mut kv, "t", "bob", &["clerk"]).expect("answers");
     let e = fails_cleanly(&mut kv, |kv| {
         tasks::delegate(kv, "t", "ann", "cy", &names(&["clerk"]), None, None)
     });
@@ -365,7 +383,8 @@ fn delegate_is_the_holders_alone_and_keeps_the_ladder_for_the_delegate() {
         tasks::delegate(kv, "t", "bob", "cy", &[], None, None)
     });
     assert_eq!(e, ClaimError::WrongRole("cy".into()));
-    let t = tasks::delegate(&mut kv, "t", "bob", "cy", &names(&["clerk"]), None, None).unwrap();
+    let t = tasks::delegate(&mut kv, "t", "bob", "cy", &names(&["clerk"]), None, None)
+        .expect("answers");
     assert_eq!(t.assignee.as_deref(), Some("cy"));
     let e = last_entry(&mut kv, "t");
     assert_eq!(
@@ -379,7 +398,7 @@ fn delegate_is_the_holders_alone_and_keeps_the_ladder_for_the_delegate() {
 fn a_note_is_kept_in_the_history_in_any_state_and_bounded() {
     let mut kv = MemKv::new();
     open(&mut kv, task("t"));
-    tasks::settle(&mut kv, "t", Settlement::Completed, None, None, None).unwrap();
+    tasks::settle(&mut kv, "t", Settlement::Completed, None, None, None).expect("answers");
     let t = tasks::note(&mut kv, "t", "ann", "checked the invoice", None).expect("notes");
     assert_eq!((t.state, t.revision), (TaskState::Completed, 3));
     let e = last_entry(&mut kv, "t");

@@ -40,7 +40,7 @@ fn a_decision_is_kept_with_who_decided_and_recorded_with_the_settle() {
     let mut kv = MemKv::new();
     kv.now = 77;
     open(&mut kv, with_outcomes(task("t")));
-    claim(&mut kv, "t", "bob", &[]).unwrap();
+    claim(&mut kv, "t", "bob", &[]).expect("answers");
     let d = decision("rejected", Some("duplicate invoice"), None);
     assert_eq!(
         tasks::settle(
@@ -53,7 +53,7 @@ fn a_decision_is_kept_with_who_decided_and_recorded_with_the_settle() {
         ),
         Ok(true)
     );
-    let t = tasks::get(&mut kv, "t").unwrap().unwrap();
+    let t = tasks::get(&mut kv, "t").expect("answers").expect("answers");
     let kept = t.decision.expect("kept");
     assert_eq!(
         (
@@ -65,9 +65,9 @@ fn a_decision_is_kept_with_who_decided_and_recorded_with_the_settle() {
         ("rejected", Some("duplicate invoice"), Some("bob"), 77)
     );
     let e = changes::history(&mut kv, "t", None, 10)
-        .unwrap()
+        .expect("answers")
         .pop()
-        .unwrap();
+        .expect("answers");
     assert_eq!(e.decision.as_ref(), Some(&kept));
     // A settled task's answer is false, its decision unchecked and unkept.
     let other = decision("nonsense", None, None);
@@ -83,7 +83,10 @@ fn a_decision_is_kept_with_who_decided_and_recorded_with_the_settle() {
         Ok(false)
     );
     assert_eq!(
-        tasks::get(&mut kv, "t").unwrap().unwrap().decision,
+        tasks::get(&mut kv, "t")
+            .expect("answers")
+            .expect("answers")
+            .decision,
         Some(kept)
     );
     assert_healthy(&mut kv);
@@ -188,10 +191,13 @@ fn a_kinds_outcomes_apply_where_the_task_declares_none() {
         Ok(true)
     );
     assert_eq!(
-        kinds::list(&mut kv, 10, None).unwrap(),
+        kinds::list(&mut kv, 10, None).expect("answers"),
         vec![stored.clone()]
     );
-    assert_eq!(kinds::get(&mut kv, "approve").unwrap(), Some(stored));
+    assert_eq!(
+        kinds::get(&mut kv, "approve").expect("answers"),
+        Some(stored)
+    );
     assert_eq!(kinds::remove(&mut kv, "approve"), Ok(true));
     assert_eq!(kinds::remove(&mut kv, "approve"), Ok(false));
     assert_eq!(
@@ -279,7 +285,7 @@ fn a_kind_definition_moves_the_layout_mark_and_is_checked_as_damage() {
         outcomes: vec![rule("ok", false, None)],
         revision: 0,
     };
-    kinds::define(&mut kv, &def, None).unwrap();
+    kinds::define(&mut kv, &def, None).expect("answers");
     let mark = kv.map[crate::schema::layout().as_bytes()].clone();
     assert!(
         mark.starts_with(b"10/"),
@@ -290,6 +296,6 @@ fn a_kind_definition_moves_the_layout_mark_and_is_checked_as_damage() {
         crate::schema::kind("approve").into_bytes(),
         vec![0xff, 0xff],
     );
-    let e = kinds::get(&mut kv, "approve").unwrap_err();
+    let e = kinds::get(&mut kv, "approve").expect_err("refused");
     assert!(matches!(e, StoreError::Corrupt(_)), "{e:?}");
 }

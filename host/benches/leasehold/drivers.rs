@@ -11,8 +11,8 @@ use anyhow::{Result, bail, ensure};
 use leasehold_guest::{tasks, timers};
 use leasehold_host::native::{NativeEngine, NativeTenant};
 use leasehold_host::{
-    ArmOutcome, Durability, Engine, Error, Limits, Page, QueueQuery, Settlement, Task, Tenant,
-    Timer,
+    ArmOutcome, Durability, Engine, Error, Limits, Page, QueueQuery, Settlement, Task, TaskChanges,
+    Tenant, Timer,
 };
 use redb::{ReadableDatabase, TableDefinition};
 
@@ -119,6 +119,36 @@ impl Driver {
             Driver::Native(n) => {
                 n.write(|kv| tasks::settle(kv, id, Settlement::Completed, None, None, None))
             }
+        }
+    }
+
+    /// A manager's change of priority, recorded with each field's before
+    /// and after.
+    pub(crate) fn update(&self, id: &str) -> Result<Task, Error> {
+        let changes = TaskChanges {
+            priority: Some(leasehold_host::Priority::High),
+            ..TaskChanges::default()
+        };
+        match self {
+            Driver::Product(p) => p.update(id, Some("lead"), &changes),
+            Driver::Native(n) => n.write(|kv| tasks::update(kv, id, Some("lead"), &changes, None)),
+        }
+    }
+
+    /// A manager's assignment of a queued task to `to`.
+    pub(crate) fn assign(&self, id: &str, to: &str, roles: &[String]) -> Result<Task, Error> {
+        match self {
+            Driver::Product(p) => p.assign(id, to, &strs(roles), None, false, Some("lead")),
+            Driver::Native(n) => {
+                n.write(|kv| tasks::assign(kv, id, to, roles, None, false, Some("lead"), None))
+            }
+        }
+    }
+
+    pub(crate) fn held(&self, actor: &str, limit: u32) -> Result<Page, Error> {
+        match self {
+            Driver::Product(p) => p.held(actor, limit, None),
+            Driver::Native(n) => n.read(|kv| tasks::held(kv, actor, limit, None)),
         }
     }
 

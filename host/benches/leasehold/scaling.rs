@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use anyhow::{Result, ensure};
 use leasehold_guest::kv::Kv;
+use leasehold_guest::tasks;
 use leasehold_host::{Durability, Error, QueueQuery};
 
 use crate::bench::Bench;
@@ -97,6 +98,41 @@ impl Bench {
                     ensure!(got.len() == 100, "claim-due claimed {}", got.len());
                     Ok(())
                 }
+            },
+        )?;
+
+        // `held`: a page of the 10 tasks alice holds, beside tasks held by
+        // fifty others.
+        let mine = |i: usize| {
+            task(
+                format!("mine-{i:03}"),
+                500 + i as i64,
+                REVIEWER,
+                format!("mine-case-{i}"),
+            )
+        };
+        self.scale_case(
+            "`held` page (limit 50) of the 10 tasks one actor holds; tasks others hold",
+            (s.count_small, s.count_large),
+            |kv, n| {
+                let roles = [REVIEWER.to_owned()];
+                for i in 0..10 {
+                    let t = mine(i);
+                    tasks::open(kv, &t)?;
+                    tasks::claim(kv, &t.id, ALICE, &roles, None, None)?;
+                }
+                for t in others(n) {
+                    tasks::open(kv, &t)?;
+                    let holder = format!("holder-{:02}", t.created_at % 50);
+                    tasks::claim(kv, &t.id, &holder, &t.candidate_roles, None, None)?;
+                }
+                Ok(())
+            },
+            s.read_calls,
+            |d, _| {
+                let page = d.held(ALICE, 50)?;
+                ensure!(page.tasks.len() == 10, "held page of {}", page.tasks.len());
+                Ok(())
             },
         )?;
 

@@ -32,6 +32,8 @@ const TURN: usize = 10;
 enum Verb {
     Open,
     Claim,
+    Update,
+    Assign,
     Settle,
     Escalate,
     Queue,
@@ -44,9 +46,11 @@ enum Verb {
 }
 
 impl Verb {
-    const ALL: [Verb; 9] = [
+    const ALL: [Verb; 11] = [
         Verb::Open,
         Verb::Claim,
+        Verb::Update,
+        Verb::Assign,
         Verb::Settle,
         Verb::Escalate,
         Verb::Queue,
@@ -60,6 +64,8 @@ impl Verb {
         match self {
             Verb::Open => "open",
             Verb::Claim => "claim",
+            Verb::Update => "update (priority)",
+            Verb::Assign => "assign",
             Verb::Settle => "settle",
             Verb::Escalate => "escalate",
             Verb::Queue => "queue (limit 50)",
@@ -140,9 +146,12 @@ impl Bench {
         let s = self.sizes;
         match verb {
             Verb::Open | Verb::Arm => seed(path, |_| Ok(())),
-            Verb::Claim | Verb::Escalate | Verb::ClaimNext | Verb::QueueClaim => {
-                seed(path, |kv| seed_tasks(kv, (0..calls).map(reviewer_task)))
-            }
+            Verb::Claim
+            | Verb::Update
+            | Verb::Assign
+            | Verb::Escalate
+            | Verb::ClaimNext
+            | Verb::QueueClaim => seed(path, |kv| seed_tasks(kv, (0..calls).map(reviewer_task))),
             Verb::Settle => seed(path, |kv| {
                 let roles = [REVIEWER.to_owned()];
                 for i in 0..calls {
@@ -180,6 +189,21 @@ impl Bench {
             Verb::Claim => {
                 let got = d.claim(&task_id(i), ALICE, &[REVIEWER.to_owned()])?;
                 ensure!(got.state == TaskState::Claimed, "claim did not claim");
+            }
+            Verb::Update => {
+                let got = d.update(&task_id(i))?;
+                ensure!(
+                    got.revision == 2,
+                    "update answered revision {}",
+                    got.revision
+                );
+            }
+            Verb::Assign => {
+                let got = d.assign(&task_id(i), ALICE, &[REVIEWER.to_owned()])?;
+                ensure!(
+                    got.assignee.as_deref() == Some(ALICE),
+                    "assign did not assign"
+                );
             }
             Verb::Settle => ensure!(d.settle(&task_id(i))?, "settle did not move"),
             Verb::Escalate => {

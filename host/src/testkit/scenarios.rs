@@ -302,7 +302,6 @@ fn error_variant(e: &Error, claim_verb: bool) -> Value {
             Refusal::AlreadyClaimed(t) => json!({"already-claimed": t}),
             Refusal::NotHeld(t) => json!({"not-held": t}),
             Refusal::Stale(r) => json!({ "stale": r }),
-            other => json!({"host": other.to_string()}),
         },
         Error::Store(s) if claim_verb => json!({"store": store_error(s)}),
         Error::Store(s) => store_error(s),
