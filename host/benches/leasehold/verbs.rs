@@ -64,7 +64,7 @@ impl Verb {
         match self {
             Verb::Open => "open",
             Verb::Claim => "claim",
-            Verb::Update => "update (priority)",
+            Verb::Update => "update (due time)",
             Verb::Assign => "assign",
             Verb::Settle => "settle",
             Verb::Escalate => "escalate",
@@ -184,7 +184,11 @@ impl Bench {
         match verb {
             Verb::Open => {
                 let t = reviewer_task(i);
-                ensure!(d.open_task(&t)? == t, "open answered another task");
+                let want = leasehold_host::Task {
+                    revision: 1,
+                    ..t.clone()
+                };
+                ensure!(d.open_task(&t)? == want, "open answered another task");
             }
             Verb::Claim => {
                 let got = d.claim(&task_id(i), ALICE, &[REVIEWER.to_owned()])?;
