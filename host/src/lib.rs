@@ -60,9 +60,10 @@ pub use engine::{Engine, EngineBuilder, GUEST_COMPONENT};
 pub use error::{Error, Refusal, SandboxError};
 pub use keep::InstanceStats;
 pub use leasehold_guest::model::{
-    ArmOutcome, Change, Discrepancy, FeedEntry, FeedPage, FeedPlace, FeedRead, HistoryEntry, Lease,
-    OnExpiry, Page, Phase, Priority, QueueQuery, SealOutcome, Settlement, StoreError, Task,
-    TaskChange, TaskState, Timer, TimerChange, TimerEvent, Timestamp, TrimOutcome,
+    ArmOutcome, Change, Decision, DecisionRecord, Discrepancy, FeedEntry, FeedPage, FeedPlace,
+    FeedRead, FieldChange, Guard, HistoryEntry, KindDefinition, Lease, OnExpiry, OutcomeRule, Page,
+    Phase, Priority, QueueQuery, SealOutcome, Settlement, StoreError, Task, TaskChange,
+    TaskChanges, TaskState, Timer, TimerChange, TimerEvent, Timestamp, TrimOutcome,
 };
 pub use storage::file::{KV_TABLE_NAME, OpenError, repair};
 pub use storage::postgres::{
