@@ -420,6 +420,19 @@ fn a_decision_is_checked_against_the_kind_and_kept_with_who_decided() {
         .success()
         .stdout(contains("decision      rejected by ann"))
         .stdout(contains("revision      3"));
+    // A task's own outcomes, given when it opens, outrank its kind's.
+    let own = s.open(
+        r#"{"id":"t2","run":"r1","kind":"invoice","outcomes":[{"name":"returned","needs_reason":false,"output_schema":null}]}"#,
+    );
+    assert_eq!(own["outcomes"][0]["name"], "returned");
+    s.json_error(
+        &["task", "settle", "t2", "completed", "--outcome", "approved"],
+        2,
+    );
+    assert_eq!(
+        s.json(&["task", "settle", "t2", "completed", "--outcome", "returned"])["outcome"],
+        "returned"
+    );
     assert_eq!(s.json(&["kind", "remove", "invoice"])["removed"], true);
     s.run(&["kind", "get", "invoice"]).assert().code(1);
 }

@@ -111,12 +111,12 @@ struct Settled<'a> {
 
 impl Answer for Settled<'_> {
     fn json(&self) -> serde_json::Result<String> {
-        serde_json::to_string(&json!({
-            "id": self.id,
-            "settlement": self.settlement,
-            "settled": self.settled,
-            "outcome": self.decision.map(|d| &d.outcome),
-        }))
+        let mut answer =
+            json!({"id": self.id, "settlement": self.settlement, "settled": self.settled});
+        if let Some(d) = self.decision {
+            answer["outcome"] = json!(d.outcome);
+        }
+        serde_json::to_string(&answer)
     }
 
     fn human(&self) -> String {
