@@ -150,7 +150,10 @@ fn documented(read: &Read, now: &Value) -> Option<&'static str> {
 
 /// The fields layout 10 adds, with the value an old task, history entry or
 /// feed entry must read with.
-const LAYOUT_10_DEFAULTS: [(&str, &[(&str, fn() -> Value)]); 3] = [
+/// A field and the value it must hold on old data.
+type FieldDefault = (&'static str, fn() -> Value);
+
+const LAYOUT_10_DEFAULTS: [(&str, &[FieldDefault]); 3] = [
     (
         "task",
         &[
