@@ -32,6 +32,88 @@ export interface Task {
   excludedActors: string[];
   createdAt: number | bigint;
   dueAt: number | bigint | null;
+  /** 1 when opened, one more with every recorded change; 0 for a task no 0.3.0 build has changed. */
+  revision: Int;
+  /** The decision `decide` recorded, if the settle carried one. */
+  decision: DecisionRecord | null;
+  /** The outcomes the task allows; empty: its kind's, or any. */
+  outcomes: OutcomeRule[];
+}
+
+/** One outcome a decision may have. */
+export interface OutcomeRule {
+  /** 1-64 characters, unique in its list. */
+  name: string;
+  /** A decision with this outcome must carry a non-empty reason. */
+  needsReason: boolean;
+  /** A JSON Schema (text) the decision's output must satisfy. */
+  outputSchema: string | null;
+}
+
+/** An outcome rule to declare; a schema may be an object (stringified). */
+export interface NewOutcomeRule {
+  name: string;
+  needsReason?: boolean;
+  outputSchema?: string | object | null;
+}
+
+/** What `decide` is given. `output` is JSON text, or a value to be JSON.stringify'd; null is none. */
+export interface Decision {
+  outcome: string;
+  reason?: string | null;
+  output?: string | object | number | boolean | null;
+}
+
+/** A decision as the task keeps it. */
+export interface DecisionRecord {
+  outcome: string;
+  reason: string | null;
+  output: string | null;
+  /** Who settled the task (`holder`); null for the service. */
+  by: string | null;
+  /** When the settling call ran (the engine's clock). */
+  at: Int;
+}
+
+/** What `Tenant.guarded` takes. */
+export interface Guard {
+  /** The revision the caller was shown: another one refuses the call `stale`. */
+  revision?: Int | null;
+  /** The bulk job making the change, recorded in its history entry. */
+  job?: string | null;
+}
+
+/** What `update` changes: a field left out stays as it is; `dueAt: null` clears the due time. */
+export interface TaskChanges {
+  dueAt?: Timestamp | null;
+  priority?: Priority;
+  candidateRoles?: string[];
+  escalateTo?: string[];
+  excludedActors?: string[];
+  onExpiry?: OnExpiry;
+  outcomes?: NewOutcomeRule[];
+}
+
+/** One field a change changed, before and after as JSON text. */
+export interface FieldChange {
+  field: string;
+  before: string;
+  after: string;
+}
+
+/** A kind's definition, as answered. */
+export interface KindDefinition {
+  kind: string;
+  outcomes: OutcomeRule[];
+  /** 1 when first defined, one more with each definition after. */
+  revision: Int;
+}
+
+/** A kind's definition to define (a revision given is ignored). */
+export interface NewKindDefinition {
+  kind: string;
+  outcomes?: NewOutcomeRule[];
+  revision?: Int;
 }
 
 /** A task to open: `id`, `run` and `kind` are required; the rest default. */
@@ -52,6 +134,8 @@ export interface NewTask {
   excludedActors?: string[];
   createdAt?: Timestamp;
   dueAt?: Timestamp | null;
+  /** The outcomes a decision on the task may have; empty: its kind's, or any. */
+  outcomes?: NewOutcomeRule[];
 }
 
 export interface Timer {
@@ -110,6 +194,16 @@ export interface HistoryEntry {
   leaseUntil: Int | null;
   candidateRoles: string[];
   excludedActors: string[];
+  /** The task's revision after the change; 0 for a change recorded before layout 10. */
+  revision: Int;
+  /** Each field the change changed, with its value before and after. */
+  changes: FieldChange[];
+  /** The decision a settle recorded. */
+  decision: DecisionRecord | null;
+  /** A note's text. */
+  note: string | null;
+  /** The guard's job, when the change was made by one. */
+  job: string | null;
 }
 
 export interface TimerChange {
@@ -123,7 +217,9 @@ export interface TimerChange {
 }
 
 /** What one feed entry records. */
-export type Change = { task: { id: string; entry: HistoryEntry } } | { timer: TimerChange };
+export type Change =
+  | { task: { id: string; entry: HistoryEntry; run: string | null; kind: string | null } }
+  | { timer: TimerChange };
 
 export interface FeedEntry {
   /** Where to read on after this entry. */
@@ -218,6 +314,9 @@ export interface OpenOptions {
   clock?: () => number;
 }
 
+/** The version of the WIT package `leasehold:engine` this host speaks; a component speaking another is refused at `open`. */
+export const PACKAGE_VERSION: string;
+
 export class Engine {
   constructor(options: OpenOptions);
   readonly store: Store;
@@ -233,6 +332,8 @@ export function open(options: OpenOptions): Engine;
 
 export class Tenant {
   readonly name: string;
+  /** This tenant, for guarded calls: every verb that changes one task goes ahead only at `guard.revision` (else ClaimRefusal `stale`). */
+  guarded(guard: Guard): Tenant;
   open(task: NewTask): Task;
   get(id: string): Task | null;
   claim(id: string, actor: string, roles?: string[], lease?: Lease | null): Task;
@@ -245,8 +346,21 @@ export class Tenant {
   release(id: string, actor: string): void;
   takeOver(id: string, from: string, actor: string, roles?: string[], lease?: Lease | null): Task;
   settle(id: string, settlement: Settlement, holder?: string | null): boolean;
+  /** `settle` with a decision, checked against the task's (or its kind's) outcomes. */
+  decide(id: string, settlement: Settlement, holder?: string | null, decision?: Decision | null): boolean;
   withdrawRun(run: string, awaited: string[]): number;
   escalate(id: string): Task;
+  /** The tasks `actor` holds, soonest lease end first, unleased last. */
+  held(actor: string, limit: U32, after?: string | null): Page;
+  update(id: string, by: string | null, changes: TaskChanges): Task;
+  assign(id: string, to: string, roles?: string[], lease?: Lease | null, overrideRoles?: boolean, by?: string | null): Task;
+  unassign(id: string, by?: string | null): Task;
+  delegate(id: string, from: string, to: string, roles?: string[], lease?: Lease | null): Task;
+  note(id: string, actor: string, text: string): Task;
+  defineKind(definition: NewKindDefinition, expected?: Int | null): KindDefinition;
+  getKind(kind: string): KindDefinition | null;
+  listKinds(limit: U32, after?: string | null): KindDefinition[];
+  removeKind(kind: string): boolean;
   queue(query: QueueQuery): Page;
   forCase(caseId: string, limit: U32, after?: string | null): Page;
   openCount(): number | bigint;
@@ -273,25 +387,31 @@ export class LeaseholdError extends Error {
   readonly invalidInput: boolean;
 }
 
-export type RefusalCase = 'not-found' | 'excluded' | 'wrong-role' | 'not-pending' | 'already-claimed' | 'not-held';
+export type RefusalCase = 'not-found' | 'excluded' | 'wrong-role' | 'not-pending' | 'already-claimed' | 'not-held' | 'stale';
 
 export class ClaimRefusal extends LeaseholdError {
-  constructor(kase: RefusalCase, detail: string);
+  constructor(kase: RefusalCase, detail: string | Int);
   readonly case: RefusalCase;
-  readonly detail: string;
+  /** An actor, holder, id or task state; for `stale`, the task's current revision. */
+  readonly detail: string | Int;
+  /** For `stale`, the task's current revision; else null. */
+  readonly current: Int | null;
   /** `case`, as earlier versions spelled it. */
   readonly tag: RefusalCase;
-  readonly variant: { tag: RefusalCase; val: string };
+  readonly variant: { tag: RefusalCase; val: string | Int };
 }
 
-export type StoreErrorCase = 'not-found' | 'invalid' | 'corrupt' | 'storage' | 'newer-layout';
+export type StoreErrorCase = 'not-found' | 'invalid' | 'corrupt' | 'storage' | 'newer-layout' | 'stale';
 
 export class StoreError extends LeaseholdError {
-  constructor(kase: StoreErrorCase, detail: string);
+  constructor(kase: StoreErrorCase, detail: string | Int);
   readonly case: StoreErrorCase;
-  readonly detail: string;
+  /** The text; for `stale` (`defineKind`'s expected revision), the current revision. */
+  readonly detail: string | Int;
+  /** For `stale`, the current revision; else null. */
+  readonly current: Int | null;
   readonly tag: StoreErrorCase;
-  readonly variant: { tag: StoreErrorCase; val: string };
+  readonly variant: { tag: StoreErrorCase; val: string | Int };
 }
 
 export class InvalidArgument extends StoreError {

@@ -30,7 +30,10 @@
 //!   text (as a printed `Task` carries it); and a printed task's `state`,
 //!   `assignee` and `lease_until` are read and handed on, so that a printed
 //!   task opens again (the engine refuses them unless they are a new
-//!   task's: open, unclaimed).
+//!   task's: open, unclaimed). It takes the task's `outcomes` (each
+//!   `{name, needs_reason, output_schema}`, a schema as its text), and
+//!   reads a printed task's `revision` and `decision` without handing
+//!   them on: the engine keeps those.
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -39,7 +42,9 @@ use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
-use leasehold_guest::model::{OnExpiry, Priority, Task, TaskState, Timestamp};
+use leasehold_guest::model::{
+    DecisionRecord, OnExpiry, OutcomeRule, Priority, Task, TaskState, Timestamp,
+};
 
 /// How a document's fields are read; see the module's docs. Sealed: the
 /// two forms are the only ones.
@@ -112,6 +117,9 @@ impl Form for ByHand {
         "state",
         "assignee",
         "lease_until",
+        "revision",
+        "decision",
+        "outcomes",
     ];
     const STRING_IS_TEXT: bool = true;
 
@@ -149,6 +157,9 @@ pub struct NewTask<F: Form = Wire> {
     pub created_at: Option<Timestamp>,
     /// When it is due, if ever.
     pub due_at: Option<Timestamp>,
+    /// The outcomes a decision on it may have ([`ByHand`] only; empty:
+    /// its kind's, or any).
+    pub outcomes: Vec<OutcomeRule>,
     printed: Printed,
     form: PhantomData<F>,
 }
@@ -191,7 +202,7 @@ impl<F: Form> NewTask<F> {
             due_at: self.due_at,
             revision: 0,
             decision: None,
-            outcomes: Vec::new(),
+            outcomes: self.outcomes,
         }
     }
 }
@@ -269,6 +280,8 @@ impl<'de, F: Form> Visitor<'de> for Fields<F> {
         let mut on_expiry: Option<Option<OnExpiry>> = None;
         let (mut created_at, mut due_at) = (None, None);
         let (mut state, mut assignee, mut lease_until) = (None, None, None);
+        let mut outcomes: Option<Option<Vec<OutcomeRule>>> = None;
+        let (mut revision, mut decision) = (None, None);
         while let Some(key) = map.next_key_seed(Key::<F>(PhantomData))? {
             let time = || Time::<F>(PhantomData);
             match key {
@@ -297,6 +310,15 @@ impl<'de, F: Form> Visitor<'de> for Fields<F> {
                 "state" => once(&mut state, key, map.next_value::<Option<TaskState>>()?)?,
                 "assignee" => once(&mut assignee, key, map.next_value::<Option<String>>()?)?,
                 "lease_until" => once(&mut lease_until, key, map.next_value_seed(time())?)?,
+                "outcomes" => once(&mut outcomes, key, map.next_value()?)?,
+                // A printed task's revision and decision are the engine's
+                // to keep: read, so that it reads back, and not handed on.
+                "revision" => once(&mut revision, key, map.next_value::<Option<u64>>()?)?,
+                "decision" => once(
+                    &mut decision,
+                    key,
+                    map.next_value::<Option<DecisionRecord>>()?,
+                )?,
                 // The key was checked against the form's fields as it was
                 // read; every one of them has its arm above.
                 other => return Err(de::Error::unknown_field(other, F::FIELDS)),
@@ -315,6 +337,7 @@ impl<'de, F: Form> Visitor<'de> for Fields<F> {
             on_expiry: on_expiry.flatten(),
             created_at: created_at.flatten(),
             due_at: due_at.flatten(),
+            outcomes: outcomes.flatten().unwrap_or_default(),
             printed: Printed {
                 state: state.flatten(),
                 assignee: assignee.flatten(),

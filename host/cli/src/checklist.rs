@@ -48,6 +48,16 @@ const SAMPLES: &[&[&str]] = &[
     &["feed"],
     &["trim"],
     &["stats"],
+    &["held", "a"],
+    &["task", "update", "t", "--priority", "high"],
+    &["task", "assign", "t", "--to", "a"],
+    &["task", "unassign", "t"],
+    &["task", "delegate", "t", "--from", "a", "--to", "b"],
+    &["task", "note", "t", "--actor", "a", "--text", "x"],
+    &["kind", "define-kind", "kind.json"],
+    &["kind", "get-kind", "k"],
+    &["kind", "list-kinds"],
+    &["kind", "remove-kind", "k"],
 ];
 
 /// The spellings of a release ago, in an invocation, and the command each
@@ -61,6 +71,11 @@ const ALIASES: &[(&[&str], &str)] = &[
     (&["timer", "next"], "next-due"),
     (&["run", "sealed", "r"], "is-sealed"),
     (&["events"], "feed"),
+    (&["task", "show", "t"], "get"),
+    (&["kind", "define", "kind.json"], "define-kind"),
+    (&["kind", "get", "k"], "get-kind"),
+    (&["kind", "list"], "list-kinds"),
+    (&["kind", "remove", "k"], "remove-kind"),
 ];
 
 /// A sample parsed: the names of its commands, from the top, as clap

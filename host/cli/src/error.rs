@@ -94,6 +94,9 @@ pub struct ErrorReport<'a> {
     /// id, the argument, the database path).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<&'a str>,
+    /// For `stale`: the task's (or kind's) current revision.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revision: Option<u64>,
     pub message: String,
     pub exit: u8,
 }
@@ -108,6 +111,9 @@ impl CliError {
             ) => BUSY,
             CliError::Engine(Error::Open(OpenError::Missing { .. })) => BAD_INPUT,
             CliError::Engine(e) if e.is_refusal() => REFUSED,
+            // A kind's definition changed since it was read: refused like
+            // a stale task, not a failure.
+            CliError::Engine(Error::Store(StoreError::Stale(_))) => REFUSED,
             CliError::Engine(e) if e.is_invalid_input() => BAD_INPUT,
             CliError::Engine(_) | CliError::Output(_) | CliError::Failed(_) => FAILED,
             CliError::Usage { .. } | CliError::Input(_) => BAD_INPUT,
@@ -144,9 +150,16 @@ impl CliError {
 
     pub fn report(&self) -> ErrorReport<'_> {
         let (error, detail) = self.kind();
+        let revision = match self {
+            CliError::Engine(
+                Error::Refused(Refusal::Stale(r)) | Error::Store(StoreError::Stale(r)),
+            ) => Some(*r),
+            _ => None,
+        };
         ErrorReport {
             error,
             detail,
+            revision,
             message: self.message(),
             exit: self.exit_code(),
         }

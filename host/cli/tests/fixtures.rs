@@ -123,6 +123,16 @@ fn documented(read: &Read, now: &Value) -> Option<&'static str> {
     if history && read.stdout == json!([]) && before_history(now) {
         return Some("a task from before history was kept answers one before-history entry");
     }
+    // Layout 10 adds fields to tasks, history entries and feed entries;
+    // an old task reads with each at its default (revision 0, no decision,
+    // no outcomes; no changes, note or job; no run or kind on an old
+    // change), and everything else as it was.
+    if let Some(old) = without_layout_10_defaults(now)
+        && old != *now
+        && (old == read.stdout || history && read.stdout == json!([]) && before_history(&old))
+    {
+        return Some("layout 10's fields, at their defaults on old data");
+    }
     // Stats may come to name the tenant's layout: a key with `layout` in
     // its name that the earlier build's answer lacked, every other key as
     // it was.
@@ -136,6 +146,80 @@ fn documented(read: &Read, now: &Value) -> Option<&'static str> {
         }
     }
     None
+}
+
+/// The fields layout 10 adds, with the value an old task, history entry or
+/// feed entry must read with.
+/// A field and the value it must hold on old data.
+type FieldDefault = (&'static str, fn() -> Value);
+
+const LAYOUT_10_DEFAULTS: [(&str, &[FieldDefault]); 3] = [
+    (
+        "task",
+        &[
+            ("revision", || json!(0)),
+            ("decision", || Value::Null),
+            ("outcomes", || json!([])),
+        ],
+    ),
+    (
+        "history entry",
+        &[
+            ("revision", || json!(0)),
+            ("changes", || json!([])),
+            ("decision", || Value::Null),
+            ("note", || Value::Null),
+            ("job", || Value::Null),
+        ],
+    ),
+    (
+        "task change",
+        &[("run", || Value::Null), ("kind", || Value::Null)],
+    ),
+];
+
+/// `v` with layout 10's fields taken out of every task, history entry and
+/// feed change in it, or `None` when one of them holds anything but its
+/// default: an old thing must read with the defaults, never a guess.
+fn without_layout_10_defaults(v: &Value) -> Option<Value> {
+    match v {
+        Value::Array(items) => items
+            .iter()
+            .map(without_layout_10_defaults)
+            .collect::<Option<Vec<_>>>()
+            .map(Value::Array),
+        Value::Object(map) => {
+            let mut out = serde_json::Map::new();
+            for (k, v) in map {
+                out.insert(k.clone(), without_layout_10_defaults(v)?);
+            }
+            let shape = if map.contains_key("justification") {
+                Some("task")
+            } else if map.contains_key("seq") && map.contains_key("verb") {
+                Some("history entry")
+            } else if map.contains_key("entry") && map.contains_key("id") {
+                Some("task change")
+            } else {
+                None
+            };
+            if let Some(shape) = shape {
+                let (_, fields) = LAYOUT_10_DEFAULTS
+                    .iter()
+                    .find(|(name, _)| *name == shape)
+                    .expect("a shape named in the table");
+                for (field, default) in *fields {
+                    match out.remove(*field) {
+                        Some(found) if found != default() => return None,
+                        Some(_) => {}
+                        // This build always answers them.
+                        None => return None,
+                    }
+                }
+            }
+            Some(Value::Object(out))
+        }
+        other => Some(other.clone()),
+    }
 }
 
 /// Asks this build every read of the fixture (of one tenant, if given) and
@@ -275,6 +359,9 @@ fn version(mark: &str) -> u32 {
 
 const TENANTS: [&str; 4] = ["alpha", "beta", "gamma", "delta"];
 
+/// The layout this build writes: a write moves any older mark to it.
+const THIS_LAYOUT: u32 = 10;
+
 /// The whole proof for one fixture on its copy.
 fn prove(f: &Fixture, copy: &Replica, layout: u32, dir: &Path) {
     let db = copy.db();
@@ -345,6 +432,10 @@ fn prove(f: &Fixture, copy: &Replica, layout: u32, dir: &Path) {
         day1,
     ]);
     assert_eq!(claimed["assignee"], "alice", "{}: {claimed}", f.name);
+    // An old task's first change under this build is its revision 1, and
+    // its history goes on without inventing the changes before it.
+    assert_eq!(claimed["revision"], 1, "{}: {claimed}", f.name);
+    assert_eq!(claimed["decision"], Value::Null, "{}: {claimed}", f.name);
     alpha(&[
         "task",
         "renew",
@@ -467,8 +558,12 @@ fn prove(f: &Fixture, copy: &Replica, layout: u32, dir: &Path) {
                 read.stdout.as_array().expect("the earlier history"),
                 now.as_array().expect("this build's history"),
             );
+            // The old entries read with layout 10's fields at their defaults.
+            let kept = new
+                .get(..old.len())
+                .and_then(|kept| without_layout_10_defaults(&Value::Array(kept.to_vec())));
             assert!(
-                new.len() >= old.len() && new[..old.len()] == old[..],
+                kept.as_ref().and_then(Value::as_array) == Some(old),
                 "{}: the history of {id} was {} and is now {now}",
                 f.name,
                 read.stdout
@@ -577,8 +672,8 @@ fn prove(f: &Fixture, copy: &Replica, layout: u32, dir: &Path) {
     }
     let written: Vec<u32> = after[..3].iter().map(|m| version(m)).collect();
     assert!(
-        written.iter().all(|v| *v == written[0]),
-        "{}: the written tenants' marks {after:?}",
+        written.iter().all(|v| *v == THIS_LAYOUT),
+        "{}: the first write moves a mark to layout {THIS_LAYOUT}: {after:?}",
         f.name
     );
     assert_eq!(
@@ -686,6 +781,57 @@ fn layout_8_written_by_an_earlier_build_reads_the_same_and_checks_clean_after_wr
 }
 
 #[test]
+fn layout_9_written_by_the_previous_release_reads_the_same_and_checks_clean_after_writes() {
+    redb_fixture("layout-9", 9);
+}
+
+/// The other half of the version rule: the previous release (layout 9)
+/// meets a keyspace this build wrote. `tests/fixtures/make` asked that
+/// build's own binary, once, about a copy of its fixture after this
+/// build's `newer.write` (`newer.json`); it refused by name and wrote
+/// nothing. Here this build makes the same write on a fresh copy and must
+/// leave the mark the old binary was shown, so what it answered still
+/// holds for what this build writes.
+#[test]
+fn the_previous_release_refuses_a_keyspace_this_build_wrote_as_newer_layout() {
+    let dir = fixture_dir("layout-9");
+    let text = std::fs::read_to_string(dir.join("newer.json"))
+        .unwrap_or_else(|e| panic!("layout-9: newer.json ({e}); run tests/fixtures/make layout-9"));
+    let newer: Value = serde_json::from_str(&text).expect("newer.json");
+    let refusal = &newer["read"];
+    assert_ne!(refusal["exit"], 0, "{newer}");
+    assert_eq!(refusal["stdout"], Value::Null, "{newer}");
+    assert_eq!(refusal["stderr"]["error"], "newer_layout", "{newer}");
+    let detail = refusal["stderr"]["detail"].as_str().expect("a detail");
+    assert!(
+        detail.contains("layout 10") && detail.contains("layout 9"),
+        "the refusal names both layouts: {detail}"
+    );
+
+    let f = load("layout-9");
+    let scratch = tempfile::tempdir().expect("temp dir");
+    let file = scratch.path().join("copy.redb");
+    std::fs::copy(dir.join("db.redb"), &file).expect("copy the fixture");
+    let copy = Replica::Redb { file };
+    let args: Vec<&str> = newer["write"]
+        .as_array()
+        .expect("the write's arguments")
+        .iter()
+        .map(|a| a.as_str().expect("an argument"))
+        .collect();
+    ok(
+        &leasehold(scratch.path(), copy.db(), &args),
+        "the newer write",
+    );
+    assert_eq!(
+        copy.mark("alpha"),
+        newer["mark"].as_str().expect("the mark shown"),
+        "{}: this build's first write leaves the mark the old build refused",
+        f.name
+    );
+}
+
+#[test]
 fn postgres_schema_1_written_by_an_earlier_build_reads_the_same_and_checks_clean_after_writes() {
     postgres_fixture("postgres-1", 4);
 }
@@ -718,6 +864,29 @@ fn only_the_named_differences_are_forgiven() {
     assert!(documented(&real, &marker).is_none(), "a kept history lost");
     let get = read(&["--tenant", "a", "task", "get", "t"], json!([]));
     assert!(documented(&get, &marker).is_none(), "not a history read");
+
+    let old_task = json!({"id": "t", "justification": "{}", "state": "open"});
+    let get = read(&["--tenant", "a", "task", "get", "t"], old_task.clone());
+    let mut now = old_task.clone();
+    now["revision"] = json!(0);
+    now["decision"] = Value::Null;
+    now["outcomes"] = json!([]);
+    assert!(documented(&get, &now).is_some());
+    let mut changed = now.clone();
+    changed["revision"] = json!(1);
+    assert!(
+        documented(&get, &changed).is_none(),
+        "an old task at revision 1"
+    );
+    let mut decided = now.clone();
+    decided["decision"] = json!({"outcome": "approved"});
+    assert!(documented(&get, &decided).is_none(), "a decision invented");
+    let mut other = now.clone();
+    other["state"] = json!("claimed");
+    assert!(documented(&get, &other).is_none(), "another field changed");
+    let mut lost = now;
+    lost.as_object_mut().map(|m| m.remove("revision"));
+    assert!(documented(&get, &lost).is_none(), "a new field left out");
 
     let stats = read(&["--tenant", "a", "stats"], json!({"open_count": 1}));
     assert!(documented(&stats, &json!({"open_count": 1, "layout": "8/1"})).is_some());

@@ -32,6 +32,30 @@ export const COMPONENT_SHA256 = createHash('sha256')
   .update(readFileSync(new URL('leasehold.wasm', GEN)))
   .digest('hex');
 
+/** The version of the WIT package `leasehold:engine` this host speaks. */
+export const PACKAGE_VERSION = '0.3.0';
+
+/**
+ * Refuses bindings of a component that speaks another version of the
+ * package, naming both, before any call: jco generated them from the
+ * component's own export names, so those names say what it speaks.
+ */
+function checkVersion(dir) {
+  let js;
+  try {
+    js = readFileSync(new URL('leasehold.js', dir), 'utf8');
+  } catch (e) {
+    throw new TypeError(`no component bindings at ${dir.href}: ${e.message}`);
+  }
+  const found = js.match(/leasehold:engine\/tasks@([0-9A-Za-z.+-]+)/);
+  if (!found) throw new TypeError(`the component at ${dir.href} exports no leasehold:engine/tasks interface`);
+  if (found[1] !== PACKAGE_VERSION) {
+    throw new TypeError(
+      `this component speaks leasehold:engine@${found[1]}; this host speaks ${PACKAGE_VERSION}`,
+    );
+  }
+}
+
 /** How long a new sandbox worker may take to load the bindings and compile the component. */
 const WORKER_START_MS = 60_000;
 
@@ -322,6 +346,7 @@ export class Engine {
     this.store = store;
     this.limits = Object.freeze({ ...DEFAULT_LIMITS, ...limits });
     const dir = component === undefined ? PACKAGED : new URL(`${pathToFileURL(resolve(String(component))).href}/`);
+    checkVersion(dir);
     if (isolation === 'worker') {
       this.#sandbox = new WorkerSandbox(dir, this.limits);
     } else if (isolation === 'thread') {
@@ -411,10 +436,14 @@ export class Engine {
   }
 }
 
+/** A `stale` case carries a u64 revision: a number where exact, as every answer's integers. */
+const detail = (v) =>
+  v.tag === 'stale' && v.val >= BigInt(Number.MIN_SAFE_INTEGER) && v.val <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v.val) : v.val;
+
 function domainError(variant, claimVerb) {
-  if (!claimVerb) return new StoreError(variant.tag, variant.val);
-  if (variant.tag === 'store') return new StoreError(variant.val.tag, variant.val.val);
-  return new ClaimRefusal(variant.tag, variant.val);
+  if (!claimVerb) return new StoreError(variant.tag, detail(variant));
+  if (variant.tag === 'store') return new StoreError(variant.val.tag, detail(variant.val));
+  return new ClaimRefusal(variant.tag, detail(variant));
 }
 
 /**

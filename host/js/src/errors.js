@@ -30,14 +30,17 @@ const REFUSALS = {
   'not-pending': (v) => `the task is already ${v}`,
   'already-claimed': (v) => `the task is held by ${v}`,
   'not-held': (v) => `${v} does not hold the task`,
+  stale: (v) => `the task changed since it was read: its revision is now ${v}`,
 };
 
 /**
- * A claim, take-over, release, renewal or holder-checked settlement that did
- * not happen: a rung of the claim ladder, or `not-held`. `case` is the WIT
- * `claim-error` case (`'excluded'`), `detail` its payload (an actor, holder,
- * id or task state). `tag` and `variant` are the same, as earlier versions
- * spelled them.
+ * A verb that changes one task (a claim, take-over, release, renewal,
+ * holder-checked settlement, escalation, update, assignment, delegation or
+ * note) that did not happen: a rung of the claim ladder, `not-held`, or
+ * `stale` (a guarded call on a task whose revision moved: `current` is the
+ * revision now). `case` is the WIT `claim-error` case (`'excluded'`),
+ * `detail` its payload (an actor, holder, id, task state or revision).
+ * `tag` and `variant` are the same, as earlier versions spelled them.
  */
 export class ClaimRefusal extends LeaseholdError {
   constructor(kase, detail) {
@@ -54,6 +57,11 @@ export class ClaimRefusal extends LeaseholdError {
     return { tag: this.case, val: this.detail };
   }
 
+  /** For `stale`, the task's revision now (read again, decide again); else null. */
+  get current() {
+    return this.case === 'stale' ? this.detail : null;
+  }
+
   /** Only `already-claimed` may go differently if tried again. */
   get retryable() {
     return this.case === 'already-claimed';
@@ -66,13 +74,15 @@ const STORE_ERRORS = {
   corrupt: 'corrupt storage',
   storage: 'storage failed',
   'newer-layout': 'newer layout',
+  stale: 'stale revision, now',
 };
 
 /**
  * The engine answered a WIT `store-error`: `case` is `not-found`, `invalid`
- * (the detail names the field), `corrupt`, `storage` or `newer-layout` (a
- * newer build moved the tenant's layout; the detail names both layouts). A claim verb's
- * `claim-error.store` arrives as this too.
+ * (the detail names the field), `corrupt`, `storage`, `newer-layout` (a
+ * newer build moved the tenant's layout; the detail names both layouts) or
+ * `stale` (`defineKind`'s expected revision is not the kind's, which
+ * `current` is). A claim verb's `claim-error.store` arrives as this too.
  */
 export class StoreError extends LeaseholdError {
   constructor(kase, detail) {
@@ -87,6 +97,11 @@ export class StoreError extends LeaseholdError {
 
   get variant() {
     return { tag: this.case, val: this.detail };
+  }
+
+  /** For `stale`, the revision now; else null. */
+  get current() {
+    return this.case === 'stale' ? this.detail : null;
   }
 
   get invalidInput() {

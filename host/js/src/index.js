@@ -5,7 +5,7 @@
 //   import { open, SqliteStore } from '@leasehold/host';
 //   const acme = open({ store: new SqliteStore('worklist.db') }).tenant('acme');
 //   const task = acme.claim('invoice-42', 'alice', ['approver']);
-export { open, Engine, COMPONENT_SHA256 } from './engine.js';
+export { open, Engine, COMPONENT_SHA256, PACKAGE_VERSION } from './engine.js';
 export { Tenant } from './tenant.js';
 export { MemoryStore } from './memory-store.js';
 export { SqliteStore } from './sqlite-store.js';

@@ -93,6 +93,7 @@ function record(v, field) {
 function witTask(t) {
   record(t, 'task');
   const justification = t.justification ?? '{}';
+  // A task's revision and decision are the engine's to keep: open ignores them.
   return {
     id: str(t.id, 'id'),
     run: str(t.run, 'run'),
@@ -109,8 +110,102 @@ function witTask(t) {
     excludedActors: list(t.excludedActors ?? [], 'excludedActors'),
     createdAt: s64(t.createdAt ?? Date.now(), 'createdAt'),
     dueAt: optS64(t.dueAt, 'dueAt'),
+    revision: 0n,
+    decision: undefined,
+    outcomes: witOutcomes(t.outcomes ?? [], 'outcomes'),
   };
 }
+
+/** JSON text as given, or an object/array/number/boolean/null to be JSON.stringify'd. */
+const jsonText = (v, field) => str(typeof v === 'string' ? v : JSON.stringify(v), field);
+
+/**
+ * A task's or kind's allowed outcomes: `[{ name, needsReason?, outputSchema? }]`;
+ * a schema may be given as an object (stringified).
+ */
+function witOutcomes(v, field) {
+  if (!Array.isArray(v)) throw new InvalidArgument(`${field} must be an array of outcome rules, got ${shown(v)}`);
+  return v.map((r, i) => {
+    const f = `${field}[${i}]`;
+    record(r, f);
+    known(r, ['name', 'needsReason', 'outputSchema'], f);
+    const needsReason = r.needsReason ?? false;
+    if (typeof needsReason !== 'boolean') throw new InvalidArgument(`${f}.needsReason must be a boolean, got ${shown(needsReason)}`);
+    return {
+      name: str(r.name, `${f}.name`),
+      needsReason,
+      outputSchema: absent(r.outputSchema) ? undefined : jsonText(r.outputSchema, `${f}.outputSchema`),
+    };
+  });
+}
+
+/** Refuses a key the record does not have, so a misspelt field is never silently dropped. */
+function known(v, fields, field) {
+  for (const k of Object.keys(v)) {
+    if (!fields.includes(k)) throw new InvalidArgument(`${field}.${k} is not a field; the fields are ${fields.join(', ')}`);
+  }
+}
+
+const outcomeRule = (r) => ({ name: r.name, needsReason: r.needsReason, outputSchema: opt(r.outputSchema) });
+
+const decisionRecord = (d) => ({
+  outcome: d.outcome,
+  reason: opt(d.reason),
+  output: opt(d.output),
+  by: opt(d.by),
+  at: int(d.at),
+});
+
+/** A decision for `decide`: `{ outcome, reason?, output? }`; an output object is stringified. */
+function witDecision(d) {
+  if (absent(d)) return undefined;
+  record(d, 'decision');
+  known(d, ['outcome', 'reason', 'output'], 'decision');
+  return {
+    outcome: str(d.outcome, 'decision.outcome'),
+    reason: optStr(d.reason, 'decision.reason'),
+    output: absent(d.output) ? undefined : jsonText(d.output, 'decision.output'),
+  };
+}
+
+const CHANGE_FIELDS = ['dueAt', 'priority', 'candidateRoles', 'escalateTo', 'excludedActors', 'onExpiry', 'outcomes'];
+
+/**
+ * What `update` changes: a field left out stays as it is; `dueAt: null`
+ * clears the due time. A field this host does not know is refused by name.
+ */
+function witChanges(c) {
+  record(c, 'changes');
+  known(c, CHANGE_FIELDS, 'changes');
+  const has = (k) => c[k] !== undefined;
+  const some = (k, f) => (has(k) ? f(c[k], `changes.${k}`) : undefined);
+  return {
+    // jco spells an option inside an option as a tagged outer one.
+    dueAt: has('dueAt') ? { tag: 'some', val: optS64(c.dueAt, 'changes.dueAt') } : { tag: 'none' },
+    priority: some('priority', priority),
+    candidateRoles: some('candidateRoles', list),
+    escalateTo: some('escalateTo', list),
+    excludedActors: some('excludedActors', list),
+    onExpiry: some('onExpiry', onExpiry),
+    outcomes: some('outcomes', witOutcomes),
+  };
+}
+
+/** A guard: `{ revision?, job? }`, as `Tenant.guarded` takes it. */
+function witGuard(g) {
+  record(g, 'guard');
+  known(g, ['revision', 'job'], 'guard');
+  return { revision: optU64(g.revision, 'guard.revision'), job: optStr(g.job, 'guard.job') };
+}
+
+/** A kind's definition to define: `{ kind, outcomes }` (a revision given is ignored). */
+function witKind(k) {
+  record(k, 'definition');
+  known(k, ['kind', 'outcomes', 'revision'], 'definition');
+  return { kind: str(k.kind, 'definition.kind'), outcomes: witOutcomes(k.outcomes ?? [], 'definition.outcomes'), revision: 0n };
+}
+
+const kindDefinition = (k) => ({ kind: k.kind, outcomes: k.outcomes.map(outcomeRule), revision: int(k.revision) });
 
 const task = (t) => ({
   id: t.id,
@@ -128,6 +223,9 @@ const task = (t) => ({
   excludedActors: t.excludedActors,
   createdAt: int(t.createdAt),
   dueAt: opt(t.dueAt, int),
+  revision: int(t.revision),
+  decision: opt(t.decision, decisionRecord),
+  outcomes: t.outcomes.map(outcomeRule),
 });
 
 /** A timer to arm: `run`, `effect`, `fireAt` required; no case, step 0, phase forward by default. */
@@ -211,11 +309,19 @@ const historyEntry = (e) => ({
   leaseUntil: opt(e.leaseUntil, int),
   candidateRoles: e.candidateRoles,
   excludedActors: e.excludedActors,
+  revision: int(e.revision),
+  changes: e.changes.map((c) => ({ field: c.field, before: c.before, after: c.after })),
+  decision: opt(e.decision, decisionRecord),
+  note: opt(e.note),
+  job: opt(e.job),
 });
 
 /** What a feed entry records: `{ task: { id, entry } }` or `{ timer: { … } }`. */
 function change(c) {
-  if (c.tag === 'task') return { task: { id: c.val.id, entry: historyEntry(c.val.entry) } };
+  if (c.tag === 'task') {
+    const t = c.val;
+    return { task: { id: t.id, entry: historyEntry(t.entry), run: opt(t.run), kind: opt(t.kind) } };
+  }
   const t = c.val;
   return {
     timer: {
@@ -240,10 +346,25 @@ const R = 'read';
  */
 export class Tenant {
   #engine;
+  #guard;
 
-  constructor(engine, name) {
+  constructor(engine, name, guard = undefined) {
     this.#engine = engine;
     this.name = name;
+    this.#guard = guard;
+  }
+
+  /**
+   * This tenant, for calls guarded by `{ revision?, job? }`: every verb that
+   * changes one task (claim, release, takeOver, renew, settle and decide,
+   * escalate, update, assign, unassign, delegate, note) goes ahead only on
+   * the task at `revision`, if given (else a ClaimRefusal `stale` whose
+   * `current` is the task's revision, nothing written), and records `job`
+   * in the change's history entry. Meant for one call: the revision moves
+   * with every change. Other verbs ignore it.
+   */
+  guarded(guard) {
+    return new Tenant(this.#engine, this.name, witGuard(guard));
   }
 
   #call(verb, mode, [iface, fn, args], check, claimVerb = false) {
@@ -264,13 +385,13 @@ export class Tenant {
 
   /** Reserves the task for `actor`; with `lease` (`{ now, leaseMs }`) it is held until `now + leaseMs`. */
   claim(id, actor, roles = [], lease = null) {
-    const args = [str(id, 'id'), str(actor, 'actor'), list(roles, 'roles'), witLease(lease)];
+    const args = [str(id, 'id'), str(actor, 'actor'), list(roles, 'roles'), witLease(lease), this.#guard];
     return this.#call('claim', W, ['tasks', 'claim', args], (a) => heldTask(a, id, actor), true);
   }
 
   /** The holder of a leased claim extends it to `now + leaseMs`. */
   renew(id, actor, now, leaseMs) {
-    const args = [str(id, 'id'), str(actor, 'actor'), s64(now, 'now'), u32(leaseMs, 'leaseMs')];
+    const args = [str(id, 'id'), str(actor, 'actor'), s64(now, 'now'), u32(leaseMs, 'leaseMs'), this.#guard];
     return this.#call('renew', W, ['tasks', 'renew', args], (a) => heldTask(a, id, actor), true);
   }
 
@@ -319,11 +440,12 @@ export class Tenant {
   }
 
   release(id, actor) {
-    return this.#call('release', W, ['tasks', 'release', [str(id, 'id'), str(actor, 'actor')]], () => undefined, true);
+    const args = [str(id, 'id'), str(actor, 'actor'), this.#guard];
+    return this.#call('release', W, ['tasks', 'release', args], () => undefined, true);
   }
 
   takeOver(id, from, actor, roles = [], lease = null) {
-    const args = [str(id, 'id'), str(from, 'from'), str(actor, 'actor'), list(roles, 'roles'), witLease(lease)];
+    const args = [str(id, 'id'), str(from, 'from'), str(actor, 'actor'), list(roles, 'roles'), witLease(lease), this.#guard];
     return this.#call('take-over', W, ['tasks', 'takeOver', args], (a) => heldTask(a, id, actor), true);
   }
 
@@ -332,7 +454,20 @@ export class Tenant {
    * `holder`, the task must be claimed by exactly that actor (else not-held).
    */
   settle(id, how, holder = null) {
-    const args = [str(id, 'id'), settlement(how, 'settlement'), optStr(holder, 'holder')];
+    return this.decide(id, how, holder, null);
+  }
+
+  /**
+   * `settle` with a decision `{ outcome, reason?, output? }` (an output
+   * object is stringified), kept with the task with who decided (`holder`).
+   * It is checked against the outcomes the task, or else its kind,
+   * declares: an outcome not allowed, a missing reason where needed, or an
+   * output the outcome's schema refuses is a StoreError `invalid` naming
+   * the field (the output's first violation by its path), nothing written.
+   * A settled task answers false, its decision unchecked.
+   */
+  decide(id, how, holder = null, decision = null) {
+    const args = [str(id, 'id'), settlement(how, 'settlement'), optStr(holder, 'holder'), witDecision(decision), this.#guard];
     return this.#call('settle', W, ['tasks', 'settle', args], (a) => a, true);
   }
 
@@ -345,7 +480,7 @@ export class Tenant {
   }
 
   escalate(id) {
-    return this.#call('escalate', W, ['tasks', 'escalate', [str(id, 'id')]], (a) => sameTask(a, id));
+    return this.#call('escalate', W, ['tasks', 'escalate', [str(id, 'id'), this.#guard]], (a) => sameTask(a, id), true);
   }
 
   /** `{ roles, actor?, limit, after? }` → `{ tasks, next }`. */
@@ -369,6 +504,99 @@ export class Tenant {
   overdue(now, limit) {
     const n = u32(limit, 'limit');
     return this.#call('overdue', R, ['tasks', 'overdue', [s64(now, 'now'), n]], (ts) => atMost(ts, n, 'overdue').map(task));
+  }
+
+  /**
+   * One page of the tasks `actor` holds, soonest lease end first, claims
+   * without a lease last, then by id: `{ tasks, next }`; pass `next` back
+   * as `after`.
+   */
+  held(actor, limit, after = null) {
+    const n = u32(limit, 'limit');
+    str(actor, 'actor');
+    return this.#call('held', R, ['tasks', 'held', [actor, n, optStr(after, 'after')]], (p) => {
+      for (const t of p.tasks) held(t, actor);
+      return page(p, n, 'held');
+    });
+  }
+
+  /**
+   * Changes fields of a pending task, each by `open`'s rules: `changes` has
+   * any of `dueAt` (null clears it), `priority`, `candidateRoles`,
+   * `escalateTo`, `excludedActors`, `onExpiry`, `outcomes`; `by` is
+   * recorded as who changed it (null: the service). A change that excludes
+   * the holder ends the claim. Answers the task as it now stands.
+   */
+  update(id, by, changes) {
+    const args = [str(id, 'id'), optStr(by, 'by'), witChanges(changes), this.#guard];
+    return this.#call('update', W, ['tasks', 'update', args], (a) => sameTask(a, id), true);
+  }
+
+  /**
+   * A manager claims the task for `to`, from whoever holds it, by the claim
+   * ladder for `to` (its roles rung skipped only with `overrideRoles`, which
+   * the history then records). Answers the task, held by `to`.
+   */
+  assign(id, to, roles = [], lease = null, overrideRoles = false, by = null) {
+    if (typeof overrideRoles !== 'boolean') throw new InvalidArgument(`overrideRoles must be a boolean, got ${shown(overrideRoles)}`);
+    const args = [str(id, 'id'), str(to, 'to'), list(roles, 'roles'), witLease(lease), overrideRoles, optStr(by, 'by'), this.#guard];
+    return this.#call('assign', W, ['tasks', 'assign', args], (a) => heldTask(a, id, to), true);
+  }
+
+  /** Back to the queue from whoever holds it; a pending task nobody holds is answered as it stands. */
+  unassign(id, by = null) {
+    const args = [str(id, 'id'), optStr(by, 'by'), this.#guard];
+    return this.#call('unassign', W, ['tasks', 'unassign', args], (a) => {
+      const t = sameTask(a, id);
+      if (t.state === 'claimed') throw malformed(`unassign answered task ${id} still claimed by ${t.assignee}`);
+      return t;
+    }, true);
+  }
+
+  /** The holder `from` hands the task to `to`, by the claim ladder for `to`; anyone else is refused `not-held`. */
+  delegate(id, from, to, roles = [], lease = null) {
+    const args = [str(id, 'id'), str(from, 'from'), str(to, 'to'), list(roles, 'roles'), witLease(lease), this.#guard];
+    return this.#call('delegate', W, ['tasks', 'delegate', args], (a) => heldTask(a, id, to), true);
+  }
+
+  /** An append-only remark by `actor` (1 byte to 4 KiB), kept in the task's history. Answers the task. */
+  note(id, actor, text) {
+    const args = [str(id, 'id'), str(actor, 'actor'), str(text, 'text'), this.#guard];
+    return this.#call('note', W, ['tasks', 'note', args], (a) => sameTask(a, id), true);
+  }
+
+  /**
+   * Creates or replaces a kind's definition `{ kind, outcomes }`; with
+   * `expected`, only if the kind's revision is that (0: not defined), else
+   * a StoreError `stale` whose `current` is the revision. Answers the
+   * definition with its new revision.
+   */
+  defineKind(definition, expected = null) {
+    const d = witKind(definition);
+    const args = [d, optU64(expected, 'expected')];
+    return this.#call('define-kind', W, ['kinds', 'defineKind', args], (k) => {
+      if (k.kind !== d.kind) throw malformed(`asked to define kind ${d.kind}, answered kind ${k.kind}`);
+      return kindDefinition(k);
+    });
+  }
+
+  /** A kind's definition, or null. */
+  getKind(kind) {
+    str(kind, 'kind');
+    return this.#call('get-kind', R, ['kinds', 'getKind', [kind]], (k) => opt(k, kindDefinition));
+  }
+
+  /** Defined kinds in name order, after `after`, at most `limit`. */
+  listKinds(limit, after = null) {
+    const n = u32(limit, 'limit');
+    return this.#call('list-kinds', R, ['kinds', 'listKinds', [n, optStr(after, 'after')]], (ks) =>
+      atMost(ks, n, 'list-kinds').map(kindDefinition),
+    );
+  }
+
+  /** Removes a kind's definition; true if there was one. */
+  removeKind(kind) {
+    return this.#call('remove-kind', W, ['kinds', 'removeKind', [str(kind, 'kind')]], (a) => a);
   }
 
   /** 'armed' | 'already-armed' | 'run-sealed'. */

@@ -175,7 +175,7 @@ test('a store says whether other processes write its keys, and a fresh keyspace 
       return true;
     }
   }
-  for (const [store, mark] of [[new MemoryStore(), '9/1'], [new SharedStore(), '9/64']]) {
+  for (const [store, mark] of [[new MemoryStore(), '10/1'], [new SharedStore(), '10/64']]) {
     const t = open({ store }).tenant('acme');
     t.open(task('a'));
     t.open(task('b'));
@@ -214,15 +214,15 @@ test('a task from before history answers a first entry, seq 0, before-history; a
   assert.deepEqual(acme.history('old', 0).map((e) => e.seq), [1]);
   assert.deepEqual(acme.check(), []);
   const mark = store.dump('acme').find(([k]) => Buffer.from(k).equals(LAYOUT_KEY));
-  assert.equal(Buffer.from(mark[1]).toString(), '9/64/from-5');
+  assert.equal(Buffer.from(mark[1]).toString(), '10/64/from-5');
   // A newer build's mark: every call is refused as newer-layout, naming both layouts.
-  store.putRaw('acme', LAYOUT_KEY, Buffer.from('10/64'));
+  store.putRaw('acme', LAYOUT_KEY, Buffer.from('11/64'));
   const before = store.dump('acme');
   for (const call of [() => acme.history('old'), () => acme.open(task('new')), () => acme.release('old', 'ann')]) {
     assert.throws(call, (e) => {
       assert.ok(e instanceof StoreError, String(e));
       assert.equal(e.case, 'newer-layout');
-      assert.match(e.detail, /layout 10 .*writes layout 9/);
+      assert.match(e.detail, /layout 11 .*writes layout 10/);
       return true;
     });
   }

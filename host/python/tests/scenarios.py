@@ -30,7 +30,19 @@ TASK_DEFAULTS = {
     "due-at": None,
 }
 TIMER_DEFAULTS = {"case": None, "step": 0, "phase": "forward"}
-CLAIM_VERBS = {"claim", "release", "take-over", "renew", "settle"}
+CLAIM_VERBS = {
+    "claim",
+    "release",
+    "take-over",
+    "renew",
+    "settle",
+    "escalate",
+    "update",
+    "assign",
+    "unassign",
+    "delegate",
+    "note",
+}
 
 
 def lease(a: dict) -> lh.Lease | None:
@@ -43,6 +55,32 @@ def scenario_files() -> list[Path]:
 
 def snake(d: dict) -> dict:
     return {k.replace("-", "_"): v for k, v in d.items()}
+
+
+def outcomes(rules: list[dict]) -> list[lh.OutcomeRule]:
+    return [lh.OutcomeRule(**snake(r)) for r in rules]
+
+
+def task(a: dict) -> lh.Task:
+    fields = snake({**TASK_DEFAULTS, **a})
+    fields["outcomes"] = outcomes(fields.get("outcomes", []))
+    return lh.Task(**fields)
+
+
+def changes(c: dict) -> lh.TaskChanges:
+    """``update``'s changes: a key left out is unchanged; ``"due-at": null`` clears the due time."""
+    fields = snake(c)
+    if "outcomes" in fields:
+        fields["outcomes"] = outcomes(fields["outcomes"])
+    return lh.TaskChanges(**fields)
+
+
+def decision(d: dict | None) -> lh.Decision | None:
+    return None if d is None else lh.Decision(**d)
+
+
+def kind(d: dict) -> lh.KindDefinition:
+    return lh.KindDefinition(kind=d["kind"], outcomes=outcomes(d.get("outcomes", [])))
 
 
 def canonical(v: Any) -> Any:
@@ -73,7 +111,7 @@ def error_variant(e: Exception, verb: str) -> dict:
 
 
 VERBS = {
-    "open": lambda t, a: t.open(lh.Task(**snake({**TASK_DEFAULTS, **a["task"]}))),
+    "open": lambda t, a: t.open(task(a["task"])),
     "get": lambda t, a: t.get(a["id"]),
     "claim": lambda t, a: t.claim(a["id"], a["actor"], a["roles"], lease(a)),
     "renew": lambda t, a: t.renew(a["id"], a["actor"], a["now"], a["lease-ms"]),
@@ -90,7 +128,7 @@ VERBS = {
     "next-lease-end": lambda t, a: t.next_lease_end(),
     "release": lambda t, a: t.release(a["id"], a["actor"]),
     "take-over": lambda t, a: t.take_over(a["id"], a["from"], a["actor"], a["roles"], lease(a)),
-    "settle": lambda t, a: t.settle(a["id"], a["settlement"], a.get("holder")),
+    "settle": lambda t, a: t.decide(a["id"], a["settlement"], a.get("holder"), decision(a.get("decision"))),
     "withdraw-run": lambda t, a: t.withdraw_run(a["run"], a["awaited"]),
     "escalate": lambda t, a: t.escalate(a["id"]),
     "queue": lambda t, a: t.queue(
@@ -99,6 +137,18 @@ VERBS = {
         limit=a["query"]["limit"],
         after=a["query"].get("after"),
     ),
+    "held": lambda t, a: t.held(a["actor"], a["limit"], a.get("after")),
+    "update": lambda t, a: t.update(a["id"], a.get("by"), changes(a["changes"])),
+    "assign": lambda t, a: t.assign(
+        a["id"], a["to"], a["roles"], lease(a), a.get("override-roles", False), a.get("by")
+    ),
+    "unassign": lambda t, a: t.unassign(a["id"], a.get("by")),
+    "delegate": lambda t, a: t.delegate(a["id"], a["from"], a["to"], a["roles"], lease(a)),
+    "note": lambda t, a: t.note(a["id"], a["actor"], a["text"]),
+    "define-kind": lambda t, a: t.define_kind(kind(a["definition"]), a.get("expected")),
+    "get-kind": lambda t, a: t.get_kind(a["kind"]),
+    "list-kinds": lambda t, a: t.list_kinds(a["limit"], a.get("after")),
+    "remove-kind": lambda t, a: t.remove_kind(a["kind"]),
     "for-case": lambda t, a: t.for_case(a["case"], a["limit"], a.get("after")),
     "open-count": lambda t, a: t.open_count(),
     "overdue": lambda t, a: t.overdue(a["now"], a["limit"]),
@@ -177,8 +227,12 @@ def run_scenario(scenario: dict, engine: lh.Engine, store: Any, clock: Clock) ->
         if "call" in step:
             verb = step["call"]
             args = resolve(step.get("args", {}), saved_values)
+            handle = engine.tenant(tenant)
+            if args.get("guard") is not None:
+                # A `guard` argument guards the call, as the guarded handle does.
+                handle = handle.guarded(lh.Guard(**args["guard"]))
             try:
-                got = {"ok": canonical(VERBS[verb](engine.tenant(tenant), args))}
+                got = {"ok": canonical(VERBS[verb](handle, args))}
             except lh.LeaseholdError as e:
                 got = {"error": error_variant(e, verb)}
             expected = {k: resolve(step[k], saved_values) for k in ("ok", "error") if k in step}

@@ -163,7 +163,7 @@ def test_a_store_says_whether_other_processes_write_its_keys_and_a_fresh_keyspac
     class SharedStore(lh.MemoryStore):
         concurrent_writers = True
 
-    for store, mark in [(lh.MemoryStore(), b"9/1"), (SharedStore(), b"9/64")]:
+    for store, mark in [(lh.MemoryStore(), b"10/1"), (SharedStore(), b"10/64")]:
         t = lh.open(store).tenant("acme")
         t.open(task("a"))
         t.open(task("b"))
@@ -194,15 +194,15 @@ def test_a_task_from_before_history_answers_entry_0_and_a_newer_layout_is_refuse
     assert [(e.seq, e.verb) for e in acme.history("old")] == [(0, "before-history"), (1, "claim")]
     assert [e.seq for e in acme.history("old", 0)] == [1]
     assert acme.check() == []
-    assert dict(store.dump("acme"))[LAYOUT_KEY] == b"9/64/from-5"
+    assert dict(store.dump("acme"))[LAYOUT_KEY] == b"10/64/from-5"
     # A newer build's mark: every call is refused as newer-layout, naming both layouts.
-    store.put_raw("acme", LAYOUT_KEY, b"10/64")
+    store.put_raw("acme", LAYOUT_KEY, b"11/64")
     before = store.dump("acme")
     for call in (lambda: acme.history("old"), lambda: acme.open(task("new")), lambda: acme.release("old", "ann")):
         with pytest.raises(lh.StoreError) as e:
             call()
         assert e.value.case == "newer-layout"
-        assert "layout 10 " in e.value.detail and "writes layout 9" in e.value.detail
+        assert "layout 11 " in e.value.detail and "writes layout 10" in e.value.detail
     assert store.dump("acme") == before
 
 

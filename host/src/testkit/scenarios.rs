@@ -19,7 +19,10 @@ use crate::error::{Error, Refusal};
 use crate::storage::backend::{Backend, Mode, Write};
 use crate::tenant::Tenant;
 use crate::testkit::report::{Failure, panic_text};
-use leasehold_guest::model::{ArmOutcome, Lease, QueueQuery, Settlement, StoreError, Task, Timer};
+use leasehold_guest::model::{
+    ArmOutcome, Decision, Guard, KindDefinition, Lease, OnExpiry, OutcomeRule, Priority,
+    QueueQuery, Settlement, StoreError, Task, TaskChanges, Timer,
+};
 
 /// The tenant a step runs as unless it names another.
 const DEFAULT_TENANT: &str = "acme";
@@ -27,10 +30,24 @@ const DEFAULT_TENANT: &str = "acme";
 /// Every scenario file, by name, as the crate was built with it.
 pub const SCENARIOS: &[(&str, &str)] = &[
     (
+        "assign-and-delegate",
+        include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/scenarios/assign-and-delegate.json"
+        )),
+    ),
+    (
         "claim-ladder",
         include_str!(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/../tests/scenarios/claim-ladder.json"
+        )),
+    ),
+    (
+        "decisions",
+        include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/scenarios/decisions.json"
         )),
     ),
     (
@@ -41,13 +58,6 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         )),
     ),
     (
-        "for-case",
-        include_str!(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../tests/scenarios/for-case.json"
-        )),
-    ),
-    (
         "expire-overdue",
         include_str!(concat!(
             env!("CARGO_MANIFEST_DIR"),
@@ -55,10 +65,38 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         )),
     ),
     (
+        "for-case",
+        include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/scenarios/for-case.json"
+        )),
+    ),
+    (
+        "guards-and-notes",
+        include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/scenarios/guards-and-notes.json"
+        )),
+    ),
+    (
+        "held",
+        include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/scenarios/held.json"
+        )),
+    ),
+    (
         "history-and-feed",
         include_str!(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/../tests/scenarios/history-and-feed.json"
+        )),
+    ),
+    (
+        "kinds",
+        include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/scenarios/kinds.json"
         )),
     ),
     (
@@ -129,6 +167,13 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         include_str!(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/../tests/scenarios/timers.json"
+        )),
+    ),
+    (
+        "update",
+        include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/scenarios/update.json"
         )),
     ),
 ];
@@ -379,6 +424,50 @@ fn query_arg(q: &Value) -> QueueQuery {
     }
 }
 
+/// A list of outcome rules, as a task, a change or a kind spells them.
+fn outcomes_arg(v: &Value) -> Vec<OutcomeRule> {
+    serde_json::from_value(rename_keys(v.clone(), '-', '_')).expect("outcome rules")
+}
+
+/// `update`'s changes: a key left out is unchanged; `"due-at": null`
+/// clears the due time (so not serde's reading, where null is none).
+fn changes_arg(v: &Value) -> TaskChanges {
+    let m = v.as_object().expect("changes is an object");
+    let field = |k: &str| m.get(k).cloned();
+    let parse = |k: &str| field(k).map(|x| rename_keys(x, '-', '_'));
+    TaskChanges {
+        due_at: field("due-at").map(|d| d.as_i64()),
+        priority: parse("priority")
+            .map(|x| serde_json::from_value::<Priority>(x).expect("changes.priority")),
+        candidate_roles: parse("candidate-roles")
+            .map(|x| serde_json::from_value(x).expect("changes.candidate-roles")),
+        escalate_to: parse("escalate-to")
+            .map(|x| serde_json::from_value(x).expect("changes.escalate-to")),
+        excluded_actors: parse("excluded-actors")
+            .map(|x| serde_json::from_value(x).expect("changes.excluded-actors")),
+        on_expiry: parse("on-expiry")
+            .map(|x| serde_json::from_value::<OnExpiry>(x).expect("changes.on-expiry")),
+        outcomes: field("outcomes").map(|x| outcomes_arg(&x)),
+    }
+}
+
+fn decision_arg(v: &Value) -> Decision {
+    serde_json::from_value(v.clone()).expect("a decision")
+}
+
+fn guard_arg(v: &Value) -> Guard {
+    serde_json::from_value(v.clone()).expect("a guard")
+}
+
+fn kind_arg(v: &Value) -> KindDefinition {
+    let full = with_defaults(v, json!({"outcomes": [], "revision": 0}));
+    KindDefinition {
+        kind: full["kind"].as_str().expect("definition.kind").to_owned(),
+        outcomes: outcomes_arg(&full["outcomes"]),
+        revision: full["revision"].as_u64().expect("definition.revision"),
+    }
+}
+
 fn settlement(text: &str) -> Settlement {
     serde_json::from_value(json!(text)).expect("a settlement")
 }
@@ -393,7 +482,29 @@ fn arm_outcome(o: ArmOutcome) -> Value {
 
 /// Makes one call and answers `Ok(answer)` or `Err(variant)`, canonical.
 fn call(t: &Tenant, verb: &str, a: &Args) -> Result<Value, Value> {
-    let claim_verb = matches!(verb, "claim" | "release" | "take-over" | "renew" | "settle");
+    let claim_verb = matches!(
+        verb,
+        "claim"
+            | "release"
+            | "take-over"
+            | "renew"
+            | "settle"
+            | "escalate"
+            | "update"
+            | "assign"
+            | "unassign"
+            | "delegate"
+            | "note"
+    );
+    // A `guard` argument guards the call, as `Tenant::guarded` does.
+    let guarded;
+    let t = match a.0.get("guard").filter(|g| !g.is_null()) {
+        Some(g) => {
+            guarded = t.guarded(guard_arg(g));
+            &guarded
+        }
+        None => t,
+    };
     let answer: Result<Value, Error> = match verb {
         "open" => t.open(&task_arg(a.get("task"))).map(|x| canonical(&x)),
         "get" => t.get(a.str("id")).map(|x| canonical(&x)),
@@ -425,10 +536,14 @@ fn call(t: &Tenant, verb: &str, a: &Args) -> Result<Value, Value> {
             )
             .map(|x| canonical(&x)),
         "settle" => t
-            .settle(
+            .decide(
                 a.str("id"),
                 settlement(a.str("settlement")),
                 a.opt_str("holder"),
+                a.0.get("decision")
+                    .filter(|d| !d.is_null())
+                    .map(decision_arg)
+                    .as_ref(),
             )
             .map(|x| json!(x)),
         "withdraw-run" => t
@@ -439,6 +554,47 @@ fn call(t: &Tenant, verb: &str, a: &Args) -> Result<Value, Value> {
         "for-case" => t
             .for_case(a.str("case"), a.u32("limit"), a.opt_str("after"))
             .map(|x| canonical(&x)),
+        "held" => t
+            .held(a.str("actor"), a.u32("limit"), a.opt_str("after"))
+            .map(|x| canonical(&x)),
+        "update" => t
+            .update(a.str("id"), a.opt_str("by"), &changes_arg(a.get("changes")))
+            .map(|x| canonical(&x)),
+        "assign" => t
+            .assign(
+                a.str("id"),
+                a.str("to"),
+                &a.strs("roles"),
+                a.lease(),
+                a.0.get("override-roles")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false),
+                a.opt_str("by"),
+            )
+            .map(|x| canonical(&x)),
+        "unassign" => t
+            .unassign(a.str("id"), a.opt_str("by"))
+            .map(|x| canonical(&x)),
+        "delegate" => t
+            .delegate(
+                a.str("id"),
+                a.str("from"),
+                a.str("to"),
+                &a.strs("roles"),
+                a.lease(),
+            )
+            .map(|x| canonical(&x)),
+        "note" => t
+            .note(a.str("id"), a.str("actor"), a.str("text"))
+            .map(|x| canonical(&x)),
+        "define-kind" => t
+            .define_kind(&kind_arg(a.get("definition")), a.opt_u64("expected"))
+            .map(|x| canonical(&x)),
+        "get-kind" => t.get_kind(a.str("kind")).map(|x| canonical(&x)),
+        "list-kinds" => t
+            .list_kinds(a.u32("limit"), a.opt_str("after"))
+            .map(|x| canonical(&x)),
+        "remove-kind" => t.remove_kind(a.str("kind")).map(|x| json!(x)),
         "open-count" => t.open_count().map(|x| json!(x)),
         "overdue" => t
             .overdue(a.int("now"), a.u32("limit"))

@@ -80,6 +80,33 @@ impl Answer for HistoryPage<'_> {
             &["SEQ", "AT", "VERB", "BY", "STATE", "HOLDER", "LEASE UNTIL"],
             rows,
         );
+        // What the table has no column for: each field's before and
+        // after, a decision, a note, the job that made the change.
+        for e in entries {
+            let mut said = Vec::new();
+            for c in &e.changes {
+                said.push(format!("{}: {} -> {}", c.field, c.before, c.after));
+            }
+            if let Some(d) = &e.decision {
+                let reason = d
+                    .reason
+                    .as_deref()
+                    .map_or_else(String::new, |r| format!(" ({r})"));
+                said.push(format!("decision: {}{reason}", d.outcome));
+                if let Some(output) = &d.output {
+                    said.push(format!("output: {output}"));
+                }
+            }
+            if let Some(note) = &e.note {
+                said.push(format!("note: {note}"));
+            }
+            if let Some(job) = &e.job {
+                said.push(format!("job: {job}"));
+            }
+            for line in said {
+                let _ = writeln!(out, "  {} {line}", e.seq);
+            }
+        }
         let last = entries.last().map_or(0, |e| e.seq);
         if entries.len() == self.limit as usize {
             let _ = writeln!(out, "More may follow: --after {last}");

@@ -13,6 +13,7 @@ pub mod component;
 pub mod copy;
 pub mod demo;
 pub mod feed;
+pub mod kind;
 pub mod queue;
 pub mod restore;
 pub mod run;
@@ -37,6 +38,13 @@ pub enum Command {
     Task(task::TaskCommand),
     /// Queued tasks an actor with these roles may claim, urgent first
     Queue(queue::Queue),
+    /// The tasks an actor holds, soonest lease end first, claims without a
+    /// lease last
+    Held(queue::Held),
+    /// Define, read, list and remove task kinds: the outcomes a decision on
+    /// a task of the kind may have
+    #[command(subcommand)]
+    Kind(kind::KindCommand),
     /// Tasks past their due time that still await expiry, earliest first
     Overdue(queue::Overdue),
     /// Every task of a case, in any state, oldest first
@@ -110,6 +118,8 @@ impl Command {
         match self {
             Command::Task(c) => c.verbs(),
             Command::Queue(_) => &["queue"],
+            Command::Held(_) => &["held"],
+            Command::Kind(c) => c.verbs(),
             Command::Overdue(_) => &["overdue"],
             Command::ForCase(_) => &["for-case"],
             Command::Timer(c) => c.verbs(),
@@ -144,6 +154,8 @@ impl Command {
         match self {
             Command::Task(c) => c.run(cx, out),
             Command::Queue(c) => c.run(cx, out),
+            Command::Held(c) => c.run(cx, out),
+            Command::Kind(c) => c.run(cx, out),
             Command::Overdue(c) => c.run(cx, out),
             Command::ForCase(c) => c.run(cx, out),
             Command::Timer(c) => c.run(cx, out),

@@ -1,5 +1,6 @@
 //! The lists of tasks: `queue` (what an actor with these roles may claim,
-//! urgent first), `overdue` (past due, awaiting expiry) and `for-case`
+//! urgent first), `held` (what an actor holds, soonest lease end first),
+//! `overdue` (past due, awaiting expiry) and `for-case`
 //! (`case` until the next release: every task of a case), each with its
 //! flags, its call and its table. Who may see what is the rules'; this
 //! module only asks and lays the answers out.
@@ -73,6 +74,28 @@ impl Queue {
 }
 
 #[derive(Debug, Args)]
+pub struct Held {
+    /// The actor whose tasks to list
+    actor: String,
+    #[command(flatten)]
+    page: PageArgs,
+}
+
+impl Held {
+    pub fn run(&self, cx: &Context, out: &mut dyn Write) -> Result<u8, CliError> {
+        let actor = &self.actor;
+        let page = cx
+            .tenant()?
+            .held(actor, self.page.limit, self.page.after.as_deref())?;
+        let empty = match self.page.after {
+            Some(_) => format!("{actor} holds no more tasks after that cursor."),
+            None => format!("{actor} holds no tasks."),
+        };
+        cx.answer(&Tasks { page, empty }, out)
+    }
+}
+
+#[derive(Debug, Args)]
 pub struct ForCase {
     case: String,
     #[command(flatten)]
@@ -99,7 +122,16 @@ struct Tasks {
     empty: String,
 }
 
-const TASK_COLUMNS: [&str; 7] = ["ID", "PRIORITY", "STATE", "KIND", "ROLES", "HOLDER", "DUE"];
+const TASK_COLUMNS: [&str; 8] = [
+    "ID",
+    "PRIORITY",
+    "STATE",
+    "KIND",
+    "ROLES",
+    "HOLDER",
+    "LEASE UNTIL",
+    "DUE",
+];
 
 impl Answer for Tasks {
     fn json(&self) -> serde_json::Result<String> {
@@ -122,6 +154,7 @@ impl Answer for Tasks {
                     t.kind.clone(),
                     roles(&t.candidate_roles),
                     t.assignee.clone().unwrap_or_else(|| "-".into()),
+                    t.lease_until.map_or_else(|| "-".into(), format_time),
                     t.due_at.map_or_else(|| "-".into(), format_time),
                 ]
             })

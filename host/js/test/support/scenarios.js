@@ -33,8 +33,14 @@ function renameKeys(v, f) {
 
 const canonical = (v) => (v === undefined ? null : renameKeys(v, kebab));
 
-const CLAIM_VERBS = new Set(['claim', 'release', 'take-over', 'renew', 'settle']);
+const CLAIM_VERBS = new Set([
+  'claim', 'release', 'take-over', 'renew', 'settle', 'escalate', 'update', 'assign', 'unassign', 'delegate', 'note',
+]);
 const lease = (l) => (l ? { now: l.now, leaseMs: l['lease-ms'] } : null);
+const camelKeys = (v) => (v === undefined || v === null ? v : renameKeys(v, camel));
+
+/** `update`'s changes: a key left out is unchanged; `"due-at": null` clears the due time. */
+const changes = (c) => camelKeys(c);
 
 function errorVariant(e, verb, { ClaimRefusal, StoreError }) {
   if (e instanceof ClaimRefusal) return { [e.case]: e.detail };
@@ -57,10 +63,20 @@ const VERBS = {
   'next-lease-end': (t) => t.nextLeaseEnd(),
   release: (t, a) => t.release(a.id, a.actor),
   'take-over': (t, a) => t.takeOver(a.id, a.from, a.actor, a.roles, lease(a.lease)),
-  settle: (t, a) => t.settle(a.id, a.settlement, a.holder ?? null),
+  settle: (t, a) => t.decide(a.id, a.settlement, a.holder ?? null, camelKeys(a.decision) ?? null),
   'withdraw-run': (t, a) => t.withdrawRun(a.run, a.awaited),
   escalate: (t, a) => t.escalate(a.id),
   queue: (t, a) => t.queue(a.query),
+  held: (t, a) => t.held(a.actor, a.limit, a.after ?? null),
+  update: (t, a) => t.update(a.id, a.by ?? null, changes(a.changes)),
+  assign: (t, a) => t.assign(a.id, a.to, a.roles, lease(a.lease), a['override-roles'] ?? false, a.by ?? null),
+  unassign: (t, a) => t.unassign(a.id, a.by ?? null),
+  delegate: (t, a) => t.delegate(a.id, a.from, a.to, a.roles, lease(a.lease)),
+  note: (t, a) => t.note(a.id, a.actor, a.text),
+  'define-kind': (t, a) => t.defineKind(camelKeys(a.definition), a.expected ?? null),
+  'get-kind': (t, a) => t.getKind(a.kind),
+  'list-kinds': (t, a) => t.listKinds(a.limit, a.after ?? null),
+  'remove-kind': (t, a) => t.removeKind(a.kind),
   'for-case': (t, a) => t.forCase(a.case, a.limit, a.after ?? null),
   'open-count': (t) => t.openCount(),
   overdue: (t, a) => t.overdue(a.now, a.limit),
@@ -134,7 +150,9 @@ export function runScenario(scenario, engine, store, errors, clock) {
       const args = resolve(step.args ?? {}, vars);
       let got;
       try {
-        got = { ok: canonical(verb(engine.tenant(tenantName), args)) };
+        // A `guard` argument (`{revision, job}`) guards the call, as the host's guarded handle does.
+        const tenant = args.guard ? engine.tenant(tenantName).guarded(args.guard) : engine.tenant(tenantName);
+        got = { ok: canonical(verb(tenant, args)) };
       } catch (e) {
         got = { error: errorVariant(e, step.call, errors) };
       }

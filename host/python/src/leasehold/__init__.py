@@ -7,7 +7,7 @@ handle.
     task = acme.claim("invoice-42", "alice", ["approver"])
 """
 
-from .engine import VERBS, Engine, Tenant, open
+from .engine import PACKAGE, VERSION, VERBS, Engine, Tenant, open
 from .errors import (
     LIMIT_KINDS,
     ClaimRefusal,
@@ -21,7 +21,15 @@ from .errors import (
 )
 from .limits import Limits
 from .model import (
+    UNCHANGED,
     ArmOutcome,
+    Decision,
+    DecisionRecord,
+    FieldChange,
+    Guard,
+    KindDefinition,
+    OutcomeRule,
+    TaskChanges,
     FeedEntry,
     FeedGone,
     FeedPage,
@@ -46,6 +54,8 @@ from .model import (
 from .stores import MemoryStore, SqliteStore
 
 __all__ = [
+    "PACKAGE",
+    "VERSION",
     "VERBS",
     "Lease",
     "Engine",
@@ -83,4 +93,12 @@ __all__ = [
     "FeedPlace",
     "MemoryStore",
     "SqliteStore",
+    "UNCHANGED",
+    "Decision",
+    "DecisionRecord",
+    "FieldChange",
+    "Guard",
+    "KindDefinition",
+    "OutcomeRule",
+    "TaskChanges",
 ]

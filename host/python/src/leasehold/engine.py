@@ -48,14 +48,21 @@ from .errors import (
 )
 from .limits import Limits
 from .model import (
+    UNCHANGED,
     ArmOutcome,
+    Decision,
+    DecisionRecord,
     Discrepancy,
     FeedEntry,
     FeedGone,
     FeedPage,
+    FieldChange,
+    Guard,
     HistoryEntry,
+    KindDefinition,
     Lease,
     OnExpiry,
+    OutcomeRule,
     Page,
     Phase,
     Priority,
@@ -63,6 +70,7 @@ from .model import (
     Settlement,
     Task,
     TaskChange,
+    TaskChanges,
     TaskState,
     Timer,
     TimerChange,
@@ -96,6 +104,7 @@ class _Compiled:
         self.engine = wasmtime.Engine(config)
         self.component = cm.Component(self.engine, wasm)
         self.sha256 = hashlib.sha256(wasm).hexdigest()
+        _check_version(self.component, self.engine)
         engine = self.engine
 
         def tick() -> None:
@@ -104,6 +113,18 @@ class _Compiled:
                 time.sleep(TICK)
 
         threading.Thread(target=tick, name="leasehold-deadline", daemon=True).start()
+
+
+def _check_version(component: cm.Component, engine: wasmtime.Engine) -> None:
+    """Refuses a component that speaks another version of the package,
+    naming both, before any instance is made: its export names say which
+    it speaks (``leasehold:engine/tasks@0.3.0``)."""
+    prefix = f"{PACKAGE}/tasks@"
+    spoken = sorted(n[len(prefix) :] for n in component.type.exports(engine) if n.startswith(prefix))
+    if not spoken:
+        raise LeaseholdError(f"the component exports no {PACKAGE}/tasks interface; this host speaks {VERSION}")
+    if VERSION not in spoken:
+        raise LeaseholdError(f"this component speaks {PACKAGE}@{spoken[0]}; this host speaks {VERSION}")
 
 
 _COMPILED: dict[str, _Compiled] = {}
@@ -290,6 +311,16 @@ VERBS: dict[str, tuple[str, Mode]] = {
     "leased-count": ("tasks", "read"),
     "next-lease-end": ("tasks", "read"),
     "overdue": ("tasks", "read"),
+    "held": ("tasks", "read"),
+    "update": ("tasks", "write"),
+    "assign": ("tasks", "write"),
+    "unassign": ("tasks", "write"),
+    "delegate": ("tasks", "write"),
+    "note": ("tasks", "write"),
+    "define-kind": ("kinds", "write"),
+    "get-kind": ("kinds", "read"),
+    "list-kinds": ("kinds", "read"),
+    "remove-kind": ("kinds", "write"),
     "arm": ("timers", "write"),
     "claim-due": ("timers", "write"),
     "disarm": ("timers", "write"),
@@ -305,7 +336,9 @@ VERBS: dict[str, tuple[str, Mode]] = {
     "trim": ("changes", "write"),
 }
 
-_CLAIM_VERBS = frozenset({"claim", "release", "take-over", "renew", "settle"})
+_CLAIM_VERBS = frozenset(
+    {"claim", "release", "take-over", "renew", "settle", "escalate", "update", "assign", "unassign", "delegate", "note"}
+)
 
 
 @dataclass
@@ -614,7 +647,91 @@ def _wit_task(t: Task) -> cm.Record:
         excluded_actors=_strs(t.excluded_actors, "excluded_actors"),
         created_at=_s64(t.created_at, "created_at"),
         due_at=_opt_s64(t.due_at, "due_at"),
+        # The engine keeps a task's revision and decision: open ignores them.
+        revision=0,
+        decision=None,
+        outcomes=_wit_outcomes(t.outcomes, "outcomes"),
     )
+
+
+def _wit_outcomes(v: Any, field: str) -> list[cm.Record]:
+    if isinstance(v, (str, bytes)) or not isinstance(v, (list, tuple)):
+        raise InvalidArgument(f"{field} must be a list of OutcomeRule, got {v!r}")
+    out = []
+    for i, r in enumerate(v):
+        f = f"{field}[{i}]"
+        _of(OutcomeRule, r, f)
+        if type(r.needs_reason) is not bool:
+            raise InvalidArgument(f"{f}.needs_reason must be a bool, got {r.needs_reason!r}")
+        out.append(
+            _record(
+                name=_str(r.name, f"{f}.name"),
+                needs_reason=r.needs_reason,
+                output_schema=_opt_str(r.output_schema, f"{f}.output_schema"),
+            )
+        )
+    return out
+
+
+def _wit_decision(d: Decision | None) -> cm.Record | None:
+    if d is None:
+        return None
+    _of(Decision, d, "decision")
+    return _record(
+        outcome=_str(d.outcome, "decision.outcome"),
+        reason=_opt_str(d.reason, "decision.reason"),
+        output=_opt_str(d.output, "decision.output"),
+    )
+
+
+def _wit_changes(c: TaskChanges) -> cm.Record:
+    _of(TaskChanges, c, "changes")
+
+    def some(v: Any, f: Callable[[Any, str], Any], field: str) -> Any:
+        return None if v is None else f(v, f"changes.{field}")
+
+    # option<option<timestamp>> lifts tagged: both of its cases can be None.
+    if c.due_at is UNCHANGED:
+        due_at = cm.Variant("none")
+    else:
+        due_at = cm.Variant("some", _opt_s64(c.due_at, "changes.due_at"))
+    return _record(
+        due_at=due_at,
+        priority=some(c.priority, lambda v, f: _enum(Priority, v, f), "priority"),
+        candidate_roles=some(c.candidate_roles, _strs, "candidate_roles"),
+        escalate_to=some(c.escalate_to, _strs, "escalate_to"),
+        excluded_actors=some(c.excluded_actors, _strs, "excluded_actors"),
+        on_expiry=some(c.on_expiry, lambda v, f: _enum(OnExpiry, v, f), "on_expiry"),
+        outcomes=some(c.outcomes, _wit_outcomes, "outcomes"),
+    )
+
+
+def _wit_guard(g: Guard) -> cm.Record:
+    _of(Guard, g, "guard")
+    return _record(revision=_opt_u64(g.revision, "guard.revision"), job=_opt_str(g.job, "guard.job"))
+
+
+def _wit_kind(k: KindDefinition) -> cm.Record:
+    _of(KindDefinition, k, "definition")
+    return _record(
+        kind=_str(k.kind, "definition.kind"), outcomes=_wit_outcomes(k.outcomes, "definition.outcomes"), revision=0
+    )
+
+
+def _outcome_rule(r: Any) -> OutcomeRule:
+    return OutcomeRule(name=r.name, needs_reason=getattr(r, "needs-reason"), output_schema=getattr(r, "output-schema"))
+
+
+def _decision_record(r: Any) -> DecisionRecord | None:
+    if r is None:
+        return None
+    return DecisionRecord(outcome=r.outcome, reason=r.reason, output=r.output, by=r.by, at=r.at)
+
+
+def _kind(r: Any, kind: str) -> KindDefinition:
+    if r.kind != kind:
+        raise _malformed(f"asked about kind {kind}, answered kind {r.kind}")
+    return KindDefinition(kind=r.kind, outcomes=[_outcome_rule(o) for o in r.outcomes], revision=r.revision)
 
 
 def _task(r: Any) -> Task:
@@ -635,6 +752,9 @@ def _task(r: Any) -> Task:
         excluded_actors=g("excluded-actors"),
         created_at=g("created-at"),
         due_at=g("due-at"),
+        revision=r.revision,
+        decision=_decision_record(r.decision),
+        outcomes=[_outcome_rule(o) for o in r.outcomes],
     )
 
 
@@ -732,13 +852,19 @@ def _history_entry(r: Any) -> HistoryEntry:
         lease_until=g("lease-until"),
         candidate_roles=g("candidate-roles"),
         excluded_actors=g("excluded-actors"),
+        revision=r.revision,
+        changes=[FieldChange(c.field, c.before, c.after) for c in r.changes],
+        decision=_decision_record(r.decision),
+        note=r.note,
+        job=r.job,
     )
 
 
 def _change(v: Any) -> TaskChange | TimerChange:
     """A feed entry's change: a tagged variant of two records."""
     if v.tag == "task":
-        return TaskChange(id=v.payload.id, entry=_history_entry(v.payload.entry))
+        t = v.payload
+        return TaskChange(id=t.id, entry=_history_entry(t.entry), run=t.run, kind=t.kind)
     t = v.payload
     return TimerChange(
         run=t.run,
@@ -756,9 +882,21 @@ class Tenant:
     its arguments checked before the guest runs and its answer before the
     call commits."""
 
-    def __init__(self, engine: Engine, name: str) -> None:
+    def __init__(self, engine: Engine, name: str, guard: Guard | None = None) -> None:
         self._engine = engine
         self.name = name
+        self._guard = None if guard is None else _wit_guard(guard)
+
+    def guarded(self, guard: Guard) -> Tenant:
+        """This tenant, for calls guarded by ``guard``: every verb that
+        changes one task (claim, release, take_over, renew, settle and
+        decide, escalate, update, assign, unassign, delegate, note) goes
+        ahead only on the task at ``guard.revision``, if given (else
+        ``ClaimRefusal`` ``stale`` whose ``current`` is the task's revision,
+        nothing written), and records ``guard.job`` in the change's history
+        entry. Meant for one call: the revision moves with every change.
+        Other verbs ignore it."""
+        return Tenant(self._engine, self.name, guard)
 
     def _call(self, verb: str, *args: Any, check: Callable[[Any], Any] = _same) -> Any:
         return self._engine.call(self.name, verb, args, check)
@@ -772,12 +910,12 @@ class Tenant:
 
     def claim(self, id: str, actor: str, roles: list[str], lease: Lease | None = None) -> Task:
         """Reserves the task for ``actor``; with a lease, until ``now + lease_ms``."""
-        args = (_str(id, "id"), _str(actor, "actor"), _strs(roles, "roles"), _wit_lease(lease))
+        args = (_str(id, "id"), _str(actor, "actor"), _strs(roles, "roles"), _wit_lease(lease), self._guard)
         return self._call("claim", *args, check=lambda r: _held_task(r, id, actor))
 
     def renew(self, id: str, actor: str, now: int, lease_ms: int) -> Task:
         """The holder of a leased claim extends it to ``now + lease_ms``."""
-        args = (_str(id, "id"), _str(actor, "actor"), _s64(now, "now"), _u32(lease_ms, "lease_ms"))
+        args = (_str(id, "id"), _str(actor, "actor"), _s64(now, "now"), _u32(lease_ms, "lease_ms"), self._guard)
         return self._call("renew", *args, check=lambda r: _held_task(r, id, actor))
 
     def reclaim_lapsed(self, now: int, limit: int) -> list[Task]:
@@ -834,16 +972,41 @@ class Tenant:
         return self._call("next-lease-end")
 
     def release(self, id: str, actor: str) -> None:
-        self._call("release", _str(id, "id"), _str(actor, "actor"), check=lambda _: None)
+        self._call("release", _str(id, "id"), _str(actor, "actor"), self._guard, check=lambda _: None)
 
     def take_over(self, id: str, from_: str, actor: str, roles: list[str], lease: Lease | None = None) -> Task:
-        args = (_str(id, "id"), _str(from_, "from_"), _str(actor, "actor"), _strs(roles, "roles"), _wit_lease(lease))
+        args = (
+            _str(id, "id"),
+            _str(from_, "from_"),
+            _str(actor, "actor"),
+            _strs(roles, "roles"),
+            _wit_lease(lease),
+            self._guard,
+        )
         return self._call("take-over", *args, check=lambda r: _held_task(r, id, actor))
 
     def settle(self, id: str, settlement: Settlement | str, holder: str | None = None) -> bool:
         """Compare-and-set from pending: True when this call settled the task.
         With ``holder``, the task must be claimed by exactly that actor."""
-        args = (_str(id, "id"), _enum(Settlement, settlement, "settlement"), _opt_str(holder, "holder"))
+        return self.decide(id, settlement, holder, None)
+
+    def decide(
+        self, id: str, settlement: Settlement | str, holder: str | None = None, decision: Decision | None = None
+    ) -> bool:
+        """``settle`` with a decision (outcome, reason, output as JSON text),
+        kept with the task with who decided (``holder``). It is checked
+        against the outcomes the task, or else its kind, declares: an
+        outcome not allowed, a missing reason where needed, or an output the
+        outcome's schema refuses is a ``StoreError`` ``invalid`` naming the
+        field (the output's first violation by its path), nothing written.
+        A settled task answers False, its decision unchecked."""
+        args = (
+            _str(id, "id"),
+            _enum(Settlement, settlement, "settlement"),
+            _opt_str(holder, "holder"),
+            _wit_decision(decision),
+            self._guard,
+        )
         return self._call("settle", *args)
 
     def withdraw_run(self, run: str, awaited: list[str]) -> int:
@@ -857,7 +1020,7 @@ class Tenant:
         return self._call("withdraw-run", _str(run, "run"), awaited, check=check)
 
     def escalate(self, id: str) -> Task:
-        return self._call("escalate", _str(id, "id"), check=lambda r: _same_task(r, id))
+        return self._call("escalate", _str(id, "id"), self._guard, check=lambda r: _same_task(r, id))
 
     def queue(self, *, roles: list[str], limit: int, actor: str | None = None, after: str | None = None) -> Page:
         q = _wit_query(roles, actor, limit, after)
@@ -874,6 +1037,102 @@ class Tenant:
     def overdue(self, now: int, limit: int) -> list[Task]:
         args = (_s64(now, "now"), _u32(limit, "limit"))
         return self._call("overdue", *args, check=lambda ts: [_task(t) for t in _at_most(ts, limit, "overdue")])
+
+    def held(self, actor: str, limit: int, after: str | None = None) -> Page:
+        """One page of the tasks ``actor`` holds, soonest lease end first,
+        claims without a lease last, then by id; pass ``next`` back as
+        ``after``."""
+        args = (_str(actor, "actor"), _u32(limit, "limit"), _opt_str(after, "after"))
+
+        def check(p: Any) -> Page:
+            page = _page(p, limit, "held")
+            for t in page.tasks:
+                _held(t, actor)
+            return page
+
+        return self._call("held", *args, check=check)
+
+    def update(self, id: str, by: str | None, changes: TaskChanges) -> Task:
+        """Changes fields of a pending task, each by ``open``'s rules; ``by``
+        is recorded as who changed it (None: the service). A change that
+        excludes the holder ends the claim. Answers the task as it now
+        stands."""
+        args = (_str(id, "id"), _opt_str(by, "by"), _wit_changes(changes), self._guard)
+        return self._call("update", *args, check=lambda r: _same_task(r, id))
+
+    def assign(
+        self,
+        id: str,
+        to: str,
+        roles: list[str],
+        lease: Lease | None = None,
+        override_roles: bool = False,
+        by: str | None = None,
+    ) -> Task:
+        """A manager claims the task for ``to``, from whoever holds it, by the
+        claim ladder for ``to`` (its roles rung skipped only with
+        ``override_roles``, which the history then records). Answers the
+        task, held by ``to``."""
+        if type(override_roles) is not bool:
+            raise InvalidArgument(f"override_roles must be a bool, got {override_roles!r}")
+        args = (
+            _str(id, "id"),
+            _str(to, "to"),
+            _strs(roles, "roles"),
+            _wit_lease(lease),
+            override_roles,
+            _opt_str(by, "by"),
+            self._guard,
+        )
+        return self._call("assign", *args, check=lambda r: _held_task(r, id, to))
+
+    def unassign(self, id: str, by: str | None = None) -> Task:
+        """Back to the queue from whoever holds it; a pending task nobody
+        holds is answered as it stands."""
+
+        def check(r: Any) -> Task:
+            t = _same_task(r, id)
+            if t.state == TaskState.CLAIMED:
+                raise _malformed(f"unassign answered task {id} still claimed by {t.assignee}")
+            return t
+
+        return self._call("unassign", _str(id, "id"), _opt_str(by, "by"), self._guard, check=check)
+
+    def delegate(self, id: str, from_: str, to: str, roles: list[str], lease: Lease | None = None) -> Task:
+        """The holder ``from_`` hands the task to ``to``, by the claim ladder
+        for ``to``; anyone else is refused ``not-held``."""
+        args = (_str(id, "id"), _str(from_, "from_"), _str(to, "to"), _strs(roles, "roles"), _wit_lease(lease), self._guard)
+        return self._call("delegate", *args, check=lambda r: _held_task(r, id, to))
+
+    def note(self, id: str, actor: str, text: str) -> Task:
+        """An append-only remark by ``actor`` (1 byte to 4 KiB), kept in the
+        task's history. Answers the task."""
+        args = (_str(id, "id"), _str(actor, "actor"), _str(text, "text"), self._guard)
+        return self._call("note", *args, check=lambda r: _same_task(r, id))
+
+    def define_kind(self, definition: KindDefinition, expected: int | None = None) -> KindDefinition:
+        """Creates or replaces a kind's definition; with ``expected``, only
+        if the kind's revision is that (0: not defined), else ``StoreError``
+        ``stale`` whose ``current`` is the revision. Answers the definition
+        with its new revision."""
+        args = (_wit_kind(definition), _opt_u64(expected, "expected"))
+        return self._call("define-kind", *args, check=lambda r: _kind(r, definition.kind))
+
+    def get_kind(self, kind: str) -> KindDefinition | None:
+        """A kind's definition, or None."""
+        return self._call("get-kind", _str(kind, "kind"), check=lambda r: None if r is None else _kind(r, kind))
+
+    def list_kinds(self, limit: int, after: str | None = None) -> list[KindDefinition]:
+        """Defined kinds in name order, after ``after``, at most ``limit``."""
+
+        def check(ks: list) -> list[KindDefinition]:
+            return [_kind(k, k.kind) for k in _at_most(ks, limit, "list-kinds")]
+
+        return self._call("list-kinds", _u32(limit, "limit"), _opt_str(after, "after"), check=check)
+
+    def remove_kind(self, kind: str) -> bool:
+        """Removes a kind's definition; True if there was one."""
+        return self._call("remove-kind", _str(kind, "kind"))
 
     def arm(self, timer: Timer) -> ArmOutcome:
         return self._call("arm", _wit_timer(timer), check=ArmOutcome)

@@ -30,16 +30,20 @@ _REFUSALS = {
     "not-pending": "the task is already {}",
     "already-claimed": "the task is held by {}",
     "not-held": "{} does not hold the task",
+    "stale": "the task changed since it was read: its revision is now {}",
 }
 
 
 class ClaimRefusal(LeaseholdError):
-    """A claim, take-over or release that did not happen: a rung of the claim
-    ladder, or ``not-held``. ``case`` is the WIT ``claim-error`` case, e.g.
-    ``"excluded"``, and ``detail`` its payload (an actor, holder, id or
-    task state)."""
+    """A verb that changes one task (a claim, take-over, release, renewal,
+    holder-checked settlement, escalation, update, assignment, delegation
+    or note) that did not happen: a rung of the claim ladder, ``not-held``,
+    or ``stale`` (a guarded call on a task whose revision moved; ``current``
+    is the revision now). ``case`` is the WIT ``claim-error`` case, e.g.
+    ``"excluded"``, and ``detail`` its payload (an actor, holder, id, task
+    state or revision)."""
 
-    def __init__(self, case: str, detail: str) -> None:
+    def __init__(self, case: str, detail: str | int) -> None:
         super().__init__("refused: " + _REFUSALS.get(case, case + ": {}").format(detail))
         self.case = case
         self.detail = detail
@@ -50,6 +54,11 @@ class ClaimRefusal(LeaseholdError):
         return self.case
 
     @property
+    def current(self) -> int | None:
+        """For ``stale``, the task's revision now (read again, decide again)."""
+        return self.detail if self.case == "stale" and isinstance(self.detail, int) else None
+
+    @property
     def retryable(self) -> bool:
         """Only ``already-claimed`` may go differently if tried again."""
         return self.case == "already-claimed"
@@ -57,15 +66,21 @@ class ClaimRefusal(LeaseholdError):
 
 class StoreError(LeaseholdError):
     """The engine answered a WIT ``store-error``: ``not-found``, ``invalid``
-    (the detail names the field), ``corrupt``, ``storage`` or
+    (the detail names the field), ``corrupt``, ``storage``,
     ``newer-layout`` (a newer build moved the tenant's layout; the detail
-    names both layouts). A claim verb's
+    names both layouts) or ``stale`` (``define_kind``'s expected revision
+    is not the kind's, which ``current`` is). A claim verb's
     ``claim-error.store`` is raised as this too."""
 
-    def __init__(self, case: str, detail: str) -> None:
+    def __init__(self, case: str, detail: str | int) -> None:
         super().__init__(f"{case}: {detail}")
         self.case = case
         self.detail = detail
+
+    @property
+    def current(self) -> int | None:
+        """For ``stale``, the current revision."""
+        return self.detail if self.case == "stale" and isinstance(self.detail, int) else None
 
     @property
     def tag(self) -> str:

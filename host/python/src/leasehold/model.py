@@ -54,6 +54,102 @@ def now_ms() -> int:
 
 
 @dataclass
+class OutcomeRule:
+    """One outcome a decision may have: its ``name`` (1-64 characters),
+    whether it needs a reason, and a JSON Schema (text) its output must
+    satisfy."""
+
+    name: str
+    needs_reason: bool = False
+    output_schema: str | None = None
+
+
+@dataclass
+class Decision:
+    """What ``decide`` is given: an ``outcome``, a ``reason`` (at most 4 KiB)
+    and an ``output``, JSON text."""
+
+    outcome: str
+    reason: str | None = None
+    output: str | None = None
+
+
+@dataclass
+class DecisionRecord:
+    """A decision as the task keeps it: with who settled it (None for the
+    service) and when the settling call ran."""
+
+    outcome: str
+    reason: str | None
+    output: str | None
+    by: str | None
+    at: int
+
+
+@dataclass
+class Guard:
+    """What ``Tenant.guarded`` takes: the ``revision`` the caller was shown
+    (another one refuses the call ``stale``), and the bulk ``job`` making
+    the change, recorded in its history entry."""
+
+    revision: int | None = None
+    job: str | None = None
+
+
+class _Unchanged:
+    """The value of a ``TaskChanges`` field left as it is."""
+
+    _instance: _Unchanged | None = None
+
+    def __new__(cls) -> _Unchanged:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "UNCHANGED"
+
+
+#: A ``TaskChanges.due_at`` that leaves the due time as it is (None clears it).
+UNCHANGED = _Unchanged()
+
+
+@dataclass
+class TaskChanges:
+    """What ``update`` changes: a field left None stays as it is, except
+    ``due_at``, where None clears the due time and ``UNCHANGED`` (the
+    default) leaves it."""
+
+    due_at: int | None | _Unchanged = UNCHANGED
+    priority: Priority | None = None
+    candidate_roles: list[str] | None = None
+    escalate_to: list[str] | None = None
+    excluded_actors: list[str] | None = None
+    on_expiry: OnExpiry | None = None
+    outcomes: list[OutcomeRule] | None = None
+
+
+@dataclass
+class FieldChange:
+    """One field a change changed, its value before and after as JSON text."""
+
+    field: str
+    before: str
+    after: str
+
+
+@dataclass
+class KindDefinition:
+    """A kind's allowed outcomes; ``revision`` is 1 when first defined, one
+    more with each definition after (what ``define_kind`` is given is
+    ignored)."""
+
+    kind: str
+    outcomes: list[OutcomeRule] = field(default_factory=list)
+    revision: int = 0
+
+
+@dataclass
 class Task:
     """A human task. To open one, ``id``, ``run`` and ``kind`` are enough: no
     case, justification ``{}``, open to anyone, normal priority, created now."""
@@ -74,6 +170,13 @@ class Task:
     excluded_actors: list[str] = field(default_factory=list)
     created_at: int = field(default_factory=now_ms)
     due_at: int | None = None
+    #: 1 when opened, one more with every recorded change; 0 for a task no
+    #: 0.3.0 build has changed. ``open`` ignores it.
+    revision: int = 0
+    #: The decision the settle recorded, if it carried one. ``open`` ignores it.
+    decision: DecisionRecord | None = None
+    #: The outcomes a decision on the task may have; empty: its kind's, or any.
+    outcomes: list[OutcomeRule] = field(default_factory=list)
 
 
 @dataclass
@@ -133,6 +236,16 @@ class HistoryEntry:
     lease_until: int | None
     candidate_roles: list[str]
     excluded_actors: list[str]
+    #: The task's revision after the change; 0 for one recorded before layout 10.
+    revision: int = 0
+    #: Each field the change changed, before and after.
+    changes: list[FieldChange] = field(default_factory=list)
+    #: The decision a settle recorded.
+    decision: DecisionRecord | None = None
+    #: A note's text.
+    note: str | None = None
+    #: The guard's job, when one made the change.
+    job: str | None = None
 
 
 class TimerEvent(StrEnum):
@@ -147,6 +260,10 @@ class TaskChange:
 
     id: str
     entry: HistoryEntry
+    #: The task's run and kind, so a reader can filter without reading the
+    #: task; None for a change recorded before layout 10.
+    run: str | None = None
+    kind: str | None = None
 
 
 @dataclass

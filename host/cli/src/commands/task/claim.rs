@@ -10,6 +10,7 @@ use leasehold_host::{Lease, QueueQuery, Task, Timestamp};
 use serde_json::json;
 
 use crate::answer::Answer;
+use crate::commands::task::guard::GuardArgs;
 use crate::commands::task::shown::{Shown, block, holds};
 use crate::context::Context;
 use crate::error::CliError;
@@ -36,7 +37,7 @@ pub struct LeaseArgs {
 
 impl LeaseArgs {
     /// The lease, starting at `--now` or else at the clock.
-    fn lease(self) -> Option<Lease> {
+    pub fn lease(self) -> Option<Lease> {
         self.lease.map(|lease_ms| Lease {
             now: self.now.unwrap_or_else(values::now),
             lease_ms,
@@ -58,11 +59,13 @@ pub struct Claim {
     roles: Vec<String>,
     #[command(flatten)]
     lease: LeaseArgs,
+    #[command(flatten)]
+    guard: GuardArgs,
 }
 
 impl Claim {
     pub fn run(&self, cx: &Context, out: &mut dyn Write) -> Result<u8, CliError> {
-        let task = cx.tenant()?.claim(
+        let task = self.guard.tenant(cx)?.claim(
             &self.id,
             &self.actor,
             &strs(&self.roles),
@@ -150,12 +153,17 @@ pub struct Renew {
     /// When the new lease starts [default: the current clock]
     #[arg(long, value_name = "TIME", value_parser = parse_time, allow_negative_numbers = true)]
     now: Option<Timestamp>,
+    #[command(flatten)]
+    guard: GuardArgs,
 }
 
 impl Renew {
     pub fn run(&self, cx: &Context, out: &mut dyn Write) -> Result<u8, CliError> {
         let now = self.now.unwrap_or_else(values::now);
-        let task = cx.tenant()?.renew(&self.id, &self.actor, now, self.lease)?;
+        let task = self
+            .guard
+            .tenant(cx)?
+            .renew(&self.id, &self.actor, now, self.lease)?;
         let shown = Shown {
             headline: holds(&self.actor, &task),
             task,
@@ -169,11 +177,13 @@ pub struct Release {
     id: String,
     #[arg(long, value_name = "A")]
     actor: String,
+    #[command(flatten)]
+    guard: GuardArgs,
 }
 
 impl Release {
     pub fn run(&self, cx: &Context, out: &mut dyn Write) -> Result<u8, CliError> {
-        cx.tenant()?.release(&self.id, &self.actor)?;
+        self.guard.tenant(cx)?.release(&self.id, &self.actor)?;
         cx.answer(self, out)
     }
 }
@@ -204,11 +214,13 @@ pub struct TakeOver {
     roles: Vec<String>,
     #[command(flatten)]
     lease: LeaseArgs,
+    #[command(flatten)]
+    guard: GuardArgs,
 }
 
 impl TakeOver {
     pub fn run(&self, cx: &Context, out: &mut dyn Write) -> Result<u8, CliError> {
-        let task = cx.tenant()?.take_over(
+        let task = self.guard.tenant(cx)?.take_over(
             &self.id,
             &self.from,
             &self.actor,

@@ -1,12 +1,15 @@
 //! `leasehold task …`: one task's life, each command named as the verb it
 //! calls (`task reclaim-lapsed`, `task entry-place`; the old spellings are
 //! aliases for a release). The commands sit by what they do: opening and
-//! reading (`open`), the claim ladder (`claim`), settling (`settle`), and
-//! the sweeps over every task (`sweep`); a task's history and its place in
+//! reading (`open`), the claim ladder (`claim`), settling (`settle`),
+//! changes after open (`change`), `--if-revision` (`guard`), and the
+//! sweeps over every task (`sweep`); a task's history and its place in
 //! the feed are the `changes` group's. This module only lists them and
 //! dispatches.
 
+mod change;
 mod claim;
+mod guard;
 mod open;
 mod settle;
 mod shown;
@@ -33,7 +36,8 @@ pub enum TaskCommand {
     /// integer milliseconds. If the id exists, the stored task stands
     /// unchanged (first open wins).
     Open(open::Open),
-    /// Show one task
+    /// Show one task: its fields, revision and decision
+    #[command(visible_alias = "show")]
     Get(open::Get),
     /// Reserve a task for an actor, until released or under a lease
     Claim(claim::Claim),
@@ -66,6 +70,18 @@ pub enum TaskCommand {
     EntryPlace(EntryPlace),
     /// Withdraw the listed tasks that belong to RUN and are still pending
     WithdrawRun(settle::WithdrawRun),
+    /// Change a pending task's due time, priority, roles, escalation roles,
+    /// excluded actors or expiry policy (each by open's rules); excluding
+    /// the holder ends the claim
+    Update(change::Update),
+    /// Claim a task for a named actor, from whoever holds it
+    Assign(change::Assign),
+    /// Put a task back in the queue, from whoever holds it
+    Unassign(change::Unassign),
+    /// Hand a task the actor holds on to another actor
+    Delegate(change::Delegate),
+    /// Add a note to a task's history
+    Note(change::Note),
 }
 
 impl TaskCommand {
@@ -87,6 +103,11 @@ impl TaskCommand {
             TaskCommand::History(_) => &["history"],
             TaskCommand::EntryPlace(_) => &["entry-place"],
             TaskCommand::WithdrawRun(_) => &["withdraw-run"],
+            TaskCommand::Update(_) => &["update"],
+            TaskCommand::Assign(_) => &["assign"],
+            TaskCommand::Unassign(_) => &["unassign"],
+            TaskCommand::Delegate(_) => &["delegate"],
+            TaskCommand::Note(_) => &["note"],
         }
     }
 
@@ -106,6 +127,11 @@ impl TaskCommand {
             TaskCommand::History(c) => c.run(cx, out),
             TaskCommand::EntryPlace(c) => c.run(cx, out),
             TaskCommand::WithdrawRun(c) => c.run(cx, out),
+            TaskCommand::Update(c) => c.run(cx, out),
+            TaskCommand::Assign(c) => c.run(cx, out),
+            TaskCommand::Unassign(c) => c.run(cx, out),
+            TaskCommand::Delegate(c) => c.run(cx, out),
+            TaskCommand::Note(c) => c.run(cx, out),
         }
     }
 }

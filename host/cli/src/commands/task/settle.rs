@@ -3,12 +3,14 @@
 //! settlement wins is the rules'; this module only asks and reports.
 
 use std::io::Write;
+use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
-use leasehold_host::{Settlement, TaskState};
+use leasehold_host::{Decision, Settlement, TaskState};
 use serde_json::json;
 
 use crate::answer::Answer;
+use crate::commands::task::guard::GuardArgs;
 use crate::commands::task::shown::Shown;
 use crate::context::Context;
 use crate::error::CliError;
@@ -37,23 +39,66 @@ pub struct Settle {
     #[arg(value_enum)]
     settlement: SettlementArg,
     /// Settle only if this actor holds the task now (else refused, and
-    /// nothing changes)
+    /// nothing changes); recorded as who decided
     #[arg(long, value_name = "A")]
     holder: Option<String>,
+    /// The decision's outcome (approved, rejected, ...): checked against
+    /// the outcomes the task, or its kind, allows
+    #[arg(long, value_name = "NAME")]
+    outcome: Option<String>,
+    /// Why, in the decider's words (at most 4 KiB)
+    #[arg(long, value_name = "TEXT", requires = "outcome")]
+    reason: Option<String>,
+    /// A JSON file holding the decision's output, checked against the
+    /// outcome's schema
+    #[arg(long, value_name = "FILE", requires = "outcome")]
+    output_file: Option<PathBuf>,
+    #[command(flatten)]
+    guard: GuardArgs,
 }
 
 impl Settle {
     pub fn run(&self, cx: &Context, out: &mut dyn Write) -> Result<u8, CliError> {
         let settlement = self.settlement.into();
-        let settled = cx
-            .tenant()?
-            .settle(&self.id, settlement, self.holder.as_deref())?;
+        let decision = match &self.outcome {
+            Some(outcome) => Some(Decision {
+                outcome: outcome.clone(),
+                reason: self.reason.clone(),
+                output: self.output()?,
+            }),
+            None => None,
+        };
+        let settled = self.guard.tenant(cx)?.decide(
+            &self.id,
+            settlement,
+            self.holder.as_deref(),
+            decision.as_ref(),
+        )?;
         let answer = Settled {
             id: &self.id,
             settlement,
             settled,
+            decision: decision.as_ref(),
         };
         cx.answer(&answer, out)
+    }
+
+    /// The output file's text, checked to be one JSON document here so a
+    /// typo is named by line and column; the engine checks its schema.
+    fn output(&self) -> Result<Option<String>, CliError> {
+        let Some(path) = &self.output_file else {
+            return Ok(None);
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            CliError::Input(format!("cannot read --output-file {}: {e}", path.display()))
+        })?;
+        serde_json::from_str::<serde::de::IgnoredAny>(&text).map_err(|e| {
+            CliError::Input(format!(
+                "--output-file {}: not one JSON document: {e}",
+                path.display()
+            ))
+        })?;
+        Ok(Some(text))
     }
 }
 
@@ -61,19 +106,26 @@ struct Settled<'a> {
     id: &'a str,
     settlement: Settlement,
     settled: bool,
+    decision: Option<&'a Decision>,
 }
 
 impl Answer for Settled<'_> {
     fn json(&self) -> serde_json::Result<String> {
-        serde_json::to_string(
-            &json!({"id": self.id, "settlement": self.settlement, "settled": self.settled}),
-        )
+        let mut answer =
+            json!({"id": self.id, "settlement": self.settlement, "settled": self.settled});
+        if let Some(d) = self.decision {
+            answer["outcome"] = json!(d.outcome);
+        }
+        serde_json::to_string(&answer)
     }
 
     fn human(&self) -> String {
         let id = self.id;
         if self.settled {
-            format!("Settled {id} as {}.\n", self.settlement.state())
+            let outcome = self
+                .decision
+                .map_or_else(String::new, |d| format!(", {}", d.outcome));
+            format!("Settled {id} as {}{outcome}.\n", self.settlement.state())
         } else {
             format!(
                 "{id} was already settled; it is left as it stands (the first settlement wins).\n"
@@ -85,12 +137,14 @@ impl Answer for Settled<'_> {
 #[derive(Debug, Args)]
 pub struct Escalate {
     id: String,
+    #[command(flatten)]
+    guard: GuardArgs,
 }
 
 impl Escalate {
     pub fn run(&self, cx: &Context, out: &mut dyn Write) -> Result<u8, CliError> {
         let id = &self.id;
-        let task = cx.tenant()?.escalate(id)?;
+        let task = self.guard.tenant(cx)?.escalate(id)?;
         let headline = if task.state == TaskState::Escalated {
             format!(
                 "Escalated {id}: no one holds it, and it is offered to {}.",

@@ -61,6 +61,24 @@ pub fn block(t: &Task) -> String {
     lines.push(("created", format_time(t.created_at)));
     lines.push(("due", t.due_at.map_or_else(|| "-".into(), format_time)));
     lines.push(("justification", t.justification.clone()));
+    lines.push(("revision", t.revision.to_string()));
+    if !t.outcomes.is_empty() {
+        let names: Vec<String> = t.outcomes.iter().map(|o| o.name.clone()).collect();
+        lines.push(("outcomes", names.join(", ")));
+    }
+    if let Some(d) = &t.decision {
+        let by = d.by.as_deref().unwrap_or("(service)");
+        lines.push((
+            "decision",
+            format!("{} by {by} at {}", d.outcome, format_time(d.at)),
+        ));
+        if let Some(reason) = &d.reason {
+            lines.push(("reason", reason.clone()));
+        }
+        if let Some(output) = &d.output {
+            lines.push(("output", output.clone()));
+        }
+    }
     let mut out = String::new();
     for (k, v) in lines {
         let _ = writeln!(out, "  {k:<14}{v}");
