@@ -101,8 +101,24 @@ async fn update(
         .task(id)
         .expecting(if_match)
         .act(Verb::Update, move |x, id| x.update(id, Some(&by), &changes))
-        .await?;
+        .await
+        .map_err(body_field)?;
     Ok(tagged(task))
+}
+
+/// The rules name a change's field as `changes.<field>`; the body names it
+/// `<field>`.
+fn body_field(e: ApiError) -> ApiError {
+    match e {
+        ApiError::Invalid {
+            field: Some(f),
+            detail,
+        } => ApiError::Invalid {
+            field: Some(f.strip_prefix("changes.").unwrap_or(&f).to_owned()),
+            detail,
+        },
+        other => other,
+    }
 }
 
 /// Claim the task for `to`, from whoever holds it, by the claim ladder for
@@ -339,6 +355,12 @@ impl TaskPatch {
                     Self::FIELDS.join(", ")
                 ),
             });
+        }
+        if let Some((field, _)) = body.iter().find(|(k, v)| v.is_null() && *k != "due_at") {
+            return Err(ApiError::invalid(
+                field,
+                format!("{field} cannot be cleared: only due_at takes null"),
+            ));
         }
         let bytes = serde_json::to_vec(&body).map_err(|e| ApiError::Internal(Box::new(e)))?;
         let patch: TaskPatch = decode(&bytes)?;

@@ -93,7 +93,7 @@ fn the_revision_is_the_etag_and_if_match_guards_every_change() {
         }
         assert_eq!(history(svc, "t-1").len(), 1);
         // The current revision goes ahead; the answer carries the next.
-        let r = send(svc, "POST", claim, "/v1/tasks/t-1/claim", "alice", &[("If-Match", "\"1\"")], None);
+        let r = send(svc, "POST", claim, "/v1/tasks/t-1/claim", "alice", &[("If-Match", "\"1\"")], Some(json!({"lease_ms": 60_000})));
         assert_eq!(r.expect_ok()["revision"], 2);
         assert_eq!(etag(&r), "\"2\"");
         // `*` is no guard.
@@ -261,7 +261,7 @@ fn a_reviewer_delegates_only_what_it_holds_to_whom_the_rules_accept() {
         send(svc, "POST", delegate, "/v1/tasks/d-1/delegate", "alice", &[], Some(json!({"to": "carol", "roles": ["finance"]})))
             .expect_problem(403, "acting-as-another");
         // bob holds nothing: not-held, as bob.
-        let r = send(svc, "POST", delegate, "/v1/tasks/d-1/delegate", "bob", &[], Some(json!({"to": "carol"})));
+        let r = send(svc, "POST", delegate, "/v1/tasks/d-1/delegate", "bob", &[], Some(json!({"to": "bob"})));
         r.expect_problem(409, "not-held");
         assert_eq!(r.body["actor"], "bob");
         // carol's credentials give her only legal: the rules refuse her;
