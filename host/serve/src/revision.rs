@@ -38,7 +38,6 @@ pub struct IfMatch(pub Option<u64>);
 
 /// Reads one `If-Match` value.
 pub fn parse(text: &str) -> Result<IfMatch, ApiError> {
-    let text = text.trim();
     if text == "*" {
         return Ok(IfMatch(None));
     }
