@@ -241,9 +241,25 @@
     const noteId = `note-${++fieldSeq}`;
     const to = el('input', { id: toId, type: 'text', autocomplete: 'off', spellcheck: 'false' });
     const note = el('textarea', { id: noteId, rows: '2', maxlength: '4096', dir: 'auto' });
-    const history = el('ol', { class: 'history' });
-    const historyBox = el('details', { class: 'history-box' }, el('summary', {}, 'History'), history);
-    historyBox.addEventListener('toggle', () => { if (historyBox.open) showHistory(t.id, history); });
+    // A button, not a disclosure: the card's one <summary> is its
+    // justification's.
+    const history = el('ol', { class: 'history', hidden: true });
+    const historyButton = el('button', {
+      type: 'button', class: 'history-toggle', 'aria-expanded': 'false',
+      'aria-label': `History: ${t.kind} (${t.id})`,
+      on: {
+        click: () => {
+          const open = history.hidden;
+          history.hidden = !open;
+          historyButton.setAttribute('aria-expanded', String(open));
+          if (open) showHistory(t.id, history);
+        },
+      },
+    }, 'History');
+    const historyBox = { open: (list) => {
+      list.hidden = false;
+      historyButton.setAttribute('aria-expanded', 'true');
+    } };
     return el('li', { class: 'card', dataset: { task: t.id } },
       heading,
       el('p', { class: 'meta' }, el('span', { class: `priority ${t.priority}`, text: t.priority }), ' · due ', dueText(t)),
@@ -259,18 +275,18 @@
         el('label', { for: toId }, 'Hand to (their name)'), to,
         button('Delegate', 'delegate', () => delegate(t.id, to))),
       el('div', { class: 'notes' },
-        el('label', { for: noteId }, 'Note'), note,
+        el('label', { for: noteId }, 'Your note'), note,
         button('Add note', 'add-note', () => addNote(t.id, note, history, historyBox))),
-      historyBox);
+      el('div', { class: 'history-box' }, historyButton, history));
   }
 
   // A task decided on this page, with its history as the server keeps it
   // (the decision, its reason and every note).
   function decided(t) {
     const list = el('ol', { class: 'history' });
-    const box = el('details', { class: 'history-box', open: '' }, el('summary', {}, 'History'), list);
     $('decided').prepend(el('li', { class: 'card', dataset: { task: t.id } },
-      el('h3', {}, user(t.kind, { class: 'kind' }), ' ', user(t.id, { class: 'task-id' })), box));
+      el('h3', {}, user(t.kind, { class: 'kind' }), ' ', user(t.id, { class: 'task-id' })),
+      el('p', { class: 'meta' }, 'History'), list));
     $('decided-section').hidden = false;
     showHistory(t.id, list);
   }
@@ -519,7 +535,7 @@
       const held = mine.get(id);
       if (held) held.task = res.data;
       say(msg`Noted on ${label(t)}.`);
-      historyBox.open = true;
+      historyBox.open(list);
       await showHistory(id, list);
     } else if (res.problem.name === 'not-found') {
       await noLongerMine(id, t);

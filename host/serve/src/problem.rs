@@ -13,6 +13,14 @@ use utoipa::ToSchema;
 /// page that could drift from the code.
 pub const TYPE_PREFIX: &str = "urn:leasehold:problem:";
 
+/// The `ETag` of a task's or kind's `revision`: the revision in quotes, a
+/// strong tag (`crate::revision` owns the contract; a `stale` answer here
+/// carries the current one).
+pub fn etag(revision: u64) -> HeaderValue {
+    HeaderValue::from_str(&format!("\"{revision}\""))
+        .unwrap_or_else(|_| HeaderValue::from_static("\"0\""))
+}
+
 /// How long a client should wait before retrying a 503, in seconds.
 const RETRY_AFTER_SECS: &str = "1";
 
@@ -298,8 +306,9 @@ fn violation_path(field: Option<&str>, detail: &str) -> Option<String> {
 impl From<Error> for ApiError {
     fn from(e: Error) -> Self {
         match e {
-            Error::Refused(Refusal::Stale(current))
-            | Error::Store(StoreError::Stale(current)) => ApiError::Stale(current),
+            Error::Refused(Refusal::Stale(current)) | Error::Store(StoreError::Stale(current)) => {
+                ApiError::Stale(current)
+            }
             Error::Refused(Refusal::NotFound(id)) | Error::Store(StoreError::NotFound(id)) => {
                 ApiError::NotFound(format!("no task {id}"))
             }
@@ -404,7 +413,7 @@ impl IntoResponse for ApiError {
             headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
         }
         if let ApiError::Stale(current) = &self {
-            headers.insert(header::ETAG, crate::revision::etag(*current));
+            headers.insert(header::ETAG, etag(*current));
         }
         if status == StatusCode::UNAUTHORIZED {
             headers.insert(

@@ -9,18 +9,16 @@
 //! revision the rules answered.
 
 use axum::extract::FromRequestParts;
+use axum::http::header;
 use axum::http::request::Parts;
-use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
 use crate::problem::ApiError;
 
-/// The `ETag` of `revision`: the revision in quotes, a strong tag.
-pub fn etag(revision: u64) -> HeaderValue {
-    HeaderValue::from_str(&format!("\"{revision}\""))
-        .unwrap_or_else(|_| HeaderValue::from_static("\"0\""))
-}
+/// The `ETag` of a revision (kept with the problem mapping, which tags a
+/// `stale` answer with the current one).
+pub use crate::problem::etag;
 
 /// The most digits an `If-Match` revision may have: every u64 of 19 digits
 /// fits, so the document's pattern admits nothing the server refuses.
@@ -216,7 +214,14 @@ mod tests {
             Some(IfMatch(Some(9_999_999_999_999_999_999)))
         );
         for bad in [
-            "3", "W/\"3\"", "\"3\", \"4\"", "\"\"", "\"03\"", "\"-1\"", "\"x\"", "",
+            "3",
+            "W/\"3\"",
+            "\"3\", \"4\"",
+            "\"\"",
+            "\"03\"",
+            "\"-1\"",
+            "\"x\"",
+            "",
             "\"99999999999999999999\"",
         ] {
             let e = parse(bad).expect_err(bad);
@@ -229,8 +234,15 @@ mod tests {
     fn the_pattern_is_the_parser() {
         let re = regex::Regex::new(&pattern()).expect("a pattern");
         for v in [
-            "*", "\"0\"", "\"12\"", "\"9999999999999999999\"", "3", "W/\"3\"", "\"03\"",
-            "\"99999999999999999999\"", "\"\"",
+            "*",
+            "\"0\"",
+            "\"12\"",
+            "\"9999999999999999999\"",
+            "3",
+            "W/\"3\"",
+            "\"03\"",
+            "\"99999999999999999999\"",
+            "\"\"",
         ] {
             assert_eq!(re.is_match(v), parse(v).is_ok(), "{v}");
         }

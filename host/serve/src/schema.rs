@@ -203,9 +203,7 @@ pub fn decision_output() -> Object {
 pub fn stored_output() -> Object {
     ObjectBuilder::new()
         .schema_type(SchemaType::AnyValue)
-        .description(Some(
-            "The decision's output as it was given (null: none)",
-        ))
+        .description(Some("The decision's output as it was given (null: none)"))
         .build()
 }
 

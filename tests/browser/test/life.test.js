@@ -53,7 +53,7 @@ test('a fresh browser shows every task held; reject with a reason; notes and his
 
     // A note, shown in the task's history.
     const card = second.locator('#mine .card[data-task="life-1"]');
-    await card.getByLabel('Note').fill('Asked the vendor for the receipt');
+    await card.getByLabel('Your note').fill('Asked the vendor for the receipt');
     await card.getByRole('button', { name: 'Add note: approve-payment (life-1)' }).click();
     await card.locator('.history li[data-verb="note"]').filter({ hasText: 'Asked the vendor for the receipt' }).waitFor();
 
@@ -97,7 +97,7 @@ test('the operator assigns, unassigns and changes due time and priority', async 
     await signIn(a, server.base, server.tokens.alice);
     await live(a);
 
-    await o.locator('#ch-task').fill('op-1');
+    await o.getByLabel('Id of the task to change').fill('op-1');
     await o.locator('#ch-task').press('Tab');
     await o.locator('#ch-task-state').filter({ hasText: 'held by nobody' }).waitFor();
     await o.getByLabel('Assign to').fill('alice');

@@ -131,7 +131,9 @@ async fn remove_kind(
     Path(KindPath { kind }): Path<KindPath>,
 ) -> Result<StatusCode, ApiError> {
     let name = kind.clone();
-    if c.call(Verb::RemoveKind, move |x| x.remove_kind(&name)).await? {
+    if c.call(Verb::RemoveKind, move |x| x.remove_kind(&name))
+        .await?
+    {
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(ApiError::NotFound(format!("kind {kind} has no definition")))
@@ -152,7 +154,9 @@ async fn list_kinds(c: Caller, Query(q): Query<KindsParams>) -> Answer<Kinds> {
     let limit = q.limit.unwrap_or(DEFAULT_PAGE);
     let after = c.open_cursor(list, q.after)?;
     let kinds = c
-        .call(Verb::ListKinds, move |x| x.list_kinds(limit, after.as_deref()))
+        .call(Verb::ListKinds, move |x| {
+            x.list_kinds(limit, after.as_deref())
+        })
         .await?;
     // A full page may have more after it: its last kind is where to read
     // on.

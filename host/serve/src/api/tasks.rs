@@ -101,9 +101,11 @@ async fn get(
             continue;
         }
         let id = task.id().to_owned();
-        wait.wait(&c, None, |change| {
-            matches!(change, host::Change::Task(t) if t.id == id)
-        })
+        wait.wait(
+            &c,
+            None,
+            |change| matches!(change, host::Change::Task(t) if t.id == id),
+        )
         .await;
     }
     // Shutting down: the task as last read, or as it stands.

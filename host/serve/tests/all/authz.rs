@@ -179,7 +179,12 @@ fn no_credential_outside_its_rights_changes_anything() {
                 Some(json!({"settlement": "completed"})),
             ),
             ("gina", "POST", "/v1/tasks/t-1/escalate", None),
-            ("gina", "PATCH", "/v1/tasks/t-1", Some(json!({"priority": "low"}))),
+            (
+                "gina",
+                "PATCH",
+                "/v1/tasks/t-1",
+                Some(json!({"priority": "low"})),
+            ),
             (
                 "gina",
                 "POST",
