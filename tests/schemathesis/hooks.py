@@ -41,6 +41,7 @@ so a run with the same seed sends the same requests.
 
 import json
 import os
+import re
 import urllib.parse
 import zlib
 
@@ -90,11 +91,34 @@ def _fit_query(case):
         case.query = {k: "x" * len(v) if isinstance(v, str) else v for k, v in query.items()}
 
 
+def _header_pattern(case, name):
+    for p in case.operation.definition.raw.get("parameters", []):
+        if p.get("in") == "header" and p.get("name", "").lower() == name.lower():
+            return (p.get("schema") or {}).get("pattern")
+    return None
+
+
+def _fit_if_match(case):
+    """A positive case's `If-Match` as the document's pattern has it.
+
+    The coverage phase sends the tag's digits without their quotes (`0`
+    for `"0"`), which the document does not admit, so such a case is not
+    the positive one it claims to be: its quotes are put back."""
+    headers = case.headers or {}
+    value = headers.get("If-Match")
+    pattern = _header_pattern(case, "If-Match")
+    if value is None or pattern is None or re.fullmatch(pattern, str(value)):
+        return
+    quoted = '"' + str(value).strip('"') + '"'
+    case.headers = {**headers, "If-Match": quoted if re.fullmatch(pattern, quoted) else "*"}
+
+
 @schemathesis.hook
 def map_case(ctx, case):
     if not _positive(case):
         _fit_query(case)
         return case
+    _fit_if_match(case)
     params = case.path_parameters or {}
     if "kind" in params and os.environ.get("LEASEHOLD_FUZZ_KIND"):
         if _pick(str(params["kind"]), 2) == 0:

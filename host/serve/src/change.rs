@@ -138,7 +138,8 @@ pub struct TimerChange {
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Change {
-    Task(TaskChange),
+    /// Boxed: a task's change is several times a timer's.
+    Task(Box<TaskChange>),
     Timer(TimerChange),
 }
 
@@ -156,12 +157,12 @@ impl Change {
 impl From<host::Change> for Change {
     fn from(c: host::Change) -> Self {
         match c {
-            host::Change::Task(t) => Change::Task(TaskChange {
+            host::Change::Task(t) => Change::Task(Box::new(TaskChange {
                 id: t.id,
                 entry: t.entry.into(),
                 run: t.run,
                 kind: t.kind,
-            }),
+            })),
             host::Change::Timer(t) => Change::Timer(TimerChange {
                 run: t.run,
                 effect: t.effect,

@@ -100,6 +100,12 @@ pub(crate) fn refine(doc: &mut utoipa::openapi::OpenApi) {
     let Some(components) = doc.components.as_mut() else {
         return;
     };
+    // A change names at least one field. (Said here: utoipa's derive
+    // writes its `min_properties` as `maxProperties`.)
+    if let Some(RefOr::T(Schema::Object(patch))) = components.schemas.get_mut("TaskPatch") {
+        patch.min_properties = Some(1);
+        patch.max_properties = None;
+    }
     if let Some(trim) = components.schemas.remove("TrimRequest") {
         // Present and not null: a null says "not given".
         let either = AnyOfBuilder::new()

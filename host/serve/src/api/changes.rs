@@ -112,6 +112,14 @@ async fn feed(
     headers: axum::http::HeaderMap,
     Query(q): Query<EventsParams>,
 ) -> Result<axum::response::Response, ApiError> {
+    if let Some(run) = &q.run
+        && leasehold_guest::validate::name("run", run).is_err()
+    {
+        return Err(ApiError::invalid(
+            "run",
+            "a run is 1 to 256 characters, none of them a control character",
+        ));
+    }
     let wants_stream = headers
         .get_all(axum::http::header::ACCEPT)
         .iter()

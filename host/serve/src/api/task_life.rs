@@ -283,10 +283,10 @@ pub struct HeldParams {
     pub actor: Option<String>,
 }
 
-/// A change of a task: only the fields named change. At least one field.
+/// A change of a task: only the fields named change. At least one field
+/// (the document's `minProperties`, set in `crate::openapi::refine`).
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-#[schema(min_properties = 1)]
 pub struct TaskPatch {
     /// A new due time; `null` clears it.
     #[serde(default)]

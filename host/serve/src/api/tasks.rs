@@ -84,6 +84,9 @@ async fn get(
     Path(TaskPath { id }): Path<TaskPath>,
     Query(q): Query<GetParams>,
 ) -> TaskAnswer {
+    if q.revision.is_some_and(|r| r > (1 << 53) - 1) {
+        return Err(ApiError::invalid("revision", "at most 2^53 - 1"));
+    }
     let task = c.task(id);
     let mut wait = LongPoll::new(&c, Verb::Get, q.wait_ms, None)?;
     let mut last = None;

@@ -309,6 +309,10 @@ fn held_lists_the_callers_own_and_a_reviewer_reads_no_one_elses() {
 #[test]
 fn a_change_names_known_fields_and_only_operators_and_services_make_it() {
     each_backend(|svc| {
+        // The document says a change names at least one field.
+        let schema = &svc.openapi()["components"]["schemas"]["TaskPatch"];
+        assert_eq!(schema["minProperties"], 1, "{schema}");
+        assert!(schema.get("maxProperties").is_none(), "{schema}");
         open(svc, "p-1");
         let patch = "/v1/tasks/{id}";
         let r = send(
