@@ -48,6 +48,7 @@ def mint(leasehold, workdir, actor, scope, roles):
 # holder each, so releasing one leaves the others to renew) and for every
 # other operation on a task (one shared pool, half of it held).
 PER_POOL = 8
+FUZZ_KIND = "fuzz-kind"
 LEASE_MS = 7 * 24 * 3600 * 1000
 
 
@@ -91,6 +92,13 @@ def seed(base, tokens):
         })
     for id, holder in held:
         call(base, holders[holder], "POST", f"/v1/tasks/{id}/claim", {"lease_ms": LEASE_MS})
+    # A kind with a definition, for the kinds' routes to find (the pools'
+    # tasks are of another kind, so any decision on them goes).
+    call(base, tokens["operator"], "PUT", f"/v1/kinds/{FUZZ_KIND}", {"outcomes": [
+        {"name": "approved"},
+        {"name": "rejected", "needs_reason": True},
+        {"name": "amount", "output_schema": {"type": "object", "properties": {"n": {"type": "integer"}}}},
+    ]})
 
 
 def main():
@@ -135,7 +143,8 @@ def main():
                      "-H", f"Authorization: Bearer {tokens[scope]}"],
                     cwd=work,
                     env={**os.environ, "PYTHONPATH": str(HERE), "LEASEHOLD_FUZZ_HOLDER": actor,
-                         "LEASEHOLD_FUZZ_PER_POOL": str(PER_POOL)},
+                         "LEASEHOLD_FUZZ_PER_POOL": str(PER_POOL),
+                         "LEASEHOLD_FUZZ_KIND": FUZZ_KIND},
                 )
                 ok = run.returncode == 0
                 failed += not ok

@@ -139,8 +139,11 @@ const Leasehold = (() => {
   // Answers {ok, status, data, problem}; never throws. A network failure
   // is a problem of its own kind, `network`. A 401 to a call made with our
   // token ends the session, unless `probe` (asking whether a token works).
-  async function api(method, path, body, { probe = false } = {}) {
+  // `revision`: the task's revision as it was shown, sent as `If-Match`
+  // so that a change is made only to the task as the user saw it.
+  async function api(method, path, body, { probe = false, revision } = {}) {
     const init = { method, headers: headers({ Accept: 'application/json' }), cache: 'no-store' };
+    if (revision !== undefined) init.headers['If-Match'] = `"${revision}"`;
     if (body !== undefined) {
       init.headers['Content-Type'] = 'application/json';
       init.body = JSON.stringify(body);
@@ -193,6 +196,8 @@ const Leasehold = (() => {
           : msg`This task is no longer yours.`;
       case 'not-found':
         return 'This task no longer exists, or is not yours to see.';
+      case 'stale':
+        return 'This task changed since it was shown to you. Nothing was done: look at it again and decide again.';
       case 'unauthorized':
         return 'Your sign-in is no longer accepted. Sign in again.';
       case 'forbidden':

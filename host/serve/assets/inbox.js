@@ -2,14 +2,14 @@
 // tasks (what I hold, with the time left on each lease), and the actions
 // on both. The server decides everything; the page shows what it answers
 // and follows the change feed, so another reviewer's claim or a lapsed
-// lease shows up without a reload. "My tasks" is built from the claims
-// made in this tab (their ids kept in sessionStorage, read again on load)
-// and from every change the feed reports with me as the assignee.
+// lease shows up without a reload. "My tasks" is read from the server
+// (`GET /v1/me/tasks`), so a second browser, or tomorrow, shows the same;
+// the feed keeps it current. A decision is made on the task as it was
+// shown: its revision goes with it (`If-Match`).
 'use strict';
 
 (() => {
   const { el, $, user, msg, say, warn, api, path, explain } = Leasehold;
-  const MINE_KEY = 'leasehold.mine';
   const LEASE_KEY = 'leasehold.lease-seconds';
   const QUEUED = new Set(['open', 'escalated']);
   const PAGE = 100;
@@ -30,18 +30,6 @@
   function leaseMs() {
     const s = Number(leaseInput.value);
     return Number.isInteger(s) && s >= 1 && s <= 604800 ? s * 1000 : 600000;
-  }
-
-  function saveMine() {
-    sessionStorage.setItem(MINE_KEY, JSON.stringify([...mine.keys()]));
-  }
-  function savedMine() {
-    try {
-      const ids = JSON.parse(sessionStorage.getItem(MINE_KEY) || '[]');
-      return Array.isArray(ids) ? ids.filter((x) => typeof x === 'string') : [];
-    } catch (e) {
-      return [];
-    }
   }
 
   const label = (t) => msg`“${user(t.kind)}” (${user(t.id)})`;
@@ -133,18 +121,145 @@
     queued = setTimeout(loadQueue, 100);
   }
 
+  // ---- Outcomes -------------------------------------------------------------
+  // A task's decision buttons: its own outcomes, else its kind's, else
+  // approve / reject / return.
+  const DEFAULT_OUTCOMES = ['approved', 'rejected', 'returned']
+    .map((name) => ({ name, needs_reason: false, output_schema: null }));
+  const WORDS = {
+    approved: ['Approve', 'Approved'],
+    rejected: ['Reject', 'Rejected'],
+    returned: ['Return', 'Returned'],
+  };
+  const kinds = new Map(); // kind → Promise of its outcomes (null: none)
+  function kindOutcomes(kind) {
+    if (!kinds.has(kind)) {
+      kinds.set(kind, api('GET', path('/v1/kinds/', kind))
+        .then((r) => (r.ok && r.data.outcomes.length ? r.data.outcomes : null)));
+    }
+    return kinds.get(kind);
+  }
+
+  // The fields of an output form, from the simple schemas a form can show:
+  // an object's properties of string, number, integer, boolean or enum.
+  function outputFields(schema) {
+    if (!schema || schema.type !== 'object' || typeof schema.properties !== 'object') return [];
+    const required = new Set(Array.isArray(schema.required) ? schema.required : []);
+    return Object.entries(schema.properties).map(([name, s]) => ({
+      name, required: required.has(name), schema: s || {},
+    })).filter(({ schema: s }) => Array.isArray(s.enum)
+      || ['string', 'number', 'integer', 'boolean'].includes(s.type));
+  }
+
+  let fieldSeq = 0;
+  function outputForm(t, rule) {
+    const fields = outputFields(rule.output_schema);
+    if (!fields.length) return null;
+    const inputs = fields.map((f) => {
+      const id = `out-${++fieldSeq}`;
+      let input;
+      if (Array.isArray(f.schema.enum)) {
+        input = el('select', { id, name: f.name },
+          ...(f.required ? [] : [el('option', { value: '' }, '—')]),
+          ...f.schema.enum.map((v, i) => el('option', { value: String(i) }, String(v))));
+        input.read = () => (input.value === '' ? undefined : f.schema.enum[Number(input.value)]);
+      } else if (f.schema.type === 'boolean') {
+        input = el('input', { id, name: f.name, type: 'checkbox' });
+        input.read = () => input.checked;
+      } else {
+        const numeric = f.schema.type !== 'string';
+        input = el('input', {
+          id, name: f.name, type: numeric ? 'number' : 'text', autocomplete: 'off',
+          ...(f.schema.type === 'integer' ? { step: '1' } : {}),
+          ...(f.required ? { required: '' } : {}),
+        });
+        input.read = () => {
+          if (input.value === '') return undefined;
+          return numeric ? Number(input.value) : input.value;
+        };
+      }
+      return { f, input, row: el('p', { class: 'field' }, el('label', { for: id }, f.name), ' ', input) };
+    });
+    const box = el('fieldset', { class: 'output', dataset: { outcome: rule.name } },
+      el('legend', {}, `Details for “${rule.name}”`), ...inputs.map((i) => i.row));
+    box.read = () => {
+      const out = {};
+      for (const { f, input } of inputs) {
+        const v = input.read();
+        if (v !== undefined) out[f.name] = v;
+      }
+      return out;
+    };
+    return box;
+  }
+
+  function decisionControls(t, rules) {
+    const reasonId = `reason-${++fieldSeq}`;
+    const reason = el('textarea', { id: reasonId, class: 'reason', rows: '2', maxlength: '4096', dir: 'auto' });
+    const forms = new Map();
+    for (const r of rules) {
+      const f = outputForm(t, r);
+      if (f) forms.set(r.name, f);
+    }
+    const buttons = rules.map((r, i) => {
+      const [verb] = WORDS[r.name] || [r.name];
+      return el('button', {
+        type: 'button',
+        class: `decide${i === 0 ? ' primary' : ''}`,
+        'aria-label': `${verb}: ${t.kind} (${t.id})`,
+        on: { click: busy(() => decide(t.id, r, reason, forms.get(r.name))) },
+      }, verb);
+    });
+    return el('div', { class: 'decision' },
+      el('label', { for: reasonId }, 'Reason'),
+      reason,
+      ...forms.values(),
+      el('div', { class: 'actions' }, ...buttons));
+  }
+
+  const busy = (f) => async (e) => {
+    const buttons = e.target.closest('.card').querySelectorAll('button');
+    buttons.forEach((b) => { b.disabled = true; });
+    try { await f(); } finally { buttons.forEach((b) => { b.disabled = false; }); }
+  };
+
   // ---- My tasks -------------------------------------------------------------
   function card(t) {
     const heading = el('h3', { tabindex: '-1' }, user(t.kind, { class: 'kind' }), ' ',
       user(t.id, { class: 'task-id' }));
-    const busy = (f) => async (e) => {
-      const buttons = e.target.closest('.card').querySelectorAll('button');
-      buttons.forEach((b) => { b.disabled = true; });
-      try { await f(); } finally { buttons.forEach((b) => { b.disabled = false; }); }
-    };
     const button = (text, cls, f) => el('button', {
       type: 'button', class: cls, 'aria-label': `${text}: ${t.kind} (${t.id})`, on: { click: busy(f) },
     }, text);
+    const declared = t.outcomes && t.outcomes.length ? t.outcomes : null;
+    const decision = decisionControls(t, declared || DEFAULT_OUTCOMES);
+    if (!declared) {
+      kindOutcomes(t.kind).then((rules) => {
+        if (rules && decision.isConnected) decision.replaceWith(decisionControls(t, rules));
+      });
+    }
+    const toId = `delegate-${++fieldSeq}`;
+    const noteId = `note-${++fieldSeq}`;
+    const to = el('input', { id: toId, type: 'text', autocomplete: 'off', spellcheck: 'false' });
+    const note = el('textarea', { id: noteId, rows: '2', maxlength: '4096', dir: 'auto' });
+    // A button, not a disclosure: the card's one <summary> is its
+    // justification's.
+    const history = el('ol', { class: 'history', hidden: true });
+    const historyButton = el('button', {
+      type: 'button', class: 'history-toggle', 'aria-expanded': 'false',
+      'aria-label': `History: ${t.kind} (${t.id})`,
+      on: {
+        click: () => {
+          const open = history.hidden;
+          history.hidden = !open;
+          historyButton.setAttribute('aria-expanded', String(open));
+          if (open) showHistory(t.id, history);
+        },
+      },
+    }, 'History');
+    const historyBox = { open: (list) => {
+      list.hidden = false;
+      historyButton.setAttribute('aria-expanded', 'true');
+    } };
     return el('li', { class: 'card', dataset: { task: t.id } },
       heading,
       el('p', { class: 'meta' }, el('span', { class: `priority ${t.priority}`, text: t.priority }), ' · due ', dueText(t)),
@@ -154,9 +269,46 @@
       el('p', { class: 'lease', role: 'timer', 'aria-live': 'off' }),
       el('div', { class: 'actions' },
         button('Keep working', 'renew', () => renew(t.id)),
-        button('Release', 'release', () => release(t.id)),
-        button('Approve', 'approve primary', () => settle(t.id, 'completed')),
-        button('Reject', 'reject', () => settle(t.id, 'withdrawn'))));
+        button('Release', 'release', () => release(t.id))),
+      decision,
+      el('div', { class: 'hand-on' },
+        el('label', { for: toId }, 'Hand to (their name)'), to,
+        button('Delegate', 'delegate', () => delegate(t.id, to))),
+      el('div', { class: 'notes' },
+        el('label', { for: noteId }, 'Your note'), note,
+        button('Add note', 'add-note', () => addNote(t.id, note, history, historyBox))),
+      el('div', { class: 'history-box' }, historyButton, history));
+  }
+
+  // A task decided on this page, with its history as the server keeps it
+  // (the decision, its reason and every note).
+  function decided(t) {
+    const list = el('ol', { class: 'history' });
+    $('decided').prepend(el('li', { class: 'card', dataset: { task: t.id } },
+      el('h3', {}, user(t.kind, { class: 'kind' }), ' ', user(t.id, { class: 'task-id' })),
+      el('p', { class: 'meta' }, 'History'), list));
+    $('decided-section').hidden = false;
+    showHistory(t.id, list);
+  }
+
+  // A task's history, notes and decisions included, newest last.
+  async function showHistory(id, list) {
+    const res = await api('GET', path('/v1/tasks/', id, '/history?limit=1000'));
+    if (!res.ok) {
+      list.replaceChildren(el('li', {}, ...[explain(res.problem, me.actor)].flat()));
+      return;
+    }
+    list.replaceChildren(...res.data.entries.map((e) => {
+      const who = e.actor ? user(e.actor) : 'the service';
+      const parts = [el('time', { datetime: Leasehold.isoTime(e.at) }, Leasehold.formatTime(e.at)), ' ',
+        ...msg`${e.verb} by ${who}`];
+      if (e.note) parts.push(': ', el('q', { class: 'note', dir: 'auto' }, e.note));
+      if (e.decision) {
+        parts.push(...msg` — ${user(e.decision.outcome, { class: 'outcome' })}`);
+        if (e.decision.reason) parts.push(': ', el('q', { class: 'reason', dir: 'auto' }, e.decision.reason));
+      }
+      return el('li', { dataset: { verb: e.verb } }, ...parts);
+    }));
   }
 
   function hold(t, focus) {
@@ -169,7 +321,6 @@
       mine.set(t.id, { task: t, card: c });
       $('mine').append(c);
     }
-    saveMine();
     tick();
     showMineState();
     if (focus) mine.get(t.id).card.querySelector('h3').focus();
@@ -181,7 +332,6 @@
     const hadFocus = m.card.contains(document.activeElement);
     m.card.remove();
     mine.delete(id);
-    saveMine();
     showMineState();
     if (hadFocus) $('next').focus();
   }
@@ -214,13 +364,22 @@
     }
   }
 
+  // What I hold, from the server, every page of it.
   async function loadMine() {
-    for (const id of savedMine()) {
-      const res = await api('GET', path('/v1/tasks/', id));
-      if (res.ok && res.data.assignee === me.actor && res.data.state === 'claimed') hold(res.data, false);
-      else letGo(id);
-    }
-    saveMine();
+    const held = new Map();
+    let after = null;
+    do {
+      const res = await api('GET', `/v1/me/tasks?limit=${PAGE}${after ? `&after=${encodeURIComponent(after)}` : ''}`);
+      if (!me) return;
+      if (!res.ok) {
+        warn(msg`Your tasks could not be read: ${explain(res.problem, me.actor)}`);
+        return;
+      }
+      for (const t of res.data.tasks) held.set(t.id, t);
+      after = res.data.next;
+    } while (after);
+    for (const id of [...mine.keys()]) if (!held.has(id)) letGo(id);
+    for (const t of held.values()) hold(t, false);
     showMineState();
   }
 
@@ -290,16 +449,95 @@
     }
   }
 
-  async function settle(id, settlement) {
+  // The task changed since it was shown: still mine, show it as it is now
+  // and say so; else say why it is no longer mine.
+  async function changed(id, t) {
+    const now = await api('GET', path('/v1/tasks/', id));
+    if (now.ok && now.data.assignee === me.actor && now.data.state === 'claimed') {
+      replaceCard(now.data);
+      warn(msg`${label(t)}: ${explain({ name: 'stale' }, me.actor)}`);
+    } else {
+      await noLongerMine(id, t);
+    }
+  }
+
+  function replaceCard(t) {
+    const old = mine.get(t.id);
+    if (!old) return;
+    const c = card(t);
+    old.card.replaceWith(c);
+    mine.set(t.id, { task: t, card: c });
+    tick();
+  }
+
+  async function decide(id, rule, reasonBox, form) {
     const t = mine.get(id).task;
-    const res = await api('POST', path('/v1/tasks/', id, '/settle'), { settlement });
+    const decision = { outcome: rule.name };
+    const reason = reasonBox.value.trim();
+    if (reason) decision.reason = reason;
+    if (rule.needs_reason && !reason) {
+      warn(msg`${label(t)}: “${rule.name}” needs a reason. Nothing was done.`);
+      reasonBox.focus();
+      return;
+    }
+    if (form) decision.output = form.read();
+    const res = await api('POST', path('/v1/tasks/', id, '/settle'),
+      { settlement: 'completed', decision }, { revision: t.revision });
+    const [, done] = WORDS[rule.name] || [];
     if (res.ok && res.data.settled) {
       letGo(id);
-      say(msg`${settlement === 'completed' ? 'Approved' : 'Rejected'} ${label(t)}.`);
+      decided(t);
+      say(done ? msg`${done} ${label(t)}.` : msg`Decided ${label(t)}: ${user(rule.name)}.`);
     } else if (res.ok) {
       letGo(id);
       warn(msg`${label(t)} was already settled; nothing was changed.`);
     } else if (res.problem.name === 'not-held' || res.problem.name === 'not-found') {
+      await noLongerMine(id, t);
+    } else if (res.problem.name === 'stale') {
+      await changed(id, t);
+    } else {
+      warn(msg`${label(t)}: ${explain(res.problem, me.actor)}`);
+    }
+  }
+
+  async function delegate(id, input) {
+    const t = mine.get(id).task;
+    const to = input.value.trim();
+    if (!to) {
+      warn('Give the name of who should take it over.');
+      input.focus();
+      return;
+    }
+    const res = await api('POST', path('/v1/tasks/', id, '/delegate'), { to }, { revision: t.revision });
+    if (res.ok) {
+      letGo(id);
+      say(msg`${label(t)} is now ${user(to)}'s.`);
+    } else if (res.problem.name === 'not-held' && res.problem.actor === me.actor) {
+      await noLongerMine(id, t);
+    } else if (res.problem.name === 'stale') {
+      await changed(id, t);
+    } else {
+      warn(msg`${label(t)}: ${explain(res.problem, me.actor)}`);
+    }
+  }
+
+  async function addNote(id, box, list, historyBox) {
+    const t = mine.get(id).task;
+    const text = box.value.trim();
+    if (!text) {
+      warn('Write the note first.');
+      box.focus();
+      return;
+    }
+    const res = await api('POST', path('/v1/tasks/', id, '/notes'), { text });
+    if (res.ok) {
+      box.value = '';
+      const held = mine.get(id);
+      if (held) held.task = res.data;
+      say(msg`Noted on ${label(t)}.`);
+      historyBox.open(list);
+      await showHistory(id, list);
+    } else if (res.problem.name === 'not-found') {
       await noLongerMine(id, t);
     } else {
       warn(msg`${label(t)}: ${explain(res.problem, me.actor)}`);
@@ -319,7 +557,7 @@
       removeQueued(id);
       const held = mine.get(id);
       if (held) {
-        hold(Object.assign({}, held.task, { lease_until: e.lease_until }), false);
+        hold(Object.assign({}, held.task, { lease_until: e.lease_until, revision: e.revision }), false);
       } else {
         // Claimed as me elsewhere (another tab, claim-next from a script).
         const res = await api('GET', path('/v1/tasks/', id));
@@ -382,7 +620,8 @@
       $('app').hidden = true;
       renderQueue([], false);
       for (const id of [...mine.keys()]) letGo(id);
-      sessionStorage.removeItem(MINE_KEY);
+      $('decided').replaceChildren();
+      $('decided-section').hidden = true;
     },
   });
 })();

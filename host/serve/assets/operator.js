@@ -130,6 +130,78 @@
     soon();
   });
 
+  // ---- Assign, unassign, change -------------------------------------------
+  let looked = null; // the task as last looked up
+  async function lookUp() {
+    const id = $('ch-task').value.trim();
+    const state = $('ch-task-state');
+    looked = null;
+    if (!id) {
+      state.textContent = '';
+      return null;
+    }
+    const res = await api('GET', path('/v1/tasks/', id));
+    if (!res.ok) {
+      state.replaceChildren(...[explain(res.problem, me.actor)].flat());
+      return null;
+    }
+    looked = res.data;
+    const t = looked;
+    state.replaceChildren(...msg`“${user(t.kind)}”, ${t.state}, ${t.priority}, held by ${
+      t.assignee ? user(t.assignee) : 'nobody'}, due ${t.due_at === null ? 'never' : Leasehold.formatTime(t.due_at)}.`);
+    return t;
+  }
+  $('ch-task').addEventListener('change', lookUp);
+
+  async function change(route, method, body, done) {
+    const t = looked && looked.id === $('ch-task').value.trim() ? looked : await lookUp();
+    if (!t) {
+      warn('Give the id of a task to change.');
+      $('ch-task').focus();
+      return;
+    }
+    const res = await api(method, path('/v1/tasks/', t.id, route), body, { revision: t.revision });
+    if (!res.ok) {
+      warn(msg`${user(t.id)}: ${explain(res.problem, me.actor)}`);
+      if (res.problem.name === 'stale') await lookUp();
+      return;
+    }
+    warn('');
+    say(done(res.data));
+    await lookUp();
+    soon();
+  }
+
+  $('ch-assign').addEventListener('click', () => {
+    const to = $('ch-to').value.trim();
+    if (!to) {
+      warn('Give whom to assign it to.');
+      $('ch-to').focus();
+      return;
+    }
+    const roles = $('ch-roles').value.split(',').map((r) => r.trim()).filter(Boolean);
+    change('/assign', 'POST', { to, roles, override_roles: $('ch-override').checked },
+      (t) => msg`${user(t.assignee)} now holds “${user(t.kind)}” (${user(t.id)}).`);
+  });
+  $('ch-unassign').addEventListener('click', () => {
+    change('/unassign', 'POST', undefined,
+      (t) => msg`“${user(t.kind)}” (${user(t.id)}) is back in the queue.`);
+  });
+  $('change-form').addEventListener('submit', (e) => {
+    e.preventDefault();
+    const body = {};
+    if ($('ch-clear-due').checked) body.due_at = null;
+    else if ($('ch-due').value) body.due_at = new Date($('ch-due').value).getTime();
+    if ($('ch-priority').value) body.priority = $('ch-priority').value;
+    if (Object.keys(body).length === 0) {
+      warn('Say what to change: a due time, clearing it, or a priority.');
+      $('ch-due').focus();
+      return;
+    }
+    change('', 'PATCH', body, (t) => msg`“${user(t.kind)}” (${user(t.id)}) is now ${t.priority}, due ${
+      t.due_at === null ? 'never' : Leasehold.formatTime(t.due_at)}.`);
+  });
+
   $('refresh').addEventListener('click', loadAll);
 
   Leasehold.signIn({

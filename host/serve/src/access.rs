@@ -17,12 +17,20 @@
 //! pass to the engine, and does not compile. It must never let a refusal,
 //! a timing or a field tell a reviewer of a task it may not see.
 
+use std::time::Instant;
+
+use leasehold_guest::model::Guard;
 use leasehold_host::{self as host, Tenant, Verb};
 use serde::Deserialize;
 
 use crate::auth::{Principal, Scope};
 use crate::extract::Caller;
 use crate::problem::ApiError;
+use crate::revision::IfMatch;
+
+/// How many times a change made on the task as seen reads it again when it
+/// changed between the read and the change.
+const SEEN_TRIES: usize = 3;
 
 /// What a task, or one change of it, says of who may see it.
 struct Standing<'a> {
@@ -112,6 +120,7 @@ impl Caller {
         OneTask {
             caller: self,
             id: id.0,
+            expected: None,
         }
     }
 
@@ -125,9 +134,19 @@ impl Caller {
 pub struct OneTask<'c> {
     caller: &'c Caller,
     id: String,
+    /// The revision the caller was shown (`If-Match`), the guard of every
+    /// change made through it.
+    expected: Option<u64>,
 }
 
 impl OneTask<'_> {
+    /// Changes made through this handle go ahead only on the revision
+    /// `If-Match` names (if it names one).
+    pub fn expecting(mut self, if_match: IfMatch) -> Self {
+        self.expected = if_match.0;
+        self
+    }
+
     /// No such task, in the words every route about a task uses.
     fn missing(&self) -> ApiError {
         ApiError::NotFound(format!("no task {}", self.id))
@@ -139,13 +158,30 @@ impl OneTask<'_> {
     }
 
     async fn read(&self) -> Result<Option<host::Task>, ApiError> {
+        self.read_by(self.caller.deadline()).await
+    }
+
+    async fn read_by(&self, deadline: Instant) -> Result<Option<host::Task>, ApiError> {
         let id = self.id.clone();
-        self.caller.call(Verb::Get, move |x| x.get(&id)).await
+        self.caller
+            .call_at(deadline, Verb::Get, move |x| x.get(&id))
+            .await
+    }
+
+    /// The id the path named, as the caller gave it.
+    pub fn id(&self) -> &str {
+        &self.id
     }
 
     /// The task, when it exists and the caller may see it.
     pub async fn get(&self) -> Result<host::Task, ApiError> {
-        match self.read().await? {
+        self.get_at(self.caller.deadline()).await
+    }
+
+    /// [`get`](Self::get), decided by `deadline` (a long-poll's later
+    /// tries).
+    pub async fn get_at(&self, deadline: Instant) -> Result<host::Task, ApiError> {
+        match self.read_by(deadline).await? {
             Some(t) if self.caller.may_see(&t) => Ok(t),
             _ => Err(self.missing()),
         }
@@ -162,12 +198,24 @@ impl OneTask<'_> {
         F: FnOnce(&Tenant, &str) -> Result<T, host::Error> + Send + 'static,
     {
         let id = self.id.clone();
-        let answer = self.caller.call(verb, move |x| f(x, &id)).await;
+        let guard = self.expected.map(|revision| Guard {
+            revision: Some(revision),
+            job: None,
+        });
+        let answer = self
+            .caller
+            .call(verb, move |x| match guard {
+                Some(g) => f(&x.guarded(g), &id),
+                None => f(x, &id),
+            })
+            .await;
         if self.caller.principal.scope != Scope::Reviewer {
             return answer;
         }
+        // A refusal or a stale revision says the task exists: told only
+        // of one it may see. (The rules check a revision before a holder.)
         let refusal = match answer {
-            Err(e @ (ApiError::Refused(_) | ApiError::NotFound(_))) => e,
+            Err(e @ (ApiError::Refused(_) | ApiError::NotFound(_) | ApiError::Stale(_))) => e,
             other => return other,
         };
         match self.read().await? {
@@ -176,6 +224,40 @@ impl OneTask<'_> {
             }
             _ => Err(self.missing()),
         }
+    }
+
+    /// Runs `verb`, which the rules allow anyone to call on any task, once
+    /// the caller is known to see the task, on the task as it saw it: on
+    /// the revision `If-Match` names, or else the one just read, so a task
+    /// that changed in between (perhaps out of the caller's sight) is read
+    /// again, a few times, rather than changed unseen.
+    pub async fn act_seen<T, F>(&self, verb: Verb, f: F) -> Result<T, ApiError>
+    where
+        T: Send + 'static,
+        F: Fn(&Tenant, &str) -> Result<T, host::Error> + Send + Sync + 'static,
+    {
+        let f = std::sync::Arc::new(f);
+        for _ in 0..SEEN_TRIES {
+            let seen = self.get().await?;
+            let revision = self.expected.unwrap_or(seen.revision);
+            let (id, f) = (self.id.clone(), f.clone());
+            let guard = Guard {
+                revision: Some(revision),
+                job: None,
+            };
+            match self
+                .caller
+                .call(verb, move |x| f(&x.guarded(guard), &id))
+                .await
+            {
+                Err(ApiError::Stale(_)) if self.expected.is_none() => continue,
+                other => return other,
+            }
+        }
+        Err(ApiError::Unavailable {
+            kind: "conflict",
+            detail: format!("task {} changed on each of {SEEN_TRIES} tries", self.id),
+        })
     }
 
     /// Runs `verb`, a read of the task's record, once the task is known to

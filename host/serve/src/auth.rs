@@ -132,6 +132,21 @@ impl TokenTable {
     fn lookup(&self, token: &str) -> Option<&Principal> {
         self.by_hash.get(&token_hash(token))
     }
+
+    /// The roles this file grants `actor` in `tenant` as a reviewer: those
+    /// of all its reviewer tokens there, each once, sorted; none when it
+    /// has no reviewer token there.
+    pub fn reviewer_roles(&self, tenant: &str, actor: &str) -> Vec<String> {
+        let mut roles: Vec<String> = self
+            .by_hash
+            .values()
+            .filter(|p| p.tenant == tenant && p.actor == actor && p.scope == Scope::Reviewer)
+            .flat_map(|p| p.roles.iter().cloned())
+            .collect();
+        roles.sort_unstable();
+        roles.dedup();
+        roles
+    }
 }
 
 fn parse_line(line: &str) -> Result<(String, Principal), String> {

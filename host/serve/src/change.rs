@@ -10,7 +10,10 @@ use leasehold_host as host;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::wire::{TaskState, mirror_enum};
+use leasehold_guest::model as host_model;
+use serde_json::value::RawValue;
+
+use crate::wire::{DecisionRecord, TaskState, document, mirror_enum};
 
 mirror_enum!(
     /// What a change did to a timer.
@@ -39,6 +42,49 @@ pub struct HistoryEntry {
     pub lease_until: Option<i64>,
     pub candidate_roles: Vec<String>,
     pub excluded_actors: Vec<String>,
+    /// The task's revision this change produced (0 for entries written by
+    /// older builds).
+    #[serde(default)]
+    #[schema(schema_with = crate::schema::seq)]
+    pub revision: u64,
+    /// Each field the change changed, before and after.
+    #[serde(default)]
+    pub changes: Vec<FieldChange>,
+    /// The decision a `settle` carried.
+    #[serde(default)]
+    pub decision: Option<DecisionRecord>,
+    /// The remark a `note` added.
+    #[serde(default)]
+    pub note: Option<String>,
+    /// The bulk job that made the change.
+    #[serde(default)]
+    pub job: Option<String>,
+}
+
+/// One field a change changed.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct FieldChange {
+    /// As the WIT names it: `assignee`, `lease-until`, `due-at`,
+    /// `priority`, `candidate-roles`, `escalate-to`, `excluded-actors`,
+    /// `on-expiry`, `outcomes`, or `override-roles` when an assignment
+    /// overrode the roles rule.
+    pub field: String,
+    /// Its value before, as JSON.
+    #[schema(schema_with = crate::schema::stored_justification)]
+    pub before: Box<RawValue>,
+    /// Its value after, as JSON.
+    #[schema(schema_with = crate::schema::stored_justification)]
+    pub after: Box<RawValue>,
+}
+
+impl From<host_model::FieldChange> for FieldChange {
+    fn from(c: host_model::FieldChange) -> Self {
+        FieldChange {
+            field: c.field,
+            before: document(c.before),
+            after: document(c.after),
+        }
+    }
 }
 
 impl From<host::HistoryEntry> for HistoryEntry {
@@ -54,6 +100,11 @@ impl From<host::HistoryEntry> for HistoryEntry {
             lease_until: e.lease_until,
             candidate_roles: e.candidate_roles,
             excluded_actors: e.excluded_actors,
+            revision: e.revision,
+            changes: e.changes.into_iter().map(Into::into).collect(),
+            decision: e.decision.map(Into::into),
+            note: e.note,
+            job: e.job,
         }
     }
 }
@@ -63,6 +114,12 @@ impl From<host::HistoryEntry> for HistoryEntry {
 pub struct TaskChange {
     pub id: String,
     pub entry: HistoryEntry,
+    /// The task's run (null for entries written by older builds).
+    #[serde(default)]
+    pub run: Option<String>,
+    /// The task's kind (null for entries written by older builds).
+    #[serde(default)]
+    pub kind: Option<String>,
 }
 
 /// One change of a timer, in the feed.
@@ -81,7 +138,8 @@ pub struct TimerChange {
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Change {
-    Task(TaskChange),
+    /// Boxed: a task's change is several times a timer's.
+    Task(Box<TaskChange>),
     Timer(TimerChange),
 }
 
@@ -99,10 +157,12 @@ impl Change {
 impl From<host::Change> for Change {
     fn from(c: host::Change) -> Self {
         match c {
-            host::Change::Task(t) => Change::Task(TaskChange {
+            host::Change::Task(t) => Change::Task(Box::new(TaskChange {
                 id: t.id,
                 entry: t.entry.into(),
-            }),
+                run: t.run,
+                kind: t.kind,
+            })),
             host::Change::Timer(t) => Change::Timer(TimerChange {
                 run: t.run,
                 effect: t.effect,

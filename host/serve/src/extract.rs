@@ -318,8 +318,6 @@ impl<T: DeserializeOwned> FromRequest<AppState> for Json<T> {
 /// The body of an update (a `PATCH`): a JSON object whose fields are
 /// `crate::update::Update`s. Unlike [`Json`], no body and a `null` body are
 /// refused, not read as `{}`: an update says what it changes.
-// The update routes of the next round use it; until then only its tests do.
-#[cfg_attr(not(test), allow(dead_code))]
 pub struct UpdateJson<T>(pub T);
 
 impl<T: DeserializeOwned> FromRequest<AppState> for UpdateJson<T> {
@@ -337,7 +335,6 @@ enum NoBody {
     /// `{}`: every field takes its default.
     IsEmpty,
     /// A mistake: the route needs a body.
-    #[cfg_attr(not(test), allow(dead_code))]
     Refused,
 }
 

@@ -132,12 +132,27 @@ pub async fn resume(
     })
 }
 
+/// Whether `change` is of `run` (every change, when no run is asked for):
+/// a task's change of one of its tasks, or a change of one of its timers.
+/// A task change an older build recorded names no run and is of none.
+pub fn of_run(run: Option<&str>, change: &host::Change) -> bool {
+    let Some(run) = run else {
+        return true;
+    };
+    match change {
+        host::Change::Task(t) => t.run.as_deref() == Some(run),
+        host::Change::Timer(t) => t.run == run,
+    }
+}
+
 /// One caller's reading of the feed: its positions, and a reviewer's view.
 pub struct Reading {
     positions: Positions,
     /// A reviewer's view, which stands for where it has read to; none for
     /// a service or operator, who is shown the feed's positions.
     view: Option<View>,
+    /// Only the changes of this run, when one is asked for.
+    run: Option<String>,
 }
 
 /// An entry a caller may see, as it is given: the event, and the view its
@@ -158,7 +173,17 @@ impl Reading {
     /// A service's or operator's reading (`view` none), or a reviewer's
     /// from `view`.
     pub fn new(positions: Positions, view: Option<View>) -> Self {
-        Reading { positions, view }
+        Reading {
+            positions,
+            view,
+            run: None,
+        }
+    }
+
+    /// This reading, given only the changes of `run` (all, for `None`).
+    pub fn of_run(mut self, run: Option<String>) -> Self {
+        self.run = run;
+        self
     }
 
     /// A reviewer's view, where it stands.
@@ -182,7 +207,9 @@ impl Reading {
         before: &Cursor,
         entry: &host::FeedEntry,
     ) -> Result<Option<Offer>, ApiError> {
-        if !may_see_change(self.positions.principal(), &entry.change) {
+        if !may_see_change(self.positions.principal(), &entry.change)
+            || !of_run(self.run.as_deref(), &entry.change)
+        {
             return Ok(None);
         }
         let Some(view) = &self.view else {
@@ -237,8 +264,15 @@ pub struct Page {
 }
 
 /// One page of the feed for `c`, after `after` (a position it was given),
-/// of at most `limit` changes it may see.
-pub async fn page(c: &Caller, after: Option<String>, limit: u32) -> Result<Page, ApiError> {
+/// of at most `limit` changes it may see, only those of `run` when one is
+/// asked for (then a service's or operator's page may hold fewer, or
+/// none, and read on from `next`).
+pub async fn page(
+    c: &Caller,
+    after: Option<String>,
+    limit: u32,
+    run: Option<String>,
+) -> Result<Page, ApiError> {
     let positions = Positions::new(&c.state().cursors, &c.principal);
     if !positions.viewer() {
         let after = match after {
@@ -250,7 +284,12 @@ pub async fn page(c: &Caller, after: Option<String>, limit: u32) -> Result<Page,
             .await?;
         return Ok(match read {
             FeedRead::Page(p) => Page {
-                entries: p.entries.into_iter().map(Into::into).collect(),
+                entries: p
+                    .entries
+                    .into_iter()
+                    .filter(|e| of_run(run.as_deref(), &e.change))
+                    .map(Into::into)
+                    .collect(),
                 next: p.next,
                 head: p.head,
                 gone: false,
@@ -263,7 +302,7 @@ pub async fn page(c: &Caller, after: Option<String>, limit: u32) -> Result<Page,
             },
         });
     }
-    reviewer_page(c, positions, after, limit).await
+    reviewer_page(c, positions, after, limit, run).await
 }
 
 /// A reviewer's page: read on past changes it may not see until one more
@@ -275,6 +314,7 @@ async fn reviewer_page(
     positions: Positions,
     after: Option<String>,
     limit: u32,
+    run: Option<String>,
 ) -> Result<Page, ApiError> {
     // A reviewer's pages are read here, so its `limit` is checked here,
     // by the rule the verb applies.
@@ -311,7 +351,7 @@ async fn reviewer_page(
             (View::starting(&at, false), at)
         }
     };
-    let mut reading = Reading::new(positions, Some(view));
+    let mut reading = Reading::new(positions, Some(view)).of_run(run);
     let mut entries = Vec::new();
     let mut more = false;
     let mut ended = false;

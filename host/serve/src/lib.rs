@@ -53,6 +53,7 @@ mod ops;
 mod principal;
 mod problem;
 mod reviewer_view;
+mod revision;
 mod router;
 mod routes;
 mod schema;

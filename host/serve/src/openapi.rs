@@ -19,7 +19,8 @@ use crate::problem::Problem;
     components(schemas(Problem)),
     modifiers(&BearerScheme),
     tags(
-        (name = "tasks", description = "Open, read, claim and settle tasks"),
+        (name = "tasks", description = "Open, read, claim, change, assign, delegate, note and settle tasks; what an actor holds. A task's revision is its `ETag`; every change takes `If-Match` (the revision the caller was shown) and answers 412 `stale` when the task has changed since"),
+        (name = "kinds", description = "Per-kind definitions of the outcomes a decision may have"),
         (name = "queue", description = "A reviewer's queue"),
         (name = "sweeps", description = "Overdue tasks and lapsed leases"),
         (name = "runs", description = "Sealing and withdrawing runs"),
@@ -95,9 +96,16 @@ pub(crate) fn refine(doc: &mut utoipa::openapi::OpenApi) {
             &<crate::change::Event as utoipa::ToSchema>::name(),
         ))));
     }
+    crate::revision::document(doc);
     let Some(components) = doc.components.as_mut() else {
         return;
     };
+    // A change names at least one field. (Said here: utoipa's derive
+    // writes its `min_properties` as `maxProperties`.)
+    if let Some(RefOr::T(Schema::Object(patch))) = components.schemas.get_mut("TaskPatch") {
+        patch.min_properties = Some(1);
+        patch.max_properties = None;
+    }
     if let Some(trim) = components.schemas.remove("TrimRequest") {
         // Present and not null: a null says "not given".
         let either = AnyOfBuilder::new()

@@ -13,6 +13,14 @@ use utoipa::ToSchema;
 /// page that could drift from the code.
 pub const TYPE_PREFIX: &str = "urn:leasehold:problem:";
 
+/// The `ETag` of a task's or kind's `revision`: the revision in quotes, a
+/// strong tag (`crate::revision` owns the contract; a `stale` answer here
+/// carries the current one).
+pub fn etag(revision: u64) -> HeaderValue {
+    HeaderValue::from_str(&format!("\"{revision}\""))
+        .unwrap_or_else(|_| HeaderValue::from_static("\"0\""))
+}
+
 /// How long a client should wait before retrying a 503, in seconds.
 const RETRY_AFTER_SECS: &str = "1";
 
@@ -58,6 +66,12 @@ pub enum ApiError {
     /// The engine refused a claim-ladder rung.
     #[error(transparent)]
     Refused(Refusal),
+    /// The revision the caller gave (`If-Match`) is not the current one,
+    /// which this is; nothing was written.
+    #[error(
+        "the revision given in If-Match is not the current one, {0}: read it again and decide again"
+    )]
+    Stale(u64),
     /// Retry later: the database was busy, a transaction lost every retry,
     /// or the service is at its bound of in-flight calls.
     #[error("{detail}")]
@@ -122,6 +136,14 @@ pub struct Problem {
     /// The actor refused (`excluded`, `wrong-role`, `not-held`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub actor: Option<String>,
+    /// The current revision (`stale`), as the `ETag` header also says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revision: Option<u64>,
+    /// Where in a decision's output the first violation of its outcome's
+    /// schema is (`invalid` with `field` `decision.output`): a JSON
+    /// Pointer, `""` for the whole output.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
 }
 
 impl ApiError {
@@ -186,6 +208,11 @@ impl ApiError {
                 }
                 _ => ("refused", S::CONFLICT, "Refused"),
             },
+            ApiError::Stale(_) => (
+                "stale",
+                S::PRECONDITION_FAILED,
+                "The revision given is not the current one",
+            ),
             ApiError::Unavailable { kind, .. } => {
                 (kind, S::SERVICE_UNAVAILABLE, "Unavailable; retry later")
             }
@@ -228,9 +255,15 @@ impl ApiError {
             holder: None,
             state: None,
             actor: None,
+            revision: None,
+            path: None,
         };
         match self {
-            ApiError::Invalid { field, .. } => p.field = field.clone(),
+            ApiError::Invalid { field, detail } => {
+                p.field = field.clone();
+                p.path = violation_path(field.as_deref(), detail);
+            }
+            ApiError::Stale(current) => p.revision = Some(*current),
             ApiError::Refused(Refusal::AlreadyClaimed(h)) => p.holder = Some(h.clone()),
             ApiError::Refused(Refusal::NotPending(s)) => p.state = Some(s.as_str().to_owned()),
             ApiError::Refused(
@@ -243,20 +276,39 @@ impl ApiError {
 }
 
 /// The field an `invalid` answer of the rules names: its text starts with
-/// it, spelt as in the WIT (`lease-ms`, `candidate-roles[2]`), which the
-/// JSON spells with underscores.
+/// it, spelt as in the WIT (`lease-ms`, `candidate-roles[2]`,
+/// `decision.output:`), which the JSON spells with underscores.
 fn invalid_field(why: &str) -> Option<String> {
     let first = why.split_whitespace().next()?;
-    let name = first.split('[').next()?;
+    let name = first.split('[').next()?.trim_end_matches(':');
     let known = name
         .bytes()
         .all(|b| b.is_ascii_lowercase() || b == b'-' || b == b'.');
     (known && !name.is_empty()).then(|| name.replace('-', "_"))
 }
 
+/// Where the first violation of an output schema is, as the rules word it
+/// (`decision.output: /amount: maximum: …`, `(root)` for the whole
+/// output): a JSON Pointer.
+fn violation_path(field: Option<&str>, detail: &str) -> Option<String> {
+    if field != Some("decision.output") {
+        return None;
+    }
+    let rest = detail.strip_prefix("decision.output: ")?;
+    let (at, _) = rest.split_once(": ")?;
+    match at {
+        "(root)" => Some(String::new()),
+        p if p.starts_with('/') => Some(p.to_owned()),
+        _ => None,
+    }
+}
+
 impl From<Error> for ApiError {
     fn from(e: Error) -> Self {
         match e {
+            Error::Refused(Refusal::Stale(current)) | Error::Store(StoreError::Stale(current)) => {
+                ApiError::Stale(current)
+            }
             Error::Refused(Refusal::NotFound(id)) | Error::Store(StoreError::NotFound(id)) => {
                 ApiError::NotFound(format!("no task {id}"))
             }
@@ -360,6 +412,9 @@ impl IntoResponse for ApiError {
         if overloaded || matches!(self, ApiError::BodyTimeout) {
             headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
         }
+        if let ApiError::Stale(current) = &self {
+            headers.insert(header::ETAG, etag(*current));
+        }
         if status == StatusCode::UNAUTHORIZED {
             headers.insert(
                 header::WWW_AUTHENTICATE,
@@ -387,6 +442,7 @@ pub const CATALOG: &[(&str, u16)] = &[
     ("not-pending", 409),
     ("already-claimed", 409),
     ("not-held", 409),
+    ("stale", 412),
     ("busy", 503),
     ("conflict", 503),
     ("storage-unavailable", 503),
@@ -444,6 +500,43 @@ mod tests {
     }
 
     #[test]
+    fn a_stale_revision_is_412_with_the_current_one() {
+        for e in [
+            Error::Refused(Refusal::Stale(7)),
+            Error::Store(StoreError::Stale(7)),
+        ] {
+            let e = ApiError::from(e);
+            let p = e.problem();
+            assert_eq!(p.status, 412);
+            assert_eq!(p.kind, format!("{TYPE_PREFIX}stale"));
+            assert_eq!(p.revision, Some(7));
+            let res = e.into_response();
+            assert_eq!(res.headers()[header::ETAG], "\"7\"");
+        }
+    }
+
+    #[test]
+    fn a_schema_violation_names_the_field_and_the_path() {
+        let p = ApiError::from(Error::Store(StoreError::Invalid(
+            "decision.output: /amount: maximum: 12 is greater than 10".into(),
+        )))
+        .problem();
+        assert_eq!(p.field.as_deref(), Some("decision.output"));
+        assert_eq!(p.path.as_deref(), Some("/amount"));
+        let p = ApiError::from(Error::Store(StoreError::Invalid(
+            "decision.output: (root): type: null is not an object".into(),
+        )))
+        .problem();
+        assert_eq!(p.path.as_deref(), Some(""));
+        let p = ApiError::from(Error::Store(StoreError::Invalid(
+            "decision.reason: the outcome \"rejected\" needs a reason".into(),
+        )))
+        .problem();
+        assert_eq!(p.field.as_deref(), Some("decision.reason"));
+        assert_eq!(p.path, None);
+    }
+
+    #[test]
     fn a_sandbox_failure_says_nothing_of_the_guest() {
         let e = ApiError::from(Error::Sandbox(SandboxError::Trap("secret frame".into())));
         let p = e.problem();
@@ -463,6 +556,7 @@ mod tests {
             ApiError::UnsupportedMediaType(String::new()),
             ApiError::NotFound(String::new()),
             ApiError::MethodNotAllowed,
+            ApiError::Stale(3),
             ApiError::Timeout,
             ApiError::TooManyRequests(String::new()),
             ApiError::BodyTimeout,

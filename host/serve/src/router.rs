@@ -215,6 +215,12 @@ mod tests {
             Verb::ReclaimLapsed,
             Verb::Overdue,
             Verb::OpenCount,
+            Verb::Update,
+            Verb::Assign,
+            Verb::Unassign,
+            Verb::DefineKind,
+            Verb::ListKinds,
+            Verb::RemoveKind,
         ] {
             let r = routes()
                 .iter()

@@ -7,7 +7,7 @@
 
 use leasehold_guest::validate::{
     MAX_JUSTIFICATION_BYTES, MAX_JUSTIFICATION_DEPTH, MAX_LEASE_MS, MAX_LIMIT, MAX_LIST,
-    MAX_NAME_CHARS, MAX_TIMESTAMP,
+    MAX_NAME_CHARS, MAX_OUTCOME_CHARS, MAX_OUTCOMES, MAX_TEXT_BYTES, MAX_TIMESTAMP,
 };
 use utoipa::openapi::schema::{Array, ArrayBuilder, Object, ObjectBuilder, SchemaType, Type};
 
@@ -133,6 +133,96 @@ pub fn stored_justification() -> Object {
     ObjectBuilder::new()
         .schema_type(SchemaType::AnyValue)
         .description(Some("The JSON document explaining the request, as stored"))
+        .build()
+}
+
+/// An outcome's name: 1–64 characters without control characters.
+pub fn outcome() -> Object {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .min_length(Some(1))
+        .max_length(Some(MAX_OUTCOME_CHARS))
+        .pattern(Some(format!("^[^{NO_CONTROL}]{{1,{MAX_OUTCOME_CHARS}}}$")))
+        .build()
+}
+
+/// A list of outcome rules: at most 64.
+pub fn outcome_rules() -> Array {
+    ArrayBuilder::new()
+        .items(utoipa::openapi::Ref::from_schema_name("OutcomeRule"))
+        .max_items(Some(MAX_OUTCOMES))
+        .build()
+}
+
+/// The words every free text (a reason, a note) is held to; a bound in
+/// bytes, which JSON Schema's lengths (in characters) cannot state.
+fn text_rule(what: &str) -> String {
+    format!(
+        "{what}: at most {MAX_TEXT_BYTES} bytes of UTF-8 (so at most {MAX_TEXT_BYTES} \
+         characters, fewer when they take more than a byte), no U+0000"
+    )
+}
+
+/// A decision's reason.
+pub fn reason() -> Object {
+    ObjectBuilder::new()
+        .schema_type(with_null(Type::String, true))
+        .max_length(Some(MAX_TEXT_BYTES))
+        .pattern(Some("^[^\\u0000]*$"))
+        .description(Some(text_rule("Why, in the decider's words")))
+        .build()
+}
+
+/// A note's text.
+pub fn note_text() -> Object {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .min_length(Some(1))
+        .max_length(Some(MAX_TEXT_BYTES))
+        .pattern(Some("^[^\\u0000]+$"))
+        .description(Some(text_rule("The remark")))
+        .build()
+}
+
+/// A decision's output: any JSON document within the justification's
+/// bounds.
+pub fn decision_output() -> Object {
+    ObjectBuilder::new()
+        .schema_type(SchemaType::AnyValue)
+        .description(Some(format!(
+            "Any JSON document, at most {} KiB, nested at most {} deep, held to the outcome's \
+             `output_schema` if it declares one (checked as null when absent); stored and \
+             returned byte for byte.",
+            MAX_JUSTIFICATION_BYTES / 1024,
+            MAX_JUSTIFICATION_DEPTH
+        )))
+        .build()
+}
+
+/// A stored decision's output, as answered.
+pub fn stored_output() -> Object {
+    ObjectBuilder::new()
+        .schema_type(SchemaType::AnyValue)
+        .description(Some("The decision's output as it was given (null: none)"))
+        .build()
+}
+
+/// What an outcome rule's output schema is held to. The rules compile it
+/// when it is declared, against a subset of JSON Schema this document does
+/// not restate keyword by keyword.
+pub const SCHEMA_CHECKED: &str = "Compiled when declared: a schema that is not valid JSON \
+                                  Schema, or uses a keyword outside the supported subset \
+                                  (docs/guarantees.md), is refused with 400 (`invalid`, \
+                                  `field` naming `outcomes`).";
+
+/// An outcome rule's output schema.
+pub fn output_schema() -> Object {
+    ObjectBuilder::new()
+        .schema_type(SchemaType::AnyValue)
+        .description(Some(format!(
+            "A JSON Schema (types, properties, required, enum, bounds, lengths, items) the \
+             decision's output must satisfy. {SCHEMA_CHECKED}"
+        )))
         .build()
 }
 

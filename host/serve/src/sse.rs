@@ -162,6 +162,8 @@ pub struct Subscription {
     /// Where to resume, as the caller was shown it: after this position;
     /// the feed's head when `None`. `field` names where it came from.
     pub after: Option<(&'static str, String)>,
+    /// Only the changes of this run, when one is asked for.
+    pub run: Option<String>,
 }
 
 /// Opens an event stream for `sub`: refused at once when a bound on
@@ -225,12 +227,13 @@ pub async fn subscribe(
     let credential = state
         .credentials
         .hold(sub.authorization.clone(), sub.principal.clone());
+    let run = sub.run.clone();
     let producer = Producer {
         state: state.clone(),
         sub,
         read_at: start.clone(),
         resume: start.clone(),
-        reading: Reading::new(positions, view),
+        reading: Reading::new(positions, view).of_run(run),
         feed,
         commits,
         heard,

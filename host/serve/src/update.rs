@@ -7,9 +7,6 @@
 //! their schema; it must never read an absent field as a `null` one, nor
 //! the reverse.
 
-// The update routes of the next round use it; until then only its tests do.
-#![cfg_attr(not(test), allow(dead_code))]
-
 use serde::de::{Deserialize, Deserializer, Error as _};
 use serde::ser::{Error as _, Serialize, Serializer};
 use utoipa::ToSchema;
@@ -32,12 +29,14 @@ pub enum Update<T> {
 
 impl<T> Update<T> {
     /// Whether the field is left as it is (absent).
+    #[cfg_attr(not(test), allow(dead_code))]
     pub fn is_keep(&self) -> bool {
         matches!(self, Update::Keep)
     }
 
     /// The field after the update, given what it held: kept, cleared or
     /// set.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub fn apply(self, current: Option<T>) -> Option<T> {
         match self {
             Update::Keep => current,

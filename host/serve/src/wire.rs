@@ -11,6 +11,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use utoipa::ToSchema;
 
+use leasehold_guest::model as host_model;
+
 use crate::problem::ApiError;
 
 /// What a handler answers: a JSON body, or a problem.
@@ -90,6 +92,19 @@ pub struct Task {
     #[serde(default)]
     #[serde(deserialize_with = "whole::opt_i64")]
     pub due_at: Option<i64>,
+    /// 1 when opened, one more with every change; 0 for a task written by
+    /// an older build. Also the answer's `ETag` (`"<revision>"`), which a
+    /// change sends back as `If-Match`.
+    #[serde(default)]
+    #[schema(schema_with = crate::schema::seq)]
+    pub revision: u64,
+    /// The decision the task was settled with, if one was given.
+    #[serde(default)]
+    pub decision: Option<DecisionRecord>,
+    /// The outcomes a decision on the task may have; none: its kind's (see
+    /// `/v1/kinds/{kind}`), or any when the kind declares none.
+    #[serde(default)]
+    pub outcomes: Vec<OutcomeRule>,
 }
 
 impl From<host::Task> for Task {
@@ -116,12 +131,90 @@ impl From<host::Task> for Task {
             excluded_actors: t.excluded_actors,
             created_at: t.created_at,
             due_at: t.due_at,
+            revision: t.revision,
+            decision: t.decision.map(Into::into),
+            outcomes: t.outcomes.into_iter().map(Into::into).collect(),
         }
     }
 }
 
 fn empty_object() -> Box<RawValue> {
     RawValue::from_string("{}".to_owned()).unwrap_or_default()
+}
+
+/// Stored JSON text as a document; text that is not JSON (which the rules
+/// never store) as the string it holds.
+pub fn document(text: String) -> Box<RawValue> {
+    RawValue::from_string(text.clone()).unwrap_or_else(|_| {
+        RawValue::from_string(serde_json::Value::String(text).to_string())
+            .unwrap_or_else(|_| empty_object())
+    })
+}
+
+/// One outcome a decision may have (WIT `outcome-rule`).
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OutcomeRule {
+    /// Such as `approved`, `rejected`, `returned`: 1–64 characters, no
+    /// control characters; unique in its list.
+    #[schema(schema_with = crate::schema::outcome)]
+    pub name: String,
+    /// A decision with this outcome must carry a non-empty reason.
+    #[serde(default)]
+    pub needs_reason: bool,
+    /// A JSON Schema the decision's output must satisfy (checked as `null`
+    /// when there is none).
+    #[serde(default)]
+    #[schema(schema_with = crate::schema::output_schema)]
+    pub output_schema: Option<Box<RawValue>>,
+}
+
+impl From<host_model::OutcomeRule> for OutcomeRule {
+    fn from(r: host_model::OutcomeRule) -> Self {
+        OutcomeRule {
+            name: r.name,
+            needs_reason: r.needs_reason,
+            output_schema: r.output_schema.map(document),
+        }
+    }
+}
+
+impl From<OutcomeRule> for host_model::OutcomeRule {
+    fn from(r: OutcomeRule) -> Self {
+        host_model::OutcomeRule {
+            name: r.name,
+            needs_reason: r.needs_reason,
+            output_schema: r.output_schema.map(|s| s.get().to_owned()),
+        }
+    }
+}
+
+/// A decision as the task keeps it (WIT `decision-record`).
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct DecisionRecord {
+    pub outcome: String,
+    pub reason: Option<String>,
+    /// The decision's output, the JSON document as it was given; null when
+    /// it had none.
+    #[schema(schema_with = crate::schema::stored_output)]
+    pub output: Option<Box<RawValue>>,
+    /// Who decided: the holder it was settled as; null for the service.
+    pub by: Option<String>,
+    /// Milliseconds since 1970 when it was settled.
+    #[serde(deserialize_with = "whole::i64")]
+    pub at: i64,
+}
+
+impl From<host_model::DecisionRecord> for DecisionRecord {
+    fn from(d: host_model::DecisionRecord) -> Self {
+        DecisionRecord {
+            outcome: d.outcome,
+            reason: d.reason,
+            output: d.output.map(document),
+            by: d.by,
+            at: d.at,
+        }
+    }
 }
 
 /// A page of tasks; pass `next` back as `after` to read on.

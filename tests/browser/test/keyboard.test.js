@@ -79,6 +79,9 @@ test('sign in, claim and approve with the keyboard alone', async () => {
     await a.keyboard.press('Enter');
     await a.locator('#notice').filter({ hasText: 'Rejected “approve-refund” (pay-kb-2).' }).waitFor();
     const r = await server.api('service', 'GET', '/v1/tasks/pay-kb-2');
-    assert.equal(r.body.state, 'withdrawn');
+    // Reject is a decision: completed, with the outcome `rejected`.
+    assert.equal(r.body.state, 'completed');
+    assert.equal(r.body.decision.outcome, 'rejected');
+    assert.equal(r.body.decision.by, 'alice');
   });
 });

@@ -92,7 +92,7 @@ async fn entry_place(c: Caller, Path(EntryPath { id, seq }): Path<EntryPath>) ->
 /// of them; with `Accept: text/event-stream`, a stream of server-sent
 /// events that follows the feed as it grows (see README, "Events"). A
 /// reviewer receives only changes of tasks it holds or that are offered to
-/// its roles, and no timer's.
+/// its roles, and no timer's. With `run`, only that run's changes.
 #[utoipa::path(get, path = "/v1/events", operation_id = Verb::Feed.name(), tag = "changes",
     params(EventsParams,
         ("Last-Event-ID" = Option<String>, Header, description = "For a stream: the `id` of the last event received; resumes after it (it wins over `after`)"),
@@ -112,6 +112,14 @@ async fn feed(
     headers: axum::http::HeaderMap,
     Query(q): Query<EventsParams>,
 ) -> Result<axum::response::Response, ApiError> {
+    if let Some(run) = &q.run
+        && leasehold_guest::validate::name("run", run).is_err()
+    {
+        return Err(ApiError::invalid(
+            "run",
+            "a run is 1 to 256 characters, none of them a control character",
+        ));
+    }
     let wants_stream = headers
         .get_all(axum::http::header::ACCEPT)
         .iter()
@@ -139,11 +147,12 @@ async fn feed(
             tenant: c.tenant.clone(),
             authorization,
             after: last.or(q.after.map(|a| ("after", a))),
+            run: q.run,
         };
         return Ok(crate::sse::subscribe(c.state(), sub).await?.into_response());
     }
     let limit = q.limit.unwrap_or(DEFAULT_PAGE);
-    let page = crate::feed_pager::page(&c, q.after, limit).await?;
+    let page = crate::feed_pager::page(&c, q.after, limit, q.run).await?;
     Ok(axum::Json(Events {
         entries: page.entries,
         next: page.next,
@@ -228,6 +237,11 @@ pub struct EventsParams {
     /// starts at the oldest event kept, and a stream at the newest.
     #[param(schema_with = crate::schema::position)]
     pub after: Option<String>,
+    /// Only the changes of this run's tasks and timers (a workflow reading
+    /// its decisions in order); positions are the feed's as ever, so a
+    /// page may hold fewer changes than `limit`, or none, and read on.
+    #[param(schema_with = crate::schema::name)]
+    pub run: Option<String>,
 }
 
 /// A read of the feed. `gone`: the events after `after` were trimmed (or

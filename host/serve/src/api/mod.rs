@@ -9,10 +9,12 @@
 
 mod admin;
 mod changes;
+mod kinds;
 mod queue;
 mod runs;
 mod stats;
 mod sweeps;
+mod task_life;
 mod tasks;
 mod timers;
 
@@ -27,6 +29,8 @@ pub use admin::WHOAMI;
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .merge(tasks::router())
+        .merge(task_life::router())
+        .merge(kinds::router())
         .merge(queue::router())
         .merge(sweeps::router())
         .merge(runs::router())

@@ -7,6 +7,7 @@
 //! its own time.
 
 use axum::http::StatusCode;
+use leasehold_guest::model::Decision;
 use leasehold_host::{self as host, Verb, new_task};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -17,11 +18,21 @@ use utoipa_axum::routes;
 use crate::access::TaskPath;
 use crate::auth::Scope;
 use crate::extract::{Caller, Json, Path, Query};
+use crate::long_poll::LongPoll;
 use crate::problem::{ApiError, Problem};
+use crate::revision::{IfMatch, Tagged};
 use crate::state::AppState;
 use crate::wire::{
     Answer, DEFAULT_PAGE, OnExpiry, Page, Priority, Task, lease, mirror_enum, refs, whole,
 };
+
+/// A task as answered: its JSON, tagged with its revision.
+pub type TaskAnswer = Result<Tagged<Task>, ApiError>;
+
+/// The answer of a task as it stands.
+pub fn tagged(t: host::Task) -> Tagged<Task> {
+    Tagged(t.revision, t.into())
+}
 
 /// The tasks' routes.
 pub fn router() -> OpenApiRouter<AppState> {
@@ -47,25 +58,64 @@ pub fn router() -> OpenApiRouter<AppState> {
         (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = ["service", "operator"])))]
-async fn open(c: Caller, Json(body): Json<new_task::NewTask>) -> Answer<Task> {
+async fn open(c: Caller, Json(body): Json<new_task::NewTask>) -> TaskAnswer {
     let created = c.now(body.created_at)?;
     let task = body.into_task(created);
     let stored = c.call(Verb::Open, move |x| x.open(&task)).await?;
-    Ok(axum::Json(stored.into()))
+    Ok(tagged(stored))
 }
 
-/// One task. A reviewer sees only tasks it holds or may take.
+/// One task, its revision as the `ETag`. A reviewer sees only tasks it
+/// holds or may take. With `wait_ms`, a long-poll for a decision: answered
+/// as soon as the task's revision is not `revision` (the one the caller
+/// has), or it is settled, or the wait ends (then as it stands); woken by
+/// the task's own changes.
 #[utoipa::path(get, path = "/v1/tasks/{id}", operation_id = Verb::Get.name(), tag = "tasks",
-    params(TaskPath),
+    params(TaskPath, GetParams),
     responses(
         (status = 200, description = "The task", body = Task),
+        (status = 400, description = "Invalid input", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such task", body = Problem, content_type = "application/problem+json"),
         (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = ["reviewer", "service", "operator"])))]
-async fn get(c: Caller, Path(TaskPath { id }): Path<TaskPath>) -> Answer<Task> {
-    let task = c.task(id).get().await?;
-    Ok(axum::Json(task.into()))
+async fn get(
+    c: Caller,
+    Path(TaskPath { id }): Path<TaskPath>,
+    Query(q): Query<GetParams>,
+) -> TaskAnswer {
+    if q.revision.is_some_and(|r| r > (1 << 53) - 1) {
+        return Err(ApiError::invalid("revision", "at most 2^53 - 1"));
+    }
+    let task = c.task(id);
+    let mut wait = LongPoll::new(&c, Verb::Get, q.wait_ms, None)?;
+    let mut last = None;
+    loop {
+        if !wait.may_try()? {
+            break;
+        }
+        let t = task.get_at(wait.attempt()).await?;
+        let moved = !t.state.is_pending() || q.revision.is_some_and(|r| t.revision != r);
+        if moved || wait.over() {
+            return Ok(tagged(t));
+        }
+        last = Some(t);
+        if wait.ready(&c).await? {
+            continue;
+        }
+        let id = task.id().to_owned();
+        wait.wait(
+            &c,
+            None,
+            |change| matches!(change, host::Change::Task(t) if t.id == id),
+        )
+        .await;
+    }
+    // Shutting down: the task as last read, or as it stands.
+    match last {
+        Some(t) => Ok(tagged(t)),
+        None => Ok(tagged(task.get().await?)),
+    }
 }
 
 /// Reserve a task for the caller (an operator may name the actor), under a
@@ -83,18 +133,20 @@ async fn get(c: Caller, Path(TaskPath { id }): Path<TaskPath>) -> Answer<Task> {
 async fn claim(
     c: Caller,
     Path(TaskPath { id }): Path<TaskPath>,
+    if_match: IfMatch,
     Json(body): Json<ClaimRequest>,
-) -> Answer<Task> {
+) -> TaskAnswer {
     let actor = c.actor(body.actor)?;
     let roles = c.roles(body.roles)?;
     let lease = lease(c.now(body.now)?, body.lease_ms);
     let task = c
         .task(id)
+        .expecting(if_match)
         .act(Verb::Claim, move |x, id| {
             x.claim(id, &actor, &refs(&roles), lease)
         })
         .await?;
-    Ok(axum::Json(task.into()))
+    Ok(tagged(task))
 }
 
 /// Give a claimed task back; only its holder may.
@@ -110,10 +162,12 @@ async fn claim(
 async fn release(
     c: Caller,
     Path(TaskPath { id }): Path<TaskPath>,
+    if_match: IfMatch,
     Json(body): Json<ReleaseRequest>,
 ) -> Result<StatusCode, ApiError> {
     let actor = c.actor(body.actor)?;
     c.task(id)
+        .expecting(if_match)
         .act(Verb::Release, move |x, id| x.release(id, &actor))
         .await?;
     Ok(StatusCode::NO_CONTENT)
@@ -132,19 +186,21 @@ async fn release(
 async fn take_over(
     c: Caller,
     Path(TaskPath { id }): Path<TaskPath>,
+    if_match: IfMatch,
     Json(body): Json<TakeOverRequest>,
-) -> Answer<Task> {
+) -> TaskAnswer {
     let actor = c.actor(body.actor)?;
     let roles = c.roles(body.roles)?;
     let lease = lease(c.now(body.now)?, body.lease_ms);
     let from = body.from;
     let task = c
         .task(id)
+        .expecting(if_match)
         .act(Verb::TakeOver, move |x, id| {
             x.take_over(id, &from, &actor, &refs(&roles), lease)
         })
         .await?;
-    Ok(axum::Json(task.into()))
+    Ok(tagged(task))
 }
 
 /// The holder extends its lease to end `lease_ms` from now.
@@ -160,16 +216,18 @@ async fn take_over(
 async fn renew(
     c: Caller,
     Path(TaskPath { id }): Path<TaskPath>,
+    if_match: IfMatch,
     Json(body): Json<RenewRequest>,
-) -> Answer<Task> {
+) -> TaskAnswer {
     let actor = c.actor(body.actor)?;
     let now = c.now(body.now)?;
     let lease_ms = body.lease_ms;
     let task = c
         .task(id)
+        .expecting(if_match)
         .act(Verb::Renew, move |x, id| x.renew(id, &actor, now, lease_ms))
         .await?;
-    Ok(axum::Json(task.into()))
+    Ok(tagged(task))
 }
 
 /// Settle a pending task. A reviewer settles only a task it holds; a
@@ -187,6 +245,7 @@ async fn renew(
 async fn settle(
     c: Caller,
     Path(TaskPath { id }): Path<TaskPath>,
+    if_match: IfMatch,
     Json(body): Json<SettleRequest>,
 ) -> Answer<Settled> {
     let holder = if c.principal.scope == Scope::Reviewer {
@@ -195,10 +254,12 @@ async fn settle(
         body.holder
     };
     let settlement = host::Settlement::from(body.settlement);
+    let decision = body.decision.map(Decision::from);
     let settled = c
         .task(id)
+        .expecting(if_match)
         .act(Verb::Settle, move |x, id| {
-            x.settle(id, settlement, holder.as_deref())
+            x.decide(id, settlement, holder.as_deref(), decision.as_ref())
         })
         .await?;
     Ok(axum::Json(Settled { settled }))
@@ -214,12 +275,17 @@ async fn settle(
         (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = ["service", "operator"])))]
-async fn escalate(c: Caller, Path(TaskPath { id }): Path<TaskPath>) -> Answer<Task> {
+async fn escalate(
+    c: Caller,
+    Path(TaskPath { id }): Path<TaskPath>,
+    if_match: IfMatch,
+) -> TaskAnswer {
     let task = c
         .task(id)
+        .expecting(if_match)
         .act(Verb::Escalate, |x, id| x.escalate(id))
         .await?;
-    Ok(axum::Json(task.into()))
+    Ok(tagged(task))
 }
 
 /// Every task of a case, in any state, oldest first. A reviewer sees only
@@ -399,6 +465,58 @@ pub struct SettleRequest {
     #[serde(default)]
     #[schema(schema_with = crate::schema::opt_name)]
     pub holder: Option<String>,
+    /// What was decided, kept with the task and its record with who
+    /// decided (the holder). Checked against the outcomes the task, or
+    /// else its kind, declares: an outcome not declared, a missing reason
+    /// where the outcome needs one, or an output that breaks the outcome's
+    /// schema is 400 `invalid`, `field` naming `decision.outcome`,
+    /// `decision.reason` or `decision.output` (with `path`, the first
+    /// violation's JSON Pointer), and nothing is written.
+    #[serde(default)]
+    pub decision: Option<DecisionRequest>,
+}
+
+/// A decision, as a settle gives it.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DecisionRequest {
+    #[schema(schema_with = crate::schema::outcome)]
+    pub outcome: String,
+    #[serde(default)]
+    #[schema(schema_with = crate::schema::reason)]
+    pub reason: Option<String>,
+    #[serde(default)]
+    #[schema(schema_with = crate::schema::decision_output)]
+    pub output: Option<Box<RawValue>>,
+}
+
+impl From<DecisionRequest> for Decision {
+    fn from(d: DecisionRequest) -> Self {
+        Decision {
+            outcome: d.outcome,
+            reason: d.reason,
+            output: d.output.map(|o| o.get().to_owned()),
+        }
+    }
+}
+
+/// A read of one task, which may wait for its decision.
+#[derive(Debug, Deserialize, ToSchema, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct GetParams {
+    /// Wait up to this many milliseconds (at most 30000) for the task to
+    /// settle, or to move past `revision`.
+    #[param(schema_with = crate::schema::opt_wait_ms)]
+    #[serde(default)]
+    #[serde(deserialize_with = "whole::opt_u32")]
+    pub wait_ms: Option<u32>,
+    /// The revision the caller has: a wait ends as soon as the task's is
+    /// another. Without it, a wait ends when the task settles.
+    #[param(schema_with = crate::schema::seq)]
+    #[serde(default)]
+    #[serde(deserialize_with = "whole::opt_u64")]
+    pub revision: Option<u64>,
 }
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]

@@ -120,6 +120,18 @@ fn no_credential_outside_its_rights_changes_anything() {
                     send(Some("alice"), Some(as_bob)).expect_problem(403, "acting-as-another");
                     cells += 1;
                 }
+                if r.verb == "delegate" {
+                    let as_bob = json!({"to": "alice", "from": "bob"});
+                    send(Some("alice"), Some(as_bob)).expect_problem(403, "acting-as-another");
+                    let vouched = json!({"to": "carol", "roles": ["finance"]});
+                    send(Some("alice"), Some(vouched)).expect_problem(403, "acting-as-another");
+                    cells += 2;
+                }
+                if r.verb == "held" {
+                    let q = svc.call("GET", "/v1/me/tasks?actor=bob", Some("alice"), None);
+                    q.expect_problem(403, "acting-as-another");
+                    cells += 1;
+                }
                 if r.verb == "queue" {
                     let q = svc.call("GET", "/v1/queue?actor=bob", Some("alice"), None);
                     q.expect_problem(403, "acting-as-another");
@@ -169,6 +181,32 @@ fn no_credential_outside_its_rights_changes_anything() {
             ("gina", "POST", "/v1/tasks/t-1/escalate", None),
             (
                 "gina",
+                "PATCH",
+                "/v1/tasks/t-1",
+                Some(json!({"priority": "low"})),
+            ),
+            (
+                "gina",
+                "POST",
+                "/v1/tasks/t-1/assign",
+                Some(json!({"to": "gus", "override_roles": true})),
+            ),
+            ("gina", "POST", "/v1/tasks/t-1/unassign", None),
+            (
+                "gus",
+                "POST",
+                "/v1/tasks/t-1/delegate",
+                Some(json!({"to": "gus"})),
+            ),
+            (
+                "gus",
+                "POST",
+                "/v1/tasks/t-1/notes",
+                Some(json!({"text": "hello"})),
+            ),
+            ("gus", "GET", "/v1/tasks/t-1?wait_ms=30000", None),
+            (
+                "gina",
                 "POST",
                 "/v1/tasks/t-1/take-over",
                 Some(json!({"from": "alice"})),
@@ -209,7 +247,7 @@ fn no_credential_outside_its_rights_changes_anything() {
         let after = svc.snapshot();
         assert_eq!(before.0, after.0, "the check answers changed");
         assert!(before.1 == after.1, "the keyspace changed");
-        assert_eq!(cells, 156, "the matrix has as many cells as it had");
+        assert_eq!(cells, 204, "the matrix has as many cells as it had");
     });
 }
 

@@ -22,14 +22,14 @@ use crate::harness::{Service, Store, each_backend_with, new_timer, stores, test_
 /// run one at a time.
 static WAITERS: Mutex<()> = Mutex::new(());
 
-fn serially() -> std::sync::MutexGuard<'static, ()> {
+pub fn serially() -> std::sync::MutexGuard<'static, ()> {
     WAITERS
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Waits until `done` holds, failing after two minutes: the bound of a hang.
-fn eventually(what: &str, mut done: impl FnMut() -> bool) {
+pub fn eventually(what: &str, mut done: impl FnMut() -> bool) {
     let until = Instant::now() + Duration::from_secs(120);
     while !done() {
         assert!(Instant::now() < until, "waited two minutes for {what}");
@@ -80,7 +80,7 @@ fn history(svc: &Service, id: &str) -> Vec<String> {
 }
 
 /// A metric's value summed over its series whose labels contain `labels`.
-fn metric(svc: &Service, name: &str, labels: &str) -> f64 {
+pub fn metric(svc: &Service, name: &str, labels: &str) -> f64 {
     let text = svc.call("GET", "/metrics", Some("olga"), None).text;
     text.lines()
         .filter(|l| l.starts_with(name) && l.contains(labels))
