@@ -104,10 +104,12 @@ pub fn delegate<K: Kv + ?Sized>(
     let roles = validate::names("roles", roles)?;
     validate::claim_lease(lease)?;
     let row = guarded(load_for_claim(kv, id)?, guard)?;
-    ladder(&row, to, &roles)?;
+    // Only the holder learns whether the rules would take `to`: anyone
+    // else is told only that they do not hold the task.
     if !held_by(&row, from) {
         return Err(ClaimError::NotHeld(from.to_owned()));
     }
+    ladder(&row, to, &roles)?;
     let cause = Cause::by("delegate", from).in_job(job_of(guard));
     if from == to {
         return Ok(reclaim_by_holder(kv, cause, &row, lease)?);

@@ -474,10 +474,10 @@ impl Model {
         let Some((t, _)) = self.tasks.get_mut(id) else {
             return Err(ClaimError::NotFound(id.to_owned()));
         };
-        Self::ladder(t, to, roles)?;
         if t.state != TaskState::Claimed || t.assignee.as_deref() != Some(from) {
             return Err(ClaimError::NotHeld(from.to_owned()));
         }
+        Self::ladder(t, to, roles)?;
         if from == to {
             Self::relet(t, lease);
         } else {
