@@ -49,7 +49,7 @@ import schemathesis
 
 ISSUED_ONLY = "Only a value this service gave"
 MAX_WAIT_MS = 100
-ALWAYS_SEEDED = ("take-over", "update", "assign", "unassign", "delegate", "note")
+ALWAYS_SEEDED = ("take-over", "entry-place", "update", "assign", "unassign", "delegate", "note")
 PROBLEM_INVALID = "urn:leasehold:problem:invalid"
 
 
@@ -132,7 +132,8 @@ def map_case(ctx, case):
     if "id" in params:
         pool = _pool(_verb(case))
         drawn = str(params["id"])
-        # take-over and the changes after open have no other test data: a
+        # take-over, entry-place and the changes after open have no other
+        # test data: a
         # made-up id only ever answers 404 (and their bodies' other refusals
         # crowd out the rest), and schemathesis fails the run when an
         # operation never reaches past it, so their positive cases always
