@@ -82,13 +82,18 @@ def seed(base, tokens):
             held += [(f"{verb}-{holder}-{i}", holder) for i in range(PER_POOL)]
     held += [(f"task-{i}", "alice" if i % 4 == 0 else "olga") for i in range(0, PER_POOL, 2)]
     opened = [t for t, _ in held] + [f"task-{i}" for i in range(1, PER_POOL, 2)]
-    # Tasks no fuzzed verb changes: their one history entry is their last,
-    # which trimming keeps, so `entry-place` always has one to find.
+    # Tasks no fuzzed verb changes (see below): their one history entry is
+    # their last, which trimming keeps, so `entry-place` always has one to
+    # find.
     opened += [f"place-{i}" for i in range(PER_POOL)]
     for id in opened:
+        # The place tasks are offered to a role no caller here has, so no
+        # fuzzed claim-next takes them: a change would make their opening
+        # entry not their last, and a fuzzed trim would then remove it.
+        role = "archive" if id.startswith("place-") else "finance"
         call(base, tokens["service"], "POST", "/v1/tasks", {
             "id": id, "run": "fuzz", "case": "fuzz", "kind": "review",
-            "candidate_roles": ["finance"], "escalate_to": ["finance"],
+            "candidate_roles": [role], "escalate_to": [role],
         })
     for id, holder in held:
         call(base, holders[holder], "POST", f"/v1/tasks/{id}/claim", {"lease_ms": LEASE_MS})

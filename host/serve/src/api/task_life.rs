@@ -289,7 +289,7 @@ pub struct HeldParams {
 #[serde(deny_unknown_fields)]
 pub struct TaskPatch {
     /// A new due time; `null` clears it.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "due")]
     #[schema(schema_with = crate::schema::opt_instant)]
     pub due_at: Update<i64>,
     #[serde(default, deserialize_with = "present")]
@@ -311,6 +311,18 @@ pub struct TaskPatch {
     #[serde(default, deserialize_with = "present")]
     #[schema(schema_with = crate::schema::outcome_rules)]
     pub outcomes: Option<Vec<OutcomeRule>>,
+}
+
+/// A due time as given: `null` clears it; a number is read as JSON Schema
+/// counts integers (`738`, `738.0`), as every instant of the API is.
+fn due<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Update<i64>, D::Error> {
+    let v = serde_json::Value::deserialize(d)?;
+    if v.is_null() {
+        return Ok(Update::Clear);
+    }
+    whole::i64(v)
+        .map(Update::Set)
+        .map_err(serde::de::Error::custom)
 }
 
 /// A field that, when present, holds a value: `null` is refused (only

@@ -1046,3 +1046,45 @@ fn two_reviewers_that_stop_reading_never_get_a_reading_stream_dropped() {
         assert_eq!(last.data["reason"], "slow", "{who}");
     }
 }
+
+/// A stream asked for one run carries only that run's changes, for a
+/// service and a reviewer alike, a settle's with its decision; a run that
+/// is not a name is refused.
+#[test]
+fn a_stream_of_one_run_carries_only_that_runs_changes() {
+    each_backend(|svc| {
+        for who in ["sam", "alice"] {
+            let base = svc.url("");
+            let mut s = Stream::open_query(&base, svc.tokens.get(who), "?run=run-a", None, None)
+                .expect("subscribed");
+            assert_eq!(s.next().expect("ready").event, "ready");
+            let (a, b) = (format!("a-{who}"), format!("b-{who}"));
+            let mut other = task(&b, &["finance"]);
+            other["run"] = json!("run-b");
+            let mut mine = task(&a, &["finance"]);
+            mine["run"] = json!("run-a");
+            open(svc, "sam", other);
+            open(svc, "sam", mine);
+            let settle = |id: &str, decision: Value| {
+                svc.call(
+                    "POST",
+                    &format!("/v1/tasks/{id}/settle"),
+                    Some("sam"),
+                    Some(json!({"settlement": "completed", "decision": decision})),
+                )
+                .expect_ok();
+            };
+            settle(&b, json!({"outcome": "approved"}));
+            settle(&a, json!({"outcome": "approved", "reason": "in budget"}));
+            let got = s.next_change().expect("the open");
+            assert_eq!(*got.task(), a.as_str(), "{got:?}");
+            assert_eq!(got.entry()["verb"], "open");
+            assert_eq!(got.data["change"]["task"]["run"], "run-a");
+            let got = s.next_change().expect("the settle");
+            assert_eq!(*got.task(), a.as_str(), "{got:?}");
+            assert_eq!(got.entry()["decision"]["reason"], "in budget");
+        }
+        svc.call("GET", "/v1/events?run=%07", Some("sam"), None)
+            .expect_problem(400, "invalid");
+    });
+}

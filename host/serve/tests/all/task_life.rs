@@ -348,7 +348,17 @@ fn a_change_names_known_fields_and_only_operators_and_services_make_it() {
             fields.contains(&"due-at") && fields.contains(&"priority"),
             "{last}"
         );
-        // null clears the due time.
+        // An integer as JSON Schema counts them, then null clears it.
+        let r = send(
+            svc,
+            "PATCH",
+            patch,
+            "/v1/tasks/p-1",
+            "sam",
+            &[],
+            Some(json!({"due_at": 9100.0})),
+        );
+        assert_eq!(r.expect_ok()["due_at"], 9100);
         let r = send(
             svc,
             "PATCH",
