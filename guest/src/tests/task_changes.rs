@@ -375,6 +375,11 @@ fn delegate_is_the_holders_alone_and_keeps_the_ladder_for_the_delegate() {
         tasks::delegate(kv, "t", "ann", "cy", &names(&["clerk"]), None, None)
     });
     assert_eq!(e, ClaimError::NotHeld("ann".into()));
+    // A non-holder learns nothing of what the rules say of the delegate.
+    let e = fails_cleanly(&mut kv, |kv| {
+        tasks::delegate(kv, "t", "ann", "mallory", &[], None, None)
+    });
+    assert_eq!(e, ClaimError::NotHeld("ann".into()));
     let e = fails_cleanly(&mut kv, |kv| {
         tasks::delegate(kv, "t", "bob", "mallory", &names(&["clerk"]), None, None)
     });
