@@ -108,28 +108,13 @@ pub fn for_case<K: Kv + ?Sized>(
         None => None,
     };
     store::check_layout(kv, false)?;
-    let prefix = schema::case(case);
-    let start = match &after {
-        Some(pos) => prefix.clone().raw(pos).successor(),
-        None => prefix.as_bytes().to_vec(),
-    };
-    let entries = kv.scan(&start, Some(&prefix.prefix_end()), limit + 1, false)?;
-    // The entry past the limit only says that more follow; its row is not read.
-    let more = entries.len() > limit as usize;
-    let mut positions = Vec::with_capacity(limit as usize);
-    let mut ids = Vec::with_capacity(limit as usize);
-    for (k, _) in entries.into_iter().take(limit as usize) {
-        let pos = k
-            .strip_prefix(prefix.as_bytes())
-            .ok_or_else(|| bad_entry("case"))?
-            .to_vec();
-        match store::suffix(&k, &prefix)?.as_slice() {
-            [Elem::Int(_), Elem::Str(id)] => ids.push(id.clone()),
-            _ => return Err(bad_entry("case")),
-        };
-        positions.push(pos);
-    }
-    let tasks = store::indexed_tasks(kv, &ids, "the case index")?;
+    let (positions, tasks, more) = page_of(
+        kv,
+        &schema::case(case),
+        after.as_deref(),
+        limit,
+        ("case", "the case index"),
+    )?;
     Ok(queue::page(
         positions.into_iter().zip(tasks).collect(),
         more,
@@ -156,27 +141,13 @@ pub fn held<K: Kv + ?Sized>(
         None => None,
     };
     store::check_layout(kv, false)?;
-    let prefix = schema::held_by(actor);
-    let start = match &after {
-        Some(pos) => prefix.clone().raw(pos).successor(),
-        None => prefix.as_bytes().to_vec(),
-    };
-    let entries = kv.scan(&start, Some(&prefix.prefix_end()), limit + 1, false)?;
-    let more = entries.len() > limit as usize;
-    let mut positions = Vec::with_capacity(limit as usize);
-    let mut ids = Vec::with_capacity(limit as usize);
-    for (k, _) in entries.into_iter().take(limit as usize) {
-        let pos = k
-            .strip_prefix(prefix.as_bytes())
-            .ok_or_else(|| bad_entry("held"))?
-            .to_vec();
-        match store::suffix(&k, &prefix)?.as_slice() {
-            [Elem::Int(_), Elem::Str(id)] => ids.push(id.clone()),
-            _ => return Err(bad_entry("held")),
-        }
-        positions.push(pos);
-    }
-    let tasks = store::indexed_tasks(kv, &ids, "the held index")?;
+    let (positions, tasks, more) = page_of(
+        kv,
+        &schema::held_by(actor),
+        after.as_deref(),
+        limit,
+        ("held", "the held index"),
+    )?;
     if let Some(t) = tasks
         .iter()
         .find(|t| t.state != TaskState::Claimed || t.assignee.as_deref() != Some(actor))
@@ -191,4 +162,38 @@ pub fn held<K: Kv + ?Sized>(
         more,
         'h',
     ))
+}
+
+/// One page of an index of `(instant, id)` positions under `prefix`, after
+/// the position `after`: each entry's position, its task, and whether more
+/// follow. The entry past the limit only says that more follow; its row is
+/// not read.
+fn page_of<K: Kv + ?Sized>(
+    kv: &mut K,
+    prefix: &crate::keys::Key,
+    after: Option<&[u8]>,
+    limit: u32,
+    (entry, index): (&str, &str),
+) -> Result<(Vec<Vec<u8>>, Vec<Task>, bool), StoreError> {
+    let start = match after {
+        Some(pos) => prefix.clone().raw(pos).successor(),
+        None => prefix.as_bytes().to_vec(),
+    };
+    let entries = kv.scan(&start, Some(&prefix.prefix_end()), limit + 1, false)?;
+    let more = entries.len() > limit as usize;
+    let mut positions = Vec::with_capacity(limit as usize);
+    let mut ids = Vec::with_capacity(limit as usize);
+    for (k, _) in entries.into_iter().take(limit as usize) {
+        let pos = k
+            .strip_prefix(prefix.as_bytes())
+            .ok_or_else(|| bad_entry(entry))?
+            .to_vec();
+        match store::suffix(&k, prefix)?.as_slice() {
+            [Elem::Int(_), Elem::Str(id)] => ids.push(id.clone()),
+            _ => return Err(bad_entry(entry)),
+        }
+        positions.push(pos);
+    }
+    let tasks = store::indexed_tasks(kv, &ids, index)?;
+    Ok((positions, tasks, more))
 }
