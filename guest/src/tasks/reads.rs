@@ -108,18 +108,13 @@ pub fn for_case<K: Kv + ?Sized>(
         None => None,
     };
     store::check_layout(kv, false)?;
-    let (positions, tasks, more) = page_of(
+    page_of(
         kv,
         &schema::case(case),
         after.as_deref(),
         limit,
-        ("case", "the case index"),
-    )?;
-    Ok(queue::page(
-        positions.into_iter().zip(tasks).collect(),
-        more,
-        'c',
-    ))
+        ('c', "case", "the case index"),
+    )
 }
 
 /// `held`: the tasks `actor` holds, from its `held` entries (soonest lease
@@ -141,14 +136,15 @@ pub fn held<K: Kv + ?Sized>(
         None => None,
     };
     store::check_layout(kv, false)?;
-    let (positions, tasks, more) = page_of(
+    let page = page_of(
         kv,
         &schema::held_by(actor),
         after.as_deref(),
         limit,
-        ("held", "the held index"),
+        ('h', "held", "the held index"),
     )?;
-    if let Some(t) = tasks
+    if let Some(t) = page
+        .tasks
         .iter()
         .find(|t| t.state != TaskState::Claimed || t.assignee.as_deref() != Some(actor))
     {
@@ -157,24 +153,19 @@ pub fn held<K: Kv + ?Sized>(
             t.id, t.state, t.assignee
         )));
     }
-    Ok(queue::page(
-        positions.into_iter().zip(tasks).collect(),
-        more,
-        'h',
-    ))
+    Ok(page)
 }
 
 /// One page of an index of `(instant, id)` positions under `prefix`, after
-/// the position `after`: each entry's position, its task, and whether more
-/// follow. The entry past the limit only says that more follow; its row is
-/// not read.
+/// the position `after`, its cursor spelt for `verb`. The entry past the
+/// limit only says that more follow; its row is not read.
 fn page_of<K: Kv + ?Sized>(
     kv: &mut K,
     prefix: &crate::keys::Key,
     after: Option<&[u8]>,
     limit: u32,
-    (entry, index): (&str, &str),
-) -> Result<(Vec<Vec<u8>>, Vec<Task>, bool), StoreError> {
+    (verb, entry, index): (char, &str, &str),
+) -> Result<Page, StoreError> {
     let start = match after {
         Some(pos) => prefix.clone().raw(pos).successor(),
         None => prefix.as_bytes().to_vec(),
@@ -195,5 +186,9 @@ fn page_of<K: Kv + ?Sized>(
         positions.push(pos);
     }
     let tasks = store::indexed_tasks(kv, &ids, index)?;
-    Ok((positions, tasks, more))
+    Ok(queue::page(
+        positions.into_iter().zip(tasks).collect(),
+        more,
+        verb,
+    ))
 }
