@@ -10,7 +10,9 @@
 //!
 //! Arguments: the verb (`queue`, a page of 50 of 1000 open tasks; `count`,
 //! `open-count`; `open`; `claim`, a claim or a release of one of the 1000,
-//! by turns; `due`, `claim-due` of 100 of 1000 timers), then
+//! by turns; `due`, `claim-due` of 100 of 1000 timers; `settle`, a claim
+//! then a settle of each of the n tasks, opened beforehand, counting the
+//! pairs), then
 //! `fresh` (a fresh instance per call) or `reuse` (instances kept, the
 //! default), then the number of calls. It prints
 //! the mean time per call. `GUEST_WASM=path` runs another build of the
@@ -21,7 +23,8 @@
 //! on its own share of the tasks, so durable commits are grouped.
 use anyhow::{bail, ensure};
 use leasehold_host::{
-    Durability, Engine, OnExpiry, Phase, Priority, QueueQuery, Task, TaskState, Timer,
+    Durability, Engine, OnExpiry, Phase, Priority, QueueQuery, Settlement, Task, TaskState,
+    Timer,
 };
 use std::time::Instant;
 
@@ -72,7 +75,8 @@ fn main() -> anyhow::Result<()> {
         b = b.component(std::fs::read(path)?);
     }
     let t = b.open(dir.path().join("db"))?.tenant("acme")?;
-    for i in 0..1000 {
+    let seeded = if what == "settle" { n } else { 1000 };
+    for i in 0..seeded {
         t.open(&task(i))?;
     }
     if what == "due" {
@@ -97,6 +101,9 @@ fn main() -> anyhow::Result<()> {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(1);
+    if what == "settle" {
+        return claim_and_settle(&t, threads.max(1), n);
+    }
     if what == "claim" && threads > 1 {
         let started = Instant::now();
         std::thread::scope(|s| {
@@ -154,13 +161,45 @@ fn main() -> anyhow::Result<()> {
                     t.release(&id, "alice")?;
                 }
             }
-            other => bail!("no verb {other:?}: queue, due, count, open or claim"),
+            other => bail!("no verb {other:?}: queue, due, count, open, claim or settle"),
         }
     }
     let el = started.elapsed();
     eprintln!(
         "{what} fresh={fresh}: {:.2} µs per call",
         el.as_secs_f64() * 1e6 / n as f64
+    );
+    Ok(())
+}
+
+/// Claim + settle from `threads` threads, thread k taking the tasks whose
+/// number is k modulo `threads`: the life of a task a queue worker takes.
+fn claim_and_settle(t: &leasehold_host::Tenant, threads: usize, n: usize) -> anyhow::Result<()> {
+    let started = Instant::now();
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|k| {
+                s.spawn(move || -> anyhow::Result<()> {
+                    for i in (k..n).step_by(threads) {
+                        let id = format!("task-{i:06}");
+                        drop(t.claim(&id, "alice", &["reviewer"], None)?);
+                        ensure!(
+                            t.settle(&id, Settlement::Completed, Some("alice"))?,
+                            "a claimed task did not settle"
+                        );
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .try_for_each(|h| h.join().expect("a settling thread panicked"))
+    })?;
+    let el = started.elapsed();
+    eprintln!(
+        "claim+settle threads={threads}: {:.0} pairs/s",
+        n as f64 / el.as_secs_f64()
     );
     Ok(())
 }
