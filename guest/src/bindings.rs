@@ -649,6 +649,32 @@ impl timers_api::Guest for Component {
     fn next_due() -> Result<Option<i64>, wit::StoreError> {
         call(crate::timers::next_due)
     }
+
+    fn reschedule(
+        run: String,
+        effect: String,
+        fire_at: i64,
+        take_back: bool,
+    ) -> Result<wit::TimerInfo, wit::TimerError> {
+        call(|kv| crate::timers::reschedule(kv, &run, &effect, fire_at, take_back))
+    }
+
+    fn timers_of(
+        run: String,
+        limit: u32,
+        after: Option<String>,
+    ) -> Result<wit::TimerPage, wit::StoreError> {
+        call(|kv| crate::timers::timers_of(kv, &run, limit, after.as_deref()))
+    }
+
+    fn due_between(
+        from: i64,
+        to: i64,
+        limit: u32,
+        after: Option<String>,
+    ) -> Result<wit::TimerPage, wit::StoreError> {
+        call(|kv| crate::timers::due_between(kv, from, to, limit, after.as_deref()))
+    }
 }
 
 impl runs_api::Guest for Component {

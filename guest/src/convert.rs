@@ -17,7 +17,8 @@ macro_rules! wit_conversions {
         $crate::wit_conversions!(@enum $wit, Settlement, Completed, Expired, Withdrawn);
         $crate::wit_conversions!(@enum $wit, Phase, Forward, Compensating);
         $crate::wit_conversions!(@enum $wit, ArmOutcome, Armed, AlreadyArmed, RunSealed);
-        $crate::wit_conversions!(@enum $wit, TimerEvent, Armed, Claimed, Retired);
+        $crate::wit_conversions!(@enum $wit, TimerEvent, Armed, Claimed, Retired, Rescheduled);
+        $crate::wit_conversions!(@record $wit, TimerInfo,; timer; lease_until);
         $crate::wit_conversions!(@record $wit, TimerChange, run, effect, at, verb; what;
             fire_at, lease_until);
         $crate::wit_conversions!(@record $wit, TaskChange, id; entry; run, kind);
@@ -171,6 +172,42 @@ macro_rules! wit_conversions {
                     entries: p.entries.into_iter().map(Into::into).collect(),
                     next: p.next,
                     head: p.head,
+                }
+            }
+        }
+        impl From<$wit::TimerPage> for $crate::model::TimerPage {
+            fn from(p: $wit::TimerPage) -> Self {
+                $crate::model::TimerPage {
+                    timers: p.timers.into_iter().map(Into::into).collect(),
+                    next: p.next,
+                }
+            }
+        }
+        impl From<$crate::model::TimerPage> for $wit::TimerPage {
+            fn from(p: $crate::model::TimerPage) -> Self {
+                $wit::TimerPage {
+                    timers: p.timers.into_iter().map(Into::into).collect(),
+                    next: p.next,
+                }
+            }
+        }
+        impl From<$wit::TimerError> for $crate::model::TimerError {
+            fn from(e: $wit::TimerError) -> Self {
+                match e {
+                    $wit::TimerError::NotFound => $crate::model::TimerError::NotFound,
+                    $wit::TimerError::Held(at) => $crate::model::TimerError::Held(at),
+                    $wit::TimerError::RunSealed => $crate::model::TimerError::RunSealed,
+                    $wit::TimerError::Store(e) => $crate::model::TimerError::Store(e.into()),
+                }
+            }
+        }
+        impl From<$crate::model::TimerError> for $wit::TimerError {
+            fn from(e: $crate::model::TimerError) -> Self {
+                match e {
+                    $crate::model::TimerError::NotFound => $wit::TimerError::NotFound,
+                    $crate::model::TimerError::Held(at) => $wit::TimerError::Held(at),
+                    $crate::model::TimerError::RunSealed => $wit::TimerError::RunSealed,
+                    $crate::model::TimerError::Store(e) => $wit::TimerError::Store(e.into()),
                 }
             }
         }

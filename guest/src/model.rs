@@ -364,6 +364,8 @@ pub enum TimerEvent {
     Armed,
     Claimed,
     Retired,
+    /// `reschedule` moved it; the fire time before is its previous entry's.
+    Rescheduled,
 }
 
 /// One change of a timer (WIT `timer-change`).
@@ -494,6 +496,62 @@ impl core::error::Error for StoreError {}
 impl From<crate::kv::KvError> for StoreError {
     fn from(e: crate::kv::KvError) -> Self {
         StoreError::Storage(e.to_string())
+    }
+}
+
+/// An armed timer as a listing shows it (WIT `timer-info`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TimerInfo {
+    pub timer: Timer,
+    /// The sweeper's lease end while claimed.
+    pub lease_until: Option<Timestamp>,
+}
+
+/// One page of timers (WIT `timer-page`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TimerPage {
+    pub timers: Vec<TimerInfo>,
+    pub next: Option<String>,
+}
+
+/// Why `reschedule` moved nothing (WIT `timer-error`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "error", content = "detail")]
+pub enum TimerError {
+    NotFound,
+    /// A sweeper holds it under a lease ending then.
+    Held(Timestamp),
+    RunSealed,
+    Store(StoreError),
+}
+
+impl fmt::Display for TimerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TimerError::NotFound => f.write_str("no timer is armed under this run and effect"),
+            TimerError::Held(until) => {
+                write!(
+                    f,
+                    "a sweeper holds the timer under a lease ending at {until}"
+                )
+            }
+            TimerError::RunSealed => f.write_str("the run is sealed"),
+            TimerError::Store(e) => e.fmt(f),
+        }
+    }
+}
+
+impl core::error::Error for TimerError {}
+
+impl From<StoreError> for TimerError {
+    fn from(e: StoreError) -> Self {
+        TimerError::Store(e)
+    }
+}
+
+impl From<crate::kv::KvError> for TimerError {
+    fn from(e: crate::kv::KvError) -> Self {
+        TimerError::Store(e.into())
     }
 }
 

@@ -47,6 +47,7 @@ mod take_over_release;
 mod task_changes;
 mod task_decisions;
 mod timer_leases;
+mod timer_moves;
 mod worklist_support;
 
 /// Owned strings from literals, for role, actor and id lists.

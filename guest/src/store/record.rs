@@ -605,7 +605,7 @@ pub fn record_timer<K: Kv + ?Sized>(
         fire_at: t.fire_at,
         lease_until: match what {
             TimerEvent::Claimed => row.lease_until,
-            TimerEvent::Armed | TimerEvent::Retired => None,
+            TimerEvent::Armed | TimerEvent::Retired | TimerEvent::Rescheduled => None,
         },
     });
     let sh = shards(kv)?;

@@ -63,11 +63,12 @@ pub fn decode_timer(bytes: &[u8]) -> Result<TimerRow, RowError> {
     decode_row(bytes)
 }
 
-/// Writes a timer row, moving its due entry; `old` is what was stored. A
-/// new row is recorded as armed by `verb`, a changed one as claimed.
+/// Writes a timer row, moving its due entry; `old` is what was stored (none
+/// for a new timer, which is counted). Recorded as `what`, by `verb`.
 pub fn write_timer<K: Kv + ?Sized>(
     kv: &mut K,
     verb: &'static str,
+    what: TimerEvent,
     old: Option<&TimerRow>,
     new: &TimerRow,
 ) -> Result<(), StoreError> {
@@ -90,11 +91,6 @@ pub fn write_timer<K: Kv + ?Sized>(
             add_to_counter(kv, schema::ARMED_TIMERS, shard, shards, 1)?;
         }
     }
-    let what = if old.is_some() {
-        TimerEvent::Claimed
-    } else {
-        TimerEvent::Armed
-    };
     record_timer(kv, verb, new, what)
 }
 

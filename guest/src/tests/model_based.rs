@@ -16,7 +16,9 @@ use super::model_based_ops::{
 };
 use super::model_based_reference::Model;
 use super::*;
-use crate::model::{Decision, Guard, Page, QueueQuery, SealOutcome, TaskChanges};
+use crate::model::{
+    Decision, Guard, Page, QueueQuery, SealOutcome, TaskChanges, TimerInfo, TimerPage,
+};
 use crate::{runs, tasks, timers};
 
 /// Pages through a paged read, checking the paging rules, answering the ids.
@@ -33,6 +35,28 @@ fn page_through(
         prop_assert!(!had_cursor || !page.tasks.is_empty(), "next led nowhere");
         prop_assert!(page.next.is_none() || page.tasks.len() == limit as usize);
         out.extend(ids(&page.tasks));
+        match page.next {
+            Some(next) => after = Some(next),
+            None => return Ok(out),
+        }
+    }
+    Err(TestCaseError::fail("paging did not end"))
+}
+
+/// Pages through a timer listing, checking the paging rules.
+fn timer_pages(
+    limit: u32,
+    mut read: impl FnMut(Option<String>) -> Result<TimerPage, StoreError>,
+) -> Result<Vec<TimerInfo>, TestCaseError> {
+    let mut out = Vec::new();
+    let mut after = None;
+    for _ in 0..100 {
+        let had_cursor = after.is_some();
+        let page = read(after).map_err(|e| TestCaseError::fail(format!("read failed: {e}")))?;
+        prop_assert!(page.timers.len() <= limit as usize);
+        prop_assert!(!had_cursor || !page.timers.is_empty(), "next led nowhere");
+        prop_assert!(page.next.is_none() || page.timers.len() == limit as usize);
+        out.extend(page.timers);
         match page.next {
             Some(next) => after = Some(next),
             None => return Ok(out),
@@ -302,6 +326,35 @@ fn apply(kv: &mut MemKv, model: &mut Model, op: &Op) -> Result<bool, TestCaseErr
             prop_assert_eq!(&real, &Ok(model.disarm_run(RUNS[*run])));
             real.is_err()
         }
+        Op::Reschedule {
+            run,
+            effect,
+            fire_at,
+            take_back,
+        } => {
+            let (run, effect) = (RUNS[*run], EFFECTS[*effect]);
+            let real = timers::reschedule(kv, run, effect, *fire_at, *take_back);
+            let now = kv.now;
+            prop_assert_eq!(
+                &real,
+                &model.reschedule(run, effect, *fire_at, *take_back, now)
+            );
+            real.is_err()
+        }
+        Op::TimersOf { run, limit } => {
+            let got = timer_pages(*limit, |after| {
+                timers::timers_of(kv, RUNS[*run], *limit, after.as_deref())
+            })?;
+            prop_assert_eq!(got, model.timers_of(RUNS[*run]));
+            false
+        }
+        Op::DueBetween { from, to, limit } => {
+            let got = timer_pages(*limit, |after| {
+                timers::due_between(kv, *from, *to, *limit, after.as_deref())
+            })?;
+            prop_assert_eq!(got, model.due_between(*from, *to));
+            false
+        }
         Op::Seal { run, awaited } => {
             let (run, awaited) = (RUNS[*run], pick(&IDS, awaited));
             let real = runs::seal(kv, run, &awaited);
@@ -405,6 +458,7 @@ fn verify_feed(kv: &mut MemKv, model: &Model) -> Result<(), TestCaseError> {
     let mut after: Option<String> = None;
     let mut last_task: BTreeMap<String, crate::model::HistoryEntry> = BTreeMap::new();
     let mut last_timer: BTreeMap<(String, String), TimerEvent> = BTreeMap::new();
+    let mut timer_at: BTreeMap<(String, String), (i64, Option<i64>)> = BTreeMap::new();
     let mut decided: BTreeMap<String, crate::model::DecisionRecord> = BTreeMap::new();
     loop {
         let page = match crate::changes::feed(kv, after.as_deref(), 1) {
@@ -433,6 +487,10 @@ fn verify_feed(kv: &mut MemKv, model: &Model) -> Result<(), TestCaseError> {
                 last_task.insert(c.id, c.entry);
             }
             Change::Timer(c) => {
+                timer_at.insert(
+                    (c.run.clone(), c.effect.clone()),
+                    (c.fire_at, c.lease_until),
+                );
                 last_timer.insert((c.run, c.effect), c.what);
             }
         }
@@ -481,6 +539,17 @@ fn verify_feed(kv: &mut MemKv, model: &Model) -> Result<(), TestCaseError> {
             "timer {}/{}",
             run,
             effect
+        );
+    }
+    // The feed replays each armed timer's fire time and lease: a reschedule
+    // is in it as what it left.
+    for (key, (t, lease)) in &model.timers {
+        prop_assert_eq!(
+            timer_at.get(key),
+            Some(&(t.fire_at, *lease)),
+            "timer {}/{}",
+            key.0,
+            key.1
         );
     }
     prop_assert_eq!(

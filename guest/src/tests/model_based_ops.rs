@@ -142,6 +142,21 @@ pub(super) enum Op {
     DisarmRun {
         run: usize,
     },
+    Reschedule {
+        run: usize,
+        effect: usize,
+        fire_at: i64,
+        take_back: bool,
+    },
+    TimersOf {
+        run: usize,
+        limit: u32,
+    },
+    DueBetween {
+        from: i64,
+        to: i64,
+        limit: u32,
+    },
     Seal {
         run: usize,
         awaited: Vec<usize>,
@@ -293,6 +308,11 @@ pub(super) fn op() -> impl Strategy<Value = Op> {
         1 => (0..RUNS.len(), 0..EFFECTS.len())
             .prop_map(|(run, effect)| Op::Disarm { run, effect }),
         1 => (0..RUNS.len()).prop_map(|run| Op::DisarmRun { run }),
+        3 => (0..RUNS.len(), 0..EFFECTS.len(), 0..150i64, any::<bool>())
+            .prop_map(|(run, effect, fire_at, take_back)| Op::Reschedule { run, effect, fire_at, take_back }),
+        1 => (0..RUNS.len(), 1..4u32).prop_map(|(run, limit)| Op::TimersOf { run, limit }),
+        2 => (0..220i64, 0..220i64, 1..4u32)
+            .prop_map(|(from, to, limit)| Op::DueBetween { from: from.min(to), to: from.max(to), limit }),
         1 => (0..RUNS.len(), proptest::collection::vec(0..IDS.len(), 0..4))
             .prop_map(|(run, awaited)| Op::Seal { run, awaited }),
         1 => (0..RUNS.len()).prop_map(|run| Op::SealBehindItsBack { run }),
@@ -308,7 +328,7 @@ pub(super) fn pick(pool: &[&str], list: &[usize]) -> Vec<String> {
     list.iter().map(|&i| pool[i].to_owned()).collect()
 }
 
-const INVALID_CALLS: usize = 19;
+const INVALID_CALLS: usize = 23;
 
 /// One call with an invalid input; answers the `Debug` of its result.
 pub(super) fn invalid_call(kv: &mut MemKv, which: usize) -> String {
@@ -386,6 +406,10 @@ pub(super) fn invalid_call(kv: &mut MemKv, which: usize) -> String {
                 None,
             )
         ),
+        18 => format!("{:?}", timers::reschedule(kv, "r0", "", 10, false)),
+        19 => format!("{:?}", timers::due_between(kv, 20, 10, 1, None)),
+        20 => format!("{:?}", timers::timers_of(kv, "r0", 1, Some("d00"))),
+        21 => format!("{:?}", timers::due_between(kv, 0, 10, 1, Some("e00"))),
         _ => format!(
             "{:?}",
             tasks::delegate(kv, "t0", "ann", "", &[], None, None)

@@ -5,7 +5,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::*;
-use crate::model::{ArmOutcome, ClaimError, DecisionRecord, Lease, Settlement, TaskChanges};
+use crate::model::{
+    ArmOutcome, ClaimError, DecisionRecord, Lease, Settlement, TaskChanges, TimerError, TimerInfo,
+};
 
 fn dedup(list: &[String]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
@@ -306,6 +308,66 @@ impl Model {
             }
         }
         out
+    }
+
+    /// `reschedule` at `now`, as its rules read.
+    pub(super) fn reschedule(
+        &mut self,
+        run: &str,
+        effect: &str,
+        fire_at: i64,
+        take_back: bool,
+        now: i64,
+    ) -> Result<TimerInfo, TimerError> {
+        if self.sealed.contains(run) {
+            return Err(TimerError::RunSealed);
+        }
+        let entry = self
+            .timers
+            .get_mut(&(run.to_owned(), effect.to_owned()))
+            .ok_or(TimerError::NotFound)?;
+        if let Some(until) = entry.1
+            && until > now
+            && !take_back
+        {
+            return Err(TimerError::Held(until));
+        }
+        entry.0.fire_at = fire_at;
+        entry.1 = None;
+        Ok(TimerInfo {
+            timer: entry.0.clone(),
+            lease_until: None,
+        })
+    }
+
+    /// A run's timers, by effect.
+    pub(super) fn timers_of(&self, run: &str) -> Vec<TimerInfo> {
+        self.timers
+            .iter()
+            .filter(|((r, _), _)| r == run)
+            .map(|(_, (t, lease))| TimerInfo {
+                timer: t.clone(),
+                lease_until: *lease,
+            })
+            .collect()
+    }
+
+    /// The timers claimable in `[from, to)`, in claim-due's order.
+    pub(super) fn due_between(&self, from: i64, to: i64) -> Vec<TimerInfo> {
+        let mut due: Vec<(i64, &String, &String, TimerInfo)> = self
+            .timers
+            .iter()
+            .filter(|(_, e)| (from..to).contains(&Self::claimable_at(e)))
+            .map(|((r, f), e)| {
+                let info = TimerInfo {
+                    timer: e.0.clone(),
+                    lease_until: e.1,
+                };
+                (Self::claimable_at(e), r, f, info)
+            })
+            .collect();
+        due.sort_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
+        due.into_iter().map(|(_, _, _, i)| i).collect()
     }
 
     pub(super) fn disarm_run(&mut self, run: &str) -> u32 {

@@ -6,6 +6,7 @@
 //! or before `now` is claimable: a sweep reads O(limit) entries however many
 //! timers are held, a held timer can never hide a due one, and a dead
 //! sweeper's timers come back by themselves when the lease lapses.
+//! Moving a timer and listing timers are [`moves`] and [`listings`].
 
 #[allow(unused_imports)]
 use crate::prelude::*;
@@ -13,10 +14,16 @@ use alloc::collections::BTreeMap;
 
 use crate::keys::Elem;
 use crate::kv::Kv;
-use crate::model::{ArmOutcome, StoreError, Timer, Timestamp};
+use crate::model::{ArmOutcome, StoreError, Timer, TimerEvent, Timestamp};
 use crate::schema;
 use crate::store::{self, TimerRow};
 use crate::validate;
+
+mod listings;
+mod moves;
+
+pub use listings::{due_between, timers_of};
+pub use moves::reschedule;
 
 pub fn arm<K: Kv + ?Sized>(kv: &mut K, timer: &Timer) -> Result<ArmOutcome, StoreError> {
     validate::timer(timer)?;
@@ -44,7 +51,7 @@ pub fn arm<K: Kv + ?Sized>(kv: &mut K, timer: &Timer) -> Result<ArmOutcome, Stor
         timer: timer.clone(),
         lease_until: None,
     };
-    store::write_timer(kv, "arm", None, &row)?;
+    store::write_timer(kv, "arm", TimerEvent::Armed, None, &row)?;
     Ok(ArmOutcome::Armed)
 }
 
@@ -150,7 +157,7 @@ pub fn claim_due<K: Kv + ?Sized>(
                 timer: row.timer.clone(),
                 lease_until: Some(lease_until),
             };
-            store::write_timer(kv, "claim-due", Some(&row), &next)?;
+            store::write_timer(kv, "claim-due", TimerEvent::Claimed, Some(&row), &next)?;
             out.push(next.timer);
         }
         match entries.last() {
