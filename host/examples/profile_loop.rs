@@ -23,8 +23,7 @@
 //! on its own share of the tasks, so durable commits are grouped.
 use anyhow::{bail, ensure};
 use leasehold_host::{
-    Durability, Engine, OnExpiry, Phase, Priority, QueueQuery, Settlement, Task, TaskState,
-    Timer,
+    Durability, Engine, OnExpiry, Phase, Priority, QueueQuery, Settlement, Task, TaskState, Timer,
 };
 use std::time::Instant;
 

@@ -63,7 +63,8 @@ pub use leasehold_guest::model::{
     ArmOutcome, Change, Decision, DecisionRecord, Discrepancy, FeedEntry, FeedPage, FeedPlace,
     FeedRead, FieldChange, Guard, HistoryEntry, KindDefinition, Lease, OnExpiry, OutcomeRule, Page,
     Phase, Priority, QueueQuery, SealOutcome, Settlement, StoreError, Task, TaskChange,
-    TaskChanges, TaskState, Timer, TimerChange, TimerEvent, Timestamp, TrimOutcome,
+    TaskChanges, TaskState, Timer, TimerChange, TimerEvent, TimerInfo, TimerPage, Timestamp,
+    TrimOutcome,
 };
 pub use storage::file::{KV_TABLE_NAME, OpenError, repair};
 pub use storage::postgres::{
@@ -75,6 +76,7 @@ pub use sweeper::{
     Duty, FirstSweepPlan, OnSweep, PLAN_LIMIT, Retention, SweepReport, Sweeper, SweeperError,
     SweeperOptions, SweeperStats, Turn, standard_duties,
 };
+pub use tenant::Rescheduled;
 pub use tenant::Tenant;
 pub use verbs::{ExportedFunction, Verb, exported_functions};
 pub use watch::{Changed, Changes};

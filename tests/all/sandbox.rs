@@ -271,6 +271,14 @@ fn a_write_verb_whose_answer_the_contract_rules_out_commits_nothing() {
         "4 entries for a limit of 3",
     );
     malformed(
+        t.reschedule("r", "e", 10, false).map(drop),
+        "answered r/someone-else",
+    );
+    malformed(
+        t.timers_of("r", 5, None).map(drop),
+        "answered a timer of run another-run",
+    );
+    malformed(
         t.reclaim_lapsed(10, 5).map(drop),
         "reclaim-lapsed answered task twice twice",
     );

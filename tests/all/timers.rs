@@ -1,7 +1,12 @@
 //! Durable timers under leases: arm, claim-due, disarm, disarm-run,
-//! pending-count and next-due.
+//! pending-count, next-due, reschedule and the listings.
 
-use leasehold_host::{ArmOutcome, Error, StoreError, Tenant, Timer};
+use std::sync::Arc;
+
+use leasehold_host::{
+    ArmOutcome, Change, Engine, Error, FeedRead, ManualClock, Rescheduled, StoreError, Tenant,
+    Timer, TimerEvent,
+};
 use leasehold_tests::*;
 
 const LONG_LEASE: u32 = 60_000;
@@ -353,4 +358,113 @@ fn pending_count_follows_arm_disarm_disarm_run_and_seal_exactly() {
     assert_eq!(t.seal("a", &[]).expect("seal").timers_disarmed, 2);
     assert_eq!(count(), 0);
     assert_consistent(&t);
+}
+
+/// A tenant whose calls happen at `clock`'s instant.
+fn tenant_at(db: &TestDb, clock: &Arc<ManualClock>) -> Tenant {
+    let builder = Engine::builder().clock(clock.clone());
+    let engine = match db.backend() {
+        Backend::Redb => db.open(builder.durability(leasehold_host::Durability::None)),
+        Backend::Postgres => db.open(builder),
+    };
+    engine.tenant("acme").expect("valid tenant")
+}
+
+#[test]
+fn a_reschedule_moves_a_timer_in_one_call_and_the_feed_says_so() {
+    let db = TestDb::new();
+    let clock = Arc::new(ManualClock::new(1_000));
+    let t = tenant_at(&db, &clock);
+    arm_all(&t, &[timer("r", "wake", 5_000), timer("r", "nudge", 6_000)]);
+    let moved = match t.reschedule("r", "wake", 9_000, false).expect("reschedule") {
+        Rescheduled::Moved(info) => info,
+        other => panic!("not moved: {other:?}"),
+    };
+    assert_eq!((moved.timer.fire_at, moved.lease_until), (9_000, None));
+    assert!(
+        t.claim_due(8_999, 10, LONG_LEASE).expect("claim").len() == 1,
+        "only nudge"
+    );
+    // Claimed: refused with the lease's end, then taken back.
+    let got = t.claim_due(9_000, 10, LONG_LEASE).expect("claim");
+    assert_eq!(got.len(), 1);
+    assert_eq!(
+        t.reschedule("r", "wake", 20_000, false).expect("held"),
+        Rescheduled::Held(9_000 + i64::from(LONG_LEASE))
+    );
+    assert!(matches!(
+        t.reschedule("r", "wake", 20_000, true).expect("take back"),
+        Rescheduled::Moved(ref i) if i.timer.fire_at == 20_000 && i.lease_until.is_none()
+    ));
+    assert_eq!(
+        t.reschedule("r", "gone", 1, false).expect("unknown"),
+        Rescheduled::NotFound
+    );
+    let last = match t.feed(None, 1_000).expect("feed") {
+        FeedRead::Page(p) => p
+            .entries
+            .into_iter()
+            .filter_map(|e| match e.change {
+                Change::Timer(c) if c.effect == "wake" => Some(c),
+                _ => None,
+            })
+            .next_back()
+            .expect("a timer entry"),
+        FeedRead::Gone(_) => panic!("the feed is gone"),
+    };
+    assert_eq!(
+        (last.verb.as_str(), last.what, last.fire_at, last.at),
+        ("reschedule", TimerEvent::Rescheduled, 20_000, 1_000)
+    );
+    t.seal("r", &[]).expect("seal");
+    assert_eq!(
+        t.reschedule("r", "wake", 1, false).expect("sealed"),
+        Rescheduled::RunSealed
+    );
+    assert_consistent(&t);
+}
+
+#[test]
+fn timers_of_and_due_between_page_through_the_component() {
+    let (t, _db) = temp_tenant();
+    for run in ["a", "b"] {
+        for i in 0..25 {
+            t.arm(&timer(run, &format!("e{i:02}"), 100 + i))
+                .expect("arm");
+        }
+    }
+    let mut effects = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let page = t.timers_of("b", 10, after.as_deref()).expect("timers-of");
+        assert!(page.timers.len() <= 10);
+        effects.extend(page.timers.into_iter().map(|i| i.timer.effect));
+        match page.next {
+            Some(n) => after = Some(n),
+            None => break,
+        }
+    }
+    assert_eq!(
+        effects,
+        (0..25).map(|i| format!("e{i:02}")).collect::<Vec<_>>()
+    );
+    let window = t.due_between(110, 112, 10, None).expect("due-between");
+    let listed: Vec<(String, String, i64)> = window
+        .timers
+        .iter()
+        .map(|i| (i.timer.run.clone(), i.timer.effect.clone(), i.timer.fire_at))
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            ("a".to_owned(), "e10".to_owned(), 110),
+            ("b".to_owned(), "e10".to_owned(), 110),
+            ("a".to_owned(), "e11".to_owned(), 111),
+            ("b".to_owned(), "e11".to_owned(), 111),
+        ]
+    );
+    assert!(matches!(
+        t.due_between(5, 1, 10, None),
+        Err(Error::Store(StoreError::Invalid(ref why))) if why.contains("before from")
+    ));
 }

@@ -28,6 +28,8 @@ mod runs;
 mod tasks;
 mod timers;
 
+pub use timers::Rescheduled;
+
 use std::sync::Arc;
 use std::time::Instant;
 

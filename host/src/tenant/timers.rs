@@ -1,7 +1,9 @@
 //! The `timers` interface: durable timers under leases, one method per
-//! verb; `claim-due` answers no timer twice and no more than its limit.
+//! verb; `claim-due` answers no timer twice and no more than its limit, a
+//! move answers the timer it was asked to move, and a listing no more than
+//! its limit.
 
-use leasehold_guest::model::{ArmOutcome, Timer, Timestamp};
+use leasehold_guest::model::{ArmOutcome, Timer, TimerError, TimerInfo, TimerPage, Timestamp};
 
 use crate::bindings::wit;
 use crate::error::Error;
@@ -9,6 +11,22 @@ use crate::verbs::Verb;
 
 use super::Tenant;
 use super::checks::{StoreAnswer, at_most, malformed, store};
+
+/// What `reschedule` did: the timer moved, or why it did not (nothing was
+/// written).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Rescheduled {
+    /// Moved: the timer as it now waits, unclaimed.
+    Moved(TimerInfo),
+    /// No timer is armed under this run and effect.
+    NotFound,
+    /// A sweeper holds it under a lease ending at this instant; ask with
+    /// `take_back` to move it anyway.
+    Held(Timestamp),
+    /// The run is sealed.
+    RunSealed,
+}
 
 impl Tenant {
     /// Arms a timer; the first arming of a `(run, effect)` wins, and a
@@ -77,4 +95,84 @@ impl Tenant {
             store::<Option<Timestamp>>,
         )
     }
+
+    /// Moves the armed timer `(run, effect)` to `fire_at`, keeping its
+    /// identity; one under a sweeper's unexpired lease only with
+    /// `take_back`.
+    pub fn reschedule(
+        &self,
+        run: &str,
+        effect: &str,
+        fire_at: Timestamp,
+        take_back: bool,
+    ) -> Result<Rescheduled, Error> {
+        self.call(
+            Verb::Reschedule,
+            |x, s| x.call(s, (run, effect, fire_at, take_back)),
+            |a: Result<wit::TimerInfo, wit::TimerError>| match a.map_err(TimerError::from) {
+                Ok(info) => {
+                    let info = TimerInfo::from(info);
+                    if info.timer.run != run || info.timer.effect != effect {
+                        return Err(malformed(format!(
+                            "asked to move timer {run}/{effect}, answered {}/{}",
+                            info.timer.run, info.timer.effect
+                        )));
+                    }
+                    Ok(Rescheduled::Moved(info))
+                }
+                Err(TimerError::NotFound) => Ok(Rescheduled::NotFound),
+                Err(TimerError::Held(until)) => Ok(Rescheduled::Held(until)),
+                Err(TimerError::RunSealed) => Ok(Rescheduled::RunSealed),
+                Err(TimerError::Store(e)) => Err(Error::Store(e)),
+            },
+        )
+    }
+
+    /// The timers armed for `run`, by effect, a page of at most `limit`
+    /// after the cursor `after`.
+    pub fn timers_of(
+        &self,
+        run: &str,
+        limit: u32,
+        after: Option<&str>,
+    ) -> Result<TimerPage, Error> {
+        self.call(
+            Verb::TimersOf,
+            |x, s| x.call(s, (run, limit, after)),
+            |a: StoreAnswer<wit::TimerPage>| {
+                let page = timer_page(store(a)?, limit, "timers-of")?;
+                if let Some(t) = page.timers.iter().find(|t| t.timer.run != run) {
+                    return Err(malformed(format!(
+                        "timers-of {run} answered a timer of run {}",
+                        t.timer.run
+                    )));
+                }
+                Ok(page)
+            },
+        )
+    }
+
+    /// The timers that become claimable in `[from, to)`, in the order
+    /// `claim_due` takes them, a page of at most `limit` after `after`.
+    pub fn due_between(
+        &self,
+        from: Timestamp,
+        to: Timestamp,
+        limit: u32,
+        after: Option<&str>,
+    ) -> Result<TimerPage, Error> {
+        self.call(
+            Verb::DueBetween,
+            |x, s| x.call(s, (from, to, limit, after)),
+            |a: StoreAnswer<wit::TimerPage>| timer_page(store(a)?, limit, "due-between"),
+        )
+    }
+}
+
+fn timer_page(p: wit::TimerPage, limit: u32, what: &str) -> Result<TimerPage, Error> {
+    let p = TimerPage::from(p);
+    Ok(TimerPage {
+        timers: at_most(p.timers, limit, what)?,
+        next: p.next,
+    })
 }
