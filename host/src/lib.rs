@@ -76,8 +76,8 @@ pub use sweeper::{
     Duty, FirstSweepPlan, OnSweep, PLAN_LIMIT, Retention, SweepReport, Sweeper, SweeperError,
     SweeperOptions, SweeperStats, Turn, standard_duties,
 };
-pub use tenant::Rescheduled;
 pub use tenant::Tenant;
+pub use tenant::timers::Rescheduled;
 pub use verbs::{ExportedFunction, Verb, exported_functions};
 pub use watch::{Changed, Changes};
 

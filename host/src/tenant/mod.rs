@@ -26,9 +26,7 @@ mod checks;
 mod kinds;
 mod runs;
 mod tasks;
-mod timers;
-
-pub use timers::Rescheduled;
+pub(crate) mod timers;
 
 use std::sync::Arc;
 use std::time::Instant;

@@ -18,6 +18,7 @@ use crate::engine::{Engine, GUEST_COMPONENT};
 use crate::error::{Error, Refusal};
 use crate::storage::backend::{Backend, Mode, Write};
 use crate::tenant::Tenant;
+use crate::tenant::timers::Rescheduled;
 use crate::testkit::report::{Failure, panic_text};
 use leasehold_guest::model::{
     ArmOutcome, Decision, Guard, KindDefinition, Lease, OnExpiry, OutcomeRule, Priority,
@@ -64,6 +65,7 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     scenario!("settle-and-withdraw"),
     scenario!("tenancy"),
     scenario!("timers"),
+    scenario!("timer-moves"),
     scenario!("update"),
 ];
 
@@ -240,6 +242,22 @@ fn error_variant(e: &Error, claim_verb: bool) -> Value {
         Error::Store(s) if claim_verb => json!({"store": store_error(s)}),
         Error::Store(s) => store_error(s),
         other => json!({"host": other.to_string()}),
+    }
+}
+
+/// `reschedule`, whose refusals are the WIT's `timer-error` cases (its
+/// store errors nested under `store`, as a claim verb's are).
+fn reschedule(t: &Tenant, a: &Args) -> Result<Value, Value> {
+    let take_back =
+        a.0.get("take-back")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+    match t.reschedule(a.str("run"), a.str("effect"), a.int("fire-at"), take_back) {
+        Ok(Rescheduled::Moved(info)) => Ok(canonical(&info)),
+        Ok(Rescheduled::NotFound) => Err(json!({"not-found": null})),
+        Ok(Rescheduled::Held(until)) => Err(json!({ "held": until })),
+        Ok(Rescheduled::RunSealed) => Err(json!({"run-sealed": null})),
+        Err(e) => Err(error_variant(&e, true)),
     }
 }
 
@@ -496,6 +514,18 @@ fn call(t: &Tenant, verb: &str, a: &Args) -> Result<Value, Value> {
         "disarm-run" => t.disarm_run(a.str("run")).map(|x| json!(x)),
         "pending-count" => t.pending_count().map(|x| json!(x)),
         "next-due" => t.next_due().map(|x| json!(x)),
+        "reschedule" => return reschedule(t, a),
+        "timers-of" => t
+            .timers_of(a.str("run"), a.u32("limit"), a.opt_str("after"))
+            .map(|x| canonical(&x)),
+        "due-between" => t
+            .due_between(
+                a.int("from"),
+                a.int("to"),
+                a.u32("limit"),
+                a.opt_str("after"),
+            )
+            .map(|x| canonical(&x)),
         "seal" => t
             .seal(a.str("run"), &a.strs("awaited"))
             .map(|x| canonical(&x)),
