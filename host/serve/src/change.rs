@@ -17,7 +17,7 @@ use crate::wire::{DecisionRecord, TaskState, document, mirror_enum};
 
 mirror_enum!(
     /// What a change did to a timer.
-    TimerEvent => TimerEvent { Armed, Claimed, Retired });
+    TimerEvent => TimerEvent { Armed, Claimed, Retired, Rescheduled });
 
 /// One change of a task (WIT `history-entry`).
 #[derive(Debug, Serialize, Deserialize, ToSchema)]

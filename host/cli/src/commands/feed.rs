@@ -156,6 +156,9 @@ fn event_line(e: &FeedEntry) -> String {
                     t.lease_until.map_or_else(|| "-".into(), format_time)
                 ),
                 TimerEvent::Retired => "retired".to_owned(),
+                TimerEvent::Rescheduled => {
+                    format!("moved to fire at {}", format_time(t.fire_at))
+                }
             };
             format!(
                 "{}  timer {}/{}: {} {what}\n",
