@@ -66,6 +66,13 @@ pub enum ApiError {
     /// The engine refused a claim-ladder rung.
     #[error(transparent)]
     Refused(Refusal),
+    /// A sweeper holds the timer under a lease ending at this instant:
+    /// moving it needs `take_back`. Nothing was written.
+    #[error("a sweeper holds the timer under a lease ending at {0}; move it with take_back")]
+    TimerHeld(i64),
+    /// The run is sealed: it takes no wake-up, new or moved.
+    #[error("run {0} is sealed")]
+    RunSealed(String),
     /// The revision the caller gave (`If-Match`) is not the current one,
     /// which this is; nothing was written.
     #[error(
@@ -139,6 +146,9 @@ pub struct Problem {
     /// The current revision (`stale`), as the `ETag` header also says.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub revision: Option<u64>,
+    /// When the sweeper's lease on the timer ends (`timer-held`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lease_until: Option<i64>,
     /// Where in a decision's output the first violation of its outcome's
     /// schema is (`invalid` with `field` `decision.output`): a JSON
     /// Pointer, `""` for the whole output.
@@ -208,6 +218,8 @@ impl ApiError {
                 }
                 _ => ("refused", S::CONFLICT, "Refused"),
             },
+            ApiError::TimerHeld(_) => ("timer-held", S::CONFLICT, "A sweeper holds the timer"),
+            ApiError::RunSealed(_) => ("run-sealed", S::CONFLICT, "The run is sealed"),
             ApiError::Stale(_) => (
                 "stale",
                 S::PRECONDITION_FAILED,
@@ -256,6 +268,7 @@ impl ApiError {
             state: None,
             actor: None,
             revision: None,
+            lease_until: None,
             path: None,
         };
         match self {
@@ -264,6 +277,7 @@ impl ApiError {
                 p.path = violation_path(field.as_deref(), detail);
             }
             ApiError::Stale(current) => p.revision = Some(*current),
+            ApiError::TimerHeld(until) => p.lease_until = Some(*until),
             ApiError::Refused(Refusal::AlreadyClaimed(h)) => p.holder = Some(h.clone()),
             ApiError::Refused(Refusal::NotPending(s)) => p.state = Some(s.as_str().to_owned()),
             ApiError::Refused(

@@ -16,6 +16,7 @@ mod stats;
 mod sweeps;
 mod task_life;
 mod tasks;
+mod timer_moves;
 mod timers;
 
 use utoipa_axum::router::OpenApiRouter;
@@ -35,6 +36,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(sweeps::router())
         .merge(runs::router())
         .merge(timers::router())
+        .merge(timer_moves::router())
         .merge(stats::router())
         .merge(admin::router())
         .merge(changes::router())

@@ -19,4 +19,5 @@ mod pages;
 mod routes;
 mod sandbox;
 mod task_life;
+mod timer_moves;
 mod upgrade;
