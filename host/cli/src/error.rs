@@ -29,6 +29,15 @@ pub enum CliError {
     /// Something local failed that is not the caller's doing (a temporary
     /// file), or the demo saw an outcome the contract rules out.
     Failed(String),
+    /// The engine refused, answering why as a value rather than an error
+    /// (a timer's move): nothing was written.
+    Refused {
+        /// The refusal's stable name (`timer_held`, `run_sealed`...).
+        error: &'static str,
+        message: String,
+        /// What was refused (the timer).
+        detail: Option<String>,
+    },
 }
 
 impl From<std::io::Error> for CliError {
@@ -118,6 +127,7 @@ impl CliError {
             CliError::Engine(_) | CliError::Output(_) | CliError::Failed(_) => FAILED,
             CliError::Usage { .. } | CliError::Input(_) => BAD_INPUT,
             CliError::Move(e) => e.exit_code(),
+            CliError::Refused { .. } => REFUSED,
         }
     }
 
@@ -145,6 +155,7 @@ impl CliError {
             CliError::Output(e) => format!("cannot write the answer: {e}"),
             CliError::Failed(m) => m.clone(),
             CliError::Move(e) => with_sources(e.as_ref()),
+            CliError::Refused { message, .. } => message.clone(),
         }
     }
 
@@ -172,6 +183,7 @@ impl CliError {
             CliError::Output(_) => return ("output", None),
             CliError::Failed(_) => return ("failed", None),
             CliError::Move(e) => return e.kind(),
+            CliError::Refused { error, detail, .. } => return (error, detail.as_deref()),
             CliError::Engine(e) => e,
         };
         match e {

@@ -888,6 +888,76 @@ fn timer_disarm_and_disarm_run_retire_timers() {
 }
 
 #[test]
+fn timer_reschedule_moves_a_timer_and_the_listings_page_it() {
+    let s = scratch();
+    for (effect, at) in [("a", NINE), ("b", NINE + 1_000)] {
+        s.arm(&format!(
+            r#"{{"run":"r1","effect":"{effect}","fire_at":{at}}}"#
+        ));
+    }
+    s.arm(&format!(r#"{{"run":"r2","effect":"a","fire_at":{NINE}}}"#));
+    s.run(&[
+        "timer",
+        "reschedule",
+        "r1",
+        "a",
+        "--at",
+        "2026-05-04T10:00:00Z",
+    ])
+    .assert()
+    .success()
+    .stdout(contains("Moved r1/a to fire at 2026-05-04T10:00:00Z."));
+    let first = s.json(&["timer", "list", "r1", "--limit", "1"]);
+    assert_eq!(first["timers"][0]["timer"]["effect"], "a", "{first}");
+    assert_eq!(first["timers"][0]["timer"]["fire_at"], NINE + 3_600_000);
+    let next = first["next"].as_str().expect("more follow").to_owned();
+    let second = s.json(&["timer", "timers-of", "r1", "--after", &next]);
+    assert_eq!(second["timers"][0]["timer"]["effect"], "b", "{second}");
+    assert_eq!(second["next"], Value::Null);
+    // The window [09:00, 10:00): r1/a moved out of it.
+    let due = s.json(&[
+        "timer",
+        "due",
+        "--from",
+        "2026-05-04T09:00:00Z",
+        "--to",
+        "2026-05-04T10:00:00Z",
+    ]);
+    let listed: Vec<(&str, &str)> = due["timers"]
+        .as_array()
+        .expect("timers")
+        .iter()
+        .map(|i| {
+            (
+                i["timer"]["run"].as_str().expect("run"),
+                i["timer"]["effect"].as_str().expect("effect"),
+            )
+        })
+        .collect();
+    assert_eq!(listed, [("r2", "a"), ("r1", "b")], "{due}");
+    // Claimed under an hour's lease from now: refused until taken back.
+    s.run(&["timer", "sweep", "--lease", "1h"])
+        .assert()
+        .success();
+    let held = s.json_error(&["timer", "reschedule", "r1", "b", "--at", "5"], 1);
+    assert_eq!(held["error"], "timer_held", "{held}");
+    assert_eq!(held["detail"], "r1/b");
+    s.run(&["timer", "reschedule", "r1", "b", "--at", "5", "--take-back"])
+        .assert()
+        .success();
+    let missing = s.json_error(&["timer", "reschedule", "r1", "zzz", "--at", "5"], 1);
+    assert_eq!(missing["error"], "not_found", "{missing}");
+    s.run(&["timer", "due", "--from", "10", "--to", "5"])
+        .assert()
+        .code(2)
+        .stderr(contains("before from").and(no_panic()));
+    s.run(&["timer", "reschedule", "r1", "a", "--at", "tomorrow"])
+        .assert()
+        .code(2)
+        .stderr(no_panic());
+}
+
+#[test]
 fn timer_next_says_when_a_sweeper_should_wake() {
     let s = scratch();
     // A write creates the database; reads never do.

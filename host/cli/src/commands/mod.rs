@@ -22,6 +22,7 @@ pub mod stats;
 pub mod task;
 pub mod tenant;
 pub mod timer;
+pub mod timer_moves;
 pub mod token;
 
 use std::io::Write;

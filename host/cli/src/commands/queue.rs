@@ -28,10 +28,10 @@ pub struct PageArgs {
         value_parser = parse_limit,
         allow_negative_numbers = true
     )]
-    limit: u32,
+    pub limit: u32,
     /// Continue after this cursor, as printed by the previous page
     #[arg(long, value_name = "CURSOR")]
-    after: Option<String>,
+    pub after: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -2,7 +2,8 @@
 //! calls (`timer claim-due`, `timer next-due`; `sweep` and `next` are
 //! aliases for a release), with its flags, its call and what it says, and
 //! the JSON `timer arm` reads. When a timer fires is the rules'; this
-//! module only asks and reports.
+//! module only asks and reports. Moving and listing timers are
+//! `timer_moves`'.
 
 use std::fmt::Write as _;
 use std::io::Write;
@@ -15,6 +16,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::answer::Answer;
+use crate::commands::timer_moves::{DueBetween, Reschedule, TimersOf};
 use crate::context::Context;
 use crate::error::CliError;
 use crate::input::{invalid_document, parse, read_source};
@@ -40,6 +42,14 @@ pub enum TimerCommand {
     /// When the next timer becomes claimable
     #[command(visible_alias = "next")]
     NextDue,
+    /// Move an armed timer to a new fire time, keeping its identity
+    Reschedule(Reschedule),
+    /// The timers armed for a run, by effect
+    #[command(visible_alias = "list")]
+    TimersOf(TimersOf),
+    /// The timers that fall due in a window, in the order sweeps take them
+    #[command(visible_alias = "due")]
+    DueBetween(DueBetween),
 }
 
 impl TimerCommand {
@@ -51,6 +61,9 @@ impl TimerCommand {
             TimerCommand::Disarm(_) => &["disarm"],
             TimerCommand::DisarmRun(_) => &["disarm-run"],
             TimerCommand::NextDue => &["next-due"],
+            TimerCommand::Reschedule(_) => &["reschedule"],
+            TimerCommand::TimersOf(_) => &["timers-of"],
+            TimerCommand::DueBetween(_) => &["due-between"],
         }
     }
 
@@ -60,6 +73,9 @@ impl TimerCommand {
             TimerCommand::ClaimDue(c) => c.run(cx, out),
             TimerCommand::Disarm(c) => c.run(cx, out),
             TimerCommand::DisarmRun(c) => c.run(cx, out),
+            TimerCommand::Reschedule(c) => c.run(cx, out),
+            TimerCommand::TimersOf(c) => c.run(cx, out),
+            TimerCommand::DueBetween(c) => c.run(cx, out),
             TimerCommand::NextDue => {
                 let answer = NextDue {
                     next_due: cx.tenant()?.next_due()?,
