@@ -156,6 +156,30 @@ export interface NewTimer {
   phase?: Phase;
 }
 
+/** An armed timer as a listing shows it. */
+export interface TimerInfo {
+  timer: Timer;
+  /** The sweeper's lease end while the timer is claimed; null while it waits for its `fireAt`. */
+  leaseUntil: number | bigint | null;
+}
+
+/** One page of timers; `next` (null at the end) is the `after` of the next. */
+export interface TimerPage {
+  timers: TimerInfo[];
+  next: string | null;
+}
+
+/**
+ * What `reschedule` did: moved the timer (as it now waits, unclaimed), or why
+ * it moved nothing: no such timer, a sweeper holds it under a lease ending at
+ * `held` (test with `'held' in r`: the instant may be 0), or its run is sealed.
+ */
+export type Rescheduled =
+  | { moved: TimerInfo }
+  | { notFound: true }
+  | { held: number | bigint }
+  | { runSealed: true };
+
 export interface Lease {
   now: Timestamp;
   leaseMs: U32;
@@ -206,12 +230,15 @@ export interface HistoryEntry {
   job: string | null;
 }
 
+/** What a change did to a timer; `rescheduled`: `reschedule` moved it to a new `fireAt`, unclaimed. */
+export type TimerEvent = 'armed' | 'claimed' | 'retired' | 'rescheduled';
+
 export interface TimerChange {
   run: string;
   effect: string;
   at: Int;
   verb: string;
-  what: 'armed' | 'claimed' | 'retired';
+  what: TimerEvent;
   fireAt: Int;
   leaseUntil: Int | null;
 }
@@ -371,6 +398,12 @@ export class Tenant {
   disarmRun(run: string): number;
   pendingCount(): number | bigint;
   nextDue(): number | bigint | null;
+  /** Moves the armed timer `(run, effect)` to `fireAt`; one a sweeper holds only with `takeBack`. */
+  reschedule(run: string, effect: string, fireAt: Timestamp, options?: { takeBack?: boolean }): Rescheduled;
+  /** The timers armed for `run`, by effect, a page of at most `limit` (1–1000) after `after`. */
+  timersOf(run: string, limit: U32, after?: string | null): TimerPage;
+  /** The timers that become claimable in `[from, to)`, in `claimDue`'s order, a page of at most `limit` after `after`. */
+  dueBetween(from: Timestamp, to: Timestamp, limit: U32, after?: string | null): TimerPage;
   seal(run: string, awaited?: string[]): SealOutcome;
   isSealed(run: string): boolean;
   check(): Discrepancy[];

@@ -387,7 +387,11 @@ export class Engine {
   /**
    * Runs one exported call, `root[iface][fn](...args)`, in one transaction.
    * `check` turns the guest's answer into the caller's, throwing on what the
-   * contract rules out. `claimVerb` says the error result is a claim-error.
+   * contract rules out. `claimVerb` says the error result is a claim-error;
+   * `'timer'` says it is a timer-error, whose refusals (every case but
+   * `store`) are answers, as the Rust host's `Rescheduled` makes them:
+   * `check(undefined, refusal)` turns one into the caller's value, and
+   * like every error answer it commits nothing.
    */
   call(tenant, verb, mode, claimVerb, iface, fn, args, check) {
     if (this.#closed) throw new StorageFailure('the engine is closed');
@@ -411,6 +415,11 @@ export class Engine {
       if (outcome.deadline) throw new SandboxError('deadline', `the call ran past its deadline of ${deadline} ms`);
       if (outcome.memory) throw new SandboxError('memory', outcome.memory);
       if (outcome.trap !== undefined) throw new SandboxError('trap', `the guest trapped: ${outcome.trap}`);
+      if (outcome.error && claimVerb === 'timer' && outcome.error.tag !== 'store') {
+        const refused = check(undefined, outcome.error);
+        txn.abort();
+        return refused;
+      }
       if (outcome.error) throw domainError(outcome.error, claimVerb);
       // An instance goes on only from a call that answered ok and committed,
       // as the Rust host's: a ruled-out answer or a failed commit drops it.
@@ -442,6 +451,7 @@ const detail = (v) =>
 
 function domainError(variant, claimVerb) {
   if (!claimVerb) return new StoreError(variant.tag, detail(variant));
+  if (claimVerb === 'timer') return new StoreError(variant.val.tag, detail(variant.val));
   if (variant.tag === 'store') return new StoreError(variant.val.tag, detail(variant.val));
   return new ClaimRefusal(variant.tag, detail(variant));
 }

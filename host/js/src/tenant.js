@@ -247,6 +247,29 @@ const timer = (t) => ({
   fireAt: int(t.fireAt),
 });
 
+/** An armed timer as a listing shows it: the timer and the sweeper's lease end while it is claimed. */
+const timerInfo = (i) => ({ timer: timer(i.timer), leaseUntil: opt(i.leaseUntil, int) });
+
+const timerPage = (p, limit, verb) => ({ timers: atMost(p.timers, limit, verb).map(timerInfo), next: opt(p.next) });
+
+/**
+ * A refusal of `reschedule` as its answer: `{ notFound: true }`,
+ * `{ held: leaseEnd }` or `{ runSealed: true }` (a moved timer is
+ * `{ moved: info }`), one key each, as `feed` answers `{ page }` or `{ gone }`.
+ */
+function timerRefusal(v) {
+  switch (v.tag) {
+    case 'not-found':
+      return { notFound: true };
+    case 'held':
+      return { held: int(v.val) };
+    case 'run-sealed':
+      return { runSealed: true };
+    default:
+      throw malformed(`reschedule refused with ${v.tag}, which timer-error does not have`);
+  }
+}
+
 const malformed = (what) => new SandboxError('malformed', `the guest answered something the contract rules out: ${what}`);
 
 /** A single-task answer must be the task that was asked about. */
@@ -635,6 +658,49 @@ export class Tenant {
   /** When the next timer becomes claimable, or null. */
   nextDue() {
     return this.#call('next-due', R, ['timers', 'nextDue', []], (a) => opt(a, int));
+  }
+
+  /**
+   * Moves the armed timer `(run, effect)` to `fireAt`, keeping its identity
+   * (step, phase, case); it then waits unclaimed. Answers `{ moved: { timer,
+   * leaseUntil } }`, or why nothing moved: `{ notFound: true }`,
+   * `{ held: leaseEnd }` (a sweeper holds it; `{ takeBack: true }` moves it
+   * anyway and ends that lease) or `{ runSealed: true }`. Bad input is a
+   * StoreError, as ever.
+   */
+  reschedule(run, effect, fireAt, options = {}) {
+    known(record(options, 'options'), ['takeBack'], 'options');
+    const takeBack = options.takeBack ?? false;
+    if (typeof takeBack !== 'boolean') throw new InvalidArgument(`options.takeBack must be a boolean, got ${shown(takeBack)}`);
+    const args = [str(run, 'run'), str(effect, 'effect'), s64(fireAt, 'fireAt'), takeBack];
+    return this.#call('reschedule', W, ['timers', 'reschedule', args], (a, refused) => {
+      if (refused) return timerRefusal(refused);
+      if (a.timer.run !== run || a.timer.effect !== effect) {
+        throw malformed(`asked to move timer ${run}/${effect}, answered ${a.timer.run}/${a.timer.effect}`);
+      }
+      return { moved: timerInfo(a) };
+    }, 'timer');
+  }
+
+  /** One page of the timers armed for `run`, by effect: `{ timers, next }`; pass `next` back as `after`. */
+  timersOf(run, limit, after = null) {
+    const n = u32(limit, 'limit');
+    str(run, 'run');
+    return this.#call('timers-of', R, ['timers', 'timersOf', [run, n, optStr(after, 'after')]], (p) => {
+      const other = p.timers.find((i) => i.timer.run !== run);
+      if (other) throw malformed(`timers-of ${run} answered a timer of run ${other.timer.run}`);
+      return timerPage(p, n, 'timers-of');
+    });
+  }
+
+  /**
+   * One page of the timers that become claimable in `[from, to)`, in the
+   * order `claimDue` takes them (a held one at its lease end): `{ timers, next }`.
+   */
+  dueBetween(from, to, limit, after = null) {
+    const n = u32(limit, 'limit');
+    const args = [s64(from, 'from'), s64(to, 'to'), n, optStr(after, 'after')];
+    return this.#call('due-between', R, ['timers', 'dueBetween', args], (p) => timerPage(p, n, 'due-between'));
   }
 
   /** `{ timersDisarmed, tasksWithdrawn }` moved by this call. */

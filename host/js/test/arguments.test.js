@@ -40,6 +40,11 @@ const INTEGER_ARGUMENTS = [
   ['claim-due now', 's64', (t, v) => t.claimDue(v, 10, 60_000)],
   ['claim-due limit', 'u32', (t, v) => t.claimDue(T, v, 60_000)],
   ['claim-due leaseMs', 'u32', (t, v) => t.claimDue(T, 10, v)],
+  ['reschedule fireAt', 's64', (t, v) => t.reschedule('r0', 'e0', v)],
+  ['timers-of limit', 'u32', (t, v) => t.timersOf('r0', v)],
+  ['due-between from', 's64', (t, v) => t.dueBetween(v, T, 10)],
+  ['due-between to', 's64', (t, v) => t.dueBetween(T, v, 10)],
+  ['due-between limit', 'u32', (t, v) => t.dueBetween(T, T + 1, v)],
 ];
 
 /** A tenant with one open task and one armed timer, and a way to see that nothing changed. */
@@ -108,6 +113,11 @@ test('enum typos, strings for lists and non-strings are refused by field and kee
     ['kind', () => t.open({ id: 'x', run: 'r', createdAt: T })],
     ['id', () => t.open(task({ id: 'bad\ud800' }))],
     ['task', () => t.open(null)],
+    ['takeBack', () => t.reschedule('r0', 'e0', T, { takeBack: 'yes' })],
+    ['options.takeback', () => t.reschedule('r0', 'e0', T, { takeback: true })],
+    ['effect', () => t.reschedule('r0', 7, T)],
+    ['run', () => t.timersOf(['r0'], 10)],
+    ['after', () => t.dueBetween(T, T + 1, 10, 3)],
   ];
   for (const [field, f] of cases) refused(f, field);
   unchanged();

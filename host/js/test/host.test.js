@@ -165,6 +165,27 @@ test('answers are numbers where they fit and null where absent', () => {
   assert.equal(typeof acme.pendingCount(), 'number');
 });
 
+test('reschedule answers what it did as a value, writes nothing when it refuses, and the feed says rescheduled', () => {
+  const store = new MemoryStore();
+  // Whether a lease has ended is judged at the call's time, the engine's clock.
+  const acme = open({ store, clock: () => 60 }).tenant('acme');
+  acme.arm({ run: 'r', effect: 'e', fireAt: 10, step: 2 });
+  assert.deepEqual(acme.reschedule('r', 'e', 50), {
+    moved: { timer: { run: 'r', case: null, effect: 'e', step: 2, phase: 'forward', fireAt: 50 }, leaseUntil: null },
+  });
+  acme.claimDue(50, 1, 1000);
+  const before = store.dump('acme');
+  assert.deepEqual(acme.reschedule('r', 'e', 90), { held: 1050 });
+  assert.deepEqual(acme.reschedule('r', 'nothing', 90), { notFound: true });
+  assert.deepEqual(store.dump('acme'), before);
+  assert.equal(acme.reschedule('r', 'e', 90, { takeBack: true }).moved.timer.fireAt, 90);
+  assert.deepEqual(acme.timersOf('r', 10), { timers: [acme.dueBetween(0, 100, 10).timers[0]], next: null });
+  acme.seal('r', []);
+  assert.deepEqual(acme.reschedule('r', 'e', 95), { runSealed: true });
+  const whats = acme.feed(null, 100).page.entries.map((e) => e.change.timer.what);
+  assert.deepEqual(whats, ['armed', 'rescheduled', 'claimed', 'rescheduled', 'retired']);
+});
+
 // ("meta", "layout") as the guest spells it: each string tagged 0x02 and ended by 0x00.
 const LAYOUT_KEY = Buffer.from('026d65746100026c61796f757400', 'hex');
 

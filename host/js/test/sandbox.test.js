@@ -151,6 +151,8 @@ test('answers the contract rules out are reported, not passed on, and commit not
     'overdue past its limit': () => t.overdue(10, 2),
     'reclaim-lapsed answering one task twice': () => t.reclaimLapsed(10, 5),
     'claim-next answering a task nobody holds': () => t.claimNext({ roles: [], actor: 'alice' }),
+    'a move answered for another timer': () => t.reschedule('r', 'e', 10),
+    'timers-of answering a timer of another run': () => t.timersOf('r', 10),
   };
   for (const [what, f] of Object.entries(calls)) {
     assert.throws(f, (e) => e instanceof SandboxError && e.kind === 'malformed', what);

@@ -46,6 +46,11 @@ INTEGER_ARGUMENTS = [
     ("claim-due now", "s64", lambda t, v: t.claim_due(v, 10, 60_000)),
     ("claim-due limit", "u32", lambda t, v: t.claim_due(T, v, 60_000)),
     ("claim-due lease_ms", "u32", lambda t, v: t.claim_due(T, 10, v)),
+    ("reschedule fire_at", "s64", lambda t, v: t.reschedule("r0", "e0", v)),
+    ("timers-of limit", "u32", lambda t, v: t.timers_of("r0", v)),
+    ("due-between from_", "s64", lambda t, v: t.due_between(v, T, 10)),
+    ("due-between to", "s64", lambda t, v: t.due_between(T, v, 10)),
+    ("due-between limit", "u32", lambda t, v: t.due_between(T, T + 1, v)),
 ]
 
 CASES = [
@@ -123,6 +128,10 @@ def test_the_edges_of_each_integer_type_reach_the_guest_unchanged(fixture):
         ("id", lambda t: t.open(task(id="bad\ud800"))),
         ("task", lambda t: t.open({"id": "t1"})),
         ("lease", lambda t: t.claim("t0", "bob", [], (T, 60_000))),
+        ("take_back", lambda t: t.reschedule("r0", "e0", T, take_back=1)),
+        ("effect", lambda t: t.reschedule("r0", 7, T)),
+        ("run", lambda t: t.timers_of(["r0"], 10)),
+        ("after", lambda t: t.due_between(T, T + 1, 10, 3)),
     ],
     ids=lambda v: v if isinstance(v, str) else "",
 )

@@ -152,6 +152,29 @@ def test_answers_are_typed_values_with_none_where_absent():
 LAYOUT_KEY = bytes.fromhex("026d65746100026c61796f757400")
 
 
+def test_reschedule_answers_what_it_did_as_a_value_writes_nothing_when_it_refuses_and_the_feed_says_rescheduled():
+    store = lh.MemoryStore()
+    # Whether a lease has ended is judged at the call's time, the engine's clock.
+    acme = lh.open(store, clock=lambda: 60).tenant("acme")
+    acme.arm(lh.Timer(run="r", effect="e", fire_at=10, step=2))
+    moved = acme.reschedule("r", "e", 50)
+    assert moved == lh.TimerMoved(lh.TimerInfo(lh.Timer(run="r", effect="e", fire_at=50, step=2), lease_until=None))
+    acme.claim_due(50, 1, 1000)
+    before = store.dump("acme")
+    assert acme.reschedule("r", "e", 90) == lh.TimerHeld(lease_until=1050)
+    assert acme.reschedule("r", "nothing", 90) == lh.TimerNotFound()
+    assert store.dump("acme") == before
+    taken = acme.reschedule("r", "e", 90, take_back=True)
+    assert isinstance(taken, lh.TimerMoved) and taken.info.timer.fire_at == 90
+    assert acme.timers_of("r", 10) == lh.TimerPage(timers=[taken.info], next=None)
+    assert acme.due_between(0, 100, 10) == lh.TimerPage(timers=[taken.info], next=None)
+    acme.seal("r", [])
+    assert acme.reschedule("r", "e", 95) == lh.TimerRunSealed()
+    whats = [e.change.what for e in acme.feed(None, 100).entries]
+    assert whats == ["armed", "rescheduled", "claimed", "rescheduled", "retired"]
+    assert whats[1] is lh.TimerEvent.RESCHEDULED
+
+
 def test_a_store_says_whether_other_processes_write_its_keys_and_a_fresh_keyspace_is_laid_out_by_it():
     class Unsaid:
         def begin(self, tenant, mode):

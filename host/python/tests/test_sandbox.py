@@ -162,8 +162,21 @@ def test_a_batch_past_what_wasmtime_py_copies_into_a_host_call_fails_and_commits
         lambda t: t.overdue(10, 2),
         lambda t: t.reclaim_lapsed(10, 5),
         lambda t: t.claim_next(roles=[], actor="alice"),
+        lambda t: t.reschedule("r", "e", 10),
+        lambda t: t.timers_of("r", 10),
     ],
-    ids=["open", "get", "claim", "escalate", "claim-due", "overdue", "reclaim-lapsed", "claim-next"],
+    ids=[
+        "open",
+        "get",
+        "claim",
+        "escalate",
+        "claim-due",
+        "overdue",
+        "reclaim-lapsed",
+        "claim-next",
+        "reschedule-another-timer",
+        "timers-of-another-run",
+    ],
 )
 def test_answers_the_contract_rules_out_are_reported_not_passed_on_and_commit_nothing(hostile, call):
     store, _, t = hostile()

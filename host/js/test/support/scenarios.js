@@ -33,8 +33,10 @@ function renameKeys(v, f) {
 
 const canonical = (v) => (v === undefined ? null : renameKeys(v, kebab));
 
+// Verbs whose error result nests store errors under `store`: the claim verbs and reschedule (timer-error).
 const CLAIM_VERBS = new Set([
   'claim', 'release', 'take-over', 'renew', 'settle', 'escalate', 'update', 'assign', 'unassign', 'delegate', 'note',
+  'reschedule',
 ]);
 const lease = (l) => (l ? { now: l.now, leaseMs: l['lease-ms'] } : null);
 const camelKeys = (v) => (v === undefined || v === null ? v : renameKeys(v, camel));
@@ -42,7 +44,24 @@ const camelKeys = (v) => (v === undefined || v === null ? v : renameKeys(v, came
 /** `update`'s changes: a key left out is unchanged; `"due-at": null` clears the due time. */
 const changes = (c) => camelKeys(c);
 
+/** A refusal `reschedule` answered as a value, in the WIT's spelling (`{"held": T}`), for `errorVariant`. */
+class TimerRefused {
+  constructor(variant) {
+    this.variant = variant;
+  }
+}
+
+/** `reschedule`'s answer as the suite writes it: the timer info, or its refusal as an error. */
+function rescheduled(r) {
+  if ('moved' in r) return r.moved;
+  if ('held' in r) throw new TimerRefused({ held: r.held });
+  if (r.notFound) throw new TimerRefused({ 'not-found': null });
+  if (r.runSealed) throw new TimerRefused({ 'run-sealed': null });
+  throw new Error(`reschedule answered ${JSON.stringify(r)}`);
+}
+
 function errorVariant(e, verb, { ClaimRefusal, StoreError }) {
+  if (e instanceof TimerRefused) return e.variant;
   if (e instanceof ClaimRefusal) return { [e.case]: e.detail };
   if (e instanceof StoreError) {
     const v = { [e.case]: e.detail };
@@ -86,6 +105,9 @@ const VERBS = {
   'disarm-run': (t, a) => t.disarmRun(a.run),
   'pending-count': (t) => t.pendingCount(),
   'next-due': (t) => t.nextDue(),
+  reschedule: (t, a) => rescheduled(t.reschedule(a.run, a.effect, a['fire-at'], { takeBack: a['take-back'] ?? false })),
+  'timers-of': (t, a) => t.timersOf(a.run, a.limit, a.after ?? null),
+  'due-between': (t, a) => t.dueBetween(a.from, a.to, a.limit, a.after ?? null),
   seal: (t, a) => t.seal(a.run, a.awaited),
   'is-sealed': (t, a) => t.isSealed(a.run),
   check: (t) => t.check(),

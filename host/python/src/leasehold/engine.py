@@ -72,8 +72,15 @@ from .model import (
     TaskChange,
     TaskChanges,
     TaskState,
+    Rescheduled,
     Timer,
     TimerChange,
+    TimerHeld,
+    TimerInfo,
+    TimerMoved,
+    TimerNotFound,
+    TimerPage,
+    TimerRunSealed,
     TimerEvent,
     TrimOutcome,
     FeedPlace,
@@ -327,6 +334,9 @@ VERBS: dict[str, tuple[str, Mode]] = {
     "disarm-run": ("timers", "write"),
     "pending-count": ("timers", "read"),
     "next-due": ("timers", "read"),
+    "reschedule": ("timers", "write"),
+    "timers-of": ("timers", "read"),
+    "due-between": ("timers", "read"),
     "seal": ("runs", "write"),
     "is-sealed": ("runs", "read"),
     "check": ("admin", "read"),
@@ -339,6 +349,19 @@ VERBS: dict[str, tuple[str, Mode]] = {
 _CLAIM_VERBS = frozenset(
     {"claim", "release", "take-over", "renew", "settle", "escalate", "update", "assign", "unassign", "delegate", "note"}
 )
+
+#: Verbs whose error result is a ``timer-error``: its refusals (every case
+#: but ``store``) are answers, as the Rust host's ``Rescheduled`` makes them.
+_TIMER_VERBS = frozenset({"reschedule"})
+
+
+class _Refused(Exception):
+    """A refusal a verb answers as a value (a ``timer-error`` case other
+    than ``store``), carried from ``_answer`` to ``Engine.call``."""
+
+    def __init__(self, variant: Any) -> None:
+        super().__init__(variant.tag)
+        self.variant = variant
 
 
 @dataclass
@@ -493,6 +516,12 @@ class Engine:
                 except Exception as e:
                     raise StorageFailure(f"the store could not commit: {e}") from e
                 return result
+            except _Refused as r:
+                # Like every error answer it commits nothing and drops the
+                # instance; ``check`` turns it into the caller's value.
+                self._instances.pop(tenant, None)
+                txn.abort()
+                return check(r.variant)
             except BaseException:
                 # An instance goes on only from a call that answered ok and
                 # committed, as the Rust host's: an error answer, an answer
@@ -541,6 +570,10 @@ def _answer(answer: Any, verb: str) -> Any:
     ok type of the world lifts to a Variant at the top)."""
     if not isinstance(answer, cm.Variant):
         return answer
+    if verb in _TIMER_VERBS:
+        if answer.tag == "store":
+            raise StoreError(answer.payload.tag, answer.payload.payload)
+        raise _Refused(answer)
     if verb not in _CLAIM_VERBS:
         raise StoreError(answer.tag, answer.payload)
     if answer.tag == "store":
@@ -774,6 +807,31 @@ def _timer(r: Any) -> Timer:
     return Timer(
         run=r.run, effect=r.effect, fire_at=getattr(r, "fire-at"), case=r.case, step=r.step, phase=Phase(r.phase)
     )
+
+
+def _timer_info(r: Any) -> TimerInfo:
+    return TimerInfo(timer=_timer(r.timer), lease_until=getattr(r, "lease-until"))
+
+
+def _timer_page(p: Any, limit: int, verb: str) -> TimerPage:
+    return TimerPage(timers=[_timer_info(i) for i in _at_most(p.timers, limit, verb)], next=p.next)
+
+
+def _rescheduled(r: Any, run: str, effect: str) -> Rescheduled:
+    """``reschedule``'s answer: a refusal arrives as its ``timer-error``
+    variant, a move as the timer info, which must be the timer asked about."""
+    if isinstance(r, cm.Variant):
+        if r.tag == "not-found":
+            return TimerNotFound()
+        if r.tag == "held":
+            return TimerHeld(lease_until=r.payload)
+        if r.tag == "run-sealed":
+            return TimerRunSealed()
+        raise _malformed(f"reschedule refused with {r.tag}, which timer-error does not have")
+    info = _timer_info(r)
+    if info.timer.run != run or info.timer.effect != effect:
+        raise _malformed(f"asked to move timer {run}/{effect}, answered {info.timer.run}/{info.timer.effect}")
+    return TimerMoved(info)
 
 
 def _wit_lease(lease: Lease | None) -> cm.Record | None:
@@ -1161,6 +1219,37 @@ class Tenant:
 
     def next_due(self) -> int | None:
         return self._call("next-due")
+
+    def reschedule(self, run: str, effect: str, fire_at: int, *, take_back: bool = False) -> Rescheduled:
+        """Moves the armed timer ``(run, effect)`` to ``fire_at``, keeping its
+        identity (step, phase, case); it then waits unclaimed. Answers
+        ``TimerMoved(info)``, or why nothing moved: ``TimerNotFound()``,
+        ``TimerHeld(lease_until)`` (a sweeper holds it; ``take_back=True``
+        moves it anyway and ends that lease) or ``TimerRunSealed()``."""
+        if type(take_back) is not bool:
+            raise InvalidArgument(f"take_back must be a bool, got {take_back!r}")
+        args = (_str(run, "run"), _str(effect, "effect"), _s64(fire_at, "fire_at"), take_back)
+        return self._call("reschedule", *args, check=lambda r: _rescheduled(r, run, effect))
+
+    def timers_of(self, run: str, limit: int, after: str | None = None) -> TimerPage:
+        """One page of the timers armed for ``run``, by effect; pass ``next``
+        back as ``after``."""
+        args = (_str(run, "run"), _u32(limit, "limit"), _opt_str(after, "after"))
+
+        def check(p: Any) -> TimerPage:
+            page = _timer_page(p, limit, "timers-of")
+            for i in page.timers:
+                if i.timer.run != run:
+                    raise _malformed(f"timers-of {run} answered a timer of run {i.timer.run}")
+            return page
+
+        return self._call("timers-of", *args, check=check)
+
+    def due_between(self, from_: int, to: int, limit: int, after: str | None = None) -> TimerPage:
+        """One page of the timers that become claimable in ``[from_, to)``,
+        in the order ``claim_due`` takes them (a held one at its lease end)."""
+        args = (_s64(from_, "from_"), _s64(to, "to"), _u32(limit, "limit"), _opt_str(after, "after"))
+        return self._call("due-between", *args, check=lambda p: _timer_page(p, limit, "due-between"))
 
     def seal(self, run: str, awaited: list[str]) -> SealOutcome:
         return self._call(

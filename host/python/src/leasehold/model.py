@@ -200,6 +200,54 @@ class Timer:
 
 
 @dataclass
+class TimerInfo:
+    """An armed timer as a listing shows it: ``lease_until`` is the
+    sweeper's lease end while it is claimed, None while it waits for its
+    ``fire_at``."""
+
+    timer: Timer
+    lease_until: int | None
+
+
+@dataclass
+class TimerPage:
+    """A page of timers; ``next`` is the cursor of the following page, or None."""
+
+    timers: list[TimerInfo]
+    next: str | None
+
+
+@dataclass
+class TimerMoved:
+    """``reschedule`` moved the timer: ``info`` is it as it now waits, unclaimed."""
+
+    info: TimerInfo
+
+
+@dataclass
+class TimerNotFound:
+    """``reschedule`` found no timer armed under that run and effect; nothing written."""
+
+
+@dataclass
+class TimerHeld:
+    """A sweeper holds the timer under a lease ending at ``lease_until``;
+    nothing written. ``take_back=True`` moves it anyway."""
+
+    lease_until: int
+
+
+@dataclass
+class TimerRunSealed:
+    """The timer's run is sealed: it takes no wake-up, moved or new; nothing written."""
+
+
+#: What ``reschedule`` answers, as ``feed`` answers ``FeedPage | FeedGone``:
+#: the Rust host's ``Rescheduled``. Bad input is a ``StoreError``, as ever.
+Rescheduled = TimerMoved | TimerNotFound | TimerHeld | TimerRunSealed
+
+
+@dataclass
 class Page:
     """A page of tasks; ``next`` is the cursor of the following page, or None."""
 
@@ -252,6 +300,8 @@ class TimerEvent(StrEnum):
     ARMED = "armed"
     CLAIMED = "claimed"
     RETIRED = "retired"
+    #: ``reschedule`` moved it to a new ``fire_at``, unclaimed.
+    RESCHEDULED = "rescheduled"
 
 
 @dataclass
