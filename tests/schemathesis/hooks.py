@@ -31,6 +31,13 @@ predict:
   JSON Schema subset the rules accept, and says so on the field (a schema
   outside it is refused with 400, `field` naming `outcomes`); such a 400
   is what the document promises.
+- Timers that exist. run.py arms some; a positive case of `reschedule`
+  is pointed at one of them about half the time, so it answers more than
+  404.
+- A window of time. `GET /v1/timers/due` lists `[from, to)`, and a
+  window that ends before it starts is refused with 400 naming `to`: the
+  document says so on the parameter, but a schema cannot relate two
+  parameters, so a positive case's ends are put in order.
 - A wait on one task. `GET /v1/tasks/{id}?wait_ms` waits until the task
   settles or the wait ends; a positive case's wait is cut to a tenth of a
   second, so a run exercises the wait without sitting through 30 s ones.
@@ -129,6 +136,17 @@ def map_case(ctx, case):
         wait = case.query.get("wait_ms")
         if isinstance(wait, int) and wait > MAX_WAIT_MS:
             case.query = {**case.query, "wait_ms": MAX_WAIT_MS}
+    if _verb(case) == "reschedule" and {"run", "effect"} <= set(params):
+        per = int(os.environ.get("LEASEHOLD_FUZZ_PER_POOL", "0"))
+        drawn = str(params["effect"])
+        if per and _pick(drawn, 2) == 0:
+            case.path_parameters = {**params, "run": "fuzz-timers",
+                                    "effect": f"wake-{_pick(drawn, per)}"}
+        params = case.path_parameters
+    if case.operation.path == "/v1/timers/due" and isinstance(case.query, dict):
+        start, end = case.query.get("from"), case.query.get("to")
+        if isinstance(start, int) and isinstance(end, int) and end < start:
+            case.query = {**case.query, "from": end, "to": start}
     if "id" in params:
         pool = _pool(_verb(case))
         drawn = str(params["id"])

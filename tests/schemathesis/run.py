@@ -97,6 +97,14 @@ def seed(base, tokens):
         })
     for id, holder in held:
         call(base, holders[holder], "POST", f"/v1/tasks/{id}/claim", {"lease_ms": LEASE_MS})
+    # Timers for `reschedule` to move (hooks.py names them): armed far off,
+    # so a fuzzed claim-due seldom holds them, and one that does is a
+    # documented 409.
+    for i in range(PER_POOL):
+        call(base, tokens["service"], "POST", "/v1/timers", {
+            "run": "fuzz-timers", "effect": f"wake-{i}", "step": 1, "phase": "forward",
+            "fire_at": 253402300799999 - i,
+        })
     # A kind with a definition, for the kinds' routes to find (the pools'
     # tasks are of another kind, so any decision on them goes).
     call(base, tokens["operator"], "PUT", f"/v1/kinds/{FUZZ_KIND}", {"outcomes": [

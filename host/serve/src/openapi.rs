@@ -56,7 +56,12 @@ pub(crate) fn refine(doc: &mut utoipa::openapi::OpenApi) {
     use utoipa::openapi::path::ParameterIn;
     use utoipa::openapi::schema::{AllOfBuilder, AnyOfBuilder, ObjectBuilder, Schema};
     use utoipa::openapi::{RefOr, Required};
-    for item in doc.paths.paths.values_mut() {
+    // Query parameters a route cannot do without: utoipa drops `required`
+    // from a parameter whose schema is given by hand (`schema_with`), as it
+    // does for path parameters, so the document says so here.
+    const REQUIRED_QUERY: [(&str, &str); 2] =
+        [("/v1/timers/due", "from"), ("/v1/timers/due", "to")];
+    for (path, item) in doc.paths.paths.iter_mut() {
         let ops = [
             &mut item.get,
             &mut item.put,
@@ -71,7 +76,10 @@ pub(crate) fn refine(doc: &mut utoipa::openapi::OpenApi) {
             .chain(item.parameters.as_mut())
             .flatten();
         for p in params {
-            if p.parameter_in == ParameterIn::Path {
+            if p.parameter_in == ParameterIn::Path
+                || (p.parameter_in == ParameterIn::Query
+                    && REQUIRED_QUERY.contains(&(path.as_str(), p.name.as_str())))
+            {
                 p.required = Required::True;
             }
             if p.parameter_in == ParameterIn::Header && p.name.eq_ignore_ascii_case("last-event-id")

@@ -181,11 +181,11 @@ pub struct PageParams {
 #[into_params(parameter_in = Query)]
 pub struct DueParams {
     /// The window's start (in it).
-    #[param(schema_with = crate::schema::instant)]
+    #[param(schema_with = crate::schema::instant, required = true)]
     #[serde(deserialize_with = "whole::i64")]
     pub from: i64,
     /// The window's end (not in it); not before `from`.
-    #[param(schema_with = crate::schema::instant)]
+    #[param(schema_with = crate::schema::instant, required = true)]
     #[serde(deserialize_with = "whole::i64")]
     pub to: i64,
     /// Timers per page (default 20).

@@ -163,3 +163,28 @@ fn a_timer_moves_and_lists_through_the_service() {
         .expect_problem(409, "run-sealed");
     });
 }
+
+/// The window's two ends are required parameters in the document, as the
+/// route refuses a request without either.
+#[test]
+fn the_document_requires_both_ends_of_the_window() {
+    let doc = serde_json::to_value(leasehold_serve::openapi()).expect("serializes");
+    let params = doc["paths"]["/v1/timers/due"]["get"]["parameters"]
+        .as_array()
+        .expect("parameters")
+        .clone();
+    for name in ["from", "to"] {
+        let p = params
+            .iter()
+            .find(|p| p["name"] == name)
+            .unwrap_or_else(|| panic!("no parameter {name}"));
+        assert_eq!(p["required"], true, "{name}: {p}");
+    }
+    for name in ["limit", "after"] {
+        let p = params
+            .iter()
+            .find(|p| p["name"] == name)
+            .expect("documented");
+        assert_ne!(p["required"], true, "{name}: {p}");
+    }
+}
