@@ -20,7 +20,7 @@ use crate::validate;
 
 /// A cursor is a position in one verb's order: a letter naming the verb, then
 /// the hex of the encoded position tuple.
-fn cursor(verb: char, position: &Key) -> String {
+pub(crate) fn cursor(verb: char, position: &Key) -> String {
     format!("{verb}{}", keys::to_hex(position.as_bytes()))
 }
 

@@ -49,4 +49,6 @@ pub use runs::is_sealed;
 pub use tasks::{
     Along, decode_task, indexed_rows, indexed_tasks, load_task, prefetch_task, write_task,
 };
-pub use timers::{decode_timer, load_timer, load_timers, remove_timer, retire_timer, write_timer};
+pub use timers::{
+    decode_timer, load_timer, load_timers, remove_timer, retire_timer, timer_from, write_timer,
+};

@@ -49,7 +49,9 @@ pub fn load_timers<'a, K: Kv + ?Sized>(
         .collect()
 }
 
-fn timer_from(run: &str, effect: &str, bytes: &[u8]) -> Result<TimerRow, StoreError> {
+/// Decodes timer `(run, effect)`'s row, checked to be stored under its own
+/// identity.
+pub fn timer_from(run: &str, effect: &str, bytes: &[u8]) -> Result<TimerRow, StoreError> {
     let row = decode_timer(bytes).map_err(|e| corrupt(format!("timer {run}/{effect}: {e}")))?;
     if row.timer.run != run || row.timer.effect != effect {
         return Err(corrupt(format!(

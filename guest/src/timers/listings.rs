@@ -5,21 +5,16 @@
 #[allow(unused_imports)]
 use crate::prelude::*;
 
-use crate::keys::{self, Elem, Key};
+use crate::keys::{Elem, Key};
 use crate::kv::Kv;
 use crate::model::{StoreError, TimerPage, Timestamp};
-use crate::queue::parse_cursor;
+use crate::queue::{cursor, parse_cursor};
 use crate::schema;
 use crate::store::{self, bad_entry};
 use crate::validate;
 
 use super::moves::info;
-
-/// A cursor of `verb`: its letter, then the hex of the position after which
-/// the next page starts.
-fn cursor(verb: char, position: &[u8]) -> String {
-    format!("{verb}{}", keys::to_hex(position))
-}
+use super::{due_entry, indexed_row};
 
 /// `timers-of`: the timers armed for `run`, by effect. The run's range of
 /// timer rows is its own index, so a page is one scan and no other read.
@@ -55,20 +50,14 @@ pub fn timers_of<K: Kv + ?Sized>(
             [Elem::Str(effect)] => effect.clone(),
             _ => return Err(bad_entry("timer")),
         };
-        let row = store::decode_timer(&v)
-            .map_err(|e| StoreError::Corrupt(format!("timer {run}/{effect}: {e}")))?;
-        if row.timer.run != run || row.timer.effect != effect {
-            return Err(StoreError::Corrupt(format!(
-                "timer {run}/{effect}: the row is stored under another identity"
-            )));
-        }
+        let row = store::timer_from(run, &effect, &v)?;
         last = Some(Key::new().str(&effect));
         timers.push(info(row));
     }
     Ok(TimerPage {
         timers,
         next: match last {
-            Some(pos) if more => Some(cursor('e', pos.as_bytes())),
+            Some(pos) if more => Some(cursor('e', &pos)),
             _ => None,
         },
     })
@@ -119,12 +108,7 @@ pub fn due_between<K: Kv + ?Sized>(
     let mut listed = Vec::with_capacity(entries.len().min(limit as usize));
     let mut positions = Vec::with_capacity(listed.capacity());
     for (k, _) in entries.into_iter().take(limit as usize) {
-        match store::suffix(&k, &prefix)?.as_slice() {
-            [Elem::Int(at), Elem::Str(run), Elem::Str(effect)] => {
-                listed.push((*at, run.clone(), effect.clone()));
-            }
-            _ => return Err(bad_entry("due")),
-        }
+        listed.push(due_entry(&k, &prefix)?);
         positions.push(
             k.strip_prefix(prefix.as_bytes())
                 .ok_or_else(|| bad_entry("due"))?
@@ -134,23 +118,12 @@ pub fn due_between<K: Kv + ?Sized>(
     let rows = store::load_timers(kv, listed.iter().map(|(_, r, e)| (r.as_str(), e.as_str())))?;
     let mut timers = Vec::with_capacity(rows.len());
     for ((at, run, effect), row) in listed.iter().zip(rows) {
-        let row = row.ok_or_else(|| {
-            StoreError::Corrupt(format!(
-                "the due index lists timer {run}/{effect}, which has no row"
-            ))
-        })?;
-        if row.claimable_at() != *at {
-            return Err(StoreError::Corrupt(format!(
-                "the due index lists timer {run}/{effect} at {at}, its row at {}",
-                row.claimable_at()
-            )));
-        }
-        timers.push(info(row));
+        timers.push(info(indexed_row(row, *at, run, effect)?));
     }
     Ok(TimerPage {
         timers,
         next: match positions.last() {
-            Some(pos) if more => Some(cursor('d', pos)),
+            Some(pos) if more => Some(cursor('d', &Key::new().raw(pos))),
             _ => None,
         },
     })

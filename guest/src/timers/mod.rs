@@ -12,7 +12,7 @@
 use crate::prelude::*;
 use alloc::collections::BTreeMap;
 
-use crate::keys::Elem;
+use crate::keys::{Elem, Key};
 use crate::kv::Kv;
 use crate::model::{ArmOutcome, StoreError, Timer, TimerEvent, Timestamp};
 use crate::schema;
@@ -81,19 +81,10 @@ pub fn claim_due<K: Kv + ?Sized>(
         let want = limit - out.len() as u32;
         let entries = kv.scan(&start, Some(&end), want, false)?;
         let exhausted = entries.len() < want as usize;
-        let mut listed = Vec::with_capacity(entries.len());
-        for (k, _) in &entries {
-            match store::suffix(k, &prefix)?.as_slice() {
-                [Elem::Int(at), Elem::Str(run), Elem::Str(effect)] => {
-                    listed.push((*at, run.clone(), effect.clone()));
-                }
-                _ => {
-                    return Err(StoreError::Corrupt(
-                        "an entry of the due index has the wrong shape".into(),
-                    ));
-                }
-            }
-        }
+        let listed = entries
+            .iter()
+            .map(|(k, _)| due_entry(k, &prefix))
+            .collect::<Result<Vec<_>, _>>()?;
         let mut runs: Vec<&String> = listed
             .iter()
             .map(|(_, run, _)| run)
@@ -136,17 +127,7 @@ pub fn claim_due<K: Kv + ?Sized>(
         kv.prefetch(&ahead)?;
         let rows = store::load_timers(kv, listed.iter().map(|(_, r, e)| (r.as_str(), e.as_str())))?;
         for ((at, run, effect), row) in listed.iter().zip(rows) {
-            let row = row.ok_or_else(|| {
-                StoreError::Corrupt(format!(
-                    "the due index lists timer {run}/{effect}, which has no row"
-                ))
-            })?;
-            if row.claimable_at() != *at {
-                return Err(StoreError::Corrupt(format!(
-                    "the due index lists timer {run}/{effect} at {at}, its row at {}",
-                    row.claimable_at()
-                )));
-            }
+            let row = indexed_row(row, *at, run, effect)?;
             // A sealed run can record no wake-up: retired here, or it would
             // be claimed and fail once per lease period for ever.
             if sealed.get(run).copied().unwrap_or(false) {
@@ -258,4 +239,39 @@ pub fn next_due<K: Kv + ?Sized>(kv: &mut K) -> Result<Option<Timestamp>, StoreEr
             )),
         },
     }
+}
+
+/// The `(claimable-at, run, effect)` of an entry of the due index under
+/// `prefix`.
+fn due_entry(key: &[u8], prefix: &Key) -> Result<(Timestamp, String, String), StoreError> {
+    match store::suffix(key, prefix)?.as_slice() {
+        [Elem::Int(at), Elem::Str(run), Elem::Str(effect)] => {
+            Ok((*at, run.clone(), effect.clone()))
+        }
+        _ => Err(StoreError::Corrupt(
+            "an entry of the due index has the wrong shape".into(),
+        )),
+    }
+}
+
+/// The row of a timer the due index lists at `at`: there, and claimable
+/// then, or the index and the rows disagree.
+fn indexed_row(
+    row: Option<TimerRow>,
+    at: Timestamp,
+    run: &str,
+    effect: &str,
+) -> Result<TimerRow, StoreError> {
+    let row = row.ok_or_else(|| {
+        StoreError::Corrupt(format!(
+            "the due index lists timer {run}/{effect}, which has no row"
+        ))
+    })?;
+    if row.claimable_at() != at {
+        return Err(StoreError::Corrupt(format!(
+            "the due index lists timer {run}/{effect} at {at}, its row at {}",
+            row.claimable_at()
+        )));
+    }
+    Ok(row)
 }

@@ -5,9 +5,24 @@
 
 use std::fmt::Write as _;
 
-use leasehold_host::{OnExpiry, Priority, TaskState, Timestamp};
+use leasehold_host::{OnExpiry, Phase, Priority, TaskState, Timer, Timestamp};
 
 use crate::values::{format_time, relative};
+
+/// A timer's cells in a table of timers: run, effect, step, phase, fire
+/// time.
+pub fn timer_cells(t: &Timer) -> Vec<String> {
+    vec![
+        t.run.clone(),
+        t.effect.clone(),
+        t.step.to_string(),
+        match t.phase {
+            Phase::Forward => "forward".to_owned(),
+            Phase::Compensating => "compensating".to_owned(),
+        },
+        format_time(t.fire_at),
+    ]
+}
 
 pub fn count(n: u64, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })

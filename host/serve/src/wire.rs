@@ -21,6 +21,21 @@ pub type Answer<T> = Result<axum::Json<T>, ApiError>;
 /// Items per page when a read names no `limit`.
 pub const DEFAULT_PAGE: u32 = 20;
 
+/// The query of a paged list: its size, and where the previous page ended.
+#[derive(Debug, Deserialize, ToSchema, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct PageParams {
+    /// Items per page (default 20).
+    #[param(schema_with = crate::schema::limit)]
+    #[serde(default)]
+    #[serde(deserialize_with = "whole::opt_u32")]
+    pub limit: Option<u32>,
+    /// The `next` of the previous page.
+    #[param(schema_with = crate::schema::cursor)]
+    pub after: Option<String>,
+}
+
 /// Integers as JSON Schema counts them (`738`, `738.0`, `"738"`): the host
 /// library's reading, so the service and the CLI read numbers alike.
 pub use leasehold_host::whole;

@@ -20,7 +20,7 @@ use crate::commands::timer_moves::{DueBetween, Reschedule, TimersOf};
 use crate::context::Context;
 use crate::error::CliError;
 use crate::input::{invalid_document, parse, read_source};
-use crate::render::{count, table, when};
+use crate::render::{count, table, timer_cells, when};
 use crate::values::{self, format_time, parse_lease, parse_limit, parse_time};
 
 #[derive(Debug, Subcommand)]
@@ -218,21 +218,7 @@ impl Answer for Claimed {
         if timers.is_empty() {
             return format!("No timers due at {}.\n", format_time(now));
         }
-        let rows = timers
-            .iter()
-            .map(|t| {
-                vec![
-                    t.run.clone(),
-                    t.effect.clone(),
-                    t.step.to_string(),
-                    match t.phase {
-                        Phase::Forward => "forward".to_owned(),
-                        Phase::Compensating => "compensating".to_owned(),
-                    },
-                    format_time(t.fire_at),
-                ]
-            })
-            .collect();
+        let rows = timers.iter().map(timer_cells).collect();
         let mut out = table(&["RUN", "EFFECT", "STEP", "PHASE", "FIRE AT"], rows);
         let _ = writeln!(
             out,

@@ -7,14 +7,14 @@ use std::fmt::Write as _;
 use std::io::Write;
 
 use clap::Args;
-use leasehold_host::{Phase, Rescheduled, TimerInfo, TimerPage, Timestamp};
+use leasehold_host::{Rescheduled, TimerInfo, TimerPage, Timestamp};
 use serde_json::json;
 
 use crate::answer::Answer;
 use crate::commands::queue::PageArgs;
 use crate::context::Context;
 use crate::error::CliError;
-use crate::render::table;
+use crate::render::{table, timer_cells};
 use crate::values::{format_time, parse_time};
 
 #[derive(Debug, Args)]
@@ -148,18 +148,9 @@ impl Answer for Listed {
             .timers
             .iter()
             .map(|i| {
-                let t = &i.timer;
-                vec![
-                    t.run.clone(),
-                    t.effect.clone(),
-                    t.step.to_string(),
-                    match t.phase {
-                        Phase::Forward => "forward".to_owned(),
-                        Phase::Compensating => "compensating".to_owned(),
-                    },
-                    format_time(t.fire_at),
-                    i.lease_until.map_or_else(|| "-".to_owned(), format_time),
-                ]
+                let mut cells = timer_cells(&i.timer);
+                cells.push(i.lease_until.map_or_else(|| "-".to_owned(), format_time));
+                cells
             })
             .collect();
         let mut out = table(

@@ -23,7 +23,8 @@ use crate::problem::{ApiError, Problem};
 use crate::revision::{IfMatch, Tagged};
 use crate::state::AppState;
 use crate::wire::{
-    Answer, DEFAULT_PAGE, OnExpiry, Page, Priority, Task, lease, mirror_enum, refs, whole,
+    Answer, DEFAULT_PAGE, OnExpiry, Page, PageParams, Priority, Task, lease, mirror_enum, refs,
+    whole,
 };
 
 /// A task as answered: its JSON, tagged with its revision.
@@ -532,20 +533,6 @@ pub struct CasePath {
     /// The case.
     #[param(schema_with = crate::schema::name)]
     pub case: String,
-}
-
-#[derive(Debug, Deserialize, ToSchema, utoipa::IntoParams)]
-#[serde(deny_unknown_fields)]
-#[into_params(parameter_in = Query)]
-pub struct PageParams {
-    /// Tasks per page (default 20).
-    #[param(schema_with = crate::schema::limit)]
-    #[serde(default)]
-    #[serde(deserialize_with = "whole::opt_u32")]
-    pub limit: Option<u32>,
-    /// The `next` of the previous page.
-    #[param(schema_with = crate::schema::cursor)]
-    pub after: Option<String>,
 }
 
 #[cfg(test)]

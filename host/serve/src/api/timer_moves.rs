@@ -14,10 +14,7 @@ use super::timers::{Timer, TimerPath};
 use crate::extract::{Caller, Json, Path, Query};
 use crate::problem::{ApiError, Problem};
 use crate::state::AppState;
-use crate::wire::{Answer, RunPath, whole};
-
-/// Timers a listing answers when it names no `limit`.
-const DEFAULT_PAGE: u32 = 20;
+use crate::wire::{Answer, DEFAULT_PAGE, PageParams, RunPath, whole};
 
 /// The routes that move and list timers.
 pub fn router() -> OpenApiRouter<AppState> {
@@ -160,20 +157,6 @@ pub struct TimerPage {
     pub timers: Vec<TimerInfo>,
     /// Pass as `after` for the next page; `null` at the end.
     pub next: Option<String>,
-}
-
-#[derive(Debug, Deserialize, ToSchema, utoipa::IntoParams)]
-#[serde(deny_unknown_fields)]
-#[into_params(parameter_in = Query)]
-pub struct PageParams {
-    /// Timers per page (default 20).
-    #[param(schema_with = crate::schema::limit)]
-    #[serde(default)]
-    #[serde(deserialize_with = "whole::opt_u32")]
-    pub limit: Option<u32>,
-    /// The `next` of the previous page.
-    #[param(schema_with = crate::schema::cursor)]
-    pub after: Option<String>,
 }
 
 #[derive(Debug, Deserialize, ToSchema, utoipa::IntoParams)]
