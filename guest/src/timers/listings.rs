@@ -13,8 +13,8 @@ use crate::schema;
 use crate::store::{self, bad_entry};
 use crate::validate;
 
+use super::due_index::{due_entry, indexed_row};
 use super::moves::info;
-use super::{due_entry, indexed_row};
 
 /// `timers-of`: the timers armed for `run`, by effect. The run's range of
 /// timer rows is its own index, so a page is one scan and no other read.

@@ -12,15 +12,18 @@
 use crate::prelude::*;
 use alloc::collections::BTreeMap;
 
-use crate::keys::{Elem, Key};
+use crate::keys::Elem;
 use crate::kv::Kv;
 use crate::model::{ArmOutcome, StoreError, Timer, TimerEvent, Timestamp};
 use crate::schema;
 use crate::store::{self, TimerRow};
 use crate::validate;
 
+mod due_index;
 mod listings;
 mod moves;
+
+use due_index::{due_entry, indexed_row};
 
 pub use listings::{due_between, timers_of};
 pub use moves::reschedule;
@@ -239,39 +242,4 @@ pub fn next_due<K: Kv + ?Sized>(kv: &mut K) -> Result<Option<Timestamp>, StoreEr
             )),
         },
     }
-}
-
-/// The `(claimable-at, run, effect)` of an entry of the due index under
-/// `prefix`.
-fn due_entry(key: &[u8], prefix: &Key) -> Result<(Timestamp, String, String), StoreError> {
-    match store::suffix(key, prefix)?.as_slice() {
-        [Elem::Int(at), Elem::Str(run), Elem::Str(effect)] => {
-            Ok((*at, run.clone(), effect.clone()))
-        }
-        _ => Err(StoreError::Corrupt(
-            "an entry of the due index has the wrong shape".into(),
-        )),
-    }
-}
-
-/// The row of a timer the due index lists at `at`: there, and claimable
-/// then, or the index and the rows disagree.
-fn indexed_row(
-    row: Option<TimerRow>,
-    at: Timestamp,
-    run: &str,
-    effect: &str,
-) -> Result<TimerRow, StoreError> {
-    let row = row.ok_or_else(|| {
-        StoreError::Corrupt(format!(
-            "the due index lists timer {run}/{effect}, which has no row"
-        ))
-    })?;
-    if row.claimable_at() != at {
-        return Err(StoreError::Corrupt(format!(
-            "the due index lists timer {run}/{effect} at {at}, its row at {}",
-            row.claimable_at()
-        )));
-    }
-    Ok(row)
 }
