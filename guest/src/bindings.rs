@@ -12,6 +12,7 @@ use exports::leasehold::engine::admin as admin_api;
 use exports::leasehold::engine::changes as changes_api;
 use exports::leasehold::engine::kinds as kinds_api;
 use exports::leasehold::engine::runs as runs_api;
+use exports::leasehold::engine::schedules as schedules_api;
 use exports::leasehold::engine::tasks as tasks_api;
 use exports::leasehold::engine::timers as timers_api;
 use leasehold::engine::kv as host_kv;
@@ -719,5 +720,155 @@ impl changes_api::Guest for Component {
         limit: u32,
     ) -> Result<wit::TrimOutcome, wit::StoreError> {
         call(|kv| crate::changes::trim(kv, before, keep, limit))
+    }
+}
+
+impl schedules_api::Guest for Component {
+    fn add_schedule(
+        spec: schedules_api::ScheduleSpec,
+        now: i64,
+    ) -> Result<schedules_api::Schedule, wit::StoreError> {
+        let def = schedule_def(spec);
+        call(|kv| crate::schedules::add(kv, &def, now).map(schedule_out))
+    }
+
+    fn remove_schedule(id: String) -> Result<bool, wit::StoreError> {
+        call(|kv| crate::schedules::remove(kv, &id))
+    }
+
+    fn pause_schedule(
+        id: String,
+        note: String,
+    ) -> Result<schedules_api::Schedule, wit::StoreError> {
+        call(|kv| crate::schedules::pause(kv, &id, &note).map(schedule_out))
+    }
+
+    fn resume_schedule(id: String, now: i64) -> Result<schedules_api::Schedule, wit::StoreError> {
+        call(|kv| crate::schedules::resume(kv, &id, now).map(schedule_out))
+    }
+
+    fn trigger_schedule(id: String, now: i64) -> Result<wit::Timer, wit::StoreError> {
+        call(|kv| crate::schedules::trigger(kv, &id, now))
+    }
+
+    fn next_occurrences(id: String, after: i64, n: u32) -> Result<Vec<i64>, wit::StoreError> {
+        call(|kv| crate::schedules::next_occurrences(kv, &id, after, n))
+    }
+
+    fn get_schedule(id: String) -> Result<Option<schedules_api::Schedule>, wit::StoreError> {
+        call(|kv| crate::schedules::get(kv, &id).map(|r| r.map(schedule_out)))
+    }
+
+    fn list_schedules(
+        limit: u32,
+        after: Option<String>,
+    ) -> Result<schedules_api::SchedulePage, wit::StoreError> {
+        call(|kv| {
+            crate::schedules::list(kv, limit, after.as_deref()).map(|(rows, next)| {
+                schedules_api::SchedulePage {
+                    schedules: rows.into_iter().map(schedule_out).collect(),
+                    next,
+                }
+            })
+        })
+    }
+
+    fn tz_version() -> String {
+        crate::schedules::tz_version().into()
+    }
+}
+
+/// A spec as the domain takes it: a jitter of 0 is none.
+fn schedule_def(s: schedules_api::ScheduleSpec) -> crate::schedules::ScheduleDef {
+    use crate::calendar::{CatchUp, GapPolicy, Overlap, RepeatPolicy, Rule, ScheduleSpec};
+    use schedules_api as api;
+    let rule = match s.recurrence {
+        api::Recurrence::Cron(expr) => Rule::Cron { expr },
+        api::Recurrence::Every(i) => Rule::Interval {
+            every_ms: i.every_ms,
+            anchor: i.anchor,
+        },
+    };
+    crate::schedules::ScheduleDef {
+        id: s.id,
+        run: s.run,
+        case: s.case,
+        step: s.step,
+        phase: s.phase.into(),
+        spec: ScheduleSpec {
+            rule,
+            zone: s.zone,
+            start: s.start,
+            end: s.end,
+            gap: match s.gap {
+                api::GapPolicy::ShiftForward => GapPolicy::ShiftForward,
+                api::GapPolicy::Skip => GapPolicy::Skip,
+            },
+            repeat: match s.repeat {
+                api::RepeatPolicy::First => RepeatPolicy::First,
+                api::RepeatPolicy::Both => RepeatPolicy::Both,
+            },
+            jitter_ms: (s.jitter_ms > 0).then_some(u64::from(s.jitter_ms)),
+            overlap: match s.overlap {
+                api::OverlapPolicy::Skip => Overlap::Skip,
+                api::OverlapPolicy::BufferOne => Overlap::BufferOne,
+                api::OverlapPolicy::BufferAll => Overlap::BufferAll,
+            },
+            catch_up: match s.catch_up {
+                api::CatchUp::AllWithin(window_ms) => CatchUp::AllWithinWindow { window_ms },
+                api::CatchUp::LatestWithin(window_ms) => CatchUp::Latest { window_ms },
+                api::CatchUp::None => CatchUp::None,
+            },
+        },
+    }
+}
+
+fn schedule_out(r: crate::schedules::ScheduleRow) -> schedules_api::Schedule {
+    use crate::calendar::{CatchUp, GapPolicy, Overlap, RepeatPolicy, Rule};
+    use schedules_api as api;
+    let d = r.def;
+    let s = d.spec;
+    api::Schedule {
+        spec: api::ScheduleSpec {
+            id: d.id,
+            run: d.run,
+            case: d.case,
+            step: d.step,
+            phase: d.phase.into(),
+            recurrence: match s.rule {
+                Rule::Cron { expr } => api::Recurrence::Cron(expr),
+                Rule::Interval { every_ms, anchor } => {
+                    api::Recurrence::Every(api::Interval { every_ms, anchor })
+                }
+            },
+            zone: s.zone,
+            start: s.start,
+            end: s.end,
+            gap: match s.gap {
+                GapPolicy::ShiftForward => api::GapPolicy::ShiftForward,
+                GapPolicy::Skip => api::GapPolicy::Skip,
+            },
+            repeat: match s.repeat {
+                RepeatPolicy::First => api::RepeatPolicy::First,
+                RepeatPolicy::Both => api::RepeatPolicy::Both,
+            },
+            overlap: match s.overlap {
+                Overlap::Skip => api::OverlapPolicy::Skip,
+                Overlap::BufferOne => api::OverlapPolicy::BufferOne,
+                Overlap::BufferAll => api::OverlapPolicy::BufferAll,
+            },
+            catch_up: match s.catch_up {
+                CatchUp::AllWithinWindow { window_ms } => api::CatchUp::AllWithin(window_ms),
+                CatchUp::Latest { window_ms } => api::CatchUp::LatestWithin(window_ms),
+                CatchUp::None => api::CatchUp::None,
+            },
+            // The spec was checked: a jitter is at most a day, so it fits.
+            jitter_ms: s.jitter_ms.map_or(0, |j| j.min(u64::from(u32::MAX)) as u32),
+        },
+        paused: r.paused,
+        next_at: r.next,
+        last_at: r.last,
+        waiting: r.waiting,
+        revision: r.revision,
     }
 }
