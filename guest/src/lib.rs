@@ -42,6 +42,7 @@ mod mem;
 pub mod model;
 mod queue;
 pub mod runs;
+pub mod schedules;
 pub mod schema;
 pub mod store;
 pub mod tasks;

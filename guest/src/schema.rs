@@ -474,6 +474,15 @@ pub fn held_position(lease_end: Timestamp, id: &str) -> Key {
 pub const UNLEASED: Timestamp = i64::MAX;
 
 /// Every kind definition, in name order.
+/// Every schedule, by id.
+pub fn schedules() -> Key {
+    Key::new().str("schedule")
+}
+
+pub fn schedule(id: &str) -> Key {
+    schedules().str(id)
+}
+
 pub fn kinds() -> Key {
     Key::new().str("kind")
 }

@@ -40,6 +40,7 @@ mod record_history;
 mod record_layouts;
 mod record_support;
 mod record_trim;
+mod schedules;
 mod sealing;
 mod settle;
 mod sharding;

@@ -15,6 +15,7 @@ use alloc::collections::BTreeMap;
 use crate::keys::Elem;
 use crate::kv::Kv;
 use crate::model::{ArmOutcome, StoreError, Timer, TimerEvent, Timestamp};
+use crate::schedules;
 use crate::schema;
 use crate::store::{self, TimerRow};
 use crate::validate;
@@ -77,6 +78,7 @@ pub fn claim_due<K: Kv + ?Sized>(
     let mut start = prefix.as_bytes().to_vec();
     let mut sealed: BTreeMap<String, bool> = BTreeMap::new();
     let mut out = Vec::new();
+    let mut more_due = false;
     // Each pass claims what it reads, with one batched read of the timers'
     // rows and one of their runs' seals; only timers of sealed runs (retired,
     // not returned) make another pass necessary.
@@ -137,6 +139,16 @@ pub fn claim_due<K: Kv + ?Sized>(
                 store::retire_timer(kv, "claim-due", &row)?;
                 continue;
             }
+            // A schedule's occurrence: its policies may hold it back, and
+            // the next one is armed in this transaction either way.
+            if row.timer.effect.starts_with("schedule/") {
+                let claimed = schedules::firing::on_claim(kv, now, &row)?;
+                more_due |= claimed.next_due;
+                if !claimed.fire {
+                    store::retire_timer(kv, "claim-due", &row)?;
+                    continue;
+                }
+            }
             let next = TimerRow {
                 timer: row.timer.clone(),
                 lease_until: Some(lease_until),
@@ -145,7 +157,9 @@ pub fn claim_due<K: Kv + ?Sized>(
             out.push(next.timer);
         }
         match entries.last() {
-            Some((k, _)) if !exhausted => {
+            // A schedule's next occurrence armed due at once lies after
+            // the entries read: read on for it even past their end.
+            Some((k, _)) if !exhausted || core::mem::take(&mut more_due) => {
                 start = k.clone();
                 start.push(0);
             }
@@ -172,6 +186,9 @@ pub fn disarm<K: Kv + ?Sized>(kv: &mut K, run: &str, effect: &str) -> Result<boo
     match store::load_timer(kv, run, effect)? {
         Some(row) => {
             store::retire_timer(kv, "disarm", &row)?;
+            if row.timer.effect.starts_with("schedule/") {
+                schedules::firing::on_disarm(kv, &row)?;
+            }
             Ok(true)
         }
         None => Ok(false),
