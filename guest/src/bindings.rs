@@ -764,10 +764,10 @@ impl schedules_api::Guest for Component {
         after: Option<String>,
     ) -> Result<schedules_api::SchedulePage, wit::StoreError> {
         call(|kv| {
-            crate::schedules::list(kv, limit, after.as_deref()).map(|(rows, next)| {
+            crate::schedules::list(kv, limit, after.as_deref()).map(|p| {
                 schedules_api::SchedulePage {
-                    schedules: rows.into_iter().map(schedule_out).collect(),
-                    next,
+                    schedules: p.schedules.into_iter().map(schedule_out).collect(),
+                    next: p.next,
                 }
             })
         })
@@ -823,7 +823,7 @@ fn schedule_def(s: schedules_api::ScheduleSpec) -> crate::schedules::ScheduleDef
     }
 }
 
-fn schedule_out(r: crate::schedules::ScheduleRow) -> schedules_api::Schedule {
+fn schedule_out(r: crate::schedules::Schedule) -> schedules_api::Schedule {
     use crate::calendar::{CatchUp, GapPolicy, Overlap, RepeatPolicy, Rule};
     use schedules_api as api;
     let d = r.def;
@@ -866,8 +866,8 @@ fn schedule_out(r: crate::schedules::ScheduleRow) -> schedules_api::Schedule {
             jitter_ms: s.jitter_ms.map_or(0, |j| j.min(u64::from(u32::MAX)) as u32),
         },
         paused: r.paused,
-        next_at: r.next,
-        last_at: r.last,
+        next_at: r.next_at,
+        last_at: r.last_at,
         waiting: r.waiting,
         revision: r.revision,
     }

@@ -76,6 +76,10 @@ pub use sweeper::{
     Duty, FirstSweepPlan, OnSweep, PLAN_LIMIT, Retention, SweepReport, Sweeper, SweeperError,
     SweeperOptions, SweeperStats, Turn, standard_duties,
 };
+pub use leasehold_guest::calendar::{
+    CatchUp, GapPolicy, Overlap, RepeatPolicy, Rule, ScheduleSpec,
+};
+pub use leasehold_guest::schedules::{Schedule, ScheduleDef, SchedulePage};
 pub use tenant::Tenant;
 pub use tenant::timers::Rescheduled;
 pub use verbs::{ExportedFunction, Verb, exported_functions};

@@ -105,6 +105,15 @@ verbs! {
     FeedPlace => "changes" "entry-place" Read,
     Feed => "changes" "feed" Read,
     Trim => "changes" "trim" Write,
+    AddSchedule => "schedules" "add-schedule" Write,
+    RemoveSchedule => "schedules" "remove-schedule" Write,
+    PauseSchedule => "schedules" "pause-schedule" Write,
+    ResumeSchedule => "schedules" "resume-schedule" Write,
+    TriggerSchedule => "schedules" "trigger-schedule" Write,
+    NextOccurrences => "schedules" "next-occurrences" Read,
+    GetSchedule => "schedules" "get-schedule" Read,
+    ListSchedules => "schedules" "list-schedules" Read,
+    TzVersion => "schedules" "tz-version" Read,
 }
 
 /// One exported function of the world, as the one table above declares it.

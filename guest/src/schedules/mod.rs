@@ -15,9 +15,10 @@ use crate::prelude::*;
 pub mod firing;
 mod row;
 
-pub use row::{MAX_ID_CHARS, ScheduleDef, ScheduleRow, effect_of, parse_effect};
+pub use row::{MAX_ID_CHARS, ScheduleDef, effect_of, parse_effect};
+use row::ScheduleRow;
 
-use crate::calendar::{self, Schedule};
+use crate::calendar;
 use crate::keys::Elem;
 use crate::kv::Kv;
 use crate::model::{StoreError, Timer};
@@ -25,6 +26,43 @@ use crate::schema;
 use crate::store;
 use crate::time::Timestamp;
 use crate::validate::{self, invalid};
+
+/// A schedule as the verbs answer it (WIT `schedule`): the row without
+/// what only the rules read.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Schedule {
+    pub def: ScheduleDef,
+    /// The note it was paused with; none while it runs.
+    pub paused: Option<String>,
+    /// The occurrence armed next, before jitter; none while paused or once
+    /// the schedule has ended.
+    pub next_at: Option<Timestamp>,
+    /// The last occurrence that fired.
+    pub last_at: Option<Timestamp>,
+    /// Occurrences the overlap policy keeps waiting, oldest first.
+    pub waiting: Vec<Timestamp>,
+    pub revision: u64,
+}
+
+impl From<ScheduleRow> for Schedule {
+    fn from(r: ScheduleRow) -> Schedule {
+        Schedule {
+            def: r.def,
+            paused: r.paused,
+            next_at: r.next,
+            last_at: r.last,
+            waiting: r.waiting,
+            revision: r.revision,
+        }
+    }
+}
+
+/// One page of schedules, and the cursor for the next (none at the end).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SchedulePage {
+    pub schedules: Vec<Schedule>,
+    pub next: Option<String>,
+}
 
 /// The most occurrences `next-occurrences` computes in one call.
 pub const MAX_OCCURRENCES: u32 = 1000;
@@ -52,14 +90,14 @@ pub fn add<K: Kv + ?Sized>(
     kv: &mut K,
     def: &ScheduleDef,
     now: Timestamp,
-) -> Result<ScheduleRow, StoreError> {
+) -> Result<Schedule, StoreError> {
     check_id(&def.id)?;
     validate::name("run", &def.run)?;
     if let Some(case) = &def.case {
         validate::name("case", case)?;
     }
     validate::timestamp("now", now)?;
-    let schedule = Schedule::new(def.spec.clone()).map_err(|e| invalid(e.to_string()))?;
+    let schedule = calendar::Schedule::new(def.spec.clone()).map_err(|e| invalid(e.to_string()))?;
     store::check_layout(kv, true)?;
     if row::load(kv, &def.id)?.is_some() {
         return Err(invalid(format!("id: schedule {} exists", def.id)));
@@ -88,7 +126,7 @@ pub fn add<K: Kv + ?Sized>(
         row::arm_occurrence(kv, "add-schedule", &row, &schedule, n)?;
     }
     row::save(kv, &row)?;
-    Ok(row)
+    Ok(row.into())
 }
 
 /// `remove-schedule`: the row, its armed occurrence unless a sweeper holds
@@ -108,7 +146,7 @@ pub fn remove<K: Kv + ?Sized>(kv: &mut K, id: &str) -> Result<bool, StoreError> 
 
 /// `pause-schedule`: retires the armed occurrence (unless held) and what
 /// waits; nothing fires until `resume-schedule`.
-pub fn pause<K: Kv + ?Sized>(kv: &mut K, id: &str, note: &str) -> Result<ScheduleRow, StoreError> {
+pub fn pause<K: Kv + ?Sized>(kv: &mut K, id: &str, note: &str) -> Result<Schedule, StoreError> {
     check_id(id)?;
     let chars = note.chars().count();
     if chars == 0 || chars > MAX_NOTE_CHARS {
@@ -120,7 +158,7 @@ pub fn pause<K: Kv + ?Sized>(kv: &mut K, id: &str, note: &str) -> Result<Schedul
     store::check_layout(kv, true)?;
     let mut sched = existing(kv, id)?;
     if sched.paused.as_deref() == Some(note) {
-        return Ok(sched);
+        return Ok(sched.into());
     }
     if let Some(n) = sched.next.take() {
         row::retire_unclaimed(kv, "pause-schedule", &sched, n)?;
@@ -129,7 +167,7 @@ pub fn pause<K: Kv + ?Sized>(kv: &mut K, id: &str, note: &str) -> Result<Schedul
     sched.paused = Some(note.to_owned());
     sched.revision += 1;
     row::save(kv, &sched)?;
-    Ok(sched)
+    Ok(sched.into())
 }
 
 /// `resume-schedule`: arms the next occurrence at or after `now`; what
@@ -138,13 +176,13 @@ pub fn resume<K: Kv + ?Sized>(
     kv: &mut K,
     id: &str,
     now: Timestamp,
-) -> Result<ScheduleRow, StoreError> {
+) -> Result<Schedule, StoreError> {
     check_id(id)?;
     validate::timestamp("now", now)?;
     store::check_layout(kv, true)?;
     let mut sched = existing(kv, id)?;
     if sched.paused.is_none() {
-        return Ok(sched);
+        return Ok(sched.into());
     }
     let schedule = sched.schedule()?;
     sched.paused = None;
@@ -154,7 +192,7 @@ pub fn resume<K: Kv + ?Sized>(
     }
     sched.revision += 1;
     row::save(kv, &sched)?;
-    Ok(sched)
+    Ok(sched.into())
 }
 
 /// `trigger-schedule`: an extra occurrence at `now`, beside the
@@ -193,10 +231,10 @@ pub fn next_occurrences<K: Kv + ?Sized>(
     Ok(schedule.occurrences_after(after).take(n as usize).collect())
 }
 
-pub fn get<K: Kv + ?Sized>(kv: &mut K, id: &str) -> Result<Option<ScheduleRow>, StoreError> {
+pub fn get<K: Kv + ?Sized>(kv: &mut K, id: &str) -> Result<Option<Schedule>, StoreError> {
     check_id(id)?;
     store::check_layout(kv, false)?;
-    row::load(kv, id)
+    Ok(row::load(kv, id)?.map(Into::into))
 }
 
 /// `list-schedules`: by id, after the cursor (the last id of the page
@@ -205,7 +243,7 @@ pub fn list<K: Kv + ?Sized>(
     kv: &mut K,
     limit: u32,
     after: Option<&str>,
-) -> Result<(Vec<ScheduleRow>, Option<String>), StoreError> {
+) -> Result<SchedulePage, StoreError> {
     validate::limit("limit", limit)?;
     if let Some(a) = after {
         validate::name("after", a)?;
@@ -216,17 +254,20 @@ pub fn list<K: Kv + ?Sized>(
         Some(a) => schema::schedule(a).successor(),
         None => prefix.as_bytes().to_vec(),
     };
-    let mut out = Vec::new();
+    let mut out: Vec<Schedule> = Vec::new();
     for (k, v) in kv.scan(&start, Some(&prefix.prefix_end()), limit, false)? {
         match store::suffix(&k, &prefix)?.as_slice() {
-            [Elem::Str(id)] => out.push(row::decode_listed(id, &v)?),
+            [Elem::Str(id)] => out.push(row::decode_listed(id, &v)?.into()),
             _ => return Err(store::bad_entry("schedule")),
         }
     }
     let next = (out.len() == limit as usize)
         .then(|| out.last().map(|r| r.def.id.clone()))
         .flatten();
-    Ok((out, next))
+    Ok(SchedulePage {
+        schedules: out,
+        next,
+    })
 }
 
 /// `tz-version`: the IANA database the component carries.

@@ -63,7 +63,7 @@ fn done(kv: &mut MemKv, id: &str, at: i64) {
 fn each_occurrence_fires_once_and_claiming_it_arms_the_next() {
     let mut kv = MemKv::new();
     let s = schedules::add(&mut kv, &every_minute("m"), T0 + 30_000).expect("add");
-    assert_eq!(s.next, Some(T0 + MINUTE));
+    assert_eq!(s.next_at, Some(T0 + MINUTE));
     assert_eq!(s.revision, 1);
     assert_eq!(timers::pending_count(&mut kv), Ok(1));
     assert!(claim(&mut kv, T0 + 59_999).is_empty());
@@ -71,7 +71,7 @@ fn each_occurrence_fires_once_and_claiming_it_arms_the_next() {
     // Claimed and armed: this occurrence under its lease, the next waiting.
     assert_eq!(timers::pending_count(&mut kv), Ok(2));
     let s = schedules::get(&mut kv, "m").expect("get").expect("there");
-    assert_eq!((s.next, s.last), (Some(T0 + 2 * MINUTE), Some(T0 + MINUTE)));
+    assert_eq!((s.next_at, s.last_at), (Some(T0 + 2 * MINUTE), Some(T0 + MINUTE)));
     done(&mut kv, "m", T0 + MINUTE);
     assert_eq!(claim(&mut kv, T0 + 2 * MINUTE + 5), [T0 + 2 * MINUTE]);
     // The lease lapses before the work is done: the same occurrence comes
@@ -110,7 +110,7 @@ fn after_downtime_all_within_the_window_fire_once_each_oldest_first() {
         (21..=30).map(|m| T0 + m * MINUTE).collect::<Vec<_>>()
     );
     let s = schedules::get(&mut kv, "m").expect("get").expect("there");
-    assert_eq!(s.next, Some(T0 + 31 * MINUTE));
+    assert_eq!(s.next_at, Some(T0 + 31 * MINUTE));
 }
 
 #[test]
@@ -134,7 +134,7 @@ fn after_downtime_latest_fires_only_the_latest_and_none_fires_nothing() {
         assert_eq!(drain(&mut kv, now), want, "{policy:?}");
         // From then on, on time again.
         let s = schedules::get(&mut kv, "m").expect("get").expect("there");
-        assert_eq!(s.next, Some(T0 + 31 * MINUTE), "{policy:?}");
+        assert_eq!(s.next_at, Some(T0 + 31 * MINUTE), "{policy:?}");
         for at in want {
             done(&mut kv, "m", at);
         }
@@ -180,7 +180,7 @@ fn overlap_buffer_one_keeps_one_waiting_and_lets_it_out_when_the_running_one_is_
     assert_eq!(claim(&mut kv, T0 + 2 * MINUTE + 10_000), [T0 + MINUTE]);
     let s = schedules::get(&mut kv, "m").expect("get").expect("there");
     assert!(s.waiting.is_empty());
-    assert_eq!(s.last, Some(T0 + MINUTE));
+    assert_eq!(s.last_at, Some(T0 + MINUTE));
 }
 
 #[test]
@@ -211,11 +211,11 @@ fn a_pause_fires_nothing_and_a_resume_starts_from_now() {
     let mut kv = MemKv::new();
     schedules::add(&mut kv, &every_minute("m"), T0).expect("add");
     let s = schedules::pause(&mut kv, "m", "maintenance").expect("pause");
-    assert_eq!((s.paused.as_deref(), s.next), (Some("maintenance"), None));
+    assert_eq!((s.paused.as_deref(), s.next_at), (Some("maintenance"), None));
     assert_eq!(timers::pending_count(&mut kv), Ok(0));
     assert!(claim(&mut kv, T0 + 10 * MINUTE).is_empty());
     let s = schedules::resume(&mut kv, "m", T0 + 10 * MINUTE + 1).expect("resume");
-    assert_eq!((s.paused, s.next), (None, Some(T0 + 11 * MINUTE)));
+    assert_eq!((s.paused, s.next_at), (None, Some(T0 + 11 * MINUTE)));
     assert_eq!(s.revision, 3);
     // Resuming a running schedule changes nothing.
     let again = schedules::resume(&mut kv, "m", T0 + 10 * MINUTE + 1).expect("resume");
@@ -236,7 +236,7 @@ fn a_trigger_arms_one_extra_occurrence_now_and_the_schedule_goes_on() {
     assert_eq!(timers::pending_count(&mut kv), Ok(2));
     assert_eq!(claim(&mut kv, T0 + 5), [T0, T0 + 5]);
     let s = schedules::get(&mut kv, "m").expect("get").expect("there");
-    assert_eq!(s.next, Some(T0 + MINUTE));
+    assert_eq!(s.next_at, Some(T0 + MINUTE));
 }
 
 #[test]
@@ -245,7 +245,7 @@ fn disarming_the_armed_occurrence_skips_it_and_remove_retires_the_schedule() {
     schedules::add(&mut kv, &every_minute("m"), T0).expect("add");
     done(&mut kv, "m", T0);
     let s = schedules::get(&mut kv, "m").expect("get").expect("there");
-    assert_eq!(s.next, Some(T0 + MINUTE));
+    assert_eq!(s.next_at, Some(T0 + MINUTE));
     assert!(schedules::remove(&mut kv, "m").expect("remove"));
     assert!(!schedules::remove(&mut kv, "m").expect("remove again"));
     assert_eq!(timers::pending_count(&mut kv), Ok(0));
@@ -321,10 +321,10 @@ fn schedules_list_by_id_in_pages() {
     for id in ["c", "a", "b"] {
         schedules::add(&mut kv, &every_minute(id), T0).expect("add");
     }
-    let (page, next) = schedules::list(&mut kv, 2, None).expect("list");
-    let ids: Vec<_> = page.iter().map(|r| r.def.id.as_str()).collect();
-    assert_eq!((ids, next.as_deref()), (vec!["a", "b"], Some("b")));
-    let (page, next) = schedules::list(&mut kv, 2, Some("b")).expect("list");
-    assert_eq!((page.len(), next), (1, None));
-    assert_eq!(page[0].def.id, "c");
+    let page = schedules::list(&mut kv, 2, None).expect("list");
+    let ids: Vec<_> = page.schedules.iter().map(|r| r.def.id.as_str()).collect();
+    assert_eq!((ids, page.next.as_deref()), (vec!["a", "b"], Some("b")));
+    let page = schedules::list(&mut kv, 2, Some("b")).expect("list");
+    assert_eq!((page.schedules.len(), page.next), (1, None));
+    assert_eq!(page.schedules[0].def.id, "c");
 }

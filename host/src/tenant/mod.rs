@@ -24,6 +24,7 @@ mod admin;
 mod changes;
 mod checks;
 mod kinds;
+pub(crate) mod schedules;
 mod runs;
 mod tasks;
 pub(crate) mod timers;
