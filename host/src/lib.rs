@@ -59,6 +59,9 @@ pub use config::{Durability, Limits, Reuse};
 pub use engine::{Engine, EngineBuilder, GUEST_COMPONENT};
 pub use error::{Error, Refusal, SandboxError};
 pub use keep::InstanceStats;
+pub use leasehold_guest::calendar::{
+    CatchUp, GapPolicy, Overlap, RepeatPolicy, Rule, ScheduleSpec,
+};
 pub use leasehold_guest::model::{
     ArmOutcome, Change, Decision, DecisionRecord, Discrepancy, FeedEntry, FeedPage, FeedPlace,
     FeedRead, FieldChange, Guard, HistoryEntry, KindDefinition, Lease, OnExpiry, OutcomeRule, Page,
@@ -66,6 +69,7 @@ pub use leasehold_guest::model::{
     TaskChanges, TaskState, Timer, TimerChange, TimerEvent, TimerInfo, TimerPage, Timestamp,
     TrimOutcome,
 };
+pub use leasehold_guest::schedules::{Schedule, ScheduleDef, SchedulePage};
 pub use storage::file::{KV_TABLE_NAME, OpenError, repair};
 pub use storage::postgres::{
     DEFAULT_POOL_SIZE, PG_TABLE, PgError, SCHEMA_VERSION, SslMode, TlsError, WAIT_GRACE, is_url,
@@ -76,10 +80,6 @@ pub use sweeper::{
     Duty, FirstSweepPlan, OnSweep, PLAN_LIMIT, Retention, SweepReport, Sweeper, SweeperError,
     SweeperOptions, SweeperStats, Turn, standard_duties,
 };
-pub use leasehold_guest::calendar::{
-    CatchUp, GapPolicy, Overlap, RepeatPolicy, Rule, ScheduleSpec,
-};
-pub use leasehold_guest::schedules::{Schedule, ScheduleDef, SchedulePage};
 pub use tenant::Tenant;
 pub use tenant::timers::Rescheduled;
 pub use verbs::{ExportedFunction, Verb, exported_functions};

@@ -15,8 +15,8 @@ use crate::prelude::*;
 pub mod firing;
 mod row;
 
-pub use row::{MAX_ID_CHARS, ScheduleDef, effect_of, parse_effect};
 use row::ScheduleRow;
+pub use row::{MAX_ID_CHARS, ScheduleDef, effect_of, parse_effect};
 
 use crate::calendar;
 use crate::keys::Elem;

@@ -71,7 +71,10 @@ fn each_occurrence_fires_once_and_claiming_it_arms_the_next() {
     // Claimed and armed: this occurrence under its lease, the next waiting.
     assert_eq!(timers::pending_count(&mut kv), Ok(2));
     let s = schedules::get(&mut kv, "m").expect("get").expect("there");
-    assert_eq!((s.next_at, s.last_at), (Some(T0 + 2 * MINUTE), Some(T0 + MINUTE)));
+    assert_eq!(
+        (s.next_at, s.last_at),
+        (Some(T0 + 2 * MINUTE), Some(T0 + MINUTE))
+    );
     done(&mut kv, "m", T0 + MINUTE);
     assert_eq!(claim(&mut kv, T0 + 2 * MINUTE + 5), [T0 + 2 * MINUTE]);
     // The lease lapses before the work is done: the same occurrence comes
@@ -211,7 +214,10 @@ fn a_pause_fires_nothing_and_a_resume_starts_from_now() {
     let mut kv = MemKv::new();
     schedules::add(&mut kv, &every_minute("m"), T0).expect("add");
     let s = schedules::pause(&mut kv, "m", "maintenance").expect("pause");
-    assert_eq!((s.paused.as_deref(), s.next_at), (Some("maintenance"), None));
+    assert_eq!(
+        (s.paused.as_deref(), s.next_at),
+        (Some("maintenance"), None)
+    );
     assert_eq!(timers::pending_count(&mut kv), Ok(0));
     assert!(claim(&mut kv, T0 + 10 * MINUTE).is_empty());
     let s = schedules::resume(&mut kv, "m", T0 + 10 * MINUTE + 1).expect("resume");

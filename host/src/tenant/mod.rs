@@ -24,8 +24,8 @@ mod admin;
 mod changes;
 mod checks;
 mod kinds;
-pub(crate) mod schedules;
 mod runs;
+pub(crate) mod schedules;
 mod tasks;
 pub(crate) mod timers;
 

@@ -114,7 +114,8 @@ impl Tenant {
             |x, s| x.call(s, (id, after, n)),
             |a: StoreAnswer<Vec<Timestamp>>| {
                 let list = at_most(store(a)?, n, "next-occurrences")?;
-                if list.first().is_some_and(|&f| f <= after) || list.windows(2).any(|w| w[0] >= w[1])
+                if list.first().is_some_and(|&f| f <= after)
+                    || list.windows(2).any(|w| w[0] >= w[1])
                 {
                     return Err(malformed(format!(
                         "next-occurrences of {id} answered instants out of order"
@@ -149,9 +150,8 @@ impl Tenant {
                     .map(schedule_out)
                     .collect();
                 if schedules.windows(2).any(|w| w[0].def.id >= w[1].def.id)
-                    || after.is_some_and(|a| {
-                        schedules.first().is_some_and(|s| s.def.id.as_str() <= a)
-                    })
+                    || after
+                        .is_some_and(|a| schedules.first().is_some_and(|s| s.def.id.as_str() <= a))
                 {
                     return Err(malformed("list-schedules answered out of order".to_owned()));
                 }

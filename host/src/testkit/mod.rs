@@ -40,6 +40,7 @@
 pub mod kv;
 mod report;
 pub mod scenarios;
+mod schedule_values;
 mod steps;
 
 pub use report::{Check, Failure, assert_passes, run_one};

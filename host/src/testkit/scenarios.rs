@@ -20,6 +20,7 @@ use crate::storage::backend::{Backend, Mode, Write};
 use crate::tenant::Tenant;
 use crate::tenant::timers::Rescheduled;
 use crate::testkit::report::{Failure, panic_text};
+use crate::testkit::schedule_values::{schedule_value, spec_arg};
 use leasehold_guest::model::{
     ArmOutcome, Decision, Guard, KindDefinition, Lease, OnExpiry, OutcomeRule, Priority,
     QueueQuery, Settlement, StoreError, Task, TaskChanges, Timer,
@@ -61,6 +62,7 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     scenario!("overdue"),
     scenario!("queue-order-and-paging"),
     scenario!("release-and-take-over"),
+    scenario!("schedules"),
     scenario!("seal"),
     scenario!("settle-and-withdraw"),
     scenario!("tenancy"),
@@ -543,6 +545,34 @@ fn call(t: &Tenant, verb: &str, a: &Args) -> Result<Value, Value> {
         "trim" => t
             .trim(a.opt_int("before"), a.opt_u64("keep"), a.u32("limit"))
             .map(|x| canonical(&x)),
+        "add-schedule" => t
+            .add_schedule(&spec_arg(a.get("spec")), a.int("now"))
+            .map(|x| schedule_value(&x)),
+        "remove-schedule" => t.remove_schedule(a.str("id")).map(|x| json!(x)),
+        "pause-schedule" => t
+            .pause_schedule(a.str("id"), a.str("note"))
+            .map(|x| schedule_value(&x)),
+        "resume-schedule" => t
+            .resume_schedule(a.str("id"), a.int("now"))
+            .map(|x| schedule_value(&x)),
+        "trigger-schedule" => t
+            .trigger_schedule(a.str("id"), a.int("now"))
+            .map(|x| canonical(&x)),
+        "next-occurrences" => t
+            .next_occurrences(a.str("id"), a.int("after"), a.u32("n"))
+            .map(|x| json!(x)),
+        "get-schedule" => t
+            .get_schedule(a.str("id"))
+            .map(|x| x.as_ref().map_or(Value::Null, schedule_value)),
+        "list-schedules" => t
+            .list_schedules(a.u32("limit"), a.opt_str("after"))
+            .map(|p| {
+                json!({
+                    "schedules": p.schedules.iter().map(schedule_value).collect::<Vec<_>>(),
+                    "next": p.next,
+                })
+            }),
+        "tz-version" => t.tz_version().map(|x| json!(x)),
         other => panic!("no verb {other}"),
     };
     answer.map_err(|e| error_variant(&e, claim_verb))
