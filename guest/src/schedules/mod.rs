@@ -238,7 +238,7 @@ pub fn get<K: Kv + ?Sized>(kv: &mut K, id: &str) -> Result<Option<Schedule>, Sto
 }
 
 /// `list-schedules`: by id, after the cursor (the last id of the page
-/// before); the cursor of the next page when this one is full.
+/// before); the cursor of the next page when another follows.
 pub fn list<K: Kv + ?Sized>(
     kv: &mut K,
     limit: u32,
@@ -254,16 +254,21 @@ pub fn list<K: Kv + ?Sized>(
         Some(a) => schema::schedule(a).successor(),
         None => prefix.as_bytes().to_vec(),
     };
-    let mut out: Vec<Schedule> = Vec::new();
-    for (k, v) in kv.scan(&start, Some(&prefix.prefix_end()), limit, false)? {
+    // One entry past the page says whether another page follows.
+    let entries = kv.scan(&start, Some(&prefix.prefix_end()), limit + 1, false)?;
+    let more = entries.len() > limit as usize;
+    let mut out: Vec<Schedule> = Vec::with_capacity(entries.len().min(limit as usize));
+    for (k, v) in entries.into_iter().take(limit as usize) {
         match store::suffix(&k, &prefix)?.as_slice() {
             [Elem::Str(id)] => out.push(row::decode_listed(id, &v)?.into()),
             _ => return Err(store::bad_entry("schedule")),
         }
     }
-    let next = (out.len() == limit as usize)
-        .then(|| out.last().map(|r| r.def.id.clone()))
-        .flatten();
+    let next = if more {
+        out.last().map(|r| r.def.id.clone())
+    } else {
+        None
+    };
     Ok(SchedulePage {
         schedules: out,
         next,
