@@ -180,6 +180,97 @@ export type Rescheduled =
   | { held: number | bigint }
   | { runSealed: true };
 
+/** A wall time the zone skips (clocks go forward): fire at the first instant after the gap, or not that day. */
+export type GapPolicy = 'shift-forward' | 'skip';
+/** A wall time the zone repeats (clocks go back): fire at its first occurrence, or at both. */
+export type RepeatPolicy = 'first' | 'both';
+/** What an occurrence due while the previous one is claimed and not done does: skipped, one kept waiting, or all kept waiting. */
+export type OverlapPolicy = 'skip' | 'buffer-one' | 'buffer-all';
+
+/** Every `everyMs` milliseconds from `anchor` (the first occurrence), in real time. */
+export interface Interval {
+  everyMs: Int;
+  anchor: Int;
+}
+
+/**
+ * When a schedule fires: a cron expression (five fields, or six with
+ * seconds first; `L`, `#` and the `@daily` family) read in the schedule's
+ * zone, or an interval. One key, as `feed` answers `{ page }` or `{ gone }`.
+ */
+export type Recurrence = { cron: string } | { every: Interval };
+
+/**
+ * Which missed occurrences fire after downtime: each within the window (ms
+ * before now) once, oldest first; only the latest within it; or none.
+ */
+export type CatchUp = { allWithin: Int } | { latestWithin: Int } | { none: true };
+
+/** What a schedule is, as answered: options are null, integers numbers where exact. */
+export interface ScheduleSpec {
+  /** 1–256 characters, no control characters. */
+  id: string;
+  run: string;
+  case: string | null;
+  step: number;
+  phase: Phase;
+  recurrence: Recurrence;
+  /** An IANA zone name, answered under its canonical name (`America/New_York`). */
+  zone: string;
+  /** No occurrence before `start` nor after `end` (both inclusive). */
+  start: number | bigint | null;
+  end: number | bigint | null;
+  gap: GapPolicy;
+  repeat: RepeatPolicy;
+  overlap: OverlapPolicy;
+  catchUp: CatchUp;
+  /** Each occurrence fires up to this many ms after its instant, by an amount every host agrees on. */
+  jitterMs: number;
+}
+
+/**
+ * A schedule to add. `id`, `run`, `recurrence` and `zone` are required; the
+ * rest default: no case, step 0, phase forward, no start or end, gap
+ * `shift-forward`, repeat `first`, overlap `skip`, catch-up
+ * `{ allWithin: 31_536_000_000 }` (a year), jitter 0.
+ */
+export interface NewScheduleSpec {
+  id: string;
+  run: string;
+  recurrence: { cron: string } | { every: { everyMs: Int; anchor: Timestamp } };
+  zone: string;
+  case?: string | null;
+  step?: U32;
+  phase?: Phase;
+  start?: Timestamp | null;
+  end?: Timestamp | null;
+  gap?: GapPolicy;
+  repeat?: RepeatPolicy;
+  overlap?: OverlapPolicy;
+  catchUp?: CatchUp | null;
+  jitterMs?: U32;
+}
+
+export interface Schedule {
+  spec: ScheduleSpec;
+  /** The note it was paused with; null while it runs. */
+  paused: string | null;
+  /** The instant of the occurrence armed next (before jitter); null while paused or once ended. */
+  nextAt: number | bigint | null;
+  /** The instant of the last occurrence that fired. */
+  lastAt: number | bigint | null;
+  /** Occurrences kept waiting by `overlap`, oldest first. */
+  waiting: (number | bigint)[];
+  /** 1 when added, one more with each change. */
+  revision: Int;
+}
+
+/** One page of schedules by id; `next` (null at the end) is the `after` of the next. */
+export interface SchedulePage {
+  schedules: Schedule[];
+  next: string | null;
+}
+
 export interface Lease {
   now: Timestamp;
   leaseMs: U32;
@@ -404,6 +495,23 @@ export class Tenant {
   timersOf(run: string, limit: U32, after?: string | null): TimerPage;
   /** The timers that become claimable in `[from, to)`, in `claimDue`'s order, a page of at most `limit` after `after`. */
   dueBetween(from: Timestamp, to: Timestamp, limit: U32, after?: string | null): TimerPage;
+  /** Adds a schedule and arms its first occurrence at or after `now`; a bad spec, an id in use or a sealed run is `invalid`. */
+  addSchedule(spec: NewScheduleSpec, now: Timestamp): Schedule;
+  /** Removes a schedule with its armed and waiting occurrences; true if there was one. */
+  removeSchedule(id: string): boolean;
+  /** Pauses a schedule with a note (1–1024 characters): nothing fires until it is resumed. */
+  pauseSchedule(id: string, note: string): Schedule;
+  /** Resumes a paused schedule from `now`: what fell in the pause does not fire. */
+  resumeSchedule(id: string, now: Timestamp): Schedule;
+  /** Arms an extra occurrence at `now` (timer effect `schedule/<id>/<now>`) and answers its timer. */
+  triggerSchedule(id: string, now: Timestamp): Timer;
+  /** The schedule's next `n` (1–1000) occurrences after `after`, before jitter, in order. */
+  nextOccurrences(id: string, after: Timestamp, n: U32): (number | bigint)[];
+  getSchedule(id: string): Schedule | null;
+  /** Schedules by id, a page of at most `limit` (1–1000) after the cursor `after`. */
+  listSchedules(limit: U32, after?: string | null): SchedulePage;
+  /** The IANA time-zone database the component carries, e.g. `2025b`. */
+  tzVersion(): string;
   seal(run: string, awaited?: string[]): SealOutcome;
   isSealed(run: string): boolean;
   check(): Discrepancy[];

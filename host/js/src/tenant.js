@@ -270,7 +270,127 @@ function timerRefusal(v) {
   }
 }
 
+const gapPolicy = oneOf(['shift-forward', 'skip']);
+const repeatPolicy = oneOf(['first', 'both']);
+const overlapPolicy = oneOf(['skip', 'buffer-one', 'buffer-all']);
+
+/** One year, the catch-up window a spec that names none gets (as the component's own default). */
+const YEAR_MS = 365 * 86_400_000;
+
+/** A variant given as an object with one key, `{ CASE: payload }`: its case, among `cases`, and payload. */
+function oneKey(v, cases, field) {
+  record(v, field);
+  const keys = Object.keys(v);
+  if (keys.length !== 1 || !cases.includes(keys[0])) {
+    throw new InvalidArgument(`${field} must be an object with one key, one of ${cases.join(', ')}; got keys ${keys.join(', ') || 'none'}`);
+  }
+  return [keys[0], v[keys[0]]];
+}
+
+/** `{ cron: 'expr' }` or `{ every: { everyMs, anchor } }`. */
+function witRecurrence(v) {
+  const [kase, val] = oneKey(v, ['cron', 'every'], 'spec.recurrence');
+  if (kase === 'cron') return { tag: 'cron', val: str(val, 'spec.recurrence.cron') };
+  record(val, 'spec.recurrence.every');
+  known(val, ['everyMs', 'anchor'], 'spec.recurrence.every');
+  return {
+    tag: 'every',
+    val: { everyMs: u64(val.everyMs, 'spec.recurrence.every.everyMs'), anchor: s64(val.anchor, 'spec.recurrence.every.anchor') },
+  };
+}
+
+/** `{ allWithin: ms }`, `{ latestWithin: ms }` or `{ none: true }`. */
+function witCatchUp(v) {
+  const [kase, val] = oneKey(v, ['allWithin', 'latestWithin', 'none'], 'spec.catchUp');
+  if (kase === 'none') {
+    if (val !== true) throw new InvalidArgument(`spec.catchUp.none must be true, got ${shown(val)}`);
+    return { tag: 'none' };
+  }
+  const tag = kase === 'allWithin' ? 'all-within' : 'latest-within';
+  return { tag, val: u64(val, `spec.catchUp.${kase}`) };
+}
+
+const SPEC_FIELDS = [
+  'id', 'run', 'case', 'step', 'phase', 'recurrence', 'zone', 'start', 'end', 'gap', 'repeat', 'overlap', 'catchUp', 'jitterMs',
+];
+
+/**
+ * A schedule to add. `id`, `run`, `recurrence` and `zone` are required; the
+ * rest default: no case, step 0, phase forward, no start or end, gap
+ * shift-forward, repeat first, overlap skip, catch-up all within a year,
+ * no jitter.
+ */
+function witScheduleSpec(v) {
+  record(v, 'spec');
+  known(v, SPEC_FIELDS, 'spec');
+  return {
+    id: str(v.id, 'spec.id'),
+    run: str(v.run, 'spec.run'),
+    case: optStr(v.case, 'spec.case'),
+    step: u32(v.step ?? 0, 'spec.step'),
+    phase: phase(v.phase ?? 'forward', 'spec.phase'),
+    recurrence: witRecurrence(v.recurrence),
+    zone: str(v.zone, 'spec.zone'),
+    start: optS64(v.start, 'spec.start'),
+    end: optS64(v.end, 'spec.end'),
+    gap: gapPolicy(v.gap ?? 'shift-forward', 'spec.gap'),
+    repeat: repeatPolicy(v.repeat ?? 'first', 'spec.repeat'),
+    overlap: overlapPolicy(v.overlap ?? 'skip', 'spec.overlap'),
+    catchUp: absent(v.catchUp) ? { tag: 'all-within', val: BigInt(YEAR_MS) } : witCatchUp(v.catchUp),
+    jitterMs: u32(v.jitterMs ?? 0, 'spec.jitterMs'),
+  };
+}
+
+function recurrence(r) {
+  if (r.tag === 'cron') return { cron: r.val };
+  return { every: { everyMs: int(r.val.everyMs), anchor: int(r.val.anchor) } };
+}
+
+function catchUp(c) {
+  if (c.tag === 'all-within') return { allWithin: int(c.val) };
+  if (c.tag === 'latest-within') return { latestWithin: int(c.val) };
+  return { none: true };
+}
+
+const scheduleSpec = (s) => ({
+  id: s.id,
+  run: s.run,
+  case: opt(s.case),
+  step: s.step,
+  phase: s.phase,
+  recurrence: recurrence(s.recurrence),
+  zone: s.zone,
+  start: opt(s.start, int),
+  end: opt(s.end, int),
+  gap: s.gap,
+  repeat: s.repeat,
+  overlap: s.overlap,
+  catchUp: catchUp(s.catchUp),
+  jitterMs: s.jitterMs,
+});
+
+const schedule = (s) => ({
+  spec: scheduleSpec(s.spec),
+  paused: opt(s.paused),
+  nextAt: opt(s.nextAt, int),
+  lastAt: opt(s.lastAt, int),
+  waiting: Array.from(s.waiting, int),
+  revision: int(s.revision),
+});
+
+/** The effect key of a schedule's occurrence at `at`, as the component writes it. */
+const occurrenceEffect = (id, at) => `schedule/${id}/${at}`;
+
+/** Whether `a` sorts before `b` byte for byte in UTF-8, the order the component keeps ids in. */
+const utf8Before = (a, b) => Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8')) < 0;
+
 const malformed = (what) => new SandboxError('malformed', `the guest answered something the contract rules out: ${what}`);
+
+/** A single-schedule answer must be the schedule that was asked about. */
+function sameSchedule(s, id) {
+  if (s.spec.id !== id) throw malformed(`asked for schedule ${id}, answered schedule ${s.spec.id}`);
+  return schedule(s);
+}
 
 /** A single-task answer must be the task that was asked about. */
 function sameTask(t, id) {
@@ -701,6 +821,97 @@ export class Tenant {
     const n = u32(limit, 'limit');
     const args = [s64(from, 'from'), s64(to, 'to'), n, optStr(after, 'after')];
     return this.#call('due-between', R, ['timers', 'dueBetween', args], (p) => timerPage(p, n, 'due-between'));
+  }
+
+  /**
+   * Adds a schedule (`{ id, run, recurrence, zone, … }`, see index.d.ts for
+   * the defaults) and arms its first occurrence at or after `now`. Answers
+   * the schedule as stored (its zone under its canonical name). A bad spec,
+   * an id in use or a sealed run is a StoreError `invalid` naming the field;
+   * nothing is written then.
+   */
+  addSchedule(spec, now) {
+    const w = witScheduleSpec(spec);
+    const args = [w, s64(now, 'now')];
+    return this.#call('add-schedule', W, ['schedules', 'addSchedule', args], (a) => sameSchedule(a, w.id));
+  }
+
+  /** Removes a schedule with its armed and waiting occurrences (one a sweeper holds stays with it); true if there was one. */
+  removeSchedule(id) {
+    return this.#call('remove-schedule', W, ['schedules', 'removeSchedule', [str(id, 'id')]], (a) => a);
+  }
+
+  /** Pauses a schedule with a note (1–1024 characters): nothing fires until it is resumed. Answers the schedule. */
+  pauseSchedule(id, note) {
+    const args = [str(id, 'id'), str(note, 'note')];
+    return this.#call('pause-schedule', W, ['schedules', 'pauseSchedule', args], (a) => {
+      const s = sameSchedule(a, id);
+      if (s.paused !== note || s.nextAt !== null) throw malformed(`pause-schedule answered schedule ${id} not paused with its note`);
+      return s;
+    });
+  }
+
+  /** Resumes a paused schedule from `now`: what fell in the pause does not fire. Answers the schedule. */
+  resumeSchedule(id, now) {
+    const args = [str(id, 'id'), s64(now, 'now')];
+    return this.#call('resume-schedule', W, ['schedules', 'resumeSchedule', args], (a) => {
+      const s = sameSchedule(a, id);
+      if (s.paused !== null) throw malformed(`resume-schedule answered schedule ${id} still paused`);
+      return s;
+    });
+  }
+
+  /** Arms an extra occurrence at `now` beside the schedule's own (paused or not), and answers its timer. */
+  triggerSchedule(id, now) {
+    const at = s64(now, 'now');
+    return this.#call('trigger-schedule', W, ['schedules', 'triggerSchedule', [str(id, 'id'), at]], (t) => {
+      if (t.effect !== occurrenceEffect(id, at)) {
+        throw malformed(`trigger-schedule of ${id} at ${at} answered timer ${t.run}/${t.effect}`);
+      }
+      return timer(t);
+    });
+  }
+
+  /** The schedule's next `n` (1–1000) occurrences after `after`, before jitter, in order. */
+  nextOccurrences(id, after, n) {
+    const from = s64(after, 'after');
+    const count = u32(n, 'n');
+    const args = [str(id, 'id'), from, count];
+    return this.#call('next-occurrences', R, ['schedules', 'nextOccurrences', args], (a) => {
+      const list = Array.from(atMost(a, count, 'next-occurrences'));
+      if (list.some((t, i) => t <= (i === 0 ? from : list[i - 1]))) {
+        throw malformed(`next-occurrences of ${id} answered instants out of order`);
+      }
+      return list.map(int);
+    });
+  }
+
+  /** One schedule, or null. */
+  getSchedule(id) {
+    str(id, 'id');
+    return this.#call('get-schedule', R, ['schedules', 'getSchedule', [id]], (a) => opt(a, (s) => sameSchedule(s, id)));
+  }
+
+  /** One page of schedules by id, at most `limit` (1–1000) after the cursor `after`: `{ schedules, next }`. */
+  listSchedules(limit, after = null) {
+    const n = u32(limit, 'limit');
+    const cursor = optStr(after, 'after');
+    return this.#call('list-schedules', R, ['schedules', 'listSchedules', [n, cursor]], (p) => {
+      const ids = atMost(p.schedules, n, 'list-schedules').map((s) => s.spec.id);
+      if (ids.some((id, i) => (i === 0 ? cursor !== undefined && !utf8Before(cursor, id) : !utf8Before(ids[i - 1], id)))) {
+        throw malformed('list-schedules answered out of order');
+      }
+      return { schedules: p.schedules.map(schedule), next: opt(p.next) };
+    });
+  }
+
+  /** The release of the IANA time-zone database the component carries (`2025b`, say). */
+  tzVersion() {
+    return this.#call('tz-version', R, ['schedules', 'tzVersion', []], (v) => {
+      // As the Rust host checks it: five bytes, this century's.
+      if (Buffer.byteLength(v, 'utf8') !== 5 || !v.startsWith('20')) throw malformed(`tz-version answered ${JSON.stringify(v)}`);
+      return v;
+    });
   }
 
   /** `{ timersDisarmed, tasksWithdrawn }` moved by this call. */

@@ -11,9 +11,13 @@ import { InvalidArgument, LeaseholdError, MemoryStore, StoreError, open } from '
 const T = 1_700_000_000_000;
 const S64_OUT = [2n ** 63n, -(2n ** 63n) - 1n, 2n ** 64n + BigInt(T), 1.5, Number.NaN, 2 ** 53 + 2, `${T}`];
 const U32_OUT = [-1, 2 ** 32, 2 ** 32 + 2, 2n ** 32n + 2n, -1n, 0.5, '5'];
+const U64_OUT = [-1, -1n, 2n ** 64n, 2n ** 64n + 5n, 2 ** 53 + 2, 0.5, '5'];
+const OUT = { s64: S64_OUT, u32: U32_OUT, u64: U64_OUT };
 
 const task = (extra = {}) => ({ id: 't1', run: 'r', kind: 'k', createdAt: T, ...extra });
 const lease = (extra = {}) => ({ now: T, leaseMs: 60_000, ...extra });
+const spec = (extra = {}) => ({ id: 's', run: 'r', recurrence: { cron: '* * * * *' }, zone: 'UTC', ...extra });
+const every = (extra = {}) => spec({ recurrence: { every: { everyMs: 60_000, anchor: T, ...extra } } });
 
 /** Every integer argument of every verb: [verb and field, its WIT type, a call passing `v` there]. */
 const INTEGER_ARGUMENTS = [
@@ -45,6 +49,20 @@ const INTEGER_ARGUMENTS = [
   ['due-between from', 's64', (t, v) => t.dueBetween(v, T, 10)],
   ['due-between to', 's64', (t, v) => t.dueBetween(T, v, 10)],
   ['due-between limit', 'u32', (t, v) => t.dueBetween(T, T + 1, v)],
+  ['add-schedule now', 's64', (t, v) => t.addSchedule(spec(), v)],
+  ['add-schedule spec.step', 'u32', (t, v) => t.addSchedule(spec({ step: v }), T)],
+  ['add-schedule spec.start', 's64', (t, v) => t.addSchedule(spec({ start: v }), T)],
+  ['add-schedule spec.end', 's64', (t, v) => t.addSchedule(spec({ end: v }), T)],
+  ['add-schedule spec.jitterMs', 'u32', (t, v) => t.addSchedule(spec({ jitterMs: v }), T)],
+  ['add-schedule spec.recurrence.every.everyMs', 'u64', (t, v) => t.addSchedule(every({ everyMs: v }), T)],
+  ['add-schedule spec.recurrence.every.anchor', 's64', (t, v) => t.addSchedule(every({ anchor: v }), T)],
+  ['add-schedule spec.catchUp.allWithin', 'u64', (t, v) => t.addSchedule(spec({ catchUp: { allWithin: v } }), T)],
+  ['add-schedule spec.catchUp.latestWithin', 'u64', (t, v) => t.addSchedule(spec({ catchUp: { latestWithin: v } }), T)],
+  ['resume-schedule now', 's64', (t, v) => t.resumeSchedule('s', v)],
+  ['trigger-schedule now', 's64', (t, v) => t.triggerSchedule('s', v)],
+  ['next-occurrences after', 's64', (t, v) => t.nextOccurrences('s', v, 10)],
+  ['next-occurrences n', 'u32', (t, v) => t.nextOccurrences('s', T, v)],
+  ['list-schedules limit', 'u32', (t, v) => t.listSchedules(v)],
 ];
 
 /** A tenant with one open task and one armed timer, and a way to see that nothing changed. */
@@ -74,7 +92,7 @@ test('every integer argument of every verb is refused out of range, never wrappe
   const made = engine.instancesMade;
   for (const [what, type, call] of INTEGER_ARGUMENTS) {
     const field = what.split(' ')[1].split('.').pop();
-    for (const v of type === 's64' ? S64_OUT : U32_OUT) {
+    for (const v of OUT[type]) {
       refused(() => call(t, v), field, `${what} = ${typeof v === 'bigint' ? `${v}n` : v}`);
     }
   }
@@ -118,6 +136,23 @@ test('enum typos, strings for lists and non-strings are refused by field and kee
     ['effect', () => t.reschedule('r0', 7, T)],
     ['run', () => t.timersOf(['r0'], 10)],
     ['after', () => t.dueBetween(T, T + 1, 10, 3)],
+    ['spec.gap', () => t.addSchedule(spec({ gap: 'skip-it' }), T)],
+    ['spec.repeat', () => t.addSchedule(spec({ repeat: 'twice' }), T)],
+    ['spec.overlap', () => t.addSchedule(spec({ overlap: 'buffer' }), T)],
+    ['spec.phase', () => t.addSchedule(spec({ phase: 'back' }), T)],
+    ['spec.zone', () => t.addSchedule(spec({ zone: 7 }), T)],
+    ['spec.jiter', () => t.addSchedule(spec({ jiter: 5 }), T)],
+    ['spec.recurrence', () => t.addSchedule(spec({ recurrence: '* * * * *' }), T)],
+    ['spec.recurrence', () => t.addSchedule(spec({ recurrence: { cron: '* * * * *', every: { everyMs: 1, anchor: T } } }), T)],
+    ['spec.recurrence.every.every', () => t.addSchedule(every({ every: 5 }), T)],
+    ['spec.recurrence.cron', () => t.addSchedule(spec({ recurrence: { cron: 5 } }), T)],
+    ['spec.catchUp', () => t.addSchedule(spec({ catchUp: { latest: 5 } }), T)],
+    ['spec.catchUp.none', () => t.addSchedule(spec({ catchUp: { none: null } }), T)],
+    ['spec', () => t.addSchedule(null, T)],
+    ['id', () => t.removeSchedule(7)],
+    ['note', () => t.pauseSchedule('s', 5)],
+    ['id', () => t.getSchedule(['s'])],
+    ['after', () => t.listSchedules(10, 3)],
   ];
   for (const [field, f] of cases) refused(f, field);
   unchanged();

@@ -186,6 +186,54 @@ test('reschedule answers what it did as a value, writes nothing when it refuses,
   assert.deepEqual(whats, ['armed', 'rescheduled', 'claimed', 'rescheduled', 'retired']);
 });
 
+test('a schedule comes back as given, every variant case and policy; its occurrences are timers of its run', () => {
+  const store = new MemoryStore();
+  const acme = open({ store }).tenant('acme');
+  const T = 1_709_942_400_000; // 2024-03-09T00:00Z: 19:00 the evening before in New York
+  const pulseSpec = {
+    id: 'pulse', run: 'r', case: 'c1', step: 3, phase: 'compensating',
+    recurrence: { every: { everyMs: 60_000, anchor: T } }, zone: 'UTC', start: T, end: T + 3_600_000,
+    gap: 'skip', repeat: 'both', overlap: 'buffer-all', catchUp: { none: true }, jitterMs: 500,
+  };
+  const pulse = acme.addSchedule(pulseSpec, T);
+  assert.deepEqual(pulse, { spec: pulseSpec, paused: null, nextAt: T, lastAt: null, waiting: [], revision: 1 });
+  const nightly = acme.addSchedule({
+    id: 'nightly', run: 'r', recurrence: { cron: '30 2 * * *' }, zone: 'america/new_york', catchUp: { latestWithin: 600_000 },
+  }, T);
+  // Stored under the zone's canonical name, the defaults filled in.
+  assert.deepEqual(nightly.spec, {
+    id: 'nightly', run: 'r', case: null, step: 0, phase: 'forward', recurrence: { cron: '30 2 * * *' },
+    zone: 'America/New_York', start: null, end: null, gap: 'shift-forward', repeat: 'first', overlap: 'skip',
+    catchUp: { latestWithin: 600_000 }, jitterMs: 0,
+  });
+  const twoThirty = T + 7.5 * 3_600_000; // 02:30 in New York, 07:30Z
+  assert.equal(nightly.nextAt, twoThirty);
+  assert.deepEqual(acme.getSchedule('nightly'), nightly);
+  assert.deepEqual(acme.nextOccurrences('pulse', BigInt(T), 3), [T + 60_000, T + 120_000, T + 180_000]);
+
+  // Each armed occurrence is an ordinary timer of the run, carrying case, step and phase.
+  const [first, second] = acme.timersOf('r', 10).timers.map((i) => i.timer);
+  assert.deepEqual(first, { run: 'r', case: null, effect: `schedule/nightly/${twoThirty}`, step: 0, phase: 'forward', fireAt: twoThirty });
+  assert.deepEqual({ ...second, fireAt: 0 }, { run: 'r', case: 'c1', effect: `schedule/pulse/${T}`, step: 3, phase: 'compensating', fireAt: 0 });
+  assert.ok(second.fireAt >= T && second.fireAt <= T + 500, `jittered within 500 ms: ${second.fireAt}`);
+  assert.deepEqual(acme.triggerSchedule('nightly', T + 5), {
+    run: 'r', case: null, effect: `schedule/nightly/${T + 5}`, step: 0, phase: 'forward', fireAt: T + 5,
+  });
+
+  const paused = acme.pauseSchedule('pulse', 'maintenance');
+  assert.deepEqual([paused.paused, paused.nextAt, paused.revision], ['maintenance', null, 2]);
+  const resumed = acme.resumeSchedule('pulse', T + 90_000);
+  assert.deepEqual([resumed.paused, resumed.nextAt], [null, T + 120_000]);
+  const page = acme.listSchedules(1);
+  assert.deepEqual([page.schedules.map((s) => s.spec.id), page.next], [['nightly'], 'nightly']);
+  assert.deepEqual(acme.listSchedules(1, page.next).schedules, [acme.getSchedule('pulse')]);
+  assert.match(acme.tzVersion(), /^20\d\d[a-z]$/);
+  assert.equal(acme.removeSchedule('pulse'), true);
+  assert.equal(acme.removeSchedule('pulse'), false);
+  assert.equal(acme.getSchedule('pulse'), null);
+  assert.deepEqual(acme.timersOf('r', 10).timers.map((i) => i.timer.effect), [`schedule/nightly/${T + 5}`, `schedule/nightly/${twoThirty}`]);
+});
+
 // ("meta", "layout") as the guest spells it: each string tagged 0x02 and ended by 0x00.
 const LAYOUT_KEY = Buffer.from('026d65746100026c61796f757400', 'hex');
 

@@ -153,6 +153,12 @@ test('answers the contract rules out are reported, not passed on, and commit not
     'claim-next answering a task nobody holds': () => t.claimNext({ roles: [], actor: 'alice' }),
     'a move answered for another timer': () => t.reschedule('r', 'e', 10),
     'timers-of answering a timer of another run': () => t.timersOf('r', 10),
+    // It writes first: the refusal must commit nothing.
+    'a schedule added answered under another id': () =>
+      t.addSchedule({ id: 's', run: 'r', recurrence: { cron: '* * * * *' }, zone: 'UTC' }, 10),
+    'next-occurrences out of order': () => t.nextOccurrences('s', 10, 5),
+    'get-schedule under another id': () => t.getSchedule('s'),
+    'tz-version answering no database version': () => t.tzVersion(),
   };
   for (const [what, f] of Object.entries(calls)) {
     assert.throws(f, (e) => e instanceof SandboxError && e.kind === 'malformed', what);

@@ -30,6 +30,18 @@ TASK_DEFAULTS = {
     "due-at": None,
 }
 TIMER_DEFAULTS = {"case": None, "step": 0, "phase": "forward"}
+SCHEDULE_DEFAULTS = {
+    "case": None,
+    "step": 0,
+    "phase": "forward",
+    "start": None,
+    "end": None,
+    "gap": "shift-forward",
+    "repeat": "first",
+    "overlap": "skip",
+    "catch-up": {"all-within": 31_536_000_000},
+    "jitter-ms": 0,
+}
 CLAIM_VERBS = {
     "claim",
     "release",
@@ -85,6 +97,40 @@ def kind(d: dict) -> lh.KindDefinition:
     return lh.KindDefinition(kind=d["kind"], outcomes=outcomes(d.get("outcomes", [])))
 
 
+def one_case(v: dict) -> tuple[str, Any]:
+    """A ``{CASE: PAYLOAD}`` variant's case and payload."""
+    assert len(v) == 1, f"a variant has one case: {v}"
+    return next(iter(v.items()))
+
+
+def recurrence(v: dict) -> lh.Recurrence:
+    case, payload = one_case(v)
+    if case == "cron":
+        return lh.Cron(payload)
+    assert case == "every", f"no recurrence {case}"
+    return lh.Interval(every_ms=payload["every-ms"], anchor=payload["anchor"])
+
+
+def catch_up(v: dict) -> lh.CatchUp:
+    case, payload = one_case(v)
+    match case:
+        case "all-within":
+            return lh.CatchUpAllWithin(payload)
+        case "latest-within":
+            return lh.CatchUpLatestWithin(payload)
+        case "none":
+            return lh.CatchUpNone()
+    raise AssertionError(f"no catch-up {case}")
+
+
+def schedule_spec(a: dict) -> lh.ScheduleSpec:
+    """A ``schedule-spec`` argument, with the README's defaults."""
+    fields = snake({**SCHEDULE_DEFAULTS, **a})
+    fields["recurrence"] = recurrence(fields["recurrence"])
+    fields["catch_up"] = catch_up(fields["catch_up"])
+    return lh.ScheduleSpec(**fields)
+
+
 def canonical(v: Any) -> Any:
     """A host value as the scenario files spell it: WIT names, kebab-case;
     a variant's case as a one-key object."""
@@ -95,6 +141,16 @@ def canonical(v: Any) -> Any:
     if isinstance(v, lh.FeedEntry):
         case = "task" if isinstance(v.change, lh.TaskChange) else "timer"
         return {"position": v.position, "change": {case: canonical(v.change)}}
+    if isinstance(v, lh.Cron):
+        return {"cron": v.expr}
+    if isinstance(v, lh.Interval):
+        return {"every": {"every-ms": v.every_ms, "anchor": v.anchor}}
+    if isinstance(v, lh.CatchUpAllWithin):
+        return {"all-within": v.window_ms}
+    if isinstance(v, lh.CatchUpLatestWithin):
+        return {"latest-within": v.window_ms}
+    if isinstance(v, lh.CatchUpNone):
+        return {"none": None}
     if dataclasses.is_dataclass(v) and not isinstance(v, type):
         return {f.name.replace("_", "-"): canonical(getattr(v, f.name)) for f in dataclasses.fields(v)}
     if isinstance(v, list):
@@ -190,6 +246,15 @@ VERBS = {
     ),
     "timers-of": lambda t, a: t.timers_of(a["run"], a["limit"], a.get("after")),
     "due-between": lambda t, a: t.due_between(a["from"], a["to"], a["limit"], a.get("after")),
+    "add-schedule": lambda t, a: t.add_schedule(schedule_spec(a["spec"]), a["now"]),
+    "remove-schedule": lambda t, a: t.remove_schedule(a["id"]),
+    "pause-schedule": lambda t, a: t.pause_schedule(a["id"], a["note"]),
+    "resume-schedule": lambda t, a: t.resume_schedule(a["id"], a["now"]),
+    "trigger-schedule": lambda t, a: t.trigger_schedule(a["id"], a["now"]),
+    "next-occurrences": lambda t, a: t.next_occurrences(a["id"], a["after"], a["n"]),
+    "get-schedule": lambda t, a: t.get_schedule(a["id"]),
+    "list-schedules": lambda t, a: t.list_schedules(a["limit"], a.get("after")),
+    "tz-version": lambda t, a: t.tz_version(),
     "seal": lambda t, a: t.seal(a["run"], a["awaited"]),
     "is-sealed": lambda t, a: t.is_sealed(a["run"]),
     "check": lambda t, a: t.check(),

@@ -11,6 +11,8 @@ import leasehold as lh
 T = 1_700_000_000_000
 S64_OUT = [2**63, -(2**63) - 1, 2**64 + T, 2**64, 1.5, "1700000000000", True, None]
 U32_OUT = [-1, 2**32, 2**32 + 2, 2**32 + 60_000, 0.5, "5", True, None]
+U64_OUT = [-1, 2**64, 2**64 + 5, 0.5, "5", True, None]
+OUT = {"s64": S64_OUT, "u32": U32_OUT, "u64": U64_OUT}
 
 
 def task(**extra):
@@ -19,6 +21,14 @@ def task(**extra):
 
 def lease(**extra):
     return lh.Lease(**{"now": T, "lease_ms": 60_000, **extra})
+
+
+def spec(**extra):
+    return lh.ScheduleSpec(**{"id": "s", "run": "r", "recurrence": lh.Cron("* * * * *"), "zone": "UTC", **extra})
+
+
+def every(**extra):
+    return spec(recurrence=lh.Interval(**{"every_ms": 60_000, "anchor": T, **extra}))
 
 
 #: Every integer argument of every verb: (verb and field, WIT type, a call passing v there).
@@ -51,15 +61,37 @@ INTEGER_ARGUMENTS = [
     ("due-between from_", "s64", lambda t, v: t.due_between(v, T, 10)),
     ("due-between to", "s64", lambda t, v: t.due_between(T, v, 10)),
     ("due-between limit", "u32", lambda t, v: t.due_between(T, T + 1, v)),
+    ("add-schedule now", "s64", lambda t, v: t.add_schedule(spec(), v)),
+    ("add-schedule spec.step", "u32", lambda t, v: t.add_schedule(spec(step=v), T)),
+    ("add-schedule spec.start", "s64", lambda t, v: t.add_schedule(spec(start=v), T)),
+    ("add-schedule spec.end", "s64", lambda t, v: t.add_schedule(spec(end=v), T)),
+    ("add-schedule spec.jitter_ms", "u32", lambda t, v: t.add_schedule(spec(jitter_ms=v), T)),
+    ("add-schedule spec.recurrence.every_ms", "u64", lambda t, v: t.add_schedule(every(every_ms=v), T)),
+    ("add-schedule spec.recurrence.anchor", "s64", lambda t, v: t.add_schedule(every(anchor=v), T)),
+    (
+        "add-schedule spec.catch_up.window_ms",
+        "u64",
+        lambda t, v: t.add_schedule(spec(catch_up=lh.CatchUpAllWithin(v)), T),
+    ),
+    (
+        "add-schedule spec.catch_up.window_ms",
+        "u64",
+        lambda t, v: t.add_schedule(spec(catch_up=lh.CatchUpLatestWithin(v)), T),
+    ),
+    ("resume-schedule now", "s64", lambda t, v: t.resume_schedule("s", v)),
+    ("trigger-schedule now", "s64", lambda t, v: t.trigger_schedule("s", v)),
+    ("next-occurrences after", "s64", lambda t, v: t.next_occurrences("s", v, 10)),
+    ("next-occurrences n", "u32", lambda t, v: t.next_occurrences("s", T, v)),
+    ("list-schedules limit", "u32", lambda t, v: t.list_schedules(v)),
 ]
 
 CASES = [
     pytest.param(call, field, v, id=f"{what}={v!r}")
     for what, kind, call in INTEGER_ARGUMENTS
     for field in [what.split(" ")[1].split(".")[-1]]
-    for v in (S64_OUT if kind == "s64" else U32_OUT)
+    for v in OUT[kind]
     # An optional timestamp takes None as absent.
-    if not (v is None and field in ("due_at", "lease_until"))
+    if not (v is None and field in ("due_at", "lease_until", "start", "end"))
 ]
 
 
@@ -132,6 +164,20 @@ def test_the_edges_of_each_integer_type_reach_the_guest_unchanged(fixture):
         ("effect", lambda t: t.reschedule("r0", 7, T)),
         ("run", lambda t: t.timers_of(["r0"], 10)),
         ("after", lambda t: t.due_between(T, T + 1, 10, 3)),
+        ("spec.gap", lambda t: t.add_schedule(spec(gap="skip-it"), T)),
+        ("spec.repeat", lambda t: t.add_schedule(spec(repeat="twice"), T)),
+        ("spec.overlap", lambda t: t.add_schedule(spec(overlap="buffer"), T)),
+        ("spec.phase", lambda t: t.add_schedule(spec(phase="back"), T)),
+        ("spec.zone", lambda t: t.add_schedule(spec(zone=7), T)),
+        ("spec.recurrence", lambda t: t.add_schedule(spec(recurrence="* * * * *"), T)),
+        ("spec.recurrence.expr", lambda t: t.add_schedule(spec(recurrence=lh.Cron(5)), T)),
+        ("spec.catch_up", lambda t: t.add_schedule(spec(catch_up=None), T)),
+        ("spec.catch_up", lambda t: t.add_schedule(spec(catch_up=600_000), T)),
+        ("spec", lambda t: t.add_schedule({"id": "s"}, T)),
+        ("id", lambda t: t.remove_schedule(7)),
+        ("note", lambda t: t.pause_schedule("s", 5)),
+        ("id", lambda t: t.get_schedule(["s"])),
+        ("after", lambda t: t.list_schedules(10, 3)),
     ],
     ids=lambda v: v if isinstance(v, str) else "",
 )

@@ -3,6 +3,8 @@ name, a fresh instance after a trap, read calls that cannot write, tenants
 kept apart by the store, commits that survive reopening the file, and the
 untagged values of wasmtime-py mapped to typed ones."""
 
+import re
+
 import pytest
 
 import leasehold as lh
@@ -173,6 +175,73 @@ def test_reschedule_answers_what_it_did_as_a_value_writes_nothing_when_it_refuse
     whats = [e.change.what for e in acme.feed(None, 100).entries]
     assert whats == ["armed", "rescheduled", "claimed", "rescheduled", "retired"]
     assert whats[1] is lh.TimerEvent.RESCHEDULED
+
+
+def test_a_schedule_comes_back_as_given_every_variant_case_and_policy_and_its_occurrences_are_timers_of_its_run():
+    acme = lh.open(lh.MemoryStore()).tenant("acme")
+    t = 1_709_942_400_000  # 2024-03-09T00:00Z: 19:00 the evening before in New York
+    pulse_spec = lh.ScheduleSpec(
+        id="pulse",
+        run="r",
+        recurrence=lh.Interval(every_ms=60_000, anchor=t),
+        zone="UTC",
+        case="c1",
+        step=3,
+        phase=lh.Phase.COMPENSATING,
+        start=t,
+        end=t + 3_600_000,
+        gap=lh.GapPolicy.SKIP,
+        repeat=lh.RepeatPolicy.BOTH,
+        overlap=lh.OverlapPolicy.BUFFER_ALL,
+        catch_up=lh.CatchUpNone(),
+        jitter_ms=500,
+    )
+    pulse = acme.add_schedule(pulse_spec, t)
+    assert pulse == lh.Schedule(spec=pulse_spec, paused=None, next_at=t, last_at=None, waiting=[], revision=1)
+    assert pulse.spec.gap is lh.GapPolicy.SKIP and isinstance(pulse.spec.recurrence, lh.Interval)
+    nightly = acme.add_schedule(
+        lh.ScheduleSpec(
+            id="nightly",
+            run="r",
+            recurrence=lh.Cron("30 2 * * *"),
+            zone="america/new_york",
+            catch_up=lh.CatchUpLatestWithin(600_000),
+        ),
+        t,
+    )
+    # Stored under the zone's canonical name, the defaults filled in.
+    assert nightly.spec == lh.ScheduleSpec(
+        id="nightly",
+        run="r",
+        recurrence=lh.Cron("30 2 * * *"),
+        zone="America/New_York",
+        catch_up=lh.CatchUpLatestWithin(600_000),
+    )
+    two_thirty = t + 7 * 3_600_000 + 1_800_000  # 02:30 in New York, 07:30Z
+    assert nightly.next_at == two_thirty
+    assert acme.get_schedule("nightly") == nightly
+    assert acme.next_occurrences("pulse", t, 3) == [t + 60_000, t + 120_000, t + 180_000]
+
+    # Each armed occurrence is an ordinary timer of the run, carrying case, step and phase.
+    first, second = (i.timer for i in acme.timers_of("r", 10).timers)
+    assert first == lh.Timer(run="r", effect=f"schedule/nightly/{two_thirty}", fire_at=two_thirty)
+    assert (second.effect, second.case, second.step, second.phase) == (f"schedule/pulse/{t}", "c1", 3, "compensating")
+    assert t <= second.fire_at <= t + 500, f"jittered within 500 ms: {second.fire_at}"
+    assert acme.trigger_schedule("nightly", t + 5) == lh.Timer(run="r", effect=f"schedule/nightly/{t + 5}", fire_at=t + 5)
+
+    paused = acme.pause_schedule("pulse", "maintenance")
+    assert (paused.paused, paused.next_at, paused.revision) == ("maintenance", None, 2)
+    resumed = acme.resume_schedule("pulse", t + 90_000)
+    assert (resumed.paused, resumed.next_at) == (None, t + 120_000)
+    page = acme.list_schedules(1)
+    assert ([s.spec.id for s in page.schedules], page.next) == (["nightly"], "nightly")
+    assert acme.list_schedules(1, page.next).schedules == [acme.get_schedule("pulse")]
+    assert re.fullmatch(r"20\d\d[a-z]", acme.tz_version())
+    assert acme.remove_schedule("pulse") is True
+    assert acme.remove_schedule("pulse") is False
+    assert acme.get_schedule("pulse") is None
+    effects = [i.timer.effect for i in acme.timers_of("r", 10).timers]
+    assert effects == [f"schedule/nightly/{t + 5}", f"schedule/nightly/{two_thirty}"]
 
 
 def test_a_store_says_whether_other_processes_write_its_keys_and_a_fresh_keyspace_is_laid_out_by_it():

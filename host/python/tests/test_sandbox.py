@@ -164,6 +164,11 @@ def test_a_batch_past_what_wasmtime_py_copies_into_a_host_call_fails_and_commits
         lambda t: t.claim_next(roles=[], actor="alice"),
         lambda t: t.reschedule("r", "e", 10),
         lambda t: t.timers_of("r", 10),
+        # It writes first: the refusal must commit nothing.
+        lambda t: t.add_schedule(lh.ScheduleSpec(id="s", run="r", recurrence=lh.Cron("* * * * *"), zone="UTC"), 10),
+        lambda t: t.next_occurrences("s", 10, 5),
+        lambda t: t.get_schedule("s"),
+        lambda t: t.tz_version(),
     ],
     ids=[
         "open",
@@ -176,6 +181,10 @@ def test_a_batch_past_what_wasmtime_py_copies_into_a_host_call_fails_and_commits
         "claim-next",
         "reschedule-another-timer",
         "timers-of-another-run",
+        "add-schedule-another-id",
+        "next-occurrences-out-of-order",
+        "get-schedule-another-id",
+        "tz-version-no-version",
     ],
 )
 def test_answers_the_contract_rules_out_are_reported_not_passed_on_and_commit_nothing(hostile, call):

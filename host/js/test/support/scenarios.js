@@ -21,6 +21,10 @@ const TASK_DEFAULTS = {
   'on-expiry': 'deny', 'escalate-to': [], 'excluded-actors': [], 'created-at': 0, 'due-at': null,
 };
 const TIMER_DEFAULTS = { case: null, step: 0, phase: 'forward' };
+const SCHEDULE_DEFAULTS = {
+  case: null, step: 0, phase: 'forward', start: null, end: null, gap: 'shift-forward', repeat: 'first', overlap: 'skip',
+  'catch-up': { 'all-within': 31_536_000_000 }, 'jitter-ms': 0,
+};
 
 const camel = (k) => k.replace(/-([a-z])/g, (_, c) => c.toUpperCase());
 const kebab = (k) => k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
@@ -58,6 +62,21 @@ function rescheduled(r) {
   if (r.notFound) throw new TimerRefused({ 'not-found': null });
   if (r.runSealed) throw new TimerRefused({ 'run-sealed': null });
   throw new Error(`reschedule answered ${JSON.stringify(r)}`);
+}
+
+/** A `schedule-spec` argument as the host takes it: the README's defaults, camelCase, `{"none": null}` as `{ none: true }`. */
+function scheduleSpec(a) {
+  const spec = renameKeys({ ...SCHEDULE_DEFAULTS, ...a }, camel);
+  if (spec.catchUp && 'none' in spec.catchUp) spec.catchUp = { none: true };
+  return spec;
+}
+
+/** A schedule answer in the WIT's spelling: the host's `{ none: true }` catch-up is `{"none": null}`. */
+function scheduleValue(s) {
+  if (s === null) return s;
+  const v = canonical(s);
+  if ('none' in v.spec['catch-up']) v.spec['catch-up'] = { none: null };
+  return v;
 }
 
 function errorVariant(e, verb, { ClaimRefusal, StoreError }) {
@@ -108,6 +127,18 @@ const VERBS = {
   reschedule: (t, a) => rescheduled(t.reschedule(a.run, a.effect, a['fire-at'], { takeBack: a['take-back'] ?? false })),
   'timers-of': (t, a) => t.timersOf(a.run, a.limit, a.after ?? null),
   'due-between': (t, a) => t.dueBetween(a.from, a.to, a.limit, a.after ?? null),
+  'add-schedule': (t, a) => scheduleValue(t.addSchedule(scheduleSpec(a.spec), a.now)),
+  'remove-schedule': (t, a) => t.removeSchedule(a.id),
+  'pause-schedule': (t, a) => scheduleValue(t.pauseSchedule(a.id, a.note)),
+  'resume-schedule': (t, a) => scheduleValue(t.resumeSchedule(a.id, a.now)),
+  'trigger-schedule': (t, a) => t.triggerSchedule(a.id, a.now),
+  'next-occurrences': (t, a) => t.nextOccurrences(a.id, a.after, a.n),
+  'get-schedule': (t, a) => scheduleValue(t.getSchedule(a.id)),
+  'list-schedules': (t, a) => {
+    const p = t.listSchedules(a.limit, a.after ?? null);
+    return { schedules: p.schedules.map(scheduleValue), next: p.next };
+  },
+  'tz-version': (t) => t.tzVersion(),
   seal: (t, a) => t.seal(a.run, a.awaited),
   'is-sealed': (t, a) => t.isSealed(a.run),
   check: (t) => t.check(),

@@ -84,6 +84,19 @@ from .model import (
     TimerEvent,
     TrimOutcome,
     FeedPlace,
+    CatchUp,
+    CatchUpAllWithin,
+    CatchUpLatestWithin,
+    CatchUpNone,
+    Cron,
+    GapPolicy,
+    Interval,
+    OverlapPolicy,
+    Recurrence,
+    RepeatPolicy,
+    Schedule,
+    SchedulePage,
+    ScheduleSpec,
     now_ms,
 )
 from .stores import Mode, Store
@@ -344,6 +357,15 @@ VERBS: dict[str, tuple[str, Mode]] = {
     "entry-place": ("changes", "read"),
     "feed": ("changes", "read"),
     "trim": ("changes", "write"),
+    "add-schedule": ("schedules", "write"),
+    "remove-schedule": ("schedules", "write"),
+    "pause-schedule": ("schedules", "write"),
+    "resume-schedule": ("schedules", "write"),
+    "trigger-schedule": ("schedules", "write"),
+    "next-occurrences": ("schedules", "read"),
+    "get-schedule": ("schedules", "read"),
+    "list-schedules": ("schedules", "read"),
+    "tz-version": ("schedules", "read"),
 }
 
 _CLAIM_VERBS = frozenset(
@@ -613,8 +635,12 @@ def _opt_s64(v: Any, field: str) -> int | None:
     return None if v is None else _s64(v, field)
 
 
+def _u64(v: Any, field: str) -> int:
+    return _int(v, field, _U64, "unsigned 64 bits")
+
+
 def _opt_u64(v: Any, field: str) -> int | None:
-    return None if v is None else _int(v, field, _U64, "unsigned 64 bits")
+    return None if v is None else _u64(v, field)
 
 
 def _str(v: Any, field: str) -> str:
@@ -832,6 +858,99 @@ def _rescheduled(r: Any, run: str, effect: str) -> Rescheduled:
     if info.timer.run != run or info.timer.effect != effect:
         raise _malformed(f"asked to move timer {run}/{effect}, answered {info.timer.run}/{info.timer.effect}")
     return TimerMoved(info)
+
+
+def _wit_recurrence(r: Any) -> str | cm.Record:
+    """``recurrence`` lowers untagged: its cases are a str and a record,
+    which wasmtime-py tells apart by their Python types."""
+    if isinstance(r, Cron):
+        return _str(r.expr, "spec.recurrence.expr")
+    if isinstance(r, Interval):
+        return _record(
+            every_ms=_u64(r.every_ms, "spec.recurrence.every_ms"), anchor=_s64(r.anchor, "spec.recurrence.anchor")
+        )
+    raise InvalidArgument(f"spec.recurrence must be a Cron or an Interval, got {r!r}")
+
+
+def _wit_catch_up(c: Any) -> cm.Variant:
+    if isinstance(c, CatchUpAllWithin):
+        return cm.Variant("all-within", _u64(c.window_ms, "spec.catch_up.window_ms"))
+    if isinstance(c, CatchUpLatestWithin):
+        return cm.Variant("latest-within", _u64(c.window_ms, "spec.catch_up.window_ms"))
+    if isinstance(c, CatchUpNone):
+        return cm.Variant("none")
+    raise InvalidArgument(f"spec.catch_up must be a CatchUpAllWithin, CatchUpLatestWithin or CatchUpNone, got {c!r}")
+
+
+def _wit_schedule_spec(s: ScheduleSpec) -> cm.Record:
+    _of(ScheduleSpec, s, "spec")
+    return _record(
+        id=_str(s.id, "spec.id"),
+        run=_str(s.run, "spec.run"),
+        case=_opt_str(s.case, "spec.case"),
+        step=_u32(s.step, "spec.step"),
+        phase=_enum(Phase, s.phase, "spec.phase"),
+        recurrence=_wit_recurrence(s.recurrence),
+        zone=_str(s.zone, "spec.zone"),
+        start=_opt_s64(s.start, "spec.start"),
+        end=_opt_s64(s.end, "spec.end"),
+        gap=_enum(GapPolicy, s.gap, "spec.gap"),
+        repeat=_enum(RepeatPolicy, s.repeat, "spec.repeat"),
+        overlap=_enum(OverlapPolicy, s.overlap, "spec.overlap"),
+        catch_up=_wit_catch_up(s.catch_up),
+        jitter_ms=_u32(s.jitter_ms, "spec.jitter_ms"),
+    )
+
+
+def _recurrence(r: Any) -> Recurrence:
+    if isinstance(r, str):
+        return Cron(r)
+    return Interval(every_ms=getattr(r, "every-ms"), anchor=r.anchor)
+
+
+def _catch_up(v: Any) -> CatchUp:
+    if v.tag == "all-within":
+        return CatchUpAllWithin(v.payload)
+    if v.tag == "latest-within":
+        return CatchUpLatestWithin(v.payload)
+    return CatchUpNone()
+
+
+def _schedule_spec(r: Any) -> ScheduleSpec:
+    return ScheduleSpec(
+        id=r.id,
+        run=r.run,
+        recurrence=_recurrence(r.recurrence),
+        zone=r.zone,
+        case=r.case,
+        step=r.step,
+        phase=Phase(r.phase),
+        start=r.start,
+        end=r.end,
+        gap=GapPolicy(r.gap),
+        repeat=RepeatPolicy(r.repeat),
+        overlap=OverlapPolicy(r.overlap),
+        catch_up=_catch_up(getattr(r, "catch-up")),
+        jitter_ms=getattr(r, "jitter-ms"),
+    )
+
+
+def _schedule(r: Any) -> Schedule:
+    return Schedule(
+        spec=_schedule_spec(r.spec),
+        paused=r.paused,
+        next_at=getattr(r, "next-at"),
+        last_at=getattr(r, "last-at"),
+        waiting=list(r.waiting),
+        revision=r.revision,
+    )
+
+
+def _same_schedule(r: Any, id: str) -> Schedule:
+    """A single-schedule answer must be the schedule that was asked about."""
+    if r.spec.id != id:
+        raise _malformed(f"asked for schedule {id}, answered schedule {r.spec.id}")
+    return _schedule(r)
 
 
 def _wit_lease(lease: Lease | None) -> cm.Record | None:
@@ -1250,6 +1369,100 @@ class Tenant:
         in the order ``claim_due`` takes them (a held one at its lease end)."""
         args = (_s64(from_, "from_"), _s64(to, "to"), _u32(limit, "limit"), _opt_str(after, "after"))
         return self._call("due-between", *args, check=lambda p: _timer_page(p, limit, "due-between"))
+
+    def add_schedule(self, spec: ScheduleSpec, now: int) -> Schedule:
+        """Adds a schedule and arms its first occurrence at or after ``now``.
+        Answers the schedule as stored (its zone under its canonical name).
+        A bad spec, an id in use or a sealed run is a ``StoreError``
+        ``invalid`` naming the field; nothing is written then."""
+        args = (_wit_schedule_spec(spec), _s64(now, "now"))
+        return self._call("add-schedule", *args, check=lambda r: _same_schedule(r, spec.id))
+
+    def remove_schedule(self, id: str) -> bool:
+        """Removes a schedule with its armed and waiting occurrences (one a
+        sweeper holds stays with it); True if there was one."""
+        return self._call("remove-schedule", _str(id, "id"))
+
+    def pause_schedule(self, id: str, note: str) -> Schedule:
+        """Pauses a schedule with a note (1–1024 characters): nothing fires
+        until it is resumed."""
+
+        def check(r: Any) -> Schedule:
+            s = _same_schedule(r, id)
+            if s.paused != note or s.next_at is not None:
+                raise _malformed(f"pause-schedule answered schedule {id} not paused with its note")
+            return s
+
+        return self._call("pause-schedule", _str(id, "id"), _str(note, "note"), check=check)
+
+    def resume_schedule(self, id: str, now: int) -> Schedule:
+        """Resumes a paused schedule from ``now``: what fell in the pause does
+        not fire."""
+
+        def check(r: Any) -> Schedule:
+            s = _same_schedule(r, id)
+            if s.paused is not None:
+                raise _malformed(f"resume-schedule answered schedule {id} still paused")
+            return s
+
+        return self._call("resume-schedule", _str(id, "id"), _s64(now, "now"), check=check)
+
+    def trigger_schedule(self, id: str, now: int) -> Timer:
+        """Arms an extra occurrence at ``now`` beside the schedule's own
+        (paused or not), and answers its timer."""
+
+        def check(r: Any) -> Timer:
+            t = _timer(r)
+            if t.effect != f"schedule/{id}/{now}":
+                raise _malformed(f"trigger-schedule of {id} at {now} answered timer {t.run}/{t.effect}")
+            return t
+
+        return self._call("trigger-schedule", _str(id, "id"), _s64(now, "now"), check=check)
+
+    def next_occurrences(self, id: str, after: int, n: int) -> list[int]:
+        """The schedule's next ``n`` (1–1000) occurrences after ``after``,
+        before jitter, in order."""
+        args = (_str(id, "id"), _s64(after, "after"), _u32(n, "n"))
+
+        def check(r: list) -> list[int]:
+            instants = list(_at_most(r, n, "next-occurrences"))
+            if any(t <= prev for prev, t in zip([after, *instants], instants)):
+                raise _malformed(f"next-occurrences of {id} answered instants out of order")
+            return instants
+
+        return self._call("next-occurrences", *args, check=check)
+
+    def get_schedule(self, id: str) -> Schedule | None:
+        return self._call(
+            "get-schedule", _str(id, "id"), check=lambda r: None if r is None else _same_schedule(r, id)
+        )
+
+    def list_schedules(self, limit: int, after: str | None = None) -> SchedulePage:
+        """One page of schedules by id after the cursor ``after`` (a page's
+        ``next``)."""
+        args = (_u32(limit, "limit"), _opt_str(after, "after"))
+
+        def check(p: Any) -> SchedulePage:
+            schedules = [_schedule(r) for r in _at_most(p.schedules, limit, "list-schedules")]
+            ids = [s.spec.id for s in schedules]
+            # str order is code-point order, which is the UTF-8 byte order the component keeps.
+            if any(a >= b for a, b in zip(ids, ids[1:])) or (after is not None and ids and ids[0] <= after):
+                raise _malformed("list-schedules answered out of order")
+            return SchedulePage(schedules=schedules, next=p.next)
+
+        return self._call("list-schedules", *args, check=check)
+
+    def tz_version(self) -> str:
+        """The release of the IANA time-zone database the component carries
+        (``2025b``, say): the one every schedule's instants come from."""
+
+        def check(v: str) -> str:
+            # As the Rust host checks it: five bytes, this century's.
+            if len(v.encode("utf-8")) != 5 or not v.startswith("20"):
+                raise _malformed(f"tz-version answered {v!r}")
+            return v
+
+        return self._call("tz-version", check=check)
 
     def seal(self, run: str, awaited: list[str]) -> SealOutcome:
         return self._call(

@@ -247,6 +247,139 @@ class TimerRunSealed:
 Rescheduled = TimerMoved | TimerNotFound | TimerHeld | TimerRunSealed
 
 
+class GapPolicy(StrEnum):
+    """A wall time the zone skips (clocks go forward)."""
+
+    #: Fires at the first instant after the gap.
+    SHIFT_FORWARD = "shift-forward"
+    #: Does not fire that day.
+    SKIP = "skip"
+
+
+class RepeatPolicy(StrEnum):
+    """A wall time the zone repeats (clocks go back)."""
+
+    #: Fires once, at its first occurrence.
+    FIRST = "first"
+    #: Fires at both.
+    BOTH = "both"
+
+
+class OverlapPolicy(StrEnum):
+    """What an occurrence due while the previous one is claimed and not
+    done does: skipped, one kept waiting, or all kept waiting (a waiting one
+    is armed, due at once, when the previous one is disarmed)."""
+
+    SKIP = "skip"
+    BUFFER_ONE = "buffer-one"
+    BUFFER_ALL = "buffer-all"
+
+
+@dataclass
+class Cron:
+    """A cron expression read in the schedule's zone: five fields (minute
+    hour day-of-month month day-of-week) or six (seconds first); names,
+    ranges, steps, lists, ``L`` and ``#``, and ``@yearly`` … ``@hourly``."""
+
+    expr: str
+
+
+@dataclass
+class Interval:
+    """Every ``every_ms`` milliseconds from ``anchor`` (the first
+    occurrence): real time, which daylight saving never moves."""
+
+    every_ms: int
+    anchor: int
+
+
+#: When a schedule fires (the WIT's ``recurrence``: ``cron`` or ``every``).
+Recurrence = Cron | Interval
+
+
+@dataclass
+class CatchUpAllWithin:
+    """After downtime, each missed occurrence within ``window_ms`` before
+    now fires once, oldest first."""
+
+    window_ms: int
+
+
+@dataclass
+class CatchUpLatestWithin:
+    """After downtime, only the latest missed occurrence within
+    ``window_ms`` before now fires."""
+
+    window_ms: int
+
+
+@dataclass
+class CatchUpNone:
+    """After downtime, no missed occurrence fires."""
+
+
+#: Which missed occurrences fire after downtime (the WIT's ``catch-up``).
+CatchUp = CatchUpAllWithin | CatchUpLatestWithin | CatchUpNone
+
+#: One year: the catch-up window a spec gets when it names none, as the
+#: component's own default.
+YEAR_MS = 365 * 86_400_000
+
+
+@dataclass
+class ScheduleSpec:
+    """What a schedule is. To add one, ``id``, ``run``, ``recurrence`` and
+    ``zone`` (an IANA name, answered under its canonical one) are enough:
+    no case, step 0, phase forward, no start or end, gap shift-forward,
+    repeat first, overlap skip, catch-up all within a year, no jitter.
+    Each occurrence is the timer ``(run, "schedule/<id>/<instant>")``
+    carrying ``case``, ``step`` and ``phase``."""
+
+    id: str
+    run: str
+    recurrence: Recurrence
+    zone: str
+    case: str | None = None
+    step: int = 0
+    phase: Phase = Phase.FORWARD
+    #: No occurrence before ``start`` nor after ``end`` (both inclusive).
+    start: int | None = None
+    end: int | None = None
+    gap: GapPolicy = GapPolicy.SHIFT_FORWARD
+    repeat: RepeatPolicy = RepeatPolicy.FIRST
+    overlap: OverlapPolicy = OverlapPolicy.SKIP
+    catch_up: CatchUp = field(default_factory=lambda: CatchUpAllWithin(YEAR_MS))
+    #: Each occurrence fires up to this many milliseconds after its instant,
+    #: by an amount fixed by the id and the instant, so every host agrees.
+    jitter_ms: int = 0
+
+
+@dataclass
+class Schedule:
+    """A schedule as the verbs answer it."""
+
+    spec: ScheduleSpec
+    #: The note it was paused with; None while it runs.
+    paused: str | None
+    #: The instant of the occurrence armed next (before jitter); None while
+    #: paused or once the schedule has ended.
+    next_at: int | None
+    #: The instant of the last occurrence that fired.
+    last_at: int | None
+    #: Occurrences kept waiting by ``overlap``, oldest first.
+    waiting: list[int]
+    #: 1 when added, one more with each change.
+    revision: int
+
+
+@dataclass
+class SchedulePage:
+    """A page of schedules by id; ``next`` is the cursor of the following page, or None."""
+
+    schedules: list[Schedule]
+    next: str | None
+
+
 @dataclass
 class Page:
     """A page of tasks; ``next`` is the cursor of the following page, or None."""
