@@ -250,7 +250,7 @@ fn a_guest_that_stages_twice_in_one_call_fails_and_commits_nothing() {
 /// The host checks an answer before it decides to commit: a faulty
 /// component whose write verb answers something the contract rules out
 /// (another task's id, more timers than the limit, one task twice, a claim
-/// nobody holds) leaves nothing behind, not its writes and a `Malformed` for
+/// nobody holds, another schedule) leaves nothing behind, not its writes and a `Malformed` for
 /// the caller.
 #[test]
 fn a_write_verb_whose_answer_the_contract_rules_out_commits_nothing() {
@@ -282,6 +282,32 @@ fn a_write_verb_whose_answer_the_contract_rules_out_commits_nothing() {
         t.reclaim_lapsed(10, 5).map(drop),
         "reclaim-lapsed answered task twice twice",
     );
+    let nightly = leasehold_host::ScheduleDef {
+        id: "nightly".into(),
+        run: "r".into(),
+        case: None,
+        step: 0,
+        phase: leasehold_host::Phase::Forward,
+        spec: leasehold_host::ScheduleSpec::new(
+            leasehold_host::Rule::Cron {
+                expr: "0 3 * * *".into(),
+            },
+            "UTC",
+        ),
+    };
+    malformed(
+        t.add_schedule(&nightly, 10).map(drop),
+        "answered schedule nightly-other",
+    );
+    malformed(
+        t.get_schedule("nightly").map(drop),
+        "answered schedule nightly-other",
+    );
+    malformed(
+        t.next_occurrences("nightly", 10, 5).map(drop),
+        "out of order",
+    );
+    malformed(t.tz_version().map(drop), "not a version");
     malformed(
         t.claim_next(&query(&[], Some("ann"), 1, None), None)
             .map(drop),
