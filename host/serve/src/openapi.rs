@@ -25,6 +25,7 @@ use crate::problem::Problem;
         (name = "sweeps", description = "Overdue tasks and lapsed leases"),
         (name = "runs", description = "Sealing and withdrawing runs"),
         (name = "timers", description = "Durable timers"),
+        (name = "schedules", description = "Recurring schedules (cron or interval, in an IANA time zone) whose occurrences are timers of a run, and the time-zone database they are computed from"),
         (name = "stats", description = "The tenant's counters"),
         (name = "admin", description = "The consistency check"),
         (name = "changes", description = "A task's history and the tenant's feed of changes"),
