@@ -87,13 +87,7 @@ impl ScheduleCommand {
             }
             ScheduleCommand::RemoveSchedule(c) => {
                 let removed = cx.tenant()?.remove_schedule(&c.id)?;
-                cx.answer(
-                    &Removed {
-                        id: &c.id,
-                        removed,
-                    },
-                    out,
-                )
+                cx.answer(&Removed { id: &c.id, removed }, out)
             }
             ScheduleCommand::PauseSchedule(c) => {
                 let paused = cx
@@ -138,9 +132,7 @@ impl ScheduleCommand {
                 None => Err(missing(&c.id)),
             },
             ScheduleCommand::ListSchedules(p) => {
-                let page = cx
-                    .tenant()?
-                    .list_schedules(p.limit, p.after.as_deref())?;
+                let page = cx.tenant()?.list_schedules(p.limit, p.after.as_deref())?;
                 cx.answer(&Listed(page), out)
             }
             ScheduleCommand::TzVersion => {
@@ -342,7 +334,12 @@ pub struct Next {
     #[arg(long, value_name = "TIME", value_parser = parse_time, allow_negative_numbers = true)]
     after: Option<Timestamp>,
     /// How many (1-1000)
-    #[arg(short = 'n', long = "count", default_value_t = 10, allow_negative_numbers = true)]
+    #[arg(
+        short = 'n',
+        long = "count",
+        default_value_t = 10,
+        allow_negative_numbers = true
+    )]
     n: u32,
 }
 
@@ -361,7 +358,11 @@ fn both_times(ms: Timestamp, zone: Option<&TimeZone>) -> (String, String) {
     let local = zone
         .and_then(|tz| {
             let at = jiff::Timestamp::from_millisecond(ms).ok()?;
-            Some(at.to_zoned(tz.clone()).strftime("%Y-%m-%d %H:%M:%S %Z").to_string())
+            Some(
+                at.to_zoned(tz.clone())
+                    .strftime("%Y-%m-%d %H:%M:%S %Z")
+                    .to_string(),
+            )
         })
         .unwrap_or_else(|| "-".to_owned());
     (format_time(ms), local)
@@ -410,8 +411,15 @@ impl Answer for One {
             Phase::Forward => "forward",
             Phase::Compensating => "compensating",
         };
-        let case = d.case.as_deref().map_or(String::new(), |c| format!(", case {c}"));
-        let _ = writeln!(out, "  Occurrences: timers of run {}{case}, step {}, {phase}", d.run, d.step);
+        let case = d
+            .case
+            .as_deref()
+            .map_or(String::new(), |c| format!(", case {c}"));
+        let _ = writeln!(
+            out,
+            "  Occurrences: timers of run {}{case}, step {}, {phase}",
+            d.run, d.step
+        );
         match (&s.paused, s.next_at) {
             (Some(note), _) => {
                 let _ = writeln!(out, "  Paused: {note}");
@@ -428,7 +436,11 @@ impl Answer for One {
             let _ = writeln!(out, "  Last fired: {}", format_time(last));
         }
         if !s.waiting.is_empty() {
-            let _ = writeln!(out, "  Waiting: {}", count(s.waiting.len() as u64, "occurrence", "occurrences"));
+            let _ = writeln!(
+                out,
+                "  Waiting: {}",
+                count(s.waiting.len() as u64, "occurrence", "occurrences")
+            );
         }
         let bound = |t: Option<Timestamp>| t.map_or_else(|| "-".to_owned(), format_time);
         let _ = writeln!(
@@ -450,7 +462,8 @@ impl Answer for One {
                 Overlap::BufferAll => "buffer-all",
             },
             catch_up(spec.catch_up),
-            spec.jitter_ms.map_or_else(|| "none".to_owned(), |j| format!("up to {j} ms")),
+            spec.jitter_ms
+                .map_or_else(|| "none".to_owned(), |j| format!("up to {j} ms")),
         );
         out
     }
@@ -460,8 +473,13 @@ struct Listed(SchedulePage);
 
 impl Answer for Listed {
     fn json(&self) -> serde_json::Result<String> {
-        let schedules: Vec<ScheduleJson> =
-            self.0.schedules.iter().cloned().map(ScheduleJson::from).collect();
+        let schedules: Vec<ScheduleJson> = self
+            .0
+            .schedules
+            .iter()
+            .cloned()
+            .map(ScheduleJson::from)
+            .collect();
         serde_json::to_string(&json!({"schedules": schedules, "next": self.0.next}))
     }
 
@@ -491,7 +509,14 @@ impl Answer for Listed {
             })
             .collect();
         let mut out = table(
-            &["ID", "RECURRENCE", "ZONE", "NEXT (UTC)", "NEXT (ZONE)", "PAUSED"],
+            &[
+                "ID",
+                "RECURRENCE",
+                "ZONE",
+                "NEXT (UTC)",
+                "NEXT (ZONE)",
+                "PAUSED",
+            ],
             rows,
         );
         if let Some(next) = &self.0.next {
@@ -569,7 +594,7 @@ impl Answer for Upcoming<'_> {
             .collect();
         let name = self.zone.as_ref().map_or("its zone", |s| s.zone.as_str());
         let local = format!("IN {name}");
-        table(&["UTC", &local], rows)
+        table(&["UTC", local.as_str()], rows)
     }
 }
 

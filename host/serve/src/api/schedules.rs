@@ -8,8 +8,8 @@
 //! the value to fix. It must never write anything on a refusal.
 
 use axum::http::StatusCode;
-use leasehold_host::{self as host, Verb};
 use leasehold_guest::validate::MAX_TIMESTAMP;
+use leasehold_host::{self as host, Verb};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -95,7 +95,10 @@ async fn list_schedules(c: Caller, Query(q): Query<PageParams>) -> Answer<Schedu
         (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = ["service", "operator"])))]
-async fn get_schedule(c: Caller, Path(SchedulePath { id }): Path<SchedulePath>) -> Answer<Schedule> {
+async fn get_schedule(
+    c: Caller,
+    Path(SchedulePath { id }): Path<SchedulePath>,
+) -> Answer<Schedule> {
     let i = id.clone();
     match c
         .call(Verb::GetSchedule, move |x| x.get_schedule(&i))
@@ -144,7 +147,9 @@ async fn pause_schedule(
 ) -> Answer<Schedule> {
     let i = id.clone();
     let paused = c
-        .call(Verb::PauseSchedule, move |x| x.pause_schedule(&i, &body.note))
+        .call(Verb::PauseSchedule, move |x| {
+            x.pause_schedule(&i, &body.note)
+        })
         .await
         .map_err(|e| named(e, &id))?;
     Ok(axum::Json(paused.into()))
@@ -221,7 +226,9 @@ async fn next_occurrences(
     let n = q.n.unwrap_or(DEFAULT_OCCURRENCES);
     let i = id.clone();
     let occurrences = c
-        .call(Verb::NextOccurrences, move |x| x.next_occurrences(&i, after, n))
+        .call(Verb::NextOccurrences, move |x| {
+            x.next_occurrences(&i, after, n)
+        })
         .await
         .map_err(|e| named(e, &id))?;
     Ok(axum::Json(Occurrences { occurrences }))
@@ -300,7 +307,13 @@ pub enum Recurrence {
     /// hour day-of-month month day-of-week) or six (seconds first); names
     /// of months and days, ranges, steps, lists, `L` and `#`, and the
     /// macros `@yearly`, `@monthly`, `@weekly`, `@daily`, `@hourly`.
-    Cron { expr: String },
+    /// One the rules cannot parse, or that matches no date, is refused
+    /// with 400 (`invalid`, `field` naming `recurrence.expr`, `detail` the
+    /// cron field).
+    Cron {
+        /// The expression.
+        expr: String,
+    },
     /// Every `every_ms` milliseconds from `anchor` (the first occurrence):
     /// real time, which daylight saving never moves.
     Every {
@@ -355,7 +368,8 @@ fn a_year() -> CatchUp {
 
 /// What a schedule is (WIT `schedule-spec`). Each occurrence is armed as
 /// the timer `(run, "schedule/<id>/<instant>")` carrying `case`, `step` and
-/// `phase`.
+/// `phase`. An `id` in use, or a sealed `run`, is refused with 400
+/// (`invalid`, `field` naming it).
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScheduleSpec {
@@ -376,14 +390,18 @@ pub struct ScheduleSpec {
     pub phase: Phase,
     pub recurrence: Recurrence,
     /// An IANA zone name (`Europe/London`), stored under its canonical
-    /// name. Intervals ignore it, but it must exist.
+    /// name. Intervals ignore it, but it must exist: a name the time-zone
+    /// database does not know is refused with 400 (`invalid`, `field`
+    /// naming `zone`).
     pub zone: String,
     /// No occurrence before this instant (inclusive).
     #[serde(default)]
     #[schema(schema_with = crate::schema::opt_instant)]
     #[serde(deserialize_with = "whole::opt_i64")]
     pub start: Option<i64>,
-    /// No occurrence after this instant (inclusive); not before `start`.
+    /// No occurrence after this instant (inclusive). One before `start`, or
+    /// with no occurrence between the two, is refused with 400 (`invalid`,
+    /// `field` naming `end`).
     #[serde(default)]
     #[schema(schema_with = crate::schema::opt_instant)]
     #[serde(deserialize_with = "whole::opt_i64")]
@@ -402,7 +420,8 @@ pub struct ScheduleSpec {
     pub catch_up: CatchUp,
     /// Each occurrence fires up to this many milliseconds after its instant,
     /// by an amount fixed by the id and the instant (0, the default: on
-    /// it). At most a day, and below an interval.
+    /// it). At most a day; one not below an interval is refused with 400
+    /// (`invalid`, `field` naming `jitter_ms`).
     #[serde(default)]
     #[schema(schema_with = crate::schema::jitter_ms)]
     #[serde(deserialize_with = "whole::u32")]

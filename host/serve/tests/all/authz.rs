@@ -64,8 +64,13 @@ fn seed(svc: &Service) {
         Some(new_timer("run-1", "e-1", 10)),
     )
     .expect_ok();
-    svc.call("POST", "/v1/schedules", Some("olga"), Some(new_schedule("t-1")))
-        .expect_ok();
+    svc.call(
+        "POST",
+        "/v1/schedules",
+        Some("olga"),
+        Some(new_schedule("t-1")),
+    )
+    .expect_ok();
     let mut globex = new_task("g-1");
     globex["case"] = json!("globex-case");
     globex["justification"] = json!({"globex": true});
@@ -261,7 +266,11 @@ fn no_credential_outside_its_rights_changes_anything() {
         for (method, p, b) in [
             ("GET", "/v1/schedules/t-1", None),
             ("GET", "/v1/schedules/t-1/next", None),
-            ("POST", "/v1/schedules/t-1/pause", Some(json!({"note": "x"}))),
+            (
+                "POST",
+                "/v1/schedules/t-1/pause",
+                Some(json!({"note": "x"})),
+            ),
             ("POST", "/v1/schedules/t-1/resume", None),
             ("POST", "/v1/schedules/t-1/trigger", None),
         ] {

@@ -45,7 +45,14 @@ fn nightly() -> Value {
 }
 
 fn add(svc: &Service, who: &str, spec: Value) -> Reply {
-    call(svc, "POST", "/v1/schedules", "/v1/schedules", who, Some(spec))
+    call(
+        svc,
+        "POST",
+        "/v1/schedules",
+        "/v1/schedules",
+        who,
+        Some(spec),
+    )
 }
 
 fn ids(page: &Value) -> Vec<&str> {
@@ -71,7 +78,10 @@ fn a_schedule_is_added_read_fired_paused_paged_and_removed() {
             s["spec"]["catch_up"],
             json!({"kind": "all_within", "window_ms": 365 * 86_400_000i64})
         );
-        assert_eq!((s["revision"].clone(), s["paused"].clone()), (json!(1), Value::Null));
+        assert_eq!(
+            (s["revision"].clone(), s["paused"].clone()),
+            (json!(1), Value::Null)
+        );
         // Armed at the first 02:30 in New York from the server's clock.
         let next_at = s["next_at"].as_i64().expect("armed");
         let soon = call(
@@ -87,10 +97,24 @@ fn a_schedule_is_added_read_fired_paused_paged_and_removed() {
             soon.as_array().expect("a list").contains(&json!(next_at)),
             "{next_at} not in {soon}"
         );
-        let got = call(svc, "GET", "/v1/schedules/{id}", "/v1/schedules/nightly", "sam", None);
+        let got = call(
+            svc,
+            "GET",
+            "/v1/schedules/{id}",
+            "/v1/schedules/nightly",
+            "sam",
+            None,
+        );
         assert_eq!(got.expect_ok(), &s);
-        call(svc, "GET", "/v1/schedules/{id}", "/v1/schedules/nope", "sam", None)
-            .expect_problem(404, "not-found");
+        call(
+            svc,
+            "GET",
+            "/v1/schedules/{id}",
+            "/v1/schedules/nope",
+            "sam",
+            None,
+        )
+        .expect_problem(404, "not-found");
 
         // Across the spring-forward gap: 02:30 does not exist on March 10.
         let next = call(
@@ -128,7 +152,11 @@ fn a_schedule_is_added_read_fired_paused_paged_and_removed() {
         let effect = timer["effect"].as_str().expect("an effect").to_owned();
         assert!(effect.starts_with("schedule/nightly/"), "{timer}");
         assert_eq!(
-            (timer["run"].clone(), timer["case"].clone(), timer["step"].clone()),
+            (
+                timer["run"].clone(),
+                timer["case"].clone(),
+                timer["step"].clone()
+            ),
             (json!("run-s"), json!("case-s"), json!(3))
         );
         let claimed = call(
@@ -213,7 +241,14 @@ fn a_schedule_is_added_read_fired_paused_paged_and_removed() {
             weekly.body["spec"]["catch_up"],
             json!({"kind": "latest_within", "window_ms": 60_000})
         );
-        let first = call(svc, "GET", "/v1/schedules", "/v1/schedules?limit=2", "olga", None);
+        let first = call(
+            svc,
+            "GET",
+            "/v1/schedules",
+            "/v1/schedules?limit=2",
+            "olga",
+            None,
+        );
         let first = first.expect_ok().clone();
         assert_eq!(ids(&first), ["a-hourly", "nightly"], "{first}");
         assert_eq!(
@@ -245,10 +280,20 @@ fn a_schedule_is_added_read_fired_paused_paged_and_removed() {
             );
             assert_eq!(r.expect_ok()["removed"], removed);
         }
-        call(svc, "GET", "/v1/schedules/{id}", "/v1/schedules/nightly", "olga", None)
-            .expect_problem(404, "not-found");
+        call(
+            svc,
+            "GET",
+            "/v1/schedules/{id}",
+            "/v1/schedules/nightly",
+            "olga",
+            None,
+        )
+        .expect_problem(404, "not-found");
         let tz = call(svc, "GET", "/v1/tz-version", "/v1/tz-version", "olga", None);
-        let tz = tz.expect_ok()["tz_version"].as_str().expect("a release").to_owned();
+        let tz = tz.expect_ok()["tz_version"]
+            .as_str()
+            .expect("a release")
+            .to_owned();
         assert!(tz.len() == 5 && tz.starts_with("20"), "{tz}");
     });
 }
@@ -267,7 +312,11 @@ fn a_bad_spec_is_refused_naming_its_field_and_writes_nothing() {
             spec
         };
         for (spec, field, says) in [
-            (with(json!({"zone": "Europe/Atlantis"})), "zone", "Europe/Atlantis"),
+            (
+                with(json!({"zone": "Europe/Atlantis"})),
+                "zone",
+                "Europe/Atlantis",
+            ),
             (
                 with(json!({"recurrence": {"kind": "cron", "expr": "* 25 * * *"}})),
                 "recurrence.expr",
@@ -288,7 +337,11 @@ fn a_bad_spec_is_refused_naming_its_field_and_writes_nothing() {
                 "catch_up.window_ms",
                 "0 ms",
             ),
-            (with(json!({"jitter_ms": 86_400_001})), "jitter_ms", "jitter"),
+            (
+                with(json!({"jitter_ms": 86_400_001})),
+                "jitter_ms",
+                "jitter",
+            ),
             (nightly(), "id", "exists"),
         ] {
             let r = add(svc, "olga", spec.clone());
@@ -316,15 +369,30 @@ fn another_tenant_sees_no_schedule_and_a_reviewer_reaches_none() {
         // gina, globex's operator, names acme's schedule: there is none.
         for (method, template, path, body) in [
             ("GET", "/v1/schedules/{id}", "/v1/schedules/nightly", None),
-            ("GET", "/v1/schedules/{id}/next", "/v1/schedules/nightly/next", None),
+            (
+                "GET",
+                "/v1/schedules/{id}/next",
+                "/v1/schedules/nightly/next",
+                None,
+            ),
             (
                 "POST",
                 "/v1/schedules/{id}/pause",
                 "/v1/schedules/nightly/pause",
                 Some(json!({"note": "mine now"})),
             ),
-            ("POST", "/v1/schedules/{id}/resume", "/v1/schedules/nightly/resume", None),
-            ("POST", "/v1/schedules/{id}/trigger", "/v1/schedules/nightly/trigger", None),
+            (
+                "POST",
+                "/v1/schedules/{id}/resume",
+                "/v1/schedules/nightly/resume",
+                None,
+            ),
+            (
+                "POST",
+                "/v1/schedules/{id}/trigger",
+                "/v1/schedules/nightly/trigger",
+                None,
+            ),
         ] {
             call(svc, method, template, path, "gina", body).expect_problem(404, "not-found");
         }
@@ -352,14 +420,25 @@ fn another_tenant_sees_no_schedule_and_a_reviewer_reaches_none() {
             ("GET", "/v1/schedules", None),
             ("GET", "/v1/schedules/nightly", None),
             ("DELETE", "/v1/schedules/nightly", None),
-            ("POST", "/v1/schedules/nightly/pause", Some(json!({"note": "x"}))),
+            (
+                "POST",
+                "/v1/schedules/nightly/pause",
+                Some(json!({"note": "x"})),
+            ),
             ("POST", "/v1/schedules/nightly/trigger", None),
             ("GET", "/v1/tz-version", None),
         ] {
             svc.call(method, path, Some("alice"), body)
                 .expect_problem(403, "forbidden");
         }
-        let still = call(svc, "GET", "/v1/schedules/{id}", "/v1/schedules/nightly", "sam", None);
+        let still = call(
+            svc,
+            "GET",
+            "/v1/schedules/{id}",
+            "/v1/schedules/nightly",
+            "sam",
+            None,
+        );
         assert_eq!(still.expect_ok()["revision"], 1);
     });
 }
