@@ -17,6 +17,7 @@ pub mod kind;
 pub mod queue;
 pub mod restore;
 pub mod run;
+pub mod schedule_answers;
 pub mod schedules;
 pub mod serve;
 pub mod stats;

@@ -12,6 +12,7 @@ mod changes;
 mod kinds;
 mod queue;
 mod runs;
+mod schedule_spec;
 pub(crate) mod schedules;
 mod stats;
 mod sweeps;
