@@ -2,11 +2,10 @@
 //! trigger and remove one, compute its next occurrences, and say which
 //! time-zone database the instants come from. Services and operators only,
 //! as every timer route: a schedule's occurrences are timers of its run,
-//! claimed with `claim-due`. Every `now` is the server's clock. It owns the
-//! schedule's wire shape; every rule about a spec is the component's, and a
-//! refusal is an `invalid` problem whose `field` is the request's path to
-//! the value to fix (the spec's shape is `super::schedule_spec`'s). It
-//! must never write anything on a refusal.
+//! claimed with `claim-due`. Every `now` is the server's clock. Every rule
+//! about a spec is the component's (its shape is `super::schedule_spec`'s),
+//! and a refusal is an `invalid` problem whose `field` is the request's
+//! path to the value to fix. It must never write anything on a refusal.
 
 use axum::http::StatusCode;
 use leasehold_host::{self as host, Verb};
