@@ -350,13 +350,19 @@ fn a_bad_spec_is_refused_naming_its_field_and_writes_nothing() {
             let detail = r.body["detail"].as_str().expect("a detail");
             assert!(detail.contains(says), "{spec}: {detail}");
         }
-        // Not the shape the document gives: refused before the rules.
-        for spec in [
-            with(json!({"recurrence": {"kind": "hourly"}})),
-            with(json!({"cron": "* * * * *"})),
-            with(json!({"catch_up": "none"})),
+        // Not the shape the document gives: refused before the rules,
+        // naming where.
+        for (spec, field) in [
+            (
+                with(json!({"recurrence": {"kind": "hourly"}})),
+                "recurrence.kind",
+            ),
+            (with(json!({"cron": "* * * * *"})), "cron"),
+            (with(json!({"catch_up": "none"})), "catch_up"),
         ] {
-            add(svc, "olga", spec).expect_problem(400, "malformed-body");
+            let r = add(svc, "olga", spec.clone());
+            r.expect_problem(400, "invalid");
+            assert_eq!(r.body["field"], field, "{spec}: {:#}", r.body);
         }
         assert!(svc.snapshot() == before, "a refused spec wrote");
     });
