@@ -35,7 +35,7 @@ fn both_times(ms: Timestamp, zone: Option<&TimeZone>) -> (String, String) {
         .and_then(|tz| {
             let at = jiff::Timestamp::from_millisecond(ms).ok()?;
             Some(
-                at.to_zoned(tz.clone())
+                at.to_zoned_datetime(tz.clone())
                     .strftime("%Y-%m-%d %H:%M:%S %Z")
                     .to_string(),
             )
