@@ -448,3 +448,20 @@ fn another_tenant_sees_no_schedule_and_a_reviewer_reaches_none() {
         assert_eq!(still.expect_ok()["revision"], 1);
     });
 }
+
+/// A recurrence's and a catch-up's variants take no field but their own
+/// in the document, as the service refuses any other.
+#[test]
+fn the_document_closes_each_variant_of_a_spec() {
+    let doc = serde_json::to_value(leasehold_serve::openapi()).expect("serializes");
+    for name in ["Recurrence", "CatchUp"] {
+        let variants = doc["components"]["schemas"][name]["oneOf"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{name} is a oneOf"));
+        assert!(!variants.is_empty(), "{name}");
+        for v in variants {
+            assert_eq!(v["additionalProperties"], false, "{name}: {v}");
+            assert!(v["properties"]["kind"]["enum"].is_array(), "{name}: {v}");
+        }
+    }
+}
