@@ -105,6 +105,13 @@ def seed(base, tokens):
             "run": "fuzz-timers", "effect": f"wake-{i}", "step": 1, "phase": "forward",
             "fire_at": 253402300799999 - i,
         })
+    # Schedules for the schedule routes to find (hooks.py names them):
+    # daily, so a trigger's timer is the only one of theirs due soon.
+    for i in range(PER_POOL):
+        call(base, tokens["operator"], "POST", "/v1/schedules", {
+            "id": f"sched-{i}", "run": "fuzz-schedules", "zone": "Europe/London",
+            "recurrence": {"kind": "cron", "expr": "0 3 * * *"},
+        })
     # A kind with a definition, for the kinds' routes to find (the pools'
     # tasks are of another kind, so any decision on them goes).
     call(base, tokens["operator"], "PUT", f"/v1/kinds/{FUZZ_KIND}", {"outcomes": [

@@ -61,6 +61,24 @@ const SAMPLES: &[&[&str]] = &[
     &["kind", "get-kind", "k"],
     &["kind", "list-kinds"],
     &["kind", "remove-kind", "k"],
+    &[
+        "schedule",
+        "add-schedule",
+        "--id",
+        "s",
+        "--run",
+        "r",
+        "--cron",
+        "@daily",
+    ],
+    &["schedule", "remove-schedule", "s"],
+    &["schedule", "pause-schedule", "s", "--note", "x"],
+    &["schedule", "resume-schedule", "s"],
+    &["schedule", "trigger-schedule", "s"],
+    &["schedule", "next-occurrences", "s", "-n", "3"],
+    &["schedule", "get-schedule", "s"],
+    &["schedule", "list-schedules"],
+    &["schedule", "tz-version"],
 ];
 
 /// The spellings of a release ago, in an invocation, and the command each
@@ -79,6 +97,26 @@ const ALIASES: &[(&[&str], &str)] = &[
     (&["kind", "get", "k"], "get-kind"),
     (&["kind", "list"], "list-kinds"),
     (&["kind", "remove", "k"], "remove-kind"),
+    (
+        &[
+            "schedule",
+            "add",
+            "--id",
+            "s",
+            "--run",
+            "r",
+            "--every-ms",
+            "5",
+        ],
+        "add-schedule",
+    ),
+    (&["schedule", "remove", "s"], "remove-schedule"),
+    (&["schedule", "pause", "s", "--note", "x"], "pause-schedule"),
+    (&["schedule", "resume", "s"], "resume-schedule"),
+    (&["schedule", "trigger", "s"], "trigger-schedule"),
+    (&["schedule", "next", "s"], "next-occurrences"),
+    (&["schedule", "get", "s"], "get-schedule"),
+    (&["schedule", "list"], "list-schedules"),
 ];
 
 /// A sample parsed: the names of its commands, from the top, as clap

@@ -958,6 +958,183 @@ fn timer_reschedule_moves_a_timer_and_the_listings_page_it() {
 }
 
 #[test]
+fn schedule_commands_add_read_fire_pause_and_remove_a_schedule() {
+    let s = scratch();
+    let added = s.json(&[
+        "schedule",
+        "add-schedule",
+        "--id",
+        "nightly",
+        "--run",
+        "reports",
+        "--cron",
+        "30 2 * * *",
+        "--zone",
+        "america/new_york",
+        "--case",
+        "c-1",
+        "--step",
+        "2",
+    ]);
+    // The API's shape: the spec under `spec`, the zone canonical.
+    assert_eq!(added["spec"]["zone"], "America/New_York", "{added}");
+    assert_eq!(
+        added["spec"]["recurrence"],
+        json!({"kind": "cron", "expr": "30 2 * * *"})
+    );
+    assert_eq!(added["revision"], 1);
+    assert!(added["next_at"].is_i64(), "{added}");
+    // Across New York's spring-forward gap: March 10 has no 02:30, so it
+    // fires at 03:00 EDT, shown in UTC and in the zone.
+    let after = "2024-03-09T05:00:00Z";
+    let next = s.json(&["schedule", "next", "nightly", "--after", after, "-n", "3"]);
+    assert_eq!(
+        next["occurrences"],
+        json!([
+            1_709_969_400_000i64,
+            1_710_054_000_000i64,
+            1_710_138_600_000i64
+        ])
+    );
+    s.run(&[
+        "schedule",
+        "next-occurrences",
+        "nightly",
+        "--after",
+        after,
+        "-n",
+        "2",
+    ])
+    .assert()
+    .success()
+    .stdout(contains("2024-03-10T07:00:00Z").and(contains("2024-03-10 03:00:00 EDT")));
+    let timer = s.json(&["schedule", "trigger", "nightly"]);
+    let effect = timer["effect"].as_str().expect("an effect").to_owned();
+    assert!(effect.starts_with("schedule/nightly/"), "{timer}");
+    assert_eq!(
+        (timer["run"].clone(), timer["step"].clone()),
+        (json!("reports"), json!(2))
+    );
+    let swept = s.json(&["timer", "claim-due", "--lease", "1m"]);
+    assert!(
+        swept
+            .as_array()
+            .expect("the timers claimed")
+            .iter()
+            .any(|t| t["effect"] == json!(effect)),
+        "{swept}"
+    );
+    let paused = s.json(&["schedule", "pause", "nightly", "--note", "quarter end"]);
+    assert_eq!(
+        (paused["paused"].clone(), paused["next_at"].clone()),
+        (json!("quarter end"), Value::Null)
+    );
+    s.run(&["schedule", "get-schedule", "nightly"])
+        .assert()
+        .success()
+        .stdout(contains("Paused: quarter end"));
+    let resumed = s.json(&["schedule", "resume-schedule", "nightly"]);
+    assert_eq!(resumed["paused"], Value::Null);
+    s.json(&[
+        "schedule",
+        "add",
+        "--id",
+        "every-minute",
+        "--run",
+        "r",
+        "--every-ms",
+        "60000",
+        "--catch-up",
+        "latest-within:120000",
+        "--overlap",
+        "buffer-one",
+    ]);
+    let first = s.json(&["schedule", "list", "--limit", "1"]);
+    assert_eq!(
+        first["schedules"][0]["spec"]["id"], "every-minute",
+        "{first}"
+    );
+    assert_eq!(
+        first["schedules"][0]["spec"]["catch_up"],
+        json!({"kind": "latest_within", "window_ms": 120_000})
+    );
+    let cursor = first["next"].as_str().expect("more follow").to_owned();
+    let second = s.json(&[
+        "schedule",
+        "list-schedules",
+        "--limit",
+        "1",
+        "--after",
+        &cursor,
+    ]);
+    assert_eq!(second["schedules"][0]["spec"]["id"], "nightly", "{second}");
+    s.run(&["schedule", "list"])
+        .assert()
+        .success()
+        .stdout(contains("every-minute").and(contains("quarter end").not()));
+    let tz = s.json(&["schedule", "tz-version"]);
+    assert!(
+        tz["tz_version"]
+            .as_str()
+            .is_some_and(|v| v.starts_with("20")),
+        "{tz}"
+    );
+
+    // Bad specs: invalid input naming the field, nothing written.
+    for (flags, field) in [
+        (&["--cron", "* 25 * * *"][..], "cron: hour field"),
+        (&["--cron", "@daily", "--zone", "Mars/Olympus"][..], "zone:"),
+        (&["--every-ms", "0"][..], "every-ms:"),
+        (
+            &["--cron", "@daily", "--start", "2000", "--end", "1000"][..],
+            "end:",
+        ),
+    ] {
+        let mut args = vec!["schedule", "add", "--id", "bad", "--run", "r"];
+        args.extend_from_slice(flags);
+        let e = s.json_error(&args, 2);
+        assert_eq!(e["error"], "invalid", "{flags:?}: {e}");
+        assert!(
+            e["message"].as_str().is_some_and(|m| m.contains(field)),
+            "{flags:?}: {e}"
+        );
+    }
+    s.run(&["schedule", "add", "--id", "bad", "--run", "r"])
+        .assert()
+        .code(2)
+        .stderr(no_panic());
+    s.run(&[
+        "schedule",
+        "add",
+        "--id",
+        "bad",
+        "--run",
+        "r",
+        "--cron",
+        "@daily",
+        "--catch-up",
+        "soon",
+    ])
+    .assert()
+    .code(2)
+    .stderr(no_panic());
+    let missing = s.json_error(&["schedule", "get", "bad"], 1);
+    assert_eq!(
+        (missing["error"].clone(), missing["detail"].clone()),
+        (json!("not_found"), json!("bad"))
+    );
+    let missing = s.json_error(&["schedule", "pause", "bad", "--note", "x"], 1);
+    assert_eq!(missing["error"], "not_found", "{missing}");
+
+    let removed = s.json(&["schedule", "remove-schedule", "nightly"]);
+    assert_eq!(removed, json!({"id": "nightly", "removed": true}));
+    s.run(&["schedule", "remove", "nightly"])
+        .assert()
+        .success()
+        .stdout(contains("No schedule nightly; nothing was removed."));
+}
+
+#[test]
 fn timer_next_says_when_a_sweeper_should_wake() {
     let s = scratch();
     // A write creates the database; reads never do.

@@ -1,5 +1,5 @@
-// The operator's view: the tenant's counters, the overdue list, the
-// consistency check and take-over. It reads what an operator token may
+// The operator's view: the tenant's counters, the overdue list, its
+// schedules, the consistency check and take-over. It reads what an operator token may
 // read and follows the change feed, so the numbers move as work moves.
 'use strict';
 
@@ -41,9 +41,46 @@
     $('overdue-empty').hidden = rows.length > 0;
   }
 
+  // A schedule's recurrence as a person reads it.
+  function recurrence(r) {
+    if (r.kind === 'cron') return msg`cron ${el('code', {}, user(r.expr))}`;
+    const every = r.every_ms % 1000 === 0 ? `${r.every_ms / 1000} s` : `${r.every_ms} ms`;
+    return `every ${every} from ${Leasehold.formatTime(r.anchor)}`;
+  }
+
+  // An instant in the browser's zone, or in UTC.
+  function instant(ms, utc) {
+    if (ms === null) return '—';
+    const text = utc ? Leasehold.isoTime(ms).replace('.000Z', 'Z') : Leasehold.formatTime(ms);
+    return el('time', { datetime: Leasehold.isoTime(ms) }, text);
+  }
+
+  async function loadSchedules() {
+    const [res, tz] = await Promise.all([api('GET', '/v1/schedules?limit=100'), api('GET', '/v1/tz-version')]);
+    if (!res.ok) {
+      warn(msg`The schedules could not be read: ${explain(res.problem, me && me.actor)}`);
+      return;
+    }
+    const rows = res.data.schedules.map((s) => el('tr', { dataset: { schedule: s.spec.id } },
+      el('th', { scope: 'row' }, user(s.spec.id, { class: 'schedule-id' })),
+      el('td', { 'data-label': 'Recurrence' }, recurrence(s.spec.recurrence)),
+      el('td', { 'data-label': 'Zone' }, user(s.spec.zone)),
+      el('td', { 'data-label': 'Next (your time)' }, instant(s.next_at, false)),
+      el('td', { 'data-label': 'Next (UTC)' }, instant(s.next_at, true)),
+      el('td', { 'data-label': 'State' }, s.paused === null ? 'running' : msg`paused: ${user(s.paused)}`)));
+    $('schedules-rows').replaceChildren(...rows);
+    $('schedules-table').hidden = rows.length === 0;
+    $('schedules-empty').hidden = rows.length > 0;
+    $('schedules-more').hidden = res.data.next === null;
+    $('tz-version').textContent = tz.ok
+      ? `Instants come from the IANA time-zone database ${tz.data.tz_version}.`
+      : '';
+  }
+
   function loadAll() {
     loadCounters();
     loadOverdue();
+    loadSchedules();
   }
 
   let queued = null;

@@ -82,4 +82,8 @@ pub use router::{REQUEST_ID, app, openapi, routes};
 pub use routes::Route;
 pub use server::{Config, ServeError, Server};
 pub use state::Options;
+
+/// A schedule as the API spells it (`/v1/schedules`); the CLI's `--json`
+/// answers one so too, so a script reads one shape from either.
+pub use api::schedules::Schedule as ScheduleJson;
 pub use waiters::EventOptions;

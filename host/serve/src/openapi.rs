@@ -25,6 +25,7 @@ use crate::problem::Problem;
         (name = "sweeps", description = "Overdue tasks and lapsed leases"),
         (name = "runs", description = "Sealing and withdrawing runs"),
         (name = "timers", description = "Durable timers"),
+        (name = "schedules", description = "Recurring schedules (cron or interval, in an IANA time zone) whose occurrences are timers of a run, and the time-zone database they are computed from"),
         (name = "stats", description = "The tenant's counters"),
         (name = "admin", description = "The consistency check"),
         (name = "changes", description = "A task's history and the tenant's feed of changes"),
@@ -50,8 +51,9 @@ impl Modify for BearerScheme {
 /// parameter is required (OpenAPI demands it, and the derive does not
 /// always say so); `Last-Event-ID` takes only an event's id; the stream
 /// is described event by event, a change's data as the `Event` schema a
-/// JSON read's entries are; and a trim names `before`, `keep` or both,
-/// not null (`limit` alone trims nothing).
+/// JSON read's entries are; a trim names `before`, `keep` or both, not
+/// null (`limit` alone trims nothing); and a schedule's recurrence and
+/// catch-up take no field but their variant's.
 pub(crate) fn refine(doc: &mut utoipa::openapi::OpenApi) {
     use utoipa::openapi::path::ParameterIn;
     use utoipa::openapi::schema::{AllOfBuilder, AnyOfBuilder, ObjectBuilder, Schema};
@@ -113,6 +115,20 @@ pub(crate) fn refine(doc: &mut utoipa::openapi::OpenApi) {
     if let Some(RefOr::T(Schema::Object(patch))) = components.schemas.get_mut("TaskPatch") {
         patch.min_properties = Some(1);
         patch.max_properties = None;
+    }
+    // A variant of a schedule's recurrence or catch-up takes no field but
+    // its own, as the service reads it (utoipa's derive says so of a
+    // struct that denies unknown fields, not of an enum's variants).
+    for name in ["Recurrence", "CatchUp"] {
+        if let Some(RefOr::T(Schema::OneOf(one))) = components.schemas.get_mut(name) {
+            for variant in &mut one.items {
+                if let RefOr::T(Schema::Object(o)) = variant {
+                    o.additional_properties = Some(Box::new(
+                        utoipa::openapi::schema::AdditionalProperties::FreeForm(false),
+                    ));
+                }
+            }
+        }
     }
     if let Some(trim) = components.schemas.remove("TrimRequest") {
         // Present and not null: a null says "not given".

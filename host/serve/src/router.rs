@@ -221,6 +221,12 @@ mod tests {
             Verb::DefineKind,
             Verb::ListKinds,
             Verb::RemoveKind,
+            Verb::AddSchedule,
+            Verb::RemoveSchedule,
+            Verb::PauseSchedule,
+            Verb::ResumeSchedule,
+            Verb::TriggerSchedule,
+            Verb::ListSchedules,
         ] {
             let r = routes()
                 .iter()

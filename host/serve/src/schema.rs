@@ -184,6 +184,48 @@ pub fn note_text() -> Object {
         .build()
 }
 
+/// A schedule's id: a name of at most 200 characters, as its occurrences'
+/// effect keys (`schedule/<id>/<instant>`) must stay names.
+pub fn schedule_id() -> Object {
+    use leasehold_guest::schedules::MAX_ID_CHARS;
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .min_length(Some(1))
+        .max_length(Some(MAX_ID_CHARS))
+        .pattern(Some(format!("^[^{NO_CONTROL}]{{1,{MAX_ID_CHARS}}}$")))
+        .build()
+}
+
+/// A span of time, in milliseconds: 1 up to the span of all instants (an
+/// interval, a catch-up window).
+pub fn span_ms() -> Object {
+    integer(1, MAX_TIMESTAMP, false)
+}
+
+/// A schedule's jitter bound, in milliseconds: 0 (none) to one day.
+pub fn jitter_ms() -> Object {
+    use leasehold_guest::calendar::MAX_JITTER_MS;
+    integer(0, MAX_JITTER_MS as i64, false)
+}
+
+/// How many occurrences to compute: 1–1000.
+pub fn occurrences() -> Object {
+    use leasehold_guest::schedules::MAX_OCCURRENCES;
+    integer(1, i64::from(MAX_OCCURRENCES), false)
+}
+
+/// A pause's note: 1–1024 characters, no U+0000.
+pub fn pause_note() -> Object {
+    use leasehold_guest::schedules::MAX_NOTE_CHARS;
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .min_length(Some(1))
+        .max_length(Some(MAX_NOTE_CHARS))
+        .pattern(Some("^[^\\u0000]+$"))
+        .description(Some("Why it is paused: 1–1024 characters, no U+0000"))
+        .build()
+}
+
 /// A decision's output: any JSON document within the justification's
 /// bounds.
 pub fn decision_output() -> Object {

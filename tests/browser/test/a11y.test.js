@@ -75,9 +75,19 @@ for (const [label, viewport] of [['desktop', undefined], ['phone', PHONE]]) {
   test(`the operator page has no serious or critical accessibility violation (${label})`, async () => {
     await scenario(browser, `a11y-operator-${label}`, async ({ page }) => {
       const p = await page(`olga-${label}`, viewport ? { viewport } : {});
+      // A schedule on screen, and one paused with its note.
+      for (const [id, zone] of [[`nightly-${label}`, 'America/New_York'], [`paused-${label}`, 'Europe/London']]) {
+        const added = await server.api('olga', 'POST', '/v1/schedules', {
+          id, run: 'a11y-run', zone, recurrence: { kind: 'cron', expr: '30 2 * * *' },
+        });
+        assert.equal(added.status, 201);
+      }
+      const paused = await server.api('olga', 'POST', `/v1/schedules/paused-${label}/pause`, { note: 'the warehouse is shut' });
+      assert.equal(paused.status, 200);
       await signIn(p, server.base, server.tokens.olga, '/operator');
       await live(p);
       await p.locator('#overdue-rows tr[data-task="pay-a11y-3"]').waitFor();
+      await p.locator(`#schedules-rows tr[data-schedule="paused-${label}"]`).filter({ hasText: 'paused: the warehouse is shut' }).waitFor();
       await p.getByRole('button', { name: 'Run the check' }).click();
       await p.locator('#check-result').filter({ hasText: 'Consistent' }).waitFor();
       assert.deepEqual(await audit(p), []);

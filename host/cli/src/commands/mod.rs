@@ -17,6 +17,8 @@ pub mod kind;
 pub mod queue;
 pub mod restore;
 pub mod run;
+pub mod schedule_answers;
+pub mod schedules;
 pub mod serve;
 pub mod stats;
 pub mod task;
@@ -57,6 +59,11 @@ pub enum Command {
     /// Seal a run, or ask whether it is sealed
     #[command(subcommand)]
     Run(run::RunCommand),
+    /// Add, read, pause, resume, trigger and remove recurring schedules
+    /// (cron or interval, in an IANA time zone) whose occurrences are
+    /// timers of a run
+    #[command(subcommand)]
+    Schedule(schedules::ScheduleCommand),
     /// Pending and leased tasks, armed timers, and the next due timer and
     /// lease end for the tenant; or one of them
     Stats(stats::Stats),
@@ -125,6 +132,7 @@ impl Command {
             Command::ForCase(_) => &["for-case"],
             Command::Timer(c) => c.verbs(),
             Command::Run(c) => c.verbs(),
+            Command::Schedule(c) => c.verbs(),
             Command::Stats(c) => c.verbs(),
             Command::Check => &["check"],
             Command::Feed(_) => &["feed"],
@@ -161,6 +169,7 @@ impl Command {
             Command::ForCase(c) => c.run(cx, out),
             Command::Timer(c) => c.run(cx, out),
             Command::Run(c) => c.run(cx, out),
+            Command::Schedule(c) => c.run(cx, out),
             Command::Stats(c) => c.run(cx, out),
             Command::Check => admin::check(cx, out),
             Command::Feed(c) => c.run(cx, out),

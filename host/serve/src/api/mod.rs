@@ -12,6 +12,8 @@ mod changes;
 mod kinds;
 mod queue;
 mod runs;
+mod schedule_spec;
+pub(crate) mod schedules;
 mod stats;
 mod sweeps;
 mod task_life;
@@ -37,6 +39,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(runs::router())
         .merge(timers::router())
         .merge(timer_moves::router())
+        .merge(schedules::router())
         .merge(stats::router())
         .merge(admin::router())
         .merge(changes::router())

@@ -30,7 +30,17 @@ fn body(r: &Route) -> Option<Value> {
         "withdraw-run" | "seal" => json!({"awaited": ["t-1"]}),
         "arm" => new_timer("run-1", "e-new", 1),
         "claim-due" => json!({"lease_ms": 1000, "now": 253402300799999i64}),
+        "add-schedule" => new_schedule("s-new"),
+        "pause-schedule" => json!({"note": "x"}),
         _ => return None,
+    })
+}
+
+/// A schedule body for `add-schedule`.
+fn new_schedule(id: &str) -> Value {
+    json!({
+        "id": id, "run": "run-1", "zone": "UTC",
+        "recurrence": {"kind": "cron", "expr": "0 0 1 1 *"},
     })
 }
 
@@ -52,6 +62,13 @@ fn seed(svc: &Service) {
         "/v1/timers",
         Some("sam"),
         Some(new_timer("run-1", "e-1", 10)),
+    )
+    .expect_ok();
+    svc.call(
+        "POST",
+        "/v1/schedules",
+        Some("olga"),
+        Some(new_schedule("t-1")),
     )
     .expect_ok();
     let mut globex = new_task("g-1");
@@ -244,10 +261,32 @@ fn no_credential_outside_its_rights_changes_anything() {
             assert_eq!(reply.expect_ok()[key], none, "{p}");
             cells += 1;
         }
+        // Nor of acme's schedules: globex's operator names one and finds
+        // none, lists none, removes none.
+        for (method, p, b) in [
+            ("GET", "/v1/schedules/t-1", None),
+            ("GET", "/v1/schedules/t-1/next", None),
+            (
+                "POST",
+                "/v1/schedules/t-1/pause",
+                Some(json!({"note": "x"})),
+            ),
+            ("POST", "/v1/schedules/t-1/resume", None),
+            ("POST", "/v1/schedules/t-1/trigger", None),
+        ] {
+            let reply = svc.call(method, p, Some("gina"), b);
+            reply.expect_problem(404, "not-found");
+            cells += 1;
+        }
+        let listed = svc.call("GET", "/v1/schedules", Some("gina"), None);
+        assert_eq!(listed.expect_ok()["schedules"], json!([]));
+        let removed = svc.call("DELETE", "/v1/schedules/t-1", Some("gina"), None);
+        assert_eq!(removed.expect_ok()["removed"], false);
+        cells += 2;
         let after = svc.snapshot();
         assert_eq!(before.0, after.0, "the check answers changed");
         assert!(before.1 == after.1, "the keyspace changed");
-        assert_eq!(cells, 216, "the matrix has as many cells as it had");
+        assert_eq!(cells, 259, "the matrix has as many cells as it had");
     });
 }
 

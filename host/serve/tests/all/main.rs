@@ -18,6 +18,7 @@ mod ops;
 mod pages;
 mod routes;
 mod sandbox;
+mod schedules;
 mod task_life;
 mod timer_moves;
 mod upgrade;

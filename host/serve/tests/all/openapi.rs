@@ -14,7 +14,15 @@ use crate::harness::{Service, each_backend, new_task, test_options};
 fn wit_verbs() -> BTreeSet<String> {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../wit");
     let mut verbs = BTreeSet::new();
-    for interface in ["tasks", "kinds", "timers", "runs", "admin", "changes"] {
+    for interface in [
+        "tasks",
+        "kinds",
+        "timers",
+        "runs",
+        "admin",
+        "changes",
+        "schedules",
+    ] {
         let text = std::fs::read_to_string(dir.join(format!("{interface}.wit"))).expect("WIT");
         for line in text.lines() {
             let line = line.trim();
@@ -41,7 +49,7 @@ fn every_wit_verb_has_exactly_one_route() {
     let routed_set: BTreeSet<String> = routed.iter().map(|s| (*s).to_owned()).collect();
     assert_eq!(routed.len(), routed_set.len(), "a verb has two routes");
     let wit = wit_verbs();
-    assert_eq!(wit.len(), 44, "the WIT's verbs: {wit:?}");
+    assert_eq!(wit.len(), 53, "the WIT's verbs: {wit:?}");
     assert_eq!(routed_set, wit);
 }
 
