@@ -27,6 +27,7 @@ fn the_component_exports_exactly_the_world_and_imports_only_kv() {
             "leasehold:engine/changes@0.3.0",
             "leasehold:engine/kinds@0.3.0",
             "leasehold:engine/runs@0.3.0",
+            "leasehold:engine/schedules@0.3.0",
             "leasehold:engine/tasks@0.3.0",
             "leasehold:engine/timers@0.3.0",
         ]
