@@ -473,7 +473,6 @@ pub fn held_position(lease_end: Timestamp, id: &str) -> Key {
 /// The lease end a claim without a lease is listed at: after every lease.
 pub const UNLEASED: Timestamp = i64::MAX;
 
-/// Every kind definition, in name order.
 /// Every schedule, by id.
 pub fn schedules() -> Key {
     Key::new().str("schedule")
@@ -483,6 +482,7 @@ pub fn schedule(id: &str) -> Key {
     schedules().str(id)
 }
 
+/// Every kind definition, in name order.
 pub fn kinds() -> Key {
     Key::new().str("kind")
 }

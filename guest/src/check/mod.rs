@@ -30,8 +30,8 @@
 //! index (`timers`), the counters (`counters`), and of the record the feed
 //! (`feed`), the task logs and the walks back from them (`logs`), the
 //! history entries under their own keys (`histories`), the history starts
-//! (`starts`) and the timer logs (`timer_logs`), and the kind definitions
-//! (`kinds`); `walk` and `record` hold
+//! (`starts`) and the timer logs (`timer_logs`), the kind definitions
+//! (`kinds`) and the schedules (`schedules`); `walk` and `record` hold
 //! what their walks share. This file runs them in order, and decides
 //! nothing itself but the layout mark's readability.
 
@@ -42,6 +42,7 @@ mod indexes;
 mod kinds;
 mod logs;
 mod record;
+mod schedules;
 mod starts;
 mod tasks;
 mod timer_logs;
@@ -76,6 +77,7 @@ pub fn check<K: Kv + ?Sized>(kv: &mut K) -> Result<Vec<Discrepancy>, StoreError>
     let (pending, leased) = tasks::check_tasks(kv, &mut f, shards, every, in_feed)?;
     indexes::check_task_indexes(kv, &mut f)?;
     kinds::check_kinds(kv, &mut f)?;
+    schedules::check_schedules(kv, &mut f)?;
     let armed = timers::check_timers(kv, &mut f, shards, every)?;
     check_record(kv, &mut f, shards, every, in_feed)?;
     check_counters(

@@ -134,6 +134,34 @@ pub fn on_disarm<K: Kv + ?Sized>(kv: &mut K, timer: &TimerRow) -> Result<(), Sto
     row::save(kv, &sched)
 }
 
+/// After `seal` or `disarm-run` retired every timer of `timer`'s run: a
+/// schedule whose armed or running occurrence that was has ended (nothing
+/// of it is armed any more, and a sealed run takes no new timer), so its
+/// row says so (no next occurrence, nothing waiting) rather than showing an
+/// instant that will never fire.
+pub fn on_run_retired<K: Kv + ?Sized>(kv: &mut K, timer: &TimerRow) -> Result<(), StoreError> {
+    let Some((id, nominal)) = parse_effect(&timer.timer.effect) else {
+        return Ok(());
+    };
+    let Some(mut sched) = row::load(kv, id)? else {
+        return Ok(());
+    };
+    if sched.def.run != timer.timer.run
+        || (sched.next != Some(nominal) && sched.running != Some(nominal))
+    {
+        return Ok(());
+    }
+    if sched.next == Some(nominal) {
+        sched.next = None;
+    }
+    if sched.running == Some(nominal) {
+        sched.running = None;
+    }
+    sched.waiting.clear();
+    sched.revision += 1;
+    row::save(kv, &sched)
+}
+
 /// Whether the occurrence that fired last is still claimed and not done:
 /// its timer is still armed (whoever fires it disarms it when done).
 fn running<K: Kv + ?Sized>(kv: &mut K, sched: &ScheduleRow) -> Result<bool, StoreError> {

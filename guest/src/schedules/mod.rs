@@ -57,6 +57,41 @@ impl From<ScheduleRow> for Schedule {
     }
 }
 
+/// What the consistency check finds wrong with schedule `id`'s stored row
+/// `bytes`: it decodes under its own id; its spec still checks; a paused
+/// one has nothing armed next; and the occurrence it names as armed next
+/// has its timer (every verb arms it in the call that names it, and `seal`
+/// and `disarm-run` end the schedule in the call that retires it). Empty:
+/// sound.
+pub fn findings<K: Kv + ?Sized>(
+    kv: &mut K,
+    id: &str,
+    bytes: &[u8],
+) -> Result<Vec<String>, StoreError> {
+    let row = match row::decode_listed(id, bytes) {
+        Ok(row) => row,
+        Err(StoreError::Corrupt(d)) => return Ok(vec![d]),
+        Err(e) => return Err(e),
+    };
+    let mut out = Vec::new();
+    if let Err(StoreError::Corrupt(d)) = row.schedule() {
+        out.push(d);
+    }
+    if let Some(n) = row.next {
+        if row.paused.is_some() {
+            out.push(format!("paused, yet occurrence {n} is named as armed next"));
+        }
+        let effect = effect_of(id, n);
+        if store::load_timer(kv, &row.def.run, &effect)?.is_none() {
+            out.push(format!(
+                "the occurrence armed next ({n}) has no timer (run {}, effect {effect})",
+                row.def.run
+            ));
+        }
+    }
+    Ok(out)
+}
+
 /// One page of schedules, and the cursor for the next (none at the end).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SchedulePage {

@@ -335,3 +335,49 @@ fn schedules_list_by_id_in_pages() {
     let ids: Vec<_> = page.schedules.iter().map(|r| r.def.id.as_str()).collect();
     assert_eq!((ids, page.next), (vec!["c", "d"], None));
 }
+
+#[test]
+fn sealing_or_disarming_the_run_ends_its_schedules_and_the_check_agrees() {
+    for sealed in [true, false] {
+        let mut kv = MemKv::new();
+        let mut buffered = every_minute("m");
+        buffered.spec.overlap = Overlap::BufferAll;
+        schedules::add(&mut kv, &buffered, T0).expect("add");
+        schedules::add(&mut kv, &every_minute("n"), T0).expect("add");
+        assert_eq!(claim(&mut kv, T0), [T0, T0]);
+        // "n" drops minute 1 (overlap skip), "m" keeps it waiting.
+        assert!(claim(&mut kv, T0 + MINUTE).is_empty());
+        let m = schedules::get(&mut kv, "m").expect("get").expect("there");
+        assert_eq!(m.waiting, [T0 + MINUTE]);
+        if sealed {
+            crate::runs::seal(&mut kv, "r", &[]).expect("seal");
+        } else {
+            timers::disarm_run(&mut kv, "r").expect("disarm-run");
+        }
+        for id in ["m", "n"] {
+            let s = schedules::get(&mut kv, id).expect("get").expect("there");
+            assert_eq!(s.next_at, None, "{id} ended (sealed: {sealed})");
+            assert!(s.waiting.is_empty(), "{id}");
+        }
+        assert_eq!(timers::pending_count(&mut kv), Ok(0));
+        assert!(claim(&mut kv, T0 + 10 * MINUTE).is_empty());
+        assert_eq!(check::check(&mut kv), Ok(vec![]), "sealed: {sealed}");
+    }
+}
+
+#[test]
+fn the_check_finds_a_schedule_whose_next_occurrence_has_no_timer() {
+    let mut kv = MemKv::new();
+    schedules::add(&mut kv, &every_minute("m"), T0).expect("add");
+    assert_eq!(check::check(&mut kv), Ok(vec![]));
+    // Retired behind the rules' back, as damage would.
+    let row = crate::store::load_timer(&mut kv, "r", &effect_of("m", T0))
+        .expect("read")
+        .expect("armed");
+    crate::store::retire_timer(&mut kv, "damage", &row).expect("retire");
+    let found = check::check(&mut kv).expect("the check runs");
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].structure, "schedule");
+    assert_eq!(found[0].subject, "m");
+    assert!(found[0].detail.contains("has no timer"), "{found:?}");
+}

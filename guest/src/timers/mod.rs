@@ -228,6 +228,9 @@ pub(crate) fn retire_run<K: Kv + ?Sized>(
         kv.prefetch(&logs)?;
         for row in chunk {
             store::remove_timer(kv, verb, row)?;
+            if row.timer.effect.starts_with("schedule/") {
+                schedules::firing::on_run_retired(kv, row)?;
+            }
             by_shard[usize::from(store::timer_shard(
                 kv,
                 shards,
