@@ -1,7 +1,8 @@
 //! `leasehold serve` and `leasehold token new`, run as the real binary:
 //! tokens made by the CLI authenticate, the server refuses to start without
-//! a credential source, SIGTERM lets requests in flight finish, and a
-//! SIGKILL under load loses no request that was answered 2xx.
+//! a credential source, SIGTERM lets requests in flight finish, a SIGKILL
+//! under load loses no request that was answered 2xx, and schedules firing
+//! across killed servers lose and double no occurrence (`schedules_crash`).
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -9,6 +10,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
+
+#[path = "serve/schedules_crash.rs"]
+mod schedules_crash;
 
 const BIN: &str = env!("CARGO_BIN_EXE_leasehold");
 
@@ -94,6 +98,20 @@ fn serve_logged(
         }
     });
     (Served { child, base }, logged)
+}
+
+/// PostgreSQL from LEASEHOLD_TEST_PG, as cli.rs finds it.
+fn postgres() -> Option<String> {
+    match std::env::var("LEASEHOLD_TEST_PG") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ if std::env::var_os("LEASEHOLD_REQUIRE_PG").is_some() => {
+            panic!("LEASEHOLD_REQUIRE_PG is set but LEASEHOLD_TEST_PG names no database")
+        }
+        _ => {
+            eprintln!("skipped: no PostgreSQL here (LEASEHOLD_TEST_PG is not set)");
+            None
+        }
+    }
 }
 
 fn client() -> reqwest::blocking::Client {
