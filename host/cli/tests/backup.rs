@@ -20,6 +20,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use leasehold_host::{Engine, Lease, OnExpiry, Priority, Task, TaskState};
 use serde_json::{Value, json};
 
+#[path = "support/postgres.rs"]
+mod pg_support;
+use pg_support::postgres;
+
 const BIN: &str = env!("CARGO_BIN_EXE_leasehold");
 /// Bounds a hang only: nothing here waits this long when all is well.
 const DEADLINE: Duration = Duration::from_secs(180);
@@ -436,20 +440,6 @@ fn a_backup_taken_while_four_writers_commit_restores_every_write_answered_before
                 s.dir.path(),
                 &["--db", &url, "--tenant", t, "tenant", "delete", "--yes"],
             ));
-        }
-    }
-}
-
-/// PostgreSQL from LEASEHOLD_TEST_PG, as cli.rs finds it.
-fn postgres() -> Option<String> {
-    match std::env::var("LEASEHOLD_TEST_PG") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ if std::env::var_os("LEASEHOLD_REQUIRE_PG").is_some() => {
-            panic!("LEASEHOLD_REQUIRE_PG is set but LEASEHOLD_TEST_PG names no database")
-        }
-        _ => {
-            eprintln!("skipped: no PostgreSQL here (LEASEHOLD_TEST_PG is not set)");
-            None
         }
     }
 }

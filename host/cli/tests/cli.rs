@@ -13,6 +13,10 @@ use predicates::str::contains;
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
+#[path = "support/postgres.rs"]
+mod pg_support;
+use pg_support::postgres;
+
 /// A scratch folder holding one database file (created on first use).
 struct Scratch {
     dir: TempDir,
@@ -1858,16 +1862,7 @@ fn component_to_an_unwritable_path_is_an_input_error() {
 /// command runs READ ONLY there. Skipped, in one line, without a server.
 #[test]
 fn db_may_be_a_postgres_url() {
-    let url = match std::env::var("LEASEHOLD_TEST_PG") {
-        Ok(url) if !url.is_empty() => url,
-        _ if std::env::var_os("LEASEHOLD_REQUIRE_PG").is_some() => {
-            panic!("LEASEHOLD_REQUIRE_PG is set but LEASEHOLD_TEST_PG names no database")
-        }
-        _ => {
-            eprintln!("skipped: no PostgreSQL here (LEASEHOLD_TEST_PG is not set)");
-            return;
-        }
-    };
+    let Some(url) = postgres() else { return };
     // A tenant of this test's own: the test database is shared by the run.
     let tenant = format!(
         "cli-{}-{}",

@@ -21,6 +21,10 @@ use serde_json::Value;
 mod dataset;
 use dataset::{T0, fill_at_once, fill_tenant};
 
+#[path = "support/postgres.rs"]
+mod pg_support;
+use pg_support::postgres;
+
 /// The test-only hook that stops a copy after this many batches.
 const STOP_AFTER: &str = "LEASEHOLD_COPY_STOP_AFTER_BATCHES";
 
@@ -499,20 +503,6 @@ fn delete_empties_one_tenant_leaves_the_others_and_wants_yes() {
         .map(|t| export_digest(dir.path(), path(&db), t))
         .collect();
     assert_eq!(others, after, "the other tenants are untouched");
-}
-
-/// PostgreSQL from LEASEHOLD_TEST_PG, as cli.rs finds it.
-fn postgres() -> Option<String> {
-    match std::env::var("LEASEHOLD_TEST_PG") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ if std::env::var_os("LEASEHOLD_REQUIRE_PG").is_some() => {
-            panic!("LEASEHOLD_REQUIRE_PG is set but LEASEHOLD_TEST_PG names no database")
-        }
-        _ => {
-            eprintln!("skipped: no PostgreSQL here (LEASEHOLD_TEST_PG is not set)");
-            None
-        }
-    }
 }
 
 #[test]

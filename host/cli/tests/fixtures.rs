@@ -18,6 +18,10 @@ use std::process::{Command, Output, Stdio};
 use assert_cmd::cargo::cargo_bin_cmd;
 use serde_json::{Value, json};
 
+#[path = "support/postgres.rs"]
+mod pg_support;
+use pg_support::postgres;
+
 /// The fixtures `tests/fixtures/make` writes, every one of which must be
 /// there: a missing fixture fails its test rather than passing empty.
 fn fixture_dir(name: &str) -> PathBuf {
@@ -708,20 +712,6 @@ fn redb_fixture(name: &str, layout: u32) {
     let file = dir.path().join("copy.redb");
     std::fs::copy(fixture_dir(name).join("db.redb"), &file).expect("copy the fixture");
     prove(&f, &Replica::Redb { file }, layout, dir.path());
-}
-
-/// PostgreSQL from LEASEHOLD_TEST_PG, as the other PostgreSQL tests find it.
-fn postgres() -> Option<String> {
-    match std::env::var("LEASEHOLD_TEST_PG") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ if std::env::var_os("LEASEHOLD_REQUIRE_PG").is_some() => {
-            panic!("LEASEHOLD_REQUIRE_PG is set but LEASEHOLD_TEST_PG names no database")
-        }
-        _ => {
-            eprintln!("skipped: no PostgreSQL here (LEASEHOLD_TEST_PG is not set)");
-            None
-        }
-    }
 }
 
 fn postgres_fixture(name: &str, layout: u32) {

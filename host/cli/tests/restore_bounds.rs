@@ -17,6 +17,10 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+#[path = "support/postgres.rs"]
+mod pg_support;
+use pg_support::postgres;
+
 // Shared with tests/copy.rs; this file uses only some of it.
 #[allow(dead_code)]
 #[path = "support/dataset.rs"]
@@ -85,20 +89,6 @@ fn unique(prefix: &str) -> String {
         .map(|d| d.as_millis())
         .unwrap_or(0);
     format!("{prefix}-{}-{ms}", std::process::id())
-}
-
-/// PostgreSQL from LEASEHOLD_TEST_PG, as cli.rs finds it.
-fn postgres() -> Option<String> {
-    match std::env::var("LEASEHOLD_TEST_PG") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ if std::env::var_os("LEASEHOLD_REQUIRE_PG").is_some() => {
-            panic!("LEASEHOLD_REQUIRE_PG is set but LEASEHOLD_TEST_PG names no database")
-        }
-        _ => {
-            eprintln!("skipped: no PostgreSQL here (LEASEHOLD_TEST_PG is not set)");
-            None
-        }
-    }
 }
 
 /// `n` tasks in every state in each of `tenants`, on a new redb file.

@@ -11,6 +11,10 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+#[path = "support/postgres.rs"]
+mod pg_support;
+use pg_support::postgres;
+
 #[path = "serve/schedules_crash.rs"]
 mod schedules_crash;
 
@@ -98,20 +102,6 @@ fn serve_logged(
         }
     });
     (Served { child, base }, logged)
-}
-
-/// PostgreSQL from LEASEHOLD_TEST_PG, as cli.rs finds it.
-fn postgres() -> Option<String> {
-    match std::env::var("LEASEHOLD_TEST_PG") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ if std::env::var_os("LEASEHOLD_REQUIRE_PG").is_some() => {
-            panic!("LEASEHOLD_REQUIRE_PG is set but LEASEHOLD_TEST_PG names no database")
-        }
-        _ => {
-            eprintln!("skipped: no PostgreSQL here (LEASEHOLD_TEST_PG is not set)");
-            None
-        }
-    }
 }
 
 fn client() -> reqwest::blocking::Client {
