@@ -328,6 +328,7 @@ struct Component;
 export!(Component);
 
 crate::wit_conversions!(wit);
+crate::schedule_conversions!(schedules_api);
 
 /// Runs a domain call over the host's snapshot and the call's buffer, hands
 /// the host the batch when the call succeeded, and converts both sides.
@@ -728,8 +729,8 @@ impl schedules_api::Guest for Component {
         spec: schedules_api::ScheduleSpec,
         now: i64,
     ) -> Result<schedules_api::Schedule, wit::StoreError> {
-        let def = schedule_def(spec);
-        call(|kv| crate::schedules::add(kv, &def, now).map(schedule_out))
+        let def: crate::schedules::ScheduleDef = spec.into();
+        call(|kv| crate::schedules::add(kv, &def, now))
     }
 
     fn remove_schedule(id: String) -> Result<bool, wit::StoreError> {
@@ -740,11 +741,11 @@ impl schedules_api::Guest for Component {
         id: String,
         note: String,
     ) -> Result<schedules_api::Schedule, wit::StoreError> {
-        call(|kv| crate::schedules::pause(kv, &id, &note).map(schedule_out))
+        call(|kv| crate::schedules::pause(kv, &id, &note))
     }
 
     fn resume_schedule(id: String, now: i64) -> Result<schedules_api::Schedule, wit::StoreError> {
-        call(|kv| crate::schedules::resume(kv, &id, now).map(schedule_out))
+        call(|kv| crate::schedules::resume(kv, &id, now))
     }
 
     fn trigger_schedule(id: String, now: i64) -> Result<wit::Timer, wit::StoreError> {
@@ -756,7 +757,7 @@ impl schedules_api::Guest for Component {
     }
 
     fn get_schedule(id: String) -> Result<Option<schedules_api::Schedule>, wit::StoreError> {
-        call(|kv| crate::schedules::get(kv, &id).map(|r| r.map(schedule_out)))
+        call(|kv| crate::schedules::get(kv, &id).map(|r| r.map(schedules_api::Schedule::from)))
     }
 
     fn list_schedules(
@@ -766,7 +767,11 @@ impl schedules_api::Guest for Component {
         call(|kv| {
             crate::schedules::list(kv, limit, after.as_deref()).map(|p| {
                 schedules_api::SchedulePage {
-                    schedules: p.schedules.into_iter().map(schedule_out).collect(),
+                    schedules: p
+                        .schedules
+                        .into_iter()
+                        .map(schedules_api::Schedule::from)
+                        .collect(),
                     next: p.next,
                 }
             })
@@ -775,100 +780,5 @@ impl schedules_api::Guest for Component {
 
     fn tz_version() -> String {
         crate::schedules::tz_version().into()
-    }
-}
-
-/// A spec as the domain takes it: a jitter of 0 is none.
-fn schedule_def(s: schedules_api::ScheduleSpec) -> crate::schedules::ScheduleDef {
-    use crate::calendar::{CatchUp, GapPolicy, Overlap, RepeatPolicy, Rule, ScheduleSpec};
-    use schedules_api as api;
-    let rule = match s.recurrence {
-        api::Recurrence::Cron(expr) => Rule::Cron { expr },
-        api::Recurrence::Every(i) => Rule::Interval {
-            every_ms: i.every_ms,
-            anchor: i.anchor,
-        },
-    };
-    crate::schedules::ScheduleDef {
-        id: s.id,
-        run: s.run,
-        case: s.case,
-        step: s.step,
-        phase: s.phase.into(),
-        spec: ScheduleSpec {
-            rule,
-            zone: s.zone,
-            start: s.start,
-            end: s.end,
-            gap: match s.gap {
-                api::GapPolicy::ShiftForward => GapPolicy::ShiftForward,
-                api::GapPolicy::Skip => GapPolicy::Skip,
-            },
-            repeat: match s.repeat {
-                api::RepeatPolicy::First => RepeatPolicy::First,
-                api::RepeatPolicy::Both => RepeatPolicy::Both,
-            },
-            jitter_ms: (s.jitter_ms > 0).then_some(u64::from(s.jitter_ms)),
-            overlap: match s.overlap {
-                api::OverlapPolicy::Skip => Overlap::Skip,
-                api::OverlapPolicy::BufferOne => Overlap::BufferOne,
-                api::OverlapPolicy::BufferAll => Overlap::BufferAll,
-            },
-            catch_up: match s.catch_up {
-                api::CatchUp::AllWithin(window_ms) => CatchUp::AllWithinWindow { window_ms },
-                api::CatchUp::LatestWithin(window_ms) => CatchUp::Latest { window_ms },
-                api::CatchUp::None => CatchUp::None,
-            },
-        },
-    }
-}
-
-fn schedule_out(r: crate::schedules::Schedule) -> schedules_api::Schedule {
-    use crate::calendar::{CatchUp, GapPolicy, Overlap, RepeatPolicy, Rule};
-    use schedules_api as api;
-    let d = r.def;
-    let s = d.spec;
-    api::Schedule {
-        spec: api::ScheduleSpec {
-            id: d.id,
-            run: d.run,
-            case: d.case,
-            step: d.step,
-            phase: d.phase.into(),
-            recurrence: match s.rule {
-                Rule::Cron { expr } => api::Recurrence::Cron(expr),
-                Rule::Interval { every_ms, anchor } => {
-                    api::Recurrence::Every(api::Interval { every_ms, anchor })
-                }
-            },
-            zone: s.zone,
-            start: s.start,
-            end: s.end,
-            gap: match s.gap {
-                GapPolicy::ShiftForward => api::GapPolicy::ShiftForward,
-                GapPolicy::Skip => api::GapPolicy::Skip,
-            },
-            repeat: match s.repeat {
-                RepeatPolicy::First => api::RepeatPolicy::First,
-                RepeatPolicy::Both => api::RepeatPolicy::Both,
-            },
-            overlap: match s.overlap {
-                Overlap::Skip => api::OverlapPolicy::Skip,
-                Overlap::BufferOne => api::OverlapPolicy::BufferOne,
-                Overlap::BufferAll => api::OverlapPolicy::BufferAll,
-            },
-            catch_up: match s.catch_up {
-                CatchUp::AllWithinWindow { window_ms } => api::CatchUp::AllWithin(window_ms),
-                CatchUp::Latest { window_ms } => api::CatchUp::LatestWithin(window_ms),
-                CatchUp::None => api::CatchUp::None,
-            },
-            // The spec was checked: a jitter is at most a day, so it fits.
-            jitter_ms: s.jitter_ms.map_or(0, |j| j.min(u64::from(u32::MAX)) as u32),
-        },
-        paused: r.paused,
-        next_at: r.next_at,
-        last_at: r.last_at,
-        waiting: r.waiting,
-        revision: r.revision,
     }
 }

@@ -279,3 +279,134 @@ macro_rules! wit_conversions {
         }
     };
 }
+
+/// Writes `From` conversions, both ways, between the schedules' domain
+/// types (`schedules::ScheduleDef`, `schedules::Schedule`) and the
+/// generated `schedules` interface module that `$api` names in the calling
+/// scope (its `schedule-spec` and `schedule`), for the component and the
+/// host alike. A jitter of 0 on the wire is none in the domain.
+#[macro_export]
+macro_rules! schedule_conversions {
+    ($api:ident) => {
+        impl From<$api::ScheduleSpec> for $crate::schedules::ScheduleDef {
+            fn from(w: $api::ScheduleSpec) -> Self {
+                use $crate::calendar::{CatchUp, GapPolicy, Overlap, RepeatPolicy, Rule};
+                $crate::schedules::ScheduleDef {
+                    id: w.id,
+                    run: w.run,
+                    case: w.case,
+                    step: w.step,
+                    phase: w.phase.into(),
+                    spec: $crate::calendar::ScheduleSpec {
+                        rule: match w.recurrence {
+                            $api::Recurrence::Cron(expr) => Rule::Cron { expr },
+                            $api::Recurrence::Every(i) => Rule::Interval {
+                                every_ms: i.every_ms,
+                                anchor: i.anchor,
+                            },
+                        },
+                        zone: w.zone,
+                        start: w.start,
+                        end: w.end,
+                        gap: match w.gap {
+                            $api::GapPolicy::ShiftForward => GapPolicy::ShiftForward,
+                            $api::GapPolicy::Skip => GapPolicy::Skip,
+                        },
+                        repeat: match w.repeat {
+                            $api::RepeatPolicy::First => RepeatPolicy::First,
+                            $api::RepeatPolicy::Both => RepeatPolicy::Both,
+                        },
+                        jitter_ms: (w.jitter_ms > 0).then_some(u64::from(w.jitter_ms)),
+                        overlap: match w.overlap {
+                            $api::OverlapPolicy::Skip => Overlap::Skip,
+                            $api::OverlapPolicy::BufferOne => Overlap::BufferOne,
+                            $api::OverlapPolicy::BufferAll => Overlap::BufferAll,
+                        },
+                        catch_up: match w.catch_up {
+                            $api::CatchUp::AllWithin(window_ms) => {
+                                CatchUp::AllWithinWindow { window_ms }
+                            }
+                            $api::CatchUp::LatestWithin(window_ms) => CatchUp::Latest { window_ms },
+                            $api::CatchUp::None => CatchUp::None,
+                        },
+                    },
+                }
+            }
+        }
+
+        impl From<$crate::schedules::ScheduleDef> for $api::ScheduleSpec {
+            fn from(d: $crate::schedules::ScheduleDef) -> Self {
+                use $crate::calendar::{CatchUp, GapPolicy, Overlap, RepeatPolicy, Rule};
+                let s = d.spec;
+                $api::ScheduleSpec {
+                    id: d.id,
+                    run: d.run,
+                    case: d.case,
+                    step: d.step,
+                    phase: d.phase.into(),
+                    recurrence: match s.rule {
+                        Rule::Cron { expr } => $api::Recurrence::Cron(expr),
+                        Rule::Interval { every_ms, anchor } => {
+                            $api::Recurrence::Every($api::Interval { every_ms, anchor })
+                        }
+                    },
+                    zone: s.zone,
+                    start: s.start,
+                    end: s.end,
+                    gap: match s.gap {
+                        GapPolicy::ShiftForward => $api::GapPolicy::ShiftForward,
+                        GapPolicy::Skip => $api::GapPolicy::Skip,
+                    },
+                    repeat: match s.repeat {
+                        RepeatPolicy::First => $api::RepeatPolicy::First,
+                        RepeatPolicy::Both => $api::RepeatPolicy::Both,
+                    },
+                    overlap: match s.overlap {
+                        Overlap::Skip => $api::OverlapPolicy::Skip,
+                        Overlap::BufferOne => $api::OverlapPolicy::BufferOne,
+                        Overlap::BufferAll => $api::OverlapPolicy::BufferAll,
+                    },
+                    catch_up: match s.catch_up {
+                        CatchUp::AllWithinWindow { window_ms } => {
+                            $api::CatchUp::AllWithin(window_ms)
+                        }
+                        CatchUp::Latest { window_ms } => $api::CatchUp::LatestWithin(window_ms),
+                        CatchUp::None => $api::CatchUp::None,
+                    },
+                    // A checked jitter is at most a day. Beyond u32 is sent
+                    // as the most, which the rules refuse as out of range
+                    // rather than cut short.
+                    jitter_ms: s
+                        .jitter_ms
+                        .map_or(0, |j| u32::try_from(j).unwrap_or(u32::MAX)),
+                }
+            }
+        }
+
+        impl From<$api::Schedule> for $crate::schedules::Schedule {
+            fn from(s: $api::Schedule) -> Self {
+                $crate::schedules::Schedule {
+                    def: s.spec.into(),
+                    paused: s.paused,
+                    next_at: s.next_at,
+                    last_at: s.last_at,
+                    waiting: s.waiting,
+                    revision: s.revision,
+                }
+            }
+        }
+
+        impl From<$crate::schedules::Schedule> for $api::Schedule {
+            fn from(s: $crate::schedules::Schedule) -> Self {
+                $api::Schedule {
+                    spec: s.def.into(),
+                    paused: s.paused,
+                    next_at: s.next_at,
+                    last_at: s.last_at,
+                    waiting: s.waiting,
+                    revision: s.revision,
+                }
+            }
+        }
+    };
+}

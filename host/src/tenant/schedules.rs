@@ -6,7 +6,7 @@
 use leasehold_guest::model::{Timer, Timestamp};
 use leasehold_guest::schedules::{Schedule, ScheduleDef, SchedulePage, effect_of};
 
-use crate::bindings::{schedule_out, schedule_spec_in, wit, wit_schedules};
+use crate::bindings::{wit, wit_schedules};
 use crate::error::Error;
 use crate::verbs::Verb;
 
@@ -21,7 +21,7 @@ fn same_schedule(s: wit_schedules::Schedule, id: &str) -> Result<Schedule, Error
             s.spec.id
         )));
     }
-    Ok(schedule_out(s))
+    Ok(s.into())
 }
 
 impl Tenant {
@@ -29,7 +29,7 @@ impl Tenant {
     /// bad spec, an id in use or a sealed run is `invalid`, naming the
     /// field; nothing is written then.
     pub fn add_schedule(&self, def: &ScheduleDef, now: Timestamp) -> Result<Schedule, Error> {
-        let spec = schedule_spec_in(def);
+        let spec: wit_schedules::ScheduleSpec = def.clone().into();
         self.call(
             Verb::AddSchedule,
             |x, s| x.call(s, (&spec, now)),
@@ -147,7 +147,7 @@ impl Tenant {
                 let p = store(a)?;
                 let schedules: Vec<Schedule> = at_most(p.schedules, limit, "list-schedules")?
                     .into_iter()
-                    .map(schedule_out)
+                    .map(Into::into)
                     .collect();
                 if schedules.windows(2).any(|w| w[0].def.id >= w[1].def.id)
                     || after
