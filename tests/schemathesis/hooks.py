@@ -39,9 +39,11 @@ predict:
   document says so on the parameter, but a schema cannot relate two
   parameters, so a positive case's ends are put in order.
 - Schedules that exist. run.py adds some; a positive case naming a
-  schedule (`/v1/schedules/{id}`, but not its removal, which would empty
-  the pool for the cases after it) is pointed at one of them about half
-  the time, so those routes answer more than 404.
+  schedule (`/v1/schedules/{id}`) is pointed at one of them about half
+  the time, and every positive case of pause, resume and trigger is, so
+  those routes answer more than 404. A removal never names one (not even
+  an id schemathesis learnt from a listing), which would empty the pool
+  for the cases after it.
 - A schedule spec the rules take. A zone is a name of the time-zone
   database, a cron expression one the rules parse, an end one after some
   occurrence, a jitter below an interval: none of which a schema can say,
@@ -68,7 +70,8 @@ import schemathesis
 
 ISSUED_ONLY = "Only a value this service gave"
 MAX_WAIT_MS = 100
-ALWAYS_SEEDED = ("take-over", "entry-place", "update", "assign", "unassign", "delegate", "note")
+ALWAYS_SEEDED = ("take-over", "entry-place", "update", "assign", "unassign", "delegate", "note",
+                 "pause-schedule", "resume-schedule", "trigger-schedule")
 PROBLEM_INVALID = "urn:leasehold:problem:invalid"
 
 
@@ -103,6 +106,20 @@ def _pool(verb):
     if verb == "entry-place":
         return [f"place-{i}" for i in range(per)]
     return [f"task-{i}" for i in range(per)]
+
+
+def _spare_the_pool(case):
+    """A removal never names a seeded schedule.
+
+    Schemathesis reuses ids it saw in earlier answers (a page of
+    `list-schedules` names the seeded ones), and a removal of one emptied
+    the pool for every case after it: the routes that need a schedule then
+    only ever answered 404, which fails the run. Such a case is sent for an
+    id nobody added instead, which is still a real removal's answer."""
+    params = case.path_parameters or {}
+    drawn = params.get("id")
+    if _verb(case) == "remove-schedule" and isinstance(drawn, str) and drawn.startswith("sched-"):
+        case.path_parameters = {**params, "id": "removed-" + drawn}
 
 
 def _verb(case):
@@ -145,6 +162,7 @@ def _fit_if_match(case):
 
 @schemathesis.hook
 def map_case(ctx, case):
+    _spare_the_pool(case)
     if not _positive(case):
         _fit_query(case)
         return case
@@ -178,12 +196,13 @@ def map_case(ctx, case):
     if "id" in params:
         pool = _pool(_verb(case))
         drawn = str(params["id"])
-        # take-over, entry-place and the changes after open have no other
-        # test data: a
-        # made-up id only ever answers 404 (and their bodies' other refusals
-        # crowd out the rest), and schemathesis fails the run when an
-        # operation never reaches past it, so their positive cases always
-        # name a seeded task.
+        # take-over, entry-place, the changes after open and the changes of
+        # a schedule have no other test data: a made-up id only ever
+        # answers 404 (and their bodies' other refusals crowd out the
+        # rest), and schemathesis fails the run when a phase's positive
+        # cases of an operation never reach past it (a phase may draw only
+        # one or two), so their positive cases always name a seeded task
+        # or schedule; negative cases still send made-up ids.
         if pool and (_pick(drawn, 2) == 0 or _verb(case) in ALWAYS_SEEDED):
             case.path_parameters = {**params, "id": pool[_pick(drawn, len(pool))]}
             if "seq" in params:
