@@ -140,6 +140,7 @@ impl TestDb {
     /// An engine on this database, built by `builder` exactly, whatever
     /// the run asks for: for the tests of kept instances themselves.
     pub fn open_as_built(&self, builder: EngineBuilder) -> Result<Engine, leasehold_host::Error> {
+        keep_compiled();
         match &self.store {
             Store::Redb { path, .. } => builder.open(path),
             Store::Postgres(schema) => builder.postgres(&schema.url),
@@ -546,4 +547,23 @@ pub mod pg {
     pub fn client(url: &str) -> postgres::Client {
         postgres::Client::connect(url, postgres::NoTls).expect("connect to the test database")
     }
+}
+
+/// Keeps the shipped component, compiled with the default limits, alive for
+/// the whole test process. The host's compile cache holds no component once
+/// its engines are gone (so a server frees what it no longer runs), and
+/// tests run one at a time drop their engines before the next test opens
+/// its own: without this, every engine of every test compiled the component
+/// again, which was most of the suites' time. The keeper is an engine that
+/// never makes a call, on a redb file unlinked once open; tests of other
+/// components or limits compile theirs as before.
+pub fn keep_compiled() {
+    static KEEPER: std::sync::OnceLock<Engine> = std::sync::OnceLock::new();
+    KEEPER.get_or_init(|| {
+        let dir = tempfile::tempdir().expect("a temp dir for the keeper");
+        let engine = Engine::open(dir.path().join("keeper.redb")).expect("the keeper opens");
+        // Open, the file needs no name; the directory goes with the guard.
+        let _ = std::fs::remove_file(dir.path().join("keeper.redb"));
+        engine
+    });
 }

@@ -374,6 +374,7 @@ impl Service {
     /// A server whose engine `builder` makes (another component, other
     /// limits).
     pub fn start_with(store: Store, options: Options, builder: EngineBuilder) -> Service {
+        leasehold_tests::keep_compiled();
         Service::start_keyed(store, options, builder, None)
     }
 
