@@ -486,6 +486,7 @@ export class Tenant {
   arm(timer: NewTimer): ArmOutcome;
   claimDue(now: Timestamp, limit: U32, leaseMs: U32): Timer[];
   disarm(run: string, effect: string): boolean;
+  /** Retires every timer of `run`; answers how many. A schedule whose occurrence this retires ends (`nextAt` null, nothing waiting). */
   disarmRun(run: string): number;
   pendingCount(): number | bigint;
   nextDue(): number | bigint | null;
@@ -512,6 +513,7 @@ export class Tenant {
   listSchedules(limit: U32, after?: string | null): SchedulePage;
   /** The IANA time-zone database the component carries, e.g. `2025b`. */
   tzVersion(): string;
+  /** Seals `run`: retires its timers (its schedules end with them) and withdraws its pending tasks among `awaited`, in one transaction. */
   seal(run: string, awaited?: string[]): SealOutcome;
   isSealed(run: string): boolean;
   check(): Discrepancy[];

@@ -10,8 +10,9 @@ use super::Tenant;
 use super::checks::{StoreAnswer, store, strings};
 
 impl Tenant {
-    /// Seals `run`: retires its timers and withdraws its pending tasks among
-    /// `awaited`, in one transaction.
+    /// Seals `run`: retires its timers (its schedules end with them: no
+    /// next occurrence, nothing waiting) and withdraws its pending tasks
+    /// among `awaited`, in one transaction.
     pub fn seal(&self, run: &str, awaited: &[&str]) -> Result<SealOutcome, Error> {
         let awaited = strings(awaited);
         self.call(

@@ -76,7 +76,8 @@ impl Tenant {
         self.call(Verb::Disarm, |x, s| x.call(s, (run, effect)), store::<bool>)
     }
 
-    /// Retires every timer of `run`; answers how many.
+    /// Retires every timer of `run`; answers how many. A schedule whose
+    /// occurrence this retires ends (no next occurrence, nothing waiting).
     pub fn disarm_run(&self, run: &str) -> Result<u32, Error> {
         self.call(Verb::DisarmRun, |x, s| x.call(s, (run,)), store::<u32>)
     }

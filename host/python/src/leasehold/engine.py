@@ -1330,6 +1330,8 @@ class Tenant:
         return self._call("disarm", _str(run, "run"), _str(effect, "effect"))
 
     def disarm_run(self, run: str) -> int:
+        """Retires every timer of `run`; answers how many. A schedule whose
+        occurrence this retires ends (`next_at` None, nothing waiting)."""
         return self._call("disarm-run", _str(run, "run"))
 
     def pending_count(self) -> int:
@@ -1465,6 +1467,8 @@ class Tenant:
         return self._call("tz-version", check=check)
 
     def seal(self, run: str, awaited: list[str]) -> SealOutcome:
+        """Seals `run`: retires its timers (its schedules end with them) and
+        withdraws its pending tasks among `awaited`, in one transaction."""
         return self._call(
             "seal",
             _str(run, "run"),

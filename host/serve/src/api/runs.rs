@@ -44,7 +44,8 @@ async fn withdraw_run(
     Ok(axum::Json(Withdrawn { withdrawn }))
 }
 
-/// Seal a run: retire its timers and withdraw its awaited pending tasks.
+/// Seal a run: retire its timers (its schedules end with them) and withdraw
+/// its awaited pending tasks.
 #[utoipa::path(post, path = "/v1/runs/{run}/seal", operation_id = Verb::Seal.name(), tag = "runs",
     params(RunPath),
     request_body = Option<AwaitedRequest>,

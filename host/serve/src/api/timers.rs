@@ -98,7 +98,8 @@ async fn disarm(c: Caller, Path(TimerPath { run, effect }): Path<TimerPath>) -> 
     Ok(axum::Json(Disarmed { disarmed }))
 }
 
-/// Retire every timer of a run.
+/// Retire every timer of a run; a schedule whose occurrence this retires
+/// ends (`next_at` null, nothing waiting).
 #[utoipa::path(delete, path = "/v1/runs/{run}/timers", operation_id = Verb::DisarmRun.name(), tag = "timers",
     params(RunPath),
     responses(
