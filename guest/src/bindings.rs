@@ -499,6 +499,10 @@ impl tasks_api::Guest for Component {
         call(crate::tasks::next_lease_end)
     }
 
+    fn next_wake() -> Result<Option<i64>, wit::StoreError> {
+        call(crate::tasks::next_wake)
+    }
+
     fn overdue(now: i64, limit: u32) -> Result<Vec<wit::Task>, wit::StoreError> {
         call(|kv| crate::tasks::overdue(kv, now, limit))
             .map(|ts: Vec<model::Task>| ts.into_iter().map(Into::into).collect())

@@ -27,6 +27,8 @@ macro_rules! wit_conversions {
         $crate::wit_conversions!(@record $wit, DecisionRecord, outcome, reason, output, by, at;;);
         $crate::wit_conversions!(@record $wit, Guard, revision, job;;);
         $crate::wit_conversions!(@record $wit, FieldChange, field, before, after;;);
+        $crate::wit_conversions!(@record $wit, EscalationStep, after_due_ms; action;);
+        $crate::wit_conversions!(@variant $wit, TaskStep, Reminder; Escalation);
         $crate::wit_conversions!(@record $wit, FeedEntry, position; change;);
         $crate::wit_conversions!(@record $wit, FeedPlace, slot, seq;;);
         $crate::wit_conversions!(@record $wit, TrimOutcome, feed_removed, history_removed, more;;);
@@ -41,6 +43,22 @@ macro_rules! wit_conversions {
         $crate::wit_conversions!(@variant $wit, ClaimError,
             NotFound, Excluded, WrongRole, AlreadyClaimed, NotHeld, Stale; NotPending, Store);
 
+        impl From<$wit::StepAction> for $crate::model::StepAction {
+            fn from(a: $wit::StepAction) -> Self {
+                match a {
+                    $wit::StepAction::Escalate(roles) => $crate::model::StepAction::Escalate(roles),
+                    $wit::StepAction::Expire => $crate::model::StepAction::Expire,
+                }
+            }
+        }
+        impl From<$crate::model::StepAction> for $wit::StepAction {
+            fn from(a: $crate::model::StepAction) -> Self {
+                match a {
+                    $crate::model::StepAction::Escalate(roles) => $wit::StepAction::Escalate(roles),
+                    $crate::model::StepAction::Expire => $wit::StepAction::Expire,
+                }
+            }
+        }
         impl From<$wit::Task> for $crate::model::Task {
             fn from(t: $wit::Task) -> Self {
                 $crate::model::Task {
@@ -62,6 +80,9 @@ macro_rules! wit_conversions {
                     revision: t.revision,
                     decision: t.decision.map(Into::into),
                     outcomes: t.outcomes.into_iter().map(Into::into).collect(),
+                    remind_before: t.remind_before,
+                    escalation: t.escalation.into_iter().map(Into::into).collect(),
+                    steps_done: t.steps_done,
                 }
             }
         }
@@ -86,6 +107,9 @@ macro_rules! wit_conversions {
                     revision: t.revision,
                     decision: t.decision.map(Into::into),
                     outcomes: t.outcomes.into_iter().map(Into::into).collect(),
+                    remind_before: t.remind_before,
+                    escalation: t.escalation.into_iter().map(Into::into).collect(),
+                    steps_done: t.steps_done,
                 }
             }
         }
@@ -99,6 +123,8 @@ macro_rules! wit_conversions {
                     excluded_actors: c.excluded_actors,
                     on_expiry: c.on_expiry.map(Into::into),
                     outcomes: c.outcomes.map(|o| o.into_iter().map(Into::into).collect()),
+                    remind_before: c.remind_before,
+                    escalation: c.escalation.map(|e| e.into_iter().map(Into::into).collect()),
                 }
             }
         }
@@ -112,6 +138,8 @@ macro_rules! wit_conversions {
                     excluded_actors: c.excluded_actors,
                     on_expiry: c.on_expiry.map(Into::into),
                     outcomes: c.outcomes.map(|o| o.into_iter().map(Into::into).collect()),
+                    remind_before: c.remind_before,
+                    escalation: c.escalation.map(|e| e.into_iter().map(Into::into).collect()),
                 }
             }
         }
@@ -133,6 +161,7 @@ macro_rules! wit_conversions {
                     decision: e.decision.map(Into::into),
                     note: e.note,
                     job: e.job,
+                    step: e.step.map(Into::into),
                 }
             }
         }
@@ -154,6 +183,7 @@ macro_rules! wit_conversions {
                     decision: e.decision.map(Into::into),
                     note: e.note,
                     job: e.job,
+                    step: e.step.map(Into::into),
                 }
             }
         }

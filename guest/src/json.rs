@@ -7,7 +7,7 @@ use crate::prelude::*;
 
 use serde_json::{Value, json};
 
-use crate::model::{OutcomeRule, Timestamp};
+use crate::model::{EscalationStep, OutcomeRule, StepAction, Timestamp};
 
 /// A value as JSON text. Serializing a `Value` cannot fail.
 fn text(v: &Value) -> String {
@@ -43,6 +43,27 @@ pub fn outcomes(list: &[OutcomeRule]) -> String {
                     "needs-reason": o.needs_reason,
                     "output-schema": o.output_schema,
                 })
+            })
+            .collect(),
+    ))
+}
+
+/// Numbers as a JSON array.
+pub fn ints(list: &[u64]) -> String {
+    text(&Value::Array(list.iter().map(|&n| json!(n)).collect()))
+}
+
+/// An escalation chain as the WIT names its fields: each step's action
+/// `{"escalate": [roles]}` or `"expire"`.
+pub fn escalation(list: &[EscalationStep]) -> String {
+    text(&Value::Array(
+        list.iter()
+            .map(|s| {
+                let action = match &s.action {
+                    StepAction::Escalate(roles) => json!({ "escalate": roles }),
+                    StepAction::Expire => json!("expire"),
+                };
+                json!({ "after-due-ms": s.after_due_ms, "action": action })
             })
             .collect(),
     ))

@@ -47,6 +47,7 @@ pub mod schema;
 pub mod store;
 pub mod tasks;
 mod time;
+pub mod timeline;
 pub mod timers;
 pub mod validate;
 

@@ -155,6 +155,43 @@ pub struct Task {
     /// The outcomes the task allows; empty: its kind's, or any.
     #[serde(default)]
     pub outcomes: Vec<OutcomeRule>,
+    /// Reminder offsets before the due time, largest first (earliest
+    /// reminder first).
+    #[serde(default)]
+    pub remind_before: Vec<u64>,
+    /// The escalation chain after the due time, in firing order.
+    #[serde(default)]
+    pub escalation: Vec<EscalationStep>,
+    /// How many steps (reminders, then the chain) have fired.
+    #[serde(default)]
+    pub steps_done: u32,
+}
+
+/// What a chain step does (WIT `step-action`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepAction {
+    /// Escalate, widening the candidate roles by these.
+    Escalate(Vec<String>),
+    /// Settle `expired`.
+    Expire,
+}
+
+/// One step of an escalation chain (WIT `escalation-step`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EscalationStep {
+    pub after_due_ms: u64,
+    pub action: StepAction,
+}
+
+/// A reminder or chain step as it fired (WIT `task-step`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskStep {
+    /// A reminder this many milliseconds before the due time.
+    Reminder(u64),
+    /// A chain step, as the task held it.
+    Escalation(EscalationStep),
 }
 
 impl Task {
@@ -218,6 +255,8 @@ pub struct TaskChanges {
     pub excluded_actors: Option<Vec<String>>,
     pub on_expiry: Option<OnExpiry>,
     pub outcomes: Option<Vec<OutcomeRule>>,
+    pub remind_before: Option<Vec<u64>>,
+    pub escalation: Option<Vec<EscalationStep>>,
 }
 
 impl TaskChanges {
@@ -230,6 +269,8 @@ impl TaskChanges {
             || self.excluded_actors.is_some()
             || self.on_expiry.is_some()
             || self.outcomes.is_some()
+            || self.remind_before.is_some()
+            || self.escalation.is_some()
     }
 }
 
@@ -355,6 +396,9 @@ pub struct HistoryEntry {
     /// The bulk job that made the change.
     #[serde(default)]
     pub job: Option<String>,
+    /// The reminder or chain step the change fired.
+    #[serde(default)]
+    pub step: Option<TaskStep>,
 }
 
 /// What a change did to a timer.

@@ -25,6 +25,7 @@
 //! | `("feed", slot, MAX)` | the last sequence number written in a slot of the feed, a big-endian `u64`; `MAX` is `i64::MAX`, after every entry |
 //! | `("feed-floor", slot)` | the last sequence number trimmed from a slot of the feed, a big-endian `u64` |
 //! | `("feed", slot, seq)` | one entry of the feed, with the position of the previous entry of the same task or timer |
+//! | `("wake", at, id)` | a pending task with a reminder or chain step still to fire, at that step's instant (layout 10) |
 //! | `("held", actor, lease-end, id)` | a claimed task, under its holder at its lease end (`i64::MAX` when unleased): what `held` lists (layout 10) |
 //! | `("kind", kind)` | a kind's definition: its allowed outcomes, which need a reason, their output schemas, its revision (layout 10) |
 //!
@@ -448,6 +449,16 @@ pub fn feed_slot(slot: u8) -> Key {
 
 pub fn feed_entry(slot: u8, seq: u64) -> Key {
     feed_slot(slot).int(seq_int(seq))
+}
+
+/// Every `wake` entry: pending tasks at their next reminder or chain step.
+pub fn wakes() -> Key {
+    Key::new().str("wake")
+}
+
+/// Where a pending task waits for its next reminder or chain step.
+pub fn wake_entry(at: Timestamp, id: &str) -> Key {
+    wakes().int(at).str(id)
 }
 
 /// Every `held` entry.

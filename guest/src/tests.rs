@@ -47,6 +47,7 @@ mod sharding;
 mod take_over_release;
 mod task_changes;
 mod task_decisions;
+mod task_steps;
 mod timer_leases;
 mod timer_moves;
 mod worklist_support;
@@ -77,6 +78,9 @@ pub(super) fn task(id: &str) -> Task {
         revision: 0,
         decision: None,
         outcomes: Vec::new(),
+        remind_before: Vec::new(),
+        escalation: Vec::new(),
+        steps_done: 0,
     }
 }
 

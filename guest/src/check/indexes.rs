@@ -1,4 +1,4 @@
-//! The task indexes (queue, overdue, case, lease and held): every entry names a
+//! The task indexes (queue, overdue, case, lease, held and wake): every entry names a
 //! task whose row implies exactly that entry. The other side, each row's
 //! entries being there, is the walk of the rows'.
 
@@ -25,6 +25,8 @@ pub(super) fn index_name(key: &[u8]) -> &'static str {
         "lease-index"
     } else if starts(schema::helds()) {
         "held-index"
+    } else if starts(schema::wakes()) {
+        "wake-index"
     } else {
         "index"
     }
@@ -50,6 +52,7 @@ pub(super) fn check_task_indexes<K: Kv + ?Sized>(
         schema::cases(),
         schema::leases(),
         schema::helds(),
+        schema::wakes(),
     ] {
         let ahead = |kv: &mut K, chunk: &[crate::kv::Entry]| {
             let keys = chunk

@@ -4,7 +4,7 @@
 //! over after the row, make the row `corrupt`, never a default or a partial
 //! value. From layout 10 a row that gained fields is its layout-9 encoding
 //! (its *base*) followed by an *extension*: a postcard struct of the fields
-//! the layout adds ([`encode_extended`], [`decode_extended`]). Nothing after
+//! the layout adds ([`encode_extended`], [`decode_extended_tail`]). Nothing after
 //! the base is a row an earlier build wrote, read with the extension's
 //! defaults; bytes after the extension are damage. A later layout appends
 //! an extension of its own after this one, the same way, so no earlier row
@@ -53,25 +53,32 @@ pub(super) fn decode_row<T: for<'de> Deserialize<'de>>(bytes: &[u8]) -> Result<T
     }
 }
 
-/// Decodes a base and, when bytes follow it, its extension, which must
-/// then take every byte left; a base alone reads with the extension's
-/// defaults (a row an earlier layout wrote).
-pub(super) fn decode_extended<B, E>(bytes: &[u8]) -> Result<(B, E), RowError>
+/// Decodes a base, its extension and the extension's tail: a field added
+/// to the layout after its extension was first written goes in the tail,
+/// so that each part absent reads with its defaults (a row written before
+/// it), and bytes left after the tail are damage.
+pub(super) fn decode_extended_tail<B, E, T>(bytes: &[u8]) -> Result<(B, E, T), RowError>
 where
     B: for<'de> Deserialize<'de>,
     E: for<'de> Deserialize<'de> + Default,
+    T: for<'de> Deserialize<'de> + Default,
 {
     let (base, rest) =
         postcard::take_from_bytes::<B>(bytes).map_err(|e| RowError(e.to_string()))?;
     if rest.is_empty() {
-        return Ok((base, E::default()));
+        return Ok((base, E::default(), T::default()));
     }
-    match postcard::take_from_bytes::<E>(rest) {
-        Ok((ext, [])) => Ok((base, ext)),
+    let (ext, rest) = postcard::take_from_bytes::<E>(rest)
+        .map_err(|e| RowError(format!("the row's extension: {e}")))?;
+    if rest.is_empty() {
+        return Ok((base, ext, T::default()));
+    }
+    match postcard::take_from_bytes::<T>(rest) {
+        Ok((tail, [])) => Ok((base, ext, tail)),
         Ok((_, left)) => Err(RowError(format!(
             "{} bytes left over after the row's extension",
             left.len()
         ))),
-        Err(e) => Err(RowError(format!("the row's extension: {e}"))),
+        Err(e) => Err(RowError(format!("the row's extension's tail: {e}"))),
     }
 }

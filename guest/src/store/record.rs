@@ -22,12 +22,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::kv::Kv;
 use crate::model::{
-    Change, DecisionRecord, FieldChange, HistoryEntry, StoreError, TaskChange, TaskState,
+    Change, DecisionRecord, FieldChange, HistoryEntry, StoreError, TaskChange, TaskState, TaskStep,
     TimerChange, TimerEvent, Timestamp,
 };
 use crate::schema::{self, Shards};
 
-use super::codec::{RowError, corrupt, decode_extended, decode_row, encode_row};
+use super::codec::{RowError, corrupt, decode_extended_tail, decode_row, encode_row};
 use super::layout::{claim_layout, feed_slot_of, records_from_the_start, shards};
 use super::rows::{TaskRow, TimerRow};
 
@@ -89,6 +89,8 @@ pub struct Cause<'a> {
     pub note: Option<&'a str>,
     pub job: Option<&'a str>,
     pub override_roles: bool,
+    /// The reminder or chain step the change fires.
+    pub step: Option<&'a TaskStep>,
 }
 
 impl<'a> Cause<'a> {
@@ -100,6 +102,7 @@ impl<'a> Cause<'a> {
             note: None,
             job: None,
             override_roles: false,
+            step: None,
         }
     }
 
@@ -155,11 +158,19 @@ struct EntryExt {
     kind: Option<String>,
 }
 
+/// What the layout added to an entry after [`EntryExt`] and [`HistoryExt`]
+/// were first written: the step a change fired. In the extension's tail,
+/// written only when set.
+#[derive(Default, Serialize, Deserialize)]
+struct EntryTail {
+    step: Option<TaskStep>,
+}
+
 fn split_entry(
     e: &HistoryEntry,
     run: &Option<String>,
     kind: &Option<String>,
-) -> (EntryBase, EntryExt) {
+) -> (EntryBase, EntryExt, EntryTail) {
     (
         EntryBase {
             seq: e.seq,
@@ -182,11 +193,18 @@ fn split_entry(
             run: run.clone(),
             kind: kind.clone(),
         },
+        EntryTail {
+            step: e.step.clone(),
+        },
     )
 }
 
 /// The entry of `base` and `ext`, and the run and kind `ext` names.
-fn join_entry(b: EntryBase, e: EntryExt) -> (HistoryEntry, Option<String>, Option<String>) {
+fn join_entry(
+    b: EntryBase,
+    e: EntryExt,
+    tail: EntryTail,
+) -> (HistoryEntry, Option<String>, Option<String>) {
     (
         HistoryEntry {
             seq: b.seq,
@@ -204,6 +222,7 @@ fn join_entry(b: EntryBase, e: EntryExt) -> (HistoryEntry, Option<String>, Optio
             decision: e.decision,
             note: e.note,
             job: e.job,
+            step: tail.step,
         },
         e.run,
         e.kind,
@@ -274,7 +293,7 @@ impl Serialize for FeedRow {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match &self.change {
             Change::Task(t) => {
-                let (entry, ext) = split_entry(&t.entry, &t.run, &t.kind);
+                let (entry, ext, tail) = split_entry(&t.entry, &t.run, &t.kind);
                 let base = FeedBase {
                     prev: self.prev,
                     change: ChangeBase::Task(TaskChangeBase {
@@ -282,6 +301,9 @@ impl Serialize for FeedRow {
                         entry,
                     }),
                 };
+                if tail.step.is_some() {
+                    return (base, ext, tail).serialize(s);
+                }
                 (base, ext).serialize(s)
             }
             Change::Timer(t) => FeedBase {
@@ -296,8 +318,12 @@ impl Serialize for FeedRow {
 /// Written as its base, then its extension.
 impl Serialize for HistoryRow {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let (entry, ext) = split_entry(&self.entry, &None, &None);
-        ((entry, self.position), HistoryExt::from(ext)).serialize(s)
+        let (entry, ext, tail) = split_entry(&self.entry, &None, &None);
+        let head = ((entry, self.position), HistoryExt::from(ext));
+        if tail.step.is_some() {
+            return (head.0, head.1, tail).serialize(s);
+        }
+        head.serialize(s)
     }
 }
 
@@ -306,7 +332,10 @@ struct StoredEntry<'a>(&'a HistoryEntry);
 
 impl Serialize for StoredEntry<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let (base, ext) = split_entry(self.0, &None, &None);
+        let (base, ext, tail) = split_entry(self.0, &None, &None);
+        if tail.step.is_some() {
+            return (base, HistoryExt::from(ext), tail).serialize(s);
+        }
         (base, HistoryExt::from(ext)).serialize(s)
     }
 }
@@ -316,16 +345,17 @@ pub fn decode_task_log(bytes: &[u8]) -> Result<TaskLog, RowError> {
 }
 
 pub fn decode_history(bytes: &[u8]) -> Result<HistoryRow, RowError> {
-    let ((base, position), ext): ((EntryBase, Position), HistoryExt) = decode_extended(bytes)?;
-    let (entry, _, _) = join_entry(base, ext.into());
+    let ((base, position), ext, tail): ((EntryBase, Position), HistoryExt, EntryTail) =
+        decode_extended_tail(bytes)?;
+    let (entry, _, _) = join_entry(base, ext.into(), tail);
     Ok(HistoryRow { entry, position })
 }
 
 pub fn decode_feed_row(bytes: &[u8]) -> Result<FeedRow, RowError> {
-    let (base, ext): (FeedBase, EntryExt) = decode_extended(bytes)?;
+    let (base, ext, tail): (FeedBase, EntryExt, EntryTail) = decode_extended_tail(bytes)?;
     let change = match base.change {
         ChangeBase::Task(t) => {
-            let (entry, run, kind) = join_entry(t.entry, ext);
+            let (entry, run, kind) = join_entry(t.entry, ext, tail);
             Change::Task(TaskChange {
                 id: t.id,
                 entry,
@@ -435,6 +465,7 @@ pub fn record_task<K: Kv + ?Sized>(
             .flatten(),
         note: cause.note.map(str::to_owned),
         job: cause.job.map(str::to_owned),
+        step: cause.step.cloned(),
     };
     let checkpoint = seq
         .is_multiple_of(HISTORY_CHECKPOINT)
@@ -501,6 +532,7 @@ pub fn before_history(task: &crate::model::Task, at: Timestamp) -> HistoryEntry 
         decision: None,
         note: None,
         job: None,
+        step: None,
     }
 }
 
@@ -553,6 +585,21 @@ fn field_changes(was: &TaskRow, now: &TaskRow, cause: Cause<'_>) -> Vec<FieldCha
         crate::json::outcomes(&a.outcomes),
         crate::json::outcomes(&b.outcomes),
     );
+    push(
+        "remind-before",
+        crate::json::ints(&a.remind_before),
+        crate::json::ints(&b.remind_before),
+    );
+    push(
+        "escalation",
+        crate::json::escalation(&a.escalation),
+        crate::json::escalation(&b.escalation),
+    );
+    push(
+        "steps-done",
+        a.steps_done.to_string(),
+        b.steps_done.to_string(),
+    );
     if cause.override_roles {
         push("override-roles", "false".to_owned(), "true".to_owned());
     }
@@ -575,8 +622,8 @@ pub fn load_history_start<K: Kv + ?Sized>(
 
 /// A stored history start (see [`load_history_start`]).
 pub fn decode_history_start(bytes: &[u8]) -> Result<HistoryEntry, RowError> {
-    let (base, ext): (EntryBase, HistoryExt) = decode_extended(bytes)?;
-    Ok(join_entry(base, ext.into()).0)
+    let (base, ext, tail): (EntryBase, HistoryExt, EntryTail) = decode_extended_tail(bytes)?;
+    Ok(join_entry(base, ext.into(), tail).0)
 }
 
 /// Records what `verb` did to a timer, as `row` now stands (or stood, when

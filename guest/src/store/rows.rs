@@ -11,11 +11,12 @@ use serde::{Deserialize, Serialize, Serializer};
 
 use crate::keys::Key;
 use crate::model::{
-    DecisionRecord, OnExpiry, OutcomeRule, Priority, Task, TaskState, Timer, Timestamp,
+    DecisionRecord, EscalationStep, OnExpiry, OutcomeRule, Priority, Task, TaskState, Timer,
+    Timestamp,
 };
 use crate::schema;
 
-use super::codec::{RowError, decode_extended};
+use super::codec::{RowError, decode_extended_tail};
 
 /// A stored task: the task plus what the contract needs but the caller never
 /// sets. Stored in the compact binary form of [`encode_row`](super::encode_row):
@@ -90,7 +91,25 @@ struct TaskExtRef<'a> {
     outcomes: &'a [OutcomeRule],
 }
 
-/// Written as its base, then its extension.
+/// What the layout added to a task row after [`TaskExt`] was first
+/// written: its reminders and escalation chain. In the extension's tail,
+/// written only when a field is set.
+#[derive(Default, Deserialize)]
+struct TaskTail {
+    remind_before: Vec<u64>,
+    escalation: Vec<EscalationStep>,
+    steps_done: u32,
+}
+
+/// [`TaskTail`], borrowed from a row to be written.
+#[derive(Serialize)]
+struct TaskTailRef<'a> {
+    remind_before: &'a [u64],
+    escalation: &'a [EscalationStep],
+    steps_done: u32,
+}
+
+/// Written as its base, then its extension, then the extension's tail.
 impl Serialize for TaskRow {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let t = &self.task;
@@ -117,6 +136,14 @@ impl Serialize for TaskRow {
             decision: &t.decision,
             outcomes: &t.outcomes,
         };
+        if !t.remind_before.is_empty() || !t.escalation.is_empty() || t.steps_done != 0 {
+            let tail = TaskTailRef {
+                remind_before: &t.remind_before,
+                escalation: &t.escalation,
+                steps_done: t.steps_done,
+            };
+            return (base, ext, tail).serialize(s);
+        }
         // A row with nothing to extend is written as layout 9 wrote it.
         if t.revision == 0 && t.decision.is_none() && t.outcomes.is_empty() {
             return base.serialize(s);
@@ -127,7 +154,7 @@ impl Serialize for TaskRow {
 
 /// Decodes a stored task row of any layout from 3 on.
 pub fn decode_task_row(bytes: &[u8]) -> Result<TaskRow, RowError> {
-    let (b, e): (TaskBase, TaskExt) = decode_extended(bytes)?;
+    let (b, e, tail): (TaskBase, TaskExt, TaskTail) = decode_extended_tail(bytes)?;
     Ok(TaskRow {
         task: Task {
             id: b.id,
@@ -148,15 +175,21 @@ pub fn decode_task_row(bytes: &[u8]) -> Result<TaskRow, RowError> {
             revision: e.revision,
             decision: e.decision,
             outcomes: e.outcomes,
+            remind_before: tail.remind_before,
+            escalation: tail.escalation,
+            steps_done: tail.steps_done,
         },
         ever_escalated: b.ever_escalated,
     })
 }
 
 impl TaskRow {
-    /// Still owed to the expiry sweep.
+    /// Still owed to the expiry sweep: a task with an escalation chain is
+    /// acted on by its chain instead.
     pub fn awaits_expiry(&self) -> bool {
-        matches!(self.task.state, TaskState::Open | TaskState::Claimed) && !self.ever_escalated
+        matches!(self.task.state, TaskState::Open | TaskState::Claimed)
+            && !self.ever_escalated
+            && self.task.escalation.is_empty()
     }
 
     /// Held under a lease: in the lease index, and counted as leased.
@@ -179,6 +212,9 @@ impl TaskRow {
         }
         if let Some(due) = t.due_at.filter(|_| self.awaits_expiry()) {
             out.push(schema::overdue_entry(due, &t.id).into_bytes());
+        }
+        if let Some((at, _)) = crate::timeline::next_step(t) {
+            out.push(schema::wake_entry(at, &t.id).into_bytes());
         }
         if let Some(until) = t.lease_until.filter(|_| self.is_leased()) {
             out.push(schema::lease_entry(until, &t.id).into_bytes());

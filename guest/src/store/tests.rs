@@ -31,6 +31,9 @@ fn full_task() -> Task {
         revision: 0,
         decision: None,
         outcomes: Vec::new(),
+        remind_before: Vec::new(),
+        escalation: Vec::new(),
+        steps_done: 0,
     }
 }
 
@@ -85,6 +88,9 @@ fn the_layout_2_row_bytes_are_pinned() {
             revision: 0,
             decision: None,
             outcomes: Vec::new(),
+            remind_before: Vec::new(),
+            escalation: Vec::new(),
+            steps_done: 0,
         },
         ever_escalated: true,
     };

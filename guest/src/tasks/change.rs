@@ -10,6 +10,7 @@ use crate::prelude::*;
 use crate::kv::Kv;
 use crate::model::{ClaimError, Guard, Task, TaskChanges, TaskState};
 use crate::store::{self, Cause};
+use crate::timeline;
 use crate::validate::{self, invalid};
 
 use super::claims::returned;
@@ -76,6 +77,25 @@ pub fn update<K: Kv + ?Sized>(
     if let Some(o) = c.outcomes {
         t.outcomes = o;
     }
+    if let Some(r) = c.remind_before {
+        t.remind_before = r;
+    }
+    if let Some(e) = c.escalation {
+        t.escalation = e;
+    }
+    // The timeline is checked as the change leaves it, so a due time
+    // cleared under standing reminders is refused, as is one moved so
+    // close to the creation that a reminder could not fit.
+    let (remind_before, escalation) = timeline::checked(
+        "changes.",
+        t.due_at,
+        t.created_at,
+        &t.remind_before,
+        &t.escalation,
+    )?;
+    t.remind_before = remind_before;
+    t.escalation = escalation;
+    t.steps_done = timeline::rearmed(&row.task, t);
     // An excluded actor never holds a task: the claim ends in this change,
     // and the task goes back to the queue it came from.
     if t.state == TaskState::Claimed

@@ -20,7 +20,7 @@
 //! The files below group the verbs by what they do: `open`, the claim
 //! ladder (`claims`), moving a claim by someone's say (`assign`), changes
 //! after open and notes (`change`), settling (`settle`) and a decision's
-//! checks (`decide`), and the reads (`reads`), over how
+//! checks (`decide`), reminders and chain steps firing (`steps`), and the reads (`reads`), over how
 //! a changing verb reaches its rows (`lookup`). A new verb gets a file of its
 //! own, or joins the group it belongs to. This file only names them and
 //! re-exports the verbs, so their paths stay `tasks::…`; the files import
@@ -34,6 +34,7 @@ mod lookup;
 mod open;
 mod reads;
 mod settle;
+mod steps;
 
 pub use assign::{assign, delegate, unassign};
 pub use change::{note, update};
@@ -42,3 +43,4 @@ pub use open::open;
 pub use reads::{for_case, get, held, leased_count, next_lease_end, open_count, overdue, queue};
 pub(crate) use settle::withdraw_awaited;
 pub use settle::{escalate, expire_overdue, settle, withdraw_run};
+pub use steps::next_wake;

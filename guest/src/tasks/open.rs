@@ -8,11 +8,22 @@ use crate::prelude::*;
 use crate::kv::Kv;
 use crate::model::{StoreError, Task};
 use crate::store::{self, Cause, TaskRow};
+use crate::timeline;
 use crate::validate;
 
 /// `open`: first open wins.
 pub fn open<K: Kv + ?Sized>(kv: &mut K, task: &Task) -> Result<Task, StoreError> {
-    let task = validate::task_input(task)?;
+    let mut task = validate::task_input(task)?;
+    let (remind_before, escalation) = timeline::checked(
+        "",
+        task.due_at,
+        task.created_at,
+        &task.remind_before,
+        &task.escalation,
+    )?;
+    task.remind_before = remind_before;
+    task.escalation = escalation;
+    task.steps_done = 0;
     store::prefetch_task(kv, &task.id)?;
     store::check_layout(kv, false)?;
     if let Some(found) = store::load_task(kv, &task.id)? {

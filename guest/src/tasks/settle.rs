@@ -1,6 +1,7 @@
 //! Settling: `settle` (compare-and-set from pending, or only by the holder),
 //! `withdraw-run` (and the withdrawal `seal` shares), `escalate`, and
-//! `expire-overdue` (each overdue task by its `on-expiry`, once). A settled
+//! `expire-overdue` (each overdue task by its `on-expiry`, once, then due
+//! reminders and chain steps, `steps`). A settled
 //! task stays as it stands: the decision that won a race is the outcome.
 
 #[allow(unused_imports)]
@@ -157,13 +158,18 @@ pub fn escalate<K: Kv + ?Sized>(
 /// A pending row as escalation leaves it: `escalated`, unheld, its audience
 /// widened by `escalate-to` (an empty audience already means anyone).
 fn escalated(row: &TaskRow) -> TaskRow {
+    escalated_with(row, &row.task.escalate_to)
+}
+
+/// [`escalated`], its audience widened by `roles`: a chain step's.
+pub(super) fn escalated_with(row: &TaskRow, roles: &[String]) -> TaskRow {
     let mut next = row.clone();
     next.ever_escalated = true;
     next.task.state = TaskState::Escalated;
     next.task.assignee = None;
     next.task.lease_until = None;
     if !next.task.candidate_roles.is_empty() {
-        for role in &row.task.escalate_to {
+        for role in roles {
             if !next.task.candidate_roles.contains(role) {
                 next.task.candidate_roles.push(role.clone());
             }
@@ -209,5 +215,8 @@ pub fn expire_overdue<K: Kv + ?Sized>(
         store::write_task(kv, cause, Some(&row), &mut next)?;
         moved.push(next.task);
     }
+    // What is left of the call's limit fires reminders and chain steps.
+    let left = limit.saturating_sub(u32::try_from(moved.len()).unwrap_or(u32::MAX));
+    moved.extend(super::steps::fire_due_steps(kv, now, left)?);
     Ok(moved)
 }
