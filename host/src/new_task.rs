@@ -17,6 +17,8 @@
 //! | `priority` | `normal` (`low`, `normal`, `high`, `urgent`) |
 //! | `on_expiry` | `deny` (`deny`, `escalate`, `proceed`) |
 //! | `created_at` | the caller's clock |
+//! | `remind_before` | none: milliseconds before `due_at`, e.g. `[3600000]` |
+//! | `escalation` | none: steps after `due_at`, e.g. `[{"after_due_ms": 0, "action": {"escalate": ["leads"]}}, {"after_due_ms": 86400000, "action": "expire"}]` |
 //!
 //! An unknown field is refused, so a typo is an error rather than a value
 //! silently dropped. Two forms read the document:
@@ -32,8 +34,8 @@
 //!   task opens again (the engine refuses them unless they are a new
 //!   task's: open, unclaimed). It takes the task's `outcomes` (each
 //!   `{name, needs_reason, output_schema}`, a schema as its text), and
-//!   reads a printed task's `revision` and `decision` without handing
-//!   them on: the engine keeps those.
+//!   reads a printed task's `revision`, `decision` and `steps_done`
+//!   without handing them on: the engine keeps those.
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -43,7 +45,7 @@ use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
 use leasehold_guest::model::{
-    DecisionRecord, OnExpiry, OutcomeRule, Priority, Task, TaskState, Timestamp,
+    DecisionRecord, EscalationStep, OnExpiry, OutcomeRule, Priority, Task, TaskState, Timestamp,
 };
 
 /// How a document's fields are read; see the module's docs. Sealed: the
@@ -67,7 +69,7 @@ mod sealed {
 }
 
 /// The fields both forms read.
-const NEW_TASK_FIELDS: [&str; 12] = [
+const NEW_TASK_FIELDS: [&str; 14] = [
     "id",
     "run",
     "case",
@@ -80,6 +82,8 @@ const NEW_TASK_FIELDS: [&str; 12] = [
     "on_expiry",
     "created_at",
     "due_at",
+    "remind_before",
+    "escalation",
 ];
 
 /// The service's request body: see the module's docs.
@@ -114,12 +118,15 @@ impl Form for ByHand {
         "on_expiry",
         "created_at",
         "due_at",
+        "remind_before",
+        "escalation",
         "state",
         "assignee",
         "lease_until",
         "revision",
         "decision",
         "outcomes",
+        "steps_done",
     ];
     const STRING_IS_TEXT: bool = true;
 
@@ -160,6 +167,10 @@ pub struct NewTask<F: Form = Wire> {
     /// The outcomes a decision on it may have ([`ByHand`] only; empty:
     /// its kind's, or any).
     pub outcomes: Vec<OutcomeRule>,
+    /// Reminder offsets before the due time, in milliseconds.
+    pub remind_before: Vec<u64>,
+    /// The escalation chain after the due time.
+    pub escalation: Vec<EscalationStep>,
     printed: Printed,
     form: PhantomData<F>,
 }
@@ -203,6 +214,9 @@ impl<F: Form> NewTask<F> {
             revision: 0,
             decision: None,
             outcomes: self.outcomes,
+            remind_before: self.remind_before,
+            escalation: self.escalation,
+            steps_done: 0,
         }
     }
 }
@@ -281,7 +295,8 @@ impl<'de, F: Form> Visitor<'de> for Fields<F> {
         let (mut created_at, mut due_at) = (None, None);
         let (mut state, mut assignee, mut lease_until) = (None, None, None);
         let mut outcomes: Option<Option<Vec<OutcomeRule>>> = None;
-        let (mut revision, mut decision) = (None, None);
+        let (mut revision, mut decision, mut steps_done) = (None, None, None);
+        let (mut remind_before, mut escalation) = (None, None);
         while let Some(key) = map.next_key_seed(Key::<F>(PhantomData))? {
             let time = || Time::<F>(PhantomData);
             match key {
@@ -311,6 +326,10 @@ impl<'de, F: Form> Visitor<'de> for Fields<F> {
                 "assignee" => once(&mut assignee, key, map.next_value::<Option<String>>()?)?,
                 "lease_until" => once(&mut lease_until, key, map.next_value_seed(time())?)?,
                 "outcomes" => once(&mut outcomes, key, map.next_value()?)?,
+                "remind_before" => once(&mut remind_before, key, map.next_value()?)?,
+                "escalation" => once(&mut escalation, key, map.next_value()?)?,
+                // Like the revision: how many steps fired is the engine's.
+                "steps_done" => once(&mut steps_done, key, map.next_value::<Option<u32>>()?)?,
                 // A printed task's revision and decision are the engine's
                 // to keep: read, so that it reads back, and not handed on.
                 "revision" => once(&mut revision, key, map.next_value::<Option<u64>>()?)?,
@@ -338,6 +357,8 @@ impl<'de, F: Form> Visitor<'de> for Fields<F> {
             created_at: created_at.flatten(),
             due_at: due_at.flatten(),
             outcomes: outcomes.flatten().unwrap_or_default(),
+            remind_before: remind_before.unwrap_or_default(),
+            escalation: escalation.unwrap_or_default(),
             printed: Printed {
                 state: state.flatten(),
                 assignee: assignee.flatten(),

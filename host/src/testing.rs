@@ -30,5 +30,8 @@ pub(crate) fn task(id: &str) -> Task {
         revision: 0,
         decision: None,
         outcomes: Vec::new(),
+        remind_before: Vec::new(),
+        escalation: Vec::new(),
+        steps_done: 0,
     }
 }

@@ -78,6 +78,7 @@ verbs! {
     OpenCount => "tasks" "open-count" Read,
     LeasedCount => "tasks" "leased-count" Read,
     NextLeaseEnd => "tasks" "next-lease-end" Read,
+    NextWake => "tasks" "next-wake" Read,
     Overdue => "tasks" "overdue" Read,
     Held => "tasks" "held" Read,
     Update => "tasks" "update" Write,

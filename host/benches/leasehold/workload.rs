@@ -42,6 +42,9 @@ pub(crate) fn task(id: String, created_at: i64, role: &str, case: String) -> Tas
         revision: 0,
         decision: None,
         outcomes: Vec::new(),
+        remind_before: Vec::new(),
+        escalation: Vec::new(),
+        steps_done: 0,
     }
 }
 

@@ -59,6 +59,9 @@ fn task(tenant: &str, i: usize) -> Task {
         revision: 0,
         decision: None,
         outcomes: Vec::new(),
+        remind_before: Vec::new(),
+        escalation: Vec::new(),
+        steps_done: 0,
     }
 }
 

@@ -46,6 +46,9 @@ fn crash_writer_child() {
             revision: 0,
             decision: None,
             outcomes: Vec::new(),
+            remind_before: Vec::new(),
+            escalation: Vec::new(),
+            steps_done: 0,
         };
         t.open(&task).expect("open");
         writeln!(out, "acked {id}").expect("stdout");

@@ -471,6 +471,9 @@ fn offline_backup(s: &Setup) -> (PathBuf, PathBuf) {
                 revision: 0,
                 decision: None,
                 outcomes: Vec::new(),
+                remind_before: Vec::new(),
+                escalation: Vec::new(),
+                steps_done: 0,
             })
             .expect("open");
         }
@@ -733,6 +736,9 @@ fn serve_logs_its_first_sweep_and_waits_before_acting() {
                 revision: 0,
                 decision: None,
                 outcomes: Vec::new(),
+                remind_before: Vec::new(),
+                escalation: Vec::new(),
+                steps_done: 0,
             })
             .expect("open");
         }

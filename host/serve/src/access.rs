@@ -306,6 +306,9 @@ mod tests {
             revision: 0,
             decision: None,
             outcomes: Vec::new(),
+            remind_before: Vec::new(),
+            escalation: Vec::new(),
+            steps_done: 0,
         }
     }
 
@@ -329,6 +332,7 @@ mod tests {
                 decision: None,
                 note: None,
                 job: None,
+                step: None,
             },
             run: Some(t.run.clone()),
             kind: Some(t.kind.clone()),

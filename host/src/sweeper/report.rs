@@ -17,6 +17,9 @@ pub(crate) const RECLAIMED: &str = "reclaimed";
 pub(crate) const ESCALATED: &str = "escalated";
 /// Overdue tasks settled `expired` (by `expire-overdue`).
 pub(crate) const EXPIRED: &str = "expired";
+/// Tasks a reminder left open or claimed (by `expire-overdue`); a chain
+/// step's escalation or expiry counts as `escalated` or `expired`.
+pub(crate) const REMINDED: &str = "reminded";
 /// Feed entries trimmed by the retention.
 pub(crate) const TRIMMED: &str = "trimmed";
 
@@ -37,7 +40,7 @@ pub struct SweepReport {
     /// Overdue tasks settled `expired`.
     pub expired: u64,
     /// What each duty counted, by name (`reclaimed`, `escalated`,
-    /// `expired`, `trimmed`, and the names of any duty added): only what
+    /// `expired`, `reminded`, `trimmed`, and the names of any duty added): only what
     /// is more than zero.
     pub counts: BTreeMap<&'static str, u64>,
     /// Why the sweep stopped short, if it did; it is tried again later.

@@ -8,14 +8,13 @@
 //! doing anything twice; neither duty decides a rule.
 
 use leasehold_guest::model::{TaskState, Timestamp};
-use leasehold_guest::validate::MAX_TIMESTAMP;
 
 use crate::error::Error;
 use crate::tenant::Tenant;
 
 use super::duty::{Duty, Turn};
 use super::plan::FirstSweepPlan;
-use super::report::{ESCALATED, EXPIRED, RECLAIMED};
+use super::report::{ESCALATED, EXPIRED, RECLAIMED, REMINDED};
 
 /// Returns lapsed leases to the queue: due at the earliest lease end.
 pub(super) struct ReclaimLapsed {
@@ -52,8 +51,9 @@ impl Duty for ReclaimLapsed {
     }
 }
 
-/// Acts on overdue tasks by their `on-expiry`: due at the earliest due time
-/// of a task still owed its expiry.
+/// Acts on overdue tasks by their `on-expiry`, and fires reminders and
+/// escalation steps: due at the earliest instant either is owed
+/// (`next-wake`).
 pub(super) struct ExpireOverdue {
     pub(super) batch: u32,
 }
@@ -64,21 +64,21 @@ impl Duty for ExpireOverdue {
     }
 
     fn next(&mut self, tenant: &Tenant, _now: Timestamp) -> Result<Option<Timestamp>, Error> {
-        Ok(tenant
-            .overdue(MAX_TIMESTAMP, 1)?
-            .first()
-            .and_then(|t| t.due_at))
+        tenant.next_wake()
     }
 
     fn act(&mut self, tenant: &Tenant, turn: &mut Turn<'_>) -> Result<(), Error> {
         while turn.take_call() {
             let acted = tenant.expire_overdue(turn.now(), self.batch)?;
-            let escalated = acted
-                .iter()
-                .filter(|t| t.state == TaskState::Escalated)
-                .count() as u64;
-            turn.count(ESCALATED, escalated);
-            turn.count(EXPIRED, acted.len() as u64 - escalated);
+            // Counted by the state each task is left in: a reminder leaves
+            // one open or claimed (on an escalated task it counts as
+            // escalated, as the answer cannot tell the two apart).
+            let count = |state: &[TaskState]| {
+                acted.iter().filter(|t| state.contains(&t.state)).count() as u64
+            };
+            turn.count(ESCALATED, count(&[TaskState::Escalated]));
+            turn.count(EXPIRED, count(&[TaskState::Expired]));
+            turn.count(REMINDED, count(&[TaskState::Open, TaskState::Claimed]));
             if acted.len() < self.batch as usize {
                 break;
             }

@@ -129,8 +129,11 @@ impl Tenant {
     }
 
     /// Acts on up to `limit` tasks overdue at `now`, each by its
-    /// `on-expiry` (escalated, or settled `expired`), answering them as they
-    /// now stand. No task is acted on twice, however many sweepers call it.
+    /// `on-expiry` (escalated, or settled `expired`), then, within the same
+    /// limit, fires the due reminder or escalation step of pending tasks
+    /// (one step per task per call, each recorded with its `step`),
+    /// answering them as they now stand. No task or step is acted on twice,
+    /// however many sweepers call it.
     pub fn expire_overdue(&self, now: Timestamp, limit: u32) -> Result<Vec<Task>, Error> {
         self.call(
             Verb::ExpireOverdue,
@@ -141,12 +144,21 @@ impl Tenant {
                     .map(Into::into)
                     .collect();
                 distinct(&tasks, "expire-overdue")?;
+                // A reminder leaves a task as it was but for its step
+                // count; anything else is escalated (unheld) or expired.
+                let reminded = |t: &Task| {
+                    t.state.is_pending()
+                        && t.steps_done >= 1
+                        && t.steps_done as usize <= t.remind_before.len()
+                };
                 if let Some(t) = tasks.iter().find(|t| {
-                    !matches!(t.state, TaskState::Escalated | TaskState::Expired)
-                        || (t.state == TaskState::Escalated && t.assignee.is_some())
+                    !(matches!(t.state, TaskState::Escalated | TaskState::Expired) || reminded(t))
+                        || (t.state == TaskState::Escalated
+                            && t.assignee.is_some()
+                            && !reminded(t))
                 }) {
                     return Err(malformed(format!(
-                        "expire-overdue answered task {} as {} by {:?}, neither escalated nor expired",
+                        "expire-overdue answered task {} as {} by {:?}, neither escalated, expired nor reminded",
                         t.id, t.state, t.assignee
                     )));
                 }
@@ -280,6 +292,17 @@ impl Tenant {
     pub fn next_lease_end(&self) -> Result<Option<Timestamp>, Error> {
         self.call(
             Verb::NextLeaseEnd,
+            |x, s| x.call(s, ()),
+            store::<Option<Timestamp>>,
+        )
+    }
+
+    /// The earliest instant at which [`Tenant::expire_overdue`] has
+    /// something to do: a due time owed its expiry, or a reminder or
+    /// escalation step to fire. What a sweeper sleeps until.
+    pub fn next_wake(&self) -> Result<Option<Timestamp>, Error> {
+        self.call(
+            Verb::NextWake,
             |x, s| x.call(s, ()),
             store::<Option<Timestamp>>,
         )

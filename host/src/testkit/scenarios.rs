@@ -357,6 +357,10 @@ fn changes_arg(v: &Value) -> TaskChanges {
         on_expiry: parse("on-expiry")
             .map(|x| serde_json::from_value::<OnExpiry>(x).expect("changes.on-expiry")),
         outcomes: field("outcomes").map(|x| outcomes_arg(&x)),
+        remind_before: parse("remind-before")
+            .map(|x| serde_json::from_value(x).expect("changes.remind-before")),
+        escalation: parse("escalation")
+            .map(|x| serde_json::from_value(x).expect("changes.escalation")),
     }
 }
 
@@ -434,6 +438,7 @@ fn call(t: &Tenant, verb: &str, a: &Args) -> Result<Value, Value> {
             .map(|x| canonical(&x)),
         "leased-count" => t.leased_count().map(|x| json!(x)),
         "next-lease-end" => t.next_lease_end().map(|x| json!(x)),
+        "next-wake" => t.next_wake().map(|x| json!(x)),
         "release" => t.release(a.str("id"), a.str("actor")).map(|()| Value::Null),
         "take-over" => t
             .take_over(

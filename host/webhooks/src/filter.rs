@@ -202,6 +202,7 @@ mod tests {
                 decision: None,
                 note: None,
                 job: None,
+                step: None,
             },
             run: None,
             kind: None,

@@ -184,6 +184,7 @@ mod tests {
                     decision: None,
                     note: None,
                     job: None,
+                    step: None,
                 },
                 run: Some("r-1".into()),
                 kind: Some("approve".into()),

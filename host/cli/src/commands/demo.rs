@@ -94,6 +94,9 @@ fn task(id: &str, run: &str, case: &str, kind: &str, justification: &str) -> Tas
         revision: 0,
         decision: None,
         outcomes: Vec::new(),
+        remind_before: Vec::new(),
+        escalation: Vec::new(),
+        steps_done: 0,
     }
 }
 

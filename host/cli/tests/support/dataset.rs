@@ -45,6 +45,9 @@ pub fn task(tenant: &str, i: usize) -> Task {
         revision: 0,
         decision: None,
         outcomes: Vec::new(),
+        remind_before: Vec::new(),
+        escalation: Vec::new(),
+        steps_done: 0,
     }
 }
 

@@ -390,6 +390,8 @@ impl TaskPatch {
             outcomes: patch
                 .outcomes
                 .map(|list| list.into_iter().map(Into::into).collect()),
+            remind_before: None,
+            escalation: None,
         })
     }
 }

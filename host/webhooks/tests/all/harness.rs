@@ -260,6 +260,9 @@ pub fn task(id: &str, kind: &str) -> Task {
         revision: 0,
         decision: None,
         outcomes: Vec::new(),
+        remind_before: Vec::new(),
+        escalation: Vec::new(),
+        steps_done: 0,
     }
 }
 

@@ -103,6 +103,8 @@ impl Update {
             excluded_actors: self.exclude.clone(),
             on_expiry: self.on_expiry.map(Into::into),
             outcomes: None,
+            remind_before: None,
+            escalation: None,
         };
         if !changes.names_a_field() {
             return Err(CliError::Input(
