@@ -62,6 +62,7 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     scenario!("overdue"),
     scenario!("queue-order-and-paging"),
     scenario!("release-and-take-over"),
+    scenario!("reminders"),
     scenario!("schedules"),
     scenario!("seal"),
     scenario!("settle-and-withdraw"),
