@@ -33,6 +33,7 @@ const SAMPLES: &[&[&str]] = &[
     &["stats", "open-count"],
     &["stats", "leased-count"],
     &["stats", "next-lease-end"],
+    &["stats", "next-wake"],
     &["overdue"],
     &["timer", "arm", "timer.json"],
     &["timer", "claim-due"],

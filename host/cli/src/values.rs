@@ -37,7 +37,7 @@ pub fn parse_limit(text: &str) -> Result<u32, String> {
 }
 
 /// A length of time with a unit, in whole milliseconds; never negative.
-fn parse_duration_ms(text: &str) -> Result<i128, String> {
+pub fn parse_duration_ms(text: &str) -> Result<i128, String> {
     let forms = "a duration like 30s, 5m or 1500ms";
     let span: Span = text
         .trim()

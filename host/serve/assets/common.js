@@ -431,8 +431,58 @@ const Leasehold = (() => {
     }
   }
 
+  // ---- Reminders and escalation chains -------------------------------------
+  // A span of milliseconds as a person reads it: "1 h", "1 d 4 h", "90 s".
+  function formatSpan(ms) {
+    const units = [[86400000, 'd'], [3600000, 'h'], [60000, 'min'], [1000, 's'], [1, 'ms']];
+    if (!ms) return '0 s';
+    const parts = [];
+    let left = ms;
+    for (const [size, name] of units) {
+      if (left >= size) {
+        parts.push(`${Math.floor(left / size)} ${name}`);
+        left %= size;
+      }
+    }
+    return parts.join(' ');
+  }
+
+  const atDue = (after) => (after ? `at due + ${formatSpan(after)}` : 'at due');
+
+  // A task's reminders and chain in one sentence ("reminds 1 h before due;
+  // at due escalates to leads; at due + 1 d expires"); null when it has
+  // neither.
+  function timeline(t) {
+    const remind = t.remind_before || [];
+    const chain = t.escalation || [];
+    if (!remind.length && !chain.length) return null;
+    const said = [];
+    if (remind.length) said.push(msg`reminds ${remind.map(formatSpan).join(', ')} before due`);
+    chain.forEach((s, i) => {
+      const first = i === 0 || !s.action.escalate || !chain[i - 1].action.escalate;
+      if (s.action === 'expire') said.push(`${atDue(s.after_due_ms)} expires`);
+      else said.push(msg`${atDue(s.after_due_ms)} ${first ? 'escalates ' : ''}to ${users(s.action.escalate)}`);
+    });
+    return said.flatMap((x, i) => (i ? ['; ', x] : [x])).flat();
+  }
+
+  // A fired step (a history entry's `step`) in words: "Reminder: due in
+  // 1 h", "Escalated to directors (chain step 2)", "Expired (chain step
+  // 3)". `t`, the task when known, numbers the chain's steps.
+  function firedStep(step, t) {
+    if (step.reminder !== undefined) return [`Reminder: due in ${formatSpan(step.reminder)}`];
+    const s = step.escalation;
+    const chain = (t && t.escalation) || [];
+    const i = chain.findIndex((c) => c.after_due_ms === s.after_due_ms
+      && JSON.stringify(c.action) === JSON.stringify(s.action));
+    const n = i < 0 ? '' : ` (chain step ${i + 1})`;
+    if (s.action === 'expire') return [`Expired${n}`];
+    return msg`Escalated to ${users(s.action.escalate)}${n}`;
+  }
+
   return {
     el, $, user, users, msg, say, warn, api, path, explain, signIn, follow, stopFollowing,
     formatTime, isoTime, formatAge, formatLeft, shortJustification, readableJson,
+    formatSpan, timeline, firedStep,
   };
 })();

@@ -47,7 +47,7 @@
       el('th', { scope: 'row', 'data-label': 'Kind' }, user(t.kind, { class: 'kind' }),
         user(t.id, { class: 'task-id' })),
       el('td', { 'data-label': 'Waited', class: 'waited', dataset: { since: t.created_at } }, Leasehold.formatAge(Date.now() - t.created_at)),
-      el('td', { 'data-label': 'Due' }, dueText(t)),
+      el('td', { 'data-label': 'Due' }, dueText(t), timelineNote(t)),
       el('td', { 'data-label': 'Justification', class: 'justification', dir: 'auto' }, Leasehold.shortJustification(t.justification)),
       el('td', { class: 'action' }, claimButton));
   }
@@ -56,6 +56,12 @@
     if (t.due_at === null || t.due_at === undefined) return 'no due time';
     const node = el('time', { datetime: Leasehold.isoTime(t.due_at) }, Leasehold.formatTime(t.due_at));
     return t.due_at < Date.now() ? el('span', { class: 'overdue' }, node, ' (overdue)') : node;
+  }
+
+  // The task's reminders and escalation chain, under its due time.
+  function timelineNote(t) {
+    const words = Leasehold.timeline(t);
+    return words ? el('span', { class: 'timeline' }, ...words) : null;
   }
 
   // Puts the rows in `ids` order, moving as few as it can so that the row
@@ -262,7 +268,7 @@
     } };
     return el('li', { class: 'card', dataset: { task: t.id } },
       heading,
-      el('p', { class: 'meta' }, el('span', { class: `priority ${t.priority}`, text: t.priority }), ' · due ', dueText(t)),
+      el('p', { class: 'meta' }, el('span', { class: `priority ${t.priority}`, text: t.priority }), ' · due ', dueText(t), timelineNote(t)),
       el('p', { class: 'justification', dir: 'auto' }, Leasehold.shortJustification(t.justification, 240)),
       el('details', {}, el('summary', {}, 'Full justification'),
         el('pre', {}, Leasehold.readableJson(t.justification))),
@@ -298,10 +304,16 @@
       list.replaceChildren(el('li', {}, ...[explain(res.problem, me.actor)].flat()));
       return;
     }
+    const known = mine.get(id) || queue.get(id);
     list.replaceChildren(...res.data.entries.map((e) => {
       const who = e.actor ? user(e.actor) : 'the service';
-      const parts = [el('time', { datetime: Leasehold.isoTime(e.at) }, Leasehold.formatTime(e.at)), ' ',
-        ...msg`${e.verb} by ${who}`];
+      const at = el('time', { datetime: Leasehold.isoTime(e.at) }, Leasehold.formatTime(e.at));
+      // A reminder or chain step the service fired, in words.
+      if (e.step) {
+        return el('li', { dataset: { verb: e.verb }, class: 'step' }, at, ' ',
+          ...Leasehold.firedStep(e.step, known && known.task));
+      }
+      const parts = [at, ' ', ...msg`${e.verb} by ${who}`];
       if (e.note) parts.push(': ', el('q', { class: 'note', dir: 'auto' }, e.note));
       if (e.decision) {
         parts.push(...msg` — ${user(e.decision.outcome, { class: 'outcome' })}`);
@@ -553,6 +565,7 @@
     if (!change) return;
     const id = change.id;
     const e = change.entry;
+    if (e.step) await stepFired(id, e);
     if (e.assignee === me.actor && e.after === 'claimed') {
       removeQueued(id);
       const held = mine.get(id);
@@ -576,6 +589,24 @@
     }
     if (!QUEUED.has(e.after)) removeQueued(id);
     soon();
+  }
+
+  // A reminder or chain step the service fired on a task this reviewer
+  // may see: logged, newest first, and announced.
+  async function stepFired(id, e) {
+    const known = mine.get(id) || queue.get(id);
+    let t = known && known.task;
+    if (!t || !(t.escalation || []).length) {
+      const res = await api('GET', path('/v1/tasks/', id));
+      if (res.ok) t = res.data;
+    }
+    const words = Leasehold.firedStep(e.step, t);
+    const what = t ? label(t) : user(id);
+    $('steps').prepend(el('li', { dataset: { task: id }, class: 'step' },
+      el('time', { datetime: Leasehold.isoTime(e.at) }, Leasehold.formatTime(e.at)), ' ',
+      ...msg`${words} — ${what}`));
+    $('steps-section').hidden = false;
+    say(msg`${words}: ${what}.`);
   }
 
   function startLive() {
@@ -622,6 +653,8 @@
       for (const id of [...mine.keys()]) letGo(id);
       $('decided').replaceChildren();
       $('decided-section').hidden = true;
+      $('steps').replaceChildren();
+      $('steps-section').hidden = true;
     },
   });
 })();

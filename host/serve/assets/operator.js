@@ -9,10 +9,11 @@
 
   async function loadCounters() {
     const get = (route) => api('GET', `/v1/stats/${route}`);
-    const [open, leased, pending, due, leaseEnd] = await Promise.all([
+    const [open, leased, pending, due, leaseEnd, wake] = await Promise.all([
       get('open-count'), get('leased-count'), get('pending-count'), get('next-due'), get('next-lease-end'),
+      get('next-wake'),
     ]);
-    const failed = [open, leased, pending, due, leaseEnd].find((r) => !r.ok);
+    const failed = [open, leased, pending, due, leaseEnd, wake].find((r) => !r.ok);
     if (failed) {
       warn(msg`The counters could not be read: ${explain(failed.problem, me && me.actor)}`);
       return;
@@ -22,6 +23,7 @@
     $('pending-count').textContent = String(pending.data.count);
     $('next-due').textContent = due.data.at === null ? 'none' : Leasehold.formatTime(due.data.at);
     $('next-lease-end').textContent = leaseEnd.data.at === null ? 'none' : Leasehold.formatTime(leaseEnd.data.at);
+    $('next-wake').textContent = wake.data.at === null ? 'none' : Leasehold.formatTime(wake.data.at);
   }
 
   async function loadOverdue() {
@@ -32,7 +34,8 @@
     }
     const rows = res.data.tasks.map((t) => el('tr', { dataset: { task: t.id } },
       el('th', { scope: 'row' }, user(t.kind, { class: 'kind' }), user(t.id, { class: 'task-id' })),
-      el('td', {}, el('time', { datetime: Leasehold.isoTime(t.due_at) }, Leasehold.formatTime(t.due_at))),
+      el('td', {}, el('time', { datetime: Leasehold.isoTime(t.due_at) }, Leasehold.formatTime(t.due_at)),
+        Leasehold.timeline(t) ? el('span', { class: 'timeline' }, ...Leasehold.timeline(t)) : null),
       el('td', {}, t.state),
       el('td', { class: 'names' }, t.assignee ? user(t.assignee) : 'nobody'),
       el('td', { class: 'names' }, t.candidate_roles.length ? users(t.candidate_roles) : '—')));

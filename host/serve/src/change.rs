@@ -13,6 +13,7 @@ use utoipa::ToSchema;
 use leasehold_guest::model as host_model;
 use serde_json::value::RawValue;
 
+use crate::timeline::TaskStep;
 use crate::wire::{DecisionRecord, TaskState, document, mirror_enum};
 
 mirror_enum!(
@@ -59,6 +60,10 @@ pub struct HistoryEntry {
     /// The bulk job that made the change.
     #[serde(default)]
     pub job: Option<String>,
+    /// The reminder or chain step the change fired (`expire-overdue`, by
+    /// the sweeper).
+    #[serde(default)]
+    pub step: Option<TaskStep>,
 }
 
 /// One field a change changed.
@@ -66,8 +71,9 @@ pub struct HistoryEntry {
 pub struct FieldChange {
     /// As the WIT names it: `assignee`, `lease-until`, `due-at`,
     /// `priority`, `candidate-roles`, `escalate-to`, `excluded-actors`,
-    /// `on-expiry`, `outcomes`, or `override-roles` when an assignment
-    /// overrode the roles rule.
+    /// `on-expiry`, `outcomes`, `remind-before`, `escalation`,
+    /// `steps-done`, or `override-roles` when an assignment overrode the
+    /// roles rule.
     pub field: String,
     /// Its value before, as JSON.
     #[schema(schema_with = crate::schema::stored_justification)]
@@ -105,6 +111,7 @@ impl From<host::HistoryEntry> for HistoryEntry {
             decision: e.decision.map(Into::into),
             note: e.note,
             job: e.job,
+            step: e.step.map(Into::into),
         }
     }
 }

@@ -58,6 +58,7 @@ mod router;
 mod routes;
 mod schema;
 mod server;
+mod timeline;
 mod shared_reads;
 mod sse;
 mod state;

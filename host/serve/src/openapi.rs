@@ -16,7 +16,13 @@ use crate::problem::Problem;
                        credential that names its tenant, actor, roles and scope. Errors are \
                        RFC 9457 problem documents with a stable `type`.",
     ),
-    components(schemas(Problem)),
+    // A task's timeline, which its fields reference by name.
+    components(schemas(
+        Problem,
+        crate::timeline::EscalationStep,
+        crate::timeline::StepAction,
+        crate::timeline::TaskStep
+    )),
     modifiers(&BearerScheme),
     tags(
         (name = "tasks", description = "Open, read, claim, change, assign, delegate, note and settle tasks; what an actor holds. A task's revision is its `ETag`; every change takes `If-Match` (the revision the caller was shown) and answers 412 `stale` when the task has changed since"),

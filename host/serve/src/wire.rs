@@ -14,6 +14,7 @@ use utoipa::ToSchema;
 use leasehold_guest::model as host_model;
 
 use crate::problem::ApiError;
+use crate::timeline::EscalationStep;
 
 /// What a handler answers: a JSON body, or a problem.
 pub type Answer<T> = Result<axum::Json<T>, ApiError>;
@@ -120,6 +121,20 @@ pub struct Task {
     /// `/v1/kinds/{kind}`), or any when the kind declares none.
     #[serde(default)]
     pub outcomes: Vec<OutcomeRule>,
+    /// Reminders, each milliseconds before `due_at`, largest first (the
+    /// earliest reminder first).
+    #[serde(default)]
+    #[schema(schema_with = crate::timeline::stored_remind_before)]
+    pub remind_before: Vec<u64>,
+    /// The escalation chain after `due_at`, in firing order.
+    #[serde(default)]
+    #[schema(schema_with = crate::timeline::stored_escalation)]
+    pub escalation: Vec<EscalationStep>,
+    /// How many of the task's steps have fired: its reminders, earliest
+    /// first, then its chain. The sweeper fires the next when its instant
+    /// comes.
+    #[serde(default)]
+    pub steps_done: u32,
 }
 
 impl From<host::Task> for Task {
@@ -149,6 +164,9 @@ impl From<host::Task> for Task {
             revision: t.revision,
             decision: t.decision.map(Into::into),
             outcomes: t.outcomes.into_iter().map(Into::into).collect(),
+            remind_before: t.remind_before,
+            escalation: t.escalation.into_iter().map(Into::into).collect(),
+            steps_done: t.steps_done,
         }
     }
 }

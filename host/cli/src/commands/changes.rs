@@ -103,6 +103,9 @@ impl Answer for HistoryPage<'_> {
             if let Some(job) = &e.job {
                 said.push(format!("job: {job}"));
             }
+            if let Some(step) = &e.step {
+                said.push(crate::commands::task::fired(step));
+            }
             for line in said {
                 let _ = writeln!(out, "  {} {line}", e.seq);
             }

@@ -1,6 +1,7 @@
 //! `leasehold stats`: the tenant's counts and next times together, or one
 //! of them by its verb's name (`stats open-count`, `leased-count`,
-//! `next-lease-end`, `pending-count`, as the service's `/v1/stats/…`).
+//! `next-lease-end`, `next-wake`, `pending-count`, as the service's
+//! `/v1/stats/…`).
 //! This module only asks and reports.
 
 use std::io::Write;
@@ -31,6 +32,9 @@ pub enum StatsCommand {
     LeasedCount,
     /// When the earliest lease of a claimed task ends
     NextLeaseEnd,
+    /// When a sweep next has a task's expiry, reminder or escalation step
+    /// to act on
+    NextWake,
     /// Armed timers
     PendingCount,
 }
@@ -43,12 +47,14 @@ impl Stats {
                 "open-count",
                 "leased-count",
                 "next-lease-end",
+                "next-wake",
                 "pending-count",
                 "next-due",
             ],
             Some(StatsCommand::OpenCount) => &["open-count"],
             Some(StatsCommand::LeasedCount) => &["leased-count"],
             Some(StatsCommand::NextLeaseEnd) => &["next-lease-end"],
+            Some(StatsCommand::NextWake) => &["next-wake"],
             Some(StatsCommand::PendingCount) => &["pending-count"],
         }
     }
@@ -63,6 +69,7 @@ impl Stats {
                     open_count: t.open_count()?,
                     leased_count: t.leased_count()?,
                     next_lease_end: t.next_lease_end()?,
+                    next_wake: t.next_wake()?,
                     pending_count: t.pending_count()?,
                     next_due: t.next_due()?,
                     now,
@@ -86,6 +93,10 @@ impl Stats {
                 let at = t.next_lease_end()?;
                 cx.answer(&NextLeaseEnd { at, now }, out)
             }
+            Some(StatsCommand::NextWake) => {
+                let at = t.next_wake()?;
+                cx.answer(&NextWake { at, now }, out)
+            }
         }
     }
 }
@@ -95,6 +106,7 @@ struct All<'a> {
     open_count: u64,
     leased_count: u64,
     next_lease_end: Option<Timestamp>,
+    next_wake: Option<Timestamp>,
     pending_count: u64,
     next_due: Option<Timestamp>,
     now: Timestamp,
@@ -107,6 +119,7 @@ impl Answer for All<'_> {
             "open_count": self.open_count,
             "leased_count": self.leased_count,
             "next_lease_end": self.next_lease_end,
+            "next_wake": self.next_wake,
             "pending_count": self.pending_count,
             "next_due": self.next_due,
         }))
@@ -115,11 +128,12 @@ impl Answer for All<'_> {
     fn human(&self) -> String {
         let at = |t: Option<Timestamp>| t.map_or_else(|| "none".to_owned(), |t| when(t, self.now));
         format!(
-            "tenant          {}\npending tasks   {}\nleased claims   {}\nnext lease end  {}\narmed timers    {}\nnext due        {}\n",
+            "tenant          {}\npending tasks   {}\nleased claims   {}\nnext lease end  {}\nnext wake       {}\narmed timers    {}\nnext due        {}\n",
             self.tenant,
             self.open_count,
             self.leased_count,
             at(self.next_lease_end),
+            at(self.next_wake),
             self.pending_count,
             at(self.next_due)
         )
@@ -154,6 +168,28 @@ impl Answer for NextLeaseEnd {
         match self.at {
             Some(t) => format!("The next lease ends at {}.\n", when(t, self.now)),
             None => "No task is claimed under a lease.\n".to_owned(),
+        }
+    }
+}
+
+/// `{"at": …}` as the service answers it.
+struct NextWake {
+    at: Option<Timestamp>,
+    now: Timestamp,
+}
+
+impl Answer for NextWake {
+    fn json(&self) -> serde_json::Result<String> {
+        serde_json::to_string(&json!({"at": self.at}))
+    }
+
+    fn human(&self) -> String {
+        match self.at {
+            Some(t) => format!(
+                "A sweep next has a task's expiry or step to act on at {}.\n",
+                when(t, self.now)
+            ),
+            None => "No task waits for an expiry, reminder or escalation step.\n".to_owned(),
         }
     }
 }

@@ -1,6 +1,6 @@
 //! The tenant's counters and next instants: open tasks, armed timers,
-//! leased claims, the next timer due and the next lease end. Operators
-//! only.
+//! leased claims, the next timer due, the next lease end and the next
+//! instant a task's expiry or step is owed. Operators only.
 
 use leasehold_host::Verb;
 use serde::{Deserialize, Serialize};
@@ -21,6 +21,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(leased_count))
         .routes(routes!(next_due))
         .routes(routes!(next_lease_end))
+        .routes(routes!(next_wake))
 }
 
 /// Pending tasks (claimed ones count).
@@ -80,6 +81,19 @@ async fn next_due(c: Caller) -> Answer<NextAt> {
     security(("bearer" = ["operator"])))]
 async fn next_lease_end(c: Caller) -> Answer<NextAt> {
     let at = c.call(Verb::NextLeaseEnd, |x| x.next_lease_end()).await?;
+    Ok(axum::Json(NextAt { at }))
+}
+
+/// The earliest instant the sweeper has a task's expiry, reminder or
+/// escalation step to act on: what it sleeps until.
+#[utoipa::path(get, path = "/v1/stats/next-wake", operation_id = Verb::NextWake.name(), tag = "stats",
+    responses(
+        (status = 200, description = "The instant, or null", body = NextAt),
+        (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = ["operator"])))]
+async fn next_wake(c: Caller) -> Answer<NextAt> {
+    let at = c.call(Verb::NextWake, |x| x.next_wake()).await?;
     Ok(axum::Json(NextAt { at }))
 }
 

@@ -64,8 +64,11 @@ async fn reclaim_lapsed(c: Caller, Json(body): Json<ReclaimRequest>) -> Answer<T
 }
 
 /// Act on tasks past their due time by their `on_expiry`: `escalate`
-/// escalates a task, `deny` and `proceed` settle it `expired`. The server's
-/// sweeper does this by itself unless it runs with `--no-sweep`.
+/// escalates a task, `deny` and `proceed` settle it `expired`; then fire
+/// the reminders and escalation-chain steps whose instant has come, one
+/// step per task per call, each a change whose history entry carries its
+/// `step`. The server's sweeper does this by itself unless it runs with
+/// `--no-sweep`.
 #[utoipa::path(post, path = "/v1/expire-overdue", operation_id = Verb::ExpireOverdue.name(), tag = "sweeps",
     request_body = Option<ReclaimRequest>,
     responses(

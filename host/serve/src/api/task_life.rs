@@ -27,6 +27,7 @@ use crate::extract::{Caller, Json, Path, Query, UpdateJson, decode};
 use crate::problem::{ApiError, Problem};
 use crate::revision::IfMatch;
 use crate::state::AppState;
+use crate::timeline::EscalationStep;
 use crate::update::Update;
 use crate::wire::{
     Answer, DEFAULT_PAGE, OnExpiry, OutcomeRule, Page, Priority, Task, lease, refs, whole,
@@ -311,6 +312,18 @@ pub struct TaskPatch {
     #[serde(default, deserialize_with = "present")]
     #[schema(schema_with = crate::schema::outcome_rules)]
     pub outcomes: Option<Vec<OutcomeRule>>,
+    /// The task's reminders, all of them (an empty list: none). A change
+    /// of these, the chain or the due time re-arms the steps: those of the
+    /// new timeline at or before the last step that fired count as fired
+    /// (a reminder whose moment passed is not sent late), a chain step
+    /// that never fired is never skipped.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(schema_with = crate::timeline::new_remind_before)]
+    pub remind_before: Option<Vec<u64>>,
+    /// The task's escalation chain, all of it (an empty list: none).
+    #[serde(default, deserialize_with = "present")]
+    #[schema(schema_with = crate::timeline::new_escalation)]
+    pub escalation: Option<Vec<EscalationStep>>,
 }
 
 /// A due time as given: `null` clears it; a number is read as JSON Schema
@@ -337,7 +350,7 @@ where
 
 impl TaskPatch {
     /// The fields a change may name.
-    const FIELDS: [&'static str; 7] = [
+    const FIELDS: [&'static str; 9] = [
         "due_at",
         "priority",
         "candidate_roles",
@@ -345,6 +358,8 @@ impl TaskPatch {
         "excluded_actors",
         "on_expiry",
         "outcomes",
+        "remind_before",
+        "escalation",
     ];
 
     /// The change a body asks for: refused, naming the field, when it
@@ -390,8 +405,10 @@ impl TaskPatch {
             outcomes: patch
                 .outcomes
                 .map(|list| list.into_iter().map(Into::into).collect()),
-            remind_before: None,
-            escalation: None,
+            remind_before: patch.remind_before,
+            escalation: patch
+                .escalation
+                .map(|chain| chain.into_iter().map(Into::into).collect()),
         })
     }
 }

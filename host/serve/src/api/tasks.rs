@@ -377,6 +377,12 @@ pub struct NewTask {
     #[schema(schema_with = crate::schema::opt_instant)]
     #[serde(deserialize_with = "whole::opt_i64")]
     pub due_at: Option<i64>,
+    #[serde(default)]
+    #[schema(schema_with = crate::timeline::new_remind_before)]
+    pub remind_before: Vec<u64>,
+    #[serde(default)]
+    #[schema(schema_with = crate::timeline::new_escalation)]
+    pub escalation: Vec<crate::timeline::EscalationStep>,
 }
 
 /// Claim a task (or the head of the queue). A reviewer claims as itself;

@@ -16,6 +16,7 @@ mod load;
 mod openapi;
 mod ops;
 mod pages;
+mod reminders;
 mod routes;
 mod sandbox;
 mod schedules;

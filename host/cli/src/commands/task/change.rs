@@ -12,6 +12,7 @@ use leasehold_host::{OnExpiry, Priority, TaskChanges, TaskState, Timestamp};
 use crate::commands::task::claim::LeaseArgs;
 use crate::commands::task::guard::GuardArgs;
 use crate::commands::task::shown::{Shown, holds};
+use crate::commands::task::timeline::TimelineArgs;
 use crate::context::Context;
 use crate::error::CliError;
 use crate::values::parse_time;
@@ -85,6 +86,8 @@ pub struct Update {
     #[arg(long, value_name = "A")]
     by: Option<String>,
     #[command(flatten)]
+    timeline: TimelineArgs,
+    #[command(flatten)]
     guard: GuardArgs,
 }
 
@@ -103,12 +106,12 @@ impl Update {
             excluded_actors: self.exclude.clone(),
             on_expiry: self.on_expiry.map(Into::into),
             outcomes: None,
-            remind_before: None,
-            escalation: None,
+            remind_before: self.timeline.remind_before(),
+            escalation: self.timeline.escalation(),
         };
         if !changes.names_a_field() {
             return Err(CliError::Input(
-                "task update: name at least one field to change (--due, --no-due, --priority, --roles, --escalate-to, --exclude, --on-expiry)".into(),
+                "task update: name at least one field to change (--due, --no-due, --priority, --roles, --escalate-to, --exclude, --on-expiry, --remind-before, --no-reminders, --escalate-at, --expire-after, --no-escalation)".into(),
             ));
         }
         let task = self

@@ -14,10 +14,13 @@ mod open;
 mod settle;
 mod shown;
 mod sweep;
+mod timeline;
 
 use std::io::Write;
 
 use clap::Subcommand;
+
+pub use timeline::fired;
 
 use crate::commands::changes::{EntryPlace, History};
 use crate::context::Context;
@@ -71,8 +74,8 @@ pub enum TaskCommand {
     /// Withdraw the listed tasks that belong to RUN and are still pending
     WithdrawRun(settle::WithdrawRun),
     /// Change a pending task's due time, priority, roles, escalation roles,
-    /// excluded actors or expiry policy (each by open's rules); excluding
-    /// the holder ends the claim
+    /// excluded actors, expiry policy, reminders or escalation chain (each
+    /// by open's rules); excluding the holder ends the claim
     Update(change::Update),
     /// Claim a task for a named actor, from whoever holds it
     Assign(change::Assign),

@@ -60,6 +60,9 @@ pub fn block(t: &Task) -> String {
     lines.push(("on expiry", on_expiry(t.on_expiry).to_owned()));
     lines.push(("created", format_time(t.created_at)));
     lines.push(("due", t.due_at.map_or_else(|| "-".into(), format_time)));
+    if let Some(steps) = super::timeline::summary(t) {
+        lines.push(("reminders", steps));
+    }
     lines.push(("justification", t.justification.clone()));
     lines.push(("revision", t.revision.to_string()));
     if !t.outcomes.is_empty() {
