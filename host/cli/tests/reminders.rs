@@ -213,7 +213,7 @@ fn a_bad_timeline_exits_naming_the_field_and_changes_nothing() {
         ("--escalate-at", "4h:"),
         ("--expire-after", "-1h"),
     ] {
-        s.run(&["task", "update", "t1", flag, value])
+        s.run(&["task", "update", "t1", &format!("{flag}={value}")])
             .assert()
             .code(2)
             .stderr(contains(flag));

@@ -600,13 +600,14 @@
       const res = await api('GET', path('/v1/tasks/', id));
       if (res.ok) t = res.data;
     }
-    const words = Leasehold.firedStep(e.step, t);
-    const what = t ? label(t) : user(id);
+    // Built twice: a node sits in one place only.
+    const words = () => Leasehold.firedStep(e.step, t);
+    const what = () => (t ? label(t) : user(id));
     $('steps').prepend(el('li', { dataset: { task: id }, class: 'step' },
       el('time', { datetime: Leasehold.isoTime(e.at) }, Leasehold.formatTime(e.at)), ' ',
-      ...msg`${words} — ${what}`));
+      ...msg`${words()} — ${what()}`));
     $('steps-section').hidden = false;
-    say(msg`${words}: ${what}.`);
+    say(msg`${words()}: ${what()}.`);
   }
 
   function startLive() {

@@ -33,7 +33,7 @@ test('A reminder and a two-step escalation chain seen firing in the inbox', asyn
     // Due tomorrow: nothing is owed yet.
     await openTask(server, {
       id: 'chain-1',
-      created_at: now - 2 * HOUR,
+      created_at: now - 48 * HOUR,
       due_at: now + 24 * HOUR,
       remind_before: [HOUR],
       escalation: [

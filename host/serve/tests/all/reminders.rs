@@ -76,7 +76,7 @@ fn the_servers_sweeper_fires_a_reminder_and_each_chain_step_and_patch_rearms_the
     each_backend_with(sweeping, |svc| {
         let now = unix_ms();
         let mut t = new_task("chain");
-        t["created_at"] = json!(now - 2 * HOUR);
+        t["created_at"] = json!(now - 48 * HOUR);
         t["due_at"] = json!(now + 24 * HOUR);
         t["on_expiry"] = json!("deny");
         t["remind_before"] = json!([HOUR]);
@@ -187,11 +187,13 @@ fn patch_sets_reminders_and_a_chain_and_a_clock_override_sweep_fires_them() {
         let wake = svc.call("GET", "/v1/stats/next-wake", Some("olga"), None);
         assert_eq!(wake.expect_ok()["at"], 86_403_000);
 
-        // Clearing both with empty lists: nothing waits.
+        // Clearing both with empty lists: the due time leads to the task's
+        // on_expiry again, and is all that waits.
         let cleared = patch(svc, "r", json!({"remind_before": [], "escalation": []}));
         assert_eq!(cleared["remind_before"], json!([]));
+        assert_eq!(cleared["escalation"], json!([]));
         let wake = svc.call("GET", "/v1/stats/next-wake", Some("olga"), None);
-        assert_eq!(wake.expect_ok()["at"], Value::Null);
+        assert_eq!(wake.expect_ok()["at"], 86_405_000);
     });
 }
 
