@@ -1212,6 +1212,8 @@ fn stats_counts_pending_tasks_and_armed_timers_per_tenant() {
             "open_count": 1,
             "leased_count": 0,
             "next_lease_end": null,
+            // The approval's due time, still owed its expiry.
+            "next_wake": NINE + 1_800_000,
             "pending_count": 1,
             "next_due": NINE
         })

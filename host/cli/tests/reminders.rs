@@ -109,10 +109,7 @@ fn a_timeline_opened_from_a_file_is_shown_fired_and_said_in_the_history() {
     assert_eq!(fired[0]["steps_done"], 1, "{fired}");
     let fired = s.json(&["task", "expire-overdue", "--now", &now(DUE)]);
     assert_eq!(fired[0]["state"], "escalated", "{fired}");
-    assert_eq!(
-        fired[0]["candidate_roles"],
-        json!(["clerk", "leads"])
-    );
+    assert_eq!(fired[0]["candidate_roles"], json!(["clerk", "leads"]));
     let history = s.json(&["task", "history", "t1"]);
     let steps: Vec<&Value> = history
         .as_array()

@@ -104,7 +104,9 @@ fn the_servers_sweeper_fires_a_reminder_and_each_chain_step_and_patch_rearms_the
         let due = now + HOUR / 2;
         let moved = patch(svc, "chain", json!({"due_at": due}));
         assert_eq!(moved["steps_done"], 0);
-        eventually("the reminder to fire", || get(svc, "chain")["steps_done"] == 1);
+        eventually("the reminder to fire", || {
+            get(svc, "chain")["steps_done"] == 1
+        });
         let t = get(svc, "chain");
         assert_eq!(t["state"], "open");
         assert_eq!(fired(svc, "chain"), [json!({"reminder": HOUR})]);
@@ -113,7 +115,9 @@ fn the_servers_sweeper_fires_a_reminder_and_each_chain_step_and_patch_rearms_the
         // Overdue by a minute: the reminder stays sent; the first step of
         // the chain, never fired, fires.
         patch(svc, "chain", json!({"due_at": now - 60_000}));
-        eventually("the first step to fire", || get(svc, "chain")["steps_done"] == 2);
+        eventually("the first step to fire", || {
+            get(svc, "chain")["steps_done"] == 2
+        });
         let t = get(svc, "chain");
         assert_eq!(t["state"], "escalated");
         assert_eq!(t["candidate_roles"], json!(["finance", "leads"]));
@@ -121,7 +125,9 @@ fn the_servers_sweeper_fires_a_reminder_and_each_chain_step_and_patch_rearms_the
         // Overdue by five hours: the second step's instant is past too.
         let due = now - 5 * HOUR;
         patch(svc, "chain", json!({"due_at": due}));
-        eventually("the second step to fire", || get(svc, "chain")["steps_done"] == 3);
+        eventually("the second step to fire", || {
+            get(svc, "chain")["steps_done"] == 3
+        });
         let t = get(svc, "chain");
         assert_eq!(t["state"], "escalated");
         assert_eq!(
@@ -219,7 +225,9 @@ fn a_bad_timeline_is_refused_naming_its_field_and_nothing_is_written() {
             (open(json!({"remind_before": [500, 4001]})), "remind_before"),
             // A chain needs a due time.
             (
-                open(json!({"due_at": null, "escalation": [{"after_due_ms": 0, "action": "expire"}]})),
+                open(
+                    json!({"due_at": null, "escalation": [{"after_due_ms": 0, "action": "expire"}]}),
+                ),
                 "escalation",
             ),
             // Expiry only as the last step.

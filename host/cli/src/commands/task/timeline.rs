@@ -7,8 +7,8 @@
 //! and words them.
 
 use clap::Args;
-use leasehold_host::Task;
 use leasehold_guest::model::{EscalationStep, StepAction, TaskStep};
+use leasehold_host::Task;
 
 use crate::values::parse_duration_ms;
 
@@ -164,7 +164,11 @@ pub fn summary(t: &Task) -> Option<String> {
 fn step_words(s: &EscalationStep) -> String {
     match &s.action {
         StepAction::Escalate(roles) => {
-            format!("{} escalates to {}", at_due(s.after_due_ms), roles.join(", "))
+            format!(
+                "{} escalates to {}",
+                at_due(s.after_due_ms),
+                roles.join(", ")
+            )
         }
         StepAction::Expire => format!("{} expires", at_due(s.after_due_ms)),
     }
@@ -193,7 +197,7 @@ mod tests {
 
     #[test]
     fn a_step_flag_is_after_and_roles() {
-        let s = parse_escalate_at("4h:directors, vps").unwrap();
+        let s = parse_escalate_at("4h:directors, vps").expect("a step");
         assert_eq!(s.after_due_ms, 4 * 3_600_000);
         assert_eq!(
             s.action,
