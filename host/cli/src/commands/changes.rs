@@ -104,7 +104,7 @@ impl Answer for HistoryPage<'_> {
                 said.push(format!("job: {job}"));
             }
             if let Some(step) = &e.step {
-                said.push(crate::commands::task::fired(step));
+                said.push(crate::render::fired(step));
             }
             for line in said {
                 let _ = writeln!(out, "  {} {line}", e.seq);

@@ -20,8 +20,6 @@ use std::io::Write;
 
 use clap::Subcommand;
 
-pub use timeline::fired;
-
 use crate::commands::changes::{EntryPlace, History};
 use crate::context::Context;
 use crate::error::CliError;

@@ -60,7 +60,7 @@ pub fn block(t: &Task) -> String {
     lines.push(("on expiry", on_expiry(t.on_expiry).to_owned()));
     lines.push(("created", format_time(t.created_at)));
     lines.push(("due", t.due_at.map_or_else(|| "-".into(), format_time)));
-    if let Some(steps) = super::timeline::summary(t) {
+    if let Some(steps) = crate::render::timeline(t) {
         lines.push(("reminders", steps));
     }
     lines.push(("justification", t.justification.clone()));

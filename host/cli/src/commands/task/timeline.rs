@@ -1,14 +1,13 @@
 //! A task's reminders and escalation chain on the command line: the flags
 //! `task update` reads them from (`--remind-before 1h,15m`, `--escalate-at
 //! 0s:leads --escalate-at 4h:directors,vps`, `--expire-after 1d`, and the
-//! `--no-…` forms that clear them), and how a task's timeline and a fired
-//! step read for a person. The rules (a due time needed, offsets that fit,
-//! a strictly increasing chain) are the engine's; this module only reads
-//! and words them.
+//! `--no-…` forms that clear them); how they read for a person is
+//! `crate::render`'s. The rules (a due time needed, offsets that fit, a
+//! strictly increasing chain) are the engine's; this module only reads
+//! them.
 
 use clap::Args;
-use leasehold_guest::model::{EscalationStep, StepAction, TaskStep};
-use leasehold_host::Task;
+use leasehold_guest::model::{EscalationStep, StepAction};
 
 use crate::values::parse_duration_ms;
 
@@ -106,94 +105,9 @@ fn parse_escalate_at(text: &str) -> Result<EscalationStep, String> {
     })
 }
 
-/// A length of time as a person reads it: `1h`, `4h 30m`, `1d`, `1500ms`.
-pub fn span(ms: u64) -> String {
-    const UNITS: [(u64, &str); 5] = [
-        (86_400_000, "d"),
-        (3_600_000, "h"),
-        (60_000, "m"),
-        (1_000, "s"),
-        (1, "ms"),
-    ];
-    if ms == 0 {
-        return "0s".to_owned();
-    }
-    let mut left = ms;
-    let mut parts = Vec::new();
-    for (unit, name) in UNITS {
-        if left >= unit {
-            parts.push(format!("{}{name}", left / unit));
-            left %= unit;
-        }
-    }
-    parts.join(" ")
-}
-
-/// When a chain step fires, relative to the due time.
-fn at_due(after: u64) -> String {
-    if after == 0 {
-        "at due".to_owned()
-    } else {
-        format!("at due + {}", span(after))
-    }
-}
-
-/// A task's reminders and chain in one line, as `task get` shows it: "1h
-/// before due; at due escalates to leads; at due + 1d expires (1 of 3
-/// steps fired)". None when it has neither.
-pub fn summary(t: &Task) -> Option<String> {
-    if t.remind_before.is_empty() && t.escalation.is_empty() {
-        return None;
-    }
-    let mut said = Vec::new();
-    if !t.remind_before.is_empty() {
-        let offsets: Vec<String> = t.remind_before.iter().map(|&ms| span(ms)).collect();
-        said.push(format!("reminds {} before due", offsets.join(", ")));
-    }
-    for s in &t.escalation {
-        said.push(step_words(s));
-    }
-    let total = t.remind_before.len() + t.escalation.len();
-    Some(format!(
-        "{} ({} of {total} steps fired)",
-        said.join("; "),
-        t.steps_done
-    ))
-}
-
-fn step_words(s: &EscalationStep) -> String {
-    match &s.action {
-        StepAction::Escalate(roles) => {
-            format!(
-                "{} escalates to {}",
-                at_due(s.after_due_ms),
-                roles.join(", ")
-            )
-        }
-        StepAction::Expire => format!("{} expires", at_due(s.after_due_ms)),
-    }
-}
-
-/// A fired step as a task's history says it: "reminder: due in 1h",
-/// "chain step: at due + 4h escalates to directors".
-pub fn fired(step: &TaskStep) -> String {
-    match step {
-        TaskStep::Reminder(ms) => format!("reminder: due in {}", span(*ms)),
-        TaskStep::Escalation(s) => format!("chain step: {}", step_words(s)),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn spans_read_as_a_person_writes_them() {
-        assert_eq!(span(3_600_000), "1h");
-        assert_eq!(span(86_400_000 + 1_800_000), "1d 30m");
-        assert_eq!(span(1_500), "1s 500ms");
-        assert_eq!(span(0), "0s");
-    }
 
     #[test]
     fn a_step_flag_is_after_and_roles() {
