@@ -68,6 +68,29 @@ mod sealed {
     impl Sealed for super::ByHand {}
 }
 
+/// A count of milliseconds, read as JSON Schema counts integers (`3600000`,
+/// `3600000.0`), as the document's instants are.
+#[derive(Deserialize)]
+struct Ms(#[serde(deserialize_with = "crate::whole::u64")] u64);
+
+/// A chain step as the document gives it: its offset read as [`Ms`], and
+/// no field but its own.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StepIn {
+    after_due_ms: Ms,
+    action: leasehold_guest::model::StepAction,
+}
+
+impl From<StepIn> for EscalationStep {
+    fn from(s: StepIn) -> Self {
+        EscalationStep {
+            after_due_ms: s.after_due_ms.0,
+            action: s.action,
+        }
+    }
+}
+
 /// The fields both forms read.
 const NEW_TASK_FIELDS: [&str; 14] = [
     "id",
@@ -326,8 +349,23 @@ impl<'de, F: Form> Visitor<'de> for Fields<F> {
                 "assignee" => once(&mut assignee, key, map.next_value::<Option<String>>()?)?,
                 "lease_until" => once(&mut lease_until, key, map.next_value_seed(time())?)?,
                 "outcomes" => once(&mut outcomes, key, map.next_value()?)?,
-                "remind_before" => once(&mut remind_before, key, map.next_value()?)?,
-                "escalation" => once(&mut escalation, key, map.next_value()?)?,
+                // Milliseconds as every number of the document is read.
+                "remind_before" => {
+                    let list: Vec<Ms> = map.next_value()?;
+                    once(
+                        &mut remind_before,
+                        key,
+                        list.into_iter().map(|m| m.0).collect(),
+                    )?
+                }
+                "escalation" => {
+                    let list: Vec<StepIn> = map.next_value()?;
+                    once(
+                        &mut escalation,
+                        key,
+                        list.into_iter().map(Into::into).collect(),
+                    )?
+                }
                 // Like the revision: how many steps fired is the engine's.
                 "steps_done" => once(&mut steps_done, key, map.next_value::<Option<u32>>()?)?,
                 // A printed task's revision and decision are the engine's

@@ -64,6 +64,11 @@ pub fn i64<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
     whole(d)
 }
 
+/// A `u64` (a task's reminder offsets and chain steps).
+pub fn u64<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    whole(d)
+}
+
 struct Maybe<T>(std::marker::PhantomData<T>);
 
 impl<'de, T: TryFrom<i128>> Visitor<'de> for Maybe<T> {

@@ -82,6 +82,7 @@ pub struct EscalationStep {
     /// The step fires at `due_at` plus this many milliseconds (0: at the
     /// due time); each step after the one before it.
     #[schema(schema_with = after_due_ms)]
+    #[serde(deserialize_with = "crate::wire::whole::u64")]
     pub after_due_ms: u64,
     pub action: StepAction,
 }
@@ -140,6 +141,18 @@ impl From<host_model::TaskStep> for TaskStep {
             host_model::TaskStep::Escalation(step) => TaskStep::Escalation(step.into()),
         }
     }
+}
+
+/// A count of milliseconds, read as JSON Schema counts integers.
+#[derive(Deserialize)]
+struct Ms(#[serde(deserialize_with = "crate::wire::whole::u64")] u64);
+
+/// A list of reminders when present (never `null`), each read as [`Ms`].
+pub fn present_offsets<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Vec<u64>>, D::Error> {
+    let list = Vec::<Ms>::deserialize(d)?;
+    Ok(Some(list.into_iter().map(|m| m.0).collect()))
 }
 
 fn ms(min: i64) -> ObjectBuilder {

@@ -317,7 +317,7 @@ pub struct TaskPatch {
     /// new timeline at or before the last step that fired count as fired
     /// (a reminder whose moment passed is not sent late), a chain step
     /// that never fired is never skipped.
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default, deserialize_with = "crate::timeline::present_offsets")]
     #[schema(schema_with = crate::timeline::new_remind_before)]
     pub remind_before: Option<Vec<u64>>,
     /// The task's escalation chain, all of it (an empty list: none).

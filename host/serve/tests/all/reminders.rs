@@ -154,7 +154,7 @@ fn patch_sets_reminders_and_a_chain_and_a_clock_override_sweep_fires_them() {
     each_backend(|svc| {
         // new_task: created at 1000, due at 5000.
         let mut t = new_task("r");
-        t["remind_before"] = json!([1000, 3000, 1000]);
+        t["remind_before"] = json!([1000, 3000.0, 1000]);
         let opened = svc
             .call("POST", "/v1/tasks", Some("sam"), Some(t))
             .expect_ok()
@@ -165,10 +165,13 @@ fn patch_sets_reminders_and_a_chain_and_a_clock_override_sweep_fires_them() {
         let seen = svc.call("GET", "/v1/tasks/r", Some("alice"), None);
         assert_eq!(seen.expect_ok()["remind_before"], json!([3000, 1000]));
 
+        // Numbers as JSON Schema counts integers, as every instant is read.
         let changed = patch(
             svc,
             "r",
-            json!({"remind_before": [2000], "escalation": [escalate(0, &["leads"])]}),
+            json!({"remind_before": [2000.0], "escalation": [
+                {"after_due_ms": 0.0, "action": {"escalate": ["leads"]}},
+            ]}),
         );
         assert_eq!(changed["remind_before"], json!([2000]));
         assert_eq!(changed["escalation"], json!([escalate(0, &["leads"])]));
