@@ -38,7 +38,36 @@ export interface Task {
   decision: DecisionRecord | null;
   /** The outcomes the task allows; empty: its kind's, or any. */
   outcomes: OutcomeRule[];
+  /** Reminders before the due time, each ms before `dueAt`: largest first (earliest reminder first). */
+  remindBefore: Int[];
+  /** The escalation chain after the due time, in firing order. */
+  escalation: EscalationStep[];
+  /** How many of the task's steps have fired: its reminders, earliest first, then its chain. */
+  stepsDone: number;
 }
+
+/**
+ * What a step of an escalation chain does: escalate the task (unheld,
+ * `escalated`), its candidate roles widened by these (1 to 64 names), or
+ * settle it `expired` (only as the last step). One key, as a schedule's
+ * `CatchUp`.
+ */
+export type StepAction = { escalate: string[] } | { expire: true };
+
+/** One step of an escalation chain: it fires at `dueAt` plus `afterDueMs` (0: at the due time). */
+export interface EscalationStep {
+  afterDueMs: Int;
+  action: StepAction;
+}
+
+/** A chain step to declare: `afterDueMs` as a number or a BigInt. */
+export interface NewEscalationStep {
+  afterDueMs: Int;
+  action: StepAction;
+}
+
+/** The step a history entry fired: a reminder this many ms before the due time, or a chain step as the task held it. */
+export type TaskStep = { reminder: Int } | { escalation: EscalationStep };
 
 /** One outcome a decision may have. */
 export interface OutcomeRule {
@@ -92,6 +121,9 @@ export interface TaskChanges {
   excludedActors?: string[];
   onExpiry?: OnExpiry;
   outcomes?: NewOutcomeRule[];
+  /** A change of the reminders, the chain or the due time re-arms the steps: what has not fired fires as its instant comes. */
+  remindBefore?: Int[];
+  escalation?: NewEscalationStep[];
 }
 
 /** One field a change changed, before and after as JSON text. */
@@ -136,6 +168,19 @@ export interface NewTask {
   dueAt?: Timestamp | null;
   /** The outcomes a decision on the task may have; empty: its kind's, or any. */
   outcomes?: NewOutcomeRule[];
+  /**
+   * Reminders before the due time, ms before `dueAt` (each 1 or more, its
+   * reminder at or after `createdAt`; at most 8; duplicates dropped). Needs
+   * a due time.
+   */
+  remindBefore?: Int[];
+  /**
+   * The escalation chain after the due time, strictly increasing
+   * `afterDueMs`, `expire` only last, at most 8. Needs a due time; a task
+   * with a chain is acted on by it instead of `onExpiry` (`overdue` does
+   * not list it).
+   */
+  escalation?: NewEscalationStep[];
 }
 
 export interface Timer {
@@ -319,6 +364,8 @@ export interface HistoryEntry {
   note: string | null;
   /** The guard's job, when the change was made by one. */
   job: string | null;
+  /** The reminder or chain step the change fired (`expireOverdue`). */
+  step: TaskStep | null;
 }
 
 /** What a change did to a timer; `rescheduled`: `reschedule` moved it to a new `fireAt`, unclaimed. */
@@ -457,10 +504,13 @@ export class Tenant {
   claim(id: string, actor: string, roles?: string[], lease?: Lease | null): Task;
   renew(id: string, actor: string, now: Timestamp, leaseMs: U32): Task;
   reclaimLapsed(now: Timestamp, limit: U32): Task[];
+  /** Acts on tasks overdue at `now` by their `onExpiry`, then fires due reminders and chain steps, one per task per call. */
   expireOverdue(now: Timestamp, limit: U32): Task[];
   claimNext(query: { roles: string[]; actor: string; limit?: U32; after?: string | null }, lease?: Lease | null): Task | null;
   leasedCount(): number | bigint;
   nextLeaseEnd(): number | bigint | null;
+  /** The earliest instant `expireOverdue` has something to do (a due time, a reminder or a chain step), or null. */
+  nextWake(): number | bigint | null;
   release(id: string, actor: string): void;
   takeOver(id: string, from: string, actor: string, roles?: string[], lease?: Lease | null): Task;
   settle(id: string, settlement: Settlement, holder?: string | null): boolean;

@@ -63,11 +63,11 @@ pub use leasehold_guest::calendar::{
     CatchUp, GapPolicy, Overlap, RepeatPolicy, Rule, ScheduleSpec,
 };
 pub use leasehold_guest::model::{
-    ArmOutcome, Change, Decision, DecisionRecord, Discrepancy, FeedEntry, FeedPage, FeedPlace,
-    FeedRead, FieldChange, Guard, HistoryEntry, KindDefinition, Lease, OnExpiry, OutcomeRule, Page,
-    Phase, Priority, QueueQuery, SealOutcome, Settlement, StoreError, Task, TaskChange,
-    TaskChanges, TaskState, Timer, TimerChange, TimerEvent, TimerInfo, TimerPage, Timestamp,
-    TrimOutcome,
+    ArmOutcome, Change, Decision, DecisionRecord, Discrepancy, EscalationStep, FeedEntry, FeedPage,
+    FeedPlace, FeedRead, FieldChange, Guard, HistoryEntry, KindDefinition, Lease, OnExpiry,
+    OutcomeRule, Page, Phase, Priority, QueueQuery, SealOutcome, Settlement, StepAction,
+    StoreError, Task, TaskChange, TaskChanges, TaskState, TaskStep, Timer, TimerChange, TimerEvent,
+    TimerInfo, TimerPage, Timestamp, TrimOutcome,
 };
 pub use leasehold_guest::schedules::{Schedule, ScheduleDef, SchedulePage};
 pub use storage::file::{KV_TABLE_NAME, OpenError, repair};

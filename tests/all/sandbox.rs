@@ -250,7 +250,7 @@ fn a_guest_that_stages_twice_in_one_call_fails_and_commits_nothing() {
 /// The host checks an answer before it decides to commit: a faulty
 /// component whose write verb answers something the contract rules out
 /// (another task's id, more timers than the limit, one task twice, a claim
-/// nobody holds, another schedule) leaves nothing behind, not its writes and a `Malformed` for
+/// nobody holds, another schedule, a swept task no sweep leaves) leaves nothing behind, not its writes and a `Malformed` for
 /// the caller.
 #[test]
 fn a_write_verb_whose_answer_the_contract_rules_out_commits_nothing() {
@@ -313,11 +313,31 @@ fn a_write_verb_whose_answer_the_contract_rules_out_commits_nothing() {
             .map(drop),
         "not claimed by ann",
     );
+    // Open with no step fired, more reminders fired than it has, escalated
+    // yet held: nothing a sweep leaves.
+    for now in 0..3 {
+        malformed(
+            t.expire_overdue(now, 5).map(drop),
+            "neither escalated, expired nor reminded",
+        );
+    }
     drop((t, engine));
     assert!(
         keys_of(&db).is_empty(),
         "a call refused as malformed committed its writes"
     );
+}
+
+/// The control for expire-overdue's check: a task a reminder left open,
+/// one step fired of its one reminder, is an answer the host accepts.
+#[test]
+fn an_expire_overdue_answer_a_reminder_leaves_is_accepted() {
+    let db = TestDb::new();
+    let engine = hostile(&db, quick());
+    let t = engine.tenant("a").expect("tenant");
+    let swept = t.expire_overdue(3, 5).expect("a reminded task is an answer");
+    assert_eq!(swept.len(), 1);
+    assert_eq!((swept[0].steps_done, swept[0].remind_before.len()), (1, 1));
 }
 
 /// What one call can make the host hold is bounded by byte budgets, not only

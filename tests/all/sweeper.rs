@@ -1,7 +1,8 @@
 //! The sweeper keeps time by an injected clock: a lapsed lease comes back
 //! to the queue, and an overdue task acts on its `on-expiry`, once the
 //! clock passes the instant, with no call from anyone; nothing is acted on
-//! twice; two sweepers on one PostgreSQL database share the work; tenants
+//! twice; reminders and an escalation chain fire at their instants, each
+//! once, the sweeper asleep in between; two sweepers on one PostgreSQL database share the work; tenants
 //! take turns, so one tenant's backlog (of tasks, or of a record to trim)
 //! holds up another's sweep by at most one turn; the schedule keeps one
 //! entry per tenant. The tests wait for
@@ -11,8 +12,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use leasehold_host::{
-    Change, Engine, FeedRead, Lease, ManualClock, OnExpiry, Retention, SweepReport, Sweeper,
-    SweeperOptions, TaskState, Tenant,
+    Change, Engine, EscalationStep, FeedRead, Lease, ManualClock, OnExpiry, Retention, StepAction,
+    SweepReport, Sweeper, SweeperOptions, TaskState, TaskStep, Tenant,
 };
 use leasehold_tests::*;
 
@@ -189,6 +190,71 @@ fn overdue_tasks_act_on_their_policy_at_their_due_time_and_never_twice() {
     );
     let stats = s.stats();
     assert_eq!((stats.escalated, stats.expired), (1, 3));
+    assert_consistent(&t);
+}
+
+#[test]
+fn reminders_and_a_chain_fire_at_their_instants_once_each_with_no_call_from_anyone() {
+    let db = TestDb::new();
+    let clock = Arc::new(ManualClock::new(0));
+    let e = engine_at(&db, &clock);
+    let t = e.tenant("acme").expect("tenant");
+    let step = |after_due_ms: u64, action: StepAction| EscalationStep {
+        after_due_ms,
+        action,
+    };
+    let mut chained = task("t", 1).roles(&["clerk"]).due(10_000);
+    chained.created_at = 0;
+    chained.remind_before = vec![2_000];
+    chained.escalation = vec![
+        step(0, StepAction::Escalate(vec!["leads".into()])),
+        step(4_000, StepAction::Escalate(vec!["directors".into()])),
+        step(9_000, StepAction::Expire),
+    ];
+    t.open(&chained).expect("open");
+    t.claim("t", "alice", &["clerk"], None).expect("claim");
+    assert_eq!(t.next_wake().expect("next-wake"), Some(8_000));
+    let s = Sweeper::start(&e, ["acme".to_owned()], SweeperOptions::default()).expect("sweeper");
+    read_at_least(&s, 1);
+    let steps_done = |t: &Tenant| t.get("t").expect("get").expect("t").steps_done;
+    // Each instant in turn: the step owed fires, and only it.
+    for (at, done) in [(8_000, 1), (10_000, 2), (14_000, 3), (19_000, 4)] {
+        clock.set(at - 1);
+        let reads = s.stats().reads;
+        t.open(&task(&format!("nudge-{at}"), 1)).expect("open");
+        read_at_least(&s, reads + 1);
+        assert_eq!(steps_done(&t), done - 1, "nothing fires before {at}");
+        clock.set(at);
+        eventually(&format!("step {done} to fire at {at}"), || {
+            steps_done(&t) == done
+        });
+    }
+    let history = t.history("t", None, 100).expect("history");
+    let fired: Vec<_> = history.iter().filter_map(|e| e.step.clone()).collect();
+    assert_eq!(
+        fired,
+        [
+            TaskStep::Reminder(2_000),
+            TaskStep::Escalation(step(0, StepAction::Escalate(vec!["leads".into()]))),
+            TaskStep::Escalation(step(4_000, StepAction::Escalate(vec!["directors".into()]))),
+            TaskStep::Escalation(step(9_000, StepAction::Expire)),
+        ]
+    );
+    let done = t.get("t").expect("get").expect("t");
+    assert_eq!(done.state, TaskState::Expired);
+    assert_eq!(done.candidate_roles, ["clerk", "leads", "directors"]);
+    assert_eq!(t.next_wake().expect("next-wake"), None);
+    // Later sweeps find nothing more to do for it.
+    clock.set(100_000);
+    let reads = s.stats().reads;
+    t.open(&task("last-nudge", 1)).expect("open");
+    read_at_least(&s, reads + 1);
+    assert_eq!(
+        t.history("t", None, 100).expect("history").len(),
+        history.len()
+    );
+    let stats = s.stats();
+    assert_eq!((stats.escalated, stats.expired), (2, 1));
     assert_consistent(&t);
 }
 

@@ -1,6 +1,7 @@
 //! The task rows: each decodes, is stored under its own id, carries a lease
 //! only while claimed, has every index entry it implies, and says what its
-//! history's last entry says (where it has a history). It counts the rows
+//! history's last entry says (where it has a history), and keeps its
+//! reminders and chain to their rules. It counts the rows
 //! for the counters' check, and names the shapes of the keys in the tasks'
 //! range (a row, and the record beside it in layout 7 on), which the walks
 //! of the record share.
@@ -119,6 +120,26 @@ pub(super) fn check_tasks<K: Kv + ?Sized>(
                 "task",
                 &id,
                 format!("a {} task carries a lease", row.task.state),
+            );
+        }
+        // Its reminders and chain hold to `open`'s rules, and it cannot
+        // have fired more steps than it has.
+        let t = &row.task;
+        if let Err(e) =
+            crate::timeline::checked("", t.due_at, t.created_at, &t.remind_before, &t.escalation)
+        {
+            f.add(
+                "task",
+                &id,
+                format!("its reminders or chain break the rules: {e}"),
+            );
+        }
+        let steps = t.remind_before.len() + t.escalation.len();
+        if t.steps_done as usize > steps {
+            f.add(
+                "task",
+                &id,
+                format!("{} steps fired of the {steps} it has", t.steps_done),
             );
         }
         // A row no layout-10 build has changed (revision 0) was written

@@ -42,5 +42,5 @@ pub use claims::{claim, claim_next, reclaim_lapsed, release, renew, take_over};
 pub use open::open;
 pub use reads::{for_case, get, held, leased_count, next_lease_end, open_count, overdue, queue};
 pub(crate) use settle::withdraw_awaited;
-pub use settle::{escalate, expire_overdue, settle, withdraw_run};
-pub use steps::next_wake;
+pub use settle::{escalate, settle, withdraw_run};
+pub use steps::{expire_overdue, next_wake};

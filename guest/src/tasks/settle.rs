@@ -1,7 +1,7 @@
 //! Settling: `settle` (compare-and-set from pending, or only by the holder),
 //! `withdraw-run` (and the withdrawal `seal` shares), `escalate`, and
-//! `expire-overdue` (each overdue task by its `on-expiry`, once, then due
-//! reminders and chain steps, `steps`). A settled
+//! the first half of `expire-overdue` (each overdue task by its
+//! `on-expiry`, once; `steps` adds the reminders and chain steps). A settled
 //! task stays as it stands: the decision that won a race is the outcome.
 
 #[allow(unused_imports)]
@@ -178,11 +178,11 @@ pub(super) fn escalated_with(row: &TaskRow, roles: &[String]) -> TaskRow {
     next
 }
 
-/// `expire-overdue`: the overdue index up to `now` is exactly the set of
-/// tasks owed their expiry, and acting on one takes it out of the index
-/// (escalated once, or settled), so no task is acted on twice, and the scan
-/// reads only what it moves.
-pub fn expire_overdue<K: Kv + ?Sized>(
+/// `expire-overdue`'s first half: the overdue index up to `now` is exactly
+/// the set of tasks owed their expiry, and acting on one takes it out of
+/// the index (escalated once, or settled), so no task is acted on twice,
+/// and the scan reads only what it moves.
+pub(super) fn act_on_overdue<K: Kv + ?Sized>(
     kv: &mut K,
     now: Timestamp,
     limit: u32,
@@ -215,8 +215,5 @@ pub fn expire_overdue<K: Kv + ?Sized>(
         store::write_task(kv, cause, Some(&row), &mut next)?;
         moved.push(next.task);
     }
-    // What is left of the call's limit fires reminders and chain steps.
-    let left = limit.saturating_sub(u32::try_from(moved.len()).unwrap_or(u32::MAX));
-    moved.extend(super::steps::fire_due_steps(kv, now, left)?);
     Ok(moved)
 }

@@ -1,6 +1,6 @@
-//! Reminders and escalation chains firing: the second half of
-//! `expire-overdue`, over the `wake` index, and `next-wake`, what a sweeper
-//! sleeps until. A pending task is in the index at its next step's instant
+//! Reminders and escalation chains firing: `expire-overdue`, whose second
+//! half fires them over the `wake` index (its first half is `settle`'s),
+//! and `next-wake`, what a sweeper sleeps until. A pending task is in the index at its next step's instant
 //! ([`crate::timeline::next_step`]); firing a step counts it done, which
 //! moves the entry to the step after (or out), so no step fires twice
 //! however many sweepers run. The timeline's rules are `timeline`'s; this
@@ -17,11 +17,24 @@ use crate::store::{self, Cause, bad_entry};
 use crate::timeline;
 
 use super::lookup::listed_until;
-use super::settle::escalated_with;
+use super::settle::{act_on_overdue, escalated_with};
+
+/// `expire-overdue`: the overdue tasks by their `on-expiry` first, then,
+/// with what is left of the call's limit, due reminders and chain steps.
+pub fn expire_overdue<K: Kv + ?Sized>(
+    kv: &mut K,
+    now: Timestamp,
+    limit: u32,
+) -> Result<Vec<Task>, StoreError> {
+    let mut moved = act_on_overdue(kv, now, limit)?;
+    let left = limit.saturating_sub(u32::try_from(moved.len()).unwrap_or(u32::MAX));
+    moved.extend(fire_due_steps(kv, now, left)?);
+    Ok(moved)
+}
 
 /// Fires the next step of up to `limit` pending tasks whose step is due by
 /// `now`, earliest first: one step per task per call, each its own change.
-pub(super) fn fire_due_steps<K: Kv + ?Sized>(
+fn fire_due_steps<K: Kv + ?Sized>(
     kv: &mut K,
     now: Timestamp,
     limit: u32,

@@ -46,6 +46,28 @@ function exportErrorResult(file) {
   );
 }
 
+/**
+ * jco wraps every export in `WebAssembly.promising` inside a try, and uses
+ * the export itself when that throws, as it does where V8 has no JSPI
+ * (Node 20 and 22). Each throw had V8 render the call's text by parsing
+ * `instantiate` again, which is most of a megabyte: every instance took a
+ * large part of a call's deadline to make. The bindings are patched to ask
+ * once, at load, and to use the export itself where there is no
+ * `promising`, which is what the catch did.
+ */
+function promisingOnce(file) {
+  const js = readFileSync(file, 'utf8');
+  const call = 'WebAssembly.promising(';
+  const name = 'leaseholdPromising';
+  if (js.includes(name)) throw new Error(`${file}: already names ${name}; the pinned jco version changed its output`);
+  writeFileSync(
+    file,
+    '/** `WebAssembly.promising`, or the export itself without JSPI (patched in by scripts/build.mjs). */\n' +
+      `const ${name} = typeof WebAssembly.promising === 'function' ? WebAssembly.promising : (f) => f;\n` +
+      js.replaceAll(call, `${name}(`),
+  );
+}
+
 function transpile(wasm, out) {
   const jco = join(pkg, 'node_modules', '.bin', 'jco');
   // Sync instantiation: every call is synchronous (better-sqlite3 is too), and
@@ -55,6 +77,7 @@ function transpile(wasm, out) {
     '--instantiation', 'sync', '--no-typescript', '--quiet',
   ], { stdio: 'inherit' });
   exportErrorResult(join(out, 'leasehold.js'));
+  promisingOnce(join(out, 'leasehold.js'));
 }
 
 rmSync(gen, { recursive: true, force: true });

@@ -130,18 +130,10 @@ export class ComponentInstances {
   }
 
   /**
-   * The tenant's instance, made (evicting the least recently used one past
-   * the cap) if it has none. With a cap of 0 every call gets a fresh
-   * instance, kept for that call only, as the Rust host does.
+   * A new instance, its storage import bound to whichever call's `kv` is
+   * put in its slot.
    */
-  #instance(tenant, kv) {
-    let inst = this.cache.get(tenant);
-    if (inst) {
-      // Most recently used last: a Map keeps insertion order.
-      this.cache.delete(tenant);
-      this.cache.set(tenant, inst);
-      return inst;
-    }
+  #make() {
     const slot = { kv: null };
     const forward = {};
     for (const name of ['get', 'getMany', 'scan', 'stage']) forward[name] = (...a) => slot.kv[name](...a);
@@ -160,13 +152,43 @@ export class ComponentInstances {
         return i;
       },
     );
-    inst = { root, slot, memories };
+    return { root, slot, memories };
+  }
+
+  /**
+   * Makes one instance and throws it away, so the next is quick: a
+   * thread's first instantiation is mostly V8 compiling jco's bindings
+   * (one large function, compiled when first run), and that is the host's
+   * work, not to be charged to the deadline of whichever call comes first.
+   * A component that cannot be instantiated is left for that call to report.
+   */
+  warm() {
+    try {
+      this.#make();
+    } catch {
+      // The first call makes its instance again and reports why it failed.
+    }
+  }
+
+  /**
+   * The tenant's instance, made (evicting the least recently used one past
+   * the cap) if it has none. With a cap of 0 every call gets a fresh
+   * instance, kept for that call only, as the Rust host does.
+   */
+  #instance(tenant, kv) {
+    let inst = this.cache.get(tenant);
+    if (inst) {
+      // Most recently used last: a Map keeps insertion order.
+      this.cache.delete(tenant);
+      this.cache.set(tenant, inst);
+      return inst;
+    }
+    inst = this.#make();
     this.made += 1;
     this.cache.set(tenant, inst);
     while (this.cache.size > this.maxInstances) this.cache.delete(this.cache.keys().next().value);
     return inst;
   }
-
 
   discard(tenant) {
     this.cache.delete(tenant);
@@ -186,16 +208,20 @@ export class ComponentInstances {
    * export's error result), `{ memory }` (the instance reached its cap),
    * or `{ trap }`. Any outcome but ok discards the instance: an error
    * answer too, as the Rust host does, so an instance only ever goes on
-   * from a call that finished as the rules meant.
+   * from a call that finished as the rules meant. `instantiated` is
+   * called when the call made its instance, just before the export runs:
+   * the call's deadline counts again from there, as the Rust host's does.
    */
-  run(tenant, iface, fn, args, kv) {
+  run(tenant, iface, fn, args, kv, instantiated = () => {}) {
     let inst;
+    const made = this.made;
     try {
       inst = this.#instance(tenant, kv);
     } catch (e) {
       if (e instanceof MemoryCapTooLow) return { memory: e.message };
       return { trap: `the component could not be instantiated: ${e.message}` };
     }
+    if (this.made !== made) instantiated();
     inst.slot.kv = kv;
     try {
       return { ok: true, answer: inst.root[iface][fn](...args) };

@@ -88,12 +88,13 @@ function record(v, field) {
 /**
  * A task to open. `id`, `run` and `kind` are required; the rest default:
  * no case, justification `{}` (an object is stringified), no roles (anyone),
- * priority normal, state open, onExpiry deny, createdAt now.
+ * priority normal, state open, onExpiry deny, createdAt now, no reminders,
+ * no escalation chain.
  */
 function witTask(t) {
   record(t, 'task');
   const justification = t.justification ?? '{}';
-  // A task's revision and decision are the engine's to keep: open ignores them.
+  // A task's revision, decision and steps done are the engine's to keep: open ignores them.
   return {
     id: str(t.id, 'id'),
     run: str(t.run, 'run'),
@@ -113,7 +114,35 @@ function witTask(t) {
     revision: 0n,
     decision: undefined,
     outcomes: witOutcomes(t.outcomes ?? [], 'outcomes'),
+    remindBefore: witOffsets(t.remindBefore ?? [], 'remindBefore'),
+    escalation: witEscalation(t.escalation ?? [], 'escalation'),
+    stepsDone: 0,
   };
+}
+
+/** Reminder offsets (ms before the due time): an array of u64, lowered as jco lowers a list<u64>. */
+function witOffsets(v, field) {
+  if (!Array.isArray(v)) throw new InvalidArgument(`${field} must be an array of non-negative integers, got ${shown(v)}`);
+  return BigUint64Array.from(v.map((x, i) => u64(x, `${field}[${i}]`)));
+}
+
+/** `{ escalate: [roles] }` or `{ expire: true }`, as a schedule's catch-up spells `{ none: true }`. */
+function witStepAction(v, field) {
+  const [kase, val] = oneKey(v, ['escalate', 'expire'], field);
+  if (kase === 'escalate') return { tag: 'escalate', val: list(val, `${field}.escalate`) };
+  if (val !== true) throw new InvalidArgument(`${field}.expire must be true, got ${shown(val)}`);
+  return { tag: 'expire' };
+}
+
+/** An escalation chain: `[{ afterDueMs, action }]`, in firing order. */
+function witEscalation(v, field) {
+  if (!Array.isArray(v)) throw new InvalidArgument(`${field} must be an array of escalation steps, got ${shown(v)}`);
+  return v.map((s, i) => {
+    const f = `${field}[${i}]`;
+    record(s, f);
+    known(s, ['afterDueMs', 'action'], f);
+    return { afterDueMs: u64(s.afterDueMs, `${f}.afterDueMs`), action: witStepAction(s.action, `${f}.action`) };
+  });
 }
 
 /** JSON text as given, or an object/array/number/boolean/null to be JSON.stringify'd. */
@@ -168,7 +197,9 @@ function witDecision(d) {
   };
 }
 
-const CHANGE_FIELDS = ['dueAt', 'priority', 'candidateRoles', 'escalateTo', 'excludedActors', 'onExpiry', 'outcomes'];
+const CHANGE_FIELDS = [
+  'dueAt', 'priority', 'candidateRoles', 'escalateTo', 'excludedActors', 'onExpiry', 'outcomes', 'remindBefore', 'escalation',
+];
 
 /**
  * What `update` changes: a field left out stays as it is; `dueAt: null`
@@ -188,6 +219,8 @@ function witChanges(c) {
     excludedActors: some('excludedActors', list),
     onExpiry: some('onExpiry', onExpiry),
     outcomes: some('outcomes', witOutcomes),
+    remindBefore: some('remindBefore', witOffsets),
+    escalation: some('escalation', witEscalation),
   };
 }
 
@@ -206,6 +239,22 @@ function witKind(k) {
 }
 
 const kindDefinition = (k) => ({ kind: k.kind, outcomes: k.outcomes.map(outcomeRule), revision: int(k.revision) });
+
+/** A chain step's action as answered: `{ escalate: [roles] }` or `{ expire: true }`. */
+function stepAction(a) {
+  if (a.tag === 'escalate') return { escalate: a.val };
+  if (a.tag === 'expire') return { expire: true };
+  throw malformed(`a chain step's action is ${a.tag}, which step-action does not have`);
+}
+
+const escalationStep = (s) => ({ afterDueMs: int(s.afterDueMs), action: stepAction(s.action) });
+
+/** The step a history entry fired: `{ reminder: ms }` or `{ escalation: { afterDueMs, action } }`. */
+function taskStep(s) {
+  if (s.tag === 'reminder') return { reminder: int(s.val) };
+  if (s.tag === 'escalation') return { escalation: escalationStep(s.val) };
+  throw malformed(`a history entry's step is ${s.tag}, which task-step does not have`);
+}
 
 const task = (t) => ({
   id: t.id,
@@ -226,6 +275,9 @@ const task = (t) => ({
   revision: int(t.revision),
   decision: opt(t.decision, decisionRecord),
   outcomes: t.outcomes.map(outcomeRule),
+  remindBefore: Array.from(t.remindBefore, int),
+  escalation: t.escalation.map(escalationStep),
+  stepsDone: t.stepsDone,
 });
 
 /** A timer to arm: `run`, `effect`, `fireAt` required; no case, step 0, phase forward by default. */
@@ -408,6 +460,9 @@ function held(t, actor) {
 
 const heldTask = (t, id, actor) => held(sameTask(t, id), actor);
 
+/** The states a task waits in: a reminder may fire on any of them. */
+const PENDING = new Set(['open', 'claimed', 'escalated']);
+
 function atMost(items, limit, verb) {
   if (items.length > limit) throw malformed(`${verb} answered ${items.length} entries for a limit of ${limit}`);
   return items;
@@ -457,6 +512,7 @@ const historyEntry = (e) => ({
   decision: opt(e.decision, decisionRecord),
   note: opt(e.note),
   job: opt(e.job),
+  step: opt(e.step, taskStep),
 });
 
 /** What a feed entry records: `{ task: { id, entry } }` or `{ timer: { … } }`. */
@@ -551,13 +607,26 @@ export class Tenant {
     });
   }
 
-  /** Acts on up to `limit` tasks overdue at `now`, each by its `on_expiry`: escalated, or settled `expired`. */
+  /**
+   * Acts on up to `limit` tasks overdue at `now`, each by its `onExpiry`
+   * (escalated, or settled `expired`), then, within the same limit, fires
+   * the due reminder or chain step of pending tasks, one per task per call,
+   * each recorded in the history with its `step`. Answers the tasks as they
+   * now stand: escalated (unheld), expired, or reminded (pending, its
+   * `stepsDone` counting a reminder).
+   */
   expireOverdue(now, limit) {
     const n = u32(limit, 'limit');
     return this.#call('expire-overdue', W, ['tasks', 'expireOverdue', [s64(now, 'now'), n]], (ts) => {
       for (const t of distinct(atMost(ts, n, 'expire-overdue'), 'expire-overdue')) {
-        if (!(t.state === 'expired' || (t.state === 'escalated' && absent(t.assignee)))) {
-          throw malformed(`expire-overdue answered task ${t.id} as ${t.state} by ${t.assignee}, neither escalated nor expired`);
+        // As the Rust host checks it: a reminder leaves a task as it was but
+        // for its step count; anything else is escalated (unheld) or expired.
+        const reminded = PENDING.has(t.state) && t.stepsDone >= 1 && t.stepsDone <= t.remindBefore.length;
+        const swept = t.state === 'expired' || (t.state === 'escalated' && absent(t.assignee));
+        if (!(swept || reminded)) {
+          throw malformed(
+            `expire-overdue answered task ${t.id} as ${t.state} by ${t.assignee}, neither escalated, expired nor reminded`,
+          );
         }
       }
       return ts.map(task);
@@ -580,6 +649,15 @@ export class Tenant {
   /** The earliest lease end among leased claims, or null. */
   nextLeaseEnd() {
     return this.#call('next-lease-end', R, ['tasks', 'nextLeaseEnd', []], (a) => opt(a, int));
+  }
+
+  /**
+   * The earliest instant at which `expireOverdue` has something to do: a
+   * due time owed its expiry, or a reminder or chain step to fire; null
+   * when nothing waits. What a sweeper sleeps until.
+   */
+  nextWake() {
+    return this.#call('next-wake', R, ['tasks', 'nextWake', []], (a) => opt(a, int));
   }
 
   release(id, actor) {
@@ -666,9 +744,11 @@ export class Tenant {
   /**
    * Changes fields of a pending task, each by `open`'s rules: `changes` has
    * any of `dueAt` (null clears it), `priority`, `candidateRoles`,
-   * `escalateTo`, `excludedActors`, `onExpiry`, `outcomes`; `by` is
-   * recorded as who changed it (null: the service). A change that excludes
-   * the holder ends the claim. Answers the task as it now stands.
+   * `escalateTo`, `excludedActors`, `onExpiry`, `outcomes`, `remindBefore`,
+   * `escalation`; `by` is recorded as who changed it (null: the service). A
+   * change that excludes the holder ends the claim; one of the due time,
+   * the reminders or the chain re-arms the steps. Answers the task as it
+   * now stands.
    */
   update(id, by, changes) {
     const args = [str(id, 'id'), optStr(by, 'by'), witChanges(changes), this.#guard];

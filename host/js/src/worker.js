@@ -37,6 +37,10 @@ let instances;
 try {
   const bindings = await import(new URL('leasehold.js', dir).href);
   instances = new ComponentInstances(bindings, new URL(dir), memoryBytes, maxInstances);
+  // Ready only once an instance has been made: a call's deadline starts
+  // when it is sent, and must count the guest's work, not this thread's
+  // first instantiation.
+  instances.warm();
   box.send({ op: 'ready' });
 } catch (e) {
   box.send({ op: 'failed', message: e instanceof Error ? e.message : String(e) });
@@ -49,7 +53,8 @@ while (instances) {
   for (const tenant of m.forget ?? []) instances.discard(tenant);
   let outcome;
   try {
-    outcome = instances.run(m.tenant, m.iface, m.fn, m.args, kv(m.concurrentWriters, m.callTime));
+    outcome = instances.run(m.tenant, m.iface, m.fn, m.args, kv(m.concurrentWriters, m.callTime), () =>
+      box.send({ op: 'instantiated' }));
   } catch (e) {
     // Only a fault of this host lands here; it must end the call, not the worker.
     instances.discard(m.tenant);

@@ -24,6 +24,10 @@ const INTEGER_ARGUMENTS = [
   ['open task.createdAt', 's64', (t, v) => t.open(task({ createdAt: v }))],
   ['open task.dueAt', 's64', (t, v) => t.open(task({ dueAt: v }))],
   ['open task.leaseUntil', 's64', (t, v) => t.open(task({ state: 'claimed', assignee: 'bob', leaseUntil: v }))],
+  ['open task.remindBefore[0]', 'u64', (t, v) => t.open(task({ dueAt: T + 10, remindBefore: [v] }))],
+  ['open task.escalation[0].afterDueMs', 'u64', (t, v) => t.open(task({ dueAt: T, escalation: [{ afterDueMs: v, action: { expire: true } }] }))],
+  ['update changes.remindBefore[0]', 'u64', (t, v) => t.update('t0', null, { remindBefore: [v] })],
+  ['update changes.escalation[0].afterDueMs', 'u64', (t, v) => t.update('t0', null, { escalation: [{ afterDueMs: v, action: { expire: true } }] })],
   ['claim lease.now', 's64', (t, v) => t.claim('t1', 'bob', [], lease({ now: v }))],
   ['claim lease.leaseMs', 'u32', (t, v) => t.claim('t1', 'bob', [], lease({ leaseMs: v }))],
   ['take-over lease.now', 's64', (t, v) => t.takeOver('t1', 'bob', 'carol', [], lease({ now: v }))],
@@ -153,6 +157,10 @@ test('enum typos, strings for lists and non-strings are refused by field and kee
     ['note', () => t.pauseSchedule('s', 5)],
     ['id', () => t.getSchedule(['s'])],
     ['after', () => t.listSchedules(10, 3)],
+    ['remindBefore', () => t.open(task({ dueAt: T, remindBefore: 5 }))],
+    ['escalation[0].action', () => t.open(task({ dueAt: T, escalation: [{ afterDueMs: 0, action: { expire: null } }] }))],
+    ['escalation[0].action', () => t.open(task({ dueAt: T, escalation: [{ afterDueMs: 0, action: { escalat: ['x'] } }] }))],
+    ['changes.escalation[0].action.escalate', () => t.update('t0', null, { escalation: [{ afterDueMs: 0, action: { escalate: 'x' } }] })],
   ];
   for (const [field, f] of cases) refused(f, field);
   unchanged();

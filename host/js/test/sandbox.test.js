@@ -159,11 +159,24 @@ test('answers the contract rules out are reported, not passed on, and commit not
     'next-occurrences out of order': () => t.nextOccurrences('s', 10, 5),
     'get-schedule under another id': () => t.getSchedule('s'),
     'tz-version answering no database version': () => t.tzVersion(),
+    // Neither escalated, expired nor reminded: open with no step fired, more
+    // reminders fired than it has, escalated yet held. Each writes first.
+    'expire-overdue answering an open task no step fired on': () => t.expireOverdue(0, 5),
+    'expire-overdue answering more reminders fired than the task has': () => t.expireOverdue(1, 5),
+    'expire-overdue answering an escalated task still held': () => t.expireOverdue(2, 5),
   };
   for (const [what, f] of Object.entries(calls)) {
     assert.throws(f, (e) => e instanceof SandboxError && e.kind === 'malformed', what);
   }
   assert.deepEqual(store.dump('acme'), []);
+  engine.close();
+});
+
+test('an expire-overdue answer a reminder leaves (pending, a reminder fired) is accepted', () => {
+  const { engine, t } = hostile();
+  const [swept, ...rest] = t.expireOverdue(3, 5);
+  assert.deepEqual(rest, []);
+  assert.deepEqual([swept.state, swept.stepsDone, swept.remindBefore], ['open', 1, [1000]]);
   engine.close();
 });
 

@@ -27,8 +27,26 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// Keeps the shipped component, compiled with the default limits the
+/// scenario suite runs it with, alive for the whole test process, as
+/// `leasehold_tests::keep_compiled` does for the integration suite (which
+/// this crate cannot depend on). The host's compile cache holds no
+/// component once its engines are gone, and the scenario suite keeps one
+/// only while it runs: without this, every test that runs the whole kit
+/// compiled the component again. The keeper is an engine on the example
+/// backend that never makes a call.
+fn keep_compiled() {
+    static KEEPER: std::sync::OnceLock<leasehold_host::Engine> = std::sync::OnceLock::new();
+    KEEPER.get_or_init(|| {
+        leasehold_host::Engine::builder()
+            .backend(MemoryBackend::new())
+            .expect("the keeper opens")
+    });
+}
+
 /// Runs `check` of the kit on the flawed backend and answers its failure.
 fn caught<B: Backend>(check: &'static str, make: &dyn Fn() -> B) -> Result<(), Failure> {
+    keep_compiled();
     let (_, run) = testkit::kv::checks::<B>()
         .into_iter()
         .find(|(name, _)| *name == check)
@@ -1499,6 +1517,7 @@ fn the_kit_passes_writers_that_are_serializable_either_way() {
 /// the steps that went wrong instead of panicking.
 #[test]
 fn the_scenario_suite_reports_a_backend_that_drops_half_of_each_batch() {
+    keep_compiled();
     let failure = testkit::scenarios::run_scenarios(&Flawed::<DropsHalfOfEachBatch>::new)
         .expect_err("the scenario suite passed it");
     assert_eq!(failure.check, "scenarios");
@@ -1509,6 +1528,7 @@ fn the_scenario_suite_reports_a_backend_that_drops_half_of_each_batch() {
 /// Run whole, the kit passes the working backends.
 #[test]
 fn the_whole_kit_passes_the_working_backends() {
+    keep_compiled();
     for (what, make) in working() {
         let none = testkit::run_all(&make);
         assert!(none.is_empty(), "{what}: {none:?}");
@@ -1521,6 +1541,7 @@ fn the_whole_kit_passes_the_working_backends() {
 /// writes makes a scenario do.
 #[test]
 fn a_scenario_step_that_uses_a_value_never_saved_is_reported_not_run() {
+    keep_compiled();
     let scenario = serde_json::json!({
         "name": "unsaved",
         "steps": [
@@ -1552,6 +1573,7 @@ fn a_scenario_step_that_uses_a_value_never_saved_is_reported_not_run() {
 /// failure, and the scenario stops there; the runner does not panic.
 #[test]
 fn a_scenario_step_with_an_argument_missing_is_reported() {
+    keep_compiled();
     let scenario = serde_json::json!({
         "name": "malformed",
         "steps": [

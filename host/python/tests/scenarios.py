@@ -28,6 +28,8 @@ TASK_DEFAULTS = {
     "excluded-actors": [],
     "created-at": 0,
     "due-at": None,
+    "remind-before": [],
+    "escalation": [],
 }
 TIMER_DEFAULTS = {"case": None, "step": 0, "phase": "forward"}
 SCHEDULE_DEFAULTS = {
@@ -75,9 +77,21 @@ def outcomes(rules: list[dict]) -> list[lh.OutcomeRule]:
     return [lh.OutcomeRule(**snake(r)) for r in rules]
 
 
+def escalation(steps: list[dict]) -> list[lh.EscalationStep]:
+    """A chain: each step's action ``{"escalate": [roles]}`` or ``{"expire": null}``."""
+    out = []
+    for s in steps:
+        case, payload = one_case(s["action"])
+        assert case in ("escalate", "expire"), f"no step action {case}"
+        action = lh.StepEscalate(payload) if case == "escalate" else lh.StepExpire()
+        out.append(lh.EscalationStep(after_due_ms=s["after-due-ms"], action=action))
+    return out
+
+
 def task(a: dict) -> lh.Task:
     fields = snake({**TASK_DEFAULTS, **a})
     fields["outcomes"] = outcomes(fields.get("outcomes", []))
+    fields["escalation"] = escalation(fields["escalation"])
     return lh.Task(**fields)
 
 
@@ -86,6 +100,8 @@ def changes(c: dict) -> lh.TaskChanges:
     fields = snake(c)
     if "outcomes" in fields:
         fields["outcomes"] = outcomes(fields["outcomes"])
+    if fields.get("escalation") is not None:
+        fields["escalation"] = escalation(fields["escalation"])
     return lh.TaskChanges(**fields)
 
 
@@ -151,6 +167,15 @@ def canonical(v: Any) -> Any:
         return {"latest-within": v.window_ms}
     if isinstance(v, lh.CatchUpNone):
         return {"none": None}
+    if isinstance(v, lh.StepEscalate):
+        return {"escalate": v.roles}
+    if isinstance(v, lh.StepExpire):
+        return {"expire": None}
+    if isinstance(v, lh.Reminder):
+        return {"reminder": v.before_ms}
+    if isinstance(v, lh.HistoryEntry) and isinstance(v.step, lh.EscalationStep):
+        # A task-step's chain case is the step itself: its case named here.
+        return {**canonical(dataclasses.replace(v, step=None)), "step": {"escalation": canonical(v.step)}}
     if dataclasses.is_dataclass(v) and not isinstance(v, type):
         return {f.name.replace("_", "-"): canonical(getattr(v, f.name)) for f in dataclasses.fields(v)}
     if isinstance(v, list):
@@ -209,6 +234,7 @@ VERBS = {
     ),
     "leased-count": lambda t, a: t.leased_count(),
     "next-lease-end": lambda t, a: t.next_lease_end(),
+    "next-wake": lambda t, a: t.next_wake(),
     "release": lambda t, a: t.release(a["id"], a["actor"]),
     "take-over": lambda t, a: t.take_over(a["id"], a["from"], a["actor"], a["roles"], lease(a)),
     "settle": lambda t, a: t.decide(a["id"], a["settlement"], a.get("holder"), decision(a.get("decision"))),

@@ -169,6 +169,12 @@ def test_a_batch_past_what_wasmtime_py_copies_into_a_host_call_fails_and_commits
         lambda t: t.next_occurrences("s", 10, 5),
         lambda t: t.get_schedule("s"),
         lambda t: t.tz_version(),
+        # Neither escalated, expired nor reminded: open with no step fired,
+        # more reminders fired than it has, escalated yet held. Each writes
+        # first.
+        lambda t: t.expire_overdue(0, 5),
+        lambda t: t.expire_overdue(1, 5),
+        lambda t: t.expire_overdue(2, 5),
     ],
     ids=[
         "open",
@@ -185,12 +191,22 @@ def test_a_batch_past_what_wasmtime_py_copies_into_a_host_call_fails_and_commits
         "next-occurrences-out-of-order",
         "get-schedule-another-id",
         "tz-version-no-version",
+        "expire-overdue-open-no-step",
+        "expire-overdue-reminders-past-its-own",
+        "expire-overdue-escalated-held",
     ],
 )
 def test_answers_the_contract_rules_out_are_reported_not_passed_on_and_commit_nothing(hostile, call):
     store, _, t = hostile()
     fails("malformed", call, t)
     assert store.dump("acme") == []
+
+
+def test_an_expire_overdue_answer_a_reminder_leaves_is_accepted(hostile):
+    # The control for the three above: pending, one reminder fired of its one.
+    _, _, t = hostile()
+    [swept] = t.expire_overdue(3, 5)
+    assert (swept.state, swept.steps_done, swept.remind_before) == (lh.TaskState.OPEN, 1, [1000])
 
 
 def test_the_guest_is_granted_no_environment_arguments_files_input_or_network(hostile):

@@ -18,7 +18,8 @@ export function scenarioFiles() {
 const DEFAULT_TENANT = 'acme';
 const TASK_DEFAULTS = {
   case: null, justification: '{}', 'candidate-roles': [], assignee: null, 'lease-until': null, priority: 'normal', state: 'open',
-  'on-expiry': 'deny', 'escalate-to': [], 'excluded-actors': [], 'created-at': 0, 'due-at': null,
+  'on-expiry': 'deny', 'escalate-to': [], 'excluded-actors': [], 'created-at': 0, 'due-at': null, 'remind-before': [],
+  escalation: [],
 };
 const TIMER_DEFAULTS = { case: null, step: 0, phase: 'forward' };
 const SCHEDULE_DEFAULTS = {
@@ -35,7 +36,22 @@ function renameKeys(v, f) {
   return typeof v === 'bigint' ? Number(v) : v;
 }
 
-const canonical = (v) => (v === undefined ? null : renameKeys(v, kebab));
+/**
+ * A chain step's `expire` action, between the suite's spelling
+ * (`{"expire": null}`) and the host's (`{ expire: true }`, as its catch-up's
+ * `{ none: true }`): every `action` in `v` turned by `f`.
+ */
+function actions(v, f) {
+  if (Array.isArray(v)) return v.map((x) => actions(x, f));
+  if (v && typeof v === 'object') {
+    return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, k === 'action' ? f(x) : actions(x, f)]));
+  }
+  return v;
+}
+const expireIn = (a) => (a && typeof a === 'object' && 'expire' in a ? { expire: true } : a);
+const expireOut = (a) => (a && typeof a === 'object' && 'expire' in a ? { expire: null } : a);
+
+const canonical = (v) => (v === undefined ? null : actions(renameKeys(v, kebab), expireOut));
 
 // Verbs whose error result nests store errors under `store`: the claim verbs and reschedule (timer-error).
 const CLAIM_VERBS = new Set([
@@ -46,7 +62,7 @@ const lease = (l) => (l ? { now: l.now, leaseMs: l['lease-ms'] } : null);
 const camelKeys = (v) => (v === undefined || v === null ? v : renameKeys(v, camel));
 
 /** `update`'s changes: a key left out is unchanged; `"due-at": null` clears the due time. */
-const changes = (c) => camelKeys(c);
+const changes = (c) => actions(camelKeys(c), expireIn);
 
 /** A refusal `reschedule` answered as a value, in the WIT's spelling (`{"held": T}`), for `errorVariant`. */
 class TimerRefused {
@@ -90,7 +106,7 @@ function errorVariant(e, verb, { ClaimRefusal, StoreError }) {
 }
 
 const VERBS = {
-  open: (t, a) => t.open(renameKeys({ ...TASK_DEFAULTS, ...a.task }, camel)),
+  open: (t, a) => t.open(actions(renameKeys({ ...TASK_DEFAULTS, ...a.task }, camel), expireIn)),
   get: (t, a) => t.get(a.id),
   claim: (t, a) => t.claim(a.id, a.actor, a.roles, lease(a.lease)),
   renew: (t, a) => t.renew(a.id, a.actor, a.now, a['lease-ms']),
@@ -99,6 +115,7 @@ const VERBS = {
   'claim-next': (t, a) => t.claimNext(a.query, lease(a.lease)),
   'leased-count': (t) => t.leasedCount(),
   'next-lease-end': (t) => t.nextLeaseEnd(),
+  'next-wake': (t) => t.nextWake(),
   release: (t, a) => t.release(a.id, a.actor),
   'take-over': (t, a) => t.takeOver(a.id, a.from, a.actor, a.roles, lease(a.lease)),
   settle: (t, a) => t.decide(a.id, a.settlement, a.holder ?? null, camelKeys(a.decision) ?? null),

@@ -70,6 +70,12 @@ from .model import (
     Schedule,
     SchedulePage,
     ScheduleSpec,
+    EscalationStep,
+    Reminder,
+    StepAction,
+    StepEscalate,
+    StepExpire,
+    TaskStep,
 )
 from .stores import MemoryStore, SqliteStore
 
@@ -141,4 +147,10 @@ __all__ = [
     "Schedule",
     "SchedulePage",
     "ScheduleSpec",
+    "EscalationStep",
+    "Reminder",
+    "StepAction",
+    "StepEscalate",
+    "StepExpire",
+    "TaskStep",
 ]

@@ -97,6 +97,11 @@ from .model import (
     Schedule,
     SchedulePage,
     ScheduleSpec,
+    EscalationStep,
+    Reminder,
+    StepEscalate,
+    StepExpire,
+    TaskStep,
     now_ms,
 )
 from .stores import Mode, Store
@@ -330,6 +335,7 @@ VERBS: dict[str, tuple[str, Mode]] = {
     "open-count": ("tasks", "read"),
     "leased-count": ("tasks", "read"),
     "next-lease-end": ("tasks", "read"),
+    "next-wake": ("tasks", "read"),
     "overdue": ("tasks", "read"),
     "held": ("tasks", "read"),
     "update": ("tasks", "write"),
@@ -706,11 +712,47 @@ def _wit_task(t: Task) -> cm.Record:
         excluded_actors=_strs(t.excluded_actors, "excluded_actors"),
         created_at=_s64(t.created_at, "created_at"),
         due_at=_opt_s64(t.due_at, "due_at"),
-        # The engine keeps a task's revision and decision: open ignores them.
+        # The engine keeps a task's revision, decision and steps done: open ignores them.
         revision=0,
         decision=None,
         outcomes=_wit_outcomes(t.outcomes, "outcomes"),
+        remind_before=_offsets(t.remind_before, "remind_before"),
+        escalation=_wit_escalation(t.escalation, "escalation"),
+        steps_done=0,
     )
+
+
+def _offsets(v: Any, field: str) -> list[int]:
+    """Reminder offsets: a list of u64, milliseconds before the due time."""
+    if isinstance(v, (str, bytes)) or not isinstance(v, (list, tuple)):
+        raise InvalidArgument(f"{field} must be a list of int, got {v!r}")
+    return [_u64(x, f"{field}[{i}]") for i, x in enumerate(v)]
+
+
+def _wit_step_action(a: Any, field: str) -> list[str] | None:
+    """``step-action`` lowers untagged: ``escalate`` is its list of roles,
+    ``expire`` (no payload) None, which wasmtime-py tells apart by type."""
+    if isinstance(a, StepEscalate):
+        return _strs(a.roles, f"{field}.roles")
+    if isinstance(a, StepExpire):
+        return None
+    raise InvalidArgument(f"{field} must be a StepEscalate or a StepExpire, got {a!r}")
+
+
+def _wit_escalation(v: Any, field: str) -> list[cm.Record]:
+    if isinstance(v, (str, bytes)) or not isinstance(v, (list, tuple)):
+        raise InvalidArgument(f"{field} must be a list of EscalationStep, got {v!r}")
+    out = []
+    for i, step in enumerate(v):
+        f = f"{field}[{i}]"
+        _of(EscalationStep, step, f)
+        out.append(
+            _record(
+                after_due_ms=_u64(step.after_due_ms, f"{f}.after_due_ms"),
+                action=_wit_step_action(step.action, f"{f}.action"),
+            )
+        )
+    return out
 
 
 def _wit_outcomes(v: Any, field: str) -> list[cm.Record]:
@@ -762,6 +804,8 @@ def _wit_changes(c: TaskChanges) -> cm.Record:
         excluded_actors=some(c.excluded_actors, _strs, "excluded_actors"),
         on_expiry=some(c.on_expiry, lambda v, f: _enum(OnExpiry, v, f), "on_expiry"),
         outcomes=some(c.outcomes, _wit_outcomes, "outcomes"),
+        remind_before=some(c.remind_before, _offsets, "remind_before"),
+        escalation=some(c.escalation, _wit_escalation, "escalation"),
     )
 
 
@@ -793,6 +837,22 @@ def _kind(r: Any, kind: str) -> KindDefinition:
     return KindDefinition(kind=r.kind, outcomes=[_outcome_rule(o) for o in r.outcomes], revision=r.revision)
 
 
+def _escalation_step(r: Any) -> EscalationStep:
+    # step-action lifts untagged: escalate as its list of roles, expire as None.
+    a = r.action
+    return EscalationStep(after_due_ms=getattr(r, "after-due-ms"), action=StepExpire() if a is None else StepEscalate(a))
+
+
+def _task_step(v: Any) -> TaskStep | None:
+    """A history entry's step: task-step lifts untagged, a reminder as its
+    int, a chain step as its record."""
+    if v is None:
+        return None
+    if isinstance(v, int):
+        return Reminder(v)
+    return _escalation_step(v)
+
+
 def _task(r: Any) -> Task:
     g = lambda name: getattr(r, name)  # noqa: E731 - fields are kebab-case attributes
     return Task(
@@ -814,6 +874,9 @@ def _task(r: Any) -> Task:
         revision=r.revision,
         decision=_decision_record(r.decision),
         outcomes=[_outcome_rule(o) for o in r.outcomes],
+        remind_before=list(g("remind-before")),
+        escalation=[_escalation_step(s) for s in r.escalation],
+        steps_done=g("steps-done"),
     )
 
 
@@ -997,6 +1060,10 @@ def _at_most(items: list, limit: int, verb: str) -> list:
     return items
 
 
+#: The states a task waits in: a reminder may fire on any of them.
+_PENDING = frozenset({TaskState.OPEN, TaskState.CLAIMED, TaskState.ESCALATED})
+
+
 def _distinct(tasks: list[Task], verb: str) -> list[Task]:
     """Tasks a verb moved must be distinct: one task moved twice is no answer the rules can give."""
     seen: set[str] = set()
@@ -1034,6 +1101,7 @@ def _history_entry(r: Any) -> HistoryEntry:
         decision=_decision_record(r.decision),
         note=r.note,
         job=r.job,
+        step=_task_step(r.step),
     )
 
 
@@ -1110,16 +1178,25 @@ class Tenant:
         return self._call("reclaim-lapsed", _s64(now, "now"), _u32(limit, "limit"), check=check)
 
     def expire_overdue(self, now: int, limit: int) -> list[Task]:
-        """Acts on up to ``limit`` tasks overdue at ``now``, each by its ``on_expiry``:
-        escalated, or settled ``expired``."""
+        """Acts on up to ``limit`` tasks overdue at ``now``, each by its
+        ``on_expiry`` (escalated, or settled ``expired``), then, within the
+        same limit, fires the due reminder or chain step of pending tasks, one
+        per task per call, each recorded in the history with its ``step``.
+        Answers the tasks as they now stand: escalated (unheld), expired, or
+        reminded (pending, its ``steps_done`` counting a reminder)."""
 
         def check(ts: list) -> list[Task]:
             tasks = _distinct([_task(t) for t in _at_most(ts, limit, "expire-overdue")], "expire-overdue")
             for t in tasks:
+                # As the Rust host checks it: a reminder leaves a task as it
+                # was but for its step count; anything else is escalated
+                # (unheld) or expired.
+                reminded = t.state in _PENDING and 1 <= t.steps_done <= len(t.remind_before)
                 escalated = t.state == TaskState.ESCALATED and t.assignee is None
-                if not (escalated or t.state == TaskState.EXPIRED):
+                if not (escalated or t.state == TaskState.EXPIRED or reminded):
                     raise _malformed(
-                        f"expire-overdue answered task {t.id} as {t.state} by {t.assignee}, neither escalated nor expired"
+                        f"expire-overdue answered task {t.id} as {t.state} by {t.assignee}, "
+                        "neither escalated, expired nor reminded"
                     )
             return tasks
 
@@ -1147,6 +1224,12 @@ class Tenant:
 
     def next_lease_end(self) -> int | None:
         return self._call("next-lease-end")
+
+    def next_wake(self) -> int | None:
+        """The earliest instant at which ``expire_overdue`` has something to
+        do: a due time owed its expiry, or a reminder or chain step to fire;
+        None when nothing waits. What a sweeper sleeps until."""
+        return self._call("next-wake")
 
     def release(self, id: str, actor: str) -> None:
         self._call("release", _str(id, "id"), _str(actor, "actor"), self._guard, check=lambda _: None)
@@ -1232,7 +1315,8 @@ class Tenant:
     def update(self, id: str, by: str | None, changes: TaskChanges) -> Task:
         """Changes fields of a pending task, each by ``open``'s rules; ``by``
         is recorded as who changed it (None: the service). A change that
-        excludes the holder ends the claim. Answers the task as it now
+        excludes the holder ends the claim; one of the due time, the
+        reminders or the chain re-arms the steps. Answers the task as it now
         stands."""
         args = (_str(id, "id"), _opt_str(by, "by"), _wit_changes(changes), self._guard)
         return self._call("update", *args, check=lambda r: _same_task(r, id))

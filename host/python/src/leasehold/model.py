@@ -87,6 +87,46 @@ class DecisionRecord:
 
 
 @dataclass
+class StepEscalate:
+    """A chain step that escalates the task as ``escalate`` does (unheld,
+    ``escalated``), its candidate roles widened by ``roles`` (1 to 64
+    names; a task open to anyone stays open to anyone)."""
+
+    roles: list[str]
+
+
+@dataclass
+class StepExpire:
+    """A chain step that settles the task ``expired`` (only as the last
+    step); its ``on_expiry`` tells the workflow what expiry means."""
+
+
+#: What a chain step does (the WIT's ``step-action``: ``escalate`` or ``expire``).
+StepAction = StepEscalate | StepExpire
+
+
+@dataclass
+class EscalationStep:
+    """One step of a task's escalation chain: it fires at the due time plus
+    ``after_due_ms`` (0: at the due time)."""
+
+    after_due_ms: int
+    action: StepAction
+
+
+@dataclass
+class Reminder:
+    """A reminder as it fired: ``before_ms`` milliseconds before the due time."""
+
+    before_ms: int
+
+
+#: The step a history entry fired (the WIT's ``task-step``): a ``Reminder``,
+#: or a chain's ``EscalationStep`` as the task held it when it fired.
+TaskStep = Reminder | EscalationStep
+
+
+@dataclass
 class Guard:
     """What ``Tenant.guarded`` takes: the ``revision`` the caller was shown
     (another one refuses the call ``stale``), and the bulk ``job`` making
@@ -118,7 +158,9 @@ UNCHANGED = _Unchanged()
 class TaskChanges:
     """What ``update`` changes: a field left None stays as it is, except
     ``due_at``, where None clears the due time and ``UNCHANGED`` (the
-    default) leaves it."""
+    default) leaves it. A change of the due time, the reminders or the
+    chain re-arms the steps: what has not fired fires as its instant comes
+    (at once, for one past)."""
 
     due_at: int | None | _Unchanged = UNCHANGED
     priority: Priority | None = None
@@ -127,6 +169,8 @@ class TaskChanges:
     excluded_actors: list[str] | None = None
     on_expiry: OnExpiry | None = None
     outcomes: list[OutcomeRule] | None = None
+    remind_before: list[int] | None = None
+    escalation: list[EscalationStep] | None = None
 
 
 @dataclass
@@ -152,7 +196,8 @@ class KindDefinition:
 @dataclass
 class Task:
     """A human task. To open one, ``id``, ``run`` and ``kind`` are enough: no
-    case, justification ``{}``, open to anyone, normal priority, created now."""
+    case, justification ``{}``, open to anyone, normal priority, created now,
+    no reminders and no escalation chain."""
 
     id: str
     run: str
@@ -177,6 +222,19 @@ class Task:
     decision: DecisionRecord | None = None
     #: The outcomes a decision on the task may have; empty: its kind's, or any.
     outcomes: list[OutcomeRule] = field(default_factory=list)
+    #: Reminders before the due time, each milliseconds before ``due_at``
+    #: (1 or more, its reminder at or after ``created_at``; at most 8): kept
+    #: largest first (earliest reminder first), duplicates dropped. Needs a
+    #: due time.
+    remind_before: list[int] = field(default_factory=list)
+    #: The escalation chain after the due time, in firing order (strictly
+    #: increasing ``after_due_ms``, ``StepExpire`` only last; at most 8).
+    #: Needs a due time; a task with a chain is acted on by it instead of
+    #: ``on_expiry`` (``overdue`` does not list it).
+    escalation: list[EscalationStep] = field(default_factory=list)
+    #: How many of its steps have fired: its reminders, earliest first, then
+    #: its chain. ``open`` ignores it.
+    steps_done: int = 0
 
 
 @dataclass
@@ -427,6 +485,8 @@ class HistoryEntry:
     note: str | None = None
     #: The guard's job, when one made the change.
     job: str | None = None
+    #: The reminder or chain step the change fired (``expire_overdue``).
+    step: TaskStep | None = None
 
 
 class TimerEvent(StrEnum):
