@@ -234,7 +234,8 @@ mod tests {
                 (9_000, StepAction::Expire),
             ],
         );
-        let (r, c) = checked("", t.due_at, 0, &t.remind_before, &t.escalation).unwrap();
+        let (r, c) =
+            checked("", t.due_at, 0, &t.remind_before, &t.escalation).expect("the call succeeds");
         assert_eq!(r, [5_000, 1_000]);
         let t = Task {
             remind_before: r,
@@ -253,12 +254,21 @@ mod tests {
                 None
             ]
         );
-        assert_eq!(step(&t, 0).unwrap().1, TaskStep::Reminder(5_000));
+        assert_eq!(
+            step(&t, 0).expect("the call succeeds").1,
+            TaskStep::Reminder(5_000)
+        );
     }
 
     #[test]
     fn each_bad_input_is_refused_naming_its_field() {
-        let cases: Vec<(Option<Timestamp>, Vec<u64>, Vec<(u64, StepAction)>, &str)> = vec![
+        type Case = (
+            Option<Timestamp>,
+            Vec<u64>,
+            Vec<(u64, StepAction)>,
+            &'static str,
+        );
+        let cases: Vec<Case> = vec![
             (None, vec![1], vec![], "remind-before: reminders"),
             (
                 None,
@@ -307,7 +317,8 @@ mod tests {
         ];
         for (due, remind, chain, want) in cases {
             let t = task(due, &remind, &chain);
-            let err = checked("changes.", due, 0, &t.remind_before, &t.escalation).unwrap_err();
+            let err =
+                checked("changes.", due, 0, &t.remind_before, &t.escalation).expect_err("refused");
             let StoreError::Invalid(why) = err else {
                 panic!("{err:?}")
             };

@@ -335,7 +335,9 @@ fn an_expire_overdue_answer_a_reminder_leaves_is_accepted() {
     let db = TestDb::new();
     let engine = hostile(&db, quick());
     let t = engine.tenant("a").expect("tenant");
-    let swept = t.expire_overdue(3, 5).expect("a reminded task is an answer");
+    let swept = t
+        .expire_overdue(3, 5)
+        .expect("a reminded task is an answer");
     assert_eq!(swept.len(), 1);
     assert_eq!((swept[0].steps_done, swept[0].remind_before.len()), (1, 1));
 }

@@ -58,9 +58,16 @@ fn open_orders_reminders_earliest_first_and_indexes_the_first_step() {
     let t = open(&mut kv, chained("t"));
     assert_eq!(t.remind_before, [2 * HOUR as u64, HOUR as u64]);
     assert_eq!(t.steps_done, 0);
-    assert_eq!(tasks::next_wake(&mut kv).unwrap(), Some(DUE - 2 * HOUR));
+    assert_eq!(
+        tasks::next_wake(&mut kv).expect("next-wake"),
+        Some(DUE - 2 * HOUR)
+    );
     // Not overdue in the `on-expiry` sense: its chain acts at its due time.
-    assert!(tasks::overdue(&mut kv, DUE + 1, 10).unwrap().is_empty());
+    assert!(
+        tasks::overdue(&mut kv, DUE + 1, 10)
+            .expect("overdue")
+            .is_empty()
+    );
     // Nothing fires before the first reminder.
     assert!(
         writes_nothing(&mut kv, |kv| tasks::expire_overdue(
@@ -96,7 +103,10 @@ fn each_step_fires_once_in_order_with_its_record() {
     );
     // Swept again at the same instant: nothing more is owed.
     assert!(sweep(&mut kv, DUE - 2 * HOUR).is_empty());
-    assert_eq!(tasks::next_wake(&mut kv).unwrap(), Some(DUE - HOUR));
+    assert_eq!(
+        tasks::next_wake(&mut kv).expect("next-wake"),
+        Some(DUE - HOUR)
+    );
 
     sweep(&mut kv, DUE - HOUR);
     assert_eq!(
@@ -133,7 +143,7 @@ fn each_step_fires_once_in_order_with_its_record() {
         last_entry(&mut kv, "t").step,
         Some(TaskStep::Escalation(step(24, StepAction::Expire)))
     );
-    assert_eq!(tasks::next_wake(&mut kv).unwrap(), None);
+    assert_eq!(tasks::next_wake(&mut kv).expect("next-wake"), None);
     assert!(sweep(&mut kv, i64::from(i32::MAX) * 1000).is_empty());
 }
 
@@ -165,7 +175,10 @@ fn a_limit_bounds_overdue_tasks_and_steps_together() {
     let got = tasks::expire_overdue(&mut kv, DUE, 2).expect("sweeps");
     // The overdue task first, then the earliest step.
     assert_eq!(ids(&got), ["plain", "a"]);
-    assert_eq!(tasks::next_wake(&mut kv).unwrap(), Some(DUE - 2 * HOUR));
+    assert_eq!(
+        tasks::next_wake(&mut kv).expect("next-wake"),
+        Some(DUE - 2 * HOUR)
+    );
     assert_healthy(&mut kv);
 }
 
@@ -179,11 +192,17 @@ fn reminders_alone_leave_the_due_time_to_on_expiry() {
             ..task("t").created(0).due(DUE)
         },
     );
-    assert_eq!(tasks::next_wake(&mut kv).unwrap(), Some(DUE - HOUR));
+    assert_eq!(
+        tasks::next_wake(&mut kv).expect("next-wake"),
+        Some(DUE - HOUR)
+    );
     sweep(&mut kv, DUE - HOUR);
     // Now the due time is what is owed, to `on-expiry` (deny: expired).
-    assert_eq!(tasks::next_wake(&mut kv).unwrap(), Some(DUE));
-    assert_eq!(ids(&tasks::overdue(&mut kv, DUE, 10).unwrap()), ["t"]);
+    assert_eq!(tasks::next_wake(&mut kv).expect("next-wake"), Some(DUE));
+    assert_eq!(
+        ids(&tasks::overdue(&mut kv, DUE, 10).expect("overdue")),
+        ["t"]
+    );
     let got = sweep(&mut kv, DUE);
     assert_eq!(got[0].state, TaskState::Expired);
     assert_eq!(last_entry(&mut kv, "t").step, None);
@@ -194,7 +213,7 @@ fn a_settled_task_fires_nothing() {
     let mut kv = MemKv::new();
     open(&mut kv, chained("t"));
     tasks::settle(&mut kv, "t", Settlement::Completed, None, None, None).expect("settles");
-    assert_eq!(tasks::next_wake(&mut kv).unwrap(), None);
+    assert_eq!(tasks::next_wake(&mut kv).expect("next-wake"), None);
     assert!(
         writes_nothing(&mut kv, |kv| tasks::expire_overdue(kv, DUE + 48 * HOUR, 10)).is_empty()
     );
@@ -220,7 +239,10 @@ fn moving_the_due_time_rearms_the_steps_and_a_change_records_them() {
     )
     .expect("updates");
     assert_eq!(t.steps_done, 0);
-    assert_eq!(tasks::next_wake(&mut kv).unwrap(), Some(later - 2 * HOUR));
+    assert_eq!(
+        tasks::next_wake(&mut kv).expect("next-wake"),
+        Some(later - 2 * HOUR)
+    );
     let e = last_entry(&mut kv, "t");
     assert!(
         e.changes
@@ -243,7 +265,10 @@ fn moving_the_due_time_rearms_the_steps_and_a_change_records_them() {
     )
     .expect("updates");
     assert!(t.remind_before.is_empty());
-    assert_eq!(tasks::next_wake(&mut kv).unwrap(), Some(later + HOUR));
+    assert_eq!(
+        tasks::next_wake(&mut kv).expect("next-wake"),
+        Some(later + HOUR)
+    );
     let e = last_entry(&mut kv, "t");
     let esc = e
         .changes
