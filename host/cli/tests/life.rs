@@ -5,72 +5,13 @@
 //! Every refusal exits non-zero, names the field or the revision, and
 //! leaves the task as it was.
 
-use std::path::PathBuf;
-
-use assert_cmd::Command;
-use assert_cmd::cargo::cargo_bin_cmd;
 use predicates::str::contains;
 use serde_json::{Value, json};
-use tempfile::TempDir;
 
-struct Scratch {
-    dir: TempDir,
-    db: PathBuf,
-}
-
-fn scratch() -> Scratch {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let db = dir.path().join("test.redb");
-    Scratch { dir, db }
-}
-
-impl Scratch {
-    fn run(&self, args: &[&str]) -> Command {
-        let mut c = cargo_bin_cmd!("leasehold");
-        c.current_dir(self.dir.path())
-            .env_remove("LEASEHOLD_DB")
-            .arg("--db")
-            .arg(&self.db)
-            .args(args);
-        c
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let out = self.run(args).arg("--json").assert().success();
-        parse(&out.get_output().stdout)
-    }
-
-    fn json_error(&self, args: &[&str], code: i32) -> Value {
-        let out = self.run(args).arg("--json").assert().code(code);
-        let out = out.get_output();
-        assert!(out.stdout.is_empty(), "an error prints nothing on stdout");
-        parse(&out.stderr)
-    }
-
-    fn open(&self, task: &str) -> Value {
-        let out = self
-            .run(&["task", "open", "--json"])
-            .write_stdin(task)
-            .assert()
-            .success();
-        parse(&out.get_output().stdout)
-    }
-
-    fn file(&self, name: &str, text: &str) -> String {
-        let path = self.dir.path().join(name);
-        std::fs::write(&path, text).expect("write input file");
-        path.to_str().expect("a UTF-8 path").to_owned()
-    }
-
-    fn get(&self, id: &str) -> Value {
-        self.json(&["task", "get", id])
-    }
-}
-
-fn parse(bytes: &[u8]) -> Value {
-    let text = std::str::from_utf8(bytes).expect("UTF-8 output");
-    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
-}
+#[path = "support/scratch.rs"]
+#[allow(dead_code)]
+mod scratch;
+use scratch::scratch;
 
 #[test]
 fn task_update_changes_the_named_fields_and_refuses_a_change_naming_none() {

@@ -5,71 +5,17 @@
 //! naming the next wake. A bad timeline exits non-zero naming the field,
 //! and leaves the task as it was.
 
-use std::path::PathBuf;
-
-use assert_cmd::Command;
-use assert_cmd::cargo::cargo_bin_cmd;
 use predicates::str::contains;
 use serde_json::{Value, json};
-use tempfile::TempDir;
 
 const HOUR: i64 = 3_600_000;
 /// 2030-01-01T00:00:00Z, the tasks' due time.
 const DUE: i64 = 1_893_456_000_000;
 
-struct Scratch {
-    dir: TempDir,
-    db: PathBuf,
-}
-
-fn scratch() -> Scratch {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let db = dir.path().join("test.redb");
-    Scratch { dir, db }
-}
-
-impl Scratch {
-    fn run(&self, args: &[&str]) -> Command {
-        let mut c = cargo_bin_cmd!("leasehold");
-        c.current_dir(self.dir.path())
-            .env_remove("LEASEHOLD_DB")
-            .arg("--db")
-            .arg(&self.db)
-            .args(args);
-        c
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let out = self.run(args).arg("--json").assert().success();
-        parse(&out.get_output().stdout)
-    }
-
-    fn json_error(&self, args: &[&str], code: i32) -> Value {
-        let out = self.run(args).arg("--json").assert().code(code);
-        let out = out.get_output();
-        assert!(out.stdout.is_empty(), "an error prints nothing on stdout");
-        parse(&out.stderr)
-    }
-
-    fn human(&self, args: &[&str]) -> String {
-        let out = self.run(args).assert().success();
-        String::from_utf8(out.get_output().stdout.clone()).expect("UTF-8")
-    }
-
-    fn open(&self, task: &Value) -> Value {
-        let out = self
-            .run(&["task", "open", "--json"])
-            .write_stdin(task.to_string())
-            .assert()
-            .success();
-        parse(&out.get_output().stdout)
-    }
-}
-
-fn parse(bytes: &[u8]) -> Value {
-    let text = std::str::from_utf8(bytes).expect("UTF-8 output");
-    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
-}
+#[path = "support/scratch.rs"]
+#[allow(dead_code)]
+mod scratch;
+use scratch::scratch;
 
 fn task() -> Value {
     json!({
@@ -86,7 +32,7 @@ fn task() -> Value {
 #[test]
 fn a_timeline_opened_from_a_file_is_shown_fired_and_said_in_the_history() {
     let s = scratch();
-    let t = s.open(&task());
+    let t = s.open(&task().to_string());
     assert_eq!(t["remind_before"], json!([HOUR]));
     assert_eq!(t["escalation"][1]["action"], "expire");
     assert_eq!(t["steps_done"], 0);
@@ -135,7 +81,7 @@ fn a_timeline_opened_from_a_file_is_shown_fired_and_said_in_the_history() {
 #[test]
 fn task_update_replaces_and_clears_the_timeline_by_flags() {
     let s = scratch();
-    s.open(&task());
+    s.open(&task().to_string());
     let t = s.json(&[
         "task",
         "update",
@@ -176,7 +122,7 @@ fn task_update_replaces_and_clears_the_timeline_by_flags() {
 #[test]
 fn a_bad_timeline_exits_naming_the_field_and_changes_nothing() {
     let s = scratch();
-    s.open(&task());
+    s.open(&task().to_string());
     let before = s.json(&["task", "get", "t1"]);
     // More than the two days from creation to due.
     let e = s.json_error(&["task", "update", "t1", "--remind-before", "3d"], 2);
