@@ -129,8 +129,9 @@ fn documented(read: &Read, now: &Value) -> Option<&'static str> {
     }
     // Layout 10 adds fields to tasks, history entries and feed entries;
     // an old task reads with each at its default (revision 0, no decision,
-    // no outcomes; no changes, note or job; no run or kind on an old
-    // change), and everything else as it was.
+    // no outcomes, no reminders or chain and no step fired; no changes,
+    // note, job or step; no run or kind on an old change), and everything
+    // else as it was.
     if let Some(old) = without_layout_10_defaults(now)
         && old != *now
         && (old == read.stdout || history && read.stdout == json!([]) && before_history(&old))
@@ -164,6 +165,9 @@ const LAYOUT_10_DEFAULTS: [(&str, &[FieldDefault]); 3] = [
             ("revision", || json!(0)),
             ("decision", || Value::Null),
             ("outcomes", || json!([])),
+            ("remind_before", || json!([])),
+            ("escalation", || json!([])),
+            ("steps_done", || json!(0)),
         ],
     ),
     (
@@ -174,6 +178,7 @@ const LAYOUT_10_DEFAULTS: [(&str, &[FieldDefault]); 3] = [
             ("decision", || Value::Null),
             ("note", || Value::Null),
             ("job", || Value::Null),
+            ("step", || Value::Null),
         ],
     ),
     (
