@@ -138,16 +138,16 @@ fn documented(read: &Read, now: &Value) -> Option<&'static str> {
     {
         return Some("layout 10's fields, at their defaults on old data");
     }
-    // Stats may come to name the tenant's layout: a key with `layout` in
-    // its name that the earlier build's answer lacked, every other key as
-    // it was.
+    // Stats may come to name the tenant's layout, and name its next wake
+    // (the earliest instant `expire-overdue` owes anything): keys the
+    // earlier build's answer lacked, every other key as it was.
     if read.args.last().is_some_and(|a| a == "stats")
         && let (Some(old), Some(new)) = (read.stdout.as_object(), now.as_object())
     {
         let mut rest = new.clone();
-        rest.retain(|k, _| old.contains_key(k) || !k.contains("layout"));
+        rest.retain(|k, _| old.contains_key(k) || !(k.contains("layout") || k == "next_wake"));
         if &rest == old && rest.len() < new.len() {
-            return Some("stats name the tenant's layout");
+            return Some("stats name the tenant's layout or next wake");
         }
     }
     None
@@ -868,7 +868,16 @@ fn only_the_named_differences_are_forgiven() {
     now["revision"] = json!(0);
     now["decision"] = Value::Null;
     now["outcomes"] = json!([]);
+    now["remind_before"] = json!([]);
+    now["escalation"] = json!([]);
+    now["steps_done"] = json!(0);
     assert!(documented(&get, &now).is_some());
+    let mut reminded = now.clone();
+    reminded["steps_done"] = json!(1);
+    assert!(
+        documented(&get, &reminded).is_none(),
+        "a step fired on old data"
+    );
     let mut changed = now.clone();
     changed["revision"] = json!(1);
     assert!(
@@ -889,6 +898,7 @@ fn only_the_named_differences_are_forgiven() {
     assert!(documented(&stats, &json!({"open_count": 1, "layout": "8/1"})).is_some());
     assert!(documented(&stats, &json!({"open_count": 2, "layout": "8/1"})).is_none());
     assert!(documented(&stats, &json!({"open_count": 1, "other": 1})).is_none());
+    assert!(documented(&stats, &json!({"open_count": 1, "next_wake": null})).is_some());
     assert!(
         documented(&stats, &json!({"layout": "8/1"})).is_none(),
         "a key lost"
