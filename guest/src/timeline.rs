@@ -127,6 +127,21 @@ pub fn checked(
     Ok((reminders, chain))
 }
 
+/// [`checked`] of a task as it stands, written back into it: what `open`
+/// and `update` hold a task's timeline to before they store it.
+pub fn tidy(prefix: &str, t: &mut Task) -> Result<(), StoreError> {
+    let (remind_before, escalation) = checked(
+        prefix,
+        t.due_at,
+        t.created_at,
+        &t.remind_before,
+        &t.escalation,
+    )?;
+    t.remind_before = remind_before;
+    t.escalation = escalation;
+    Ok(())
+}
+
 /// Step `n` of the task's timeline (its reminders, earliest first, then
 /// its chain) with the instant it fires at; none past the last, or when
 /// the task has no due time.

@@ -86,15 +86,7 @@ pub fn update<K: Kv + ?Sized>(
     // The timeline is checked as the change leaves it, so a due time
     // cleared under standing reminders is refused, as is one moved so
     // close to the creation that a reminder could not fit.
-    let (remind_before, escalation) = timeline::checked(
-        "changes.",
-        t.due_at,
-        t.created_at,
-        &t.remind_before,
-        &t.escalation,
-    )?;
-    t.remind_before = remind_before;
-    t.escalation = escalation;
+    timeline::tidy("changes.", t)?;
     t.steps_done = timeline::rearmed(&row.task, t);
     // An excluded actor never holds a task: the claim ends in this change,
     // and the task goes back to the queue it came from.

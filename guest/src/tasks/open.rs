@@ -14,15 +14,7 @@ use crate::validate;
 /// `open`: first open wins.
 pub fn open<K: Kv + ?Sized>(kv: &mut K, task: &Task) -> Result<Task, StoreError> {
     let mut task = validate::task_input(task)?;
-    let (remind_before, escalation) = timeline::checked(
-        "",
-        task.due_at,
-        task.created_at,
-        &task.remind_before,
-        &task.escalation,
-    )?;
-    task.remind_before = remind_before;
-    task.escalation = escalation;
+    timeline::tidy("", &mut task)?;
     task.steps_done = 0;
     store::prefetch_task(kv, &task.id)?;
     store::check_layout(kv, false)?;
