@@ -13,6 +13,7 @@ use exports::leasehold::engine::changes as changes_api;
 use exports::leasehold::engine::kinds as kinds_api;
 use exports::leasehold::engine::runs as runs_api;
 use exports::leasehold::engine::schedules as schedules_api;
+use exports::leasehold::engine::subscriptions as subscriptions_api;
 use exports::leasehold::engine::tasks as tasks_api;
 use exports::leasehold::engine::timers as timers_api;
 use leasehold::engine::kv as host_kv;
@@ -329,6 +330,7 @@ export!(Component);
 
 crate::wit_conversions!(wit);
 crate::schedule_conversions!(schedules_api);
+crate::subscription_conversions!(subscriptions_api);
 
 /// Runs a domain call over the host's snapshot and the call's buffer, hands
 /// the host the batch when the call succeeded, and converts both sides.
@@ -784,5 +786,108 @@ impl schedules_api::Guest for Component {
 
     fn tz_version() -> String {
         crate::schedules::tz_version().into()
+    }
+}
+
+impl subscriptions_api::Guest for Component {
+    fn add_subscription(
+        id: String,
+        url: String,
+        filter: subscriptions_api::SubFilter,
+        key: Vec<u8>,
+        from: Option<String>,
+        now: i64,
+    ) -> Result<subscriptions_api::Subscription, wit::StoreError> {
+        let filter = filter.into();
+        call(|kv| crate::subscriptions::add(kv, &id, &url, &filter, &key, from.as_deref(), now))
+    }
+
+    fn get_subscription(
+        id: String,
+    ) -> Result<Option<subscriptions_api::Subscription>, wit::StoreError> {
+        call(|kv| crate::subscriptions::get(kv, &id).map(|s| s.map(Into::into)))
+    }
+
+    fn list_subscriptions(
+        limit: u32,
+        after: Option<String>,
+    ) -> Result<subscriptions_api::SubscriptionPage, wit::StoreError> {
+        call(|kv| {
+            crate::subscriptions::list(kv, limit, after.as_deref()).map(|p| {
+                subscriptions_api::SubscriptionPage {
+                    subscriptions: p.subscriptions.into_iter().map(Into::into).collect(),
+                    next: p.next,
+                }
+            })
+        })
+    }
+
+    fn change_subscription(
+        id: String,
+        url: Option<String>,
+        filter: Option<subscriptions_api::SubFilter>,
+        expected: Option<u64>,
+    ) -> Result<subscriptions_api::Subscription, wit::StoreError> {
+        let filter: Option<crate::subscriptions::SubFilter> = filter.map(Into::into);
+        call(|kv| crate::subscriptions::change(kv, &id, url.as_deref(), filter.as_ref(), expected))
+    }
+
+    fn set_subscription_state(
+        id: String,
+        state: subscriptions_api::SubState,
+        note: Option<String>,
+        expected: Option<u64>,
+    ) -> Result<subscriptions_api::Subscription, wit::StoreError> {
+        call(|kv| crate::subscriptions::set_state(kv, &id, state.into(), note.as_deref(), expected))
+    }
+
+    fn rotate_subscription_key(
+        id: String,
+        key: Vec<u8>,
+        old_until: i64,
+        now: i64,
+    ) -> Result<subscriptions_api::Subscription, wit::StoreError> {
+        call(|kv| crate::subscriptions::rotate(kv, &id, &key, old_until, now))
+    }
+
+    fn remove_subscription(id: String) -> Result<bool, wit::StoreError> {
+        call(|kv| crate::subscriptions::remove(kv, &id))
+    }
+
+    fn advance_subscription(
+        id: String,
+        revision: u64,
+        position: String,
+    ) -> Result<subscriptions_api::Subscription, wit::StoreError> {
+        call(|kv| crate::subscriptions::advance(kv, &id, revision, &position))
+    }
+
+    fn rewind_subscription(
+        id: String,
+        position: Option<String>,
+    ) -> Result<subscriptions_api::Subscription, wit::StoreError> {
+        call(|kv| crate::subscriptions::rewind(kv, &id, position.as_deref()))
+    }
+
+    fn lease_subscription(
+        id: String,
+        holder: String,
+        now: i64,
+        lease_ms: u32,
+    ) -> Result<bool, wit::StoreError> {
+        call(|kv| crate::subscriptions::lease(kv, &id, &holder, now, lease_ms))
+    }
+
+    fn release_subscription(id: String, holder: String) -> Result<(), wit::StoreError> {
+        call(|kv| crate::subscriptions::release(kv, &id, &holder))
+    }
+
+    fn record_subscription_attempts(
+        id: String,
+        attempts: Vec<subscriptions_api::Attempt>,
+    ) -> Result<(), wit::StoreError> {
+        let attempts: Vec<crate::subscriptions::Attempt> =
+            attempts.into_iter().map(Into::into).collect();
+        call(|kv| crate::subscriptions::record_attempts(kv, &id, &attempts))
     }
 }

@@ -45,6 +45,7 @@ pub mod runs;
 pub mod schedules;
 pub mod schema;
 pub mod store;
+pub mod subscriptions;
 pub mod tasks;
 mod time;
 pub mod timeline;

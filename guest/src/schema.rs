@@ -493,6 +493,15 @@ pub fn schedule(id: &str) -> Key {
     schedules().str(id)
 }
 
+/// Every webhook subscription, by id.
+pub fn subscriptions() -> Key {
+    Key::new().str("sub")
+}
+
+pub fn subscription(id: &str) -> Key {
+    subscriptions().str(id)
+}
+
 /// Every kind definition, in name order.
 pub fn kinds() -> Key {
     Key::new().str("kind")

@@ -44,6 +44,7 @@ mod schedules;
 mod sealing;
 mod settle;
 mod sharding;
+mod subscriptions;
 mod take_over_release;
 mod task_changes;
 mod task_decisions;

@@ -44,3 +44,7 @@ impl From<leasehold_guest::model::KindDefinition> for WitKindDefinition {
 pub(crate) use generated::exports::leasehold::engine::schedules as wit_schedules;
 
 leasehold_guest::schedule_conversions!(wit_schedules);
+
+pub(crate) use generated::exports::leasehold::engine::subscriptions as wit_subscriptions;
+
+leasehold_guest::subscription_conversions!(wit_subscriptions);

@@ -115,6 +115,18 @@ verbs! {
     GetSchedule => "schedules" "get-schedule" Read,
     ListSchedules => "schedules" "list-schedules" Read,
     TzVersion => "schedules" "tz-version" Read,
+    AddSubscription => "subscriptions" "add-subscription" Write,
+    GetSubscription => "subscriptions" "get-subscription" Read,
+    ListSubscriptions => "subscriptions" "list-subscriptions" Read,
+    ChangeSubscription => "subscriptions" "change-subscription" Write,
+    SetSubscriptionState => "subscriptions" "set-subscription-state" Write,
+    RotateSubscriptionKey => "subscriptions" "rotate-subscription-key" Write,
+    RemoveSubscription => "subscriptions" "remove-subscription" Write,
+    AdvanceSubscription => "subscriptions" "advance-subscription" Write,
+    RewindSubscription => "subscriptions" "rewind-subscription" Write,
+    LeaseSubscription => "subscriptions" "lease-subscription" Write,
+    ReleaseSubscription => "subscriptions" "release-subscription" Write,
+    RecordSubscriptionAttempts => "subscriptions" "record-subscription-attempts" Write,
 }
 
 /// One exported function of the world, as the one table above declares it.
@@ -217,7 +229,16 @@ mod tests {
     #[test]
     fn every_function_the_wit_exports_is_in_the_table() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../wit");
-        for interface in ["tasks", "kinds", "timers", "runs", "admin", "changes"] {
+        for interface in [
+            "tasks",
+            "kinds",
+            "timers",
+            "runs",
+            "admin",
+            "changes",
+            "schedules",
+            "subscriptions",
+        ] {
             let text = std::fs::read_to_string(dir.join(format!("{interface}.wit")))
                 .expect("the interface's WIT file");
             for line in text.lines() {

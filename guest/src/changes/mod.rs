@@ -22,7 +22,7 @@
 //! re-exports the verbs, so their paths stay `changes::…`; the files import
 //! from one another, never from here.
 
-mod cursor;
+pub(crate) mod cursor;
 mod feed;
 mod history;
 pub(crate) mod slots;
@@ -31,4 +31,4 @@ mod trim;
 pub use cursor::Cursor;
 pub use feed::feed;
 pub use history::{entry_place, history};
-pub use trim::trim;
+pub use trim::{HELD_FOR_SUBSCRIPTIONS, trim, trim_holding};

@@ -2,7 +2,10 @@
 //! slot in the order they were recorded, and with each task entry the
 //! history it covers (never a task's last entry, which goes under the
 //! task's history key when its change leaves the feed), within a call's
-//! budgets, saying whether there is more. It writes only the record.
+//! budgets, saying whether there is more. An entry a live webhook
+//! subscription is still owed stays while the feed holds at most
+//! [`HELD_FOR_SUBSCRIPTIONS`] entries; past that the subscriptions in the
+//! way are marked `gone`. It writes only the record and those marks.
 
 #[allow(unused_imports)]
 use crate::prelude::*;
@@ -13,12 +16,19 @@ use crate::schema::{self, Shards};
 use crate::store::{self, FeedRow, Position};
 use crate::validate;
 
+use crate::subscriptions::{self, Subscription};
+
+use super::cursor::Cursor;
 use super::slots::{READ_BUDGET, first_chunk, read_slots, streams};
 
 /// Most history entries one `trim` call removes along with the feed
 /// entries it removes: a task with a long history loses it over several
 /// calls rather than past a host's write budget in one.
 const HISTORY_BUDGET: u64 = 4 * validate::MAX_LIMIT as u64;
+
+/// The most entries the feed keeps for live subscriptions that have not
+/// been given them: beyond this, trimming goes on and marks them `gone`.
+pub const HELD_FOR_SUBSCRIPTIONS: u64 = 1_000_000;
 
 /// What trimming removes: entries recorded before `before`, and the oldest
 /// while more than `keep` are kept.
@@ -44,6 +54,18 @@ pub fn trim<K: Kv + ?Sized>(
     keep: Option<u64>,
     limit: u32,
 ) -> Result<TrimOutcome, StoreError> {
+    trim_holding(kv, before, keep, limit, HELD_FOR_SUBSCRIPTIONS)
+}
+
+/// [`trim`], keeping what live subscriptions are owed while the feed holds
+/// at most `held` entries.
+pub fn trim_holding<K: Kv + ?Sized>(
+    kv: &mut K,
+    before: Option<Timestamp>,
+    keep: Option<u64>,
+    limit: u32,
+    held: u64,
+) -> Result<TrimOutcome, StoreError> {
     if let Some(b) = before {
         validate::timestamp("before", b)?;
     }
@@ -62,6 +84,15 @@ pub fn trim<K: Kv + ?Sized>(
         .sum();
     let mut floor = slots.floor;
     let mut streams = streams(&slots, &slots.floor);
+    // Live subscriptions, and the positions they have been given: an entry
+    // after one of them is owed to it.
+    let mut owed: Vec<(Subscription, Cursor)> = subscriptions::owed(kv)?
+        .into_iter()
+        .map(|s| s.cursor().map(|c| (s, c)))
+        .collect::<Result<_, _>>()?;
+    let mut gone: Vec<(Subscription, u8, u64, usize)> = Vec::new();
+    // Slots whose oldest entry is owed: nothing after it in the slot goes.
+    let mut blocked: Vec<u8> = Vec::new();
     let chunk = first_chunk(limit, streams.len());
     let mut removed: Vec<(Position, FeedRow)> = Vec::new();
     // Whether the rule would remove one more, once `limit` are taken.
@@ -71,10 +102,13 @@ pub fn trim<K: Kv + ?Sized>(
         // Past the read budget the call stops where it is, and says to call
         // again, rather than read on past a host's per-call budget.
         if bytes >= READ_BUDGET && !removed.is_empty() {
-            more = streams.iter().any(|s| match s.buffered.front() {
-                Some((_, r)) => rule.removes(r.at(), kept),
-                None => s.more(),
-            });
+            more = streams
+                .iter()
+                .filter(|s| !blocked.contains(&s.slot))
+                .any(|s| match s.buffered.front() {
+                    Some((_, r)) => rule.removes(r.at(), kept),
+                    None => s.more(),
+                });
             break;
         }
         for s in streams.iter_mut() {
@@ -86,17 +120,33 @@ pub fn trim<K: Kv + ?Sized>(
         let oldest = streams
             .iter()
             .enumerate()
-            .filter_map(|(i, s)| s.buffered.front().map(|(_, r)| (r.at(), s.slot, i)))
+            .filter(|(_, s)| !blocked.contains(&s.slot))
+            .filter_map(|(i, s)| s.buffered.front().map(|(seq, r)| (r.at(), s.slot, i, *seq)))
             .min();
-        let Some((at, _, i)) = oldest else {
+        let Some((at, slot, i, seq)) = oldest else {
             break;
         };
         if !rule.removes(at, kept) {
             break;
         }
+        if owed.iter().any(|(_, c)| c.get(slot) < seq) {
+            if kept <= held {
+                blocked.push(slot);
+                continue;
+            }
+        }
         if removed.len() >= limit as usize {
             more = true;
             break;
+        }
+        if owed.iter().any(|(_, c)| c.get(slot) < seq) {
+            // Past the bound: the subscriptions in the way lose it, and
+            // say so, rather than the feed growing without end.
+            let (lost, live): (Vec<_>, Vec<_>) =
+                owed.into_iter().partition(|(_, c)| c.get(slot) < seq);
+            owed = live;
+            let at = removed.len();
+            gone.extend(lost.into_iter().map(|(s, _)| (s, slot, seq, at)));
         }
         let s = &mut streams[i];
         let Some((seq, row)) = s.buffered.pop_front() else {
@@ -109,6 +159,7 @@ pub fn trim<K: Kv + ?Sized>(
         // A trim is a write: an earlier build must not trim beside it.
         store::claim_layout(kv)?;
     }
+
     // The logs of what goes, in batches, before any of it is written.
     let mut ahead: Vec<Vec<u8>> = Vec::new();
     for (_, row) in &removed {
@@ -174,6 +225,12 @@ pub fn trim<K: Kv + ?Sized>(
                 schema::feed_floor(s).as_bytes(),
                 &floor.get(s).to_be_bytes(),
             )?;
+        }
+    }
+    // Marked gone only for the entries this call did remove.
+    for (sub, slot, seq, at) in gone {
+        if at < out.feed_removed as usize {
+            subscriptions::mark_gone(kv, sub, slot, seq)?;
         }
     }
     out.more = more;

@@ -31,7 +31,8 @@
 //! (`feed`), the task logs and the walks back from them (`logs`), the
 //! history entries under their own keys (`histories`), the history starts
 //! (`starts`) and the timer logs (`timer_logs`), the kind definitions
-//! (`kinds`) and the schedules (`schedules`); `walk` and `record` hold
+//! (`kinds`), the schedules (`schedules`) and the webhook subscriptions
+//! (`subscriptions`); `walk` and `record` hold
 //! what their walks share. This file runs them in order, and decides
 //! nothing itself but the layout mark's readability.
 
@@ -44,6 +45,7 @@ mod logs;
 mod record;
 mod schedules;
 mod starts;
+mod subscriptions;
 mod tasks;
 mod timer_logs;
 mod timers;
@@ -120,7 +122,10 @@ fn check_record<K: Kv + ?Sized>(
 ) -> Result<(), StoreError> {
     let slots = match read_slots(kv) {
         Ok(Some(slots)) => slots,
-        Ok(None) => return starts::check_history_starts(kv, f, shards, every),
+        Ok(None) => {
+            subscriptions::check_subscriptions(kv, f, None)?;
+            return starts::check_history_starts(kv, f, shards, every);
+        }
         Err(StoreError::Corrupt(d)) => {
             f.add("feed", "heads", d);
             return Ok(());
@@ -132,6 +137,7 @@ fn check_record<K: Kv + ?Sized>(
     // following that task's changes back from its log: the two counts below
     // are equal exactly when none is left out, since each change reached is
     // a distinct feed entry of its own task.
+    subscriptions::check_subscriptions(kv, f, Some((&slots.head, &slots.floor)))?;
     let mut in_histories = 0u64;
     let mut reached = 0u64;
     feed::check_feed(kv, f, &slots, in_feed.then_some(&mut in_histories))?;

@@ -26,6 +26,7 @@ mod checks;
 mod kinds;
 mod runs;
 pub(crate) mod schedules;
+pub(crate) mod subscriptions;
 mod tasks;
 pub(crate) mod timers;
 

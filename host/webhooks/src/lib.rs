@@ -15,13 +15,15 @@
 //! - [`retry`]: the schedule and what an answer means;
 //! - [`Filter`]: which entries a subscription is sent;
 //! - [`SubscriptionStore`] and [`FeedSource`]: what the engine needs of
-//!   the host (a [`leasehold_host::Engine`] is a source as it is);
+//!   the host (a [`leasehold_host::Engine`] is a source as it is, and
+//!   [`ComponentStore`] keeps subscriptions in the tenants' keyspaces);
 //! - [`Deliveries`]: the engine; [`SubscriptionStatus`] and
 //!   [`SubscriptionMetrics`]: what an operator sees.
 
 #![warn(missing_docs)]
 
 pub mod address;
+mod component;
 mod config;
 mod delivery;
 mod engine;
@@ -37,6 +39,10 @@ mod store;
 mod worker;
 
 pub use address::{AddressPolicy, Refused};
+pub use component::{
+    ComponentStore, filter_from_row, filter_to_row, from_row, outcome_from_text, outcome_text,
+    state_from_row, state_to_row,
+};
 pub use config::{Options, Parts, TenantLimits};
 pub use engine::{Deliveries, ReplayError};
 pub use filter::{
