@@ -3,6 +3,7 @@
 //! Standard Webhooks packages of Python and JavaScript as receivers.
 
 mod delivery;
+mod durable;
 mod harness;
 mod isolation;
 mod receivers;
