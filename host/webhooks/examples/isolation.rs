@@ -1,8 +1,11 @@
-//! Measures deliveries on one machine: commit-to-delivery latency of
-//! tenant B's changes alone, and again beside tenant A whose endpoints
-//! answer in 10 s or never; then the rate at which a backlog drains to a
-//! local receiver. Over a redb file in a temporary directory, the
-//! engine's default options but quicker polls.
+//! Measures deliveries on one machine, with subscriptions kept where a
+//! server keeps them (the component's rows, [`ComponentStore`]):
+//! commit-to-delivery latency of tenant B's changes alone, and again
+//! beside tenant A whose endpoints answer in 10 s or never; then the rate
+//! at which a backlog drains to a local receiver. On a redb file in a
+//! temporary directory, then on PostgreSQL when `LEASEHOLD_TEST_PG` names
+//! a database (a fresh schema of it); the engine's default options but
+//! quicker polls.
 //!
 //! `cargo run --release -p leasehold-webhooks --example isolation`
 
@@ -16,11 +19,9 @@ use hyper::body::{Bytes, Incoming};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
+use leasehold_guest::subscriptions::SubFilter;
 use leasehold_host::{Engine, OnExpiry, Priority, Settlement, Task, TaskState, Tenant};
-use leasehold_webhooks::{
-    Deliveries, Filter, MemoryStore, Options, Parts, Secret, Sender, SenderOptions, SigningKey,
-    SubState, Subscription,
-};
+use leasehold_webhooks::{ComponentStore, Deliveries, Options, Parts, Secret, Sender, SenderOptions};
 
 type Arrivals = Arc<Mutex<HashMap<(String, u64), Instant>>>;
 
@@ -110,22 +111,33 @@ fn life(t: &Tenant, id: &str, commits: &mut HashMap<(String, u64), Instant>) {
     commits.insert((id.to_owned(), 3), Instant::now());
 }
 
-fn subscription(id: &str, url: &str) -> Subscription {
-    Subscription {
-        id: id.to_owned(),
-        url: url.to_owned(),
-        filter: Filter::default(),
-        state: SubState::Active,
-        position: None,
-        secrets: vec![SigningKey {
-            secret: Secret::generate().expect("secret"),
-            until: None,
-        }],
-        note: None,
-        created_at: 0,
-        revision: 1,
-        attempts: Vec::new(),
-    }
+/// Adds a subscription of every change to `url`, kept in `tenant`'s
+/// keyspace, from the feed's head.
+async fn subscribe(engine: &Engine, tenant: &str, id: &str, url: &str) {
+    let (engine, tenant, id, url) = (
+        engine.clone(),
+        tenant.to_owned(),
+        id.to_owned(),
+        url.to_owned(),
+    );
+    tokio::task::spawn_blocking(move || {
+        let filter = SubFilter {
+            tasks: true,
+            timers: true,
+            verbs: vec![],
+            kinds: vec![],
+            runs: vec![],
+            settling_only: false,
+        };
+        let key = Secret::generate().expect("secret");
+        engine
+            .tenant(&tenant)
+            .expect("tenant")
+            .add_subscription(&id, &url, &filter, key.as_bytes(), None, 0)
+            .expect("add a subscription");
+    })
+    .await
+    .expect("subscribe");
 }
 
 fn quantile(sorted: &[f64], q: f64) -> f64 {
@@ -180,11 +192,30 @@ async fn measure_b(
     (quantile(&lat, 0.5), quantile(&lat, 0.99), lat.len() as f64)
 }
 
-#[tokio::main(flavor = "multi_thread")]
-async fn main() {
+fn main() {
     let dir = tempfile::tempdir().expect("tmp");
-    let engine = Engine::open(dir.path().join("bench.redb")).expect("engine");
-    let store = Arc::new(MemoryStore::new());
+    let redb = Engine::open(dir.path().join("bench.redb")).expect("engine");
+    run("redb", redb);
+    if let Some(schema) = leasehold_tests::pg::Schema::fresh() {
+        let pg = Engine::builder().postgres(&schema.url).expect("engine");
+        run("postgres", pg);
+    }
+}
+
+/// Every measurement, on one engine. The engine's calls block (a
+/// PostgreSQL engine runs a runtime of its own), so they run on blocking
+/// threads.
+fn run(store: &str, engine: Engine) {
+    println!("== {store}");
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    rt.block_on(measure(&engine));
+    // The runtime and what its tasks hold go first: the engine's last
+    // handle is dropped here, outside it.
+    drop(rt);
+    drop(engine);
+}
+
+async fn measure(engine: &Engine) {
     let sender = Sender::new(SenderOptions {
         allow_http: true,
         allowed: vec!["127.0.0.0/8".parse().expect("net")],
@@ -197,24 +228,28 @@ async fn main() {
         ..Options::default()
     };
     let d = Deliveries::new(
-        Parts::new(store.clone(), Arc::new(engine.clone()), sender),
+        Parts::new(
+            Arc::new(ComponentStore::new(engine.clone())),
+            Arc::new(engine.clone()),
+            sender,
+        ),
         options,
     );
     let _follow = d.follow(engine.changes());
     let (b_url, b_arrivals) = receiver(Some(Duration::ZERO)).await;
-    store.insert("b", subscription("sub_b", &b_url));
+    subscribe(engine, "b", "sub_b", &b_url).await;
     d.serve("b");
 
     let n = 300;
-    let (p50, p99, count) = measure_b(&engine, &b_arrivals, "alone-", n).await;
+    let (p50, p99, count) = measure_b(engine, &b_arrivals, "alone-", n).await;
     println!(
         "B alone:            {count} changes, commit to delivery p50 {p50:.2} ms, p99 {p99:.2} ms"
     );
 
     let (a_never, _) = receiver(None).await;
     let (a_slow, _) = receiver(Some(Duration::from_secs(10))).await;
-    store.insert("a", subscription("sub_never", &a_never));
-    store.insert("a", subscription("sub_10s", &a_slow));
+    subscribe(engine, "a", "sub_never", &a_never).await;
+    subscribe(engine, "a", "sub_10s", &a_slow).await;
     d.serve("a");
     let a = engine.tenant("a").expect("tenant");
     let writer = tokio::task::spawn_blocking(move || {
@@ -224,7 +259,7 @@ async fn main() {
             std::thread::sleep(Duration::from_millis(5));
         }
     });
-    let (p50, p99, count) = measure_b(&engine, &b_arrivals, "beside-", n).await;
+    let (p50, p99, count) = measure_b(engine, &b_arrivals, "beside-", n).await;
     println!(
         "B beside A (10 s / never): {count} changes, commit to delivery p50 {p50:.2} ms, p99 {p99:.2} ms"
     );
@@ -243,7 +278,27 @@ async fn main() {
     })
     .await
     .expect("backlog");
-    store.insert("c", subscription("sub_c", &c_url));
+    // From the feed's start, so the whole backlog is owed.
+    let engine2 = engine.clone();
+    let c_url2 = c_url.clone();
+    tokio::task::spawn_blocking(move || {
+        let filter = SubFilter {
+            tasks: true,
+            timers: true,
+            verbs: vec![],
+            kinds: vec![],
+            runs: vec![],
+            settling_only: false,
+        };
+        let key = Secret::generate().expect("secret");
+        engine2
+            .tenant("c")
+            .expect("tenant")
+            .add_subscription("sub_c", &c_url2, &filter, key.as_bytes(), Some("f"), 0)
+            .expect("add a subscription");
+    })
+    .await
+    .expect("subscribe");
     let start = Instant::now();
     d.serve("c");
     loop {
