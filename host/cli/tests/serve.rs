@@ -2,7 +2,9 @@
 //! tokens made by the CLI authenticate, the server refuses to start without
 //! a credential source, SIGTERM lets requests in flight finish, a SIGKILL
 //! under load loses no request that was answered 2xx, and schedules firing
-//! across killed servers lose and double no occurrence (`schedules_crash`).
+//! across killed servers lose and double no occurrence (`schedules_crash`),
+//! and webhooks pushed across killed servers lose no change and keep each
+//! task's order (`webhooks_crash`).
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -17,6 +19,9 @@ use pg_support::postgres;
 
 #[path = "serve/schedules_crash.rs"]
 mod schedules_crash;
+
+#[path = "serve/webhooks_crash.rs"]
+mod webhooks_crash;
 
 const BIN: &str = env!("CARGO_BIN_EXE_leasehold");
 
