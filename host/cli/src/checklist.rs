@@ -11,7 +11,15 @@ use clap::{CommandFactory, FromArgMatches};
 use crate::Cli;
 
 /// Verbs no command reaches by their own name, and why.
-const NOT_OFFERED: &[(&str, &str)] = &[];
+const NOT_OFFERED: &[(&str, &str)] = &[
+    ("advance-subscription", DELIVERY),
+    ("lease-subscription", DELIVERY),
+    ("release-subscription", DELIVERY),
+    ("record-subscription-attempts", DELIVERY),
+];
+
+/// Why the delivery engine's own verbs are no commands.
+const DELIVERY: &str = "a delivery worker's bookkeeping (its position, lease and attempts), done by the delivery engine (leasehold-webhooks, for `leasehold serve`) as it delivers; an operator replays with rewind-subscription";
 
 /// One invocation of each command that calls a verb, with the arguments it
 /// needs to parse; the checks below find the command each one names.
@@ -80,6 +88,21 @@ const SAMPLES: &[&[&str]] = &[
     &["schedule", "get-schedule", "s"],
     &["schedule", "list-schedules"],
     &["schedule", "tz-version"],
+    &[
+        "subscription",
+        "add-subscription",
+        "--url",
+        "https://example.com/hook",
+    ],
+    &["subscription", "get-subscription", "s"],
+    &["subscription", "list-subscriptions"],
+    &["subscription", "change-subscription", "s", "--no-timers"],
+    &["subscription", "set-subscription-state", "s", "paused"],
+    &["subscription", "pause-subscription", "s", "--note", "x"],
+    &["subscription", "resume-subscription", "s"],
+    &["subscription", "rotate-subscription-key", "s"],
+    &["subscription", "rewind-subscription", "s"],
+    &["subscription", "remove-subscription", "s"],
 ];
 
 /// The spellings of a release ago, in an invocation, and the command each
@@ -118,6 +141,25 @@ const ALIASES: &[(&[&str], &str)] = &[
     (&["schedule", "next", "s"], "next-occurrences"),
     (&["schedule", "get", "s"], "get-schedule"),
     (&["schedule", "list"], "list-schedules"),
+    (
+        &["subscription", "add", "--url", "https://example.com/hook"],
+        "add-subscription",
+    ),
+    (&["subscription", "get", "s"], "get-subscription"),
+    (&["subscription", "list"], "list-subscriptions"),
+    (
+        &["subscription", "change", "s", "--url", "https://e.x"],
+        "change-subscription",
+    ),
+    (
+        &["subscription", "rotate", "s", "--overlap", "1h"],
+        "rotate-subscription-key",
+    ),
+    (
+        &["subscription", "replay", "s", "--from", "f"],
+        "rewind-subscription",
+    ),
+    (&["subscription", "remove", "s"], "remove-subscription"),
 ];
 
 /// A sample parsed: the names of its commands, from the top, as clap

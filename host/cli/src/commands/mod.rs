@@ -21,6 +21,8 @@ pub mod schedule_answers;
 pub mod schedules;
 pub mod serve;
 pub mod stats;
+pub mod subscription_answers;
+pub mod subscriptions;
 pub mod task;
 pub mod tenant;
 pub mod timer;
@@ -64,6 +66,11 @@ pub enum Command {
     /// timers of a run
     #[command(subcommand)]
     Schedule(schedules::ScheduleCommand),
+    /// Add, read, change, pause, resume, re-key, replay and remove webhook
+    /// subscriptions: where the tenant's changes are pushed, signed, and
+    /// how far deliveries have come
+    #[command(subcommand)]
+    Subscription(subscriptions::SubscriptionCommand),
     /// Pending and leased tasks, armed timers, and the next due timer and
     /// lease end for the tenant; or one of them
     Stats(stats::Stats),
@@ -133,6 +140,7 @@ impl Command {
             Command::Timer(c) => c.verbs(),
             Command::Run(c) => c.verbs(),
             Command::Schedule(c) => c.verbs(),
+            Command::Subscription(c) => c.verbs(),
             Command::Stats(c) => c.verbs(),
             Command::Check => &["check"],
             Command::Feed(_) => &["feed"],
@@ -170,6 +178,7 @@ impl Command {
             Command::Timer(c) => c.run(cx, out),
             Command::Run(c) => c.run(cx, out),
             Command::Schedule(c) => c.run(cx, out),
+            Command::Subscription(c) => c.run(cx, out),
             Command::Stats(c) => c.run(cx, out),
             Command::Check => admin::check(cx, out),
             Command::Feed(c) => c.run(cx, out),
