@@ -129,11 +129,11 @@ pub fn trim_holding<K: Kv + ?Sized>(
         if !rule.removes(at, kept) {
             break;
         }
-        if owed.iter().any(|(_, c)| c.get(slot) < seq) {
-            if kept <= held {
-                blocked.push(slot);
-                continue;
-            }
+        // Owed to a live subscription, and within the bound: this slot
+        // keeps it and everything after it.
+        if kept <= held && owed.iter().any(|(_, c)| c.get(slot) < seq) {
+            blocked.push(slot);
+            continue;
         }
         if removed.len() >= limit as usize {
             more = true;

@@ -72,10 +72,8 @@ fn bad_input_is_refused_naming_the_field_and_writes_nothing() {
     let mut kv = MemKv::new();
     add(&mut kv, "taken", None);
     let f = filter();
-    let cases: Vec<(
-        &str,
-        Box<dyn Fn(&mut MemKv) -> Result<subs::Subscription, StoreError>>,
-    )> = vec![
+    type Call<'a> = Box<dyn Fn(&mut MemKv) -> Result<subs::Subscription, StoreError> + 'a>;
+    let cases: Vec<(&str, Call)> = vec![
         (
             "in use",
             Box::new(|kv| subs::add(kv, "taken", "https://a.example", &f, &KEY, None, 1)),
