@@ -752,60 +752,52 @@ fn digests(dir: &Path, db: &str, tenants: &[String]) -> Vec<String> {
         .collect()
 }
 
-/// Runs `copy` as its own process with progress shown, and SIGKILLs it at
-/// the first progress line that says the keys of a tenant after the first
-/// are being written: part way through the keys, by what the copy itself
-/// reports, not by a guess at how long it takes.
+/// Runs `copy` as its own process and SIGKILLs it while it holds after the
+/// first batch of its second tenant (the test-only hold): part way through
+/// the keys, where the copy itself says, not by a guess at how long it
+/// takes.
 fn copy_killed_part_way(dir: &Path, from: &str, to: &str) {
-    use std::io::{BufRead, BufReader};
     use std::os::unix::process::ExitStatusExt;
     use std::process::{Command, Stdio};
+    // The copy holds after the first batch of its second tenant, on a pipe
+    // the test opens: once the open returns, the copy is waiting there,
+    // the first tenant's keys in its transaction, and is killed.
+    let fifo = dir.join("hold-part-way");
+    let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    assert!(made.success(), "mkfifo");
     let mut child = Command::new(env!("CARGO_BIN_EXE_leasehold"))
         .current_dir(dir)
         .env_remove("LEASEHOLD_DB")
         .env_remove(STOP_AFTER)
-        .args([
-            "--json",
-            "--progress",
-            "always",
-            "copy",
-            "--from",
-            from,
-            "--to",
-            to,
-        ])
+        .env("LEASEHOLD_COPY_HOLD_FIFO", &fifo)
+        .env("LEASEHOLD_COPY_HOLD_FROM_TENANT", "2")
+        .args(["--json", "copy", "--from", from, "--to", to])
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
+        .stderr(Stdio::inherit())
         .spawn()
         .expect("spawn leasehold copy");
-    let stderr = child.stderr.take().expect("stderr");
-    let mut seen = Vec::new();
-    for line in BufReader::new(stderr).lines() {
-        let line = line.expect("a line of stderr");
-        let Ok(v) = serde_json::from_str::<Value>(&line) else {
-            seen.push(line);
-            continue;
-        };
-        seen.push(line);
-        if v["progress"] == "check" {
-            break;
+    let (opened, writer) = std::sync::mpsc::channel();
+    let pipe = fifo.clone();
+    std::thread::spawn(move || {
+        let _ = opened.send(std::fs::OpenOptions::new().write(true).open(&pipe));
+    });
+    let writer = loop {
+        if let Ok(w) = writer.recv_timeout(std::time::Duration::from_millis(100)) {
+            break w.expect("open the pipe");
         }
-        if v["progress"] == "copy" && v["tenant_number"].as_u64().is_some_and(|n| n >= 2) {
-            child.kill().expect("SIGKILL the copy");
-            let status = child.wait().expect("wait for the copy");
-            assert_eq!(
-                status.signal(),
-                Some(9),
-                "the copy ended before it was killed: {status:?}"
-            );
-            return;
+        if let Some(status) = child.try_wait().expect("the copy's status") {
+            // Nobody reads the pipe now: open it so the opener ends.
+            let _ = std::fs::File::open(&fifo);
+            panic!("the copy ended before it reached its second tenant: {status:?}");
         }
-    }
-    let _ = child.kill();
-    let status = child.wait();
-    panic!(
-        "the copy never reported a tenant after the first part way ({status:?}); its stderr:\n{}",
-        seen.join("\n")
+    };
+    child.kill().expect("SIGKILL the copy");
+    let status = child.wait().expect("wait for the copy");
+    drop(writer);
+    assert_eq!(
+        status.signal(),
+        Some(9),
+        "the copy ended before it was killed: {status:?}"
     );
 }
 

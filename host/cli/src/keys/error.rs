@@ -19,6 +19,12 @@ pub const STOP_AFTER_ENV: &str = "LEASEHOLD_COPY_STOP_AFTER_BATCHES";
 /// the target is held. Never set it in production.
 pub const HOLD_ENV: &str = "LEASEHOLD_COPY_HOLD_FIFO";
 
+/// Test-only: with [`HOLD_ENV`], the hold waits for the first batch of
+/// this tenant of the run (counted from 1), not the run's first batch, so
+/// a test can stop a move with earlier tenants' keys already written.
+/// Never set it in production.
+pub const HOLD_FROM_ENV: &str = "LEASEHOLD_COPY_HOLD_FROM_TENANT";
+
 #[derive(Debug, thiserror::Error)]
 pub enum MoveError {
     /// The database could not be opened.

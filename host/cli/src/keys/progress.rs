@@ -8,7 +8,7 @@
 use std::io::Write as _;
 use std::time::{Duration, Instant};
 
-use crate::keys::error::{HOLD_ENV, MoveError, STOP_AFTER_ENV};
+use crate::keys::error::{HOLD_ENV, HOLD_FROM_ENV, MoveError, STOP_AFTER_ENV};
 
 /// How progress lines are shown, if at all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,8 +32,10 @@ pub struct Progress {
     verb: &'static str,
     pub batches: u64,
     pub stop_after: Option<u64>,
-    /// The named pipe a load waits on after its first batch.
+    /// The named pipe a load waits on after its first batch (of tenant
+    /// `hold_from` of the run).
     hold: Option<std::path::PathBuf>,
+    hold_from: usize,
     last: Instant,
     /// Which tenant of how many is being worked on, counted from 1.
     place: (usize, usize),
@@ -53,6 +55,12 @@ impl Progress {
             batches: 0,
             stop_after,
             hold: std::env::var_os(HOLD_ENV).map(Into::into),
+            hold_from: match std::env::var(HOLD_FROM_ENV) {
+                Ok(n) => n.trim().parse().map_err(|_| {
+                    MoveError::Usage(format!("{HOLD_FROM_ENV}={n:?} is not a whole number"))
+                })?,
+                Err(_) => 1,
+            },
             last: Instant::now(),
             place: (1, 1),
         })
@@ -148,6 +156,7 @@ impl Progress {
             return Err(MoveError::Stopped(self.batches));
         }
         if phase == "copy"
+            && self.place.0 >= self.hold_from
             && let Some(fifo) = self.hold.take()
         {
             // Opening blocks until the test opens the pipe to write; the
