@@ -70,6 +70,9 @@ pub use leasehold_guest::model::{
     TimerInfo, TimerPage, Timestamp, TrimOutcome,
 };
 pub use leasehold_guest::schedules::{Schedule, ScheduleDef, SchedulePage};
+pub use leasehold_guest::subscriptions::{
+    Attempt, SigningKey, SubFilter, SubState, Subscription, SubscriptionPage,
+};
 pub use storage::file::{KV_TABLE_NAME, OpenError, repair};
 pub use storage::postgres::{
     DEFAULT_POOL_SIZE, PG_TABLE, PgError, SCHEMA_VERSION, SslMode, TlsError, WAIT_GRACE, is_url,
