@@ -638,7 +638,12 @@ fn call(t: &Tenant, verb: &str, a: &Args) -> Result<Value, Value> {
             .rewind_subscription(a.str("id"), a.opt_str("position"))
             .map(|x| subscription_value(&x)),
         "lease-subscription" => t
-            .lease_subscription(a.str("id"), a.str("holder"), a.int("now"), a.u32("lease-ms"))
+            .lease_subscription(
+                a.str("id"),
+                a.str("holder"),
+                a.int("now"),
+                a.u32("lease-ms"),
+            )
             .map(|x| json!(x)),
         "release-subscription" => t
             .release_subscription(a.str("id"), a.str("holder"))
