@@ -367,7 +367,7 @@ export interface NewAttempt {
   latencyMs: Int;
 }
 
-/** A webhook subscription as the component keeps it; sending is the host's (leasehold-webhooks, `leasehold serve`). */
+/** A webhook subscription as the component keeps it; sending is the Rust crate leasehold-webhooks', or a loop of your own over `feed`. */
 export interface Subscription {
   /** 1–256 characters, no control characters. */
   id: string;

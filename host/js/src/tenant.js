@@ -1091,7 +1091,8 @@ export class Tenant {
    * An id in use, a bad URL or filter, a key of the wrong length, a
    * position past the head or trimmed, and more than 100 subscriptions are
    * a StoreError `invalid` naming the field. The component keeps it and
-   * sends nothing: sending is leasehold-webhooks' or `leasehold serve`'s.
+   * sends nothing, nor does this package: sending is the Rust crate
+   * leasehold-webhooks', or a loop of the embedder's own over `feed`.
    */
   addSubscription(id, url, filter, key, from, now) {
     const args = [str(id, 'id'), str(url, 'url'), witFilter(filter, 'filter'), bytes(key, 'key'), optStr(from, 'from'), s64(now, 'now')];

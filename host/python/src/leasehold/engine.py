@@ -1663,8 +1663,9 @@ class Tenant:
         start). An id in use, a bad URL or filter, a key of the wrong
         length, a position past the head or trimmed, and more than 100
         subscriptions are a ``StoreError`` ``invalid`` naming the field. The
-        component keeps it and sends nothing: sending is
-        ``leasehold-webhooks``' or ``leasehold serve``'s."""
+        component keeps it and sends nothing, nor does this package: sending
+        is the Rust crate ``leasehold-webhooks``', or a loop of the
+        embedder's own over ``feed``."""
         args = (
             _str(id, "id"),
             _str(url, "url"),

@@ -625,8 +625,8 @@ class Attempt:
 @dataclass
 class Subscription:
     """A webhook subscription as the component keeps it. The component
-    sends nothing: sending is the host's (``leasehold-webhooks``,
-    ``leasehold serve``)."""
+    sends nothing: sending is the Rust crate ``leasehold-webhooks``', or a
+    loop of the embedder's own over ``feed``."""
 
     #: 1-256 characters, no control characters.
     id: str
