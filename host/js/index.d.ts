@@ -316,6 +316,87 @@ export interface SchedulePage {
   next: string | null;
 }
 
+/** A webhook subscription's state; see `Subscription.note` for why it is in it. */
+export type SubState = 'active' | 'paused' | 'failing' | 'gone';
+
+/** What a subscription is sent, as answered. Empty lists place no condition. */
+export interface SubFilter {
+  /** Changes of tasks. */
+  tasks: boolean;
+  /** Changes of timers. */
+  timers: boolean;
+  /** Only changes made by these verbs (`claim`, `settle`, `arm`, …). */
+  verbs: string[];
+  /** Only tasks of these kinds (timers have none: not restricted). */
+  kinds: string[];
+  /** Only tasks and timers of these runs. */
+  runs: string[];
+  /** Of tasks, only the change that settled each. */
+  settlingOnly: boolean;
+}
+
+/** A filter to give: each field optional (false, or an empty list); at least one of `tasks` and `timers` true. */
+export type NewSubFilter = Partial<SubFilter>;
+
+/** A signing key; after a rotation the old key signs beside the new one until `until`. */
+export interface SigningKey {
+  /** 24 to 64 bytes. */
+  key: Uint8Array;
+  /** Null while it is current. */
+  until: number | bigint | null;
+}
+
+/** One delivery attempt, as kept for an operator (the last 20). */
+export interface Attempt {
+  /** The `webhook-id` sent. */
+  messageId: string;
+  at: number | bigint;
+  /** 1 for an entry's first attempt. */
+  attempt: number;
+  /** What happened, as the sender spells it (`200`, `timeout`, …). */
+  outcome: string;
+  latencyMs: number | bigint;
+}
+
+/** An attempt to record: integers as numbers or BigInts. */
+export interface NewAttempt {
+  messageId: string;
+  at: Timestamp;
+  attempt: U32;
+  outcome: string;
+  latencyMs: Int;
+}
+
+/** A webhook subscription as the component keeps it; sending is the Rust crate leasehold-webhooks', or a loop of your own over `feed`. */
+export interface Subscription {
+  /** 1–256 characters, no control characters. */
+  id: string;
+  /** An absolute `http` or `https` URL of at most 2,048 bytes. */
+  url: string;
+  filter: SubFilter;
+  state: SubState;
+  /** Why it is in its state, when not active. */
+  note: string | null;
+  /** Every feed entry up to this position was delivered or matched nothing; null for the feed's start. */
+  position: string | null;
+  /** Oldest first; 1 to 4; the last is current. */
+  keys: SigningKey[];
+  createdAt: number | bigint;
+  /** 1 when added; one more at each change by anyone but its deliveries (which move only the position). */
+  revision: Int;
+  /** The last attempts recorded, oldest first. */
+  attempts: Attempt[];
+  /** Who delivers it, and until when. */
+  leaseHolder: string | null;
+  leaseUntil: number | bigint | null;
+}
+
+/** One page of subscriptions by id; `next` (null at the end) is the `after` of the next. */
+export interface SubscriptionPage {
+  subscriptions: Subscription[];
+  next: string | null;
+}
+
 export interface Lease {
   now: Timestamp;
   leaseMs: U32;
@@ -563,6 +644,29 @@ export class Tenant {
   listSchedules(limit: U32, after?: string | null): SchedulePage;
   /** The IANA time-zone database the component carries, e.g. `2025b`. */
   tzVersion(): string;
+  /** Adds a webhook subscription, active at revision 1, at position `from` (null: the feed's head now; `'f'`: its start); bad input is `invalid`. */
+  addSubscription(id: string, url: string, filter: NewSubFilter, key: Uint8Array, from: string | null, now: Timestamp): Subscription;
+  getSubscription(id: string): Subscription | null;
+  /** Subscriptions by id, a page of at most `limit` (1–1000) after the cursor `after`. */
+  listSubscriptions(limit: U32, after?: string | null): SubscriptionPage;
+  /** Changes the URL, the filter or both (null: as it is), if at revision `expected` (else StoreError `stale`). */
+  changeSubscription(id: string, url?: string | null, filter?: NewSubFilter | null, expected?: Int | null): Subscription;
+  /** Sets the state and its note (null clears it), if at revision `expected`; `active` keeps the position. */
+  setSubscriptionState(id: string, state: SubState, note?: string | null, expected?: Int | null): Subscription;
+  /** Makes `key` current; earlier keys sign until `oldUntil` (at most 7 days after `now`). */
+  rotateSubscriptionKey(id: string, key: Uint8Array, oldUntil: Timestamp, now: Timestamp): Subscription;
+  /** Removes a subscription; true if there was one. */
+  removeSubscription(id: string): boolean;
+  /** A delivery moves the position on (never back, never past the head), if at `revision` (else `stale`); the revision stays. */
+  advanceSubscription(id: string, revision: Int, position: string): Subscription;
+  /** Replays from `position` (null or `'f'`: the feed's start): active again, note cleared, revision one more. */
+  rewindSubscription(id: string, position?: string | null): Subscription;
+  /** Takes or renews the delivery lease for `holder` until `now + leaseMs`; false when another holds it or there is none. */
+  leaseSubscription(id: string, holder: string, now: Timestamp, leaseMs: U32): boolean;
+  /** Gives the delivery lease up, if `holder` holds it. */
+  releaseSubscription(id: string, holder: string): void;
+  /** Keeps `attempts` (at most 20) among the last 20 recorded. */
+  recordSubscriptionAttempts(id: string, attempts: NewAttempt[]): void;
   /** Seals `run`: retires its timers (its schedules end with them) and withdraws its pending tasks among `awaited`, in one transaction. */
   seal(run: string, awaited?: string[]): SealOutcome;
   isSealed(run: string): boolean;

@@ -250,8 +250,9 @@ fn a_guest_that_stages_twice_in_one_call_fails_and_commits_nothing() {
 /// The host checks an answer before it decides to commit: a faulty
 /// component whose write verb answers something the contract rules out
 /// (another task's id, more timers than the limit, one task twice, a claim
-/// nobody holds, another schedule, a swept task no sweep leaves) leaves nothing behind, not its writes and a `Malformed` for
-/// the caller.
+/// nobody holds, another schedule, a swept task no sweep leaves, another
+/// subscription, an advance at another revision) leaves nothing behind,
+/// not its writes and a `Malformed` for the caller.
 #[test]
 fn a_write_verb_whose_answer_the_contract_rules_out_commits_nothing() {
     let db = TestDb::new();
@@ -312,6 +313,15 @@ fn a_write_verb_whose_answer_the_contract_rules_out_commits_nothing() {
         t.claim_next(&query(&[], Some("ann"), 1, None), None)
             .map(drop),
         "not claimed by ann",
+    );
+    malformed(
+        t.get_subscription("s").map(drop),
+        "answered subscription s-other",
+    );
+    // It writes first: the refusal must commit nothing.
+    malformed(
+        t.advance_subscription("s", 1, "f").map(drop),
+        "at revision 1 answered revision 2",
     );
     // Open with no step fired, more reminders fired than it has, escalated
     // yet held: nothing a sweep leaves.

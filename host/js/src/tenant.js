@@ -430,6 +430,95 @@ const schedule = (s) => ({
   revision: int(s.revision),
 });
 
+const subState = oneOf(['active', 'paused', 'failing', 'gone']);
+
+/** A signing key: a Uint8Array (a Buffer is one); its length is the rules' to judge. */
+function bytes(v, field) {
+  if (!(v instanceof Uint8Array)) throw new InvalidArgument(`${field} must be a Uint8Array, got ${shown(v)}`);
+  return v;
+}
+
+function bool(v, field) {
+  if (typeof v !== 'boolean') throw new InvalidArgument(`${field} must be a boolean, got ${shown(v)}`);
+  return v;
+}
+
+const FILTER_FIELDS = ['tasks', 'timers', 'verbs', 'kinds', 'runs', 'settlingOnly'];
+
+/**
+ * What a subscription is sent: `{ tasks, timers, verbs, kinds, runs,
+ * settlingOnly }`, each optional (false, or an empty list: no condition).
+ * At least one of `tasks` and `timers` is the rules' to insist on.
+ */
+function witFilter(v, field) {
+  record(v, field);
+  known(v, FILTER_FIELDS, field);
+  return {
+    tasks: bool(v.tasks ?? false, `${field}.tasks`),
+    timers: bool(v.timers ?? false, `${field}.timers`),
+    verbs: list(v.verbs ?? [], `${field}.verbs`),
+    kinds: list(v.kinds ?? [], `${field}.kinds`),
+    runs: list(v.runs ?? [], `${field}.runs`),
+    settlingOnly: bool(v.settlingOnly ?? false, `${field}.settlingOnly`),
+  };
+}
+
+/** Delivery attempts to record: `[{ messageId, at, attempt, outcome, latencyMs }]`, every field required. */
+function witAttempts(v, field) {
+  if (!Array.isArray(v)) throw new InvalidArgument(`${field} must be an array of attempts, got ${shown(v)}`);
+  return v.map((a, i) => {
+    const f = `${field}[${i}]`;
+    record(a, f);
+    known(a, ['messageId', 'at', 'attempt', 'outcome', 'latencyMs'], f);
+    return {
+      messageId: str(a.messageId, `${f}.messageId`),
+      at: s64(a.at, `${f}.at`),
+      attempt: u32(a.attempt, `${f}.attempt`),
+      outcome: str(a.outcome, `${f}.outcome`),
+      latencyMs: u64(a.latencyMs, `${f}.latencyMs`),
+    };
+  });
+}
+
+const subFilter = (f) => ({
+  tasks: f.tasks,
+  timers: f.timers,
+  verbs: f.verbs,
+  kinds: f.kinds,
+  runs: f.runs,
+  settlingOnly: f.settlingOnly,
+});
+
+const subscription = (s) => ({
+  id: s.id,
+  url: s.url,
+  filter: subFilter(s.filter),
+  state: s.state,
+  note: opt(s.note),
+  position: opt(s.position),
+  keys: s.keys.map((k) => ({ key: k.key, until: opt(k.until, int) })),
+  createdAt: int(s.createdAt),
+  revision: int(s.revision),
+  attempts: s.attempts.map((a) => ({
+    messageId: a.messageId,
+    at: int(a.at),
+    attempt: a.attempt,
+    outcome: a.outcome,
+    latencyMs: int(a.latencyMs),
+  })),
+  leaseHolder: opt(s.leaseHolder),
+  leaseUntil: opt(s.leaseUntil, int),
+});
+
+/** A single-subscription answer must be the subscription that was asked about. */
+function sameSubscription(s, id, verb) {
+  if (s.id !== id) throw malformed(`${verb} asked for subscription ${id}, answered subscription ${s.id}`);
+  return subscription(s);
+}
+
+/** Whether two byte strings are the same bytes. */
+const sameBytes = (a, b) => a.length === b.length && a.every((x, i) => x === b[i]);
+
 /** The effect key of a schedule's occurrence at `at`, as the component writes it. */
 const occurrenceEffect = (id, at) => `schedule/${id}/${at}`;
 
@@ -992,6 +1081,154 @@ export class Tenant {
       if (Buffer.byteLength(v, 'utf8') !== 5 || !v.startsWith('20')) throw malformed(`tz-version answered ${JSON.stringify(v)}`);
       return v;
     });
+  }
+
+  /**
+   * Adds a webhook subscription: active, signing with `key` (a Uint8Array
+   * of 24–64 bytes), its position `from` (null: the feed's head now, so it
+   * is sent the changes from then on; `'f'`: the feed's start). `filter` is
+   * `{ tasks, timers, verbs, kinds, runs, settlingOnly }` (see witFilter).
+   * An id in use, a bad URL or filter, a key of the wrong length, a
+   * position past the head or trimmed, and more than 100 subscriptions are
+   * a StoreError `invalid` naming the field. The component keeps it and
+   * sends nothing, nor does this package: sending is the Rust crate
+   * leasehold-webhooks', or a loop of the embedder's own over `feed`.
+   */
+  addSubscription(id, url, filter, key, from, now) {
+    const args = [str(id, 'id'), str(url, 'url'), witFilter(filter, 'filter'), bytes(key, 'key'), optStr(from, 'from'), s64(now, 'now')];
+    return this.#call('add-subscription', W, ['subscriptions', 'addSubscription', args], (s) =>
+      sameSubscription(s, id, 'add-subscription'),
+    );
+  }
+
+  /** One subscription, or null. */
+  getSubscription(id) {
+    str(id, 'id');
+    return this.#call('get-subscription', R, ['subscriptions', 'getSubscription', [id]], (a) =>
+      opt(a, (s) => sameSubscription(s, id, 'get-subscription')),
+    );
+  }
+
+  /** One page of subscriptions by id, at most `limit` (1–1000) after the cursor `after`: `{ subscriptions, next }`. */
+  listSubscriptions(limit, after = null) {
+    const n = u32(limit, 'limit');
+    const cursor = optStr(after, 'after');
+    return this.#call('list-subscriptions', R, ['subscriptions', 'listSubscriptions', [n, cursor]], (p) => {
+      const ids = atMost(p.subscriptions, n, 'list-subscriptions').map((s) => s.id);
+      if (ids.some((id, i) => (i === 0 ? cursor !== undefined && !utf8Before(cursor, id) : !utf8Before(ids[i - 1], id)))) {
+        throw malformed('list-subscriptions answered out of order');
+      }
+      return { subscriptions: p.subscriptions.map(subscription), next: opt(p.next) };
+    });
+  }
+
+  /**
+   * Changes the URL, the filter or both (null: as it is), if the
+   * subscription is at revision `expected` (when given; else a StoreError
+   * `stale` whose `current` is its revision). The revision goes up; a
+   * change to what it is writes nothing.
+   */
+  changeSubscription(id, url = null, filter = null, expected = null) {
+    const args = [
+      str(id, 'id'), optStr(url, 'url'), absent(filter) ? undefined : witFilter(filter, 'filter'), optU64(expected, 'expected'),
+    ];
+    return this.#call('change-subscription', W, ['subscriptions', 'changeSubscription', args], (s) =>
+      sameSubscription(s, id, 'change-subscription'),
+    );
+  }
+
+  /**
+   * Sets the state (`'active'`, `'paused'`, `'failing'` or `'gone'`) and its
+   * note (null clears it), if at revision `expected` (when given). Setting
+   * `'active'` keeps the position: deliveries go on from where they stopped.
+   */
+  setSubscriptionState(id, state, note = null, expected = null) {
+    const args = [str(id, 'id'), subState(state, 'state'), optStr(note, 'note'), optU64(expected, 'expected')];
+    return this.#call('set-subscription-state', W, ['subscriptions', 'setSubscriptionState', args], (a) => {
+      const s = sameSubscription(a, id, 'set-subscription-state');
+      if (s.state !== state) throw malformed(`set-subscription-state answered ${id} ${s.state}, not ${state}`);
+      return s;
+    });
+  }
+
+  /**
+   * Makes `key` (a Uint8Array) the current signing key; every earlier key
+   * still signing signs until `oldUntil` (at most 7 days after `now`), and
+   * keys whose time ran out by `now` are dropped. The revision goes up.
+   */
+  rotateSubscriptionKey(id, key, oldUntil, now) {
+    const args = [str(id, 'id'), bytes(key, 'key'), s64(oldUntil, 'oldUntil'), s64(now, 'now')];
+    return this.#call('rotate-subscription-key', W, ['subscriptions', 'rotateSubscriptionKey', args], (a) => {
+      const s = sameSubscription(a, id, 'rotate-subscription-key');
+      const current = s.keys.at(-1);
+      if (!current || !sameBytes(current.key, key)) {
+        throw malformed(`rotate-subscription-key answered ${id} without the new key current`);
+      }
+      return s;
+    });
+  }
+
+  /** Removes a subscription; true if there was one. A worker's next `advanceSubscription` of it is `not-found`. */
+  removeSubscription(id) {
+    return this.#call('remove-subscription', W, ['subscriptions', 'removeSubscription', [str(id, 'id')]], (a) => a);
+  }
+
+  /**
+   * A delivery worker moves the position on to `position` (per slot the
+   * later of the two, never past the feed's head), if the subscription is
+   * at `revision` (else a StoreError `stale` with the current one: stop).
+   * The revision does not change.
+   */
+  advanceSubscription(id, revision, position) {
+    const rev = u64(revision, 'revision');
+    const args = [str(id, 'id'), rev, str(position, 'position')];
+    return this.#call('advance-subscription', W, ['subscriptions', 'advanceSubscription', args], (a) => {
+      const s = sameSubscription(a, id, 'advance-subscription');
+      if (a.revision !== rev) {
+        throw malformed(`advance-subscription of ${id} at revision ${rev} answered revision ${a.revision}`);
+      }
+      return s;
+    });
+  }
+
+  /**
+   * Replays from `position` (back or forward; null or `'f'`: the feed's
+   * start): active again, its note cleared, its revision one more. A
+   * position whose entries were trimmed is a StoreError `invalid`.
+   */
+  rewindSubscription(id, position = null) {
+    const at = optStr(position, 'position');
+    return this.#call('rewind-subscription', W, ['subscriptions', 'rewindSubscription', [str(id, 'id'), at]], (a) => {
+      const s = sameSubscription(a, id, 'rewind-subscription');
+      // The feed's start is spelt `f` or not at all.
+      const asked = at === undefined || at === 'f' ? null : at;
+      if (s.state !== 'active' || s.position !== asked) {
+        throw malformed(`rewind-subscription answered ${id} not active at the position asked`);
+      }
+      return s;
+    });
+  }
+
+  /**
+   * Takes or renews the delivery lease for `holder` until `now + leaseMs`
+   * (1 ms to an hour): true when `holder` holds it now, false when another
+   * does or there is no such subscription.
+   */
+  leaseSubscription(id, holder, now, leaseMs) {
+    const args = [str(id, 'id'), str(holder, 'holder'), s64(now, 'now'), u32(leaseMs, 'leaseMs')];
+    return this.#call('lease-subscription', W, ['subscriptions', 'leaseSubscription', args], (a) => a);
+  }
+
+  /** Gives the delivery lease up, if `holder` holds it. */
+  releaseSubscription(id, holder) {
+    const args = [str(id, 'id'), str(holder, 'holder')];
+    return this.#call('release-subscription', W, ['subscriptions', 'releaseSubscription', args], () => undefined);
+  }
+
+  /** Keeps `attempts` (at most 20 a call; `[{ messageId, at, attempt, outcome, latencyMs }]`) among the last 20 recorded. */
+  recordSubscriptionAttempts(id, attempts) {
+    const args = [str(id, 'id'), witAttempts(attempts, 'attempts')];
+    return this.#call('record-subscription-attempts', W, ['subscriptions', 'recordSubscriptionAttempts', args], () => undefined);
   }
 
   /** `{ timersDisarmed, tasksWithdrawn }` moved by this call. */

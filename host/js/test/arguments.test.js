@@ -17,6 +17,8 @@ const OUT = { s64: S64_OUT, u32: U32_OUT, u64: U64_OUT };
 const task = (extra = {}) => ({ id: 't1', run: 'r', kind: 'k', createdAt: T, ...extra });
 const lease = (extra = {}) => ({ now: T, leaseMs: 60_000, ...extra });
 const spec = (extra = {}) => ({ id: 's', run: 'r', recurrence: { cron: '* * * * *' }, zone: 'UTC', ...extra });
+const KEY = new Uint8Array(32).fill(7);
+const attempt = (extra = {}) => ({ messageId: 'msg_1', at: T, attempt: 1, outcome: '200', latencyMs: 12, ...extra });
 const every = (extra = {}) => spec({ recurrence: { every: { everyMs: 60_000, anchor: T, ...extra } } });
 
 /** Every integer argument of every verb: [verb and field, its WIT type, a call passing `v` there]. */
@@ -67,6 +69,18 @@ const INTEGER_ARGUMENTS = [
   ['next-occurrences after', 's64', (t, v) => t.nextOccurrences('s', v, 10)],
   ['next-occurrences n', 'u32', (t, v) => t.nextOccurrences('s', T, v)],
   ['list-schedules limit', 'u32', (t, v) => t.listSchedules(v)],
+  ['add-subscription now', 's64', (t, v) => t.addSubscription('s', 'https://a.example', { tasks: true }, KEY, null, v)],
+  ['list-subscriptions limit', 'u32', (t, v) => t.listSubscriptions(v)],
+  ['change-subscription expected', 'u64', (t, v) => t.changeSubscription('s', 'https://b.example', null, v)],
+  ['set-subscription-state expected', 'u64', (t, v) => t.setSubscriptionState('s', 'paused', 'x', v)],
+  ['rotate-subscription-key oldUntil', 's64', (t, v) => t.rotateSubscriptionKey('s', KEY, v, T)],
+  ['rotate-subscription-key now', 's64', (t, v) => t.rotateSubscriptionKey('s', KEY, T, v)],
+  ['advance-subscription revision', 'u64', (t, v) => t.advanceSubscription('s', v, 'f')],
+  ['lease-subscription now', 's64', (t, v) => t.leaseSubscription('s', 'w1', v, 60_000)],
+  ['lease-subscription leaseMs', 'u32', (t, v) => t.leaseSubscription('s', 'w1', T, v)],
+  ['record-subscription-attempts attempts[0].at', 's64', (t, v) => t.recordSubscriptionAttempts('s', [attempt({ at: v })])],
+  ['record-subscription-attempts attempts[0].attempt', 'u32', (t, v) => t.recordSubscriptionAttempts('s', [attempt({ attempt: v })])],
+  ['record-subscription-attempts attempts[0].latencyMs', 'u64', (t, v) => t.recordSubscriptionAttempts('s', [attempt({ latencyMs: v })])],
 ];
 
 /** A tenant with one open task and one armed timer, and a way to see that nothing changed. */
@@ -161,6 +175,33 @@ test('enum typos, strings for lists and non-strings are refused by field and kee
     ['escalation[0].action', () => t.open(task({ dueAt: T, escalation: [{ afterDueMs: 0, action: { expire: null } }] }))],
     ['escalation[0].action', () => t.open(task({ dueAt: T, escalation: [{ afterDueMs: 0, action: { escalat: ['x'] } }] }))],
     ['changes.escalation[0].action.escalate', () => t.update('t0', null, { escalation: [{ afterDueMs: 0, action: { escalate: 'x' } }] })],
+    ['id', () => t.addSubscription(7, 'https://a.example', { tasks: true }, KEY, null, T)],
+    ['url', () => t.addSubscription('s', null, { tasks: true }, KEY, null, T)],
+    ['filter', () => t.addSubscription('s', 'https://a.example', null, KEY, null, T)],
+    ['filter.tasks', () => t.addSubscription('s', 'https://a.example', { tasks: 'yes' }, KEY, null, T)],
+    ['filter.verbs', () => t.addSubscription('s', 'https://a.example', { tasks: true, verbs: 'settle' }, KEY, null, T)],
+    ['filter.kinds[0]', () => t.addSubscription('s', 'https://a.example', { tasks: true, kinds: [7] }, KEY, null, T)],
+    ['filter.settling_only', () => t.addSubscription('s', 'https://a.example', { tasks: true, settling_only: true }, KEY, null, T)],
+    ['key', () => t.addSubscription('s', 'https://a.example', { tasks: true }, Array.from(KEY), null, T)],
+    ['key', () => t.addSubscription('s', 'https://a.example', { tasks: true }, 'a key of thirty-two characters!', null, T)],
+    ['from', () => t.addSubscription('s', 'https://a.example', { tasks: true }, KEY, 7, T)],
+    ['id', () => t.getSubscription(null)],
+    ['after', () => t.listSubscriptions(10, 3)],
+    ['url', () => t.changeSubscription('s', 7)],
+    ['filter.runs', () => t.changeSubscription('s', null, { timers: true, runs: 'r1' })],
+    ['state', () => t.setSubscriptionState('s', 'Paused')],
+    ['state', () => t.setSubscriptionState('s', 'stopped', 'x')],
+    ['note', () => t.setSubscriptionState('s', 'paused', ['x'])],
+    ['key', () => t.rotateSubscriptionKey('s', null, T, T)],
+    ['id', () => t.removeSubscription(['s'])],
+    ['position', () => t.advanceSubscription('s', 1, null)],
+    ['position', () => t.rewindSubscription('s', 5)],
+    ['holder', () => t.leaseSubscription('s', null, T, 60_000)],
+    ['holder', () => t.releaseSubscription('s', 7)],
+    ['attempts', () => t.recordSubscriptionAttempts('s', attempt())],
+    ['attempts[0].outcome', () => t.recordSubscriptionAttempts('s', [attempt({ outcome: 200 })])],
+    ['attempts[0].messageId', () => t.recordSubscriptionAttempts('s', [attempt({ messageId: undefined })])],
+    ['attempts[0].latency', () => t.recordSubscriptionAttempts('s', [{ ...attempt(), latency: 5 }])],
   ];
   for (const [field, f] of cases) refused(f, field);
   unchanged();

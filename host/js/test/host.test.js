@@ -314,3 +314,72 @@ test('a justification nested 10,000 deep is invalid, naming the field, and store
   const ok = `${'['.repeat(64)}1${']'.repeat(64)}`;
   assert.equal(acme.open(task('ok', { justification: ok })).justification, ok);
 });
+
+test('a subscription goes through every verb of its interface and survives reopening the sqlite file', () => {
+  const path = join(dir, 'subscriptions.db');
+  let engine = open({ store: new SqliteStore(path) });
+  let acme = engine.tenant('acme');
+  const key = new Uint8Array(32).fill(7);
+  const added = acme.addSubscription('hooks', 'https://hooks.example.com/in', { tasks: true, kinds: ['k'] }, key, null, 1000);
+  assert.deepEqual(added, {
+    id: 'hooks',
+    url: 'https://hooks.example.com/in',
+    filter: { tasks: true, timers: false, verbs: [], kinds: ['k'], runs: [], settlingOnly: false },
+    state: 'active',
+    note: null,
+    position: null,
+    keys: [{ key, until: null }],
+    createdAt: 1000,
+    revision: 1,
+    attempts: [],
+    leaseHolder: null,
+    leaseUntil: null,
+  });
+  assert.ok(added.keys[0].key instanceof Uint8Array);
+  // A Buffer is a Uint8Array: it is taken as the bytes it holds.
+  acme.addSubscription('other', 'http://10.0.0.7/hook', { timers: true }, Buffer.alloc(24, 1), 'f', 2000);
+  acme.open(task('t1', { kind: 'k' }));
+  const { head } = acme.feed(null, 10).page;
+
+  // A delivery worker: lease, advance (the revision stays), record, release.
+  assert.equal(acme.leaseSubscription('hooks', 'w1', 5000, 60_000), true);
+  assert.equal(acme.leaseSubscription('hooks', 'w2', 5001, 60_000), false);
+  const moved = acme.advanceSubscription('hooks', 1, head);
+  assert.deepEqual([moved.position, moved.revision, moved.leaseHolder, moved.leaseUntil], [head, 1, 'w1', 65_000]);
+  acme.recordSubscriptionAttempts('hooks', [{ messageId: 'msg_1', at: 5002, attempt: 1, outcome: '200', latencyMs: 15n }]);
+  acme.releaseSubscription('hooks', 'w1');
+  const delivered = acme.getSubscription('hooks');
+  assert.deepEqual(delivered.attempts, [{ messageId: 'msg_1', at: 5002, attempt: 1, outcome: '200', latencyMs: 15 }]);
+  assert.deepEqual([delivered.leaseHolder, delivered.leaseUntil], [null, null]);
+
+  // An operator: change, pause, rotate; a worker at the old revision is told stale.
+  const changed = acme.changeSubscription('hooks', 'https://hooks.example.com/v2', { tasks: true, settlingOnly: true }, 1);
+  assert.deepEqual([changed.url, changed.filter.settlingOnly, changed.filter.kinds, changed.revision], ['https://hooks.example.com/v2', true, [], 2]);
+  assert.throws(() => acme.advanceSubscription('hooks', 1, head), (e) => e instanceof StoreError && e.case === 'stale' && e.detail === 2);
+  assert.throws(() => acme.changeSubscription('hooks', null, null, 1), (e) => e instanceof StoreError && e.case === 'stale' && e.current === 2);
+  const paused = acme.setSubscriptionState('hooks', 'paused', 'by ann', 2);
+  assert.deepEqual([paused.state, paused.note, paused.revision], ['paused', 'by ann', 3]);
+  const next = Buffer.alloc(40, 9);
+  const rotated = acme.rotateSubscriptionKey('hooks', next, 9000, 6000);
+  assert.deepEqual(rotated.keys.map((k) => [Array.from(k.key), k.until]), [[Array.from(key), 9000], [Array.from(next), null]]);
+  const replay = acme.rewindSubscription('hooks', 'f');
+  assert.deepEqual([replay.state, replay.note, replay.position, replay.revision], ['active', null, null, 5]);
+  assert.equal(acme.rewindSubscription('hooks', head).position, head);
+
+  const page = acme.listSubscriptions(1);
+  assert.deepEqual([page.subscriptions.map((s) => s.id), page.next], [['hooks'], 'hooks']);
+  assert.deepEqual(acme.listSubscriptions(1, page.next), { subscriptions: [acme.getSubscription('other')], next: null });
+  assert.deepEqual(acme.check(), []);
+  const kept = acme.getSubscription('hooks');
+  engine.close();
+
+  engine = open({ store: new SqliteStore(path) });
+  acme = engine.tenant('acme');
+  assert.deepEqual(acme.getSubscription('hooks'), kept);
+  assert.equal(acme.removeSubscription('hooks'), true);
+  assert.equal(acme.removeSubscription('hooks'), false);
+  assert.equal(acme.getSubscription('hooks'), null);
+  assert.throws(() => acme.advanceSubscription('hooks', 6, head), (e) => e instanceof StoreError && e.case === 'not-found');
+  assert.equal(acme.leaseSubscription('hooks', 'w1', 7000, 1000), false);
+  engine.close();
+});

@@ -164,6 +164,9 @@ test('answers the contract rules out are reported, not passed on, and commit not
     'expire-overdue answering an open task no step fired on': () => t.expireOverdue(0, 5),
     'expire-overdue answering more reminders fired than the task has': () => t.expireOverdue(1, 5),
     'expire-overdue answering an escalated task still held': () => t.expireOverdue(2, 5),
+    'get-subscription under another id': () => t.getSubscription('s'),
+    // It writes first: the refusal must commit nothing.
+    'advance-subscription answered at another revision': () => t.advanceSubscription('s', 1, 'f'),
   };
   for (const [what, f] of Object.entries(calls)) {
     assert.throws(f, (e) => e instanceof SandboxError && e.kind === 'malformed', what);

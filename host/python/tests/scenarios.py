@@ -147,6 +147,15 @@ def schedule_spec(a: dict) -> lh.ScheduleSpec:
     return lh.ScheduleSpec(**fields)
 
 
+def sub_filter(f: dict | None) -> lh.SubFilter | None:
+    """A ``sub-filter`` argument: the README's defaults are the dataclass's own."""
+    return None if f is None else lh.SubFilter(**snake(f))
+
+
+def attempts(items: list[dict]) -> list[lh.Attempt]:
+    return [lh.Attempt(**snake(a)) for a in items]
+
+
 def canonical(v: Any) -> Any:
     """A host value as the scenario files spell it: WIT names, kebab-case;
     a variant's case as a one-key object."""
@@ -180,6 +189,9 @@ def canonical(v: Any) -> Any:
         return {f.name.replace("_", "-"): canonical(getattr(v, f.name)) for f in dataclasses.fields(v)}
     if isinstance(v, list):
         return [canonical(x) for x in v]
+    if isinstance(v, bytes):
+        # A list<u8> (a signing key) is a list of numbers in the suite's spelling.
+        return list(v)
     if isinstance(v, Enum):
         return v.value
     return v
@@ -281,11 +293,32 @@ VERBS = {
     "get-schedule": lambda t, a: t.get_schedule(a["id"]),
     "list-schedules": lambda t, a: t.list_schedules(a["limit"], a.get("after")),
     "tz-version": lambda t, a: t.tz_version(),
+    "add-subscription": lambda t, a: t.add_subscription(
+        a["id"], a["url"], sub_filter(a["filter"]), bytes(a["key"]), a.get("from"), a["now"]
+    ),
+    "get-subscription": lambda t, a: t.get_subscription(a["id"]),
+    "list-subscriptions": lambda t, a: t.list_subscriptions(a["limit"], a.get("after")),
+    "change-subscription": lambda t, a: t.change_subscription(
+        a["id"], a.get("url"), sub_filter(a.get("filter")), a.get("expected")
+    ),
+    "set-subscription-state": lambda t, a: t.set_subscription_state(
+        a["id"], a["state"], a.get("note"), a.get("expected")
+    ),
+    "rotate-subscription-key": lambda t, a: t.rotate_subscription_key(
+        a["id"], bytes(a["key"]), a["old-until"], a["now"]
+    ),
+    "remove-subscription": lambda t, a: t.remove_subscription(a["id"]),
+    "advance-subscription": lambda t, a: t.advance_subscription(a["id"], a["revision"], a["position"]),
+    "rewind-subscription": lambda t, a: t.rewind_subscription(a["id"], a.get("position")),
+    "lease-subscription": lambda t, a: t.lease_subscription(a["id"], a["holder"], a["now"], a["lease-ms"]),
+    "release-subscription": lambda t, a: t.release_subscription(a["id"], a["holder"]),
+    "record-subscription-attempts": lambda t, a: t.record_subscription_attempts(a["id"], attempts(a["attempts"])),
     "seal": lambda t, a: t.seal(a["run"], a["awaited"]),
     "is-sealed": lambda t, a: t.is_sealed(a["run"]),
     "check": lambda t, a: t.check(),
     "history": lambda t, a: t.history(a["id"], a.get("after"), a["limit"]),
     "feed": lambda t, a: t.feed(a.get("after"), a["limit"]),
+    "entry-place": lambda t, a: t.entry_place(a["id"], a["seq"]),
     "trim": lambda t, a: t.trim(before=a.get("before"), keep=a.get("keep"), limit=a["limit"]),
 }
 

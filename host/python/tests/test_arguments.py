@@ -27,6 +27,14 @@ def spec(**extra):
     return lh.ScheduleSpec(**{"id": "s", "run": "r", "recurrence": lh.Cron("* * * * *"), "zone": "UTC", **extra})
 
 
+KEY = bytes([7]) * 32
+URL = "https://a.example"
+
+
+def attempt(**extra):
+    return lh.Attempt(**{"message_id": "msg_1", "at": T, "attempt": 1, "outcome": "200", "latency_ms": 12, **extra})
+
+
 def every(**extra):
     return spec(recurrence=lh.Interval(**{"every_ms": 60_000, "anchor": T, **extra}))
 
@@ -95,6 +103,26 @@ INTEGER_ARGUMENTS = [
     ("next-occurrences after", "s64", lambda t, v: t.next_occurrences("s", v, 10)),
     ("next-occurrences n", "u32", lambda t, v: t.next_occurrences("s", T, v)),
     ("list-schedules limit", "u32", lambda t, v: t.list_schedules(v)),
+    ("add-subscription now", "s64", lambda t, v: t.add_subscription("s", URL, lh.SubFilter(tasks=True), KEY, None, v)),
+    ("list-subscriptions limit", "u32", lambda t, v: t.list_subscriptions(v)),
+    ("change-subscription expected", "u64", lambda t, v: t.change_subscription("s", URL, None, v)),
+    ("set-subscription-state expected", "u64", lambda t, v: t.set_subscription_state("s", "paused", "x", v)),
+    ("rotate-subscription-key old_until", "s64", lambda t, v: t.rotate_subscription_key("s", KEY, v, T)),
+    ("rotate-subscription-key now", "s64", lambda t, v: t.rotate_subscription_key("s", KEY, T, v)),
+    ("advance-subscription revision", "u64", lambda t, v: t.advance_subscription("s", v, "f")),
+    ("lease-subscription now", "s64", lambda t, v: t.lease_subscription("s", "w1", v, 60_000)),
+    ("lease-subscription lease_ms", "u32", lambda t, v: t.lease_subscription("s", "w1", T, v)),
+    ("record-subscription-attempts attempts[0].at", "s64", lambda t, v: t.record_subscription_attempts("s", [attempt(at=v)])),
+    (
+        "record-subscription-attempts attempts[0].attempt",
+        "u32",
+        lambda t, v: t.record_subscription_attempts("s", [attempt(attempt=v)]),
+    ),
+    (
+        "record-subscription-attempts attempts[0].latency_ms",
+        "u64",
+        lambda t, v: t.record_subscription_attempts("s", [attempt(latency_ms=v)]),
+    ),
 ]
 
 CASES = [
@@ -103,7 +131,7 @@ CASES = [
     for field in [what.split(" ")[1].split(".")[-1]]
     for v in OUT[kind]
     # An optional timestamp takes None as absent.
-    if not (v is None and field in ("due_at", "lease_until", "start", "end"))
+    if not (v is None and field in ("due_at", "lease_until", "start", "end", "expected"))
 ]
 
 
@@ -205,6 +233,33 @@ def test_the_edges_of_each_integer_type_reach_the_guest_unchanged(fixture):
             lambda t: t.update("t0", None, lh.TaskChanges(escalation=[lh.EscalationStep(0, lh.StepEscalate([7]))])),
         ),
         ("changes.remind_before", lambda t: t.update("t0", None, lh.TaskChanges(remind_before=(x for x in [1])))),
+        ("id", lambda t: t.add_subscription(7, URL, lh.SubFilter(tasks=True), KEY, None, T)),
+        ("url", lambda t: t.add_subscription("s", None, lh.SubFilter(tasks=True), KEY, None, T)),
+        ("filter", lambda t: t.add_subscription("s", URL, {"tasks": True}, KEY, None, T)),
+        ("filter.tasks", lambda t: t.add_subscription("s", URL, lh.SubFilter(tasks=1), KEY, None, T)),
+        ("filter.verbs", lambda t: t.add_subscription("s", URL, lh.SubFilter(tasks=True, verbs="settle"), KEY, None, T)),
+        ("filter.kinds[0]", lambda t: t.add_subscription("s", URL, lh.SubFilter(tasks=True, kinds=[7]), KEY, None, T)),
+        ("filter.settling_only", lambda t: t.add_subscription("s", URL, lh.SubFilter(tasks=True, settling_only=None), KEY, None, T)),
+        ("key", lambda t: t.add_subscription("s", URL, lh.SubFilter(tasks=True), list(KEY), None, T)),
+        ("key", lambda t: t.add_subscription("s", URL, lh.SubFilter(tasks=True), "a key of thirty-two characters!", None, T)),
+        ("from_", lambda t: t.add_subscription("s", URL, lh.SubFilter(tasks=True), KEY, 7, T)),
+        ("id", lambda t: t.get_subscription(None)),
+        ("after", lambda t: t.list_subscriptions(10, 3)),
+        ("url", lambda t: t.change_subscription("s", 7)),
+        ("filter.runs", lambda t: t.change_subscription("s", None, lh.SubFilter(timers=True, runs="r1"))),
+        ("state", lambda t: t.set_subscription_state("s", "Paused")),
+        ("state", lambda t: t.set_subscription_state("s", "stopped", "x")),
+        ("note", lambda t: t.set_subscription_state("s", "paused", ["x"])),
+        ("key", lambda t: t.rotate_subscription_key("s", None, T, T)),
+        ("id", lambda t: t.remove_subscription(["s"])),
+        ("position", lambda t: t.advance_subscription("s", 1, None)),
+        ("position", lambda t: t.rewind_subscription("s", 5)),
+        ("holder", lambda t: t.lease_subscription("s", None, T, 60_000)),
+        ("holder", lambda t: t.release_subscription("s", 7)),
+        ("attempts", lambda t: t.record_subscription_attempts("s", attempt())),
+        ("attempts[0]", lambda t: t.record_subscription_attempts("s", [{"message_id": "m"}])),
+        ("attempts[0].outcome", lambda t: t.record_subscription_attempts("s", [attempt(outcome=200)])),
+        ("attempts[0].message_id", lambda t: t.record_subscription_attempts("s", [attempt(message_id=None)])),
     ],
     ids=lambda v: v if isinstance(v, str) else "",
 )

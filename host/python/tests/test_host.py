@@ -310,3 +310,84 @@ def test_a_justification_nested_10000_deep_is_invalid_and_stores_nothing():
     assert store.dump("acme") == lh.MemoryStore().dump("acme")
     ok = "[" * 64 + "1" + "]" * 64
     assert acme.open(task("ok", justification=ok)).justification == ok
+
+
+def test_a_subscription_goes_through_every_verb_of_its_interface_and_survives_reopening_the_sqlite_file(tmp_path):
+    path = str(tmp_path / "subscriptions.db")
+    engine = lh.open(lh.SqliteStore(path))
+    acme = engine.tenant("acme")
+    key = bytes([7]) * 32
+    added = acme.add_subscription("hooks", "https://hooks.example.com/in", lh.SubFilter(tasks=True, kinds=["k"]), key, None, 1000)
+    assert added == lh.Subscription(
+        id="hooks",
+        url="https://hooks.example.com/in",
+        filter=lh.SubFilter(tasks=True, timers=False, verbs=[], kinds=["k"], runs=[], settling_only=False),
+        state=lh.SubState.ACTIVE,
+        note=None,
+        position=None,
+        keys=[lh.SigningKey(key=key, until=None)],
+        created_at=1000,
+        revision=1,
+        attempts=[],
+        lease_holder=None,
+        lease_until=None,
+    )
+    assert type(added.keys[0].key) is bytes and added.state is lh.SubState.ACTIVE
+    # A bytearray is taken as the bytes it holds.
+    acme.add_subscription("other", "http://10.0.0.7/hook", lh.SubFilter(timers=True), bytearray(24), "f", 2000)
+    acme.open(task("t1"))
+    head = acme.feed(None, 10).head
+
+    # A delivery worker: lease, advance (the revision stays), record, release.
+    assert acme.lease_subscription("hooks", "w1", 5000, 60_000) is True
+    assert acme.lease_subscription("hooks", "w2", 5001, 60_000) is False
+    moved = acme.advance_subscription("hooks", 1, head)
+    assert (moved.position, moved.revision, moved.lease_holder, moved.lease_until) == (head, 1, "w1", 65_000)
+    attempt = lh.Attempt(message_id="msg_1", at=5002, attempt=1, outcome="200", latency_ms=15)
+    assert acme.record_subscription_attempts("hooks", [attempt]) is None
+    assert acme.release_subscription("hooks", "w1") is None
+    delivered = acme.get_subscription("hooks")
+    assert delivered.attempts == [attempt]
+    assert (delivered.lease_holder, delivered.lease_until) == (None, None)
+
+    # An operator: change, pause, rotate; a worker at the old revision is told stale.
+    changed = acme.change_subscription("hooks", "https://hooks.example.com/v2", lh.SubFilter(tasks=True, settling_only=True), 1)
+    assert (changed.url, changed.filter.settling_only, changed.filter.kinds, changed.revision) == (
+        "https://hooks.example.com/v2",
+        True,
+        [],
+        2,
+    )
+    with pytest.raises(lh.StoreError) as e:
+        acme.advance_subscription("hooks", 1, head)
+    assert (e.value.case, e.value.current) == ("stale", 2)
+    with pytest.raises(lh.StoreError) as e:
+        acme.change_subscription("hooks", expected=1)
+    assert (e.value.case, e.value.current) == ("stale", 2)
+    paused = acme.set_subscription_state("hooks", lh.SubState.PAUSED, "by ann", 2)
+    assert (paused.state, paused.note, paused.revision) == (lh.SubState.PAUSED, "by ann", 3)
+    new_key = bytes([9]) * 40
+    rotated = acme.rotate_subscription_key("hooks", new_key, 9000, 6000)
+    assert rotated.keys == [lh.SigningKey(key, 9000), lh.SigningKey(new_key, None)]
+    replay = acme.rewind_subscription("hooks", "f")
+    assert (replay.state, replay.note, replay.position, replay.revision) == (lh.SubState.ACTIVE, None, None, 5)
+    assert acme.rewind_subscription("hooks", head).position == head
+
+    page = acme.list_subscriptions(1)
+    assert ([s.id for s in page.subscriptions], page.next) == (["hooks"], "hooks")
+    assert acme.list_subscriptions(1, page.next) == lh.SubscriptionPage([acme.get_subscription("other")], None)
+    assert acme.check() == []
+    kept = acme.get_subscription("hooks")
+    engine.close()
+
+    engine = lh.open(lh.SqliteStore(path))
+    acme = engine.tenant("acme")
+    assert acme.get_subscription("hooks") == kept
+    assert acme.remove_subscription("hooks") is True
+    assert acme.remove_subscription("hooks") is False
+    assert acme.get_subscription("hooks") is None
+    with pytest.raises(lh.StoreError) as e:
+        acme.advance_subscription("hooks", 6, head)
+    assert e.value.case == "not-found"
+    assert acme.lease_subscription("hooks", "w1", 7000, 1000) is False
+    engine.close()

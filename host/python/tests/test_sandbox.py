@@ -175,6 +175,9 @@ def test_a_batch_past_what_wasmtime_py_copies_into_a_host_call_fails_and_commits
         lambda t: t.expire_overdue(0, 5),
         lambda t: t.expire_overdue(1, 5),
         lambda t: t.expire_overdue(2, 5),
+        lambda t: t.get_subscription("s"),
+        # It writes first: the refusal must commit nothing.
+        lambda t: t.advance_subscription("s", 1, "f"),
     ],
     ids=[
         "open",
@@ -194,6 +197,8 @@ def test_a_batch_past_what_wasmtime_py_copies_into_a_host_call_fails_and_commits
         "expire-overdue-open-no-step",
         "expire-overdue-reminders-past-its-own",
         "expire-overdue-escalated-held",
+        "get-subscription-another-id",
+        "advance-subscription-another-revision",
     ],
 )
 def test_answers_the_contract_rules_out_are_reported_not_passed_on_and_commit_nothing(hostile, call):

@@ -42,6 +42,7 @@ mod report;
 pub mod scenarios;
 mod schedule_values;
 mod steps;
+mod subscription_values;
 
 pub use report::{Check, Failure, assert_passes, run_one};
 

@@ -21,6 +21,9 @@ use crate::tenant::Tenant;
 use crate::tenant::timers::Rescheduled;
 use crate::testkit::report::{Failure, panic_text};
 use crate::testkit::schedule_values::{schedule_value, spec_arg};
+use crate::testkit::subscription_values::{
+    attempts_arg, bytes_arg, filter_arg, page_value, state_arg, subscription_value,
+};
 use leasehold_guest::model::{
     ArmOutcome, Decision, Guard, KindDefinition, Lease, OnExpiry, OutcomeRule, Priority,
     QueueQuery, Settlement, StoreError, Task, TaskChanges, Timer,
@@ -66,6 +69,7 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     scenario!("schedules"),
     scenario!("seal"),
     scenario!("settle-and-withdraw"),
+    scenario!("subscriptions"),
     scenario!("tenancy"),
     scenario!("timers"),
     scenario!("timer-moves"),
@@ -579,6 +583,74 @@ fn call(t: &Tenant, verb: &str, a: &Args) -> Result<Value, Value> {
                 })
             }),
         "tz-version" => t.tz_version().map(|x| json!(x)),
+        "add-subscription" => t
+            .add_subscription(
+                a.str("id"),
+                a.str("url"),
+                &filter_arg(a.get("filter")),
+                &bytes_arg(a.get("key")),
+                a.opt_str("from"),
+                a.int("now"),
+            )
+            .map(|x| subscription_value(&x)),
+        "get-subscription" => t
+            .get_subscription(a.str("id"))
+            .map(|x| x.as_ref().map_or(Value::Null, subscription_value)),
+        "list-subscriptions" => t
+            .list_subscriptions(a.u32("limit"), a.opt_str("after"))
+            .map(|p| page_value(&p)),
+        "change-subscription" => t
+            .change_subscription(
+                a.str("id"),
+                a.opt_str("url"),
+                a.0.get("filter")
+                    .filter(|f| !f.is_null())
+                    .map(filter_arg)
+                    .as_ref(),
+                a.opt_u64("expected"),
+            )
+            .map(|x| subscription_value(&x)),
+        "set-subscription-state" => t
+            .set_subscription_state(
+                a.str("id"),
+                state_arg(a.get("state")),
+                a.opt_str("note"),
+                a.opt_u64("expected"),
+            )
+            .map(|x| subscription_value(&x)),
+        "rotate-subscription-key" => t
+            .rotate_subscription_key(
+                a.str("id"),
+                &bytes_arg(a.get("key")),
+                a.int("old-until"),
+                a.int("now"),
+            )
+            .map(|x| subscription_value(&x)),
+        "remove-subscription" => t.remove_subscription(a.str("id")).map(|x| json!(x)),
+        "advance-subscription" => t
+            .advance_subscription(
+                a.str("id"),
+                a.opt_u64("revision").expect("revision"),
+                a.str("position"),
+            )
+            .map(|x| subscription_value(&x)),
+        "rewind-subscription" => t
+            .rewind_subscription(a.str("id"), a.opt_str("position"))
+            .map(|x| subscription_value(&x)),
+        "lease-subscription" => t
+            .lease_subscription(
+                a.str("id"),
+                a.str("holder"),
+                a.int("now"),
+                a.u32("lease-ms"),
+            )
+            .map(|x| json!(x)),
+        "release-subscription" => t
+            .release_subscription(a.str("id"), a.str("holder"))
+            .map(|()| Value::Null),
+        "record-subscription-attempts" => t
+            .record_subscription_attempts(a.str("id"), &attempts_arg(a.get("attempts")))
+            .map(|()| Value::Null),
         other => panic!("no verb {other}"),
     };
     answer.map_err(|e| error_variant(&e, claim_verb))

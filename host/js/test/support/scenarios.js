@@ -31,6 +31,8 @@ const camel = (k) => k.replace(/-([a-z])/g, (_, c) => c.toUpperCase());
 const kebab = (k) => k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 
 function renameKeys(v, f) {
+  // A list<u8> (a signing key) is a list of numbers in the suite's spelling.
+  if (v instanceof Uint8Array) return Array.from(v);
   if (Array.isArray(v)) return v.map((x) => renameKeys(x, f));
   if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [f(k), renameKeys(x, f)]));
   return typeof v === 'bigint' ? Number(v) : v;
@@ -95,6 +97,10 @@ function scheduleValue(s) {
   return v;
 }
 
+/** A `sub-filter` argument: the README's defaults are the host's own (false, empty lists). */
+const subFilter = (f) => camelKeys(f);
+const key = (k) => Uint8Array.from(k);
+
 function errorVariant(e, verb, { ClaimRefusal, StoreError }) {
   if (e instanceof TimerRefused) return e.variant;
   if (e instanceof ClaimRefusal) return { [e.case]: e.detail };
@@ -156,11 +162,24 @@ const VERBS = {
     return { schedules: p.schedules.map(scheduleValue), next: p.next };
   },
   'tz-version': (t) => t.tzVersion(),
+  'add-subscription': (t, a) => t.addSubscription(a.id, a.url, subFilter(a.filter), key(a.key), a.from ?? null, a.now),
+  'get-subscription': (t, a) => t.getSubscription(a.id),
+  'list-subscriptions': (t, a) => t.listSubscriptions(a.limit, a.after ?? null),
+  'change-subscription': (t, a) => t.changeSubscription(a.id, a.url ?? null, subFilter(a.filter) ?? null, a.expected ?? null),
+  'set-subscription-state': (t, a) => t.setSubscriptionState(a.id, a.state, a.note ?? null, a.expected ?? null),
+  'rotate-subscription-key': (t, a) => t.rotateSubscriptionKey(a.id, key(a.key), a['old-until'], a.now),
+  'remove-subscription': (t, a) => t.removeSubscription(a.id),
+  'advance-subscription': (t, a) => t.advanceSubscription(a.id, a.revision, a.position),
+  'rewind-subscription': (t, a) => t.rewindSubscription(a.id, a.position ?? null),
+  'lease-subscription': (t, a) => t.leaseSubscription(a.id, a.holder, a.now, a['lease-ms']),
+  'release-subscription': (t, a) => t.releaseSubscription(a.id, a.holder),
+  'record-subscription-attempts': (t, a) => t.recordSubscriptionAttempts(a.id, camelKeys(a.attempts)),
   seal: (t, a) => t.seal(a.run, a.awaited),
   'is-sealed': (t, a) => t.isSealed(a.run),
   check: (t) => t.check(),
   history: (t, a) => t.history(a.id, a.after ?? null, a.limit),
   feed: (t, a) => t.feed(a.after ?? null, a.limit),
+  'entry-place': (t, a) => t.entryPlace(a.id, a.seq),
   trim: (t, a) => t.trim({ before: a.before ?? null, keep: a.keep ?? null, limit: a.limit }),
 };
 

@@ -76,6 +76,12 @@ from .model import (
     StepEscalate,
     StepExpire,
     TaskStep,
+    Attempt,
+    SigningKey,
+    SubFilter,
+    SubState,
+    Subscription,
+    SubscriptionPage,
 )
 from .stores import MemoryStore, SqliteStore
 
@@ -153,4 +159,10 @@ __all__ = [
     "StepEscalate",
     "StepExpire",
     "TaskStep",
+    "Attempt",
+    "SigningKey",
+    "SubFilter",
+    "SubState",
+    "Subscription",
+    "SubscriptionPage",
 ]

@@ -102,6 +102,12 @@ from .model import (
     StepEscalate,
     StepExpire,
     TaskStep,
+    Attempt,
+    SigningKey,
+    SubFilter,
+    SubState,
+    Subscription,
+    SubscriptionPage,
     now_ms,
 )
 from .stores import Mode, Store
@@ -372,6 +378,18 @@ VERBS: dict[str, tuple[str, Mode]] = {
     "get-schedule": ("schedules", "read"),
     "list-schedules": ("schedules", "read"),
     "tz-version": ("schedules", "read"),
+    "add-subscription": ("subscriptions", "write"),
+    "get-subscription": ("subscriptions", "read"),
+    "list-subscriptions": ("subscriptions", "read"),
+    "change-subscription": ("subscriptions", "write"),
+    "set-subscription-state": ("subscriptions", "write"),
+    "rotate-subscription-key": ("subscriptions", "write"),
+    "remove-subscription": ("subscriptions", "write"),
+    "advance-subscription": ("subscriptions", "write"),
+    "rewind-subscription": ("subscriptions", "write"),
+    "lease-subscription": ("subscriptions", "write"),
+    "release-subscription": ("subscriptions", "write"),
+    "record-subscription-attempts": ("subscriptions", "write"),
 }
 
 _CLAIM_VERBS = frozenset(
@@ -1016,6 +1034,92 @@ def _same_schedule(r: Any, id: str) -> Schedule:
     return _schedule(r)
 
 
+def _bytes(v: Any, field: str) -> bytes:
+    """A ``list<u8>``: bytes (or a bytearray, copied); its length is the rules' to judge."""
+    if not isinstance(v, (bytes, bytearray)):
+        raise InvalidArgument(f"{field} must be bytes, got {v!r}")
+    return bytes(v)
+
+
+def _bool(v: Any, field: str) -> bool:
+    if type(v) is not bool:
+        raise InvalidArgument(f"{field} must be a bool, got {v!r}")
+    return v
+
+
+def _wit_filter(f: SubFilter, field: str) -> cm.Record:
+    _of(SubFilter, f, field)
+    return _record(
+        tasks=_bool(f.tasks, f"{field}.tasks"),
+        timers=_bool(f.timers, f"{field}.timers"),
+        verbs=_strs(f.verbs, f"{field}.verbs"),
+        kinds=_strs(f.kinds, f"{field}.kinds"),
+        runs=_strs(f.runs, f"{field}.runs"),
+        settling_only=_bool(f.settling_only, f"{field}.settling_only"),
+    )
+
+
+def _wit_attempts(v: Any, field: str) -> list[cm.Record]:
+    if isinstance(v, (str, bytes)) or not isinstance(v, (list, tuple)):
+        raise InvalidArgument(f"{field} must be a list of Attempt, got {v!r}")
+    out = []
+    for i, a in enumerate(v):
+        f = f"{field}[{i}]"
+        _of(Attempt, a, f)
+        out.append(
+            _record(
+                message_id=_str(a.message_id, f"{f}.message_id"),
+                at=_s64(a.at, f"{f}.at"),
+                attempt=_u32(a.attempt, f"{f}.attempt"),
+                outcome=_str(a.outcome, f"{f}.outcome"),
+                latency_ms=_u64(a.latency_ms, f"{f}.latency_ms"),
+            )
+        )
+    return out
+
+
+def _subscription(r: Any) -> Subscription:
+    g = lambda name: getattr(r, name)  # noqa: E731 - fields are kebab-case attributes
+    f = r.filter
+    return Subscription(
+        id=r.id,
+        url=r.url,
+        filter=SubFilter(
+            tasks=f.tasks,
+            timers=f.timers,
+            verbs=list(f.verbs),
+            kinds=list(f.kinds),
+            runs=list(f.runs),
+            settling_only=getattr(f, "settling-only"),
+        ),
+        state=SubState(r.state),
+        note=r.note,
+        position=r.position,
+        keys=[SigningKey(key=bytes(k.key), until=k.until) for k in r.keys],
+        created_at=g("created-at"),
+        revision=r.revision,
+        attempts=[
+            Attempt(
+                message_id=getattr(a, "message-id"),
+                at=a.at,
+                attempt=a.attempt,
+                outcome=a.outcome,
+                latency_ms=getattr(a, "latency-ms"),
+            )
+            for a in r.attempts
+        ],
+        lease_holder=g("lease-holder"),
+        lease_until=g("lease-until"),
+    )
+
+
+def _same_subscription(r: Any, id: str, verb: str) -> Subscription:
+    """A single-subscription answer must be the subscription that was asked about."""
+    if r.id != id:
+        raise _malformed(f"{verb} asked for subscription {id}, answered subscription {r.id}")
+    return _subscription(r)
+
+
 def _wit_lease(lease: Lease | None) -> cm.Record | None:
     if lease is None:
         return None
@@ -1549,6 +1653,154 @@ class Tenant:
             return v
 
         return self._call("tz-version", check=check)
+
+    def add_subscription(
+        self, id: str, url: str, filter: SubFilter, key: bytes, from_: str | None, now: int
+    ) -> Subscription:
+        """Adds a webhook subscription: active at revision 1, signing with
+        ``key`` (24-64 bytes), its position ``from_`` (None: the feed's head
+        now, so it is sent the changes from then on; ``"f"``: the feed's
+        start). An id in use, a bad URL or filter, a key of the wrong
+        length, a position past the head or trimmed, and more than 100
+        subscriptions are a ``StoreError`` ``invalid`` naming the field. The
+        component keeps it and sends nothing, nor does this package: sending
+        is the Rust crate ``leasehold-webhooks``', or a loop of the
+        embedder's own over ``feed``."""
+        args = (
+            _str(id, "id"),
+            _str(url, "url"),
+            _wit_filter(filter, "filter"),
+            _bytes(key, "key"),
+            _opt_str(from_, "from_"),
+            _s64(now, "now"),
+        )
+        return self._call("add-subscription", *args, check=lambda r: _same_subscription(r, id, "add-subscription"))
+
+    def get_subscription(self, id: str) -> Subscription | None:
+        """One subscription, or None."""
+        return self._call(
+            "get-subscription",
+            _str(id, "id"),
+            check=lambda r: None if r is None else _same_subscription(r, id, "get-subscription"),
+        )
+
+    def list_subscriptions(self, limit: int, after: str | None = None) -> SubscriptionPage:
+        """One page of subscriptions by id after the cursor ``after`` (a
+        page's ``next``), at most ``limit`` (1-1000)."""
+        args = (_u32(limit, "limit"), _opt_str(after, "after"))
+
+        def check(p: Any) -> SubscriptionPage:
+            subs = [_subscription(r) for r in _at_most(p.subscriptions, limit, "list-subscriptions")]
+            ids = [s.id for s in subs]
+            # str order is code-point order, which is the UTF-8 byte order the component keeps.
+            if any(a >= b for a, b in zip(ids, ids[1:])) or (after is not None and ids and ids[0] <= after):
+                raise _malformed("list-subscriptions answered out of order")
+            return SubscriptionPage(subscriptions=subs, next=p.next)
+
+        return self._call("list-subscriptions", *args, check=check)
+
+    def change_subscription(
+        self, id: str, url: str | None = None, filter: SubFilter | None = None, expected: int | None = None
+    ) -> Subscription:
+        """Changes the URL, the filter or both (None: as it is), if the
+        subscription is at revision ``expected`` (when given; else
+        ``StoreError`` ``stale`` whose ``current`` is its revision). The
+        revision goes up; a change to what it is writes nothing."""
+        args = (
+            _str(id, "id"),
+            _opt_str(url, "url"),
+            None if filter is None else _wit_filter(filter, "filter"),
+            _opt_u64(expected, "expected"),
+        )
+        return self._call(
+            "change-subscription", *args, check=lambda r: _same_subscription(r, id, "change-subscription")
+        )
+
+    def set_subscription_state(
+        self, id: str, state: SubState | str, note: str | None = None, expected: int | None = None
+    ) -> Subscription:
+        """Sets the state and its note (None clears it), if at revision
+        ``expected`` (when given). Setting ``active`` keeps the position:
+        deliveries go on from where they stopped."""
+        wire = _enum(SubState, state, "state")
+        args = (_str(id, "id"), wire, _opt_str(note, "note"), _opt_u64(expected, "expected"))
+
+        def check(r: Any) -> Subscription:
+            s = _same_subscription(r, id, "set-subscription-state")
+            if s.state != wire:
+                raise _malformed(f"set-subscription-state answered {id} {s.state}, not {wire}")
+            return s
+
+        return self._call("set-subscription-state", *args, check=check)
+
+    def rotate_subscription_key(self, id: str, key: bytes, old_until: int, now: int) -> Subscription:
+        """Makes ``key`` the current signing key; every earlier key still
+        signing signs until ``old_until`` (at most 7 days after ``now``), and
+        keys whose time ran out by ``now`` are dropped. The revision goes up."""
+        new_key = _bytes(key, "key")
+        args = (_str(id, "id"), new_key, _s64(old_until, "old_until"), _s64(now, "now"))
+
+        def check(r: Any) -> Subscription:
+            s = _same_subscription(r, id, "rotate-subscription-key")
+            if not s.keys or s.keys[-1].key != new_key:
+                raise _malformed(f"rotate-subscription-key answered {id} without the new key current")
+            return s
+
+        return self._call("rotate-subscription-key", *args, check=check)
+
+    def remove_subscription(self, id: str) -> bool:
+        """Removes a subscription; True if there was one. A worker's next
+        ``advance_subscription`` of it is ``not-found``."""
+        return self._call("remove-subscription", _str(id, "id"))
+
+    def advance_subscription(self, id: str, revision: int, position: str) -> Subscription:
+        """A delivery worker moves the position on to ``position`` (per slot
+        the later of the two, never past the feed's head), if the
+        subscription is at ``revision`` (else ``StoreError`` ``stale`` with
+        the current one: stop). The revision does not change."""
+        args = (_str(id, "id"), _u64(revision, "revision"), _str(position, "position"))
+
+        def check(r: Any) -> Subscription:
+            s = _same_subscription(r, id, "advance-subscription")
+            if s.revision != revision:
+                raise _malformed(
+                    f"advance-subscription of {id} at revision {revision} answered revision {s.revision}"
+                )
+            return s
+
+        return self._call("advance-subscription", *args, check=check)
+
+    def rewind_subscription(self, id: str, position: str | None = None) -> Subscription:
+        """Replays from ``position`` (back or forward; None or ``"f"``: the
+        feed's start): active again, its note cleared, its revision one
+        more. A position whose entries were trimmed is ``invalid``."""
+        args = (_str(id, "id"), _opt_str(position, "position"))
+        # The feed's start is spelt `f` or not at all.
+        asked = None if position == "f" else position
+
+        def check(r: Any) -> Subscription:
+            s = _same_subscription(r, id, "rewind-subscription")
+            if s.state != SubState.ACTIVE or s.position != asked:
+                raise _malformed(f"rewind-subscription answered {id} not active at the position asked")
+            return s
+
+        return self._call("rewind-subscription", *args, check=check)
+
+    def lease_subscription(self, id: str, holder: str, now: int, lease_ms: int) -> bool:
+        """Takes or renews the delivery lease for ``holder`` until ``now +
+        lease_ms`` (1 ms to an hour): True when ``holder`` holds it now,
+        False when another does or there is no such subscription."""
+        args = (_str(id, "id"), _str(holder, "holder"), _s64(now, "now"), _u32(lease_ms, "lease_ms"))
+        return self._call("lease-subscription", *args)
+
+    def release_subscription(self, id: str, holder: str) -> None:
+        """Gives the delivery lease up, if ``holder`` holds it."""
+        self._call("release-subscription", _str(id, "id"), _str(holder, "holder"), check=lambda _: None)
+
+    def record_subscription_attempts(self, id: str, attempts: list[Attempt]) -> None:
+        """Keeps ``attempts`` (at most 20 a call) among the last 20 recorded."""
+        args = (_str(id, "id"), _wit_attempts(attempts, "attempts"))
+        self._call("record-subscription-attempts", *args, check=lambda _: None)
 
     def seal(self, run: str, awaited: list[str]) -> SealOutcome:
         """Seals `run`: retires its timers (its schedules end with them) and

@@ -563,3 +563,98 @@ class TrimOutcome:
     history_removed: int
     #: Whether the same rule would remove more: call again.
     more: bool
+
+
+class SubState(StrEnum):
+    """A webhook subscription's state."""
+
+    #: Delivering.
+    ACTIVE = "active"
+    #: Stopped by an operator, or by the receiver's ``410 Gone``.
+    PAUSED = "paused"
+    #: An entry went unacknowledged through the whole retry schedule; the
+    #: position stays before it until an operator resumes.
+    FAILING = "failing"
+    #: The feed was trimmed past the position before its entries were
+    #: delivered; the note says where.
+    GONE = "gone"
+
+
+@dataclass
+class SubFilter:
+    """What a subscription is sent. Empty lists place no condition; at least
+    one of ``tasks`` and ``timers`` must be True."""
+
+    #: Changes of tasks.
+    tasks: bool = False
+    #: Changes of timers.
+    timers: bool = False
+    #: Only changes made by these verbs (``claim``, ``settle``, ``arm``, ...).
+    verbs: list[str] = field(default_factory=list)
+    #: Only tasks of these kinds (timers have none: not restricted).
+    kinds: list[str] = field(default_factory=list)
+    #: Only tasks and timers of these runs.
+    runs: list[str] = field(default_factory=list)
+    #: Of tasks, only the change that settled each.
+    settling_only: bool = False
+
+
+@dataclass
+class SigningKey:
+    """A signing key (24 to 64 bytes). After a rotation the old key signs
+    beside the new one until ``until``; None while it is current."""
+
+    key: bytes
+    until: int | None
+
+
+@dataclass
+class Attempt:
+    """One delivery attempt, as kept for an operator (the last 20)."""
+
+    #: The ``webhook-id`` sent.
+    message_id: str
+    at: int
+    #: 1 for an entry's first attempt.
+    attempt: int
+    #: What happened, as the sender spells it (``200``, ``timeout``, ...).
+    outcome: str
+    latency_ms: int
+
+
+@dataclass
+class Subscription:
+    """A webhook subscription as the component keeps it. The component
+    sends nothing: sending is the Rust crate ``leasehold-webhooks``', or a
+    loop of the embedder's own over ``feed``."""
+
+    #: 1-256 characters, no control characters.
+    id: str
+    #: An absolute ``http`` or ``https`` URL of at most 2,048 bytes.
+    url: str
+    filter: SubFilter
+    state: SubState
+    #: Why it is in its state, when not active.
+    note: str | None
+    #: Every feed entry up to this position was delivered or matched
+    #: nothing; None for the feed's start.
+    position: str | None
+    #: Oldest first; 1 to 4; the last is current.
+    keys: list[SigningKey]
+    created_at: int
+    #: 1 when added; one more at each change by anyone but its deliveries
+    #: (which move only the position).
+    revision: int
+    #: The last attempts recorded, oldest first.
+    attempts: list[Attempt]
+    #: Who delivers it, and until when.
+    lease_holder: str | None
+    lease_until: int | None
+
+
+@dataclass
+class SubscriptionPage:
+    """A page of subscriptions by id; ``next`` is the cursor of the following page, or None."""
+
+    subscriptions: list[Subscription]
+    next: str | None
