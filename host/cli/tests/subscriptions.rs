@@ -492,3 +492,70 @@ fn reading_a_subscription_never_opens_the_file_for_writing() {
         "a read changed the file"
     );
 }
+
+/// A subscription is a row of its tenant's keyspace, so what moves a
+/// tenant moves it: `copy`, `backup` then `restore`, and `tenant export`
+/// then `tenant import` each bring it, position and keys and all.
+#[test]
+fn copy_backup_and_tenant_export_carry_a_subscription() {
+    use assert_cmd::cargo::cargo_bin_cmd;
+    let s = scratch();
+    let head = a_change(&s, "t1");
+    let added = sub(
+        &s,
+        &[
+            "add",
+            "--id",
+            "sub_moves",
+            "--url",
+            "https://hooks.example.com/in",
+        ],
+    );
+    assert_eq!(added["position"], head.as_str());
+    sub(&s, &["rotate", "sub_moves"]);
+    let before = sub(&s, &["get", "sub_moves"]);
+    let dir = s.dir.path();
+    let run = |args: &[&str]| {
+        cargo_bin_cmd!("leasehold")
+            .current_dir(dir)
+            .env_remove("LEASEHOLD_DB")
+            .args(args)
+            .assert()
+            .success();
+    };
+    let db = s.db.to_str().expect("a path").to_owned();
+    let at = |name: &str| dir.join(name).to_str().expect("a path").to_owned();
+    run(&["copy", "--from", &db, "--to", &at("copied.redb")]);
+    run(&["--db", &db, "backup", "--out", &at("backup.lhb")]);
+    run(&[
+        "restore",
+        "--in",
+        &at("backup.lhb"),
+        "--to",
+        &at("restored.redb"),
+    ]);
+    run(&[
+        "--db",
+        &db,
+        "tenant",
+        "export",
+        "--out",
+        &at("tenant.jsonl"),
+    ]);
+    run(&[
+        "--db",
+        &at("imported.redb"),
+        "tenant",
+        "import",
+        "--in",
+        &at("tenant.jsonl"),
+    ]);
+    for target in ["copied.redb", "restored.redb", "imported.redb"] {
+        let there = scratch::Scratch {
+            dir: tempfile::tempdir().expect("dir"),
+            db: dir.join(target),
+        };
+        let got = there.json(&["subscription", "get", "sub_moves"]);
+        assert_eq!(got, before, "{target}");
+    }
+}

@@ -21,7 +21,9 @@ use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use leasehold_guest::subscriptions::SubFilter;
 use leasehold_host::{Engine, OnExpiry, Priority, Settlement, Task, TaskState, Tenant};
-use leasehold_webhooks::{ComponentStore, Deliveries, Options, Parts, Secret, Sender, SenderOptions};
+use leasehold_webhooks::{
+    ComponentStore, Deliveries, Options, Parts, Secret, Sender, SenderOptions,
+};
 
 type Arrivals = Arc<Mutex<HashMap<(String, u64), Instant>>>;
 

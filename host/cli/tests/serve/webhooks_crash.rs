@@ -118,8 +118,8 @@ impl Chaos {
             .spawn()
             .expect("the receiver starts");
         let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-        let first: Value = serde_json::from_str(&lines.next().expect("a line").expect("read"))
-            .expect("JSON");
+        let first: Value =
+            serde_json::from_str(&lines.next().expect("a line").expect("read")).expect("JSON");
         let port = first["listening"].as_u64().expect("a port") as u16;
         let reports = Arc::new(Mutex::new(Vec::new()));
         let keep = reports.clone();
@@ -299,7 +299,11 @@ fn webhooks_survive_kills(db: &Path, dir: &Path, servers: usize, label: &str) {
     // acme's subscription: only tasks of kind `approve`; globex's: all.
     let mut subs = BTreeMap::new();
     for (tenant, path, filter) in [
-        (&acme, "/acme", json!({"tasks": true, "timers": false, "kinds": ["approve"]})),
+        (
+            &acme,
+            "/acme",
+            json!({"tasks": true, "timers": false, "kinds": ["approve"]}),
+        ),
         (&globex, "/globex", json!({})),
     ] {
         let url = format!("http://127.0.0.1:{}{path}", chaos.port);
@@ -408,14 +412,18 @@ fn webhooks_survive_kills(db: &Path, dir: &Path, servers: usize, label: &str) {
         // Nothing of another tenant's subscription, nothing the filter
         // leaves out.
         assert!(
-            mine.iter().all(|r| r["subscription"] == subs[tenant].as_str()),
+            mine.iter()
+                .all(|r| r["subscription"] == subs[tenant].as_str()),
             "{label}: {path} heard another subscription"
         );
         let heard: BTreeSet<(String, u64)> = mine
             .iter()
             .filter_map(|r| Some((r["task"].as_str()?.to_owned(), r["seq"].as_u64()?)))
             .collect();
-        assert_eq!(&heard, want, "{label}: {path} heard what the filter leaves out");
+        assert_eq!(
+            &heard, want,
+            "{label}: {path} heard what the filter leaves out"
+        );
         // A duplicate carries the id it had, and an id names one change.
         let mut ids: BTreeMap<&str, (String, u64)> = BTreeMap::new();
         for r in &mine {
@@ -448,7 +456,10 @@ fn webhooks_survive_kills(db: &Path, dir: &Path, servers: usize, label: &str) {
         }
     }
     let failed = reports.iter().filter(|r| r["status"] != 204).count();
-    assert!(failed > 0, "{label}: the receiver failed none: the test tested nothing");
+    assert!(
+        failed > 0,
+        "{label}: the receiver failed none: the test tested nothing"
+    );
     eprintln!(
         "webhooks_crash {label}: {} requests, {failed} failed or hung, {} changes owed",
         reports.len(),

@@ -194,8 +194,15 @@ fn an_operators_change_stops_the_worker_and_a_delete_stops_deliveries() {
         let secret = Secret::generate().expect("secret");
         let rt = tokio::runtime::Runtime::new().expect("runtime");
         let r = rt.block_on(Receiver::start(always(204)));
-        acme.add_subscription("sub_p", &r.url("/p"), &everything(), secret.as_bytes(), None, 1)
-            .expect("add");
+        acme.add_subscription(
+            "sub_p",
+            &r.url("/p"),
+            &everything(),
+            secret.as_bytes(),
+            None,
+            1,
+        )
+        .expect("add");
         let d = server(&store.engine, "one", &rt);
         life(&acme, "a", "approve");
         let end = head(&acme);
@@ -247,8 +254,15 @@ fn trimming_keeps_what_an_undelivered_subscription_is_owed() {
         let secret = Secret::generate().expect("secret");
         let rt = tokio::runtime::Runtime::new().expect("runtime");
         let r = rt.block_on(Receiver::start(always(503)));
-        acme.add_subscription("sub_t", &r.url("/t"), &everything(), secret.as_bytes(), None, 1)
-            .expect("add");
+        acme.add_subscription(
+            "sub_t",
+            &r.url("/t"),
+            &everything(),
+            secret.as_bytes(),
+            None,
+            1,
+        )
+        .expect("add");
         let _d = server(&store.engine, "one", &rt);
         for i in 0..5 {
             life(&acme, &format!("t{i}"), "approve");
