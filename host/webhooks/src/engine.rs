@@ -12,7 +12,7 @@
 //! counters).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
@@ -117,6 +117,8 @@ impl Deliveries {
             running: AtomicUsize::new(0),
             commits: watch::channel(0).0,
             reload: Notify::new(),
+            passes_begun: AtomicU64::new(0),
+            pass_done: watch::channel(0).0,
             workers: Mutex::new(HashMap::new()),
             over_bound: Mutex::new(HashSet::new()),
             supervisor: Mutex::new(None),
@@ -180,6 +182,43 @@ impl Deliveries {
         if let Some(t) = lock(&self.shared.tenants).get(tenant) {
             t.reload.notify_one();
         }
+    }
+
+    /// Subscription `id` of `tenant` was changed or deleted through the
+    /// store's API (paused, removed, its keys rotated, its URL or filter
+    /// changed, replayed): its worker here is stopped and waited for, and
+    /// this answers once the tenant's supervisor has reconciled with the
+    /// store as it is now, starting a worker again if the subscription is
+    /// still to be delivered here. So once it returns nothing is sent here
+    /// under what the subscription was before, where [`changed`](Self::changed)
+    /// stops the worker only at the supervisor's next turn. Its lease is
+    /// given up meanwhile, so a pause or a deletion frees it at once.
+    /// Waits at most `within`; a tenant not served here answers at once.
+    pub async fn reload(&self, tenant: &str, id: &str, within: Duration) {
+        let Some(t) = lock(&self.shared.tenants).get(tenant).cloned() else {
+            return;
+        };
+        let _ = tokio::time::timeout(within, async {
+            let worker = lock(&t.workers).remove(id);
+            if let Some(w) = worker {
+                let _ = w.stop.send(true);
+                let _ = w.task.await;
+                let store = self.shared.store.clone();
+                let (tenant, i, holder) = (
+                    t.name.clone(),
+                    id.to_owned(),
+                    self.shared.options.holder.clone(),
+                );
+                let _ = blocking(move || store.release(&tenant, &i, &holder)).await;
+            }
+            // A pass numbered after this point lists the store after the
+            // change.
+            let want = t.passes_begun.load(Ordering::Acquire) + 1;
+            let mut done = t.pass_done.subscribe();
+            t.reload.notify_one();
+            let _ = done.wait_for(|n| *n >= want).await;
+        })
+        .await;
     }
 
     /// Replays a subscription from `from` (`None`: the feed's start): sets
@@ -286,12 +325,14 @@ async fn stop_tenant(shared: &Arc<Shared>, t: &Arc<TenantRuntime>) {
 /// subscription within the bound whose lease this server holds.
 async fn supervise(shared: Arc<Shared>, t: Arc<TenantRuntime>) {
     loop {
+        let pass = t.passes_begun.fetch_add(1, Ordering::AcqRel) + 1;
         let store = shared.store.clone();
         let name = t.name.clone();
         match blocking(move || store.list(&name)).await {
             Ok(subs) => reconcile(&shared, &t, subs).await,
             Err(e) => tracing::warn!(tenant = %t.name, error = %e, "listing subscriptions failed"),
         }
+        t.pass_done.send_replace(pass);
         tokio::select! {
             _ = t.reload.notified() => {}
             _ = tokio::time::sleep(shared.options.poll) => {}
