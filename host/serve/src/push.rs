@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use leasehold_host::Engine;
 use leasehold_webhooks::{
     ComponentStore, Deliveries, Options as DeliveryOptions, Parts, RenderBody, Sender,
-    SenderOptions, UrlError, render_prometheus,
+    SenderOptions, SubState, UrlError, render_prometheus,
 };
 
 pub use ipnet::IpNet;
@@ -84,6 +84,13 @@ impl std::fmt::Debug for Push {
             .field("delivers", &self.deliveries.is_some())
             .finish_non_exhaustive()
     }
+}
+
+/// A label's value as Prometheus' text format spells it.
+fn label(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -188,13 +195,37 @@ impl Push {
         }
     }
 
-    /// The deliveries' counters in Prometheus' text format (empty when
-    /// this server delivers nothing).
+    /// The deliveries' counters in Prometheus' text format, and a gauge of
+    /// each subscription's state (1 for the state it is in, 0 for the
+    /// others, so `leasehold_webhook_state{state="failing"} == 1` names
+    /// the failing ones), of the tenants this server delivers for; empty
+    /// when it delivers nothing.
     pub fn metrics_text(&self) -> String {
-        self.deliveries
-            .as_ref()
-            .map(|d| render_prometheus(&d.metrics()))
-            .unwrap_or_default()
+        use std::fmt::Write as _;
+        let Some(d) = &self.deliveries else {
+            return String::new();
+        };
+        let mut out = render_prometheus(&d.metrics());
+        let states = d.states();
+        let _ = writeln!(out, "# TYPE leasehold_webhook_state gauge");
+        for (tenant, id, state) in &states {
+            for s in [
+                SubState::Active,
+                SubState::Paused,
+                SubState::Failing,
+                SubState::Gone,
+            ] {
+                let _ = writeln!(
+                    out,
+                    "leasehold_webhook_state{{tenant=\"{}\",subscription=\"{}\",state=\"{}\"}} {}",
+                    label(tenant),
+                    label(id),
+                    s.as_str(),
+                    u8::from(*state == s)
+                );
+            }
+        }
+        out
     }
 
     /// Whether `tenant` holds a subscription.

@@ -121,6 +121,7 @@ impl Deliveries {
             pass_done: watch::channel(0).0,
             workers: Mutex::new(HashMap::new()),
             over_bound: Mutex::new(HashSet::new()),
+            listed: Mutex::new(Vec::new()),
             supervisor: Mutex::new(None),
         });
         let task = tokio::spawn(supervise(self.shared.clone(), t.clone()));
@@ -297,6 +298,23 @@ impl Deliveries {
             .collect())
     }
 
+    /// The state of every subscription of the tenants served here, as
+    /// each tenant's supervisor last listed them (within its poll):
+    /// `(tenant, subscription, state)`, for a gauge to alert on a
+    /// `failing` or `gone` one without reading the store.
+    pub fn states(&self) -> Vec<(String, String, SubState)> {
+        let tenants: Vec<Arc<TenantRuntime>> =
+            lock(&self.shared.tenants).values().cloned().collect();
+        let mut out = Vec::new();
+        for t in tenants {
+            for (id, state) in lock(&t.listed).iter() {
+                out.push((t.name.to_string(), id.clone(), *state));
+            }
+        }
+        out.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+        out
+    }
+
     /// Every subscription's counters this process has (those it delivers
     /// or delivered and still exist).
     pub fn metrics(&self) -> Vec<SubscriptionMetrics> {
@@ -341,6 +359,7 @@ async fn supervise(shared: Arc<Shared>, t: Arc<TenantRuntime>) {
 }
 
 async fn reconcile(shared: &Arc<Shared>, t: &Arc<TenantRuntime>, subs: Vec<Subscription>) {
+    *lock(&t.listed) = subs.iter().map(|s| (s.id.clone(), s.state)).collect();
     let limit = t.limits.subscriptions;
     let active: Vec<&Subscription> = subs
         .iter()

@@ -72,5 +72,7 @@ pub(crate) struct TenantRuntime {
     pub pass_done: watch::Sender<u64>,
     pub workers: Mutex<HashMap<String, Worker>>,
     pub over_bound: Mutex<HashSet<String>>,
+    /// Each subscription's state as the supervisor last listed it.
+    pub listed: Mutex<Vec<(String, SubState)>>,
     pub supervisor: Mutex<Option<JoinHandle<()>>>,
 }

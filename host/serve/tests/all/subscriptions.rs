@@ -824,6 +824,14 @@ fn a_failing_endpoint_shows_its_attempts_and_one_answering_410_is_paused() {
             paused["note"].as_str().is_some_and(|n| n.contains("410")),
             "{paused:#}"
         );
+        // The state gauge says so, for an alert.
+        let gauge = format!(
+            "leasehold_webhook_state{{tenant=\"acme\",subscription=\"{id}\",state=\"paused\"}} 1"
+        );
+        wait_for("the state gauge to show the pause", || {
+            let m = svc.call("GET", "/metrics", Some("olga"), None);
+            m.text.contains(&gauge).then_some(())
+        });
         // Resumed, the change still owed is sent again, and taken.
         r.status.store(200, Ordering::SeqCst);
         act(svc, &id, "resume", None).expect_ok();
