@@ -129,11 +129,9 @@ pub fn trim_holding<K: Kv + ?Sized>(
         if !rule.removes(at, kept) {
             break;
         }
-        if owed.iter().any(|(_, c)| c.get(slot) < seq) {
-            if kept <= held {
-                blocked.push(slot);
-                continue;
-            }
+        if owed.iter().any(|(_, c)| c.get(slot) < seq) && kept <= held {
+            blocked.push(slot);
+            continue;
         }
         if removed.len() >= limit as usize {
             more = true;

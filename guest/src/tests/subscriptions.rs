@@ -67,15 +67,15 @@ fn a_new_subscription_starts_at_the_feeds_head_and_pages_by_id() {
     assert_healthy(&mut kv);
 }
 
+/// A call that answers a subscription, as a case of a table.
+type SubCall<'a> = Box<dyn Fn(&mut MemKv) -> Result<subs::Subscription, StoreError> + 'a>;
+
 #[test]
 fn bad_input_is_refused_naming_the_field_and_writes_nothing() {
     let mut kv = MemKv::new();
     add(&mut kv, "taken", None);
     let f = filter();
-    let cases: Vec<(
-        &str,
-        Box<dyn Fn(&mut MemKv) -> Result<subs::Subscription, StoreError>>,
-    )> = vec![
+    let cases: Vec<(&str, SubCall)> = vec![
         (
             "in use",
             Box::new(|kv| subs::add(kv, "taken", "https://a.example", &f, &KEY, None, 1)),

@@ -133,7 +133,8 @@ impl Push {
         });
         if let Some(d) = &push.deliveries {
             tracing::info!(holder = %d.options().holder, "delivering webhooks");
-            let _ = d.follow(engine.changes());
+            // Runs for as long as the engine does; its handle is not needed.
+            drop(d.follow(engine.changes()));
             for t in tenants {
                 push.serve(&t);
             }
