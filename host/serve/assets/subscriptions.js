@@ -125,8 +125,9 @@ const LeaseholdSubscriptions = (() => {
       el('td', { class: 'action' }, actions(s)));
   }
 
-  // Rows whose delete button is armed, or focused, are kept as they are,
-  // so a reload under the operator's hand moves nothing.
+  // A row whose delete button is armed is kept as it is, so a reload under
+  // the operator's hand takes nothing away; focus inside a row that is
+  // rebuilt moves to the new row's first button (after Pause, Resume).
   async function load(who, again) {
     me = who;
     reload = again || reload;
@@ -136,14 +137,18 @@ const LeaseholdSubscriptions = (() => {
       return;
     }
     const body = $('subscriptions-rows');
-    const focused = document.activeElement && body.contains(document.activeElement)
-      ? document.activeElement.closest('tr') : null;
+    const active = document.activeElement;
+    const focused = active && body.contains(active) ? active.closest('tr') : null;
     const rows = res.data.subscriptions.map((s) => {
       const old = body.querySelector(`tr[data-subscription="${CSS.escape(s.id)}"]`);
-      const armed = old && old.querySelector('button[data-armed="yes"]');
-      return (armed || (focused && old === focused)) ? old : row(s);
+      return old && old.querySelector('button[data-armed="yes"]') ? old : row(s);
     });
     body.replaceChildren(...rows);
+    if (focused && !focused.isConnected) {
+      const again = rows.find((r) => r.dataset.subscription === focused.dataset.subscription);
+      const target = again ? again.querySelector('button:not([disabled])') : null;
+      (target || $('subscriptions-title')).focus();
+    }
     $('subscriptions-table').hidden = rows.length === 0;
     $('subscriptions-empty').hidden = rows.length > 0;
     $('subscriptions-more').hidden = res.data.next === null;

@@ -311,6 +311,12 @@ async fn rotate_subscription_key(
 ) -> Answer<SubscriptionSecret> {
     let push = push(&c)?;
     let overlap = body.overlap_ms.unwrap_or(DEFAULT_OVERLAP_MS);
+    if !(0..=rows::row::MAX_OVERLAP_MS).contains(&overlap) {
+        return Err(ApiError::invalid(
+            "overlap_ms",
+            "overlap_ms: 0 to 604800000 (seven days): an old key signs for at most a week",
+        ));
+    }
     let secret = Secret::generate().map_err(|e| ApiError::Internal(Box::new(e)))?;
     let key = secret.as_bytes().to_vec();
     let now = c.now(None)?;
