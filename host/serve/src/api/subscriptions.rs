@@ -454,14 +454,16 @@ type FeedLag = HashMap<String, (u64, Option<i64>)>;
 /// this server's worker shows, where it delivers one; else the stored
 /// position against the feed).
 async fn shown(c: &Caller, subs: Vec<rows::Subscription>) -> Result<Vec<Subscription>, ApiError> {
+    // What this server's workers show; without it (the store failed to
+    // list), each is shown as one this server does not deliver.
     let live: HashMap<String, SubscriptionStatus> = match push(c)?.deliveries() {
-        Some(d) => d
-            .status(c.tenant.name())
-            .await
-            .map_err(|e| ApiError::Internal(Box::new(e)))?
-            .into_iter()
-            .map(|s| (s.id.clone(), s))
-            .collect(),
+        Some(d) => match d.status(c.tenant.name()).await {
+            Ok(all) => all.into_iter().map(|s| (s.id.clone(), s)).collect(),
+            Err(e) => {
+                tracing::warn!(error = %e, "the deliveries' status could not be read");
+                HashMap::new()
+            }
+        },
         None => HashMap::new(),
     };
     let positions: Vec<(String, String)> = subs

@@ -839,3 +839,80 @@ fn a_failing_endpoint_shows_its_attempts_and_one_answering_410_is_paused() {
         settled(svc, &id);
     });
 }
+
+/// A subscription is the tenant's: the operator credential that made it
+/// revoked (the credentials read again without it), its deliveries go on.
+#[test]
+fn a_revoked_operators_subscription_keeps_delivering() {
+    use leasehold_serve::{Config, Credentials, Principal, Scope, Server, TokenTable};
+    let dir = tempfile::tempdir().expect("temp dir");
+    let principal = |tenant: &str, actor: &str, scope: Scope| Principal {
+        tenant: tenant.to_owned(),
+        actor: actor.to_owned(),
+        roles: Vec::new(),
+        scope,
+    };
+    let (olga, sam) = ("lh_revoked_olga", "lh_revoked_sam");
+    let mut before = TokenTable::default();
+    before.insert(olga, principal("acme", "olga", Scope::Operator));
+    before.insert(sam, principal("acme", "sam", Scope::Service));
+    let mut after = TokenTable::default();
+    after.insert(sam, principal("acme", "sam", Scope::Service));
+    let server = Server::start(Config {
+        db: dir
+            .path()
+            .join("revoked.redb")
+            .to_string_lossy()
+            .into_owned(),
+        listen: "127.0.0.1:0".parse().expect("addr"),
+        credentials: Credentials {
+            tokens: before,
+            jwt: None,
+        },
+        options: push_options(),
+        engine: leasehold_host::Engine::builder(),
+        tls: None,
+        reload: Some(Arc::new(move || {
+            Ok(Credentials {
+                tokens: after.clone(),
+                jwt: None,
+            })
+        })),
+        cursor_key: None,
+        handle_signals: false,
+    })
+    .expect("the server starts");
+    let base = format!("http://{}", server.addr());
+    let client = reqwest::blocking::Client::new();
+    let call = |token: &str, method: reqwest::Method, path: &str, body: Value| {
+        crate::harness::reply(
+            client
+                .request(method, format!("{base}{path}"))
+                .bearer_auth(token)
+                .json(&body)
+                .send()
+                .expect("an answer"),
+        )
+    };
+    let r = Receiver::start();
+    let made = call(
+        olga,
+        reqwest::Method::POST,
+        "/v1/subscriptions",
+        json!({"url": r.url}),
+    );
+    assert_eq!(made.status, 201, "{made:#?}");
+    let open = |id: &str| {
+        let mut t = new_task(id);
+        t.as_object_mut().map(|o| o.remove("created_at"));
+        call(sam, reqwest::Method::POST, "/v1/tasks", t).expect_ok();
+    };
+    open("v-1");
+    r.wait_for_entries(&["v-1"], 1);
+    assert_eq!(server.reload_credentials(), Ok((1, 0)));
+    call(olga, reqwest::Method::GET, "/v1/subscriptions", json!({}))
+        .expect_problem(401, "unauthorized");
+    open("v-2");
+    r.wait_for_entries(&["v-1", "v-2"], 1);
+    server.shutdown().expect("stops");
+}
