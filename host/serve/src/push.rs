@@ -13,9 +13,9 @@
 //! start, the wake-ups after a change made through the API, its graceful
 //! stop, which saves positions and gives leases up); the body a receiver
 //! is sent is `crate::change`'s, handed in by the server. It must never
-//! keep a subscription's state of its own
-//! (the store's row is the truth), never decide who may manage one (that
-//! is the routes' scopes), and never send to a URL its sender refuses.
+//! keep a subscription's state of its own (the store's row is the truth),
+//! never decide who may manage one (that is the routes' scopes), and never
+//! send to a URL its sender refuses.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
