@@ -58,6 +58,18 @@ predict:
   relate, so the document says it in words (refused with 400, `field`
   naming `remind_before` or `escalation`), and such a 400 to `open` or
   `update` is what it promises.
+- Subscriptions that exist. run.py adds some (the server makes their
+  ids, passed here in LEASEHOLD_FUZZ_SUBSCRIPTIONS); every positive case
+  naming one (`/v1/subscriptions/{id}`: read, change, pause, resume,
+  rotate, replay) names one of them, as for a schedule's changes, and a
+  removal never does.
+- An endpoint, a filter and a position the server takes. Whether a URL
+  may be an endpoint is the server's policy (https only, public addresses
+  only: the document says so in words), a filter must name tasks or
+  timers, a position must be one the feed holds, and a tenant has at most
+  a hundred subscriptions: refused with 400 (`invalid`, `field` naming
+  `url`, `filter`, `from` or `subscriptions`), which is what the document
+  promises.
 - A wait on one task. `GET /v1/tasks/{id}?wait_ms` waits until the task
   settles or the wait ends; a positive case's wait is cut to a tenth of a
   second, so a run exercises the wait without sitting through 30 s ones.
@@ -77,7 +89,9 @@ import schemathesis
 ISSUED_ONLY = "Only a value this service gave"
 MAX_WAIT_MS = 100
 ALWAYS_SEEDED = ("take-over", "entry-place", "update", "assign", "unassign", "delegate", "note",
-                 "pause-schedule", "resume-schedule", "trigger-schedule")
+                 "pause-schedule", "resume-schedule", "trigger-schedule",
+                 "get-subscription", "change-subscription", "set-subscription-state",
+                 "resume-subscription", "rotate-subscription-key", "rewind-subscription")
 PROBLEM_INVALID = "urn:leasehold:problem:invalid"
 
 
@@ -95,6 +109,17 @@ def _pick(text, n):
 # `remove-schedule` is not (see above).
 SCHEDULE_VERBS = ("get-schedule", "pause-schedule", "resume-schedule", "trigger-schedule",
                   "next-occurrences")
+# The subscription routes naming a subscription that are pointed at seeded
+# ones; `remove-subscription` is not.
+SUBSCRIPTION_VERBS = ("get-subscription", "change-subscription", "set-subscription-state",
+                      "resume-subscription", "rotate-subscription-key", "rewind-subscription")
+# What the server checks of a subscription beyond the document's shape, by
+# operation: the document says so in words.
+SUBSCRIPTION_CHECKED = {
+    "add-subscription": ("url", "filter", "from", "subscriptions"),
+    "change-subscription": ("url", "filter"),
+    "rewind-subscription": ("from",),
+}
 # The fields of a schedule spec the rules check beyond the document's shape.
 SCHEDULE_CHECKED = ("zone", "recurrence.expr", "end", "jitter_ms", "id", "run")
 # A task's reminders and chain, which the rules hold to its due and
@@ -107,7 +132,9 @@ def _pool(verb):
     """The seeded tasks (run.py) a positive case of `verb` may name."""
     holder = os.environ.get("LEASEHOLD_FUZZ_HOLDER", "")
     per = int(os.environ.get("LEASEHOLD_FUZZ_PER_POOL", "0"))
-    if per == 0 or verb == "remove-schedule":
+    if verb in SUBSCRIPTION_VERBS:
+        return _subscriptions()
+    if per == 0 or verb in ("remove-schedule", "remove-subscription"):
         return []
     if verb in SCHEDULE_VERBS:
         return [f"sched-{i}" for i in range(per)]
@@ -116,6 +143,11 @@ def _pool(verb):
     if verb == "entry-place":
         return [f"place-{i}" for i in range(per)]
     return [f"task-{i}" for i in range(per)]
+
+
+def _subscriptions():
+    """The seeded subscriptions' ids (run.py)."""
+    return [s for s in os.environ.get("LEASEHOLD_FUZZ_SUBSCRIPTIONS", "").split(",") if s]
 
 
 def _spare_the_pool(case):
@@ -129,6 +161,8 @@ def _spare_the_pool(case):
     params = case.path_parameters or {}
     drawn = params.get("id")
     if _verb(case) == "remove-schedule" and isinstance(drawn, str) and drawn.startswith("sched-"):
+        case.path_parameters = {**params, "id": "removed-" + drawn}
+    if _verb(case) == "remove-subscription" and drawn in _subscriptions():
         case.path_parameters = {**params, "id": "removed-" + drawn}
 
 
@@ -267,6 +301,8 @@ def filter_failure(ctx, failure, case, response):
     if field == "run" and _verb(case) == "trigger-schedule":
         return False
     if field in TIMELINE_CHECKED and _verb(case) in ("open", "update"):
+        return False
+    if field in SUBSCRIPTION_CHECKED.get(_verb(case), ()):
         return False
     field = field.lower()
     return not (field in _issued_only(case) and field in _carried(case))

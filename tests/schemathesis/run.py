@@ -1,9 +1,9 @@
 """Fuzzes a live `leasehold serve` from its own OpenAPI document.
 
 Starts the server on a fresh redb file with three tokens (a reviewer, a
-service and an operator), seeds it through the API with tasks the
-reviewer and the operator hold under leases (hooks.py points some cases at
-them), then runs schemathesis once per token with every check on, every
+service and an operator), delivering no webhooks, seeds it through the API
+with tasks the reviewer and the operator hold under leases, schedules and
+webhook subscriptions (hooks.py points some cases at them), then runs schemathesis once per token with every check on, every
 operation, a fixed seed and a bounded number of examples. A run passes when
 schemathesis finds nothing: no 5xx, no answer outside the document, no
 schema-valid request refused and no schema-violating one accepted, and no
@@ -62,6 +62,16 @@ def call(base, token, method, path, body=None):
         return reply.status
 
 
+def call_json(base, token, method, path, body=None):
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(f"{base}{path}", data=data, method=method)
+    req.add_header("Authorization", f"Bearer {token}")
+    if data is not None:
+        req.add_header("Content-Type", "application/json")
+    with urllib.request.urlopen(req, timeout=30) as reply:
+        return json.loads(reply.read())
+
+
 def validate(base, work):
     """The served document, as a client generator fetches it, checked by a
     maintained OpenAPI validator."""
@@ -112,6 +122,14 @@ def seed(base, tokens):
             "id": f"sched-{i}", "run": "fuzz-schedules", "zone": "Europe/London",
             "recurrence": {"kind": "cron", "expr": "0 3 * * *"},
         })
+    # Subscriptions for the subscription routes to find (hooks.py names
+    # them): the server makes their ids, so they are read from its answers.
+    # The server runs with --no-webhooks, so nothing is ever sent to them.
+    subscriptions = []
+    for i in range(PER_POOL):
+        subscriptions.append(call_json(base, tokens["operator"], "POST", "/v1/subscriptions", {
+            "url": f"https://hooks.example.com/fuzz-{i}", "filter": {"timers": False},
+        })["subscription"]["id"])
     # A kind with a definition, for the kinds' routes to find (the pools'
     # tasks are of another kind, so any decision on them goes).
     call(base, tokens["operator"], "PUT", f"/v1/kinds/{FUZZ_KIND}", {"outcomes": [
@@ -119,6 +137,7 @@ def seed(base, tokens):
         {"name": "rejected", "needs_reason": True},
         {"name": "amount", "output_schema": {"type": "object", "properties": {"n": {"type": "integer"}}}},
     ]})
+    return subscriptions
 
 
 def main():
@@ -132,9 +151,11 @@ def main():
             tokens[scope] = token
             lines.append(line)
         Path(work, "tokens").write_text("\n".join(lines) + "\n")
+        # --no-webhooks: the fuzzer makes endpoint URLs up, and a server
+        # that delivered would send to them.
         server = subprocess.Popen(
             [leasehold, "--db", str(Path(work, "fuzz.redb")), "serve", "--listen", "127.0.0.1:0",
-             "--tokens", str(Path(work, "tokens"))],
+             "--tokens", str(Path(work, "tokens")), "--no-webhooks"],
             cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
             env={**os.environ, "RUST_LOG": "warn"},
         )
@@ -153,7 +174,7 @@ def main():
             ok = validate(base, work)
             failed += not ok
             print(f"openapi-spec-validator: {'passed' if ok else 'failed'}", flush=True)
-            seed(base, tokens)
+            subscriptions = seed(base, tokens)
             for scope, actor, _ in WHO:
                 run = subprocess.run(
                     [st, "--config-file", str(HERE / "schemathesis.toml"), "run",
@@ -164,7 +185,8 @@ def main():
                     cwd=work,
                     env={**os.environ, "PYTHONPATH": str(HERE), "LEASEHOLD_FUZZ_HOLDER": actor,
                          "LEASEHOLD_FUZZ_PER_POOL": str(PER_POOL),
-                         "LEASEHOLD_FUZZ_KIND": FUZZ_KIND},
+                         "LEASEHOLD_FUZZ_KIND": FUZZ_KIND,
+                         "LEASEHOLD_FUZZ_SUBSCRIPTIONS": ",".join(subscriptions)},
                 )
                 ok = run.returncode == 0
                 failed += not ok

@@ -767,3 +767,104 @@ fn the_help_says_a_tenant_past_its_bound_waits() {
     assert!(text.contains("waits"), "{text}");
     assert!(text.contains("`timeout`"), "{text}");
 }
+
+/// The webhook flags: by default only https endpoints at public addresses
+/// are taken and the server delivers (it takes a subscription's lease);
+/// `--webhooks-allow-http` and `--webhooks-allow-range` widen what is
+/// taken; `--no-webhooks` serves the API but delivers nothing; a range
+/// that is not CIDR is refused at start.
+#[test]
+fn the_webhook_flags_say_which_endpoints_are_taken_and_who_delivers() {
+    let s = setup();
+    let tokens = s.tokens.to_str().expect("utf-8");
+    let c = client();
+    let add = |base: &str, url: &str| {
+        let r = c
+            .post(format!("{base}/v1/subscriptions"))
+            .bearer_auth(&s.operator)
+            .json(&json!({"url": url, "filter": {"timers": false}}))
+            .send()
+            .expect("answers");
+        let status = r.status().as_u16();
+        (status, r.json::<Value>().expect("JSON"))
+    };
+    let local = "http://127.0.0.1:9/hooks";
+    {
+        let server = serve(s.dir.path(), &s.db, &["--tokens", tokens]);
+        let (status, body) = add(&server.base, local);
+        assert_eq!(status, 400, "{body}");
+        assert_eq!(body["field"], "url");
+        assert!(
+            body["detail"]
+                .as_str()
+                .is_some_and(|d| d.contains("--webhooks-allow-http")),
+            "{body}"
+        );
+    }
+    let widened = [
+        "--tokens",
+        tokens,
+        "--webhooks-allow-http",
+        "--webhooks-allow-range",
+        "127.0.0.0/8",
+        "--webhooks-allow-range",
+        "::1/128",
+    ];
+    let id = {
+        let mut server = serve(s.dir.path(), &s.db, &widened);
+        let (status, body) = add(&server.base, local);
+        assert_eq!(status, 201, "{body}");
+        assert!(
+            body["secret"]
+                .as_str()
+                .is_some_and(|x| x.starts_with("whsec_"))
+        );
+        let id = body["subscription"]["id"].as_str().expect("id").to_owned();
+        // This server delivers it: it holds the lease.
+        let shown = c
+            .get(format!("{}/v1/subscriptions/{id}", server.base))
+            .bearer_auth(&s.operator)
+            .send()
+            .expect("answers")
+            .json::<Value>()
+            .expect("JSON");
+        assert!(shown["lease"]["holder"].is_string(), "{shown}");
+        // A graceful stop gives the lease up.
+        signal(&server.child, "-TERM");
+        let exited = exits_within(&mut server.child, Duration::from_secs(60));
+        assert!(exited.is_some_and(|e| e.success()), "{exited:?}");
+        id
+    };
+    let mut args = vec!["--no-webhooks"];
+    args.extend(widened);
+    let server = serve(s.dir.path(), &s.db, &args);
+    let shown = c
+        .get(format!("{}/v1/subscriptions/{id}", server.base))
+        .bearer_auth(&s.operator)
+        .send()
+        .expect("answers")
+        .json::<Value>()
+        .expect("JSON");
+    assert_eq!(shown["delivery"]["here"], false, "{shown}");
+    assert_eq!(
+        shown["lease"],
+        Value::Null,
+        "given up at the last stop: {shown}"
+    );
+    drop(server);
+    let out = leasehold(s.dir.path())
+        .arg("--db")
+        .arg(&s.db)
+        .args([
+            "serve",
+            "--tokens",
+            tokens,
+            "--webhooks-allow-range",
+            "10.0.0.0",
+        ])
+        .output()
+        .expect("runs");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("CIDR"), "{err}");
+}

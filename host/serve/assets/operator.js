@@ -1,5 +1,6 @@
 // The operator's view: the tenant's counters, the overdue list, its
-// schedules, the consistency check and take-over. It reads what an operator token may
+// schedules and webhook subscriptions (subscriptions.js), the consistency
+// check and take-over. It reads what an operator token may
 // read and follows the change feed, so the numbers move as work moves.
 'use strict';
 
@@ -84,6 +85,7 @@
     loadCounters();
     loadOverdue();
     loadSchedules();
+    LeaseholdSubscriptions.load(me, loadAll);
   }
 
   let queued = null;

@@ -502,7 +502,7 @@ fn main() {
             sweep: false,
             ..Options::default()
         };
-        let one = start(&at, &b, options);
+        let one = start(&at, &b, options.clone());
         let two = start(&at, &b, options);
         let (a, b2) = (one.addr().to_string(), two.addr().to_string());
         let (ev, ans) = commit_to_subscriber(&client, &a, &a, &b.sam, 200, "pg-one");

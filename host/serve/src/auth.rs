@@ -274,6 +274,11 @@ impl LiveCredentials {
             .clone()
     }
 
+    /// A watch that changes each time new credentials are put in force.
+    pub fn reloads(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.reloads.subscribe()
+    }
+
     /// Puts `c` in force, unless it accepts nobody (a token file emptied
     /// by mistake would lock everyone out): the old set then stays.
     pub fn replace(&self, c: Credentials) -> Result<(usize, usize), String> {

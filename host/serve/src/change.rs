@@ -219,3 +219,41 @@ impl Event {
         serde_json::to_string(self).unwrap_or_default()
     }
 }
+
+/// What a webhook delivers for one change: the body of each `POST` to a
+/// subscription's endpoint, in the payload structure of Standard Webhooks
+/// (`type`, `timestamp`, `data`). The `webhook-id`, `webhook-timestamp`
+/// and `webhook-signature` headers carry the message's id and signature.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct WebhookPayload {
+    /// `task.` or `timer.` and the verb that made the change, its `-`
+    /// spelt `_` (`task.settle`, `task.take_over`, `timer.claim_due`).
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// When the change was made, as RFC 3339 in UTC with milliseconds.
+    pub timestamp: String,
+    /// The subscription it was delivered to.
+    pub subscription: String,
+    /// The change, as a read of the feed gives it. Its `position` is where
+    /// a reader resumes after it; a change sent again (a retry, a replay)
+    /// keeps its `webhook-id`, not necessarily this position.
+    pub data: Event,
+}
+
+impl WebhookPayload {
+    /// The payload of `entry` for `subscription`.
+    pub fn of(subscription: &str, entry: &host::FeedEntry) -> WebhookPayload {
+        let (family, verb, at) = match &entry.change {
+            host::Change::Task(t) => ("task", t.entry.verb.as_str(), t.entry.at),
+            host::Change::Timer(t) => ("timer", t.verb.as_str(), t.at),
+        };
+        let timestamp = jiff::Timestamp::from_millisecond(at)
+            .map_or_else(|_| at.to_string(), |t| format!("{t:.3}"));
+        WebhookPayload {
+            kind: format!("{family}.{}", verb.replace('-', "_")),
+            timestamp,
+            subscription: subscription.to_owned(),
+            data: entry.clone().into(),
+        }
+    }
+}

@@ -38,4 +38,7 @@ pub enum ServeError {
     /// The sweeper could not be started.
     #[error("cannot start the sweeper: {0}")]
     Sweeper(#[source] leasehold_host::SweeperError),
+    /// The webhooks' HTTP client could not be built.
+    #[error("cannot start webhook deliveries: {0}")]
+    Webhooks(#[source] leasehold_webhooks::SenderError),
 }

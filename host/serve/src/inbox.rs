@@ -65,10 +65,15 @@ static PAGES: [Asset; 2] = [
 ];
 
 /// The files under `/assets/`, by name.
-static ASSETS: [Asset; 5] = [
+static ASSETS: [Asset; 6] = [
     Asset::new("common.js", include_bytes!("../assets/common.js"), JS),
     Asset::new("inbox.js", include_bytes!("../assets/inbox.js"), JS),
     Asset::new("operator.js", include_bytes!("../assets/operator.js"), JS),
+    Asset::new(
+        "subscriptions.js",
+        include_bytes!("../assets/subscriptions.js"),
+        JS,
+    ),
     Asset::new("style.css", include_bytes!("../assets/style.css"), CSS),
     Asset::new("icon.svg", include_bytes!("../assets/icon.svg"), SVG),
 ];

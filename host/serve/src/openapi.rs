@@ -21,7 +21,8 @@ use crate::problem::Problem;
         Problem,
         crate::timeline::EscalationStep,
         crate::timeline::StepAction,
-        crate::timeline::TaskStep
+        crate::timeline::TaskStep,
+        crate::change::WebhookPayload
     )),
     modifiers(&BearerScheme),
     tags(
@@ -32,6 +33,7 @@ use crate::problem::Problem;
         (name = "runs", description = "Sealing and withdrawing runs"),
         (name = "timers", description = "Durable timers"),
         (name = "schedules", description = "Recurring schedules (cron or interval, in an IANA time zone) whose occurrences are timers of a run, and the time-zone database they are computed from"),
+        (name = "subscriptions", description = "Webhook subscriptions: the tenant's changes pushed to an endpoint, signed in the Standard Webhooks wire format (the `WebhookPayload` schema is the body of each delivery), at least once and in order per task or timer; operators only. A subscription's revision is its `ETag`; a change takes `If-Match`"),
         (name = "stats", description = "The tenant's counters"),
         (name = "admin", description = "The consistency check"),
         (name = "changes", description = "A task's history and the tenant's feed of changes"),
@@ -118,9 +120,11 @@ pub(crate) fn refine(doc: &mut utoipa::openapi::OpenApi) {
     };
     // A change names at least one field. (Said here: utoipa's derive
     // writes its `min_properties` as `maxProperties`.)
-    if let Some(RefOr::T(Schema::Object(patch))) = components.schemas.get_mut("TaskPatch") {
-        patch.min_properties = Some(1);
-        patch.max_properties = None;
+    for name in ["TaskPatch", "SubscriptionPatch"] {
+        if let Some(RefOr::T(Schema::Object(patch))) = components.schemas.get_mut(name) {
+            patch.min_properties = Some(1);
+            patch.max_properties = None;
+        }
     }
     // A variant of a schedule's recurrence or catch-up takes no field but
     // its own, as the service reads it (utoipa's derive says so of a

@@ -173,7 +173,12 @@ pub async fn metrics_text(State(state): State<AppState>) -> Response {
     if let Some(n) = engine.round_trips() {
         metrics::counter!("leasehold_pg_round_trips_total").absolute(n);
     }
-    let text = prometheus().map(|h| h.render()).unwrap_or_default();
+    let mut text = prometheus().map(|h| h.render()).unwrap_or_default();
+    // Each subscription's deliveries, labelled by tenant and by the id the
+    // server made for it.
+    if let Some(push) = &state.push {
+        text.push_str(&push.metrics_text());
+    }
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
 }
 

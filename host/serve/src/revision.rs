@@ -102,6 +102,9 @@ pub const GUARDED: &[&str] = &[
     "delegate",
     "note",
     "define-kind",
+    "change-subscription",
+    "set-subscription-state",
+    "resume-subscription",
 ];
 
 /// The operations whose 200 answer carries an `ETag`, by operationId.
@@ -119,6 +122,11 @@ pub const TAGGED: &[&str] = &[
     "note",
     "get-kind",
     "define-kind",
+    "get-subscription",
+    "change-subscription",
+    "set-subscription-state",
+    "resume-subscription",
+    "rewind-subscription",
 ];
 
 /// Says the contract in the document, on each operation it applies to:

@@ -49,7 +49,7 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
 /// operations endpoints and the pages (`/`, `/operator`) beside it.
 pub fn app(state: AppState) -> Router {
     let _ = ops::prometheus();
-    let options = state.options;
+    let options = state.options.clone();
     let (api, doc) = api();
     let doc = Arc::new(doc);
     let api = api
@@ -127,13 +127,36 @@ mod tests {
 
     /// Verbs the service does not serve, each with the reason; a verb added
     /// to the WIT and the host's table is served or listed here.
-    const NOT_SERVED: &[(Verb, &str)] = &[];
+    const NOT_SERVED: &[(Verb, &str)] = &[
+        (
+            Verb::AdvanceSubscription,
+            "the delivery engine's own book: a position moves only past what was delivered",
+        ),
+        (
+            Verb::LeaseSubscription,
+            "the delivery engine's own book: which server delivers a subscription",
+        ),
+        (
+            Verb::ReleaseSubscription,
+            "the delivery engine's own book: a server giving its lease up as it stops",
+        ),
+        (
+            Verb::RecordSubscriptionAttempts,
+            "the delivery engine's own book: the attempts it made, shown in every answer",
+        ),
+    ];
 
     /// Operations that call no verb of their own, each with the reason.
-    const NOT_VERBS: &[(&str, &str)] = &[(
-        api::WHOAMI,
-        "names the caller from its credential; the pages ask it once signed in",
-    )];
+    const NOT_VERBS: &[(&str, &str)] = &[
+        (
+            api::WHOAMI,
+            "names the caller from its credential; the pages ask it once signed in",
+        ),
+        (
+            api::RESUME,
+            "calls set-subscription-state (active), whose own route is the pause",
+        ),
+    ];
 
     /// The served document's operations against the host's one table of
     /// verbs: every verb is an operation (its `operationId` the verb's WIT
@@ -227,6 +250,14 @@ mod tests {
             Verb::ResumeSchedule,
             Verb::TriggerSchedule,
             Verb::ListSchedules,
+            Verb::AddSubscription,
+            Verb::GetSubscription,
+            Verb::ListSubscriptions,
+            Verb::ChangeSubscription,
+            Verb::SetSubscriptionState,
+            Verb::RotateSubscriptionKey,
+            Verb::RemoveSubscription,
+            Verb::RewindSubscription,
         ] {
             let r = routes()
                 .iter()

@@ -317,6 +317,72 @@ pub fn position() -> Object {
         .build()
 }
 
+/// The longest position of the feed's own spelling: 64 slots, each a
+/// slot number, a dot, a number of at most 20 digits and a separator.
+const MAX_FEED_POSITION: usize = 1 + 64 * (2 + 1 + 20 + 1);
+
+fn feed_position_of(nullable: bool) -> Object {
+    ObjectBuilder::new()
+        .schema_type(with_null(Type::String, nullable))
+        .pattern(Some(
+            r"^f((0|[1-9][0-9]*)\.[1-9][0-9]*(_(0|[1-9][0-9]*)\.[1-9][0-9]*)*)?$",
+        ))
+        .min_length(Some(1))
+        .max_length(Some(MAX_FEED_POSITION))
+        .description(Some(format!(
+            "A position of the feed in its own spelling, as a service's or operator's read \
+             of `/v1/events` gave it (`f` alone is the feed's start). A position past the \
+             feed's head, or whose changes were trimmed, is refused with 400 (`invalid`, \
+             `field` naming it). {ISSUED_ONLY}"
+        )))
+        .build()
+}
+
+/// A subscription's position to start or replay from.
+pub fn feed_position() -> Object {
+    feed_position_of(false)
+}
+
+pub fn opt_feed_position() -> Object {
+    feed_position_of(true)
+}
+
+/// A webhook endpoint: an absolute `http` or `https` URL in printable
+/// ASCII of at most 2,048 bytes, as the sender reads one.
+pub fn endpoint_url() -> Object {
+    use leasehold_webhooks::MAX_URL_BYTES;
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .min_length(Some("http://".len() + 1))
+        .max_length(Some(MAX_URL_BYTES))
+        .pattern(Some("^https?://[!-~]+$"))
+        .description(Some(
+            "Where deliveries are POSTed: an absolute URL in printable ASCII (percent-encode \
+             anything else), without credentials or a fragment. Only `https` unless the \
+             server runs with --webhooks-allow-http; an address that is loopback, private, \
+             link-local, unique-local, reserved or a cloud metadata service's is refused \
+             unless a range the server allows holds it (a name is judged when each delivery \
+             connects). Refused with 400 (`invalid`, `field` naming `url`).",
+        ))
+        .build()
+}
+
+/// A filter's list of verbs, kinds or runs: at most 64 names.
+pub fn filter_names() -> Array {
+    use leasehold_guest::subscriptions::row::MAX_FILTER_ITEMS;
+    ArrayBuilder::new()
+        .items(name())
+        .max_items(Some(MAX_FILTER_ITEMS))
+        .build()
+}
+
+/// How long an old signing key overlaps a new one: 0 to seven days, in
+/// milliseconds.
+pub fn overlap_ms() -> Object {
+    use leasehold_guest::subscriptions::row::MAX_OVERLAP_MS;
+    integer(0, MAX_OVERLAP_MS, false)
+}
+
 /// A stream's `Last-Event-ID`: any string, as only a stream reads it (a
 /// page read ignores it), so no shape is promised that a page read would
 /// not hold a client to.

@@ -14,8 +14,10 @@ use std::sync::Arc;
 use leasehold_host::EngineBuilder;
 
 use crate::auth::{Credentials, LiveCredentials, Reload};
+use crate::change::WebhookPayload;
 use crate::cursor::CursorKey;
 pub use crate::error::ServeError;
+use crate::push::Push;
 use crate::router::app;
 use crate::state::{AppState, Options};
 
@@ -207,7 +209,7 @@ impl Server {
             engine.clone(),
             live.clone(),
             cursors,
-            options,
+            options.clone(),
             crate::router::routes(),
         );
         if options.sweep {
@@ -225,6 +227,24 @@ impl Server {
             .map_err(ServeError::Sweeper)?;
             state.sweeper = Some(Arc::new(sweeper));
         }
+        // The deliveries run on the server's runtime.
+        let push = {
+            let _inside = runtime.enter();
+            let push = Push::start(
+                &engine,
+                &options.webhooks,
+                live.current().tokens.tenants(),
+                Arc::new(|subscription: &str, entry: &leasehold_host::FeedEntry| {
+                    serde_json::to_vec(&WebhookPayload::of(subscription, entry)).unwrap_or_default()
+                }),
+            )
+            .map_err(ServeError::Webhooks)?;
+            if push.deliveries().is_some() {
+                tokio::spawn(serve_reloaded_tenants(push.clone(), live.clone()));
+            }
+            push
+        };
+        state.push = Some(push.clone());
         drop(engine);
         let streams = state.clone();
         let ops_app = crate::ops::router(state.clone());
@@ -298,6 +318,15 @@ impl Server {
                     };
                     crate::connections::serve(listener, tls, app, options.connections, shutdown)
                         .await;
+                    // Positions saved and leases given up, so another
+                    // server takes the subscriptions over at once.
+                    let grace = options.connections.shutdown_grace;
+                    if tokio::time::timeout(grace, push.shutdown()).await.is_err() {
+                        tracing::warn!(
+                            "webhook deliveries did not stop within the shutdown grace; their \
+                             leases lapse by themselves"
+                        );
+                    }
                     Ok(())
                 });
                 // Engine calls still on the blocking pool have deadlines of
@@ -410,5 +439,17 @@ async fn reload_on_hangup(reloader: Arc<Reloader>, hangup: Option<tokio::signal:
         let r = reloader.clone();
         // Reading files blocks.
         let _ = tokio::task::spawn_blocking(move || r.reload_logged()).await;
+    }
+}
+
+/// After each reload of the credentials, the tenants the tokens name now
+/// are delivered for too (a tenant dropped from them keeps its deliveries:
+/// its subscriptions are the tenant's, not a credential's).
+async fn serve_reloaded_tenants(push: Arc<Push>, live: LiveCredentials) {
+    let mut reloads = live.reloads();
+    while reloads.changed().await.is_ok() {
+        for t in live.current().tokens.tenants() {
+            push.serve(&t);
+        }
     }
 }

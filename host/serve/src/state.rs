@@ -25,7 +25,7 @@ use crate::problem::ApiError;
 use crate::waiters::{EventOptions, Waiters};
 
 /// The service's limits.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Options {
     /// Largest request body accepted, in bytes.
     pub body_limit: usize,
@@ -88,6 +88,9 @@ pub struct Options {
     /// The bounds on online backups: how many run at once, and how long
     /// one may hold its snapshots.
     pub backups: BackupLimits,
+    /// Webhooks: whether this server delivers, and which endpoints it
+    /// takes (https and public addresses only, unless allowed).
+    pub webhooks: crate::push::WebhookOptions,
 }
 
 impl Default for Options {
@@ -117,6 +120,7 @@ impl Default for Options {
             first_sweep_after: Duration::ZERO,
             admin_tenant: None,
             backups: BackupLimits::default(),
+            webhooks: crate::push::WebhookOptions::default(),
         }
     }
 }
@@ -139,6 +143,9 @@ pub struct AppState {
     pub sweeper: Option<Arc<leasehold_host::Sweeper>>,
     /// The places online backups run in: one per tenant, and the admin's.
     pub backups: Arc<BackupPermits>,
+    /// Webhooks: the endpoint policy, and the deliveries when this server
+    /// delivers. Set by the server as it starts.
+    pub push: Option<Arc<crate::push::Push>>,
     admission: Arc<Admission>,
     /// Raised when the server begins to shut down, so that streams end.
     stopping: Arc<tokio::sync::watch::Sender<bool>>,
@@ -152,6 +159,14 @@ impl AppState {
         options: Options,
         routes: &'static [crate::routes::Route],
     ) -> Self {
+        let waiters = Waiters::new(options.events.bounds(), options.long_polls);
+        let backups = BackupPermits::new(&options.backups);
+        let admission = Arc::new(Admission::new(crate::admission::Bounds {
+            all: options.max_in_flight,
+            per_tenant: options.max_in_flight_per_tenant,
+            waiting_per_tenant: options.max_waiting_per_tenant,
+            checks: options.max_checks,
+        }));
         AppState {
             clock: engine.clock(),
             engine,
@@ -159,16 +174,12 @@ impl AppState {
             cursors,
             options,
             readiness: Arc::default(),
-            waiters: Waiters::new(options.events.bounds(), options.long_polls),
+            waiters,
             routes,
             sweeper: None,
-            backups: BackupPermits::new(&options.backups),
-            admission: Arc::new(Admission::new(crate::admission::Bounds {
-                all: options.max_in_flight,
-                per_tenant: options.max_in_flight_per_tenant,
-                waiting_per_tenant: options.max_waiting_per_tenant,
-                checks: options.max_checks,
-            })),
+            backups,
+            push: None,
+            admission,
             stopping: Arc::new(tokio::sync::watch::Sender::new(false)),
         }
     }

@@ -12,7 +12,7 @@
 //! counters).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
@@ -117,8 +117,11 @@ impl Deliveries {
             running: AtomicUsize::new(0),
             commits: watch::channel(0).0,
             reload: Notify::new(),
+            passes_begun: AtomicU64::new(0),
+            pass_done: watch::channel(0).0,
             workers: Mutex::new(HashMap::new()),
             over_bound: Mutex::new(HashSet::new()),
+            listed: Mutex::new(Vec::new()),
             supervisor: Mutex::new(None),
         });
         let task = tokio::spawn(supervise(self.shared.clone(), t.clone()));
@@ -180,6 +183,43 @@ impl Deliveries {
         if let Some(t) = lock(&self.shared.tenants).get(tenant) {
             t.reload.notify_one();
         }
+    }
+
+    /// Subscription `id` of `tenant` was changed or deleted through the
+    /// store's API (paused, removed, its keys rotated, its URL or filter
+    /// changed, replayed): its worker here is stopped and waited for, and
+    /// this answers once the tenant's supervisor has reconciled with the
+    /// store as it is now, starting a worker again if the subscription is
+    /// still to be delivered here. So once it returns nothing is sent here
+    /// under what the subscription was before, where [`changed`](Self::changed)
+    /// stops the worker only at the supervisor's next turn. Its lease is
+    /// given up meanwhile, so a pause or a deletion frees it at once.
+    /// Waits at most `within`; a tenant not served here answers at once.
+    pub async fn reload(&self, tenant: &str, id: &str, within: Duration) {
+        let Some(t) = lock(&self.shared.tenants).get(tenant).cloned() else {
+            return;
+        };
+        let _ = tokio::time::timeout(within, async {
+            let worker = lock(&t.workers).remove(id);
+            if let Some(w) = worker {
+                let _ = w.stop.send(true);
+                let _ = w.task.await;
+                let store = self.shared.store.clone();
+                let (tenant, i, holder) = (
+                    t.name.clone(),
+                    id.to_owned(),
+                    self.shared.options.holder.clone(),
+                );
+                let _ = blocking(move || store.release(&tenant, &i, &holder)).await;
+            }
+            // A pass numbered after this point lists the store after the
+            // change.
+            let want = t.passes_begun.load(Ordering::Acquire) + 1;
+            let mut done = t.pass_done.subscribe();
+            t.reload.notify_one();
+            let _ = done.wait_for(|n| *n >= want).await;
+        })
+        .await;
     }
 
     /// Replays a subscription from `from` (`None`: the feed's start): sets
@@ -258,6 +298,23 @@ impl Deliveries {
             .collect())
     }
 
+    /// The state of every subscription of the tenants served here, as
+    /// each tenant's supervisor last listed them (within its poll):
+    /// `(tenant, subscription, state)`, for a gauge to alert on a
+    /// `failing` or `gone` one without reading the store.
+    pub fn states(&self) -> Vec<(String, String, SubState)> {
+        let tenants: Vec<Arc<TenantRuntime>> =
+            lock(&self.shared.tenants).values().cloned().collect();
+        let mut out = Vec::new();
+        for t in tenants {
+            for (id, state) in lock(&t.listed).iter() {
+                out.push((t.name.to_string(), id.clone(), *state));
+            }
+        }
+        out.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+        out
+    }
+
     /// Every subscription's counters this process has (those it delivers
     /// or delivered and still exist).
     pub fn metrics(&self) -> Vec<SubscriptionMetrics> {
@@ -286,12 +343,14 @@ async fn stop_tenant(shared: &Arc<Shared>, t: &Arc<TenantRuntime>) {
 /// subscription within the bound whose lease this server holds.
 async fn supervise(shared: Arc<Shared>, t: Arc<TenantRuntime>) {
     loop {
+        let pass = t.passes_begun.fetch_add(1, Ordering::AcqRel) + 1;
         let store = shared.store.clone();
         let name = t.name.clone();
         match blocking(move || store.list(&name)).await {
             Ok(subs) => reconcile(&shared, &t, subs).await,
             Err(e) => tracing::warn!(tenant = %t.name, error = %e, "listing subscriptions failed"),
         }
+        t.pass_done.send_replace(pass);
         tokio::select! {
             _ = t.reload.notified() => {}
             _ = tokio::time::sleep(shared.options.poll) => {}
@@ -300,6 +359,7 @@ async fn supervise(shared: Arc<Shared>, t: Arc<TenantRuntime>) {
 }
 
 async fn reconcile(shared: &Arc<Shared>, t: &Arc<TenantRuntime>, subs: Vec<Subscription>) {
+    *lock(&t.listed) = subs.iter().map(|s| (s.id.clone(), s.state)).collect();
     let limit = t.limits.subscriptions;
     let active: Vec<&Subscription> = subs
         .iter()

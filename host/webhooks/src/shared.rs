@@ -4,7 +4,7 @@
 //! never run a worker or call the store.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::{AtomicU64, AtomicUsize};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::{Notify, Semaphore, watch};
@@ -65,7 +65,14 @@ pub(crate) struct TenantRuntime {
     pub running: AtomicUsize,
     pub commits: watch::Sender<u64>,
     pub reload: Notify,
+    /// The supervisor's passes begun (each numbered before it lists the
+    /// store), and the number of the last one finished: a pass numbered
+    /// after a change was made saw it.
+    pub passes_begun: AtomicU64,
+    pub pass_done: watch::Sender<u64>,
     pub workers: Mutex<HashMap<String, Worker>>,
     pub over_bound: Mutex<HashSet<String>>,
+    /// Each subscription's state as the supervisor last listed it.
+    pub listed: Mutex<Vec<(String, SubState)>>,
     pub supervisor: Mutex<Option<JoinHandle<()>>>,
 }

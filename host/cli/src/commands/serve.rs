@@ -243,6 +243,30 @@ pub struct Serve {
     /// RUST_LOG, default info)
     #[arg(long)]
     pub log_json: bool,
+    /// Deliver no webhooks from this server (the subscriptions' API is
+    /// still served, and another server sharing the database delivers
+    /// them). By default a server delivers every subscription whose lease
+    /// it holds
+    #[arg(long)]
+    pub no_webhooks: bool,
+    /// Take webhook endpoints with plain `http` URLs, whose bodies and
+    /// signatures cross the network in the clear (for a receiver on the
+    /// same host or a trusted network; by default only `https`)
+    #[arg(long)]
+    pub webhooks_allow_http: bool,
+    /// Let webhook endpoints be in this range (CIDR, such as 10.20.0.0/16
+    /// or fd00::/8), beyond public addresses; repeat for more. Loopback,
+    /// private, link-local, unique-local and reserved addresses are refused
+    /// otherwise, and a cloud metadata address unless a range names it
+    /// alone (169.254.169.254/32)
+    #[arg(long, value_name = "CIDR", value_parser = parse_range)]
+    pub webhooks_allow_range: Vec<leasehold_serve::IpNet>,
+}
+
+/// A CIDR range, as --webhooks-allow-range takes it.
+fn parse_range(text: &str) -> Result<leasehold_serve::IpNet, String> {
+    text.parse()
+        .map_err(|e| format!("{text:?} is not a CIDR range such as 10.0.0.0/8 or fd00::/8: {e}"))
 }
 
 /// The files credentials are read from, at start and on every SIGHUP.
@@ -422,6 +446,11 @@ fn serve(args: &Serve, cx: &Context) -> Result<(), CliError> {
                 grace: args.backup_grace,
                 min_rate: args.backup_min_rate,
                 max_lifetime: args.backup_max_lifetime,
+            },
+            webhooks: leasehold_serve::WebhookOptions {
+                deliver: !args.no_webhooks,
+                allow_http: args.webhooks_allow_http,
+                allow_ranges: args.webhooks_allow_range.clone(),
             },
         },
         engine: cx.builder(),

@@ -15,6 +15,7 @@ mod runs;
 mod schedule_spec;
 pub(crate) mod schedules;
 mod stats;
+pub(crate) mod subscriptions;
 mod sweeps;
 mod task_life;
 mod tasks;
@@ -27,6 +28,8 @@ use crate::state::AppState;
 
 #[cfg(test)]
 pub use admin::WHOAMI;
+#[cfg(test)]
+pub use subscriptions::RESUME;
 
 /// Every API route, each registered with its OpenAPI entry.
 pub fn router() -> OpenApiRouter<AppState> {
@@ -40,6 +43,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(timers::router())
         .merge(timer_moves::router())
         .merge(schedules::router())
+        .merge(subscriptions::router())
         .merge(stats::router())
         .merge(admin::router())
         .merge(changes::router())

@@ -44,8 +44,9 @@ fn new_schedule(id: &str) -> Value {
     })
 }
 
-/// The data every cell of the matrix could reach.
-fn seed(svc: &Service) {
+/// The data every cell of the matrix could reach; answers the id of acme's
+/// subscription (paused, so no delivery writes while the matrix runs).
+fn seed(svc: &Service) -> String {
     svc.call("POST", "/v1/tasks", Some("sam"), Some(new_task("t-1")))
         .expect_ok();
     svc.call("POST", "/v1/tasks", Some("sam"), Some(new_task("t-2")))
@@ -76,6 +77,24 @@ fn seed(svc: &Service) {
     globex["justification"] = json!({"globex": true});
     svc.call("POST", "/v1/tasks", Some("gina"), Some(globex))
         .expect_ok();
+    let sub = svc.call(
+        "POST",
+        "/v1/subscriptions",
+        Some("olga"),
+        Some(json!({"url": "https://hooks.example.com/acme"})),
+    );
+    let id = sub.expect_ok()["subscription"]["id"]
+        .as_str()
+        .expect("an id")
+        .to_owned();
+    svc.call(
+        "POST",
+        &format!("/v1/subscriptions/{id}/pause"),
+        Some("olga"),
+        None,
+    )
+    .expect_ok();
+    id
 }
 
 /// A token of `scope` in acme, if the matrix has one.
@@ -90,7 +109,7 @@ fn token_of(scope: Scope) -> &'static str {
 #[test]
 fn no_credential_outside_its_rights_changes_anything() {
     each_backend(|svc| {
-        seed(svc);
+        let sub = seed(svc);
         let before = svc.snapshot();
         let expired = jwt("RS256", &{
             let mut c = claims("acme", "olga", "operator", &["finance"]);
@@ -283,12 +302,39 @@ fn no_credential_outside_its_rights_changes_anything() {
         let removed = svc.call("DELETE", "/v1/schedules/t-1", Some("gina"), None);
         assert_eq!(removed.expect_ok()["removed"], false);
         cells += 2;
+        // Nor of acme's subscriptions: globex's operator names acme's and
+        // finds none, lists none, removes none.
+        let one = format!("/v1/subscriptions/{sub}");
+        for (method, p, b) in [
+            ("GET", one.clone(), None),
+            (
+                "PATCH",
+                one.clone(),
+                Some(json!({"url": "https://hooks.example.com/globex"})),
+            ),
+            ("POST", format!("{one}/pause"), None),
+            ("POST", format!("{one}/resume"), None),
+            ("POST", format!("{one}/rotate"), None),
+            ("POST", format!("{one}/replay"), None),
+        ] {
+            let reply = svc.call(method, &p, Some("gina"), b);
+            reply.expect_problem(404, "not-found");
+            assert!(!reply.text.contains("hooks.example.com/acme"));
+            cells += 1;
+        }
+        let listed = svc.call("GET", "/v1/subscriptions", Some("gina"), None);
+        assert_eq!(listed.expect_ok()["subscriptions"], json!([]));
+        let removed = svc.call("DELETE", &one, Some("gina"), None);
+        assert_eq!(removed.expect_ok()["removed"], false);
+        cells += 2;
         let after = svc.snapshot();
         assert_eq!(before.0, after.0, "the check answers changed");
         assert!(before.1 == after.1, "the keyspace changed");
         // 264: `next-wake` added five (three credentials, two scopes), as
-        // every operator-only read does.
-        assert_eq!(cells, 264, "the matrix has as many cells as it had");
+        // every operator-only read does; 317: the nine operator-only
+        // subscription routes, five each, and eight of globex's operator
+        // naming acme's subscription.
+        assert_eq!(cells, 317, "the matrix has as many cells as it had");
     });
 }
 

@@ -109,7 +109,7 @@ pub fn each_backend(body: impl Fn(&mut Service)) {
 pub fn each_backend_with(options: Options, body: impl Fn(&mut Service)) {
     for store in stores() {
         eprintln!("-- on {}", store.name());
-        let mut svc = Service::start(store, options);
+        let mut svc = Service::start(store, options.clone());
         body(&mut svc);
     }
 }
@@ -428,7 +428,7 @@ impl Service {
                 tokens: self.table.clone(),
                 jwt: Some(jwt),
             },
-            options: self.options,
+            options: self.options.clone(),
             engine: self.builder.clone(),
             tls: None,
             reload: None,
@@ -451,7 +451,7 @@ impl Service {
                 tokens: self.table.clone(),
                 jwt: None,
             },
-            options: self.options,
+            options: self.options.clone(),
             engine: self.builder.clone(),
             tls: None,
             reload: None,

@@ -10,6 +10,7 @@ const FILES: &[&str] = &[
     "/assets/common.js",
     "/assets/inbox.js",
     "/assets/operator.js",
+    "/assets/subscriptions.js",
     "/assets/style.css",
     "/assets/icon.svg",
 ];

@@ -576,3 +576,67 @@ async fn deleting_a_subscription_stops_its_deliveries() {
     assert_eq!(r.got().len(), sent);
     d.shutdown().await;
 }
+
+/// After a change made through the store's API, `reload` answers only once
+/// this server's worker has stopped and the supervisor has listed the
+/// store again: a pause answered sends nothing more, a resume answered
+/// has its worker running, whatever the poll; `states` shows each one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reload_answers_once_the_change_is_taken_in_here() {
+    let engine = Engine::in_memory().expect("engine");
+    let acme = engine.tenant("acme").expect("tenant");
+    let r = Receiver::start(always(200)).await;
+    let secret = Secret::generate().expect("secret");
+    let store = Arc::new(MemoryStore::new());
+    store.insert("acme", subscription("sub_r", &r.url("/r"), &secret));
+    // A poll far longer than the test: only `reload` makes a pass.
+    let options = Options {
+        poll: Duration::from_secs(600),
+        ..quick("a")
+    };
+    let d = deliveries(
+        &engine,
+        &store,
+        local_sender("a", Duration::from_secs(5)),
+        options,
+    );
+    d.serve("acme");
+    let _follow = d.follow(engine.changes());
+    life(&acme, "t0", "approve");
+    wait_until("t0's changes", || r.got().len() >= 3).await;
+    store.change("acme", "sub_r", |s| s.state = SubState::Paused);
+    d.reload("acme", "sub_r", Duration::from_secs(30)).await;
+    let status = d.status("acme").await.expect("status");
+    assert!(
+        status[0].running.is_none(),
+        "stopped before reload answered"
+    );
+    assert_eq!(
+        d.states(),
+        [("acme".to_owned(), "sub_r".to_owned(), SubState::Paused)]
+    );
+    assert_eq!(store.lease_of("acme", "sub_r"), None, "the lease given up");
+    let sent = r.got().len();
+    life(&acme, "t1", "approve");
+    for _ in 0..10 {
+        assert_eq!(r.got().len(), sent, "a paused subscription delivered");
+        tokio::time::sleep(Duration::from_millis(30)).await;
+    }
+    store.change("acme", "sub_r", |s| s.state = SubState::Active);
+    d.reload("acme", "sub_r", Duration::from_secs(30)).await;
+    let status = d.status("acme").await.expect("status");
+    assert!(status[0].running.is_some(), "running when reload answered");
+    assert_eq!(d.states()[0].2, SubState::Active);
+    wait_until("t1's changes", || {
+        r.got()
+            .iter()
+            .filter_map(Got::task_seq)
+            .filter(|(t, _)| t == "t1")
+            .count()
+            >= 3
+    })
+    .await;
+    // A tenant not served here answers at once.
+    d.reload("globex", "sub_x", Duration::from_secs(30)).await;
+    d.shutdown().await;
+}
