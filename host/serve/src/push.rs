@@ -53,14 +53,32 @@ pub struct WebhookOptions {
     /// on the operator's own network). A cloud metadata address is allowed
     /// only by a range naming it alone.
     pub allow_ranges: Vec<IpNet>,
+    /// How long one attempt may take, connection and answer (Standard
+    /// Webhooks recommends 15 to 30 s).
+    pub timeout: Duration,
+    /// The ceiling of the first wait before a failed delivery is tried
+    /// again; each later ceiling doubles, up to 8 hours, for 72 hours.
+    pub first_retry: Duration,
+    /// How long a server holds a subscription's delivery lease unless it
+    /// renews it: how soon another server takes over after one dies.
+    pub lease: Duration,
+    /// Deliveries in flight at once to one endpoint (each of a different
+    /// task or timer; one task's changes go one at a time, in order).
+    pub parallelism: usize,
 }
 
 impl Default for WebhookOptions {
     fn default() -> Self {
+        let sender = SenderOptions::default();
+        let engine = DeliveryOptions::default();
         WebhookOptions {
             deliver: true,
             allow_http: false,
             allow_ranges: Vec::new(),
+            timeout: sender.timeout,
+            first_retry: engine.retry.first,
+            lease: engine.lease,
+            parallelism: engine.endpoint_parallelism,
         }
     }
 }
@@ -111,6 +129,8 @@ impl Push {
         let sender = Sender::new(SenderOptions {
             allow_http: options.allow_http,
             allowed: options.allow_ranges.clone(),
+            timeout: options.timeout,
+            connect_timeout: options.timeout.min(SenderOptions::default().connect_timeout),
             ..SenderOptions::default()
         })?;
         let deliveries = options.deliver.then(|| {
@@ -122,7 +142,13 @@ impl Push {
             parts.render = render;
             // The default holder is this process's id and random bytes:
             // unique among the servers sharing a database.
-            Deliveries::new(parts, DeliveryOptions::default())
+            let mut tuned = DeliveryOptions {
+                lease: options.lease,
+                endpoint_parallelism: options.parallelism.max(1),
+                ..DeliveryOptions::default()
+            };
+            tuned.retry.first = options.first_retry;
+            Deliveries::new(parts, tuned)
         });
         let push = Arc::new(Push {
             sender,

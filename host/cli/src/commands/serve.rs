@@ -261,6 +261,34 @@ pub struct Serve {
     /// alone (169.254.169.254/32)
     #[arg(long, value_name = "CIDR", value_parser = parse_range)]
     pub webhooks_allow_range: Vec<leasehold_serve::IpNet>,
+    /// How long one webhook attempt may take, connecting and answering; a
+    /// slower endpoint's attempt fails and is tried again
+    #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = parse_positive)]
+    pub webhooks_timeout: Duration,
+    /// The ceiling of the first wait before a failed webhook is tried
+    /// again, with full jitter; each later one doubles, up to 8 hours, for
+    /// 72 hours in all
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_positive)]
+    pub webhooks_first_retry: Duration,
+    /// How long this server holds a subscription's delivery lease unless it
+    /// renews it (every third of it): how soon another server sharing the
+    /// database takes a subscription over after this one dies
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_positive)]
+    pub webhooks_lease: Duration,
+    /// Webhooks in flight at once to one endpoint, each of a different task
+    /// or timer (one task's changes go one at a time, in order)
+    #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub webhooks_parallelism: u16,
+}
+
+/// A duration of at least a millisecond, as the webhook flags take it.
+fn parse_positive(text: &str) -> Result<Duration, String> {
+    let ms = crate::values::parse_duration_ms(text)?;
+    match u64::try_from(ms) {
+        Ok(ms) if ms >= 1 => Ok(Duration::from_millis(ms)),
+        Ok(_) => Err(format!("{text:?} is shorter than one millisecond")),
+        Err(_) => Err(format!("{text:?} is too long")),
+    }
 }
 
 /// A CIDR range, as --webhooks-allow-range takes it.
@@ -451,6 +479,10 @@ fn serve(args: &Serve, cx: &Context) -> Result<(), CliError> {
                 deliver: !args.no_webhooks,
                 allow_http: args.webhooks_allow_http,
                 allow_ranges: args.webhooks_allow_range.clone(),
+                timeout: args.webhooks_timeout,
+                first_retry: args.webhooks_first_retry,
+                lease: args.webhooks_lease,
+                parallelism: usize::from(args.webhooks_parallelism),
             },
         },
         engine: cx.builder(),
