@@ -224,7 +224,7 @@ async fn remove_subscription(
 /// answers. With `If-Match`, only over that revision.
 #[utoipa::path(post, path = "/v1/subscriptions/{id}/pause", operation_id = Verb::SetSubscriptionState.name(), tag = "subscriptions",
     params(SubscriptionPath),
-    request_body = PauseSubscription,
+    request_body = Option<PauseSubscription>,
     responses(
         (status = 200, description = "The subscription, paused", body = Subscription),
         (status = 404, description = "No such subscription", body = Problem, content_type = "application/problem+json"),
@@ -297,7 +297,7 @@ async fn resume_subscription(
 /// so receivers can take the new one before the old one stops.
 #[utoipa::path(post, path = "/v1/subscriptions/{id}/rotate", operation_id = Verb::RotateSubscriptionKey.name(), tag = "subscriptions",
     params(SubscriptionPath),
-    request_body = RotateKey,
+    request_body = Option<RotateKey>,
     responses(
         (status = 200, description = "The subscription with its new key, and the new secret, shown this once", body = SubscriptionSecret),
         (status = 404, description = "No such subscription", body = Problem, content_type = "application/problem+json"),
@@ -342,7 +342,7 @@ async fn rotate_subscription_key(
 /// refused, naming `from`, and nothing changes.
 #[utoipa::path(post, path = "/v1/subscriptions/{id}/replay", operation_id = Verb::RewindSubscription.name(), tag = "subscriptions",
     params(SubscriptionPath),
-    request_body = Replay,
+    request_body = Option<Replay>,
     responses(
         (status = 200, description = "The subscription, active at the position replayed from", body = Subscription),
         (status = 400, description = "A position the feed no longer holds (trimmed) or never held (`field` naming `from`)", body = Problem, content_type = "application/problem+json"),
