@@ -130,7 +130,9 @@ impl Push {
             allow_http: options.allow_http,
             allowed: options.allow_ranges.clone(),
             timeout: options.timeout,
-            connect_timeout: options.timeout.min(SenderOptions::default().connect_timeout),
+            connect_timeout: options
+                .timeout
+                .min(SenderOptions::default().connect_timeout),
             ..SenderOptions::default()
         })?;
         let deliveries = options.deliver.then(|| {
