@@ -23,8 +23,10 @@ use serde_json::{Value, json};
 
 use super::{Served, client, mint, serve};
 
-/// Tasks per tenant; each makes three changes (open, claim, settle).
-const TASKS: usize = 400;
+/// Tasks of each writer's pair (two writers for acme, one for globex, each
+/// making `TASKS / 2`); each task makes three changes (open, claim,
+/// settle): 3,600 changes in all, 3,000 of them matching a filter.
+const TASKS: usize = 800;
 /// How long a test waits for what must happen.
 const BOUND: Duration = Duration::from_secs(300);
 /// The tuned delivery flags: quick retries, a short timeout the receiver's
