@@ -17,6 +17,9 @@ use serde_json::{Value, json};
 mod pg_support;
 use pg_support::postgres;
 
+#[path = "serve/fleet.rs"]
+mod fleet;
+
 #[path = "serve/schedules_crash.rs"]
 mod schedules_crash;
 

@@ -12,14 +12,15 @@
 //! to chance (a seed, printed).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 
-use super::{Served, client, mint, serve};
+use super::fleet::Fleet;
+use super::{client, mint};
 
 const SECOND: i64 = 1000;
 /// A claim's lease: a claim whose answer a kill lost is handed out again
@@ -33,55 +34,6 @@ const SCHEDULES: [(&str, &str); 3] = [
     ("latest", "latest_within"),
     ("none", "none"),
 ];
-
-/// The servers of one test: their addresses, which the killer replaces as
-/// it kills and starts them again.
-struct Fleet {
-    dir: PathBuf,
-    db: PathBuf,
-    tokens: String,
-    servers: Mutex<Vec<Option<Served>>>,
-    bases: Mutex<Vec<Option<String>>>,
-}
-
-impl Fleet {
-    fn start(&self, i: usize) {
-        let s = serve(
-            &self.dir,
-            &self.db,
-            &["--tokens", &self.tokens, "--allow-clock-override"],
-        );
-        self.bases.lock().expect("bases")[i] = Some(s.base.clone());
-        self.servers.lock().expect("servers")[i] = Some(s);
-    }
-
-    fn kill(&self, i: usize) {
-        self.bases.lock().expect("bases")[i] = None;
-        if let Some(mut s) = self.servers.lock().expect("servers")[i].take() {
-            s.child.kill().expect("SIGKILL");
-            s.child.wait().expect("reaped");
-        }
-    }
-
-    /// A live server's address, chosen by `pick` among those up; waits
-    /// while none is (a lone redb server being started again).
-    fn base(&self, pick: usize) -> String {
-        loop {
-            let up: Vec<String> = self
-                .bases
-                .lock()
-                .expect("bases")
-                .iter()
-                .flatten()
-                .cloned()
-                .collect();
-            if !up.is_empty() {
-                return up[pick % up.len()].clone();
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    }
-}
 
 /// What the one worker saw: each occurrence it was handed, by schedule.
 #[derive(Default)]
@@ -191,13 +143,13 @@ fn schedules_survive_kills(db: &Path, dir: &Path, servers: usize, label: &str) {
     let (service, l1) = mint(dir, &tenant, "workflow", "service", &[]);
     let tokens = dir.join("tokens");
     std::fs::write(&tokens, format!("{l1}\n")).expect("tokens");
-    let fleet = Arc::new(Fleet {
-        dir: dir.to_owned(),
-        db: db.to_owned(),
-        tokens: tokens.to_str().expect("utf-8").to_owned(),
-        servers: Mutex::new((0..servers).map(|_| None).collect()),
-        bases: Mutex::new(vec![None; servers]),
-    });
+    let fleet = Arc::new(Fleet::new(
+        dir,
+        db,
+        tokens.to_str().expect("utf-8"),
+        &["--allow-clock-override"],
+        servers,
+    ));
     for i in 0..servers {
         fleet.start(i);
     }

@@ -21,7 +21,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 
-use super::{Served, client, mint, serve};
+use super::fleet::Fleet;
+use super::{client, mint};
 
 /// Tasks of each writer's pair (two writers for acme, one for globex, each
 /// making `TASKS / 2`); each task makes three changes (open, claim,
@@ -170,76 +171,36 @@ fn wait(what: &str, mut cond: impl FnMut() -> bool) {
     }
 }
 
-/// The servers of one test; the killer replaces them as it kills and
-/// starts them again.
-struct Fleet {
-    dir: PathBuf,
-    db: PathBuf,
-    tokens: String,
-    servers: Mutex<Vec<Option<Served>>>,
-    bases: Mutex<Vec<Option<String>>>,
-}
-
-impl Fleet {
-    fn start(&self, i: usize) {
-        let mut args = vec!["--tokens", self.tokens.as_str()];
-        args.extend(FLAGS);
-        let s = serve(&self.dir, &self.db, &args);
-        self.bases.lock().expect("bases")[i] = Some(s.base.clone());
-        self.servers.lock().expect("servers")[i] = Some(s);
-    }
-
-    fn kill(&self, i: usize) {
-        self.bases.lock().expect("bases")[i] = None;
-        if let Some(mut s) = self.servers.lock().expect("servers")[i].take() {
-            s.child.kill().expect("SIGKILL");
-            s.child.wait().expect("reaped");
+/// One call, sent again to a live server until one answers: a kill may
+/// leave a call unanswered, committed or not, and each call here is one a
+/// repeat of leaves as it was (or refuses, which is fine).
+fn call(
+    fleet: &Fleet,
+    token: &str,
+    method: &str,
+    path: &str,
+    body: Option<&Value>,
+) -> (u16, Value) {
+    let http = client();
+    for n in 0.. {
+        let base = fleet.base(n);
+        let mut req = http
+            .request(method.parse().expect("a method"), format!("{base}{path}"))
+            .bearer_auth(token);
+        if let Some(b) = body {
+            req = req.json(b);
         }
-    }
-
-    /// A live server's address; waits while none is up.
-    fn base(&self, pick: usize) -> String {
-        loop {
-            let up: Vec<String> = self
-                .bases
-                .lock()
-                .expect("bases")
-                .iter()
-                .flatten()
-                .cloned()
-                .collect();
-            if !up.is_empty() {
-                return up[pick % up.len()].clone();
+        match req.send() {
+            Ok(r) if r.status().is_server_error() || r.status() == 429 => {}
+            Ok(r) => {
+                let status = r.status().as_u16();
+                return (status, r.json().unwrap_or(Value::Null));
             }
-            std::thread::sleep(Duration::from_millis(5));
+            Err(_) => {}
         }
+        std::thread::sleep(Duration::from_millis(10));
     }
-
-    /// One call, sent again to a live server until one answers: a kill
-    /// may leave a call unanswered, committed or not, and each call below
-    /// is one a repeat of leaves as it was (or refuses, which is fine).
-    fn call(&self, token: &str, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
-        let http = client();
-        for n in 0.. {
-            let base = self.base(n);
-            let mut req = http
-                .request(method.parse().expect("a method"), format!("{base}{path}"))
-                .bearer_auth(token);
-            if let Some(b) = body {
-                req = req.json(b);
-            }
-            match req.send() {
-                Ok(r) if r.status().is_server_error() || r.status() == 429 => {}
-                Ok(r) => {
-                    let status = r.status().as_u16();
-                    return (status, r.json().unwrap_or(Value::Null));
-                }
-                Err(_) => {}
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        unreachable!()
-    }
+    unreachable!()
 }
 
 /// Opens, claims and settles `id` of `kind`; a repeat after a lost answer
@@ -247,12 +208,19 @@ impl Fleet {
 fn life(fleet: &Fleet, service: &str, reviewer: &str, id: &str, kind: &str) {
     let task = json!({"id": id, "run": "r", "kind": kind, "candidate_roles": ["finance"],
                       "justification": {"n": id}});
-    let (s, b) = fleet.call(service, "POST", "/v1/tasks", Some(&task));
+    let (s, b) = call(fleet, service, "POST", "/v1/tasks", Some(&task));
     assert!(s == 200 || s == 409, "open {id}: {s} {b}");
-    let (s, b) = fleet.call(reviewer, "POST", &format!("/v1/tasks/{id}/claim"), None);
+    let (s, b) = call(
+        fleet,
+        reviewer,
+        "POST",
+        &format!("/v1/tasks/{id}/claim"),
+        None,
+    );
     assert!(s == 200 || s == 409, "claim {id}: {s} {b}");
     let settle = json!({"settlement": "completed"});
-    let (s, _) = fleet.call(
+    let (s, _) = call(
+        fleet,
         reviewer,
         "POST",
         &format!("/v1/tasks/{id}/settle"),
@@ -287,13 +255,13 @@ fn webhooks_survive_kills(db: &Path, dir: &Path, servers: usize, label: &str) {
     }
     let tokens_file = dir.join("tokens");
     std::fs::write(&tokens_file, lines.join("\n") + "\n").expect("tokens");
-    let fleet = Fleet {
-        dir: dir.to_owned(),
-        db: db.to_owned(),
-        tokens: tokens_file.to_string_lossy().into_owned(),
-        servers: Mutex::new((0..servers).map(|_| None).collect()),
-        bases: Mutex::new(vec![None; servers]),
-    };
+    let fleet = Fleet::new(
+        dir,
+        db,
+        tokens_file.to_str().expect("utf-8"),
+        &FLAGS,
+        servers,
+    );
     for i in 0..servers {
         fleet.start(i);
     }
@@ -309,7 +277,8 @@ fn webhooks_survive_kills(db: &Path, dir: &Path, servers: usize, label: &str) {
         (&globex, "/globex", json!({})),
     ] {
         let url = format!("http://127.0.0.1:{}{path}", chaos.port);
-        let (s, body) = fleet.call(
+        let (s, body) = call(
+            &fleet,
             &tokens[&(tenant.clone(), "operator")],
             "POST",
             "/v1/subscriptions",
