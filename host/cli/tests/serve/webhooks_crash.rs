@@ -182,7 +182,12 @@ fn call(
     body: Option<&Value>,
 ) -> (u16, Value) {
     let http = client();
+    let start = Instant::now();
     for n in 0.. {
+        assert!(
+            start.elapsed() < BOUND,
+            "{method} {path}: no server answered within {BOUND:?}"
+        );
         let base = fleet.base(n);
         let mut req = http
             .request(method.parse().expect("a method"), format!("{base}{path}"))
