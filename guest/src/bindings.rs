@@ -13,6 +13,7 @@ use exports::leasehold::engine::changes as changes_api;
 use exports::leasehold::engine::kinds as kinds_api;
 use exports::leasehold::engine::runs as runs_api;
 use exports::leasehold::engine::schedules as schedules_api;
+use exports::leasehold::engine::search as search_api;
 use exports::leasehold::engine::subscriptions as subscriptions_api;
 use exports::leasehold::engine::tasks as tasks_api;
 use exports::leasehold::engine::timers as timers_api;
@@ -331,6 +332,7 @@ export!(Component);
 crate::wit_conversions!(wit);
 crate::schedule_conversions!(schedules_api);
 crate::subscription_conversions!(subscriptions_api);
+crate::search_conversions!(search_api);
 
 /// Runs a domain call over the host's snapshot and the call's buffer, hands
 /// the host the batch when the call succeeded, and converts both sides.
@@ -602,6 +604,55 @@ fn wit_kind_definition(d: model::KindDefinition) -> kinds_api::KindDefinition {
         kind: d.kind,
         outcomes: d.outcomes.into_iter().map(Into::into).collect(),
         revision: d.revision,
+    }
+}
+
+impl search_api::Guest for Component {
+    fn search(query: search_api::SearchQuery) -> Result<search_api::SearchPage, wit::StoreError> {
+        let query: crate::search::SearchQuery = query.into();
+        call(|kv| crate::search::search(kv, &query)).map(|p: crate::search::SearchPage| p.into())
+    }
+
+    fn count(
+        filter: search_api::TaskFilter,
+        viewer: Option<search_api::Viewer>,
+        after: Option<String>,
+    ) -> Result<search_api::CountAnswer, wit::StoreError> {
+        let filter: crate::search::TaskFilter = filter.into();
+        let viewer: Option<crate::search::Viewer> = viewer.map(Into::into);
+        call(|kv| crate::search::count(kv, &filter, viewer.as_ref(), after.as_deref()))
+            .map(|c: crate::search::CountAnswer| c.into())
+    }
+
+    fn build_search_index(limit: u32) -> Result<search_api::IndexProgress, wit::StoreError> {
+        call(|kv| crate::search::build_index(kv, limit))
+            .map(|p: crate::search::IndexProgress| p.into())
+    }
+
+    fn put_view(
+        view: search_api::SavedView,
+        expected: Option<u64>,
+    ) -> Result<search_api::SavedView, wit::StoreError> {
+        let view: crate::search::SavedView = view.into();
+        call(|kv| crate::search::views::put(kv, &view, expected))
+            .map(|v: crate::search::SavedView| v.into())
+    }
+
+    fn get_view(name: String) -> Result<Option<search_api::SavedView>, wit::StoreError> {
+        call(|kv| crate::search::views::get(kv, &name))
+            .map(|v: Option<crate::search::SavedView>| v.map(Into::into))
+    }
+
+    fn list_views(
+        limit: u32,
+        after: Option<String>,
+    ) -> Result<Vec<search_api::SavedView>, wit::StoreError> {
+        call(|kv| crate::search::views::list(kv, limit, after.as_deref()))
+            .map(|vs: Vec<crate::search::SavedView>| vs.into_iter().map(Into::into).collect())
+    }
+
+    fn delete_view(name: String, expected: Option<u64>) -> Result<bool, wit::StoreError> {
+        call(|kv| crate::search::views::delete(kv, &name, expected))
     }
 }
 

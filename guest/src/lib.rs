@@ -44,6 +44,7 @@ mod queue;
 pub mod runs;
 pub mod schedules;
 pub mod schema;
+pub mod search;
 pub mod store;
 pub mod subscriptions;
 pub mod tasks;

@@ -54,6 +54,16 @@ pub enum TaskState {
     Withdrawn,
 }
 
+/// Every state, in the WIT's order.
+pub const ALL_STATES: [TaskState; 6] = [
+    TaskState::Open,
+    TaskState::Claimed,
+    TaskState::Escalated,
+    TaskState::Completed,
+    TaskState::Expired,
+    TaskState::Withdrawn,
+];
+
 impl TaskState {
     /// A decision is still owed.
     pub fn is_pending(self) -> bool {

@@ -28,6 +28,10 @@
 //! | `("wake", at, id)` | a pending task with a reminder or chain step still to fire, at that step's instant (layout 10) |
 //! | `("held", actor, lease-end, id)` | a claimed task, under its holder at its lease end (`i64::MAX` when unleased): what `held` lists (layout 10) |
 //! | `("kind", kind)` | a kind's definition: its allowed outcomes, which need a reason, their output schemas, its revision (layout 10) |
+//! | `("by-state", state, created-at, id)`, `("by-kind", kind, state, created-at, id)`, `("assigned", actor, created-at, id)`, `("by-due", due-at, created-at, id)`, `("by-run", run, created-at, id)`, `("by-priority", rank, created-at, id)` | every task, as search finds it (layout 10; in a keyspace laid out earlier, a task not changed since may lack them until `build-search-index` reaches it) |
+//! | `("search-count", state, shard)` | one shard of the count of tasks in that state, a big-endian `i64` (layout 10) |
+//! | `("meta", "search")` | how far the search entries of a keyspace laid out before them are built: absent (nothing), the last task id built, or `built` |
+//! | `("view", name)` | a saved view: its filter, sort, revision and who changed it (layout 10) |
 //!
 //! A task's log and history sit beside its row, and a slot's head beside its
 //! newest entries, because a store that copies every page a commit touches
@@ -509,6 +513,97 @@ pub fn kinds() -> Key {
 
 pub fn kind(name: &str) -> Key {
     kinds().str(name)
+}
+
+/// Every task by state: `("by-state", state, created-at, id)`.
+pub fn by_states() -> Key {
+    Key::new().str("by-state")
+}
+
+pub fn by_state(state: &str) -> Key {
+    by_states().str(state)
+}
+
+/// Every task by kind, then state: `("by-kind", kind, state, created-at, id)`.
+pub fn by_kinds() -> Key {
+    Key::new().str("by-kind")
+}
+
+pub fn by_kind(kind: &str, state: &str) -> Key {
+    by_kinds().str(kind).str(state)
+}
+
+/// Every task with an assignee (a settled one keeps its last holder):
+/// `("assigned", actor, created-at, id)`.
+pub fn assigneds() -> Key {
+    Key::new().str("assigned")
+}
+
+pub fn assigned(actor: &str) -> Key {
+    assigneds().str(actor)
+}
+
+/// Every task by due time (`i64::MAX` for none), then creation:
+/// `("by-due", due-at, created-at, id)`.
+pub fn by_due() -> Key {
+    Key::new().str("by-due")
+}
+
+/// Every task by run: `("by-run", run, created-at, id)`.
+pub fn by_runs() -> Key {
+    Key::new().str("by-run")
+}
+
+pub fn by_run(run: &str) -> Key {
+    by_runs().str(run)
+}
+
+/// Every task in queue order, whatever its state:
+/// `("by-priority", rank, created-at, id)` (rank 0 is urgent).
+pub fn by_priority() -> Key {
+    Key::new().str("by-priority")
+}
+
+/// A position in creation order, the tail of every search entry but two.
+pub fn created_position(created_at: Timestamp, id: &str) -> Key {
+    Key::new().int(created_at).str(id)
+}
+
+/// The due time a task with none is listed at in `by-due`: after every one.
+pub const NEVER_DUE: Timestamp = i64::MAX;
+
+/// Every shard of the search counters: `("search-count", state, shard)`, a
+/// big-endian `i64` like a counter shard. Kept per state only: a call reads
+/// its shards ahead with its row, before it knows the task's kind.
+pub fn search_counts() -> Key {
+    Key::new().str("search-count")
+}
+
+pub fn search_count_state(state: &str) -> Key {
+    search_counts().str(state)
+}
+
+pub fn search_count(state: &str, shard: u8) -> Key {
+    search_count_state(state).int(i64::from(shard))
+}
+
+/// How far the search entries of a keyspace laid out before search are
+/// built: absent, nothing; `built`, every task; otherwise the last task id
+/// given its entries.
+pub fn search_built() -> Key {
+    Key::new().str("meta").str("search")
+}
+
+/// The value of [`search_built`] once every task has its search entries.
+pub const SEARCH_BUILT: &[u8] = b"built";
+
+/// Every saved view, in name order.
+pub fn views() -> Key {
+    Key::new().str("view")
+}
+
+pub fn view(name: &str) -> Key {
+    views().str(name)
 }
 
 /// A sequence number as a key element. Sequences count calls, one at a

@@ -232,6 +232,31 @@ impl TaskRow {
         out
     }
 
+    /// The entries search finds the task by (in every state), each ending
+    /// in its creation position so that ranges of one shape merge.
+    pub fn search_keys(&self) -> Vec<Vec<u8>> {
+        let t = &self.task;
+        let state = t.state.as_str();
+        let at = schema::created_position(t.created_at, &t.id);
+        let at = at.as_bytes();
+        let mut out = Vec::with_capacity(6);
+        out.push(schema::by_state(state).raw(at).into_bytes());
+        out.push(schema::by_kind(&t.kind, state).raw(at).into_bytes());
+        if let Some(actor) = &t.assignee {
+            out.push(schema::assigned(actor).raw(at).into_bytes());
+        }
+        let due = t.due_at.unwrap_or(schema::NEVER_DUE);
+        out.push(schema::by_due().int(due).raw(at).into_bytes());
+        out.push(schema::by_run(&t.run).raw(at).into_bytes());
+        out.push(
+            schema::by_priority()
+                .int(t.priority.rank())
+                .raw(at)
+                .into_bytes(),
+        );
+        out
+    }
+
     /// The entry `held` lists the task by while it is claimed: under its
     /// holder, at its lease end (unleased last).
     pub fn held_key(&self) -> Option<Vec<u8>> {

@@ -22,23 +22,27 @@ use super::counters::{add_to_counter, task_counter_keys, task_shard};
 use super::layout::{check_layout, expected_shards, feed_slot_of, known_layout, shards};
 use super::record::{Cause, record_task};
 use super::rows::{TaskRow, decode_task_row};
+use super::search_entries::{move_search, search_count_keys};
 
 /// Reads ahead, in one round trip, what a verb on one task may need: the
 /// layout mark, the task's row, the counter shards [`write_task`] may
 /// move (this writer's, so calls the host runs side by side never share a
-/// key), the task's log and the feed head its change would follow.
+/// key), the task's log, the feed head its change would follow and the
+/// search count shards its state may move between.
 pub fn prefetch_task<K: Kv + ?Sized>(kv: &mut K, id: &str) -> Result<(), StoreError> {
     let shards = expected_shards(kv);
     let [open, leased] = task_counter_keys(kv, id, shards);
     let head = schema::feed_head(shards, feed_slot_of(kv, shards)).into_bytes();
-    Ok(kv.prefetch(&[
+    let mut keys = vec![
         schema::layout().into_bytes(),
         schema::task(id).into_bytes(),
         open,
         leased,
         schema::task_log(shards, id).into_bytes(),
         head,
-    ])?)
+    ];
+    keys.extend(search_count_keys(kv, shards, id));
+    Ok(kv.prefetch(&keys)?)
 }
 
 pub fn load_task<K: Kv + ?Sized>(kv: &mut K, id: &str) -> Result<Option<TaskRow>, StoreError> {
@@ -124,6 +128,13 @@ pub fn indexed_rows<K: Kv + ?Sized>(
             ids.iter()
                 .map(|id| schema::task_log(expected, id).into_bytes()),
         );
+        let mut counts: Vec<Vec<u8>> = ids
+            .iter()
+            .flat_map(|id| search_count_keys(kv, expected, id))
+            .collect();
+        counts.sort_unstable();
+        counts.dedup();
+        keys.extend(counts);
         keys.push(schema::feed_head(expected, feed_slot_of(kv, expected)).into_bytes());
     }
     let values = if along.leased_shards {
@@ -197,5 +208,6 @@ pub fn write_task<K: Kv + ?Sized>(
         shards,
         i64::from(new.is_leased()) - i64::from(was),
     )?;
+    move_search(kv, old, new)?;
     record_task(kv, cause, old, new)
 }
