@@ -29,6 +29,7 @@ mod history_start;
 mod layout;
 mod layout_refusal;
 mod model_based;
+mod model_based_search;
 mod model_based_ops;
 mod model_based_reference;
 mod open_and_get;

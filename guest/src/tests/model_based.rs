@@ -67,7 +67,7 @@ fn timer_pages(
 
 /// Applies one operation to both sides and compares the answers. Answers
 /// whether the real call returned an error.
-fn apply(kv: &mut MemKv, model: &mut Model, op: &Op) -> Result<bool, TestCaseError> {
+pub(super) fn apply(kv: &mut MemKv, model: &mut Model, op: &Op) -> Result<bool, TestCaseError> {
     let failed = match op {
         Op::Open {
             id,
@@ -90,6 +90,8 @@ fn apply(kv: &mut MemKv, model: &mut Model, op: &Op) -> Result<bool, TestCaseErr
                 priority: PRIORITIES[*priority],
                 created_at: *created,
                 due_at: *due,
+                // Two kinds, so that searches by kind divide the store.
+                kind: ["k0", "k1"][(*id + *run) % 2].to_owned(),
                 ..task("unused")
             };
             let real = tasks::open(kv, &t);
@@ -415,7 +417,7 @@ fn apply(kv: &mut MemKv, model: &mut Model, op: &Op) -> Result<bool, TestCaseErr
 }
 
 /// Everything the model says about the store, checked against it.
-fn verify(kv: &mut MemKv, model: &Model) -> Result<(), TestCaseError> {
+pub(super) fn verify(kv: &mut MemKv, model: &Model) -> Result<(), TestCaseError> {
     let found = check::check(kv).map_err(|e| TestCaseError::fail(e.to_string()))?;
     prop_assert!(found.is_empty(), "the check found {:?}", found);
     prop_assert_eq!(tasks::open_count(kv), Ok(model.pending_tasks()));
