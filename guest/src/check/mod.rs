@@ -44,6 +44,7 @@ mod kinds;
 mod logs;
 mod record;
 mod schedules;
+mod search;
 mod starts;
 mod subscriptions;
 mod tasks;
@@ -78,6 +79,7 @@ pub fn check<K: Kv + ?Sized>(kv: &mut K) -> Result<Vec<Discrepancy>, StoreError>
     let in_feed = store::history_in_feed(mark.as_deref());
     let (pending, leased) = tasks::check_tasks(kv, &mut f, shards, every, in_feed)?;
     indexes::check_task_indexes(kv, &mut f)?;
+    search::check_search(kv, &mut f)?;
     kinds::check_kinds(kv, &mut f)?;
     schedules::check_schedules(kv, &mut f)?;
     let armed = timers::check_timers(kv, &mut f, shards, every)?;

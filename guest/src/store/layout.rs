@@ -38,8 +38,8 @@ pub fn check_layout<K: Kv + ?Sized>(kv: &mut K, writing: bool) -> Result<(), Sto
     if mark.is_none() && writing {
         let shards = expected_shards(kv);
         kv.set(&key, schema::layout_mark(shards).as_bytes())?;
-        // Nothing in it predates search.
-        super::search_entries::mark_built(kv)?;
+        // Nothing in it predates search: its search entries are built.
+        kv.set(schema::search_built().as_bytes(), schema::SEARCH_BUILT)?;
     }
     Ok(())
 }

@@ -41,6 +41,11 @@ fn the_check_finds_a_task_row_deleted_behind_its_indexes() {
     assert_eq!(
         findings(&mut kv),
         found(&[
+            ("by-due-index", "open"),
+            ("by-kind-index", "open"),
+            ("by-priority-index", "open"),
+            ("by-run-index", "open"),
+            ("by-state-index", "open"),
             ("case-index", "open"),
             (
                 "open-count",
@@ -48,6 +53,7 @@ fn the_check_finds_a_task_row_deleted_behind_its_indexes() {
             ),
             ("overdue-index", "open"),
             ("queue-index", "open"),
+            ("search-count", "open"),
             ("task-log", "open"),
         ])
     );
@@ -213,11 +219,17 @@ fn the_check_finds_a_row_whose_fields_contradict_its_indexes() {
         schema::task("open").into_bytes(),
         store::encode_row(&row).expect("encodes"),
     );
-    // The entry at 51 is missing, the one at 50 is not implied.
+    // The entries at 51 are missing (overdue and search), the ones at 50 are
+    // not implied.
     let got = findings(&mut kv);
     assert_eq!(
         got,
-        found(&[("overdue-index", "open"), ("overdue-index", "open")])
+        found(&[
+            ("by-due-index", "open"),
+            ("overdue-index", "open"),
+            ("overdue-index", "open"),
+            ("search-index", "open")
+        ])
     );
 }
 
@@ -368,10 +380,16 @@ fn spread_by_writer_the_check_finds_a_task_row_deleted_behind_its_indexes() {
     assert_eq!(
         findings(&mut kv),
         found(&[
+            ("by-due-index", "open"),
+            ("by-kind-index", "open"),
+            ("by-priority-index", "open"),
+            ("by-run-index", "open"),
+            ("by-state-index", "open"),
             ("case-index", "open"),
             ("open-count", schema::OPEN_TASKS),
             ("overdue-index", "open"),
             ("queue-index", "open"),
+            ("search-count", "open"),
             ("task-log", "open"),
         ])
     );
