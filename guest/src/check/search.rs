@@ -108,7 +108,11 @@ pub(super) fn check_search<K: Kv + ?Sized>(kv: &mut K, f: &mut Findings) -> Resu
         }
         for k in row.search_keys() {
             if kv.get(&k)?.is_none() {
-                f.add("search-index", id, "the row implies this search entry; it is missing");
+                f.add(
+                    "search-index",
+                    id,
+                    "the row implies this search entry; it is missing",
+                );
             }
         }
         Ok(!f.full())
@@ -120,7 +124,9 @@ pub(super) fn check_search<K: Kv + ?Sized>(kv: &mut K, f: &mut Findings) -> Resu
             return Ok(!f.full());
         };
         let state = match elems.as_slice() {
-            [Elem::Str(state), Elem::Int(shard)] if (0..i64::from(schema::MAX_SHARDS)).contains(shard) => {
+            [Elem::Str(state), Elem::Int(shard)]
+                if (0..i64::from(schema::MAX_SHARDS)).contains(shard) =>
+            {
                 ALL_STATES.iter().position(|s| s.as_str() == state)
             }
             _ => None,

@@ -110,7 +110,11 @@ pub fn parse_cursor(
     shaped: impl Fn(&[u8]) -> bool,
 ) -> Result<Vec<u8>, StoreError> {
     let shown: String = text.chars().take(40).collect();
-    let bad = || invalid(format!("after is not a cursor of a search or count: {shown:?}"));
+    let bad = || {
+        invalid(format!(
+            "after is not a cursor of a search or count: {shown:?}"
+        ))
+    };
     let rest = text.strip_prefix('x').ok_or_else(bad)?;
     if rest.len() < 16 || !rest.is_char_boundary(16) {
         return Err(bad());

@@ -73,9 +73,8 @@ pub fn search<K: Kv + ?Sized>(kv: &mut K, q: &SearchQuery) -> Result<SearchPage,
         .map(|c| input::parse_cursor(c, digest, |p| plan.shape.fits(p)))
         .transpose()?;
     built(kv)?;
-    let keep = |t: &crate::model::Task| {
-        filter.matches(t) && viewer.as_ref().is_none_or(|v| v.sees(t))
-    };
+    let keep =
+        |t: &crate::model::Task| filter.matches(t) && viewer.as_ref().is_none_or(|v| v.sees(t));
     let limit = q.limit as usize;
     let walked = walk::walk(
         kv,
@@ -129,9 +128,8 @@ pub fn count<K: Kv + ?Sized>(
             index: "counters".into(),
         });
     }
-    let keep = |t: &crate::model::Task| {
-        filter.matches(t) && viewer.as_ref().is_none_or(|v| v.sees(t))
-    };
+    let keep =
+        |t: &crate::model::Task| filter.matches(t) && viewer.as_ref().is_none_or(|v| v.sees(t));
     let rows = !(plan.decides_all && viewer.is_none());
     let walked = walk::walk(
         kv,
@@ -160,12 +158,14 @@ fn counted<K: Kv + ?Sized>(kv: &mut K, states: &[TaskState]) -> Result<u64, Stor
     let mut total = 0i64;
     for s in states {
         total = total
-            .checked_add(store::sum_counts(kv, &schema::search_count_state(s.as_str()))?)
+            .checked_add(store::sum_counts(
+                kv,
+                &schema::search_count_state(s.as_str()),
+            )?)
             .ok_or_else(|| StoreError::Corrupt("the search counts overflow when summed".into()))?;
     }
-    u64::try_from(total).map_err(|_| {
-        StoreError::Corrupt(format!("the search counts sum to {total}, below zero"))
-    })
+    u64::try_from(total)
+        .map_err(|_| StoreError::Corrupt(format!("the search counts sum to {total}, below zero")))
 }
 
 /// `build-search-index`.

@@ -114,7 +114,10 @@ impl TaskFilter {
                 Some(AssigneeFilter::Nobody) => t.assignee.is_none(),
                 Some(AssigneeFilter::Actor(a)) => t.assignee.as_ref() == Some(a),
             }
-            && self.case.as_ref().is_none_or(|c| t.case.as_ref() == Some(c))
+            && self
+                .case
+                .as_ref()
+                .is_none_or(|c| t.case.as_ref() == Some(c))
             && self.run.as_ref().is_none_or(|r| &t.run == r)
             && self
                 .priority_at_least

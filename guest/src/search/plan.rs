@@ -32,11 +32,14 @@ pub enum Shape {
 impl Shape {
     /// Whether `pos` decodes as a position of this shape.
     pub fn fits(self, pos: &[u8]) -> bool {
-        match (self, keys::decode(pos).as_deref()) {
-            (Shape::Created, Ok([Elem::Int(_), Elem::Str(_)])) => true,
-            (Shape::Ranked, Ok([Elem::Int(_), Elem::Int(_), Elem::Str(_)])) => true,
-            _ => false,
-        }
+        matches!(
+            (self, keys::decode(pos).as_deref()),
+            (Shape::Created, Ok([Elem::Int(_), Elem::Str(_)]))
+                | (
+                    Shape::Ranked,
+                    Ok([Elem::Int(_), Elem::Int(_), Elem::Str(_)])
+                )
+        )
     }
 }
 

@@ -33,10 +33,7 @@ impl Stream {
             .lo
             .as_deref()
             .map_or_else(|| prefix.as_bytes().to_vec(), with);
-        let mut end = plan
-            .hi
-            .as_deref()
-            .map_or_else(|| prefix.prefix_end(), with);
+        let mut end = plan.hi.as_deref().map_or_else(|| prefix.prefix_end(), with);
         if let Some(pos) = after {
             if plan.reverse {
                 end = end.min(with(pos));
@@ -109,7 +106,9 @@ pub fn walk<K: Kv + ?Sized>(
     let mut examined = 0usize;
     let mut last: Option<Vec<u8>> = None;
     loop {
-        let room = (want - found.len()).min(budget - examined).min(CHUNK as usize);
+        let room = (want - found.len())
+            .min(budget - examined)
+            .min(CHUNK as usize);
         let mut positions = Vec::with_capacity(room);
         while positions.len() < room {
             match next_position(kv, &mut streams, plan.reverse)? {
@@ -156,10 +155,7 @@ pub fn walk<K: Kv + ?Sized>(
 
 /// The id a position ends in.
 fn task_id(pos: &[u8]) -> Result<String, StoreError> {
-    match keys::decode(pos)
-        .map_err(|_| bad_entry("search"))?
-        .pop()
-    {
+    match keys::decode(pos).map_err(|_| bad_entry("search"))?.pop() {
         Some(Elem::Str(id)) => Ok(id),
         _ => Err(bad_entry("search")),
     }

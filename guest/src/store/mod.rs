@@ -47,7 +47,9 @@ pub use record::{
 };
 pub use rows::{TaskRow, TimerRow};
 pub use runs::is_sealed;
-pub use search_entries::{Built, build as build_search, count_value, has_search_entries, search_built, sum_counts};
+pub use search_entries::{
+    Built, build as build_search, count_value, has_search_entries, search_built, sum_counts,
+};
 pub use tasks::{
     Along, decode_task, indexed_rows, indexed_tasks, load_task, prefetch_task, write_task,
 };

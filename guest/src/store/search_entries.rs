@@ -52,9 +52,10 @@ pub fn search_built<K: Kv + ?Sized>(kv: &mut K) -> Result<Built, StoreError> {
     Ok(match kv.get(schema::search_built().as_bytes())? {
         None => Built::Nothing,
         Some(v) if v == schema::SEARCH_BUILT => Built::All,
-        Some(v) => Built::UpTo(String::from_utf8(v).map_err(|_| {
-            corrupt("the search build mark is neither `built` nor a task id")
-        })?),
+        Some(v) => Built::UpTo(
+            String::from_utf8(v)
+                .map_err(|_| corrupt("the search build mark is neither `built` nor a task id"))?,
+        ),
     })
 }
 
@@ -128,9 +129,12 @@ fn add_to_count<K: Kv + ?Sized>(
 /// A search count shard's value: a big-endian `i64` (a shard may go below
 /// zero where writers spread counts by slot; only sums are counts).
 pub fn count_value(v: &[u8]) -> Result<i64, StoreError> {
-    let raw: [u8; 8] = v
-        .try_into()
-        .map_err(|_| corrupt(format!("a search count shard holds {} bytes, not 8", v.len())))?;
+    let raw: [u8; 8] = v.try_into().map_err(|_| {
+        corrupt(format!(
+            "a search count shard holds {} bytes, not 8",
+            v.len()
+        ))
+    })?;
     Ok(i64::from_be_bytes(raw))
 }
 

@@ -13,9 +13,7 @@ use super::model_based_ops::{ACTORS, CASES, PRIORITIES, ROLES, RUNS, op, pick};
 use super::model_based_reference::Model;
 use super::*;
 use crate::model::{ALL_STATES, Settlement};
-use crate::search::{
-    self, AssigneeFilter, SearchQuery, SortKey, TaskFilter, TaskSort, Viewer,
-};
+use crate::search::{self, AssigneeFilter, SearchQuery, SortKey, TaskFilter, TaskSort, Viewer};
 
 const KINDS: [&str; 3] = ["k0", "k1", "k9"];
 
@@ -90,10 +88,18 @@ struct Seed {
 
 fn seed() -> impl Strategy<Value = Seed> {
     (
-        (0..RUNS.len(), proptest::option::of(0..CASES.len()), 0..2usize),
+        (
+            0..RUNS.len(),
+            proptest::option::of(0..CASES.len()),
+            0..2usize,
+        ),
         proptest::collection::vec(0..3usize, 0..3),
         proptest::collection::vec(0..3usize, 0..2),
-        (0..PRIORITIES.len(), 0..20i64, proptest::option::of(0..40i64)),
+        (
+            0..PRIORITIES.len(),
+            0..20i64,
+            proptest::option::of(0..40i64),
+        ),
         (0..5usize, 0..ACTORS.len()),
     )
         .prop_map(
@@ -188,8 +194,8 @@ fn expected(model: &Model, f: &TaskFilter, sort: TaskSort, v: Option<&Viewer>) -
                 t.state,
                 TaskState::Open | TaskState::Claimed | TaskState::Escalated
             );
-            (f.states.is_empty() || f.states.iter().any(|s| *s == t.state))
-                && (f.kinds.is_empty() || f.kinds.iter().any(|k| *k == t.kind))
+            (f.states.is_empty() || f.states.contains(&t.state))
+                && (f.kinds.is_empty() || f.kinds.contains(&t.kind))
                 && f.role
                     .as_ref()
                     .is_none_or(|r| t.candidate_roles.iter().any(|c| c == r))
@@ -198,14 +204,17 @@ fn expected(model: &Model, f: &TaskFilter, sort: TaskSort, v: Option<&Viewer>) -
                     Some(AssigneeFilter::Nobody) => t.assignee.is_none(),
                     Some(AssigneeFilter::Actor(a)) => t.assignee.as_deref() == Some(a.as_str()),
                 }
-                && f.case.as_ref().is_none_or(|c| t.case.as_deref() == Some(c.as_str()))
+                && f.case
+                    .as_ref()
+                    .is_none_or(|c| t.case.as_deref() == Some(c.as_str()))
                 && f.run.as_ref().is_none_or(|r| t.run == *r)
                 && f.priority_at_least.is_none_or(|p| t.priority >= p)
                 && f.due_before.is_none_or(|x| due.is_some_and(|d| d < x))
                 && f.due_after.is_none_or(|x| due.is_some_and(|d| d >= x))
                 && f.created_before.is_none_or(|x| t.created_at < x)
                 && f.created_after.is_none_or(|x| t.created_at >= x)
-                && f.overdue_at.is_none_or(|x| pending && due.is_some_and(|d| d <= x))
+                && f.overdue_at
+                    .is_none_or(|x| pending && due.is_some_and(|d| d <= x))
                 && v.is_none_or(|v| {
                     let holds = t.state == TaskState::Claimed
                         && t.assignee.as_deref() == Some(v.actor.as_str());
@@ -240,10 +249,7 @@ fn expected(model: &Model, f: &TaskFilter, sort: TaskSort, v: Option<&Viewer>) -
 }
 
 /// Pages through a search to its end, checking the paging rules.
-fn walk_search(
-    kv: &mut MemKv,
-    q: &SearchQuery,
-) -> Result<Vec<String>, TestCaseError> {
+fn walk_search(kv: &mut MemKv, q: &SearchQuery) -> Result<Vec<String>, TestCaseError> {
     let mut out = Vec::new();
     let mut after = None;
     for _ in 0..100 {
@@ -258,7 +264,10 @@ fn walk_search(
         prop_assert!(page.tasks.len() <= q.limit as usize);
         prop_assert!(!page.budget_spent, "a small store never spends the budget");
         prop_assert!(page.next.is_none() || page.tasks.len() == q.limit as usize);
-        prop_assert!(after.is_none() || !page.tasks.is_empty(), "next led nowhere");
+        prop_assert!(
+            after.is_none() || !page.tasks.is_empty(),
+            "next led nowhere"
+        );
         out.extend(ids(&page.tasks));
         match page.next {
             Some(n) => after = Some(n),

@@ -335,8 +335,9 @@ fn calls_by_different_writers_touch_different_keys() {
                         || schema::COUNTERS
                             .iter()
                             .any(|n| *k == schema::counter_shard(n, shard).into_bytes())
-                        || crate::model::ALL_STATES.iter().any(|s| *k
-                            == schema::search_count(s.as_str(), shard).into_bytes())),
+                        || crate::model::ALL_STATES
+                            .iter()
+                            .any(|s| *k == schema::search_count(s.as_str(), shard).into_bytes())),
                     "{verb}: {conflicts:?}"
                 );
             } else {
