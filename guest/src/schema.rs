@@ -74,7 +74,7 @@
 //! | 7 | earlier builds of this component | as 6, with the record's keys beside the rows and entries they follow: `7/1`, `7/64` |
 //! | 8 | earlier builds of this component | as 7, under the version rule below: `8/1`, `8/64`; a keyspace moved from layout 3 to 6 keeps its shape and says so: `8/64/from-5` |
 //! | 9 | earlier builds of this component | as 8, with each task's history kept in the feed: no history key per change, only every 64th and a task's last entry once its change is trimmed from the feed: `9/1`, `9/64`, `9/64/from-5` |
-//! | 10 | this component | as 9, with rows and entries extended (a task's revision, decision and outcomes, and in the extension's tail its reminders, chain and steps fired; a history or feed entry's revision, changed fields, decision, note, job, run and kind, and in the tail the step it fired), a `held` entry per claimed task and kind definitions: `10/1`, `10/64`, `10/64/from-5`; a task row no layout-10 build has changed yet (revision 0) may lack its `held` entry until its next change |
+//! | 10 | this component | as 9, with rows and entries extended (a task's revision, decision and outcomes, and in the extension's tail its reminders, chain and steps fired; a history or feed entry's revision, changed fields, decision, note, job, run and kind, and in the tail the step it fired), a `held` entry per claimed task, kind definitions, search entries and per-state counts for every task, and saved views: `10/1`, `10/64`, `10/64/from-5`; a task row no layout-10 build has changed yet (revision 0) may lack its `held` entry until its next change |
 //!
 //! This component lays out fresh keyspaces in layout 10, and reads and writes
 //! layouts 3 to 9 in their spelling (3 and 4 spreading by row, 3 to 6 with

@@ -32,6 +32,10 @@ pub(crate) struct Sizes {
     pub(crate) held_large: usize,
     pub(crate) case_small: usize,
     pub(crate) case_large: usize,
+    /// Tasks in the search section's small and large stores (a page of 50
+    /// of each filter needs about 750).
+    pub(crate) search_small: usize,
+    pub(crate) search_large: usize,
     /// How long each concurrency run reads.
     pub(crate) concurrency_for: Duration,
     /// Durable claims per writer thread in each group-commit run.
@@ -54,6 +58,8 @@ pub(crate) const FULL: Sizes = Sizes {
     held_large: 10_000,
     case_small: 10,
     case_large: 100_000,
+    search_small: 1_000,
+    search_large: 100_000,
     concurrency_for: Duration::from_secs(2),
     group_claims: 300,
 };
@@ -74,6 +80,8 @@ pub(crate) const SMOKE: Sizes = Sizes {
     held_large: 150,
     case_small: 10,
     case_large: 200,
+    search_small: 800,
+    search_large: 2_400,
     concurrency_for: Duration::from_millis(200),
     group_claims: 4,
 };

@@ -8,6 +8,7 @@
 use std::path::Path;
 
 use anyhow::{Result, bail, ensure};
+use leasehold_guest::search::{self, CountAnswer, SearchPage, SearchQuery, TaskFilter};
 use leasehold_guest::{tasks, timers};
 use leasehold_host::native::{NativeEngine, NativeTenant};
 use leasehold_host::{
@@ -149,6 +150,20 @@ impl Driver {
         match self {
             Driver::Product(p) => p.held(actor, limit, None),
             Driver::Native(n) => n.read(|kv| tasks::held(kv, actor, limit, None)),
+        }
+    }
+
+    pub(crate) fn search(&self, q: &SearchQuery) -> Result<SearchPage, Error> {
+        match self {
+            Driver::Product(p) => p.search(q),
+            Driver::Native(n) => n.read(|kv| search::search(kv, q)),
+        }
+    }
+
+    pub(crate) fn count(&self, f: &TaskFilter) -> Result<CountAnswer, Error> {
+        match self {
+            Driver::Product(p) => p.count(f, None, None),
+            Driver::Native(n) => n.read(|kv| search::count(kv, f, None, None)),
         }
     }
 

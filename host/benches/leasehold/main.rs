@@ -24,6 +24,7 @@ mod drivers;
 mod fixed;
 mod group;
 mod scaling;
+mod search;
 mod stats;
 mod verbs;
 mod workload;
@@ -49,7 +50,7 @@ fn main() -> Result<()> {
     } else {
         SMOKE
     };
-    const SECTIONS: [&str; 5] = ["verbs", "fixed", "scaling", "concurrency", "group"];
+    const SECTIONS: [&str; 6] = ["verbs", "fixed", "scaling", "search", "concurrency", "group"];
     let picked: Vec<&str> = args
         .iter()
         .map(String::as_str)
@@ -96,6 +97,9 @@ fn main() -> Result<()> {
     }
     if wanted("scaling") {
         bench.scaling()?;
+    }
+    if wanted("search") {
+        bench.search()?;
     }
     if wanted("concurrency") {
         bench.concurrency()?;

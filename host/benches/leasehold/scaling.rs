@@ -168,8 +168,48 @@ impl Bench {
     fn scale_case(
         &mut self,
         what: &str,
+        sizes: (usize, usize),
+        seed_with: impl Fn(&mut dyn Kv, usize) -> Result<(), Error>,
+        calls: usize,
+        call: impl FnMut(&Driver, usize) -> Result<()>,
+    ) -> Result<()> {
+        let paths = self.seed_pair(what, sizes, seed_with)?;
+        self.time_pair(what, &paths, sizes, calls, call)?;
+        for path in paths {
+            std::fs::remove_file(&path)?;
+        }
+        Ok(())
+    }
+
+    /// A small and a large database seeded with `seed(kv, n)`.
+    pub(crate) fn seed_pair(
+        &mut self,
+        what: &str,
         (small, large): (usize, usize),
         seed_with: impl Fn(&mut dyn Kv, usize) -> Result<(), Error>,
+    ) -> Result<Vec<std::path::PathBuf>> {
+        let mut paths = Vec::new();
+        for n in [small, large] {
+            self.files += 1;
+            let path = self.scratch.join(format!("bench-{}.redb", self.files));
+            let started = Instant::now();
+            seed(&path, |kv| seed_with(kv, n))?;
+            eprintln!(
+                "  seeded {n} for {what} in {:.1} s",
+                started.elapsed().as_secs_f64()
+            );
+            paths.push(path);
+        }
+        Ok(paths)
+    }
+
+    /// Times `call(driver, n)` on the small and the large database, product
+    /// and native, and prints their row with the ratio of the p50s.
+    pub(crate) fn time_pair(
+        &mut self,
+        what: &str,
+        paths: &[std::path::PathBuf],
+        (small, large): (usize, usize),
         calls: usize,
         mut call: impl FnMut(&Driver, usize) -> Result<()>,
     ) -> Result<()> {
@@ -186,25 +226,10 @@ impl Bench {
             Ok(Runs(runs).p50())
         };
         let mut figures = Vec::new();
-        let mut paths = Vec::new();
-        for n in [small, large] {
-            self.files += 1;
-            let path = self.scratch.join(format!("bench-{}.redb", self.files));
-            let started = Instant::now();
-            seed(&path, |kv| seed_with(kv, n))?;
-            eprintln!(
-                "  seeded {n} for {what} in {:.1} s",
-                started.elapsed().as_secs_f64()
-            );
-            paths.push(path);
-        }
         for kind in [Kind::Product, Kind::Native] {
             for (path, n) in paths.iter().zip([small, large]) {
                 figures.push(p50(kind, path, n)?);
             }
-        }
-        for path in paths {
-            std::fs::remove_file(&path)?;
         }
         let [ps, pl, ns, nl] = [figures[0], figures[1], figures[2], figures[3]];
         let (pr, nr) = (pl.median / ps.median, nl.median / ns.median);
