@@ -6,7 +6,7 @@
 //! | --- | --- | --- |
 //! | created-at | `assigned` (assignee is an actor), `case`, `by-run`, `by-kind` (kinds, each with every state asked), `by-state` (the states asked, or all six) | that one, states with kinds, and the created range |
 //! | due-at | `by-due` | the due range and `overdue-at` as bounds; the rest row by row |
-//! | queue-order, priority | `by-priority` | `priority-at-least` as a bound; the rest row by row |
+//! | queue-order, priority | `queue-role` (a role, with states all queued), else `by-priority` | the role and queued states; `priority-at-least` as a bound; the rest row by row |
 //!
 //! Everything a driving index does not decide is checked on the rows it
 //! names, within the scan budget. This module decides and never reads.
@@ -91,6 +91,32 @@ pub fn plan(f: &TaskFilter, sort: TaskSort) -> Plan {
                 reverse,
                 shape: Shape::Ranked,
                 decides_all: false,
+            }
+        }
+        SortKey::QueueOrder | SortKey::Priority
+            if f.role.is_some()
+                && !f.states.is_empty()
+                && f.states.iter().all(|s| s.is_queued()) =>
+        {
+            // What the queue offers a role is its own index, in this order.
+            let mut rest = f.clone();
+            rest.role = None;
+            if f.states.len() == 2 {
+                rest.states = Vec::new();
+            }
+            Plan {
+                index: "queue-role",
+                prefixes: vec![schema::queue_role(f.role.as_deref().unwrap_or_default())],
+                lo: None,
+                hi: f
+                    .priority_at_least
+                    .map(|p| Key::new().int(p.rank() + 1).into_bytes()),
+                reverse,
+                shape: Shape::Ranked,
+                decides_all: TaskFilter {
+                    priority_at_least: None,
+                    ..rest
+                } == TaskFilter::default(),
             }
         }
         SortKey::QueueOrder | SortKey::Priority => Plan {

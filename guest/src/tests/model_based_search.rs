@@ -289,6 +289,7 @@ proptest! {
         seeds in proptest::collection::vec(seed(), 0..40),
         ops in proptest::collection::vec(op(), 1..40),
         searches in proptest::collection::vec((filter(), sort(), 1..5u32, viewer()), 1..8),
+        offered in (0..ROLES.len(), 1..3usize, any::<bool>(), any::<bool>(), 1..5u32),
     ) {
         let mut kv = MemKv::new();
         let mut model = Model::default();
@@ -303,6 +304,17 @@ proptest! {
             }
         }
         verify(&mut kv, &model)?;
+        // What a role is offered, in queue order: the shape a reviewer's
+        // inbox asks most, served by the queue's own index.
+        let (role, states, by_priority, descending, limit) = offered;
+        let offered = TaskFilter {
+            role: Some(ROLES[role].to_owned()),
+            states: [TaskState::Open, TaskState::Escalated][..states].to_vec(),
+            ..TaskFilter::default()
+        };
+        let key = if by_priority { SortKey::Priority } else { SortKey::QueueOrder };
+        let mut searches = searches;
+        searches.push((offered, TaskSort { key, descending }, limit, None));
         for (f, s, limit, v) in &searches {
             let want = expected(&model, f, *s, v.as_ref());
             let q = SearchQuery {

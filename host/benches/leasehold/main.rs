@@ -50,7 +50,14 @@ fn main() -> Result<()> {
     } else {
         SMOKE
     };
-    const SECTIONS: [&str; 6] = ["verbs", "fixed", "scaling", "search", "concurrency", "group"];
+    const SECTIONS: [&str; 6] = [
+        "verbs",
+        "fixed",
+        "scaling",
+        "search",
+        "concurrency",
+        "group",
+    ];
     let picked: Vec<&str> = args
         .iter()
         .map(String::as_str)

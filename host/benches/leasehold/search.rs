@@ -189,7 +189,11 @@ impl Bench {
                 let p = d.search(&q)?;
                 times.push(started.elapsed());
                 pages += 1;
-                ensure!(p.tasks.is_empty(), "the role matched {} tasks", p.tasks.len());
+                ensure!(
+                    p.tasks.is_empty(),
+                    "the role matched {} tasks",
+                    p.tasks.len()
+                );
                 match p.next {
                     Some(next) => after = Some(next),
                     None => break,
