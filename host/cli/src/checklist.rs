@@ -16,18 +16,7 @@ const NOT_OFFERED: &[(&str, &str)] = &[
     ("lease-subscription", DELIVERY),
     ("release-subscription", DELIVERY),
     ("record-subscription-attempts", DELIVERY),
-    ("search", SEARCH_NOT_YET),
-    ("count", SEARCH_NOT_YET),
-    ("build-search-index", SEARCH_NOT_YET),
-    ("put-view", SEARCH_NOT_YET),
-    ("get-view", SEARCH_NOT_YET),
-    ("list-views", SEARCH_NOT_YET),
-    ("delete-view", SEARCH_NOT_YET),
 ];
-
-/// Until the search commands land (issue 56, the next change on the
-/// `searchhost` branch).
-const SEARCH_NOT_YET: &str = "search, counts and saved views have no commands yet (issue 56)";
 
 /// Why the delivery engine's own verbs are no commands.
 const DELIVERY: &str = "a delivery worker's bookkeeping (its position, lease and attempts), done by the delivery engine (leasehold-webhooks, for `leasehold serve`) as it delivers; an operator replays with rewind-subscription";
@@ -81,6 +70,15 @@ const SAMPLES: &[&[&str]] = &[
     &["kind", "get-kind", "k"],
     &["kind", "list-kinds"],
     &["kind", "remove-kind", "k"],
+    &[
+        "search", "--state", "open", "--kind", "k", "--sort", "due-at",
+    ],
+    &["count", "--assignee", "nobody"],
+    &["build-search-index"],
+    &["view", "put-view", "--name", "v", "--state", "open"],
+    &["view", "get-view", "v"],
+    &["view", "list-views"],
+    &["view", "delete-view", "v"],
     &[
         "schedule",
         "add-schedule",
