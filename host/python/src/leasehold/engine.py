@@ -1139,13 +1139,16 @@ def _same_subscription(r: Any, id: str, verb: str) -> Subscription:
     return _subscription(r)
 
 
-def _wit_assignee(a: Any, field: str) -> cm.Variant | None:
+def _wit_assignee(a: Any, field: str) -> cm.Variant:
+    """``option<assignee-filter>``. wasmtime-py lowers ``assignee-filter``
+    untagged (``nobody`` is None, ``actor`` a str: their Python types differ),
+    so the option around it is tagged: both of its cases can be None."""
     if a is None:
-        return None
+        return cm.Variant("none")
     if isinstance(a, AssigneeNobody):
-        return cm.Variant("nobody")
+        return cm.Variant("some", None)
     if isinstance(a, AssigneeActor):
-        return cm.Variant("actor", _str(a.actor, f"{field}.actor"))
+        return cm.Variant("some", _str(a.actor, f"{field}.actor"))
     raise InvalidArgument(f"{field} must be an AssigneeNobody or an AssigneeActor, got {a!r}")
 
 
@@ -1199,13 +1202,15 @@ def _wit_view(v: SavedView) -> cm.Record:
 
 
 def _assignee_filter(v: Any) -> AssigneeFilter | None:
-    if v is None:
+    """An ``option<assignee-filter>`` as wasmtime-py lifts it: tagged around
+    an untagged variant (see ``_wit_assignee``)."""
+    if v.tag == "none":
         return None
-    if v.tag == "nobody":
+    if v.payload is None:
         return AssigneeNobody()
-    if v.tag == "actor":
+    if isinstance(v.payload, str):
         return AssigneeActor(v.payload)
-    raise _malformed(f"a filter's assignee is {v.tag}, which assignee-filter does not have")
+    raise _malformed(f"a filter's assignee is {v.payload!r}, which assignee-filter does not have")
 
 
 def _task_filter(r: Any) -> TaskFilter:
