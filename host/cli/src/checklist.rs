@@ -16,7 +16,18 @@ const NOT_OFFERED: &[(&str, &str)] = &[
     ("lease-subscription", DELIVERY),
     ("release-subscription", DELIVERY),
     ("record-subscription-attempts", DELIVERY),
+    ("search", SEARCH_NOT_YET),
+    ("count", SEARCH_NOT_YET),
+    ("build-search-index", SEARCH_NOT_YET),
+    ("put-view", SEARCH_NOT_YET),
+    ("get-view", SEARCH_NOT_YET),
+    ("list-views", SEARCH_NOT_YET),
+    ("delete-view", SEARCH_NOT_YET),
 ];
+
+/// Until the search commands land (issue 56, the next change on the
+/// `searchhost` branch).
+const SEARCH_NOT_YET: &str = "search, counts and saved views have no commands yet (issue 56)";
 
 /// Why the delivery engine's own verbs are no commands.
 const DELIVERY: &str = "a delivery worker's bookkeeping (its position, lease and attempts), done by the delivery engine (leasehold-webhooks, for `leasehold serve`) as it delivers; an operator replays with rewind-subscription";
