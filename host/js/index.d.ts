@@ -397,6 +397,136 @@ export interface SubscriptionPage {
   next: string | null;
 }
 
+/** Who holds a task, in a filter: nobody (holds or last held it), or this actor. */
+export type AssigneeFilter = { nobody: true } | { actor: string };
+
+/**
+ * What a task must be to match, as answered: every condition given must
+ * hold (and, in a list, one of its entries); null or an empty list places
+ * none.
+ */
+export interface TaskFilter {
+  /** At most 6, each once. */
+  states: TaskState[];
+  /** At most 32. */
+  kinds: string[];
+  /** Offered to this role (one of its candidate roles). */
+  role: string | null;
+  assignee: AssigneeFilter | null;
+  case: string | null;
+  run: string | null;
+  /** Priority at or above this one. */
+  priorityAtLeast: Priority | null;
+  /** Due strictly before (a task with no due time does not match). */
+  dueBefore: Int | null;
+  /** Due at or after. */
+  dueAfter: Int | null;
+  /** Created strictly before. */
+  createdBefore: Int | null;
+  /** Created at or after. */
+  createdAfter: Int | null;
+  /** Pending and due at or before. */
+  overdueAt: Int | null;
+}
+
+/** A filter to give: each field optional; timestamps as numbers or BigInts. */
+export interface NewTaskFilter {
+  states?: TaskState[];
+  kinds?: string[];
+  role?: string | null;
+  assignee?: AssigneeFilter | null;
+  case?: string | null;
+  run?: string | null;
+  priorityAtLeast?: Priority | null;
+  dueBefore?: Timestamp | null;
+  dueAfter?: Timestamp | null;
+  createdBefore?: Timestamp | null;
+  createdAfter?: Timestamp | null;
+  overdueAt?: Timestamp | null;
+}
+
+/**
+ * The orders a search pages in: `queue-order` (higher priority first, then
+ * older), `due-at` (earliest first; none after every due one), `created-at`
+ * (oldest first), `priority` (the queue's order reversed). Ties go by
+ * creation time, then id.
+ */
+export type SortKey = 'queue-order' | 'due-at' | 'created-at' | 'priority';
+
+/** A sort key and its direction; `descending` reverses the whole order, ties included. */
+export interface TaskSort {
+  key: SortKey;
+  descending: boolean;
+}
+
+/** A reviewer asking: it sees only the tasks it holds and those it may take. */
+export interface Viewer {
+  actor: string;
+  roles: string[];
+}
+
+export interface SearchQuery {
+  /** No filter: every task. */
+  filter?: NewTaskFilter;
+  /** No sort: the queue's order; `descending` defaults to false. */
+  sort?: { key: SortKey; descending?: boolean };
+  /** 1–1000. */
+  limit: U32;
+  /** The `next` of the previous page of this same search. */
+  after?: string | null;
+  /** No viewer: the whole tenant. */
+  viewer?: Viewer | null;
+}
+
+export interface SearchPage {
+  tasks: Task[];
+  /** Where the next page starts; null when the search is done. */
+  next: string | null;
+  /** The page stopped at the scan budget before it was full. */
+  budgetSpent: boolean;
+  /** The index that drove the page (`by-state`, `by-due`, …; `tasks` while the index is being built). */
+  index: string;
+}
+
+export interface CountAnswer {
+  /** The tasks that match (from `after` on, when given). */
+  count: Int;
+  /** `count` is the whole answer; otherwise add the counts of the calls that follow `next`. */
+  exact: boolean;
+  next: string | null;
+  /** `counters` when kept counts answered, otherwise the index scanned. */
+  index: string;
+}
+
+export interface IndexProgress {
+  /** Every task has its search entries and counts. */
+  built: boolean;
+  /** Tasks given their entries by this call. */
+  indexed: number;
+}
+
+/** A tenant's named, shared search. */
+export interface SavedView {
+  /** 1–128 characters, no control characters. */
+  name: string;
+  filter: TaskFilter;
+  sort: TaskSort;
+  /** 1 when made, one more with each change. */
+  revision: Int;
+  /** Who last changed it. */
+  by: string | null;
+  /** When it was last changed (the engine's clock). */
+  at: Int;
+}
+
+/** A view to put: its revision and time are the engine's to set. */
+export interface NewSavedView {
+  name: string;
+  filter?: NewTaskFilter;
+  sort?: { key: SortKey; descending?: boolean };
+  by?: string | null;
+}
+
 export interface Lease {
   now: Timestamp;
   leaseMs: U32;
@@ -667,6 +797,19 @@ export class Tenant {
   releaseSubscription(id: string, holder: string): void;
   /** Keeps `attempts` (at most 20) among the last 20 recorded. */
   recordSubscriptionAttempts(id: string, attempts: NewAttempt[]): void;
+  /** One page of the tasks that match, in the sort's order; a cursor of another search is a StoreError `invalid` naming `after`. */
+  search(query: SearchQuery): SearchPage;
+  /** How many tasks match; states and kinds alone, with no viewer, from counters. */
+  count(filter?: NewTaskFilter | null, viewer?: Viewer | null, after?: string | null): CountAnswer;
+  /** Gives up to `limit` (1–10000) tasks of a keyspace laid out before search their entries. */
+  buildSearchIndex(limit: U32): IndexProgress;
+  /** Makes a view (`expected` null) or changes one at revision `expected`. */
+  putView(view: NewSavedView, expected?: Int | null): SavedView;
+  getView(name: string): SavedView | null;
+  /** Views in name order (bytewise), after `after`, at most `limit` (1–1000). */
+  listViews(limit: U32, after?: string | null): SavedView[];
+  /** True if there was one; at another revision than `expected` (when given), a StoreError `stale`. */
+  deleteView(name: string, expected?: Int | null): boolean;
   /** Seals `run`: retires its timers (its schedules end with them) and withdraws its pending tasks among `awaited`, in one transaction. */
   seal(run: string, awaited?: string[]): SealOutcome;
   isSealed(run: string): boolean;

@@ -516,6 +516,118 @@ function sameSubscription(s, id, verb) {
   return subscription(s);
 }
 
+// ---- search, counts and saved views ----------------------------------------------------
+
+const sortKey = oneOf(['queue-order', 'due-at', 'created-at', 'priority']);
+
+const FILTER_SEARCH_FIELDS = [
+  'states', 'kinds', 'role', 'assignee', 'case', 'run', 'priorityAtLeast', 'dueBefore', 'dueAfter', 'createdBefore',
+  'createdAfter', 'overdueAt',
+];
+
+/** `{ nobody: true }` or `{ actor: name }`, as a catch-up spells `{ none: true }`. */
+function witAssignee(v, field) {
+  if (absent(v)) return undefined;
+  const [kase, val] = oneKey(v, ['nobody', 'actor'], field);
+  if (kase === 'actor') return { tag: 'actor', val: str(val, `${field}.actor`) };
+  if (val !== true) throw new InvalidArgument(`${field}.nobody must be true, got ${shown(val)}`);
+  return { tag: 'nobody' };
+}
+
+/**
+ * What a task must be to match: every field optional (an empty list or
+ * null places no condition). How many states and kinds, and whether a
+ * range holds an instant, are the rules' to judge.
+ */
+function witTaskFilter(v, field) {
+  const f = absent(v) ? {} : record(v, field);
+  known(f, FILTER_SEARCH_FIELDS, field);
+  const states = f.states ?? [];
+  if (!Array.isArray(states)) throw new InvalidArgument(`${field}.states must be an array of task states, got ${shown(states)}`);
+  return {
+    states: states.map((s, i) => taskState(s, `${field}.states[${i}]`)),
+    kinds: list(f.kinds ?? [], `${field}.kinds`),
+    role: optStr(f.role, `${field}.role`),
+    assignee: witAssignee(f.assignee, `${field}.assignee`),
+    case: optStr(f.case, `${field}.case`),
+    run: optStr(f.run, `${field}.run`),
+    priorityAtLeast: absent(f.priorityAtLeast) ? undefined : priority(f.priorityAtLeast, `${field}.priorityAtLeast`),
+    dueBefore: optS64(f.dueBefore, `${field}.dueBefore`),
+    dueAfter: optS64(f.dueAfter, `${field}.dueAfter`),
+    createdBefore: optS64(f.createdBefore, `${field}.createdBefore`),
+    createdAfter: optS64(f.createdAfter, `${field}.createdAfter`),
+    overdueAt: optS64(f.overdueAt, `${field}.overdueAt`),
+  };
+}
+
+/** `{ key, descending? }`; no sort is the queue's order. */
+function witSort(v, field) {
+  if (absent(v)) return { key: 'queue-order', descending: false };
+  record(v, field);
+  known(v, ['key', 'descending'], field);
+  return { key: sortKey(v.key, `${field}.key`), descending: bool(v.descending ?? false, `${field}.descending`) };
+}
+
+/** A reviewer asking, `{ actor, roles }`, or null for the whole tenant. */
+function witViewer(v, field) {
+  if (absent(v)) return undefined;
+  record(v, field);
+  known(v, ['actor', 'roles'], field);
+  return { actor: str(v.actor, `${field}.actor`), roles: list(v.roles ?? [], `${field}.roles`) };
+}
+
+/** A view to put: `{ name, filter?, sort?, by? }` (a revision or time given is the engine's to set, and ignored). */
+function witView(v) {
+  record(v, 'view');
+  known(v, ['name', 'filter', 'sort', 'by', 'revision', 'at'], 'view');
+  return {
+    name: str(v.name, 'view.name'),
+    filter: witTaskFilter(v.filter, 'view.filter'),
+    sort: witSort(v.sort, 'view.sort'),
+    revision: 0n,
+    by: optStr(v.by, 'view.by'),
+    at: 0n,
+  };
+}
+
+function assigneeFilter(a) {
+  if (absent(a)) return null;
+  if (a.tag === 'nobody') return { nobody: true };
+  if (a.tag === 'actor') return { actor: a.val };
+  throw malformed(`a filter's assignee is ${a.tag}, which assignee-filter does not have`);
+}
+
+/** A filter as answered: every field, null or an empty list where it places no condition. */
+const taskFilter = (f) => ({
+  states: f.states,
+  kinds: f.kinds,
+  role: opt(f.role),
+  assignee: assigneeFilter(f.assignee),
+  case: opt(f.case),
+  run: opt(f.run),
+  priorityAtLeast: opt(f.priorityAtLeast),
+  dueBefore: opt(f.dueBefore, int),
+  dueAfter: opt(f.dueAfter, int),
+  createdBefore: opt(f.createdBefore, int),
+  createdAfter: opt(f.createdAfter, int),
+  overdueAt: opt(f.overdueAt, int),
+});
+
+const savedView = (v) => ({
+  name: v.name,
+  filter: taskFilter(v.filter),
+  sort: { key: v.sort.key, descending: v.sort.descending },
+  revision: int(v.revision),
+  by: opt(v.by),
+  at: int(v.at),
+});
+
+/** A single-view answer must be the view that was asked about. */
+function sameView(v, name, verb) {
+  if (v.name !== name) throw malformed(`${verb} asked for view ${name}, answered view ${v.name}`);
+  return savedView(v);
+}
+
 /** Whether two byte strings are the same bytes. */
 const sameBytes = (a, b) => a.length === b.length && a.every((x, i) => x === b[i]);
 
@@ -1229,6 +1341,105 @@ export class Tenant {
   recordSubscriptionAttempts(id, attempts) {
     const args = [str(id, 'id'), witAttempts(attempts, 'attempts')];
     return this.#call('record-subscription-attempts', W, ['subscriptions', 'recordSubscriptionAttempts', args], () => undefined);
+  }
+
+  /**
+   * One page of the tasks that match `query` (`{ filter, sort, limit, after,
+   * viewer }`; see index.d.ts), in the sort's order: `{ tasks, next,
+   * budgetSpent, index }`; pass `next` back as `after`, with the same
+   * filter, sort and viewer (a cursor of another search is a StoreError
+   * `invalid` naming `after`). A viewer `{ actor, roles }` sees only what it
+   * holds or may take.
+   */
+  search(query) {
+    record(query, 'query');
+    known(query, ['filter', 'sort', 'limit', 'after', 'viewer'], 'query');
+    const q = {
+      filter: witTaskFilter(query.filter, 'query.filter'),
+      sort: witSort(query.sort, 'query.sort'),
+      limit: u32(query.limit, 'query.limit'),
+      after: optStr(query.after, 'query.after'),
+      viewer: witViewer(query.viewer, 'query.viewer'),
+    };
+    return this.#call('search', R, ['search', 'search', [q]], (p) => ({
+      tasks: distinct(atMost(p.tasks, q.limit, 'search'), 'search').map(task),
+      next: opt(p.next),
+      budgetSpent: p.budgetSpent,
+      index: p.index,
+    }));
+  }
+
+  /**
+   * How many tasks match `filter` (as `viewer` sees them, when given):
+   * `{ count, exact, next, index }`. Not `exact` when the scan budget ran
+   * out first: add the counts of the calls that go on from `next` (as
+   * `after`). A filter of states and kinds alone, with no viewer, is
+   * answered from counters.
+   */
+  count(filter, viewer = null, after = null) {
+    const args = [witTaskFilter(filter, 'filter'), witViewer(viewer, 'viewer'), optStr(after, 'after')];
+    return this.#call('count', R, ['search', 'count', args], (a) => {
+      // The count is whole exactly when there is nowhere to go on from.
+      if (a.exact !== absent(a.next)) throw malformed(`count answered exact ${a.exact} with next ${shown(a.next ?? null)}`);
+      return { count: int(a.count), exact: a.exact, next: opt(a.next), index: a.index };
+    });
+  }
+
+  /**
+   * Gives the next `limit` (1–10000) tasks of a keyspace laid out before
+   * search their search entries: `{ built, indexed }`; call it again until
+   * `built`. Until then every search and count scans the tasks themselves.
+   */
+  buildSearchIndex(limit) {
+    const n = u32(limit, 'limit');
+    return this.#call('build-search-index', W, ['search', 'buildSearchIndex', [n]], (a) => {
+      if (a.indexed > n) throw malformed(`build-search-index indexed ${a.indexed} tasks for a limit of ${n}`);
+      return { built: a.built, indexed: a.indexed };
+    });
+  }
+
+  /**
+   * Makes a saved view `{ name, filter, sort, by }` (`expected` null: a
+   * StoreError `invalid` naming `name` when one of that name exists) or
+   * changes it at revision `expected` (`not-found` when there is none,
+   * `stale` with the current revision at another). Answers the view as
+   * kept, its revision one more.
+   */
+  putView(view, expected = null) {
+    const v = witView(view);
+    const exp = optU64(expected, 'expected');
+    return this.#call('put-view', W, ['search', 'putView', [v, exp]], (a) => {
+      const kept = sameView(a, v.name, 'put-view');
+      // 1 when made, one more with each change: anything else is no answer the rules give.
+      const want = (exp ?? 0n) + 1n;
+      if (a.revision !== want) throw malformed(`put-view of ${v.name} at ${shown(exp ?? null)} answered revision ${a.revision}`);
+      return kept;
+    });
+  }
+
+  /** A saved view, or null. */
+  getView(name) {
+    str(name, 'name');
+    return this.#call('get-view', R, ['search', 'getView', [name]], (a) => opt(a, (v) => sameView(v, name, 'get-view')));
+  }
+
+  /** Saved views in name order (bytewise), after `after`, at most `limit` (1–1000). */
+  listViews(limit, after = null) {
+    const n = u32(limit, 'limit');
+    const cursor = optStr(after, 'after');
+    return this.#call('list-views', R, ['search', 'listViews', [n, cursor]], (vs) => {
+      const names = atMost(vs, n, 'list-views').map((v) => v.name);
+      if (names.some((x, i) => (i === 0 ? cursor !== undefined && !utf8Before(cursor, x) : !utf8Before(names[i - 1], x)))) {
+        throw malformed('list-views answered out of order');
+      }
+      return vs.map(savedView);
+    });
+  }
+
+  /** Removes a saved view (at revision `expected`, when given: else a StoreError `stale`); true if there was one. */
+  deleteView(name, expected = null) {
+    const args = [str(name, 'name'), optU64(expected, 'expected')];
+    return this.#call('delete-view', W, ['search', 'deleteView', args], (a) => a);
   }
 
   /** `{ timersDisarmed, tasksWithdrawn }` moved by this call. */

@@ -156,6 +156,54 @@ def attempts(items: list[dict]) -> list[lh.Attempt]:
     return [lh.Attempt(**snake(a)) for a in items]
 
 
+def assignee(v: dict | None) -> lh.AssigneeFilter | None:
+    if v is None:
+        return None
+    case, payload = one_case(v)
+    if case == "nobody":
+        return lh.AssigneeNobody()
+    assert case == "actor", f"no assignee filter {case}"
+    return lh.AssigneeActor(payload)
+
+
+def task_filter(f: dict | None) -> lh.TaskFilter | None:
+    """A ``task-filter`` argument: it names only what it sets; the rest are the dataclass's defaults."""
+    if f is None:
+        return None
+    fields = snake(f)
+    fields["assignee"] = assignee(fields.get("assignee"))
+    return lh.TaskFilter(**fields)
+
+
+def task_sort(s: dict) -> lh.TaskSort:
+    return lh.TaskSort(**s)
+
+
+def viewer(v: dict | None) -> lh.Viewer | None:
+    return None if v is None else lh.Viewer(**v)
+
+
+def search_query(q: dict) -> lh.SearchQuery:
+    """A ``search-query`` argument: ``after`` and ``viewer`` may be left out."""
+    return lh.SearchQuery(
+        limit=q["limit"],
+        filter=task_filter(q["filter"]),
+        sort=task_sort(q["sort"]),
+        after=q.get("after"),
+        viewer=viewer(q.get("viewer")),
+    )
+
+
+def saved_view(v: dict) -> lh.SavedView:
+    """A saved view argument: it names only what it sets (``revision`` and ``at`` are the engine's)."""
+    fields = snake(v)
+    if "filter" in fields:
+        fields["filter"] = task_filter(fields["filter"])
+    if "sort" in fields:
+        fields["sort"] = task_sort(fields["sort"])
+    return lh.SavedView(**fields)
+
+
 def canonical(v: Any) -> Any:
     """A host value as the scenario files spell it: WIT names, kebab-case;
     a variant's case as a one-key object."""
@@ -180,6 +228,10 @@ def canonical(v: Any) -> Any:
         return {"escalate": v.roles}
     if isinstance(v, lh.StepExpire):
         return {"expire": None}
+    if isinstance(v, lh.AssigneeNobody):
+        return {"nobody": None}
+    if isinstance(v, lh.AssigneeActor):
+        return {"actor": v.actor}
     if isinstance(v, lh.Reminder):
         return {"reminder": v.before_ms}
     if isinstance(v, lh.HistoryEntry) and isinstance(v.step, lh.EscalationStep):
@@ -313,6 +365,13 @@ VERBS = {
     "lease-subscription": lambda t, a: t.lease_subscription(a["id"], a["holder"], a["now"], a["lease-ms"]),
     "release-subscription": lambda t, a: t.release_subscription(a["id"], a["holder"]),
     "record-subscription-attempts": lambda t, a: t.record_subscription_attempts(a["id"], attempts(a["attempts"])),
+    "search": lambda t, a: t.search(search_query(a["query"])),
+    "count": lambda t, a: t.count(task_filter(a["filter"]), viewer(a.get("viewer")), a.get("after")),
+    "build-search-index": lambda t, a: t.build_search_index(a["limit"]),
+    "put-view": lambda t, a: t.put_view(saved_view(a["view"]), a.get("expected")),
+    "get-view": lambda t, a: t.get_view(a["name"]),
+    "list-views": lambda t, a: t.list_views(a["limit"], a.get("after")),
+    "delete-view": lambda t, a: t.delete_view(a["name"], a.get("expected")),
     "seal": lambda t, a: t.seal(a["run"], a["awaited"]),
     "is-sealed": lambda t, a: t.is_sealed(a["run"]),
     "check": lambda t, a: t.check(),

@@ -123,6 +123,22 @@ INTEGER_ARGUMENTS = [
         "u64",
         lambda t, v: t.record_subscription_attempts("s", [attempt(latency_ms=v)]),
     ),
+    ("search query.limit", "u32", lambda t, v: t.search(lh.SearchQuery(limit=v))),
+    ("search query.filter.due_before", "s64", lambda t, v: t.search(lh.SearchQuery(10, lh.TaskFilter(due_before=v)))),
+    ("search query.filter.due_after", "s64", lambda t, v: t.search(lh.SearchQuery(10, lh.TaskFilter(due_after=v)))),
+    (
+        "search query.filter.created_before",
+        "s64",
+        lambda t, v: t.search(lh.SearchQuery(10, lh.TaskFilter(created_before=v))),
+    ),
+    ("search query.filter.created_after", "s64", lambda t, v: t.search(lh.SearchQuery(10, lh.TaskFilter(created_after=v)))),
+    ("search query.filter.overdue_at", "s64", lambda t, v: t.search(lh.SearchQuery(10, lh.TaskFilter(overdue_at=v)))),
+    ("count filter.due_before", "s64", lambda t, v: t.count(lh.TaskFilter(due_before=v))),
+    ("build-search-index limit", "u32", lambda t, v: t.build_search_index(v)),
+    ("put-view expected", "u64", lambda t, v: t.put_view(lh.SavedView("v"), v)),
+    ("put-view view.filter.overdue_at", "s64", lambda t, v: t.put_view(lh.SavedView("v", lh.TaskFilter(overdue_at=v)))),
+    ("list-views limit", "u32", lambda t, v: t.list_views(v)),
+    ("delete-view expected", "u64", lambda t, v: t.delete_view("v", v)),
 ]
 
 CASES = [
@@ -131,7 +147,12 @@ CASES = [
     for field in [what.split(" ")[1].split(".")[-1]]
     for v in OUT[kind]
     # An optional timestamp takes None as absent.
-    if not (v is None and field in ("due_at", "lease_until", "start", "end", "expected"))
+    if not (
+        v is None
+        and field
+        in ("due_at", "lease_until", "start", "end", "expected", "due_before", "due_after", "created_before")
+        + ("created_after", "overdue_at")
+    )
 ]
 
 
@@ -260,6 +281,34 @@ def test_the_edges_of_each_integer_type_reach_the_guest_unchanged(fixture):
         ("attempts[0]", lambda t: t.record_subscription_attempts("s", [{"message_id": "m"}])),
         ("attempts[0].outcome", lambda t: t.record_subscription_attempts("s", [attempt(outcome=200)])),
         ("attempts[0].message_id", lambda t: t.record_subscription_attempts("s", [attempt(message_id=None)])),
+        ("query", lambda t: t.search({"limit": 10})),
+        ("query.filter", lambda t: t.search(lh.SearchQuery(10, {"states": ["open"]}))),
+        ("query.filter.states", lambda t: t.search(lh.SearchQuery(10, lh.TaskFilter(states="open")))),
+        ("query.filter.states[0]", lambda t: t.search(lh.SearchQuery(10, lh.TaskFilter(states=["Open"])))),
+        ("query.filter.kinds", lambda t: t.search(lh.SearchQuery(10, lh.TaskFilter(kinds="k")))),
+        ("query.filter.role", lambda t: t.search(lh.SearchQuery(10, lh.TaskFilter(role=["r"])))),
+        ("query.filter.priority_at_least", lambda t: t.search(lh.SearchQuery(10, lh.TaskFilter(priority_at_least="hi")))),
+        ("query.filter.assignee", lambda t: t.search(lh.SearchQuery(10, lh.TaskFilter(assignee="alice")))),
+        (
+            "query.filter.assignee.actor",
+            lambda t: t.search(lh.SearchQuery(10, lh.TaskFilter(assignee=lh.AssigneeActor(7)))),
+        ),
+        ("query.sort", lambda t: t.search(lh.SearchQuery(10, sort="due-at"))),
+        ("query.sort.key", lambda t: t.search(lh.SearchQuery(10, sort=lh.TaskSort("due")))),
+        ("query.sort.descending", lambda t: t.search(lh.SearchQuery(10, sort=lh.TaskSort("due-at", 1)))),
+        ("query.after", lambda t: t.search(lh.SearchQuery(10, after=7))),
+        ("query.viewer", lambda t: t.search(lh.SearchQuery(10, viewer="alice"))),
+        ("query.viewer.roles", lambda t: t.search(lh.SearchQuery(10, viewer=lh.Viewer("alice", "r")))),
+        ("filter.case", lambda t: t.count(lh.TaskFilter(case=7))),
+        ("viewer.actor", lambda t: t.count(None, lh.Viewer(None))),
+        ("after", lambda t: t.count(None, None, 7)),
+        ("view", lambda t: t.put_view("v")),
+        ("view.name", lambda t: t.put_view(lh.SavedView(7))),
+        ("view.sort.key", lambda t: t.put_view(lh.SavedView("v", sort=lh.TaskSort("queue")))),
+        ("view.by", lambda t: t.put_view(lh.SavedView("v", by=7))),
+        ("name", lambda t: t.get_view(None)),
+        ("after", lambda t: t.list_views(10, 3)),
+        ("name", lambda t: t.delete_view(["v"])),
     ],
     ids=lambda v: v if isinstance(v, str) else "",
 )

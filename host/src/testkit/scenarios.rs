@@ -68,6 +68,7 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     scenario!("release-and-take-over"),
     scenario!("reminders"),
     scenario!("schedules"),
+    scenario!("search"),
     scenario!("seal"),
     scenario!("settle-and-withdraw"),
     scenario!("subscriptions"),

@@ -1,9 +1,9 @@
 //! Searches, counts and saved views as the scenarios spell them (the WIT's
 //! `task-filter`, `task-sort`, `viewer`, `search-query`, `search-page`,
 //! `count-answer`, `index-progress` and `saved-view` in JSON, kebab-case,
-//! an `assignee-filter` as `"nobody"` or `{"actor": A}`), to and from the
-//! host's types. A filter names only what it sets; the rest is empty or
-//! none. It converts only.
+//! an `assignee-filter` as `{"nobody": null}` or `{"actor": A}`, as every
+//! variant is spelt), to and from the host's types. A filter names only
+//! what it sets; the rest is empty or none. It converts only.
 
 use serde_json::{Value, json};
 
@@ -52,10 +52,15 @@ fn priority(name: &str) -> Priority {
 
 /// A `task-filter` argument.
 pub(super) fn filter_arg(v: &Value) -> TaskFilter {
-    let assignee = field(v, "assignee").map(|a| match (a.as_str(), a.get("actor")) {
-        (Some("nobody"), _) => AssigneeFilter::Nobody,
-        (_, Some(Value::String(actor))) => AssigneeFilter::Actor(actor.clone()),
-        _ => panic!("an assignee filter is \"nobody\" or {{\"actor\": A}}, not {a}"),
+    let assignee = field(v, "assignee").map(|a| {
+        match a
+            .as_object()
+            .map(|m| (m.len(), m.get("nobody"), m.get("actor")))
+        {
+            Some((1, Some(Value::Null), _)) => AssigneeFilter::Nobody,
+            Some((1, _, Some(Value::String(actor)))) => AssigneeFilter::Actor(actor.clone()),
+            _ => panic!("an assignee filter is {{\"nobody\": null}} or {{\"actor\": A}}, not {a}"),
+        }
     });
     TaskFilter {
         states: words(v, "states").iter().map(|s| state(s)).collect(),
@@ -79,7 +84,7 @@ fn filter_value(f: &TaskFilter) -> Value {
         "kinds": f.kinds,
         "role": f.role,
         "assignee": f.assignee.as_ref().map(|a| match a {
-            AssigneeFilter::Nobody => json!("nobody"),
+            AssigneeFilter::Nobody => json!({"nobody": null}),
             AssigneeFilter::Actor(actor) => json!({"actor": actor}),
         }),
         "case": f.case,

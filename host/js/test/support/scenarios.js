@@ -101,6 +101,27 @@ function scheduleValue(s) {
 const subFilter = (f) => camelKeys(f);
 const key = (k) => Uint8Array.from(k);
 
+/** A `task-filter` argument: it names only what it sets; `{"nobody": null}` is the host's `{ nobody: true }`. */
+function taskFilter(f) {
+  if (f === undefined || f === null) return f;
+  const v = camelKeys(f);
+  if (v.assignee && typeof v.assignee === 'object' && 'nobody' in v.assignee) v.assignee = { nobody: true };
+  return v;
+}
+
+/** A `search-query` argument: `after` and `viewer` may be left out. */
+const searchQuery = (q) => ({ ...camelKeys(q), filter: taskFilter(q.filter) });
+
+/** A saved view argument: it names only what it sets (`revision` and `at` are the engine's). */
+const viewArg = (v) => ({ ...camelKeys(v), filter: taskFilter(v.filter) });
+
+/** A saved view answer in the WIT's spelling: the host's `{ nobody: true }` assignee is `{"nobody": null}`. */
+function viewValue(v) {
+  if (v === null) return v;
+  const assignee = v.filter.assignee && 'nobody' in v.filter.assignee ? { nobody: null } : v.filter.assignee;
+  return { ...v, filter: { ...v.filter, assignee } };
+}
+
 function errorVariant(e, verb, { ClaimRefusal, StoreError }) {
   if (e instanceof TimerRefused) return e.variant;
   if (e instanceof ClaimRefusal) return { [e.case]: e.detail };
@@ -174,6 +195,13 @@ const VERBS = {
   'lease-subscription': (t, a) => t.leaseSubscription(a.id, a.holder, a.now, a['lease-ms']),
   'release-subscription': (t, a) => t.releaseSubscription(a.id, a.holder),
   'record-subscription-attempts': (t, a) => t.recordSubscriptionAttempts(a.id, camelKeys(a.attempts)),
+  search: (t, a) => t.search(searchQuery(a.query)),
+  count: (t, a) => t.count(taskFilter(a.filter), camelKeys(a.viewer) ?? null, a.after ?? null),
+  'build-search-index': (t, a) => t.buildSearchIndex(a.limit),
+  'put-view': (t, a) => viewValue(t.putView(viewArg(a.view), a.expected ?? null)),
+  'get-view': (t, a) => viewValue(t.getView(a.name)),
+  'list-views': (t, a) => t.listViews(a.limit, a.after ?? null).map(viewValue),
+  'delete-view': (t, a) => t.deleteView(a.name, a.expected ?? null),
   seal: (t, a) => t.seal(a.run, a.awaited),
   'is-sealed': (t, a) => t.isSealed(a.run),
   check: (t) => t.check(),

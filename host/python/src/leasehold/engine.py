@@ -108,6 +108,18 @@ from .model import (
     SubState,
     Subscription,
     SubscriptionPage,
+    AssigneeActor,
+    AssigneeFilter,
+    AssigneeNobody,
+    CountAnswer,
+    IndexProgress,
+    SavedView,
+    SearchPage,
+    SearchQuery,
+    SortKey,
+    TaskFilter,
+    TaskSort,
+    Viewer,
     now_ms,
 )
 from .stores import Mode, Store
@@ -390,6 +402,13 @@ VERBS: dict[str, tuple[str, Mode]] = {
     "lease-subscription": ("subscriptions", "write"),
     "release-subscription": ("subscriptions", "write"),
     "record-subscription-attempts": ("subscriptions", "write"),
+    "search": ("search", "read"),
+    "count": ("search", "read"),
+    "build-search-index": ("search", "write"),
+    "put-view": ("search", "write"),
+    "get-view": ("search", "read"),
+    "list-views": ("search", "read"),
+    "delete-view": ("search", "write"),
 }
 
 _CLAIM_VERBS = frozenset(
@@ -1120,6 +1139,117 @@ def _same_subscription(r: Any, id: str, verb: str) -> Subscription:
     return _subscription(r)
 
 
+def _wit_assignee(a: Any, field: str) -> cm.Variant:
+    """``option<assignee-filter>``. wasmtime-py lowers ``assignee-filter``
+    untagged (``nobody`` is None, ``actor`` a str: their Python types differ),
+    so the option around it is tagged: both of its cases can be None."""
+    if a is None:
+        return cm.Variant("none")
+    if isinstance(a, AssigneeNobody):
+        return cm.Variant("some", None)
+    if isinstance(a, AssigneeActor):
+        return cm.Variant("some", _str(a.actor, f"{field}.actor"))
+    raise InvalidArgument(f"{field} must be an AssigneeNobody or an AssigneeActor, got {a!r}")
+
+
+def _wit_task_filter(f: TaskFilter | None, field: str) -> cm.Record:
+    """A search's filter; how many states and kinds, and whether a range
+    holds an instant, are the rules' to judge."""
+    f = TaskFilter() if f is None else _of(TaskFilter, f, field)
+    if isinstance(f.states, (str, bytes)) or not isinstance(f.states, (list, tuple)):
+        raise InvalidArgument(f"{field}.states must be a list of TaskState, got {f.states!r}")
+    return _record(
+        states=[_enum(TaskState, s, f"{field}.states[{i}]") for i, s in enumerate(f.states)],
+        kinds=_strs(f.kinds, f"{field}.kinds"),
+        role=_opt_str(f.role, f"{field}.role"),
+        assignee=_wit_assignee(f.assignee, f"{field}.assignee"),
+        case=_opt_str(f.case, f"{field}.case"),
+        run=_opt_str(f.run, f"{field}.run"),
+        priority_at_least=None
+        if f.priority_at_least is None
+        else _enum(Priority, f.priority_at_least, f"{field}.priority_at_least"),
+        due_before=_opt_s64(f.due_before, f"{field}.due_before"),
+        due_after=_opt_s64(f.due_after, f"{field}.due_after"),
+        created_before=_opt_s64(f.created_before, f"{field}.created_before"),
+        created_after=_opt_s64(f.created_after, f"{field}.created_after"),
+        overdue_at=_opt_s64(f.overdue_at, f"{field}.overdue_at"),
+    )
+
+
+def _wit_sort(s: TaskSort | None, field: str) -> cm.Record:
+    s = TaskSort() if s is None else _of(TaskSort, s, field)
+    return _record(key=_enum(SortKey, s.key, f"{field}.key"), descending=_bool(s.descending, f"{field}.descending"))
+
+
+def _wit_viewer(v: Viewer | None, field: str) -> cm.Record | None:
+    if v is None:
+        return None
+    _of(Viewer, v, field)
+    return _record(actor=_str(v.actor, f"{field}.actor"), roles=_strs(v.roles, f"{field}.roles"))
+
+
+def _wit_view(v: SavedView) -> cm.Record:
+    _of(SavedView, v, "view")
+    # The revision and the time are the engine's to set: what is given is ignored.
+    return _record(
+        name=_str(v.name, "view.name"),
+        filter=_wit_task_filter(v.filter, "view.filter"),
+        sort=_wit_sort(v.sort, "view.sort"),
+        revision=0,
+        by=_opt_str(v.by, "view.by"),
+        at=0,
+    )
+
+
+def _assignee_filter(v: Any) -> AssigneeFilter | None:
+    """An ``option<assignee-filter>`` as wasmtime-py lifts it: tagged around
+    an untagged variant (see ``_wit_assignee``)."""
+    if v.tag == "none":
+        return None
+    if v.payload is None:
+        return AssigneeNobody()
+    if isinstance(v.payload, str):
+        return AssigneeActor(v.payload)
+    raise _malformed(f"a filter's assignee is {v.payload!r}, which assignee-filter does not have")
+
+
+def _task_filter(r: Any) -> TaskFilter:
+    g = lambda name: getattr(r, name)  # noqa: E731 - fields are kebab-case attributes
+    p = g("priority-at-least")
+    return TaskFilter(
+        states=[TaskState(s) for s in r.states],
+        kinds=list(r.kinds),
+        role=r.role,
+        assignee=_assignee_filter(r.assignee),
+        case=r.case,
+        run=r.run,
+        priority_at_least=None if p is None else Priority(p),
+        due_before=g("due-before"),
+        due_after=g("due-after"),
+        created_before=g("created-before"),
+        created_after=g("created-after"),
+        overdue_at=g("overdue-at"),
+    )
+
+
+def _saved_view(r: Any) -> SavedView:
+    return SavedView(
+        name=r.name,
+        filter=_task_filter(r.filter),
+        sort=TaskSort(key=SortKey(r.sort.key), descending=r.sort.descending),
+        revision=r.revision,
+        by=r.by,
+        at=r.at,
+    )
+
+
+def _same_view(r: Any, name: str, verb: str) -> SavedView:
+    """A single-view answer must be the view that was asked about."""
+    if r.name != name:
+        raise _malformed(f"{verb} asked for view {name}, answered view {r.name}")
+    return _saved_view(r)
+
+
 def _wit_lease(lease: Lease | None) -> cm.Record | None:
     if lease is None:
         return None
@@ -1801,6 +1931,101 @@ class Tenant:
         """Keeps ``attempts`` (at most 20 a call) among the last 20 recorded."""
         args = (_str(id, "id"), _wit_attempts(attempts, "attempts"))
         self._call("record-subscription-attempts", *args, check=lambda _: None)
+
+    def search(self, query: SearchQuery) -> SearchPage:
+        """One page of the tasks that match ``query.filter``, in
+        ``query.sort``'s order; pass ``next`` back as ``after``, with the same
+        filter, sort and viewer (a cursor of another search is a
+        ``StoreError`` ``invalid`` naming ``after``). A viewer sees only
+        what it holds or may take."""
+        _of(SearchQuery, query, "query")
+        limit = _u32(query.limit, "query.limit")
+        q = _record(
+            filter=_wit_task_filter(query.filter, "query.filter"),
+            sort=_wit_sort(query.sort, "query.sort"),
+            limit=limit,
+            after=_opt_str(query.after, "query.after"),
+            viewer=_wit_viewer(query.viewer, "query.viewer"),
+        )
+
+        def check(p: Any) -> SearchPage:
+            tasks = _distinct([_task(t) for t in _at_most(p.tasks, limit, "search")], "search")
+            return SearchPage(tasks=tasks, next=p.next, budget_spent=getattr(p, "budget-spent"), index=p.index)
+
+        return self._call("search", q, check=check)
+
+    def count(
+        self, filter: TaskFilter | None = None, viewer: Viewer | None = None, after: str | None = None
+    ) -> CountAnswer:
+        """How many tasks match ``filter`` (as ``viewer`` sees them, when
+        given). Not ``exact`` when the scan budget ran out first: add the
+        counts of the calls that go on from ``next`` (as ``after``). A
+        filter of states and kinds alone, with no viewer, is answered from
+        counters."""
+        args = (_wit_task_filter(filter, "filter"), _wit_viewer(viewer, "viewer"), _opt_str(after, "after"))
+
+        def check(a: Any) -> CountAnswer:
+            # The count is whole exactly when there is nowhere to go on from.
+            if a.exact != (a.next is None):
+                raise _malformed(f"count answered exact {a.exact} with next {a.next!r}")
+            return CountAnswer(count=a.count, exact=a.exact, next=a.next, index=a.index)
+
+        return self._call("count", *args, check=check)
+
+    def build_search_index(self, limit: int) -> IndexProgress:
+        """Gives the next ``limit`` (1-10000) tasks of a keyspace laid out
+        before search their search entries; call it again until ``built``.
+        Until then every search and count scans the tasks themselves."""
+        n = _u32(limit, "limit")
+
+        def check(a: Any) -> IndexProgress:
+            if a.indexed > n:
+                raise _malformed(f"build-search-index indexed {a.indexed} tasks for a limit of {n}")
+            return IndexProgress(built=a.built, indexed=a.indexed)
+
+        return self._call("build-search-index", n, check=check)
+
+    def put_view(self, view: SavedView, expected: int | None = None) -> SavedView:
+        """Makes a saved view (``expected`` None: ``StoreError`` ``invalid``
+        naming ``name`` when one of that name exists) or changes it at
+        revision ``expected`` (``not-found`` when there is none, ``stale``
+        with the current revision at another). Answers the view as kept,
+        its revision one more."""
+        args = (_wit_view(view), _opt_u64(expected, "expected"))
+
+        def check(r: Any) -> SavedView:
+            kept = _same_view(r, view.name, "put-view")
+            # 1 when made, one more with each change: anything else is no answer the rules give.
+            if kept.revision != (expected or 0) + 1:
+                raise _malformed(f"put-view of {view.name} at {expected} answered revision {kept.revision}")
+            return kept
+
+        return self._call("put-view", *args, check=check)
+
+    def get_view(self, name: str) -> SavedView | None:
+        """A saved view, or None."""
+        return self._call(
+            "get-view", _str(name, "name"), check=lambda r: None if r is None else _same_view(r, name, "get-view")
+        )
+
+    def list_views(self, limit: int, after: str | None = None) -> list[SavedView]:
+        """Saved views in name order (bytewise), after ``after``, at most ``limit`` (1-1000)."""
+        args = (_u32(limit, "limit"), _opt_str(after, "after"))
+
+        def check(vs: list) -> list[SavedView]:
+            views = [_saved_view(r) for r in _at_most(vs, limit, "list-views")]
+            names = [v.name for v in views]
+            # str order is code-point order, which is the UTF-8 byte order the component keeps.
+            if any(a >= b for a, b in zip(names, names[1:])) or (after is not None and names and names[0] <= after):
+                raise _malformed("list-views answered out of order")
+            return views
+
+        return self._call("list-views", *args, check=check)
+
+    def delete_view(self, name: str, expected: int | None = None) -> bool:
+        """Removes a saved view (at revision ``expected``, when given: else
+        ``StoreError`` ``stale``); True if there was one."""
+        return self._call("delete-view", _str(name, "name"), _opt_u64(expected, "expected"))
 
     def seal(self, run: str, awaited: list[str]) -> SealOutcome:
         """Seals `run`: retires its timers (its schedules end with them) and

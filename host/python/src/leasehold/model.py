@@ -658,3 +658,143 @@ class SubscriptionPage:
 
     subscriptions: list[Subscription]
     next: str | None
+
+
+# ---- search, counts and saved views ------------------------------------------------
+
+
+@dataclass
+class AssigneeNobody:
+    """In a filter: nobody holds or last held the task."""
+
+
+@dataclass
+class AssigneeActor:
+    """In a filter: this actor holds the task (or, for a settled task, last held it)."""
+
+    actor: str
+
+
+#: Who holds a task, in a filter (the WIT ``assignee-filter``).
+AssigneeFilter = AssigneeNobody | AssigneeActor
+
+
+@dataclass
+class TaskFilter:
+    """What a task must be to match: every condition given must hold (and,
+    in a list, one of its entries); None or an empty list places none. An
+    empty filter matches every task."""
+
+    #: At most 6, each once.
+    states: list[TaskState] = field(default_factory=list)
+    #: At most 32.
+    kinds: list[str] = field(default_factory=list)
+    #: Offered to this role (one of its candidate roles).
+    role: str | None = None
+    assignee: AssigneeFilter | None = None
+    case: str | None = None
+    run: str | None = None
+    #: Priority at or above this one.
+    priority_at_least: Priority | None = None
+    #: Due strictly before (a task with no due time does not match).
+    due_before: int | None = None
+    #: Due at or after.
+    due_after: int | None = None
+    #: Created strictly before.
+    created_before: int | None = None
+    #: Created at or after.
+    created_after: int | None = None
+    #: Pending and due at or before.
+    overdue_at: int | None = None
+
+
+class SortKey(StrEnum):
+    """The orders a search pages in; ties go by creation time, then id."""
+
+    #: Higher priority first, then older first.
+    QUEUE_ORDER = "queue-order"
+    #: Due time, earliest first; tasks with none after every due one.
+    DUE_AT = "due-at"
+    #: Creation time, oldest first.
+    CREATED_AT = "created-at"
+    #: Priority, lowest first, then newer first: the queue's order reversed.
+    PRIORITY = "priority"
+
+
+@dataclass
+class TaskSort:
+    """A sort key and its direction; ``descending`` reverses the whole order, ties included."""
+
+    key: SortKey = SortKey.QUEUE_ORDER
+    descending: bool = False
+
+
+@dataclass
+class Viewer:
+    """A reviewer asking: it sees only the tasks it holds and those it may
+    take (offered to one of ``roles``, or to anyone, and not excluding ``actor``)."""
+
+    actor: str
+    roles: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SearchQuery:
+    """One page of a search: ``limit`` (1-1000) tasks matching ``filter`` in
+    ``sort``'s order, after ``after`` (the ``next`` of the previous page of
+    this same search), as ``viewer`` sees them (None: the whole tenant)."""
+
+    limit: int
+    filter: TaskFilter = field(default_factory=TaskFilter)
+    sort: TaskSort = field(default_factory=TaskSort)
+    after: str | None = None
+    viewer: Viewer | None = None
+
+
+@dataclass
+class SearchPage:
+    tasks: list[Task]
+    #: Where the next page starts; None when the search is done.
+    next: str | None
+    #: The page stopped at the scan budget before it was full.
+    budget_spent: bool
+    #: The index that drove the page (``by-state``, ``by-due``, ...; ``tasks``
+    #: while the index is being built).
+    index: str
+
+
+@dataclass
+class CountAnswer:
+    #: The tasks that match (from ``after`` on, when given).
+    count: int
+    #: ``count`` is the whole answer; otherwise add the counts of the calls
+    #: that follow ``next``.
+    exact: bool
+    next: str | None
+    #: ``counters`` when kept counts answered, otherwise the index scanned.
+    index: str
+
+
+@dataclass
+class IndexProgress:
+    #: Every task has its search entries and counts.
+    built: bool
+    #: Tasks given their entries by this call.
+    indexed: int
+
+
+@dataclass
+class SavedView:
+    """A tenant's named, shared search. ``revision`` and ``at`` are the
+    engine's to set: what ``put_view`` is given is ignored."""
+
+    #: 1-128 characters, no control characters.
+    name: str
+    filter: TaskFilter = field(default_factory=TaskFilter)
+    sort: TaskSort = field(default_factory=TaskSort)
+    #: 1 when made, one more with each change.
+    revision: int = 0
+    #: Who last changed it.
+    by: str | None = None
+    #: When it was last changed (the engine's clock).
+    at: int = 0
