@@ -119,6 +119,8 @@
     }
     // A task this tab holds never shows in the queue, even for a moment.
     renderQueue(res.data.tasks.filter((t) => !mine.has(t.id)), Boolean(res.data.next));
+    // The views' counts move with the queue (views.js).
+    LeaseholdViews.tabs.load(me);
   }
 
   let queued = null;
@@ -656,6 +658,7 @@
       $('decided-section').hidden = true;
       $('steps').replaceChildren();
       $('steps-section').hidden = true;
+      LeaseholdViews.tabs.clear();
     },
   });
 })();

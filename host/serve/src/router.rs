@@ -129,6 +129,10 @@ mod tests {
     /// to the WIT and the host's table is served or listed here.
     const NOT_SERVED: &[(Verb, &str)] = &[
         (
+            Verb::BuildSearchIndex,
+            "the sweeper's duty: it builds an old keyspace's search entries a stretch at a time",
+        ),
+        (
             Verb::AdvanceSubscription,
             "the delivery engine's own book: a position moves only past what was delivered",
         ),
@@ -258,6 +262,8 @@ mod tests {
             Verb::RotateSubscriptionKey,
             Verb::RemoveSubscription,
             Verb::RewindSubscription,
+            Verb::PutView,
+            Verb::DeleteView,
         ] {
             let r = routes()
                 .iter()

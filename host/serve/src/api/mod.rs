@@ -12,6 +12,7 @@ mod changes;
 mod kinds;
 mod queue;
 mod runs;
+mod search;
 mod schedule_spec;
 pub(crate) mod schedules;
 mod stats;
@@ -21,6 +22,7 @@ mod task_life;
 mod tasks;
 mod timer_moves;
 mod timers;
+mod views;
 
 use utoipa_axum::router::OpenApiRouter;
 
@@ -47,4 +49,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(stats::router())
         .merge(admin::router())
         .merge(changes::router())
+        .merge(search::router())
+        .merge(views::router())
 }
