@@ -123,8 +123,10 @@ const LeaseholdViews = (() => {
       page(false);
     }
 
-    // The tabs as the server has them, each counted again; the selected
-    // one's list read again from its start.
+    // The tabs as the server has them, each counted again. The selected
+    // view's list stays as it is, pages shown included, until its tab is
+    // clicked again: a change elsewhere never pulls it from under the
+    // reader.
     async function load(who) {
       me = who;
       const res = await api('GET', `/v1/views?limit=${MOST_VIEWS}`);
@@ -143,10 +145,12 @@ const LeaseholdViews = (() => {
         if (b) b.focus();
       }
       $('views-section').hidden = views.length === 0;
-      if (selected) select(selected);
-      else {
+      const on = [...$('view-tabs').children].find((x) => x.dataset.view === selected);
+      if (on) $('view-panel').setAttribute('aria-labelledby', on.id);
+      if (!selected) {
         $('view-panel').hidden = true;
         shown = null;
+        generation++;
       }
     }
 

@@ -461,3 +461,63 @@ fn a_task_may_be_named_search_or_count() {
         }
     });
 }
+
+/// A tenant laid out before search (here: its build mark taken away behind
+/// the stopped server, as an upgraded database has none) answers search
+/// and count with 503 `index-building` and `Retry-After`, never a storage
+/// failure; the server's sweeper builds the index, and then it answers.
+#[test]
+fn a_tenant_whose_index_is_being_built_answers_503_until_the_sweeper_builds_it() {
+    each_backend(|svc| {
+        // Due never, so that the sweeper turned on below finds nothing to
+        // do to them but index them.
+        for id in ["t-1", "t-2"] {
+            let mut t = new_task(id);
+            t["due_at"] = Value::Null;
+            svc.call("POST", "/v1/tasks", Some("sam"), Some(t))
+                .expect_ok();
+        }
+        svc.stop();
+        crate::upgrade::raw_set(
+            &svc.store,
+            leasehold_guest::schema::search_built().as_bytes(),
+            None,
+        );
+        svc.restart();
+        for (path, who) in [("/v1/search", "olga"), ("/v1/search/count", "alice")] {
+            let r = call(svc, "POST", path, path, who, Some(json!({})));
+            r.expect_problem(503, "index-building");
+            assert_eq!(r.headers["retry-after"], "1", "{r:#?}");
+            assert!(
+                r.body["detail"]
+                    .as_str()
+                    .is_some_and(|d| d.contains("search index is being built")),
+                "{r:#?}"
+            );
+        }
+        // Views do not wait for the index.
+        call(svc, "GET", "/v1/views", "/v1/views", "alice", None).expect_ok();
+
+        svc.stop();
+        svc.set_options(leasehold_serve::Options {
+            sweep: true,
+            ..crate::harness::test_options()
+        });
+        svc.restart();
+        // The sweeper acts at once; wait for it (a condition, not a time).
+        let by_created = json!({"sort": {"key": "created_at"}});
+        let mut last = None;
+        crate::keeping_time::eventually("the sweeper to build the index", || {
+            let r = svc.call("POST", "/v1/search", Some("olga"), Some(by_created.clone()));
+            if r.status != 200 {
+                r.expect_problem(503, "index-building");
+            }
+            let done = r.status == 200;
+            last = Some(r);
+            done
+        });
+        let r = last.expect("an answer");
+        assert_eq!(ids(&r.body), ["t-1", "t-2"]);
+        assert_eq!(count(svc, "alice", json!({})).expect_ok()["count"], 2);
+    });
+}
