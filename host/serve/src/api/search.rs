@@ -104,7 +104,10 @@ async fn count(c: Caller, Json(body): Json<CountRequest>) -> Answer<CountAnswer>
 /// Who a search or count sees tasks as: a reviewer, always itself (naming
 /// another actor, or roles it lacks, is refused as acting as another); a
 /// service or operator, the whole tenant unless it names a viewer.
-pub(crate) fn viewer(c: &Caller, asked: Option<ViewerBody>) -> Result<Option<rules::Viewer>, ApiError> {
+pub(crate) fn viewer(
+    c: &Caller,
+    asked: Option<ViewerBody>,
+) -> Result<Option<rules::Viewer>, ApiError> {
     match (c.principal.scope, asked) {
         (Scope::Reviewer, asked) => {
             let (actor, roles) = match asked {

@@ -153,7 +153,9 @@ fn no_credential_outside_its_rights_changes_anything() {
                     "release" => Some(json!({"actor": "bob"})),
                     "renew" => Some(json!({"actor": "bob", "lease_ms": 1000})),
                     "settle" => Some(json!({"settlement": "completed", "holder": "bob"})),
-                    "search" | "count" => Some(json!({"viewer": {"actor": "bob", "roles": ["finance"]}})),
+                    "search" | "count" => {
+                        Some(json!({"viewer": {"actor": "bob", "roles": ["finance"]}}))
+                    }
                     _ => None,
                 };
                 if let Some(as_bob) = as_bob {

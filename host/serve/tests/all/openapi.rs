@@ -23,6 +23,7 @@ fn wit_verbs() -> BTreeSet<String> {
         "changes",
         "schedules",
         "subscriptions",
+        "search",
     ] {
         let text = std::fs::read_to_string(dir.join(format!("{interface}.wit"))).expect("WIT");
         for line in text.lines() {

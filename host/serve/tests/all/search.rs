@@ -26,7 +26,14 @@ fn search(svc: &Service, who: &str, body: Value) -> Reply {
 }
 
 fn count(svc: &Service, who: &str, body: Value) -> Reply {
-    call(svc, "POST", "/v1/search/count", "/v1/search/count", who, Some(body))
+    call(
+        svc,
+        "POST",
+        "/v1/search/count",
+        "/v1/search/count",
+        who,
+        Some(body),
+    )
 }
 
 /// The ids of a page, in its order.
@@ -127,7 +134,11 @@ fn an_operator_searches_the_tenant_and_a_reviewer_only_what_it_may_see() {
         seed(svc);
         let by_created = json!({"sort": {"key": "created_at"}});
         for who in ["olga", "sam"] {
-            assert_eq!(walk(svc, who, by_created.clone(), 3), EVERY_ACME_TASK, "{who}");
+            assert_eq!(
+                walk(svc, who, by_created.clone(), 3),
+                EVERY_ACME_TASK,
+                "{who}"
+            );
         }
         // Alice, whatever the page size, sees what she holds or may take.
         for limit in [1, 2, 1000] {
@@ -151,7 +162,10 @@ fn an_operator_searches_the_tenant_and_a_reviewer_only_what_it_may_see() {
         assert_eq!(walk(svc, "alice", open_desc, 2), ["any-1", "f-2", "f-1"]);
         let held = json!({"filter": {"assignee": {"actor": "bob"}}, "sort": {"key": "created_at"}});
         assert_eq!(walk(svc, "olga", held.clone(), 5), ["f-bob"]);
-        assert!(walk(svc, "alice", held, 5).is_empty(), "bob's task is not alice's to see");
+        assert!(
+            walk(svc, "alice", held, 5).is_empty(),
+            "bob's task is not alice's to see"
+        );
         let nobody = json!({"filter": {"assignee": "nobody", "kinds": ["approve"]}, "sort": {"key": "created_at"}});
         assert_eq!(
             walk(svc, "olga", nobody, 5),
@@ -159,8 +173,13 @@ fn an_operator_searches_the_tenant_and_a_reviewer_only_what_it_may_see() {
             "a task settled without a holder was held by nobody"
         );
         let queue = search(svc, "olga", json!({"filter": {"states": ["open"]}}));
-        assert_eq!(ids(queue.expect_ok())[0], "f-2", "urgent first in the queue's order");
-        let due = json!({"filter": {"due_before": 9000, "due_after": 5000}, "sort": {"key": "due_at"}});
+        assert_eq!(
+            ids(queue.expect_ok())[0],
+            "f-2",
+            "urgent first in the queue's order"
+        );
+        let due =
+            json!({"filter": {"due_before": 9000, "due_after": 5000}, "sort": {"key": "due_at"}});
         assert_eq!(
             walk(svc, "olga", due, 10),
             ["f-2", "f-held", "f-bob", "f-excl", "l-1", "any-1", "f-done"]
@@ -195,7 +214,11 @@ fn an_operator_searches_the_tenant_and_a_reviewer_only_what_it_may_see() {
         };
         assert_eq!(n("olga", json!({})), 8);
         assert_eq!(n("olga", json!({"filter": {"states": ["open"]}})), 5);
-        let counters = count(svc, "olga", json!({"filter": {"states": ["open", "claimed"]}}));
+        let counters = count(
+            svc,
+            "olga",
+            json!({"filter": {"states": ["open", "claimed"]}}),
+        );
         assert_eq!(counters.expect_ok()["index"], "counters");
         assert_eq!(n("alice", json!({})), 4);
         assert_eq!(n("alice", json!({"filter": {"states": ["open"]}})), 3);
@@ -209,8 +232,15 @@ fn an_operator_searches_the_tenant_and_a_reviewer_only_what_it_may_see() {
 fn a_cursor_is_refused_for_another_search_viewer_or_tenant() {
     each_backend(|svc| {
         seed(svc);
-        let first = search(svc, "olga", json!({"limit": 1, "sort": {"key": "created_at"}}));
-        let next = first.expect_ok()["next"].as_str().expect("a next").to_owned();
+        let first = search(
+            svc,
+            "olga",
+            json!({"limit": 1, "sort": {"key": "created_at"}}),
+        );
+        let next = first.expect_ok()["next"]
+            .as_str()
+            .expect("a next")
+            .to_owned();
         // The same search goes on.
         let again = search(
             svc,
@@ -233,9 +263,15 @@ fn a_cursor_is_refused_for_another_search_viewer_or_tenant() {
             json!({"limit": 1, "sort": {"key": "created_at", "descending": true}, "after": next}),
         );
         // Another viewer in the same tenant.
-        refused("alice", json!({"limit": 1, "sort": {"key": "created_at"}, "after": next}));
+        refused(
+            "alice",
+            json!({"limit": 1, "sort": {"key": "created_at"}, "after": next}),
+        );
         // Another tenant, with the very same body: the seal does not open.
-        refused("gina", json!({"limit": 1, "sort": {"key": "created_at"}, "after": next}));
+        refused(
+            "gina",
+            json!({"limit": 1, "sort": {"key": "created_at"}, "after": next}),
+        );
         // A count's cursor is not a search's, and a made-up one is nothing.
         let c = count(svc, "olga", json!({"after": next}));
         c.expect_problem(400, "invalid");
@@ -243,7 +279,10 @@ fn a_cursor_is_refused_for_another_search_viewer_or_tenant() {
         refused("olga", json!({"after": "x".repeat(2870)}));
         // Alice's own cursor does not open for bob, of the same roles.
         let mine = search(svc, "alice", json!({"limit": 1}));
-        let mine = mine.expect_ok()["next"].as_str().expect("a next").to_owned();
+        let mine = mine.expect_ok()["next"]
+            .as_str()
+            .expect("a next")
+            .to_owned();
         refused("bob", json!({"limit": 1, "after": mine}));
     });
 }
@@ -264,13 +303,28 @@ fn bad_search_input_is_refused_naming_the_field_and_changes_nothing() {
             (json!({"filter": {"colour": "red"}}), "filter.colour"),
             (json!({"filtre": {}}), "filtre"),
             (json!({"sort": {"key": "colour"}}), "sort.key"),
-            (json!({"sort": {"key": "due_at", "order": "up"}}), "sort.order"),
-            (json!({"filter": {"due_after": 9000, "due_before": 5000}}), "filter.due_after"),
-            (json!({"filter": {"created_after": 10, "created_before": 10}}), "filter.created_after"),
+            (
+                json!({"sort": {"key": "due_at", "order": "up"}}),
+                "sort.order",
+            ),
+            (
+                json!({"filter": {"due_after": 9000, "due_before": 5000}}),
+                "filter.due_after",
+            ),
+            (
+                json!({"filter": {"created_after": 10, "created_before": 10}}),
+                "filter.created_after",
+            ),
             (json!({"limit": 0}), "limit"),
             (json!({"limit": 1001}), "limit"),
-            (json!({"filter": {"assignee": "everybody"}}), "filter.assignee"),
-            (json!({"filter": {"states": ["sleeping"]}}), "filter.states[0]"),
+            (
+                json!({"filter": {"assignee": "everybody"}}),
+                "filter.assignee",
+            ),
+            (
+                json!({"filter": {"states": ["sleeping"]}}),
+                "filter.states[0]",
+            ),
             (json!({"filter": {"role": ""}}), "filter.role"),
             (json!({"filter": {"due_before": -1}}), "filter.due_before"),
         ] {
@@ -282,7 +336,10 @@ fn bad_search_input_is_refused_naming_the_field_and_changes_nothing() {
         for (body, field) in [
             (json!({"filter": {"colour": "red"}}), "filter.colour"),
             (json!({"sort": {"key": "due_at"}}), "sort"),
-            (json!({"filter": {"due_after": 9000, "due_before": 5000}}), "filter.due_after"),
+            (
+                json!({"filter": {"due_after": 9000, "due_before": 5000}}),
+                "filter.due_after",
+            ),
         ] {
             let r = count(svc, "olga", body);
             names_field(&r, field);
@@ -331,7 +388,8 @@ fn etag(r: &Reply) -> String {
 fn operators_keep_views_at_their_revisions_and_everyone_reads_them() {
     each_backend(|svc| {
         seed(svc);
-        let legal = json!({"filter": {"role": "legal", "states": ["open"]}, "sort": {"key": "due_at"}});
+        let legal =
+            json!({"filter": {"role": "legal", "states": ["open"]}, "sort": {"key": "due_at"}});
         let made = put_view(svc, "olga", "Legal, open", legal.clone(), None);
         let v = made.expect_ok().clone();
         assert_eq!(v["revision"], 1);
@@ -345,7 +403,14 @@ fn operators_keep_views_at_their_revisions_and_everyone_reads_them() {
         names_field(&twice, "name");
         // Reviewers and services read; only operators write.
         for who in ["alice", "sam", "olga", "carol"] {
-            let got = call(svc, "GET", "/v1/views/{name}", "/v1/views/Legal,%20open", who, None);
+            let got = call(
+                svc,
+                "GET",
+                "/v1/views/{name}",
+                "/v1/views/Legal,%20open",
+                who,
+                None,
+            );
             assert_eq!(got.expect_ok()["revision"], 1, "{who}");
             assert_eq!(etag(&got), "\"1\"");
             let all = call(svc, "GET", "/v1/views", "/v1/views", who, None);
@@ -356,8 +421,15 @@ fn operators_keep_views_at_their_revisions_and_everyone_reads_them() {
             delete_view(svc, who, "Legal, open", None).expect_problem(403, "forbidden");
         }
         // Another tenant has no such view.
-        call(svc, "GET", "/v1/views/{name}", "/v1/views/Legal,%20open", "gina", None)
-            .expect_problem(404, "not-found");
+        call(
+            svc,
+            "GET",
+            "/v1/views/{name}",
+            "/v1/views/Legal,%20open",
+            "gina",
+            None,
+        )
+        .expect_problem(404, "not-found");
         let theirs = call(svc, "GET", "/v1/views", "/v1/views", "gus", None);
         assert_eq!(theirs.expect_ok()["views"], json!([]));
 
@@ -413,8 +485,7 @@ fn operators_keep_views_at_their_revisions_and_everyone_reads_them() {
         assert_eq!(count(svc, "olga", nobody).expect_ok()["count"], 6);
 
         // Removed: at its revision, or unguarded; then it is gone.
-        delete_view(svc, "olga", "Legal, open", Some("\"2\""))
-            .expect_ok();
+        delete_view(svc, "olga", "Legal, open", Some("\"2\"")).expect_ok();
         delete_view(svc, "olga", "Legal, open", None).expect_problem(404, "not-found");
         delete_view(svc, "olga", "b", None).expect_ok();
         call(svc, "GET", "/v1/views/{name}", "/v1/views/b", "alice", None)
