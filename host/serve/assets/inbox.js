@@ -120,7 +120,7 @@
     // A task this tab holds never shows in the queue, even for a moment.
     renderQueue(res.data.tasks.filter((t) => !mine.has(t.id)), Boolean(res.data.next));
     // The views' counts move with the queue (views.js).
-    LeaseholdViews.tabs.load(me);
+    LeaseholdViews.tabs.soon(me);
   }
 
   let queued = null;
@@ -621,7 +621,10 @@
         }
       },
       onEvent: (type, data) => {
-        if (type === 'task' && me) onTask(data);
+        if (type === 'task' && me) {
+          onTask(data);
+          LeaseholdViews.tabs.soon(me);
+        }
       },
     });
   }

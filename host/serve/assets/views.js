@@ -5,7 +5,8 @@
 // server as the signed-in reviewer sees it (`POST /v1/search/count`), and
 // the selected tab lists that view's search a page at a time
 // (`POST /v1/search`, "Show more" passing `next` back). inbox.js calls
-// `tabs.load(who)` when it reads its state and `tabs.clear()` at sign-out.
+// `tabs.soon(who)` when it reads its state or hears a task change, and
+// `tabs.clear()` at sign-out.
 //
 // The operator page (`manage`): the tenant's views with what each
 // searches for, a form that makes one (name, filter fields, sort), and
@@ -154,7 +155,16 @@ const LeaseholdViews = (() => {
       }
     }
 
+    // Many changes in a moment read the views once.
+    let queued = null;
+    function soon(who) {
+      me = who;
+      clearTimeout(queued);
+      queued = setTimeout(() => { if (me) load(me); }, 100);
+    }
+
     function clear() {
+      clearTimeout(queued);
       me = null;
       views = [];
       selected = null;
@@ -169,7 +179,7 @@ const LeaseholdViews = (() => {
     // Only the inbox has the tabs.
     const more = $('view-more');
     if (more) more.addEventListener('click', () => page(true));
-    return { load, clear };
+    return { load, soon, clear };
   })();
 
   // ---- The operator's list and form ------------------------------------------
@@ -223,7 +233,12 @@ const LeaseholdViews = (() => {
         const old = body.querySelector(`tr[data-view="${CSS.escape(v.name)}"]`);
         return old && old.querySelector('button[data-armed="yes"]') ? old : row(v);
       });
-      body.replaceChildren(...rows);
+      // A row kept is left where it is: moved, it would lose its focus,
+      // and with it its armed Delete.
+      rows.forEach((r, i) => {
+        if (body.children[i] !== r) body.insertBefore(r, body.children[i] || null);
+      });
+      while (body.children.length > rows.length) body.lastElementChild.remove();
       $('views-table').hidden = rows.length === 0;
       $('views-empty').hidden = rows.length > 0;
     }

@@ -277,6 +277,15 @@ fn a_cursor_is_refused_for_another_search_viewer_or_tenant() {
         c.expect_problem(400, "invalid");
         assert_eq!(c.body["field"], "after");
         refused("olga", json!({"after": "x".repeat(2870)}));
+        // Nor does one changed by a character, of the right length.
+        let mut forged = next.clone().into_bytes();
+        let last = forged.len() - 1;
+        forged[last] = if forged[last] == b'A' { b'B' } else { b'A' };
+        let forged = String::from_utf8(forged).expect("base64 is ASCII");
+        refused(
+            "olga",
+            json!({"limit": 1, "sort": {"key": "created_at"}, "after": forged}),
+        );
         // Alice's own cursor does not open for bob, of the same roles.
         let mine = search(svc, "alice", json!({"limit": 1}));
         let mine = mine.expect_ok()["next"]
