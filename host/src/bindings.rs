@@ -48,3 +48,7 @@ leasehold_guest::schedule_conversions!(wit_schedules);
 pub(crate) use generated::exports::leasehold::engine::subscriptions as wit_subscriptions;
 
 leasehold_guest::subscription_conversions!(wit_subscriptions);
+
+pub(crate) use generated::exports::leasehold::engine::search as wit_search;
+
+leasehold_guest::search_conversions!(wit_search);

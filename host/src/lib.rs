@@ -70,6 +70,10 @@ pub use leasehold_guest::model::{
     TimerInfo, TimerPage, Timestamp, TrimOutcome,
 };
 pub use leasehold_guest::schedules::{Schedule, ScheduleDef, SchedulePage};
+pub use leasehold_guest::search::{
+    AssigneeFilter, CountAnswer, IndexProgress, SavedView, SearchPage, SearchQuery, SortKey,
+    TaskFilter, TaskSort, Viewer,
+};
 pub use leasehold_guest::subscriptions::{
     Attempt, SigningKey, SubFilter, SubState, Subscription, SubscriptionPage,
 };

@@ -127,6 +127,13 @@ verbs! {
     LeaseSubscription => "subscriptions" "lease-subscription" Write,
     ReleaseSubscription => "subscriptions" "release-subscription" Write,
     RecordSubscriptionAttempts => "subscriptions" "record-subscription-attempts" Write,
+    Search => "search" "search" Read,
+    Count => "search" "count" Read,
+    BuildSearchIndex => "search" "build-search-index" Write,
+    PutView => "search" "put-view" Write,
+    GetView => "search" "get-view" Read,
+    ListViews => "search" "list-views" Read,
+    DeleteView => "search" "delete-view" Write,
 }
 
 /// One exported function of the world, as the one table above declares it.
@@ -238,6 +245,7 @@ mod tests {
             "changes",
             "schedules",
             "subscriptions",
+            "search",
         ] {
             let text = std::fs::read_to_string(dir.join(format!("{interface}.wit")))
                 .expect("the interface's WIT file");

@@ -1,4 +1,4 @@
-//! The shipped component is exactly the WIT world: it exports the eight
+//! The shipped component is exactly the WIT world: it exports the nine
 //! Leasehold interfaces and imports nothing but the `kv` store (and the
 //! `types` it speaks in). It links no WASI at all, so a host supplies storage
 //! and nothing else.
@@ -28,6 +28,7 @@ fn the_component_exports_exactly_the_world_and_imports_only_kv() {
             "leasehold:engine/kinds@0.3.0",
             "leasehold:engine/runs@0.3.0",
             "leasehold:engine/schedules@0.3.0",
+            "leasehold:engine/search@0.3.0",
             "leasehold:engine/subscriptions@0.3.0",
             "leasehold:engine/tasks@0.3.0",
             "leasehold:engine/timers@0.3.0",

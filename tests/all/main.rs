@@ -20,6 +20,7 @@ mod redb_files;
 mod reuse;
 mod runs;
 mod sandbox;
+mod search;
 mod smoke;
 mod soak;
 mod sweeper;

@@ -576,6 +576,33 @@ fn answers_the_contract_rules_out_are_reported_not_passed_on() {
     ));
 }
 
+/// Search's two read verbs are held to their contract too: a page of
+/// more tasks than its limit, and a view under another name than the one
+/// asked for, are a faulty guest's, never passed on to the caller.
+#[test]
+fn a_search_page_past_its_limit_and_another_view_are_refused() {
+    let db = TestDb::new();
+    let engine = hostile(&db, quick());
+    let t = engine.tenant("a").expect("tenant");
+    let query = leasehold_host::SearchQuery {
+        filter: leasehold_host::TaskFilter::default(),
+        sort: leasehold_host::TaskSort::default(),
+        limit: 3,
+        after: None,
+        viewer: None,
+    };
+    assert!(matches!(
+        sandbox_error(t.search(&query)),
+        SandboxError::Malformed(m) if m.contains("search answered 4 entries for a limit of 3")
+    ));
+    assert!(matches!(
+        sandbox_error(t.get_view("mine")),
+        SandboxError::Malformed(m) if m.contains("answered view \"mine-other\"")
+    ));
+    drop((t, engine));
+    assert!(keys_of(&db).is_empty());
+}
+
 #[test]
 fn a_guest_sees_nothing_outside_its_tenant_however_it_asks() {
     let db = TestDb::new();

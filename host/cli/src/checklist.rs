@@ -71,6 +71,15 @@ const SAMPLES: &[&[&str]] = &[
     &["kind", "list-kinds"],
     &["kind", "remove-kind", "k"],
     &[
+        "search", "--state", "open", "--kind", "k", "--sort", "due-at",
+    ],
+    &["count", "--assignee", "nobody"],
+    &["build-search-index"],
+    &["view", "put-view", "--name", "v", "--state", "open"],
+    &["view", "get-view", "v"],
+    &["view", "list-views"],
+    &["view", "delete-view", "v"],
+    &[
         "schedule",
         "add-schedule",
         "--id",

@@ -148,6 +148,13 @@ impl CliError {
                         _ => "",
                     });
                 }
+                // The engine's own words name the verb; the operator runs
+                // a command.
+                if let Error::Store(StoreError::Storage(m)) = e
+                    && m.contains("search index is being built")
+                {
+                    text.push_str(" (`leasehold build-search-index` builds it now)");
+                }
                 text
             }
             CliError::Usage { message, .. } => message.clone(),

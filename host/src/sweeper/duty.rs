@@ -59,6 +59,16 @@ pub trait Duty: Send {
     fn foresee(&mut self, _tenant: &Tenant, _now: Timestamp) -> Result<Option<bool>, Error> {
         Ok(None)
     }
+
+    /// The calls a turn of `tenant` keeps for this duty at least: a turn's
+    /// budget is at least the sum over its duties, so a turn always
+    /// reaches the last one with work. One by default, since a duty with
+    /// nothing to do may spend a call finding that out (the task duties
+    /// do); a duty that knows without a call that it has nothing to do for
+    /// `tenant` answers 0, and adds nothing to the turn.
+    fn least_calls(&self, _tenant: &str) -> u32 {
+        1
+    }
 }
 
 /// One turn of one tenant, as its duties see it: the instant it runs at,

@@ -15,19 +15,23 @@ use super::options::{SweeperError, SweeperOptions};
 use super::report::SweeperStats;
 use super::retention::TrimRecord;
 use super::schedule::Schedule;
+use super::search::BuildSearchIndex;
 use super::tasks::task_duties;
 
 /// The duties [`Sweeper::start`] runs, in their order: lapsed leases back to
 /// the queue (`reclaim-lapsed`), overdue tasks by their `on-expiry`
 /// (`expire-overdue`), both `options.batch` tasks a call, and, where
 /// `options.retention` is set, trimming the change record at most every
-/// `options.trim_every`. Add duties of your own after them and start the
+/// `options.trim_every`, and last, for a keyspace laid out before search,
+/// building its search index (`build-search-index`) until it is built,
+/// which takes calls only while there is one to build. Add duties of your own after them and start the
 /// sweeper with [`Sweeper::start_with`].
 pub fn standard_duties(options: &SweeperOptions) -> Vec<Box<dyn Duty>> {
     let mut duties: Vec<Box<dyn Duty>> = task_duties(options.batch).into_iter().collect();
     if let Some(retention) = options.retention {
         duties.push(Box::new(TrimRecord::new(retention, options.trim_every)));
     }
+    duties.push(Box::new(BuildSearchIndex::default()));
     duties
 }
 

@@ -7,7 +7,8 @@
 //! earliest due time of a task still owed its expiry, the next trim of a
 //! tenant that committed), and acts for one turn within the turn's call
 //! budget. The standard duties ([`standard_duties`]) are `reclaim-lapsed`,
-//! `expire-overdue` and, with a retention, trimming; an embedder (or
+//! `expire-overdue`, with a retention trimming, and building the search
+//! index of a keyspace laid out before search; an embedder (or
 //! `serve`) adds its own with [`Sweeper::start_with`]. For each tenant it
 //! knows, the sweeper keeps the earliest instant any duty names, sleeps
 //! until the earliest over all tenants, and at that instant gives that
@@ -35,7 +36,7 @@
 //! it starts (so a tenant nobody has called since a restart is still
 //! swept), and those it hears commit. The files below: the handle
 //! (`handle`), its options (`options`), what it reports (`report`), the
-//! contract of a duty (`duty`), the standard duties (`tasks`, `retention`)
+//! contract of a duty (`duty`), the standard duties (`tasks`, `retention`, `search`)
 //! and the task duties' first-sweep plan (`plan`), the loop (`schedule`),
 //! its timetable (`timetable`) and what its threads share (`bell`). This
 //! file only names them and what is public.
@@ -48,6 +49,7 @@ mod plan;
 mod report;
 mod retention;
 mod schedule;
+mod search;
 mod tasks;
 mod timetable;
 

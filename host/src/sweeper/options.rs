@@ -54,13 +54,15 @@ pub struct SweeperOptions {
     /// or until its turn ends. At least 1.
     pub batch: u32,
     /// Most calls one tenant's turn makes, over all its duties in order
-    /// (`reclaim-lapsed`, then `expire-overdue`, then trimming, then any
-    /// duty added); a tenant with more to do then goes to the back of the
+    /// (`reclaim-lapsed`, then `expire-overdue`, then trimming, then
+    /// building the search index, then any duty added); a tenant with more to do then goes to the back of the
     /// line of due tenants. One tenant's backlog so holds up another
     /// tenant's sweep by at most one turn: `batch × calls_per_turn` tasks,
     /// or as many calls of trimming. At least 1, and at least one per duty
-    /// (a duty with nothing to do may spend a call finding that out), so a
-    /// turn always reaches its last duty.
+    /// that may spend a call finding it has nothing to do (the task duties
+    /// and trimming, and the search index while it is being built; see
+    /// [`Duty::least_calls`](crate::Duty::least_calls)), so a turn always
+    /// reaches its last duty.
     pub calls_per_turn: u32,
     /// The longest it sleeps without looking at the clock again, in case
     /// the wall clock jumped.

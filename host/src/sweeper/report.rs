@@ -22,6 +22,8 @@ pub(crate) const EXPIRED: &str = "expired";
 pub(crate) const REMINDED: &str = "reminded";
 /// Feed entries trimmed by the retention.
 pub(crate) const TRIMMED: &str = "trimmed";
+/// Tasks given their search entries (by `build-search-index`).
+pub(crate) const INDEXED: &str = "indexed";
 
 /// What one sweep of one tenant did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -40,7 +42,7 @@ pub struct SweepReport {
     /// Overdue tasks settled `expired`.
     pub expired: u64,
     /// What each duty counted, by name (`reclaimed`, `escalated`,
-    /// `expired`, `reminded`, `trimmed`, and the names of any duty added): only what
+    /// `expired`, `reminded`, `trimmed`, `indexed`, and the names of any duty added): only what
     /// is more than zero.
     pub counts: BTreeMap<&'static str, u64>,
     /// Why the sweep stopped short, if it did; it is tried again later.

@@ -264,8 +264,12 @@ impl Schedule {
             ..SweepReport::default()
         };
         // A duty with nothing to do may still spend a call finding that
-        // out: one call per duty at least, so a turn always reaches the last.
-        let duties = u32::try_from(self.duties.len()).unwrap_or(u32::MAX);
+        // out: the calls each duty keeps at least (one, for most), so a turn
+        // always reaches the last.
+        let duties = self
+            .duties
+            .iter()
+            .fold(0u32, |n, d| n.saturating_add(d.least_calls(tenant)));
         let budget = self.options.calls_per_turn.max(1).max(duties);
         let outcome = self.act(tenant, &mut Turn::new(now, budget, &mut report));
         let c = &self.shared.counts;

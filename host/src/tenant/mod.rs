@@ -16,7 +16,8 @@
 //!
 //! The methods are split by the WIT interface that exports their verb, one
 //! file each, as wasmtime's hosts keep one file per interface: `tasks`,
-//! `kinds`, `timers`, `runs`, `changes`, `admin`; the answers' checks they share are
+//! `kinds`, `timers`, `runs`, `changes`, `admin`, `schedules`,
+//! `subscriptions`, `search`; the answers' checks they share are
 //! in `checks`. This file holds the handle, its deadline, its guard and the one way a
 //! method makes its call; a new verb's method goes in its interface's file.
 
@@ -26,6 +27,7 @@ mod checks;
 mod kinds;
 mod runs;
 pub(crate) mod schedules;
+mod search;
 pub(crate) mod subscriptions;
 mod tasks;
 pub(crate) mod timers;

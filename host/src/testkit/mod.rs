@@ -41,6 +41,7 @@ pub mod kv;
 mod report;
 pub mod scenarios;
 mod schedule_values;
+mod search_values;
 mod steps;
 mod subscription_values;
 

@@ -21,6 +21,7 @@ use crate::tenant::Tenant;
 use crate::tenant::timers::Rescheduled;
 use crate::testkit::report::{Failure, panic_text};
 use crate::testkit::schedule_values::{schedule_value, spec_arg};
+use crate::testkit::search_values as search;
 use crate::testkit::subscription_values::{
     attempts_arg, bytes_arg, filter_arg, page_value, state_arg, subscription_value,
 };
@@ -648,6 +649,31 @@ fn call(t: &Tenant, verb: &str, a: &Args) -> Result<Value, Value> {
         "release-subscription" => t
             .release_subscription(a.str("id"), a.str("holder"))
             .map(|()| Value::Null),
+        "search" => t
+            .search(&search::query_arg(a.get("query")))
+            .map(|p| search::page_value(&p, canonical)),
+        "count" => t
+            .count(
+                &search::filter_arg(a.get("filter")),
+                search::viewer_arg(a.0.get("viewer")).as_ref(),
+                a.opt_str("after"),
+            )
+            .map(|c| search::count_value(&c)),
+        "build-search-index" => t
+            .build_search_index(a.u32("limit"))
+            .map(search::progress_value),
+        "put-view" => t
+            .put_view(&search::view_arg(a.get("view")), a.opt_u64("expected"))
+            .map(|v| search::view_value(&v)),
+        "get-view" => t
+            .get_view(a.str("name"))
+            .map(|v| v.as_ref().map_or(Value::Null, search::view_value)),
+        "list-views" => t
+            .list_views(a.u32("limit"), a.opt_str("after"))
+            .map(|vs| Value::Array(vs.iter().map(search::view_value).collect())),
+        "delete-view" => t
+            .delete_view(a.str("name"), a.opt_u64("expected"))
+            .map(|x| json!(x)),
         "record-subscription-attempts" => t
             .record_subscription_attempts(a.str("id"), &attempts_arg(a.get("attempts")))
             .map(|()| Value::Null),

@@ -19,6 +19,7 @@ pub mod restore;
 pub mod run;
 pub mod schedule_answers;
 pub mod schedules;
+pub mod search;
 pub mod serve;
 pub mod stats;
 pub mod subscription_answers;
@@ -28,6 +29,7 @@ pub mod tenant;
 pub mod timer;
 pub mod timer_moves;
 pub mod token;
+pub mod views;
 
 use std::io::Write;
 
@@ -52,6 +54,16 @@ pub enum Command {
     Kind(kind::KindCommand),
     /// Tasks past their due time that still await expiry, earliest first
     Overdue(queue::Overdue),
+    /// Tasks that match a filter (state, kind, role, assignee, case, run,
+    /// priority, due and creation times), a page at a time in an order;
+    /// prints the cursor of the next page
+    Search(search::Search),
+    /// How many tasks match a filter (the same flags as search)
+    Count(search::Count),
+    /// Save, read, list and delete views: named searches the tenant's
+    /// users share
+    #[command(subcommand)]
+    View(views::ViewCommand),
     /// Every task of a case, in any state, oldest first
     #[command(visible_alias = "case")]
     ForCase(queue::ForCase),
@@ -81,6 +93,11 @@ pub enum Command {
     /// 1 when what follows --after was trimmed
     #[command(visible_alias = "events")]
     Feed(feed::Feed),
+    /// Give the tasks of a database laid out before search their search
+    /// entries and counts, a batch a call, until every one has them
+    /// (`serve`'s sweeper does this by itself); search and count answer
+    /// once it is done
+    BuildSearchIndex(search::BuildSearchIndex),
     /// Remove old feed entries, with the history they cover (never a task's
     /// last history entry); give --before, --keep or both. Runs until
     /// nothing more is due
@@ -136,6 +153,10 @@ impl Command {
             Command::Held(_) => &["held"],
             Command::Kind(c) => c.verbs(),
             Command::Overdue(_) => &["overdue"],
+            Command::Search(_) => &["search"],
+            Command::Count(_) => &["count"],
+            Command::View(c) => c.verbs(),
+            Command::BuildSearchIndex(_) => &["build-search-index"],
             Command::ForCase(_) => &["for-case"],
             Command::Timer(c) => c.verbs(),
             Command::Run(c) => c.verbs(),
@@ -174,6 +195,10 @@ impl Command {
             Command::Held(c) => c.run(cx, out),
             Command::Kind(c) => c.run(cx, out),
             Command::Overdue(c) => c.run(cx, out),
+            Command::Search(c) => c.run(cx, out),
+            Command::Count(c) => c.run(cx, out),
+            Command::View(c) => c.run(cx, out),
+            Command::BuildSearchIndex(c) => c.run(cx, out),
             Command::ForCase(c) => c.run(cx, out),
             Command::Timer(c) => c.run(cx, out),
             Command::Run(c) => c.run(cx, out),

@@ -8,6 +8,7 @@
 //! dispatches.
 
 mod change;
+pub use change::PriorityArg;
 mod claim;
 mod guard;
 mod open;
