@@ -128,16 +128,6 @@ mod tests {
     /// Verbs the service does not serve, each with the reason; a verb added
     /// to the WIT and the host's table is served or listed here.
     const NOT_SERVED: &[(Verb, &str)] = &[
-        (Verb::Search, SEARCH_NOT_YET),
-        (Verb::Count, SEARCH_NOT_YET),
-        (
-            Verb::BuildSearchIndex,
-            "the sweeper's duty: it builds each tenant's search index",
-        ),
-        (Verb::PutView, SEARCH_NOT_YET),
-        (Verb::GetView, SEARCH_NOT_YET),
-        (Verb::ListViews, SEARCH_NOT_YET),
-        (Verb::DeleteView, SEARCH_NOT_YET),
         (
             Verb::BuildSearchIndex,
             "the sweeper's duty: it builds an old keyspace's search entries a stretch at a time",
@@ -159,11 +149,6 @@ mod tests {
             "the delivery engine's own book: the attempts it made, shown in every answer",
         ),
     ];
-
-    /// Search (issue 56) is in the host library and the CLI; its routes
-    /// are serve's own change, still to come.
-    const SEARCH_NOT_YET: &str =
-        "search, counts and saved views are not served over HTTP yet (issue 56)";
 
     /// Operations that call no verb of their own, each with the reason.
     const NOT_VERBS: &[(&str, &str)] = &[
