@@ -379,3 +379,32 @@ pub struct CountAnswer {
     /// `counters` when kept counts answered, otherwise the index counted.
     pub index: String,
 }
+
+#[cfg(test)]
+mod tests {
+    use axum::Router;
+    use axum::body::Body;
+    use axum::http::{Request, StatusCode};
+    use axum::routing::{get, post};
+    use tower::ServiceExt;
+
+    /// Why search is `/v1/search` and not `/v1/tasks/search`: a fixed
+    /// segment beside `{id}` wins the match for every method, so a task
+    /// named `search` could no longer be read (405, not its task).
+    #[test]
+    fn a_route_under_tasks_would_hide_a_task_of_its_name() {
+        let app = Router::new()
+            .route("/v1/tasks/search", post(|| async { "search" }))
+            .route("/v1/tasks/{id}", get(|| async { "the task" }));
+        let status = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("a runtime")
+            .block_on(async {
+                let req = Request::get("/v1/tasks/search")
+                    .body(Body::empty())
+                    .expect("a request");
+                app.oneshot(req).await.expect("an answer").status()
+            });
+        assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
+    }
+}
