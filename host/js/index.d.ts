@@ -367,6 +367,78 @@ export interface NewAttempt {
   latencyMs: Int;
 }
 
+/** What a task must be to match a search; every field optional, an empty filter matches every task. */
+export interface TaskFilter {
+  /** At most 6, each once. */
+  states?: TaskState[];
+  /** At most 32 kinds. */
+  kinds?: string[];
+  /** Offered to this role. */
+  role?: string | null;
+  /** Nobody holds (or last held) it, or this actor does. */
+  assignee?: 'nobody' | { actor: string } | null;
+  case?: string | null;
+  run?: string | null;
+  priorityAtLeast?: Priority | null;
+  dueBefore?: Timestamp | null;
+  dueAfter?: Timestamp | null;
+  createdBefore?: Timestamp | null;
+  createdAfter?: Timestamp | null;
+  /** Pending and due at or before this instant. */
+  overdueAt?: Timestamp | null;
+}
+
+export type SortKey = 'queue-order' | 'due-at' | 'created-at' | 'priority';
+
+export interface TaskSort {
+  key?: SortKey;
+  /** Reverses the whole order, ties included. */
+  descending?: boolean;
+}
+
+/** A reviewer asking: only the tasks it holds and those it may take. */
+export interface Viewer {
+  actor: string;
+  roles?: string[];
+}
+
+export interface SearchQuery {
+  filter?: TaskFilter;
+  sort?: TaskSort;
+  /** 1–1000. */
+  limit: U32;
+  /** The `next` of the previous page of this same search. */
+  after?: string | null;
+  viewer?: Viewer | null;
+}
+
+export interface SearchPage {
+  tasks: Task[];
+  next: string | null;
+  /** The page stopped at the scan budget before it was full. */
+  budgetSpent: boolean;
+  /** The index that drove the page. */
+  index: string;
+}
+
+export interface CountAnswer {
+  count: number | bigint;
+  /** Otherwise add the counts of the calls that follow `next`. */
+  exact: boolean;
+  next: string | null;
+  index: string;
+}
+
+/** A tenant's named, shared search. */
+export interface SavedView {
+  name: string;
+  filter: Required<TaskFilter>;
+  sort: Required<TaskSort>;
+  revision: number | bigint;
+  by: string | null;
+  at: number | bigint;
+}
+
 /** A webhook subscription as the component keeps it; sending is the Rust crate leasehold-webhooks', or a loop of your own over `feed`. */
 export interface Subscription {
   /** 1–256 characters, no control characters. */
@@ -667,6 +739,19 @@ export class Tenant {
   releaseSubscription(id: string, holder: string): void;
   /** Keeps `attempts` (at most 20) among the last 20 recorded. */
   recordSubscriptionAttempts(id: string, attempts: NewAttempt[]): void;
+  /** One page of the tasks that match, in the sort's order; a keyspace laid out before search is refused as `storage` until its index is built. */
+  search(query: SearchQuery): SearchPage;
+  /** How many tasks match (that `viewer` may see), from `after` on. */
+  count(filter?: TaskFilter, viewer?: Viewer | null, after?: string | null): CountAnswer;
+  /** Indexes the next `limit` (1–10000) tasks of a keyspace laid out before search. */
+  buildSearchIndex(limit: U32): { built: boolean; indexed: number };
+  /** Saves a view: a new name (`expected` null) or the one at revision `expected` (else `stale`). */
+  putView(view: { name: string; filter?: TaskFilter; sort?: TaskSort; by?: string | null; at?: Timestamp }, expected?: Int | null): SavedView;
+  getView(name: string): SavedView | null;
+  /** Views in name order, after `after`, at most `limit` (1–1000). */
+  listViews(limit: U32, after?: string | null): SavedView[];
+  /** Deletes a view (at revision `expected`, when given); true if there was one. */
+  deleteView(name: string, expected?: Int | null): boolean;
   /** Seals `run`: retires its timers (its schedules end with them) and withdraws its pending tasks among `awaited`, in one transaction. */
   seal(run: string, awaited?: string[]): SealOutcome;
   isSealed(run: string): boolean;

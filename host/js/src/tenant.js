@@ -527,6 +527,87 @@ const utf8Before = (a, b) => Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(
 
 const malformed = (what) => new SandboxError('malformed', `the guest answered something the contract rules out: ${what}`);
 
+// ---- search ----------------------------------------------------------------
+
+const sortKey = oneOf(['queue-order', 'due-at', 'created-at', 'priority']);
+const FILTER_FIELDS_SEARCH = [
+  'states', 'kinds', 'role', 'assignee', 'case', 'run', 'priorityAtLeast',
+  'dueBefore', 'dueAfter', 'createdBefore', 'createdAfter', 'overdueAt',
+];
+
+/**
+ * What a task must be to match a search: `{ states, kinds, role, assignee,
+ * case, run, priorityAtLeast, dueBefore, dueAfter, createdBefore,
+ * createdAfter, overdueAt }`, every field optional (an empty filter
+ * matches every task); `assignee` is `'nobody'` or `{ actor }`.
+ */
+function witTaskFilter(f, field) {
+  const v = absent(f) ? {} : record(f, field);
+  known(v, FILTER_FIELDS_SEARCH, field);
+  let assignee;
+  if (v.assignee === 'nobody') assignee = { tag: 'nobody' };
+  else if (!absent(v.assignee)) assignee = { tag: 'actor', val: str(record(v.assignee, `${field}.assignee`).actor, `${field}.assignee.actor`) };
+  return {
+    states: absent(v.states) ? [] : (Array.isArray(v.states) ? v.states : [v.states]).map((s, i) => taskState(s, `${field}.states[${i}]`)),
+    kinds: list(v.kinds ?? [], `${field}.kinds`),
+    role: optStr(v.role, `${field}.role`),
+    assignee,
+    case: optStr(v.case, `${field}.case`),
+    run: optStr(v.run, `${field}.run`),
+    priorityAtLeast: absent(v.priorityAtLeast) ? undefined : priority(v.priorityAtLeast, `${field}.priorityAtLeast`),
+    dueBefore: optS64(v.dueBefore, `${field}.dueBefore`),
+    dueAfter: optS64(v.dueAfter, `${field}.dueAfter`),
+    createdBefore: optS64(v.createdBefore, `${field}.createdBefore`),
+    createdAfter: optS64(v.createdAfter, `${field}.createdAfter`),
+    overdueAt: optS64(v.overdueAt, `${field}.overdueAt`),
+  };
+}
+
+const taskFilter = (f) => ({
+  states: f.states,
+  kinds: f.kinds,
+  role: opt(f.role),
+  assignee: opt(f.assignee, (a) => (a.tag === 'nobody' ? 'nobody' : { actor: a.val })),
+  case: opt(f.case),
+  run: opt(f.run),
+  priorityAtLeast: opt(f.priorityAtLeast),
+  dueBefore: opt(f.dueBefore, int),
+  dueAfter: opt(f.dueAfter, int),
+  createdBefore: opt(f.createdBefore, int),
+  createdAfter: opt(f.createdAfter, int),
+  overdueAt: opt(f.overdueAt, int),
+});
+
+/** A sort: `{ key, descending }`, `queue-order` ascending by default. */
+function witTaskSort(v, field) {
+  const s = absent(v) ? {} : record(v, field);
+  known(s, ['key', 'descending'], field);
+  return { key: sortKey(s.key ?? 'queue-order', `${field}.key`), descending: Boolean(s.descending ?? false) };
+}
+
+/** A reviewer asking: `{ actor, roles }`, or null for the whole tenant. */
+function witViewer(v, field) {
+  if (absent(v)) return undefined;
+  const r = record(v, field);
+  known(r, ['actor', 'roles'], field);
+  return { actor: str(r.actor, `${field}.actor`), roles: list(r.roles ?? [], `${field}.roles`) };
+}
+
+const savedView = (v) => ({
+  name: v.name,
+  filter: taskFilter(v.filter),
+  sort: { key: v.sort.key, descending: v.sort.descending },
+  revision: int(v.revision),
+  by: opt(v.by),
+  at: int(v.at),
+});
+
+/** A view answered must be the one asked about. */
+function sameView(v, name, verb) {
+  if (v.name !== name) throw malformed(`${verb} asked for view ${JSON.stringify(name)}, answered view ${JSON.stringify(v.name)}`);
+  return savedView(v);
+}
+
 /** A single-schedule answer must be the schedule that was asked about. */
 function sameSchedule(s, id) {
   if (s.spec.id !== id) throw malformed(`asked for schedule ${id}, answered schedule ${s.spec.id}`);
@@ -1229,6 +1310,96 @@ export class Tenant {
   recordSubscriptionAttempts(id, attempts) {
     const args = [str(id, 'id'), witAttempts(attempts, 'attempts')];
     return this.#call('record-subscription-attempts', W, ['subscriptions', 'recordSubscriptionAttempts', args], () => undefined);
+  }
+
+  /**
+   * One page of the tasks that match `query.filter` (see witTaskFilter), in
+   * `query.sort`'s order, at most `query.limit` (1–1000), after the cursor
+   * `query.after`; with `query.viewer` (`{ actor, roles }`) only what that
+   * reviewer may see. Answers `{ tasks, next, budgetSpent, index }`. A
+   * keyspace laid out before search answers a StoreError `storage` until
+   * buildSearchIndex has answered built.
+   */
+  search(query) {
+    const q = record(query, 'query');
+    known(q, ['filter', 'sort', 'limit', 'after', 'viewer'], 'query');
+    const n = u32(q.limit, 'query.limit');
+    const w = {
+      filter: witTaskFilter(q.filter, 'query.filter'),
+      sort: witTaskSort(q.sort, 'query.sort'),
+      limit: n,
+      after: optStr(q.after, 'query.after'),
+      viewer: witViewer(q.viewer, 'query.viewer'),
+    };
+    return this.#call('search', R, ['search', 'search', [w]], (p) => ({
+      tasks: distinct(atMost(p.tasks, n, 'search'), 'search').map(task),
+      next: opt(p.next),
+      budgetSpent: p.budgetSpent,
+      index: p.index,
+    }));
+  }
+
+  /** How many tasks match: `{ count, exact, next, index }`; not exact: add the counts that follow `next`. */
+  count(filter = {}, viewer = null, after = null) {
+    const args = [witTaskFilter(filter, 'filter'), witViewer(viewer, 'viewer'), optStr(after, 'after')];
+    return this.#call('count', R, ['search', 'count', args], (c) => {
+      if (c.exact === !absent(c.next)) throw malformed(`count answered exact ${c.exact} with next ${c.next}`);
+      return { count: int(c.count), exact: c.exact, next: opt(c.next), index: c.index };
+    });
+  }
+
+  /** Indexes the next `limit` (1–10000) tasks of a keyspace laid out before search: `{ built, indexed }`. */
+  buildSearchIndex(limit) {
+    const n = u32(limit, 'limit');
+    return this.#call('build-search-index', W, ['search', 'buildSearchIndex', [n]], (p) => {
+      if (p.indexed > n) throw malformed(`build-search-index answered ${p.indexed} tasks indexed for a limit of ${n}`);
+      return { built: p.built, indexed: p.indexed };
+    });
+  }
+
+  /**
+   * Saves a view `{ name, filter, sort, by?, at }`: a new one (`expected`
+   * null) or the one at revision `expected`. Answers it with its revision.
+   */
+  putView(view, expected = null) {
+    const v = record(view, 'view');
+    known(v, ['name', 'filter', 'sort', 'revision', 'by', 'at'], 'view');
+    const w = {
+      name: str(v.name, 'view.name'),
+      filter: witTaskFilter(v.filter, 'view.filter'),
+      sort: witTaskSort(v.sort, 'view.sort'),
+      revision: 0n,
+      by: optStr(v.by, 'view.by'),
+      at: s64(v.at ?? 0, 'view.at'),
+    };
+    return this.#call('put-view', W, ['search', 'putView', [w, optU64(expected, 'expected')]], (a) =>
+      sameView(a, w.name, 'put-view'),
+    );
+  }
+
+  /** A view, or null. */
+  getView(name) {
+    str(name, 'name');
+    return this.#call('get-view', R, ['search', 'getView', [name]], (a) => opt(a, (v) => sameView(v, name, 'get-view')));
+  }
+
+  /** Views in name order, after `after`, at most `limit` (1–1000). */
+  listViews(limit, after = null) {
+    const n = u32(limit, 'limit');
+    const cursor = optStr(after, 'after');
+    return this.#call('list-views', R, ['search', 'listViews', [n, cursor]], (vs) => {
+      const names = atMost(vs, n, 'list-views').map((v) => v.name);
+      if (names.some((x, i) => (i === 0 ? cursor !== undefined && !utf8Before(cursor, x) : !utf8Before(names[i - 1], x)))) {
+        throw malformed('list-views answered out of order');
+      }
+      return vs.map(savedView);
+    });
+  }
+
+  /** Deletes a view (at revision `expected`, when given); whether there was one. */
+  deleteView(name, expected = null) {
+    const args = [str(name, 'name'), optU64(expected, 'expected')];
+    return this.#call('delete-view', W, ['search', 'deleteView', args], (a) => a);
   }
 
   /** `{ timersDisarmed, tasksWithdrawn }` moved by this call. */

@@ -383,3 +383,37 @@ test('a subscription goes through every verb of its interface and survives reope
   assert.equal(acme.leaseSubscription('hooks', 'w1', 7000, 1000), false);
   engine.close();
 });
+
+test('search narrows by every filter field, pages by next, counts agree, and views keep their revision', () => {
+  const t = open({ store: new MemoryStore() }).tenant('acme');
+  t.open(task('a', { kind: 'k1', candidateRoles: ['x'], priority: 'high', case: 'c', dueAt: 50 }));
+  t.open(task('b', { kind: 'k2', createdAt: 2, dueAt: 10 }));
+  t.open(task('c', { kind: 'k2', createdAt: 3, priority: 'low' }));
+  t.claim('a', 'ann', ['x']);
+  const ids = (filter, sort = {}) => t.search({ filter, sort, limit: 10 }).tasks.map((x) => x.id);
+  assert.deepEqual(ids({}), ['a', 'b', 'c']);
+  assert.deepEqual(ids({ states: ['open'], kinds: ['k2'] }), ['b', 'c']);
+  assert.deepEqual(ids({ assignee: 'nobody' }), ['b', 'c']);
+  assert.deepEqual(ids({ assignee: { actor: 'ann' }, role: 'x', case: 'c' }), ['a']);
+  assert.deepEqual(ids({ priorityAtLeast: 'normal', dueBefore: 60 }), ['a', 'b']);
+  assert.deepEqual(ids({}, { key: 'due-at', descending: true }), ['c', 'a', 'b']);
+  const first = t.search({ filter: {}, sort: { key: 'created-at' }, limit: 2 });
+  assert.deepEqual(first.tasks.map((x) => x.id), ['a', 'b']);
+  const rest = t.search({ sort: { key: 'created-at' }, limit: 2, after: first.next });
+  assert.deepEqual([rest.tasks.map((x) => x.id), rest.next], [['c'], null]);
+  assert.deepEqual(t.count({ states: ['open'] }), { count: 2, exact: true, next: null, index: 'counters' });
+  assert.equal(t.count({ kinds: ['k2'] }).count, 2);
+  assert.equal(t.count({}, { actor: 'bob', roles: [] }).count, 2);
+  assert.deepEqual(t.buildSearchIndex(100), { built: true, indexed: 0 });
+  const made = t.putView({ name: 'mine', filter: { assignee: 'nobody', dueAfter: 5 }, sort: { key: 'priority' }, by: 'ann' });
+  assert.deepEqual([made.revision, made.by, made.filter.assignee, made.filter.dueAfter, made.sort.key], [1, 'ann', 'nobody', 5, 'priority']);
+  assert.equal(t.putView({ name: 'mine' }, 1).revision, 2);
+  assert.throws(() => t.putView({ name: 'mine' }, 1), (e) => e instanceof StoreError && e.case === 'stale');
+  t.putView({ name: 'all' });
+  assert.deepEqual(t.listViews(10).map((v) => v.name), ['all', 'mine']);
+  assert.deepEqual(t.getView('mine').revision, 2);
+  assert.equal(t.getView('nope'), null);
+  assert.equal(t.deleteView('mine', 2), true);
+  assert.equal(t.deleteView('mine'), false);
+  assert.throws(() => t.search({ limit: 1, filter: { state: 'open' } }), /filter\.state is not a field/);
+});

@@ -167,6 +167,8 @@ test('answers the contract rules out are reported, not passed on, and commit not
     'get-subscription under another id': () => t.getSubscription('s'),
     // It writes first: the refusal must commit nothing.
     'advance-subscription answered at another revision': () => t.advanceSubscription('s', 1, 'f'),
+    'a search page past its limit': () => t.search({ limit: 3 }),
+    'get-view under another name': () => t.getView('mine'),
   };
   for (const [what, f] of Object.entries(calls)) {
     assert.throws(f, (e) => e instanceof SandboxError && e.kind === 'malformed', what);

@@ -391,3 +391,57 @@ def test_a_subscription_goes_through_every_verb_of_its_interface_and_survives_re
     assert e.value.case == "not-found"
     assert acme.lease_subscription("hooks", "w1", 7000, 1000) is False
     engine.close()
+
+
+def test_search_narrows_by_every_filter_field_pages_by_next_counts_agree_and_views_keep_their_revision():
+    acme = lh.open(lh.MemoryStore()).tenant("acme")
+
+    def item(id, **extra):
+        return lh.Task(id=id, run="r1", **{"kind": "k", "created_at": 1, **extra})
+
+    acme.open(item("a", kind="k1", candidate_roles=["x"], priority=lh.Priority.HIGH, case="c", due_at=50))
+    acme.open(item("b", kind="k2", created_at=2, due_at=10))
+    acme.open(item("c", kind="k2", created_at=3, priority=lh.Priority.LOW))
+    acme.claim("a", "ann", ["x"])
+
+    def ids(filter=None, sort=None):
+        q = lh.SearchQuery(limit=10, filter=filter or lh.TaskFilter(), sort=sort or lh.TaskSort())
+        return [t.id for t in acme.search(q).tasks]
+
+    assert ids() == ["a", "b", "c"]
+    assert ids(lh.TaskFilter(states=[lh.TaskState.OPEN], kinds=["k2"])) == ["b", "c"]
+    assert ids(lh.TaskFilter(assignee=lh.AssigneeFilter())) == ["b", "c"]
+    assert ids(lh.TaskFilter(assignee=lh.AssigneeFilter("ann"), role="x", case="c")) == ["a"]
+    assert ids(lh.TaskFilter(priority_at_least=lh.Priority.NORMAL, due_before=60)) == ["a", "b"]
+    assert ids(sort=lh.TaskSort(lh.SortKey.DUE_AT, descending=True)) == ["c", "a", "b"]
+    first = acme.search(lh.SearchQuery(limit=2, sort=lh.TaskSort(lh.SortKey.CREATED_AT)))
+    assert [t.id for t in first.tasks] == ["a", "b"]
+    rest = acme.search(lh.SearchQuery(limit=2, sort=lh.TaskSort(lh.SortKey.CREATED_AT), after=first.next))
+    assert ([t.id for t in rest.tasks], rest.next) == (["c"], None)
+    assert acme.count(lh.TaskFilter(states=[lh.TaskState.OPEN])) == lh.CountAnswer(2, True, None, "counters")
+    assert acme.count(lh.TaskFilter(kinds=["k2"])).count == 2
+    assert acme.count(lh.TaskFilter(), lh.Viewer("bob")).count == 2
+    assert acme.build_search_index(100) == lh.IndexProgress(built=True, indexed=0)
+
+    made = acme.put_view(
+        lh.SavedView("mine", lh.TaskFilter(assignee=lh.AssigneeFilter(), due_after=5), lh.TaskSort(lh.SortKey.PRIORITY), by="ann")
+    )
+    assert (made.revision, made.by, made.filter.assignee, made.filter.due_after, made.sort.key) == (
+        1,
+        "ann",
+        lh.AssigneeFilter(None),
+        5,
+        lh.SortKey.PRIORITY,
+    )
+    assert acme.put_view(lh.SavedView("mine"), 1).revision == 2
+    with pytest.raises(lh.StoreError) as e:
+        acme.put_view(lh.SavedView("mine"), 1)
+    assert (e.value.case, e.value.current) == ("stale", 2)
+    acme.put_view(lh.SavedView("all"))
+    assert [v.name for v in acme.list_views(10)] == ["all", "mine"]
+    assert acme.get_view("mine").revision == 2
+    assert acme.get_view("nope") is None
+    assert acme.delete_view("mine", 2) is True
+    assert acme.delete_view("mine") is False
+    with pytest.raises(lh.InvalidArgument, match="states must be a list"):
+        acme.search(lh.SearchQuery(limit=1, filter=lh.TaskFilter(states="open")))

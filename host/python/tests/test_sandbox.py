@@ -178,6 +178,8 @@ def test_a_batch_past_what_wasmtime_py_copies_into_a_host_call_fails_and_commits
         lambda t: t.get_subscription("s"),
         # It writes first: the refusal must commit nothing.
         lambda t: t.advance_subscription("s", 1, "f"),
+        lambda t: t.search(lh.SearchQuery(limit=3)),
+        lambda t: t.get_view("mine"),
     ],
     ids=[
         "open",
@@ -199,6 +201,8 @@ def test_a_batch_past_what_wasmtime_py_copies_into_a_host_call_fails_and_commits
         "expire-overdue-escalated-held",
         "get-subscription-another-id",
         "advance-subscription-another-revision",
+        "search-past-its-limit",
+        "get-view-another-name",
     ],
 )
 def test_answers_the_contract_rules_out_are_reported_not_passed_on_and_commit_nothing(hostile, call):

@@ -131,7 +131,8 @@ impl Tenant {
     /// Makes a view (`expected` `None`: `invalid`, naming `name`, if one of
     /// that name exists) or changes one at revision `expected` (`not-found`
     /// if there is none, `stale` at another). Answers it with its new
-    /// revision; the revision, `by`'s time and `at` given are the caller's.
+    /// revision; the `revision` and `at` given are not kept (the component
+    /// records the revision it moved to and its call's time).
     pub fn put_view(&self, view: &SavedView, expected: Option<u64>) -> Result<SavedView, Error> {
         let wire: wit_search::SavedView = view.clone().into();
         self.call(

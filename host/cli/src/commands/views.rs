@@ -24,7 +24,7 @@ pub enum ViewCommand {
     /// takes them). A new name makes one; --expected N changes the view at
     /// revision N
     #[command(name = "put-view", visible_alias = "put")]
-    PutView(PutView),
+    PutView(Box<PutView>),
     /// Show a view
     #[command(name = "get-view", visible_alias = "get")]
     GetView(GetView),

@@ -82,6 +82,16 @@ from .model import (
     SubState,
     Subscription,
     SubscriptionPage,
+    AssigneeFilter,
+    CountAnswer,
+    IndexProgress,
+    SavedView,
+    SearchPage,
+    SearchQuery,
+    SortKey,
+    TaskFilter,
+    TaskSort,
+    Viewer,
 )
 from .stores import MemoryStore, SqliteStore
 
@@ -165,4 +175,14 @@ __all__ = [
     "SubState",
     "Subscription",
     "SubscriptionPage",
+    "AssigneeFilter",
+    "CountAnswer",
+    "IndexProgress",
+    "SavedView",
+    "SearchPage",
+    "SearchQuery",
+    "SortKey",
+    "TaskFilter",
+    "TaskSort",
+    "Viewer",
 ]

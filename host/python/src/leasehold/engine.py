@@ -108,6 +108,16 @@ from .model import (
     SubState,
     Subscription,
     SubscriptionPage,
+    AssigneeFilter,
+    CountAnswer,
+    IndexProgress,
+    SavedView,
+    SearchPage,
+    SearchQuery,
+    SortKey,
+    TaskFilter,
+    TaskSort,
+    Viewer,
     now_ms,
 )
 from .stores import Mode, Store
@@ -390,6 +400,13 @@ VERBS: dict[str, tuple[str, Mode]] = {
     "lease-subscription": ("subscriptions", "write"),
     "release-subscription": ("subscriptions", "write"),
     "record-subscription-attempts": ("subscriptions", "write"),
+    "search": ("search", "read"),
+    "count": ("search", "read"),
+    "build-search-index": ("search", "write"),
+    "put-view": ("search", "write"),
+    "get-view": ("search", "read"),
+    "list-views": ("search", "read"),
+    "delete-view": ("search", "write"),
 }
 
 _CLAIM_VERBS = frozenset(
@@ -1226,6 +1243,90 @@ def _change(v: Any) -> TaskChange | TimerChange:
     )
 
 
+
+# ---- search ------------------------------------------------------------------------
+
+
+def _wit_task_filter(f: TaskFilter, field: str) -> cm.Record:
+    _of(TaskFilter, f, field)
+    # wasmtime-py reads an untagged `assignee-filter` as None (nobody) or
+    # the actor's string, so its option must be spelt with explicit tags.
+    if f.assignee is None:
+        assignee = cm.Variant("none")
+    else:
+        _of(AssigneeFilter, f.assignee, f"{field}.assignee")
+        actor = f.assignee.actor
+        assignee = cm.Variant("some", None if actor is None else _str(actor, f"{field}.assignee.actor"))
+    if isinstance(f.states, (str, bytes)) or not isinstance(f.states, (list, tuple)):
+        raise InvalidArgument(f"{field}.states must be a list of TaskState, got {f.states!r}")
+    return _record(
+        states=[_enum(TaskState, s, f"{field}.states[{i}]") for i, s in enumerate(f.states)],
+        kinds=_strs(f.kinds, f"{field}.kinds"),
+        role=_opt_str(f.role, f"{field}.role"),
+        assignee=assignee,
+        case=_opt_str(f.case, f"{field}.case"),
+        run=_opt_str(f.run, f"{field}.run"),
+        priority_at_least=None
+        if f.priority_at_least is None
+        else _enum(Priority, f.priority_at_least, f"{field}.priority_at_least"),
+        due_before=_opt_s64(f.due_before, f"{field}.due_before"),
+        due_after=_opt_s64(f.due_after, f"{field}.due_after"),
+        created_before=_opt_s64(f.created_before, f"{field}.created_before"),
+        created_after=_opt_s64(f.created_after, f"{field}.created_after"),
+        overdue_at=_opt_s64(f.overdue_at, f"{field}.overdue_at"),
+    )
+
+
+def _task_filter(r: Any) -> TaskFilter:
+    g = lambda name: getattr(r, name)  # noqa: E731 - fields are kebab-case attributes
+    # A tagged option (see _wit_task_filter): none, or some(None: nobody | actor).
+    a = r.assignee
+    return TaskFilter(
+        states=[TaskState(s) for s in r.states],
+        kinds=list(r.kinds),
+        role=r.role,
+        assignee=AssigneeFilter(actor=a.payload) if a.tag == "some" else None,
+        case=r.case,
+        run=r.run,
+        priority_at_least=None if g("priority-at-least") is None else Priority(g("priority-at-least")),
+        due_before=g("due-before"),
+        due_after=g("due-after"),
+        created_before=g("created-before"),
+        created_after=g("created-after"),
+        overdue_at=g("overdue-at"),
+    )
+
+
+def _wit_task_sort(s: TaskSort, field: str) -> cm.Record:
+    _of(TaskSort, s, field)
+    return _record(key=_enum(SortKey, s.key, f"{field}.key"), descending=_bool(s.descending, f"{field}.descending"))
+
+
+def _wit_viewer(v: Viewer | None, field: str) -> cm.Record | None:
+    if v is None:
+        return None
+    _of(Viewer, v, field)
+    return _record(actor=_str(v.actor, f"{field}.actor"), roles=_strs(v.roles, f"{field}.roles"))
+
+
+def _saved_view(r: Any) -> SavedView:
+    return SavedView(
+        name=r.name,
+        filter=_task_filter(r.filter),
+        sort=TaskSort(key=SortKey(r.sort.key), descending=r.sort.descending),
+        revision=r.revision,
+        by=r.by,
+        at=r.at,
+    )
+
+
+def _same_view(r: Any, name: str, verb: str) -> SavedView:
+    """A view answered must be the one asked about."""
+    if r.name != name:
+        raise _malformed(f"{verb} asked for view {name!r}, answered view {r.name!r}")
+    return _saved_view(r)
+
+
 class Tenant:
     """One tenant of an engine; every method is one call in one transaction,
     its arguments checked before the guest runs and its answer before the
@@ -1801,6 +1902,91 @@ class Tenant:
         """Keeps ``attempts`` (at most 20 a call) among the last 20 recorded."""
         args = (_str(id, "id"), _wit_attempts(attempts, "attempts"))
         self._call("record-subscription-attempts", *args, check=lambda _: None)
+
+    def search(self, query: SearchQuery) -> SearchPage:
+        """One page of the tasks that match ``query.filter`` (that
+        ``query.viewer``, when given, may see), in ``query.sort``'s order, at
+        most ``query.limit`` (1-1000) after the cursor ``query.after``. A
+        keyspace laid out before search answers ``StoreError`` ``storage``
+        until ``build_search_index`` has answered built."""
+        _of(SearchQuery, query, "query")
+        limit = _u32(query.limit, "query.limit")
+        wire = _record(
+            filter=_wit_task_filter(query.filter, "query.filter"),
+            sort=_wit_task_sort(query.sort, "query.sort"),
+            limit=limit,
+            after=_opt_str(query.after, "query.after"),
+            viewer=_wit_viewer(query.viewer, "query.viewer"),
+        )
+
+        def check(p: Any) -> SearchPage:
+            tasks = _distinct([_task(t) for t in _at_most(p.tasks, limit, "search")], "search")
+            return SearchPage(tasks=tasks, next=p.next, budget_spent=getattr(p, "budget-spent"), index=p.index)
+
+        return self._call("search", wire, check=check)
+
+    def count(self, filter: TaskFilter, viewer: Viewer | None = None, after: str | None = None) -> CountAnswer:
+        """How many tasks match; not ``exact``: add the counts of the calls
+        that follow ``next``."""
+        args = (_wit_task_filter(filter, "filter"), _wit_viewer(viewer, "viewer"), _opt_str(after, "after"))
+
+        def check(c: Any) -> CountAnswer:
+            if c.exact == (c.next is not None):
+                raise _malformed(f"count answered exact {c.exact} with next {c.next!r}")
+            return CountAnswer(count=c.count, exact=c.exact, next=c.next, index=c.index)
+
+        return self._call("count", *args, check=check)
+
+    def build_search_index(self, limit: int) -> IndexProgress:
+        """Gives the next ``limit`` (1-10000) tasks of a keyspace laid out
+        before search their search entries; ``built`` once none is left."""
+        n = _u32(limit, "limit")
+
+        def check(p: Any) -> IndexProgress:
+            if p.indexed > n:
+                raise _malformed(f"build-search-index answered {p.indexed} tasks indexed for a limit of {n}")
+            return IndexProgress(built=p.built, indexed=p.indexed)
+
+        return self._call("build-search-index", n, check=check)
+
+    def put_view(self, view: SavedView, expected: int | None = None) -> SavedView:
+        """Saves a view: a new name (``expected`` None) or the view at
+        revision ``expected`` (else ``StoreError`` ``stale``)."""
+        _of(SavedView, view, "view")
+        wire = _record(
+            name=_str(view.name, "view.name"),
+            filter=_wit_task_filter(view.filter, "view.filter"),
+            sort=_wit_task_sort(view.sort, "view.sort"),
+            revision=0,
+            by=_opt_str(view.by, "view.by"),
+            at=_s64(view.at, "view.at"),
+        )
+        return self._call(
+            "put-view", wire, _opt_u64(expected, "expected"), check=lambda r: _same_view(r, view.name, "put-view")
+        )
+
+    def get_view(self, name: str) -> SavedView | None:
+        """A view, or None."""
+        return self._call(
+            "get-view", _str(name, "name"), check=lambda r: None if r is None else _same_view(r, name, "get-view")
+        )
+
+    def list_views(self, limit: int, after: str | None = None) -> list[SavedView]:
+        """Views in name order, after ``after``, at most ``limit`` (1-1000)."""
+        args = (_u32(limit, "limit"), _opt_str(after, "after"))
+
+        def check(vs: list) -> list[SavedView]:
+            views = [_saved_view(v) for v in _at_most(vs, limit, "list-views")]
+            names = [v.name for v in views]
+            if any(a >= b for a, b in zip(names, names[1:])) or (after is not None and names and names[0] <= after):
+                raise _malformed("list-views answered out of order")
+            return views
+
+        return self._call("list-views", *args, check=check)
+
+    def delete_view(self, name: str, expected: int | None = None) -> bool:
+        """Deletes a view (at revision ``expected``, when given); True if there was one."""
+        return self._call("delete-view", _str(name, "name"), _opt_u64(expected, "expected"))
 
     def seal(self, run: str, awaited: list[str]) -> SealOutcome:
         """Seals `run`: retires its timers (its schedules end with them) and

@@ -658,3 +658,109 @@ class SubscriptionPage:
 
     subscriptions: list[Subscription]
     next: str | None
+
+
+# ---- search ------------------------------------------------------------------------
+
+
+class SortKey(StrEnum):
+    """The orders a search pages in."""
+
+    QUEUE_ORDER = "queue-order"
+    DUE_AT = "due-at"
+    CREATED_AT = "created-at"
+    PRIORITY = "priority"
+
+
+@dataclass
+class AssigneeFilter:
+    """Who holds a task: ``actor``, or nobody when ``actor`` is None."""
+
+    actor: str | None = None
+
+
+@dataclass
+class TaskFilter:
+    """What a task must be to match: every field given must hold (in a
+    list, one of its entries); an empty filter matches every task."""
+
+    states: list[TaskState] = field(default_factory=list)
+    kinds: list[str] = field(default_factory=list)
+    role: str | None = None
+    assignee: AssigneeFilter | None = None
+    case: str | None = None
+    run: str | None = None
+    priority_at_least: Priority | None = None
+    due_before: int | None = None
+    due_after: int | None = None
+    created_before: int | None = None
+    created_after: int | None = None
+    overdue_at: int | None = None
+
+
+@dataclass
+class TaskSort:
+    """A sort key and its direction; ``descending`` reverses the whole order."""
+
+    key: SortKey = SortKey.QUEUE_ORDER
+    descending: bool = False
+
+
+@dataclass
+class Viewer:
+    """A reviewer asking: it sees only what it holds and what it may take."""
+
+    actor: str
+    roles: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SearchQuery:
+    """One page of a search: ``limit`` 1-1000, ``after`` the previous page's ``next``."""
+
+    limit: int
+    filter: TaskFilter = field(default_factory=TaskFilter)
+    sort: TaskSort = field(default_factory=TaskSort)
+    after: str | None = None
+    viewer: Viewer | None = None
+
+
+@dataclass
+class SearchPage:
+    """The tasks that match, in the sort's order; ``next`` None when done."""
+
+    tasks: list[Task]
+    next: str | None
+    budget_spent: bool
+    index: str
+
+
+@dataclass
+class CountAnswer:
+    """How many match; not ``exact``: add the counts of the calls that follow ``next``."""
+
+    count: int
+    exact: bool
+    next: str | None
+    index: str
+
+
+@dataclass
+class IndexProgress:
+    """``built`` once every task has its search entries; ``indexed`` by this call."""
+
+    built: bool
+    indexed: int
+
+
+@dataclass
+class SavedView:
+    """A tenant's named, shared search; ``revision`` 1 when made, one more
+    with each change (what ``put_view`` is given is ignored)."""
+
+    name: str
+    filter: TaskFilter = field(default_factory=TaskFilter)
+    sort: TaskSort = field(default_factory=TaskSort)
+    revision: int = 0
+    by: str | None = None
+    at: int = 0
