@@ -70,6 +70,15 @@ predict:
   a hundred subscriptions: refused with 400 (`invalid`, `field` naming
   `url`, `filter`, `from` or `subscriptions`), which is what the document
   promises.
+- Saved views that exist. run.py makes some; a positive case naming a
+  view (`/v1/views/{name}`: read, change) is pointed at one of them about
+  half the time, and a removal never is. A view made under a name in use
+  is refused with 400 naming `name`, as the document says.
+- A search's ranges and cursors. A filter's `*_after` must come before
+  its `*_before`, which a schema cannot relate: a positive case's ends are
+  put in order. Its `after` is a cursor only the service issues (its
+  schema says so); a made-up one refused 400 naming `after` is what the
+  document promises.
 - A wait on one task. `GET /v1/tasks/{id}?wait_ms` waits until the task
   settles or the wait ends; a positive case's wait is cut to a tenth of a
   second, so a run exercises the wait without sitting through 30 s ones.
@@ -128,6 +137,13 @@ SCHEDULE_CHECKED = ("zone", "recurrence.expr", "end", "jitter_ms", "id", "run")
 TIMELINE_CHECKED = ("remind_before", "escalation")
 
 
+# The view routes naming a view that are pointed at seeded ones;
+# `delete-view` is not.
+VIEW_VERBS = ("get-view", "put-view")
+# The operations whose body holds a search filter.
+FILTERED = ("search", "count", "put-view")
+
+
 def _pool(verb):
     """The seeded tasks (run.py) a positive case of `verb` may name."""
     holder = os.environ.get("LEASEHOLD_FUZZ_HOLDER", "")
@@ -164,6 +180,9 @@ def _spare_the_pool(case):
         case.path_parameters = {**params, "id": "removed-" + drawn}
     if _verb(case) == "remove-subscription" and drawn in _subscriptions():
         case.path_parameters = {**params, "id": "removed-" + drawn}
+    name = params.get("name")
+    if _verb(case) == "delete-view" and isinstance(name, str) and name.startswith("view-"):
+        case.path_parameters = {**params, "name": "removed-" + name}
 
 
 def _verb(case):
@@ -233,6 +252,14 @@ def map_case(ctx, case):
             body = {k: v for k, v in case.body.items() if k not in ("start", "end")}
             body.update(zone="UTC", recurrence={"kind": "cron", "expr": "@daily"})
             case.body = body
+    if _verb(case) in FILTERED and isinstance(case.body, dict):
+        _order_ranges(case.body)
+    if _verb(case) in VIEW_VERBS and "name" in params:
+        per = int(os.environ.get("LEASEHOLD_FUZZ_PER_POOL", "0"))
+        drawn = str(params["name"])
+        if per and _pick(drawn, 2) == 0:
+            case.path_parameters = {**params, "name": f"view-{_pick(drawn, per)}"}
+        params = case.path_parameters
     if case.operation.path == "/v1/timers/due" and isinstance(case.query, dict):
         start, end = case.query.get("from"), case.query.get("to")
         if isinstance(start, int) and isinstance(end, int) and end < start:
@@ -257,6 +284,20 @@ def map_case(ctx, case):
         if _pick(key, 2) == 0:
             case.headers = {**(case.headers or {}), "Accept": "text/event-stream"}
     return case
+
+
+def _order_ranges(body):
+    """A filter's ranges with each `*_after` before its `*_before`."""
+    f = body.get("filter")
+    if not isinstance(f, dict):
+        return
+    for what in ("due", "created"):
+        start, end = f.get(f"{what}_after"), f.get(f"{what}_before")
+        if isinstance(start, int) and isinstance(end, int) and start >= end:
+            if start == end:
+                f[f"{what}_after"] = None
+            else:
+                f[f"{what}_after"], f[f"{what}_before"] = end, start
 
 
 def _issued_only(case):
@@ -303,6 +344,13 @@ def filter_failure(ctx, failure, case, response):
     if field in TIMELINE_CHECKED and _verb(case) in ("open", "update"):
         return False
     if field in SUBSCRIPTION_CHECKED.get(_verb(case), ()):
+        return False
+    # A search's or count's cursor, in its body, only the service issues.
+    if field == "after" and _verb(case) in ("search", "count") and \
+            isinstance(case.body, dict) and case.body.get("after") is not None:
+        return False
+    # A view made under a name in use, as the document says.
+    if field == "name" and _verb(case) == "put-view":
         return False
     field = field.lower()
     return not (field in _issued_only(case) and field in _carried(case))

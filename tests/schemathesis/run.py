@@ -130,6 +130,11 @@ def seed(base, tokens):
         subscriptions.append(call_json(base, tokens["operator"], "POST", "/v1/subscriptions", {
             "url": f"https://hooks.example.com/fuzz-{i}", "filter": {"timers": False},
         })["subscription"]["id"])
+    # Saved views for the views' routes to find (hooks.py names them).
+    for i in range(PER_POOL):
+        call(base, tokens["operator"], "PUT", f"/v1/views/view-{i}", {
+            "filter": {"states": ["open"]}, "sort": {"key": "due_at"},
+        })
     # A kind with a definition, for the kinds' routes to find (the pools'
     # tasks are of another kind, so any decision on them goes).
     call(base, tokens["operator"], "PUT", f"/v1/kinds/{FUZZ_KIND}", {"outcomes": [

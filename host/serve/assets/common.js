@@ -211,6 +211,8 @@ const Leasehold = (() => {
       case 'storage-unavailable':
       case 'timeout':
         return 'The server is busy right now. Nothing was done; try again in a moment.';
+      case 'index-building':
+        return 'The search index is still being built. Nothing was done; try again in a moment.';
       case 'outcome-unknown':
         return 'The server could not tell whether that went through. Look at the task again before retrying.';
       case 'network':

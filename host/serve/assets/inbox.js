@@ -119,6 +119,8 @@
     }
     // A task this tab holds never shows in the queue, even for a moment.
     renderQueue(res.data.tasks.filter((t) => !mine.has(t.id)), Boolean(res.data.next));
+    // The views' counts move with the queue (views.js).
+    LeaseholdViews.tabs.soon(me);
   }
 
   let queued = null;
@@ -619,7 +621,10 @@
         }
       },
       onEvent: (type, data) => {
-        if (type === 'task' && me) onTask(data);
+        if (type === 'task' && me) {
+          onTask(data);
+          LeaseholdViews.tabs.soon(me);
+        }
       },
     });
   }
@@ -656,6 +661,7 @@
       $('decided-section').hidden = true;
       $('steps').replaceChildren();
       $('steps-section').hidden = true;
+      LeaseholdViews.tabs.clear();
     },
   });
 })();

@@ -1,7 +1,8 @@
 // The operator's view: the tenant's counters, the overdue list, its
-// schedules and webhook subscriptions (subscriptions.js), the consistency
-// check and take-over. It reads what an operator token may
-// read and follows the change feed, so the numbers move as work moves.
+// schedules, saved views (views.js) and webhook subscriptions
+// (subscriptions.js), the consistency check and take-over. It reads what
+// an operator token may read and follows the change feed, so the numbers
+// move as work moves.
 'use strict';
 
 (() => {
@@ -86,6 +87,7 @@
     loadOverdue();
     loadSchedules();
     LeaseholdSubscriptions.load(me, loadAll);
+    LeaseholdViews.manage.load(me, loadAll);
   }
 
   let queued = null;

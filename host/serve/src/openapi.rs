@@ -34,6 +34,8 @@ use crate::problem::Problem;
         (name = "timers", description = "Durable timers"),
         (name = "schedules", description = "Recurring schedules (cron or interval, in an IANA time zone) whose occurrences are timers of a run, and the time-zone database they are computed from"),
         (name = "subscriptions", description = "Webhook subscriptions: the tenant's changes pushed to an endpoint, signed in the Standard Webhooks wire format (the `WebhookPayload` schema is the body of each delivery), at least once and in order per task or timer; operators only. A subscription's revision is its `ETag`; a change takes `If-Match`"),
+        (name = "search", description = "Finding tasks: a typed filter and a sort, paged by sealed cursors, and counts. A reviewer sees only what it holds or may take; a service or operator sees the tenant"),
+        (name = "views", description = "Saved views: a tenant's named, shared searches, read by everyone in the tenant and made, changed and removed by operators. A view's revision is its `ETag`; a change takes `If-Match`"),
         (name = "stats", description = "The tenant's counters"),
         (name = "admin", description = "The consistency check"),
         (name = "changes", description = "A task's history and the tenant's feed of changes"),

@@ -21,6 +21,10 @@ pub fn etag(revision: u64) -> HeaderValue {
         .unwrap_or_else(|_| HeaderValue::from_static("\"0\""))
 }
 
+/// How the component words a search or count of a keyspace whose search
+/// entries are still being built (`guest/src/search`).
+const INDEX_BUILDING: &str = "search: this tenant's search index is being built";
+
 /// How long a client should wait before retrying a 503, in seconds.
 const RETRY_AFTER_SECS: &str = "1";
 
@@ -333,6 +337,19 @@ impl From<Error> for ApiError {
             },
             Error::Store(StoreError::Corrupt(what)) => ApiError::Corrupt(what),
             Error::Store(StoreError::NewerLayout(what)) => ApiError::NewerLayout(what),
+            // Not a failure of the storage: the tenant's search entries are
+            // still being made (a keyspace laid out before search), which
+            // the sweeper finishes a stretch at a time. Nothing is wrong,
+            // and the same request will be answered soon.
+            Error::Store(StoreError::Storage(what)) if what.starts_with(INDEX_BUILDING) => {
+                ApiError::Unavailable {
+                    kind: "index-building",
+                    detail: format!(
+                        "this tenant's search index is being built, which the server's sweeper \
+                         finishes a stretch at a time; nothing was done: try again shortly ({what})"
+                    ),
+                }
+            }
             Error::Store(StoreError::Storage(what)) => ApiError::Unavailable {
                 kind: "storage-unavailable",
                 detail: format!("the storage failed: {what}"),
@@ -460,6 +477,7 @@ pub const CATALOG: &[(&str, u16)] = &[
     ("busy", 503),
     ("conflict", 503),
     ("storage-unavailable", 503),
+    ("index-building", 503),
     ("overloaded", 503),
     ("timeout", 503),
     ("too-many-requests", 429),
@@ -548,6 +566,23 @@ mod tests {
         .problem();
         assert_eq!(p.field.as_deref(), Some("decision.reason"));
         assert_eq!(p.path, None);
+    }
+
+    #[test]
+    fn a_search_index_being_built_is_its_own_503_not_a_storage_failure() {
+        let e = ApiError::from(Error::Store(StoreError::Storage(
+            "search: this tenant's search index is being built (up to task \"t-9\"); \
+             build-search-index finishes it, and a host's sweeper calls it"
+                .into(),
+        )));
+        let p = e.problem();
+        assert_eq!(p.kind, format!("{TYPE_PREFIX}index-building"));
+        assert_eq!(p.status, 503);
+        assert!(p.detail.contains("being built"), "{}", p.detail);
+        let res = e.into_response();
+        assert_eq!(res.headers()[header::RETRY_AFTER], "1");
+        let other = ApiError::from(Error::Store(StoreError::Storage("disk on fire".into())));
+        assert_eq!(other.kind().0, "storage-unavailable");
     }
 
     #[test]

@@ -105,6 +105,8 @@ pub const GUARDED: &[&str] = &[
     "change-subscription",
     "set-subscription-state",
     "resume-subscription",
+    "put-view",
+    "delete-view",
 ];
 
 /// The operations whose 200 answer carries an `ETag`, by operationId.
@@ -127,6 +129,8 @@ pub const TAGGED: &[&str] = &[
     "set-subscription-state",
     "resume-subscription",
     "rewind-subscription",
+    "get-view",
+    "put-view",
 ];
 
 /// Says the contract in the document, on each operation it applies to:
@@ -166,11 +170,19 @@ pub fn document(doc: &mut utoipa::openapi::OpenApi) {
                     .name("If-Match")
                     .parameter_in(ParameterIn::Header)
                     .required(Required::False)
-                    .description(Some(
+                    .description(Some(if id == "put-view" {
+                        // A view's `PUT` without a revision makes it: there
+                        // is nothing for it to be unguarded against.
+                        "The `ETag` of the view the caller was shown (`\"<revision>\"`): the \
+                         view is changed only at that revision, else 412 `stale` with the \
+                         current one (404 when there is none). `*` or absent: the view is \
+                         made, and refused (400, `field` naming `name`) when one of that name \
+                         exists."
+                    } else {
                         "The `ETag` the caller was shown (`\"<revision>\"`): the change is made \
                          only to that revision, else 412 `stale` with the current one. `*` or \
-                         absent: no guard.",
-                    ))
+                         absent: no guard."
+                    }))
                     .schema(Some(
                         ObjectBuilder::new()
                             .schema_type(Type::String)

@@ -470,6 +470,64 @@ pub fn stream_event(change: &str) -> Object {
         .build()
 }
 
+/// A page cursor in a body, where `null` is the first page.
+pub fn opt_cursor() -> Object {
+    let mut o = cursor();
+    o.schema_type = with_null(Type::String, true);
+    o
+}
+
+/// A search filter's kinds: at most 32 names (duplicates count once).
+pub fn filter_kinds() -> Array {
+    use leasehold_guest::search::MAX_KINDS;
+    ArrayBuilder::new()
+        .items(name())
+        .max_items(Some(MAX_KINDS))
+        .build()
+}
+
+/// Who holds a task, as a search filter asks it: `"nobody"`, or
+/// `{"actor": name}` (WIT `assignee-filter`).
+pub fn assignee_filter() -> utoipa::openapi::schema::Schema {
+    use utoipa::openapi::schema::{OneOfBuilder, Schema};
+    let one = OneOfBuilder::new()
+        .item(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .enum_values(Some(["nobody"]))
+                .description(Some("Nobody holds or last held it")),
+        )
+        .item(
+            ObjectBuilder::new()
+                .schema_type(Type::Object)
+                .property("actor", name())
+                .required("actor")
+                .additional_properties(Some(
+                    utoipa::openapi::schema::AdditionalProperties::FreeForm(false),
+                ))
+                .description(Some(
+                    "This actor holds it (or, for a settled task, last held it)",
+                )),
+        )
+        .item(ObjectBuilder::new().schema_type(Type::Null))
+        .description(Some(
+            "Who holds the task: `\"nobody\"` or `{\"actor\": name}`; null or absent: anyone",
+        ))
+        .build();
+    Schema::OneOf(one)
+}
+
+/// A saved view's name: 1–128 characters without control characters.
+pub fn view_name() -> Object {
+    use leasehold_guest::search::views::MAX_VIEW_NAME;
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .min_length(Some(1))
+        .max_length(Some(MAX_VIEW_NAME))
+        .pattern(Some(format!("^[^{NO_CONTROL}]{{1,{MAX_VIEW_NAME}}}$")))
+        .build()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,6 +14,7 @@ mod queue;
 mod runs;
 mod schedule_spec;
 pub(crate) mod schedules;
+mod search;
 mod stats;
 pub(crate) mod subscriptions;
 mod sweeps;
@@ -21,6 +22,7 @@ mod task_life;
 mod tasks;
 mod timer_moves;
 mod timers;
+mod views;
 
 use utoipa_axum::router::OpenApiRouter;
 
@@ -47,4 +49,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(stats::router())
         .merge(admin::router())
         .merge(changes::router())
+        .merge(search::router())
+        .merge(views::router())
 }

@@ -15,6 +15,7 @@ fn path(r: &Route) -> String {
         .replace("{case}", "case-1")
         .replace("{run}", "run-1")
         .replace("{effect}", "e-1")
+        .replace("{name}", "v-1")
 }
 
 /// A body the route accepts, so only the credential decides.
@@ -76,6 +77,8 @@ fn seed(svc: &Service) -> String {
     globex["case"] = json!("globex-case");
     globex["justification"] = json!({"globex": true});
     svc.call("POST", "/v1/tasks", Some("gina"), Some(globex))
+        .expect_ok();
+    svc.call("PUT", "/v1/views/v-1", Some("olga"), Some(json!({})))
         .expect_ok();
     let sub = svc.call(
         "POST",
@@ -150,6 +153,9 @@ fn no_credential_outside_its_rights_changes_anything() {
                     "release" => Some(json!({"actor": "bob"})),
                     "renew" => Some(json!({"actor": "bob", "lease_ms": 1000})),
                     "settle" => Some(json!({"settlement": "completed", "holder": "bob"})),
+                    "search" | "count" => {
+                        Some(json!({"viewer": {"actor": "bob", "roles": ["finance"]}}))
+                    }
                     _ => None,
                 };
                 if let Some(as_bob) = as_bob {
@@ -322,6 +328,29 @@ fn no_credential_outside_its_rights_changes_anything() {
             assert!(!reply.text.contains("hooks.example.com/acme"));
             cells += 1;
         }
+        // Nor of acme's views and tasks by search: globex's credentials
+        // find none of acme's, count none, remove none.
+        for who in ["gina", "gus"] {
+            let reply = svc.call("GET", "/v1/views/v-1", Some(who), None);
+            reply.expect_problem(404, "not-found");
+            let listed = svc.call("GET", "/v1/views", Some(who), None);
+            assert_eq!(listed.expect_ok()["views"], json!([]));
+            let found = svc.call("POST", "/v1/search", Some(who), Some(json!({})));
+            let ids: Vec<&str> = found.expect_ok()["tasks"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|t| t["id"].as_str())
+                .collect();
+            assert_eq!(ids, ["g-1"], "{who}");
+            assert!(!found.text.contains("acme-secret"));
+            let counted = svc.call("POST", "/v1/search/count", Some(who), Some(json!({})));
+            assert_eq!(counted.expect_ok()["count"], 1, "{who}");
+            cells += 4;
+        }
+        let removed = svc.call("DELETE", "/v1/views/v-1", Some("gina"), None);
+        removed.expect_problem(404, "not-found");
+        cells += 1;
         let listed = svc.call("GET", "/v1/subscriptions", Some("gina"), None);
         assert_eq!(listed.expect_ok()["subscriptions"], json!([]));
         let removed = svc.call("DELETE", &one, Some("gina"), None);
@@ -333,8 +362,11 @@ fn no_credential_outside_its_rights_changes_anything() {
         // 264: `next-wake` added five (three credentials, two scopes), as
         // every operator-only read does; 317: the nine operator-only
         // subscription routes, five each, and eight of globex's operator
-        // naming acme's subscription.
-        assert_eq!(cells, 317, "the matrix has as many cells as it had");
+        // naming acme's subscription; 350: search and count (three
+        // credentials, a reviewer acting as another), the views' two
+        // readers (three) and two operator-only writers (five), and nine
+        // of globex naming acme's view or searching.
+        assert_eq!(cells, 350, "the matrix has as many cells as it had");
     });
 }
 

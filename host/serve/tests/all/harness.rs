@@ -441,6 +441,11 @@ impl Service {
         self.server = Some(server);
     }
 
+    /// Runs the server with `options` from its next [`restart`](Self::restart).
+    pub fn set_options(&mut self, options: Options) {
+        self.options = options;
+    }
+
     /// A second server over the same store, with the same credentials and
     /// options (PostgreSQL: two hosts on one database).
     pub fn twin(&self) -> Twin {

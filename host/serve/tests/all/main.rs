@@ -20,6 +20,7 @@ mod reminders;
 mod routes;
 mod sandbox;
 mod schedules;
+mod search;
 mod subscriptions;
 mod task_life;
 mod timer_moves;

@@ -13,7 +13,7 @@ use crate::harness::{Service, Store, each_backend, new_task};
 const TENANT: &str = "acme";
 
 /// Sets or (with `None`) deletes one key of the tenant, behind the server.
-fn raw_set(store: &Store, key: &[u8], value: Option<&[u8]>) {
+pub(crate) fn raw_set(store: &Store, key: &[u8], value: Option<&[u8]>) {
     match store {
         Store::Redb { path, .. } => {
             let mut full = leasehold_host::tenant_prefix(TENANT).expect("tenant prefix");
