@@ -48,6 +48,8 @@ def mint(leasehold, workdir, actor, scope, roles):
 # holder each, so releasing one leaves the others to renew) and for every
 # other operation on a task (one shared pool, half of it held).
 PER_POOL = 8
+# Views only removals are pointed at (hooks.py names them).
+SPARE_VIEWS = 100
 FUZZ_KIND = "fuzz-kind"
 LEASE_MS = 7 * 24 * 3600 * 1000
 
@@ -130,10 +132,15 @@ def seed(base, tokens):
         subscriptions.append(call_json(base, tokens["operator"], "POST", "/v1/subscriptions", {
             "url": f"https://hooks.example.com/fuzz-{i}", "filter": {"timers": False},
         })["subscription"]["id"])
-    # Saved views for the views' routes to find (hooks.py names them).
+    # Saved views for the views' routes to find (hooks.py names them), and
+    # spare ones for removals to take, so a removal is not only ever 404.
     for i in range(PER_POOL):
         call(base, tokens["operator"], "PUT", f"/v1/views/view-{i}", {
             "filter": {"states": ["open"]}, "sort": {"key": "due_at"},
+        })
+    for i in range(SPARE_VIEWS):
+        call(base, tokens["operator"], "PUT", f"/v1/views/spare-{i}", {
+            "filter": {"states": ["claimed"]},
         })
     # A kind with a definition, for the kinds' routes to find (the pools'
     # tasks are of another kind, so any decision on them goes).
@@ -190,6 +197,7 @@ def main():
                     cwd=work,
                     env={**os.environ, "PYTHONPATH": str(HERE), "LEASEHOLD_FUZZ_HOLDER": actor,
                          "LEASEHOLD_FUZZ_PER_POOL": str(PER_POOL),
+                         "LEASEHOLD_FUZZ_SPARE_VIEWS": str(SPARE_VIEWS),
                          "LEASEHOLD_FUZZ_KIND": FUZZ_KIND,
                          "LEASEHOLD_FUZZ_SUBSCRIPTIONS": ",".join(subscriptions)},
                 )
