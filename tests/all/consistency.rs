@@ -115,17 +115,29 @@ fn a_task_row_deleted_behind_its_indexes_back_is_found() {
     let db = seeded();
     delete(&db, schema::task("t1"));
     let found = check(&db, TENANT);
-    // Its queue, overdue and case entries now point at nothing, its log
-    // belongs to no task, and the open counter counts a task that is gone:
-    // five findings, no more.
-    for index in ["queue-index", "overdue-index", "case-index", "task-log"] {
+    // Its queue, overdue and case entries and its five search entries now
+    // point at nothing, its log belongs to no task, and the open counter and
+    // the open state's search count count a task that is gone: eleven
+    // findings, no more.
+    for index in [
+        "queue-index",
+        "overdue-index",
+        "case-index",
+        "by-state-index",
+        "by-kind-index",
+        "by-due-index",
+        "by-run-index",
+        "by-priority-index",
+        "task-log",
+    ] {
         assert_finds(&found, index, "t1");
     }
+    assert_finds(&found, "search-count", "open");
     assert!(
         found.iter().any(|d| d.structure == "open-count"),
         "{found:?}"
     );
-    assert_eq!(found.len(), 5, "{found:?}");
+    assert_eq!(found.len(), 11, "{found:?}");
     assert!(check(&db, "other").is_empty());
 }
 

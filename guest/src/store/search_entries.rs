@@ -99,31 +99,48 @@ pub fn move_search<K: Kv + ?Sized>(
         if let Some(o) = old {
             add_to_count(kv, o.task.state, shard, -1)?;
         }
-        add_to_count(kv, t.state, shard, 1)?;
+        if !add_to_count(kv, t.state, shard, 1)? {
+            keep_every_state(kv, shard)?;
+        }
     }
     Ok(())
 }
 
+/// Writes a zero into each state's shard `shard` that has no key yet, so a
+/// writer's shards are written together once and only change after (a
+/// shard found, then, means all six are there). Under
+/// PostgreSQL's serializable isolation a key read and not found locks its
+/// whole index page, and every verb reads all six of its writer's shards
+/// ahead: a shard inserted beside them (a first count, or one that came
+/// back from zero) would make unrelated writers' calls conflict.
+fn keep_every_state<K: Kv + ?Sized>(kv: &mut K, shard: u8) -> Result<(), StoreError> {
+    for s in crate::model::ALL_STATES {
+        let key = schema::search_count(s.as_str(), shard).into_bytes();
+        if kv.get(&key)?.is_none() {
+            kv.set(&key, &0i64.to_be_bytes())?;
+        }
+    }
+    Ok(())
+}
+
+/// Moves one shard; answers whether it was there before.
 fn add_to_count<K: Kv + ?Sized>(
     kv: &mut K,
     state: TaskState,
     shard: u8,
     delta: i64,
-) -> Result<(), StoreError> {
+) -> Result<bool, StoreError> {
     let key = schema::search_count(state.as_str(), shard).into_bytes();
-    let now = match kv.get(&key)? {
-        None => 0,
-        Some(v) => count_value(&v)?,
+    let (found, now) = match kv.get(&key)? {
+        None => (false, 0),
+        Some(v) => (true, count_value(&v)?),
     };
     let next = now
         .checked_add(delta)
         .ok_or_else(|| corrupt(format!("search count {}: it overflows", state.as_str())))?;
-    if next == 0 {
-        kv.delete(&key)?;
-    } else {
-        kv.set(&key, &next.to_be_bytes())?;
-    }
-    Ok(())
+    // Kept at zero, never deleted (see `keep_every_state`).
+    kv.set(&key, &next.to_be_bytes())?;
+    Ok(found)
 }
 
 /// A search count shard's value: a big-endian `i64` (a shard may go below
@@ -195,7 +212,9 @@ pub fn build<K: Kv + ?Sized>(kv: &mut K, limit: u32) -> Result<(bool, u32), Stor
                     kv.set(&k, &[])?;
                 }
                 let shard = task_shard(kv, sh, id);
-                add_to_count(kv, row.task.state, shard, 1)?;
+                if !add_to_count(kv, row.task.state, shard, 1)? {
+                    keep_every_state(kv, shard)?;
+                }
                 indexed += 1;
             }
             last = Some(id.clone());
