@@ -5,10 +5,11 @@
 //! (kept by `store::write_task` in the change's own transaction): a plan
 //! picks the index ([`plan`]), a walk merges its ranges in the sort's order
 //! and checks the rest of the filter on the rows ([`walk`]), and no call
-//! examines more than its budget of entries. Counts of states and kinds
-//! by state come from counters kept the same way. This module only reads, except to
-//! build the entries of a keyspace laid out before search and to keep
-//! views; it never changes a task.
+//! examines more than its budget of entries. Counts of states alone come
+//! from counters kept the same way; any other count walks an index within
+//! its budget. This module only reads, except to build the entries of a
+//! keyspace laid out before search and to keep views; it never changes a
+//! task.
 
 #[allow(unused_imports)]
 use crate::prelude::*;

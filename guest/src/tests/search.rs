@@ -541,3 +541,29 @@ fn a_fresh_keyspace_is_built_from_its_first_write() {
     );
     assert_eq!(search::build_index(&mut kv, 5).map(|p| p.built), Ok(true));
 }
+
+/// A writer's six search count shards are written together by its first
+/// move and kept at zero after: a shard deleted at zero and inserted again
+/// beside the ones every verb reads ahead makes unrelated calls meet on a
+/// serializable store.
+#[test]
+fn a_writers_search_counts_are_written_together_and_kept_at_zero() {
+    let mut kv = MemKv::new();
+    let shards = |kv: &MemKv| {
+        let prefix = crate::schema::search_counts().into_bytes();
+        kv.map
+            .iter()
+            .filter(|(k, _)| k.starts_with(&prefix))
+            .map(|(_, v)| i64::from_be_bytes(v.as_slice().try_into().expect("8 bytes")))
+            .collect::<Vec<_>>()
+    };
+    open(&mut kv, task("t1").roles(&["a"]));
+    assert_eq!(shards(&kv).len(), crate::model::ALL_STATES.len());
+    assert_eq!(shards(&kv).iter().sum::<i64>(), 1);
+    tasks::claim(&mut kv, "t1", "bob", &names(&["a"]), None, None).expect("claims");
+    tasks::settle(&mut kv, "t1", Settlement::Completed, None, None, None).expect("settles");
+    let after = shards(&kv);
+    assert_eq!(after.len(), crate::model::ALL_STATES.len(), "{after:?}");
+    assert_eq!(after.iter().filter(|&&n| n == 0).count(), 5, "{after:?}");
+    assert_eq!(after.iter().sum::<i64>(), 1);
+}
