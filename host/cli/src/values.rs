@@ -25,14 +25,19 @@ pub fn now() -> Timestamp {
 /// A page size or scan length: any whole number is read, so that one out of
 /// range is refused with the range the engine accepts, not the type's.
 pub fn parse_limit(text: &str) -> Result<u32, String> {
-    let range = format!("1..={MAX_LIMIT}");
+    parse_limit_to(text, MAX_LIMIT)
+}
+
+/// As [`parse_limit`], for a verb whose limit runs to `max`.
+pub fn parse_limit_to(text: &str, max: u32) -> Result<u32, String> {
+    let range = format!("1..={max}");
     let n: i128 = text
         .trim()
         .parse()
         .map_err(|_| format!("{text:?} is not a whole number in {range}"))?;
     u32::try_from(n)
         .ok()
-        .filter(|n| (1..=MAX_LIMIT).contains(n))
+        .filter(|n| (1..=max).contains(n))
         .ok_or_else(|| format!("limit is {n}, outside {range}"))
 }
 

@@ -378,19 +378,9 @@ impl Answer for Counted {
     }
 }
 
-/// Most tasks one `build-search-index` call takes.
-const MAX_BUILD: u32 = 10_000;
-
+/// A `build-search-index` limit, up to the engine's own bound.
 fn parse_build_limit(text: &str) -> Result<u32, String> {
-    let range = format!("1..={MAX_BUILD}");
-    let n: i128 = text
-        .trim()
-        .parse()
-        .map_err(|_| format!("{text:?} is not a whole number in {range}"))?;
-    u32::try_from(n)
-        .ok()
-        .filter(|n| (1..=MAX_BUILD).contains(n))
-        .ok_or_else(|| format!("limit is {n}, outside {range}"))
+    crate::values::parse_limit_to(text, leasehold_guest::search::MAX_BUILD)
 }
 
 #[derive(Debug, Args)]
