@@ -8,7 +8,9 @@
 //! twice by one job, whatever crashes between steps.
 //!
 //! The files: what a job is and how its row moves (`model`), its keys
-//! (`rows`), one task's turn (`apply`), and the verbs (`verbs`). This file
+//! (`rows`), one task's turn (`apply`), the verbs (`verbs`), and the
+//! conversions to and from the WIT types the component and the host share
+//! (`wire`). This file
 //! only names them and re-exports; the files import from one another, never
 //! from here. This module never changes a task but through `tasks`' verbs.
 
@@ -16,6 +18,7 @@ mod apply;
 pub mod model;
 mod rows;
 mod verbs;
+mod wire;
 
 pub use apply::mismatch;
 pub use model::{Job, JobAction, JobAssign, JobFailure, JobRow, JobState, KEPT_MISSES};
