@@ -62,6 +62,7 @@ pub use keep::InstanceStats;
 pub use leasehold_guest::calendar::{
     CatchUp, GapPolicy, Overlap, RepeatPolicy, Rule, ScheduleSpec,
 };
+pub use leasehold_guest::jobs::{Job, JobAction, JobAssign, JobFailure, JobState};
 pub use leasehold_guest::model::{
     ArmOutcome, Change, Decision, DecisionRecord, Discrepancy, EscalationStep, FeedEntry, FeedPage,
     FeedPlace, FeedRead, FieldChange, Guard, HistoryEntry, KindDefinition, Lease, OnExpiry,
