@@ -85,8 +85,8 @@ pub use storage::postgres::{
 pub use storage::redb::tenant_prefix;
 pub use storage::{CommitHung, CommitStats, GroupFailure, MAX_TENANT_BYTES};
 pub use sweeper::{
-    Duty, FirstSweepPlan, OnSweep, PLAN_LIMIT, Retention, SweepReport, Sweeper, SweeperError,
-    SweeperOptions, SweeperStats, Turn, standard_duties,
+    Duty, FirstSweepPlan, OnSweep, PLAN_LIMIT, Retention, StepJobs, SweepReport, Sweeper,
+    SweeperError, SweeperOptions, SweeperStats, Turn, standard_duties,
 };
 pub use tenant::Tenant;
 pub use tenant::timers::Rescheduled;

@@ -3,11 +3,14 @@
 //! changes each task of it once through the task verb its action names,
 //! with the task's history naming the job, skips what moved, records what
 //! a verb refused, and leaves the store consistent; bad input is refused
-//! as the contract says.
+//! as the contract says; and the jobs duty, added to a sweeper, runs a job
+//! to its end.
+
+use std::time::{Duration, Instant};
 
 use leasehold_host::{
-    Error, JobAction, JobAssign, JobState, Priority, StoreError, TaskChanges, TaskFilter,
-    TaskState, Tenant,
+    Error, JobAction, JobAssign, JobState, Priority, StepJobs, StoreError, Sweeper, SweeperOptions,
+    TaskChanges, TaskFilter, TaskState, Tenant, standard_duties,
 };
 use leasehold_tests::*;
 
@@ -147,5 +150,40 @@ fn bad_input_is_refused_as_the_contract_says() {
     // A filter matching nothing: a job of nothing, done after its count.
     let job = run(&t, "j");
     assert_eq!((job.state, job.total), (JobState::Done, 0));
+    assert_consistent(&t);
+}
+
+#[test]
+fn the_jobs_duty_steps_a_job_to_its_end_with_no_call_from_anyone() {
+    let db = TestDb::new();
+    let engine = db.engine();
+    let t = engine.tenant("swept").expect("tenant");
+    for i in 0..30 {
+        t.open(&task(&format!("t{i:02}"), 10 + i)).expect("open");
+    }
+    let options = SweeperOptions {
+        calls_per_turn: 4,
+        ..SweeperOptions::default()
+    };
+    let mut duties = standard_duties(&options);
+    duties.push(Box::new(StepJobs::default()));
+    let sweeper =
+        Sweeper::start_with(&engine, Vec::<String>::new(), options, duties).expect("sweeper");
+    t.start_job("esc", &open_only(), &JobAction::Escalate, None, 1_000)
+        .expect("start-job");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while t.get_job("esc").expect("get-job").expect("there").state != JobState::Done {
+        assert!(Instant::now() < deadline, "the job did not end in a minute");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // A count, then a step per task.
+    assert_eq!(sweeper.counted("job-steps"), 31);
+    assert_eq!(sweeper.stats().errors, 0);
+    drop(sweeper);
+    for i in 0..30 {
+        let id = format!("t{i:02}");
+        assert_eq!(by_job(&t, &id, "esc"), 1, "{id}");
+    }
+    assert!(t.runnable_jobs(10).expect("runnable").is_empty());
     assert_consistent(&t);
 }
