@@ -10,6 +10,7 @@ wit_bindgen::generate!({
 
 use exports::leasehold::engine::admin as admin_api;
 use exports::leasehold::engine::changes as changes_api;
+use exports::leasehold::engine::jobs as jobs_api;
 use exports::leasehold::engine::kinds as kinds_api;
 use exports::leasehold::engine::runs as runs_api;
 use exports::leasehold::engine::schedules as schedules_api;
@@ -333,6 +334,7 @@ crate::wit_conversions!(wit);
 crate::schedule_conversions!(schedules_api);
 crate::subscription_conversions!(subscriptions_api);
 crate::search_conversions!(search_api);
+crate::job_conversions!(jobs_api);
 
 /// Runs a domain call over the host's snapshot and the call's buffer, hands
 /// the host the batch when the call succeeded, and converts both sides.
@@ -653,6 +655,42 @@ impl search_api::Guest for Component {
 
     fn delete_view(name: String, expected: Option<u64>) -> Result<bool, wit::StoreError> {
         call(|kv| crate::search::views::delete(kv, &name, expected))
+    }
+}
+
+impl jobs_api::Guest for Component {
+    fn start_job(
+        id: String,
+        filter: search_api::TaskFilter,
+        action: jobs_api::JobAction,
+        by: Option<String>,
+        now: wit::Timestamp,
+    ) -> Result<jobs_api::Job, wit::StoreError> {
+        let filter: crate::search::TaskFilter = filter.into();
+        let action: crate::jobs::JobAction = action.into();
+        call(|kv| crate::jobs::start(kv, &id, &filter, &action, by.as_deref(), now))
+            .map(|j: crate::jobs::Job| j.into())
+    }
+
+    fn step_job(id: String) -> Result<jobs_api::Job, wit::StoreError> {
+        call(|kv| crate::jobs::step(kv, &id)).map(|j: crate::jobs::Job| j.into())
+    }
+
+    fn cancel_job(id: String) -> Result<jobs_api::Job, wit::StoreError> {
+        call(|kv| crate::jobs::cancel(kv, &id)).map(|j: crate::jobs::Job| j.into())
+    }
+
+    fn get_job(id: String) -> Result<Option<jobs_api::Job>, wit::StoreError> {
+        call(|kv| crate::jobs::get(kv, &id)).map(|j: Option<crate::jobs::Job>| j.map(Into::into))
+    }
+
+    fn list_jobs(limit: u32, after: Option<String>) -> Result<Vec<jobs_api::Job>, wit::StoreError> {
+        call(|kv| crate::jobs::list(kv, limit, after.as_deref()))
+            .map(|js: Vec<crate::jobs::Job>| js.into_iter().map(Into::into).collect())
+    }
+
+    fn runnable_jobs(limit: u32) -> Result<Vec<String>, wit::StoreError> {
+        call(|kv| crate::jobs::runnable(kv, limit))
     }
 }
 

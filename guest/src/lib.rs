@@ -32,6 +32,7 @@ pub mod calendar;
 pub mod changes;
 pub mod check;
 mod convert;
+pub mod jobs;
 mod json;
 pub mod jsonschema;
 pub mod keys;

@@ -32,6 +32,9 @@
 //! | `("search-count", state, shard)` | one shard of the count of tasks in that state, a big-endian `i64` (layout 10) |
 //! | `("meta", "search")` | how far the search entries of a keyspace laid out before them are built: absent (nothing), the last task id built, or `built` |
 //! | `("view", name)` | a saved view: its filter, sort, revision and who changed it (layout 10) |
+//! | `("job", id)` | a bulk job: its filter (frozen at its start), action, counts, last failures and skips, state, and where its count and its run stand (layout 10) |
+//! | `("job-item", id, seq)` | one chunk of the task ids a job's count found, in creation order; taken (and deleted) in order as the job runs (layout 10) |
+//! | `("job-run", id)` | a job with work left (counting, running, or cancelled with chunks still to drop): what `runnable-jobs` lists (layout 10) |
 //!
 //! A task's log and history sit beside its row, and a slot's head beside its
 //! newest entries, because a store that copies every page a commit touches
@@ -604,6 +607,39 @@ pub fn views() -> Key {
 
 pub fn view(name: &str) -> Key {
     views().str(name)
+}
+
+/// Every bulk job, by id.
+pub fn jobs() -> Key {
+    Key::new().str("job")
+}
+
+pub fn job(id: &str) -> Key {
+    jobs().str(id)
+}
+
+/// Every chunk of recorded task ids of every job:
+/// `("job-item", id, seq)`, a chunk per counting step.
+pub fn job_items_all() -> Key {
+    Key::new().str("job-item")
+}
+
+/// The chunks of one job, in the order they were counted.
+pub fn job_items(id: &str) -> Key {
+    job_items_all().str(id)
+}
+
+pub fn job_item(id: &str, seq: u64) -> Key {
+    job_items(id).int(seq_int(seq))
+}
+
+/// Every job with work left: `("job-run", id)`, what a sweeper steps.
+pub fn job_runs() -> Key {
+    Key::new().str("job-run")
+}
+
+pub fn job_run(id: &str) -> Key {
+    job_runs().str(id)
 }
 
 /// A sequence number as a key element. Sequences count calls, one at a

@@ -26,6 +26,7 @@ mod cost_writes;
 mod error_paths;
 mod escalate;
 mod history_start;
+mod jobs;
 mod layout;
 mod layout_refusal;
 mod model_based;

@@ -52,3 +52,7 @@ leasehold_guest::subscription_conversions!(wit_subscriptions);
 pub(crate) use generated::exports::leasehold::engine::search as wit_search;
 
 leasehold_guest::search_conversions!(wit_search);
+
+pub(crate) use generated::exports::leasehold::engine::jobs as wit_jobs;
+
+leasehold_guest::job_conversions!(wit_jobs);

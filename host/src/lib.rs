@@ -62,6 +62,7 @@ pub use keep::InstanceStats;
 pub use leasehold_guest::calendar::{
     CatchUp, GapPolicy, Overlap, RepeatPolicy, Rule, ScheduleSpec,
 };
+pub use leasehold_guest::jobs::{Job, JobAction, JobAssign, JobFailure, JobState};
 pub use leasehold_guest::model::{
     ArmOutcome, Change, Decision, DecisionRecord, Discrepancy, EscalationStep, FeedEntry, FeedPage,
     FeedPlace, FeedRead, FieldChange, Guard, HistoryEntry, KindDefinition, Lease, OnExpiry,
@@ -84,8 +85,8 @@ pub use storage::postgres::{
 pub use storage::redb::tenant_prefix;
 pub use storage::{CommitHung, CommitStats, GroupFailure, MAX_TENANT_BYTES};
 pub use sweeper::{
-    Duty, FirstSweepPlan, OnSweep, PLAN_LIMIT, Retention, SweepReport, Sweeper, SweeperError,
-    SweeperOptions, SweeperStats, Turn, standard_duties,
+    Duty, FirstSweepPlan, OnSweep, PLAN_LIMIT, Retention, StepJobs, SweepReport, Sweeper,
+    SweeperError, SweeperOptions, SweeperStats, Turn, standard_duties,
 };
 pub use tenant::Tenant;
 pub use tenant::timers::Rescheduled;

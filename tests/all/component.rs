@@ -1,4 +1,4 @@
-//! The shipped component is exactly the WIT world: it exports the nine
+//! The shipped component is exactly the WIT world: it exports the ten
 //! Leasehold interfaces and imports nothing but the `kv` store (and the
 //! `types` it speaks in). It links no WASI at all, so a host supplies storage
 //! and nothing else.
@@ -25,6 +25,7 @@ fn the_component_exports_exactly_the_world_and_imports_only_kv() {
         [
             "leasehold:engine/admin@0.3.0",
             "leasehold:engine/changes@0.3.0",
+            "leasehold:engine/jobs@0.3.0",
             "leasehold:engine/kinds@0.3.0",
             "leasehold:engine/runs@0.3.0",
             "leasehold:engine/schedules@0.3.0",

@@ -11,6 +11,7 @@ mod conformance;
 mod consistency;
 mod crash;
 mod isolation;
+mod jobs;
 mod leases;
 mod persistence;
 mod postgres;

@@ -576,9 +576,10 @@ fn answers_the_contract_rules_out_are_reported_not_passed_on() {
     ));
 }
 
-/// Search's two read verbs are held to their contract too: a page of
-/// more tasks than its limit, and a view under another name than the one
-/// asked for, are a faulty guest's, never passed on to the caller.
+/// Search's two read verbs, and a job's, are held to their contract too: a
+/// page of more tasks than its limit, a view under another name than the
+/// one asked for, and a job under another id, are a faulty guest's, never
+/// passed on to the caller.
 #[test]
 fn a_search_page_past_its_limit_and_another_view_are_refused() {
     let db = TestDb::new();
@@ -598,6 +599,10 @@ fn a_search_page_past_its_limit_and_another_view_are_refused() {
     assert!(matches!(
         sandbox_error(t.get_view("mine")),
         SandboxError::Malformed(m) if m.contains("answered view \"mine-other\"")
+    ));
+    assert!(matches!(
+        sandbox_error(t.get_job("j")),
+        SandboxError::Malformed(m) if m.contains("answered job \"j-not\"")
     ));
     drop((t, engine));
     assert!(keys_of(&db).is_empty());

@@ -31,7 +31,7 @@
 //! (`feed`), the task logs and the walks back from them (`logs`), the
 //! history entries under their own keys (`histories`), the history starts
 //! (`starts`) and the timer logs (`timer_logs`), the kind definitions
-//! (`kinds`), the schedules (`schedules`) and the webhook subscriptions
+//! (`kinds`), the bulk jobs (`jobs`), the schedules (`schedules`) and the webhook subscriptions
 //! (`subscriptions`); `walk` and `record` hold
 //! what their walks share. This file runs them in order, and decides
 //! nothing itself but the layout mark's readability.
@@ -40,6 +40,7 @@ mod counters;
 mod feed;
 mod histories;
 mod indexes;
+mod jobs;
 mod kinds;
 mod logs;
 mod record;
@@ -81,6 +82,7 @@ pub fn check<K: Kv + ?Sized>(kv: &mut K) -> Result<Vec<Discrepancy>, StoreError>
     indexes::check_task_indexes(kv, &mut f)?;
     search::check_search(kv, &mut f)?;
     kinds::check_kinds(kv, &mut f)?;
+    jobs::check_jobs(kv, &mut f)?;
     schedules::check_schedules(kv, &mut f)?;
     let armed = timers::check_timers(kv, &mut f, shards, every)?;
     check_record(kv, &mut f, shards, every, in_feed)?;

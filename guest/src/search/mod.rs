@@ -28,6 +28,8 @@ use crate::store::{self, Built};
 use crate::validate;
 
 pub use input::MAX_KINDS;
+/// A filter as `search` checks it (a bulk job's filter is checked the same way).
+pub use input::filter as checked_filter;
 pub use model::{
     AssigneeFilter, CountAnswer, IndexProgress, SavedView, SearchPage, SearchQuery, SortKey,
     TaskFilter, TaskSort, Viewer, order_key,

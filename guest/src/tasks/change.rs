@@ -17,7 +17,9 @@ use super::claims::returned;
 use super::lookup::{guarded, job_of, load_for_claim};
 
 /// The changes under `open`'s input rules, lists deduplicated.
-fn checked(c: &TaskChanges) -> Result<TaskChanges, ClaimError> {
+/// `update`'s checks of its changes, before any task is read; a bulk job
+/// runs them when it starts.
+pub(crate) fn checked(c: &TaskChanges) -> Result<TaskChanges, ClaimError> {
     if !c.names_a_field() {
         return Err(invalid("changes name no field: nothing to update").into());
     }

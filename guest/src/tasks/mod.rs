@@ -37,6 +37,7 @@ mod settle;
 mod steps;
 
 pub use assign::{assign, delegate, unassign};
+pub(crate) use change::checked as checked_changes;
 pub use change::{note, update};
 pub use claims::{claim, claim_next, reclaim_lapsed, release, renew, take_over};
 pub use open::open;

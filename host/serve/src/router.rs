@@ -148,6 +148,30 @@ mod tests {
             Verb::RecordSubscriptionAttempts,
             "the delivery engine's own book: the attempts it made, shown in every answer",
         ),
+        (
+            Verb::StartJob,
+            "not yet served: jobs are built in the component and the Rust host; their routes (and the sweeper duty that steps them) are still to come",
+        ),
+        (
+            Verb::StepJob,
+            "not yet served: jobs are built in the component and the Rust host; their routes (and the sweeper duty that steps them) are still to come",
+        ),
+        (
+            Verb::CancelJob,
+            "not yet served: jobs are built in the component and the Rust host; their routes (and the sweeper duty that steps them) are still to come",
+        ),
+        (
+            Verb::GetJob,
+            "not yet served: jobs are built in the component and the Rust host; their routes (and the sweeper duty that steps them) are still to come",
+        ),
+        (
+            Verb::ListJobs,
+            "not yet served: jobs are built in the component and the Rust host; their routes (and the sweeper duty that steps them) are still to come",
+        ),
+        (
+            Verb::RunnableJobs,
+            "not yet served: jobs are built in the component and the Rust host; their routes (and the sweeper duty that steps them) are still to come",
+        ),
     ];
 
     /// Operations that call no verb of their own, each with the reason.

@@ -36,14 +36,15 @@
 //! it starts (so a tenant nobody has called since a restart is still
 //! swept), and those it hears commit. The files below: the handle
 //! (`handle`), its options (`options`), what it reports (`report`), the
-//! contract of a duty (`duty`), the standard duties (`tasks`, `retention`, `search`)
-//! and the task duties' first-sweep plan (`plan`), the loop (`schedule`),
+//! contract of a duty (`duty`), the standard duties (`tasks`, `retention`, `search`),
+//! the bulk jobs duty an embedder adds (`jobs`) and the task duties' first-sweep plan (`plan`), the loop (`schedule`),
 //! its timetable (`timetable`) and what its threads share (`bell`). This
 //! file only names them and what is public.
 
 mod bell;
 mod duty;
 mod handle;
+mod jobs;
 mod options;
 mod plan;
 mod report;
@@ -55,6 +56,7 @@ mod timetable;
 
 pub use duty::{Duty, Turn};
 pub use handle::{Sweeper, standard_duties};
+pub use jobs::StepJobs;
 pub use options::{OnSweep, Retention, SweeperError, SweeperOptions};
 pub use plan::{FirstSweepPlan, PLAN_LIMIT};
 pub use report::{SweepReport, SweeperStats};

@@ -24,6 +24,8 @@ pub(crate) const REMINDED: &str = "reminded";
 pub(crate) const TRIMMED: &str = "trimmed";
 /// Tasks given their search entries (by `build-search-index`).
 pub(crate) const INDEXED: &str = "indexed";
+/// Steps of bulk jobs (by `step-job`, in the jobs duty).
+pub(crate) const JOB_STEPS: &str = "job-steps";
 
 /// What one sweep of one tenant did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

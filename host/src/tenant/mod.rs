@@ -17,13 +17,14 @@
 //! The methods are split by the WIT interface that exports their verb, one
 //! file each, as wasmtime's hosts keep one file per interface: `tasks`,
 //! `kinds`, `timers`, `runs`, `changes`, `admin`, `schedules`,
-//! `subscriptions`, `search`; the answers' checks they share are
+//! `subscriptions`, `search`, `jobs`; the answers' checks they share are
 //! in `checks`. This file holds the handle, its deadline, its guard and the one way a
 //! method makes its call; a new verb's method goes in its interface's file.
 
 mod admin;
 mod changes;
 mod checks;
+mod jobs;
 mod kinds;
 mod runs;
 pub(crate) mod schedules;

@@ -37,6 +37,7 @@
 //! the backend). Checks use tenant names of their own, so they may also
 //! share one store.
 
+mod job_values;
 pub mod kv;
 mod report;
 pub mod scenarios;

@@ -19,6 +19,7 @@ use crate::error::{Error, Refusal};
 use crate::storage::backend::{Backend, Mode, Write};
 use crate::tenant::Tenant;
 use crate::tenant::timers::Rescheduled;
+use crate::testkit::job_values::{action_arg, job_value};
 use crate::testkit::report::{Failure, panic_text};
 use crate::testkit::schedule_values::{schedule_value, spec_arg};
 use crate::testkit::search_values as search;
@@ -675,6 +676,24 @@ fn call(t: &Tenant, verb: &str, a: &Args) -> Result<Value, Value> {
         "delete-view" => t
             .delete_view(a.str("name"), a.opt_u64("expected"))
             .map(|x| json!(x)),
+        "start-job" => t
+            .start_job(
+                a.str("id"),
+                &search::filter_arg(a.get("filter")),
+                &action_arg(a.get("action"), changes_arg),
+                a.opt_str("by"),
+                a.int("now"),
+            )
+            .map(|j| job_value(&j)),
+        "step-job" => t.step_job(a.str("id")).map(|j| job_value(&j)),
+        "cancel-job" => t.cancel_job(a.str("id")).map(|j| job_value(&j)),
+        "get-job" => t
+            .get_job(a.str("id"))
+            .map(|j| j.as_ref().map_or(Value::Null, job_value)),
+        "list-jobs" => t
+            .list_jobs(a.u32("limit"), a.opt_str("after"))
+            .map(|js| Value::Array(js.iter().map(job_value).collect())),
+        "runnable-jobs" => t.runnable_jobs(a.u32("limit")).map(|ids| json!(ids)),
         "record-subscription-attempts" => t
             .record_subscription_attempts(a.str("id"), &attempts_arg(a.get("attempts")))
             .map(|()| Value::Null),

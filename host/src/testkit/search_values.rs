@@ -78,7 +78,7 @@ pub(super) fn filter_arg(v: &Value) -> TaskFilter {
     }
 }
 
-fn filter_value(f: &TaskFilter) -> Value {
+pub(super) fn filter_value(f: &TaskFilter) -> Value {
     json!({
         "states": f.states.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
         "kinds": f.kinds,
