@@ -527,6 +527,52 @@ export interface NewSavedView {
   by?: string | null;
 }
 
+/**
+ * What a bulk job does to each task, through the task verb of that name:
+ * `release` (`unassign`), `assign` (without a lease), `update`, `escalate`,
+ * `withdraw` (`settle` as withdrawn).
+ */
+export type JobAction =
+  | 'release'
+  | 'escalate'
+  | 'withdraw'
+  | { assign: { to: string; roles?: string[]; overrideRoles?: boolean } }
+  | { update: TaskChanges };
+
+/** `counting` its set, `running` its action, `cancelled`, or `done`. */
+export type JobState = 'counting' | 'running' | 'cancelled' | 'done';
+
+/** A task a job did not change, and why. */
+export interface JobMiss {
+  id: string;
+  reason: string;
+}
+
+/** A bulk job: an action over the tasks a filter matched when it started. */
+export interface Job {
+  id: string;
+  filter: TaskFilter;
+  /** As given; an update shows only the fields it changes. */
+  action: JobAction;
+  /** Who started it, recorded as `by` of each change where the verb takes one. */
+  by: string | null;
+  state: JobState;
+  /** The tasks of its set found so far (all of them once it runs). */
+  total: Int;
+  /** Tasks the action was applied to. */
+  done: Int;
+  /** Tasks that no longer matched when their turn came. */
+  skipped: Int;
+  /** Tasks whose verb refused. */
+  failed: Int;
+  /** The last 16 failures, oldest first. */
+  lastFailures: JobMiss[];
+  /** The last 16 skips, oldest first. */
+  lastSkipped: JobMiss[];
+  /** The `now` it started at: tasks created after it are not its. */
+  createdAt: Int;
+}
+
 export interface Lease {
   now: Timestamp;
   leaseMs: U32;
@@ -810,6 +856,19 @@ export class Tenant {
   listViews(limit: U32, after?: string | null): SavedView[];
   /** True if there was one; at another revision than `expected` (when given), a StoreError `stale`. */
   deleteView(name: string, expected?: Int | null): boolean;
+  /** Starts a job (`counting`) over the tasks matching `filter` created at or before `now` (default: the clock). */
+  startJob(id: string, filter: NewTaskFilter | null, action: JobAction, by?: string | null, now?: Timestamp): Job;
+  /** One step of a job, its own transaction: a stretch of its count, one task, or chunks a cancelled one drops. */
+  stepJob(id: string): Job;
+  /** Stops a job at once; a finished job answers as it stands. */
+  cancelJob(id: string): Job;
+  getJob(id: string): Job | null;
+  /** Jobs in id order (bytewise), after `after`, at most `limit` (1–1000). */
+  listJobs(limit?: U32, after?: string | null): Job[];
+  /** Ids of jobs with work left, in id order, at most `limit` (1–1000). */
+  runnableJobs(limit?: U32): string[];
+  /** Steps a job until it is done or cancelled, calling `onProgress` after each step; answers the job as it ended. */
+  runJob(id: string, options?: { onProgress?: ((job: Job) => void) | null }): Job;
   /** Seals `run`: retires its timers (its schedules end with them) and withdraws its pending tasks among `awaited`, in one transaction. */
   seal(run: string, awaited?: string[]): SealOutcome;
   isSealed(run: string): boolean;

@@ -16,16 +16,7 @@ const NOT_OFFERED: &[(&str, &str)] = &[
     ("lease-subscription", DELIVERY),
     ("release-subscription", DELIVERY),
     ("record-subscription-attempts", DELIVERY),
-    ("start-job", JOBS),
-    ("step-job", JOBS),
-    ("cancel-job", JOBS),
-    ("get-job", JOBS),
-    ("list-jobs", JOBS),
-    ("runnable-jobs", JOBS),
 ];
-
-/// Why the jobs are no commands yet.
-const JOBS: &str = "not yet offered: bulk jobs are built in the component and the Rust host; their commands are still to come";
 
 /// Why the delivery engine's own verbs are no commands.
 const DELIVERY: &str = "a delivery worker's bookkeeping (its position, lease and attempts), done by the delivery engine (leasehold-webhooks, for `leasehold serve`) as it delivers; an operator replays with rewind-subscription";
@@ -88,6 +79,12 @@ const SAMPLES: &[&[&str]] = &[
     &["view", "get-view", "v"],
     &["view", "list-views"],
     &["view", "delete-view", "v"],
+    &["jobs", "start-job", "--state", "open", "--release"],
+    &["jobs", "step-job", "j"],
+    &["jobs", "cancel-job", "j"],
+    &["jobs", "get-job", "j"],
+    &["jobs", "list-jobs"],
+    &["jobs", "runnable-jobs"],
     &[
         "schedule",
         "add-schedule",

@@ -628,6 +628,97 @@ function sameView(v, name, verb) {
   return savedView(v);
 }
 
+// ---- bulk jobs ------------------------------------------------------------------------
+
+const jobStates = ['counting', 'running', 'cancelled', 'done'];
+/** How many failures, and how many skips, a job keeps with their reasons. */
+const KEPT_MISSES = 16;
+
+/**
+ * What a job does to each task: `'release'`, `'escalate'`, `'withdraw'`,
+ * `{ assign: { to, roles?, overrideRoles? } }` or `{ update: changes }`
+ * (the changes as `update` takes them).
+ */
+function witJobAction(v) {
+  if (typeof v === 'string') {
+    if (['release', 'escalate', 'withdraw'].includes(v)) return { tag: v };
+    throw new InvalidArgument(`action must be release, escalate, withdraw, { assign } or { update }; got ${shown(v)}`);
+  }
+  const [kase, val] = oneKey(v, ['assign', 'update'], 'action');
+  if (kase === 'update') return { tag: 'update', val: witChanges(val) };
+  record(val, 'action.assign');
+  known(val, ['to', 'roles', 'overrideRoles'], 'action.assign');
+  return {
+    tag: 'assign',
+    val: {
+      to: str(val.to, 'action.assign.to'),
+      roles: list(val.roles ?? [], 'action.assign.roles'),
+      overrideRoles: bool(val.overrideRoles ?? false, 'action.assign.overrideRoles'),
+    },
+  };
+}
+
+/** A job's update as answered: only the fields it changes (`dueAt: null` clears the due time). */
+function taskChanges(c) {
+  const out = {};
+  if (c.dueAt && c.dueAt.tag === 'some') out.dueAt = opt(c.dueAt.val, int);
+  const fields = [
+    ['priority', (x) => x], ['candidateRoles', (x) => x], ['escalateTo', (x) => x], ['excludedActors', (x) => x],
+    ['onExpiry', (x) => x], ['outcomes', (x) => x.map(outcomeRule)], ['remindBefore', (x) => Array.from(x, int)],
+    ['escalation', (x) => x.map(escalationStep)],
+  ];
+  for (const [k, f] of fields) if (!absent(c[k])) out[k] = f(c[k]);
+  return out;
+}
+
+function jobAction(a) {
+  if (['release', 'escalate', 'withdraw'].includes(a.tag)) return a.tag;
+  if (a.tag === 'assign') return { assign: { to: a.val.to, roles: a.val.roles, overrideRoles: a.val.overrideRoles } };
+  if (a.tag === 'update') return { update: taskChanges(a.val) };
+  throw malformed(`a job's action is ${a.tag}, which job-action does not have`);
+}
+
+const misses = (list) => list.map((f) => ({ id: f.id, reason: f.reason }));
+
+/**
+ * A job answered about `id` whose counts add up: no more taken than found,
+ * no more reasons kept than the contract keeps, all taken once done.
+ */
+function sameJob(j, id, verb) {
+  if (j.id !== id) throw malformed(`${verb} asked for job ${id}, answered job ${j.id}`);
+  if (!jobStates.includes(j.state)) throw malformed(`${verb} answered job ${id} in state ${j.state}`);
+  const taken = j.done + j.skipped + j.failed;
+  if (taken > j.total || j.lastFailures.length > KEPT_MISSES || j.lastSkipped.length > KEPT_MISSES
+    || BigInt(j.lastFailures.length) > j.failed || BigInt(j.lastSkipped.length) > j.skipped
+    || (j.state === 'done' && taken !== j.total)) {
+    throw malformed(`${verb} answered job ${id} with counts that do not add up: ${j.total} found, ${j.done} done, `
+      + `${j.skipped} skipped, ${j.failed} failed, ${j.state}`);
+  }
+  return {
+    id: j.id,
+    filter: taskFilter(j.filter),
+    action: jobAction(j.action),
+    by: opt(j.by),
+    state: j.state,
+    total: int(j.total),
+    done: int(j.done),
+    skipped: int(j.skipped),
+    failed: int(j.failed),
+    lastFailures: misses(j.lastFailures),
+    lastSkipped: misses(j.lastSkipped),
+    createdAt: int(j.createdAt),
+  };
+}
+
+/** Ids strictly ascending (bytewise), and after `after`. */
+function inIdOrder(ids, after, verb) {
+  let prev = after ?? null;
+  for (const id of ids) {
+    if (prev !== null && !utf8Before(prev, id)) throw malformed(`${verb} answered out of id order`);
+    prev = id;
+  }
+}
+
 /** Whether two byte strings are the same bytes. */
 const sameBytes = (a, b) => a.length === b.length && a.every((x, i) => x === b[i]);
 
@@ -1440,6 +1531,87 @@ export class Tenant {
   deleteView(name, expected = null) {
     const args = [str(name, 'name'), optU64(expected, 'expected')];
     return this.#call('delete-view', W, ['search', 'deleteView', args], (a) => a);
+  }
+
+  /**
+   * Starts job `id`: `action` (`'release'`, `'escalate'`, `'withdraw'`,
+   * `{ assign: { to, roles, overrideRoles } }`, `{ update: changes }`) over
+   * the tasks matching `filter` (as `search` takes it) created at or before
+   * `now`. It is `counting`; `stepJob` counts and runs it a step at a time
+   * (`runJob` to its end). A bad id, an id in use, a bad filter or action:
+   * a StoreError `invalid` naming the field. A filter that matches nothing
+   * makes a job of total 0, done after its first step.
+   */
+  startJob(id, filter, action, by = null, now = Date.now()) {
+    const args = [str(id, 'id'), witTaskFilter(filter, 'filter'), witJobAction(action), optStr(by, 'by'), s64(now, 'now')];
+    return this.#call('start-job', W, ['jobs', 'startJob', args], (a) => {
+      const job = sameJob(a, id, 'start-job');
+      const fresh = job.total === 0 && (job.state === 'counting' || job.state === 'done') && a.createdAt === args[4];
+      if (!fresh) throw malformed(`start-job answered job ${id} ${job.state} with ${job.total} found`);
+      return job;
+    });
+  }
+
+  /**
+   * One step of job `id`, its own transaction: the next stretch of its
+   * count, or its action on its next task (skipped with the reason if it
+   * no longer matches; failed with the reason if its verb refuses), or the
+   * next chunks a cancelled one drops. A job with no work left answers as
+   * it stands; an unknown id is a StoreError `not-found`.
+   */
+  stepJob(id) {
+    return this.#call('step-job', W, ['jobs', 'stepJob', [str(id, 'id')]], (a) => sameJob(a, id, 'step-job'));
+  }
+
+  /** Stops job `id` at once (no task is changed by it after); a finished job answers as it stands. */
+  cancelJob(id) {
+    return this.#call('cancel-job', W, ['jobs', 'cancelJob', [str(id, 'id')]], (a) => {
+      const job = sameJob(a, id, 'cancel-job');
+      if (job.state === 'counting' || job.state === 'running') throw malformed(`cancel-job answered job ${id} still ${job.state}`);
+      return job;
+    });
+  }
+
+  /** A job, or null. */
+  getJob(id) {
+    return this.#call('get-job', R, ['jobs', 'getJob', [str(id, 'id')]], (a) => opt(a, (j) => sameJob(j, id, 'get-job')));
+  }
+
+  /** Jobs in id order (bytewise), after `after`, at most `limit` (1–1000). */
+  listJobs(limit = 100, after = null) {
+    const n = u32(limit, 'limit');
+    const cursor = optStr(after, 'after');
+    return this.#call('list-jobs', R, ['jobs', 'listJobs', [n, cursor]], (js) => {
+      inIdOrder(atMost(js, n, 'list-jobs').map((j) => j.id), cursor, 'list-jobs');
+      return js.map((j) => sameJob(j, j.id, 'list-jobs'));
+    });
+  }
+
+  /** The ids of jobs with work left, in id order, at most `limit` (1–1000): what a host steps. */
+  runnableJobs(limit = 100) {
+    const n = u32(limit, 'limit');
+    return this.#call('runnable-jobs', R, ['jobs', 'runnableJobs', [n]], (ids) => {
+      inIdOrder(atMost(ids, n, 'runnable-jobs'), null, 'runnable-jobs');
+      return ids;
+    });
+  }
+
+  /**
+   * Steps job `id` until it ends (`done`, or `cancelled` by another
+   * caller), a `stepJob` per step, each its own transaction, calling
+   * `onProgress(job)` after each; answers the job as it ended. A process
+   * that dies half-way leaves the job durable: `runJob` again finishes it
+   * without changing any task twice.
+   */
+  runJob(id, { onProgress = null } = {}) {
+    if (onProgress !== null && typeof onProgress !== 'function') {
+      throw new InvalidArgument(`onProgress must be a function, got ${shown(onProgress)}`);
+    }
+    for (;;) {
+      const job = this.stepJob(id);
+      if (onProgress) onProgress(job);
+      if (job.state === 'done' || job.state === 'cancelled') return job;
+    }
   }
 
   /** `{ timersDisarmed, tasksWithdrawn }` moved by this call. */

@@ -204,6 +204,18 @@ def saved_view(v: dict) -> lh.SavedView:
     return lh.SavedView(**fields)
 
 
+def job_action(a: str | dict) -> lh.JobAction:
+    """A ``job-action`` argument: ``"release"``, ``"escalate"``, ``"withdraw"``,
+    ``{"assign": {...}}`` or ``{"update": CHANGES}``."""
+    if isinstance(a, str):
+        return lh.JobVerb(a)
+    case, payload = one_case(a)
+    if case == "update":
+        return changes(payload)
+    assert case == "assign", f"no job action {case}"
+    return lh.JobAssign(**snake(payload))
+
+
 def canonical(v: Any) -> Any:
     """A host value as the scenario files spell it: WIT names, kebab-case;
     a variant's case as a one-key object."""
@@ -230,6 +242,12 @@ def canonical(v: Any) -> Any:
         return {"expire": None}
     if isinstance(v, lh.AssigneeNobody):
         return {"nobody": None}
+    if isinstance(v, lh.JobAssign):
+        return {"assign": {"to": v.to, "roles": v.roles, "override-roles": v.override_roles}}
+    if isinstance(v, lh.TaskChanges):
+        # A job's update: the fields it changes (a due time left as it is is no field).
+        kept = {f.name: getattr(v, f.name) for f in dataclasses.fields(v)}
+        return {"update": {k.replace("_", "-"): canonical(x) for k, x in kept.items() if x is not None and x is not lh.UNCHANGED}}
     if isinstance(v, lh.AssigneeActor):
         return {"actor": v.actor}
     if isinstance(v, lh.Reminder):
@@ -372,6 +390,14 @@ VERBS = {
     "get-view": lambda t, a: t.get_view(a["name"]),
     "list-views": lambda t, a: t.list_views(a["limit"], a.get("after")),
     "delete-view": lambda t, a: t.delete_view(a["name"], a.get("expected")),
+    "start-job": lambda t, a: t.start_job(
+        a["id"], task_filter(a["filter"]), job_action(a["action"]), a.get("by"), a["now"]
+    ),
+    "step-job": lambda t, a: t.step_job(a["id"]),
+    "cancel-job": lambda t, a: t.cancel_job(a["id"]),
+    "get-job": lambda t, a: t.get_job(a["id"]),
+    "list-jobs": lambda t, a: t.list_jobs(a["limit"], a.get("after")),
+    "runnable-jobs": lambda t, a: t.runnable_jobs(a["limit"]),
     "seal": lambda t, a: t.seal(a["run"], a["awaited"]),
     "is-sealed": lambda t, a: t.is_sealed(a["run"]),
     "check": lambda t, a: t.check(),

@@ -69,6 +69,7 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     scenario!("release-and-take-over"),
     scenario!("reminders"),
     scenario!("schedules"),
+    scenario!("jobs"),
     scenario!("search"),
     scenario!("seal"),
     scenario!("settle-and-withdraw"),

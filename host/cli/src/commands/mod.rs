@@ -13,6 +13,8 @@ pub mod component;
 pub mod copy;
 pub mod demo;
 pub mod feed;
+pub mod job_answers;
+pub mod jobs;
 pub mod kind;
 pub mod queue;
 pub mod restore;
@@ -64,6 +66,11 @@ pub enum Command {
     /// users share
     #[command(subcommand)]
     View(views::ViewCommand),
+    /// Bulk jobs: one action (release, assign, a new priority or due time,
+    /// escalate, withdraw) over every task a filter matches, a task a
+    /// transaction, durable and resumable; start, run, get, list, cancel
+    #[command(subcommand, visible_alias = "job")]
+    Jobs(jobs::JobsCommand),
     /// Every task of a case, in any state, oldest first
     #[command(visible_alias = "case")]
     ForCase(queue::ForCase),
@@ -157,6 +164,7 @@ impl Command {
             Command::Count(_) => &["count"],
             Command::View(c) => c.verbs(),
             Command::BuildSearchIndex(_) => &["build-search-index"],
+            Command::Jobs(c) => c.verbs(),
             Command::ForCase(_) => &["for-case"],
             Command::Timer(c) => c.verbs(),
             Command::Run(c) => c.verbs(),
@@ -199,6 +207,7 @@ impl Command {
             Command::Count(c) => c.run(cx, out),
             Command::View(c) => c.run(cx, out),
             Command::BuildSearchIndex(c) => c.run(cx, out),
+            Command::Jobs(c) => c.run(cx, out),
             Command::ForCase(c) => c.run(cx, out),
             Command::Timer(c) => c.run(cx, out),
             Command::Run(c) => c.run(cx, out),

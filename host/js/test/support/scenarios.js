@@ -122,6 +122,20 @@ function viewValue(v) {
   return { ...v, filter: { ...v.filter, assignee } };
 }
 
+/** A `job-action` argument: `"release"`, `"escalate"`, `"withdraw"`, `{"assign": {...}}` or `{"update": CHANGES}`. */
+function jobAction(a) {
+  if (typeof a === 'string') return a;
+  if (a && 'update' in a) return { update: changes(a.update) };
+  return camelKeys(a);
+}
+
+/** A job answer in the WIT's spelling: its filter's `{ nobody: true }` assignee is `{"nobody": null}`. */
+function jobValue(j) {
+  if (j === null) return j;
+  const assignee = j.filter.assignee && 'nobody' in j.filter.assignee ? { nobody: null } : j.filter.assignee;
+  return { ...j, filter: { ...j.filter, assignee } };
+}
+
 function errorVariant(e, verb, { ClaimRefusal, StoreError }) {
   if (e instanceof TimerRefused) return e.variant;
   if (e instanceof ClaimRefusal) return { [e.case]: e.detail };
@@ -202,6 +216,12 @@ const VERBS = {
   'get-view': (t, a) => viewValue(t.getView(a.name)),
   'list-views': (t, a) => t.listViews(a.limit, a.after ?? null).map(viewValue),
   'delete-view': (t, a) => t.deleteView(a.name, a.expected ?? null),
+  'start-job': (t, a) => jobValue(t.startJob(a.id, taskFilter(a.filter) ?? null, jobAction(a.action), a.by ?? null, a.now)),
+  'step-job': (t, a) => jobValue(t.stepJob(a.id)),
+  'cancel-job': (t, a) => jobValue(t.cancelJob(a.id)),
+  'get-job': (t, a) => jobValue(t.getJob(a.id)),
+  'list-jobs': (t, a) => t.listJobs(a.limit, a.after ?? null).map(jobValue),
+  'runnable-jobs': (t, a) => t.runnableJobs(a.limit),
   seal: (t, a) => t.seal(a.run, a.awaited),
   'is-sealed': (t, a) => t.isSealed(a.run),
   check: (t) => t.check(),

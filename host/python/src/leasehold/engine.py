@@ -113,6 +113,12 @@ from .model import (
     AssigneeNobody,
     CountAnswer,
     IndexProgress,
+    Job,
+    JobAction,
+    JobAssign,
+    JobMiss,
+    JobState,
+    JobVerb,
     SavedView,
     SearchPage,
     SearchQuery,
@@ -409,6 +415,12 @@ VERBS: dict[str, tuple[str, Mode]] = {
     "get-view": ("search", "read"),
     "list-views": ("search", "read"),
     "delete-view": ("search", "write"),
+    "start-job": ("jobs", "write"),
+    "step-job": ("jobs", "write"),
+    "cancel-job": ("jobs", "write"),
+    "get-job": ("jobs", "read"),
+    "list-jobs": ("jobs", "read"),
+    "runnable-jobs": ("jobs", "read"),
 }
 
 _CLAIM_VERBS = frozenset(
@@ -1250,6 +1262,103 @@ def _same_view(r: Any, name: str, verb: str) -> SavedView:
     return _saved_view(r)
 
 
+# ---- bulk jobs -----------------------------------------------------------------------
+
+#: How many failures, and how many skips, a job keeps with their reasons.
+_KEPT_MISSES = 16
+
+
+def _wit_job_action(a: Any) -> cm.Variant:
+    """``job-action`` lowers tagged: three of its cases carry nothing."""
+    if isinstance(a, JobAssign):
+        return cm.Variant(
+            "assign",
+            _record(
+                to=_str(a.to, "action.to"),
+                roles=_strs(a.roles, "action.roles"),
+                override_roles=_bool(a.override_roles, "action.override_roles"),
+            ),
+        )
+    if isinstance(a, TaskChanges):
+        return cm.Variant("update", _wit_changes(a))
+    if isinstance(a, str) and a in set(JobVerb):
+        return cm.Variant(str(a))
+    raise InvalidArgument(f"action must be a JobVerb, a JobAssign or TaskChanges, got {a!r}")
+
+
+def _task_changes(r: Any) -> TaskChanges:
+    """A job's update as answered: only the fields it changes."""
+    g = lambda name: getattr(r, name)  # noqa: E731 - fields are kebab-case attributes
+    due = g("due-at")
+    opt = lambda v, f: None if v is None else f(v)  # noqa: E731
+    return TaskChanges(
+        due_at=UNCHANGED if due.tag == "none" else due.payload,
+        priority=opt(r.priority, Priority),
+        candidate_roles=opt(g("candidate-roles"), list),
+        escalate_to=opt(g("escalate-to"), list),
+        excluded_actors=opt(g("excluded-actors"), list),
+        on_expiry=opt(g("on-expiry"), OnExpiry),
+        outcomes=opt(r.outcomes, lambda o: [_outcome_rule(x) for x in o]),
+        remind_before=opt(g("remind-before"), list),
+        escalation=opt(r.escalation, lambda e: [_escalation_step(x) for x in e]),
+    )
+
+
+def _job_action(v: Any) -> JobAction:
+    if v.tag == "assign":
+        return JobAssign(
+            to=v.payload.to, roles=list(v.payload.roles), override_roles=getattr(v.payload, "override-roles")
+        )
+    if v.tag == "update":
+        return _task_changes(v.payload)
+    if v.tag in set(JobVerb):
+        return JobVerb(v.tag)
+    raise _malformed(f"a job's action is {v.tag}, which job-action does not have")
+
+
+def _same_job(r: Any, id: str, verb: str) -> Job:
+    """A job answered about ``id`` whose counts add up: no more taken than
+    found, no more reasons kept than the contract keeps, all taken once done."""
+    g = lambda name: getattr(r, name)  # noqa: E731 - fields are kebab-case attributes
+    if r.id != id:
+        raise _malformed(f"{verb} asked for job {id}, answered job {r.id}")
+    fails, skips = g("last-failures"), g("last-skipped")
+    taken = r.done + r.skipped + r.failed
+    if (
+        taken > r.total
+        or len(fails) > min(_KEPT_MISSES, r.failed)
+        or len(skips) > min(_KEPT_MISSES, r.skipped)
+        or (r.state == "done" and taken != r.total)
+    ):
+        raise _malformed(
+            f"{verb} answered job {id} with counts that do not add up: {r.total} found, {r.done} done, "
+            f"{r.skipped} skipped, {r.failed} failed, {r.state}"
+        )
+    return Job(
+        id=r.id,
+        filter=_task_filter(r.filter),
+        action=_job_action(r.action),
+        by=r.by,
+        state=JobState(r.state),
+        total=r.total,
+        done=r.done,
+        skipped=r.skipped,
+        failed=r.failed,
+        last_failures=[JobMiss(f.id, f.reason) for f in fails],
+        last_skipped=[JobMiss(f.id, f.reason) for f in skips],
+        created_at=g("created-at"),
+    )
+
+
+def _in_id_order(ids: list[str], after: str | None, verb: str) -> None:
+    """Ids strictly ascending, and after ``after`` (str order is the UTF-8 byte order)."""
+    prev = after
+    for i in ids:
+        if prev is not None and prev >= i:
+            raise _malformed(f"{verb} answered out of id order")
+        prev = i
+
+
 def _wit_lease(lease: Lease | None) -> cm.Record | None:
     if lease is None:
         return None
@@ -2026,6 +2135,85 @@ class Tenant:
         """Removes a saved view (at revision ``expected``, when given: else
         ``StoreError`` ``stale``); True if there was one."""
         return self._call("delete-view", _str(name, "name"), _opt_u64(expected, "expected"))
+
+    def start_job(
+        self, id: str, filter: TaskFilter | None, action: JobAction, by: str | None = None, now: int | None = None
+    ) -> Job:
+        """Starts job ``id``: ``action`` (a ``JobVerb``, a ``JobAssign``, or
+        ``TaskChanges`` for an update) over the tasks matching ``filter``
+        (as ``search`` takes it) created at or before ``now`` (default: the
+        clock). It is ``counting``; ``step_job`` counts and runs it a step at
+        a time (``run_job`` to its end). A bad id, an id in use, a bad filter
+        or action: ``StoreError`` ``invalid`` naming the field. A filter that
+        matches nothing makes a job of total 0, done after its first step."""
+        at = _s64(now_ms() if now is None else now, "now")
+        args = (_str(id, "id"), _wit_task_filter(filter, "filter"), _wit_job_action(action), _opt_str(by, "by"), at)
+
+        def check(r: Any) -> Job:
+            job = _same_job(r, id, "start-job")
+            if job.total != 0 or job.state not in (JobState.COUNTING, JobState.DONE) or job.created_at != at:
+                raise _malformed(f"start-job answered job {id} {job.state} with {job.total} found")
+            return job
+
+        return self._call("start-job", *args, check=check)
+
+    def step_job(self, id: str) -> Job:
+        """One step of job ``id``, its own transaction: the next stretch of
+        its count, or its action on its next task (skipped with the reason if
+        it no longer matches, failed with the reason if its verb refuses), or
+        the next chunks a cancelled one drops. A job with no work left
+        answers as it stands; an unknown id is ``StoreError`` ``not-found``."""
+        return self._call("step-job", _str(id, "id"), check=lambda r: _same_job(r, id, "step-job"))
+
+    def cancel_job(self, id: str) -> Job:
+        """Stops job ``id`` at once (no task is changed by it after); a
+        finished job answers as it stands."""
+
+        def check(r: Any) -> Job:
+            job = _same_job(r, id, "cancel-job")
+            if job.state in (JobState.COUNTING, JobState.RUNNING):
+                raise _malformed(f"cancel-job answered job {id} still {job.state}")
+            return job
+
+        return self._call("cancel-job", _str(id, "id"), check=check)
+
+    def get_job(self, id: str) -> Job | None:
+        """A job, or None."""
+        return self._call(
+            "get-job", _str(id, "id"), check=lambda r: None if r is None else _same_job(r, id, "get-job")
+        )
+
+    def list_jobs(self, limit: int = 100, after: str | None = None) -> list[Job]:
+        """Jobs in id order (bytewise), after ``after``, at most ``limit`` (1-1000)."""
+        args = (_u32(limit, "limit"), _opt_str(after, "after"))
+
+        def check(js: list) -> list[Job]:
+            _in_id_order([j.id for j in _at_most(js, limit, "list-jobs")], after, "list-jobs")
+            return [_same_job(j, j.id, "list-jobs") for j in js]
+
+        return self._call("list-jobs", *args, check=check)
+
+    def runnable_jobs(self, limit: int = 100) -> list[str]:
+        """The ids of jobs with work left, in id order, at most ``limit`` (1-1000): what a host steps."""
+
+        def check(ids: list) -> list[str]:
+            _in_id_order(list(_at_most(ids, limit, "runnable-jobs")), None, "runnable-jobs")
+            return list(ids)
+
+        return self._call("runnable-jobs", _u32(limit, "limit"), check=check)
+
+    def run_job(self, id: str, on_progress: Callable[[Job], None] | None = None) -> Job:
+        """Steps job ``id`` until it ends (done, or cancelled by another
+        caller), a ``step_job`` per step, each its own transaction, calling
+        ``on_progress(job)`` after each; answers the job as it ended. A
+        process that dies half-way leaves the job durable: ``run_job`` again
+        finishes it without changing any task twice."""
+        while True:
+            job = self.step_job(id)
+            if on_progress is not None:
+                on_progress(job)
+            if job.state in (JobState.DONE, JobState.CANCELLED):
+                return job
 
     def seal(self, run: str, awaited: list[str]) -> SealOutcome:
         """Seals `run`: retires its timers (its schedules end with them) and

@@ -798,3 +798,77 @@ class SavedView:
     by: str | None = None
     #: When it was last changed (the engine's clock).
     at: int = 0
+
+
+# ---- bulk jobs -----------------------------------------------------------------------
+
+
+class JobState(StrEnum):
+    #: Finding the tasks of its set, a stretch per step.
+    COUNTING = "counting"
+    #: Applying its action, a task per step.
+    RUNNING = "running"
+    #: Stopped by ``cancel_job``; the rest of its set is dropped.
+    CANCELLED = "cancelled"
+    #: Every task of its set taken.
+    DONE = "done"
+
+
+class JobVerb(StrEnum):
+    """The actions of a job that take no arguments."""
+
+    #: ``unassign``: a claimed task goes back to its queue.
+    RELEASE = "release"
+    ESCALATE = "escalate"
+    #: ``settle`` as withdrawn, by the service.
+    WITHDRAW = "withdraw"
+
+
+@dataclass
+class JobAssign:
+    """A job's ``assign``: each task handed to ``to`` (without a lease)."""
+
+    to: str
+    roles: list[str] = field(default_factory=list)
+    override_roles: bool = False
+
+
+#: What a job does to each task, through the task verb of that name: a
+#: ``JobVerb`` (or its string), a ``JobAssign``, or ``TaskChanges`` for
+#: ``update`` (answered with only the fields it changes).
+JobAction = JobVerb | JobAssign | TaskChanges
+
+
+@dataclass
+class JobMiss:
+    """A task a job did not change, and why."""
+
+    id: str
+    reason: str
+
+
+@dataclass
+class Job:
+    """A bulk job: ``action`` over the tasks ``filter`` matched that were
+    created at or before ``created_at``."""
+
+    id: str
+    filter: TaskFilter
+    action: JobAction
+    #: Who started it: ``by`` of each change where the verb takes one.
+    by: str | None
+    state: JobState
+    #: The tasks of its set found so far (all of them once it runs).
+    total: int
+    #: Tasks the action was applied to.
+    done: int
+    #: Tasks that no longer matched when their turn came.
+    skipped: int
+    #: Tasks whose verb refused.
+    failed: int
+    #: The last 16 failures, oldest first.
+    last_failures: list[JobMiss]
+    #: The last 16 skips, oldest first.
+    last_skipped: list[JobMiss]
+    #: The ``now`` it started at.
+    created_at: int
