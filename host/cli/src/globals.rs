@@ -62,7 +62,8 @@ pub struct Globals {
     /// Progress lines on stderr while `copy`, `restore`, `tenant import` and `tenant
     /// delete` run (at most twice a second): auto shows them at a terminal
     /// without --json; always shows them anywhere (as JSON lines with
-    /// --json)
+    /// --json). `jobs start-job` and `jobs run` show a bar at a terminal,
+    /// and under --json print the job as JSON lines on stdout unless never
     #[arg(
         long,
         global = true,
