@@ -221,6 +221,14 @@ impl ActionArgs {
         }
         match actions.len() {
             1 => Ok(actions.remove(0).1),
+            // `--roles` or `--override-roles` without `--assign-to`, which
+            // clap refuses before this; said again rather than assumed.
+            0 => Err(CliError::Usage {
+                message: "a job needs an action: --release, --assign-to, --priority, --due, \
+                          --no-due, --escalate or --withdraw"
+                    .into(),
+                argument: None,
+            }),
             _ => Err(CliError::Usage {
                 message: format!(
                     "a job does one thing: {} given together",
@@ -309,7 +317,7 @@ fn start_flagged(e: Error) -> CliError {
         Error::Store(StoreError::Invalid(m)) => {
             match FLAGS.iter().find(|(field, _)| {
                 m.strip_prefix(field)
-                    .is_some_and(|rest| rest.starts_with([':', '.', ' ']))
+                    .is_some_and(|rest| rest.starts_with([':', '.', ' ', '[']))
             }) {
                 Some((_, flag)) => CliError::Input(format!("{flag}: {m}")),
                 None => flagged(Error::Store(StoreError::Invalid(m))),
