@@ -434,11 +434,7 @@ mod tests {
             found.push((name.to_owned(), interface.to_owned(), writes));
         }
         found.sort();
-        assert_eq!(
-            found,
-            declared(),
-            "engine.py's VERBS and host/src/verbs.rs"
-        );
+        assert_eq!(found, declared(), "engine.py's VERBS and host/src/verbs.rs");
         // The verb each method calls: the first string after `self._call(`.
         let mut called: Vec<&str> = text
             .split("self._call(")

@@ -119,14 +119,21 @@ fn a_started_job_runs_to_its_end_its_json_lines_end_at_done_and_history_names_it
         (&first["state"], &first["total"], &first["by"]),
         (&json!("counting"), &json!(0), &json!("ops"))
     );
-    assert_eq!(first["action"], json!({"update": first["action"]["update"]}));
-    assert_eq!(first["action"]["update"]["priority"], "urgent");
+    assert_eq!(first["action"], json!({"update": {"priority": "urgent"}}));
     assert_eq!(
-        (&last["state"], &last["total"], &last["done"], &last["failed"]),
+        (
+            &last["state"],
+            &last["total"],
+            &last["done"],
+            &last["failed"]
+        ),
         (&json!("done"), &json!(20), &json!(20), &json!(0))
     );
     // Progress only moves forward; only the last line is the end.
-    let done: Vec<u64> = all.iter().map(|l| l["done"].as_u64().expect("done")).collect();
+    let done: Vec<u64> = all
+        .iter()
+        .map(|l| l["done"].as_u64().expect("done"))
+        .collect();
     assert!(done.windows(2).all(|w| w[0] <= w[1]), "{done:?}");
     assert!(all[..all.len() - 1].iter().all(|l| l["state"] != "done"));
 
@@ -143,7 +150,9 @@ fn a_started_job_runs_to_its_end_its_json_lines_end_at_done_and_history_names_it
     assert_eq!(named.len(), 1, "{history}");
     let counts = changes_by(&s.db, (0..40).map(|i| format!("t{i:05}")), "urgent");
     assert!(
-        counts.iter().all(|(id, n)| *n == usize::from(id.ends_with(['0', '2', '4', '6', '8']))),
+        counts
+            .iter()
+            .all(|(id, n)| *n == usize::from(id.ends_with(['0', '2', '4', '6', '8']))),
         "{counts:?}"
     );
     // Done: run answers it as it stands, and it is no longer runnable.
@@ -156,13 +165,22 @@ fn jobs_are_stepped_listed_cancelled_and_run_and_a_job_over_no_task_is_done() {
     let s = scratch();
     fill(&s, 6);
     let started = s.json(&["jobs", "start", "--id", "esc", "--escalate", "--detach"]);
-    assert_eq!((&started["state"], &started["total"]), (&json!("counting"), &json!(0)));
+    assert_eq!(
+        (&started["state"], &started["total"]),
+        (&json!("counting"), &json!(0))
+    );
     assert_eq!(s.json(&["jobs", "runnable"]), json!(["esc"]));
     let counted = s.json(&["jobs", "step-job", "esc"]);
-    assert_eq!((&counted["state"], &counted["total"]), (&json!("running"), &json!(6)));
+    assert_eq!(
+        (&counted["state"], &counted["total"]),
+        (&json!("running"), &json!(6))
+    );
     assert_eq!(s.json(&["jobs", "step", "esc"])["done"], 1);
     let cancelled = s.json(&["jobs", "cancel-job", "esc"]);
-    assert_eq!((&cancelled["state"], &cancelled["done"]), (&json!("cancelled"), &json!(1)));
+    assert_eq!(
+        (&cancelled["state"], &cancelled["done"]),
+        (&json!("cancelled"), &json!(1))
+    );
     // Running a cancelled job changes nothing, and exits 1 for a script to notice.
     let out = s.run(&["jobs", "run", "esc", "--json"]).assert().code(1);
     let ran = lines(&out.get_output().stdout);
@@ -170,14 +188,31 @@ fn jobs_are_stepped_listed_cancelled_and_run_and_a_job_over_no_task_is_done() {
     assert_eq!(s.get("t00000")["state"], "escalated");
     assert_eq!(s.get("t00001")["state"], "open");
     let text = s.human(&["jobs", "get", "esc"]);
-    assert!(text.contains("Job esc (cancelled): --escalate over every task"), "{text}");
+    assert!(
+        text.contains("Job esc (cancelled): --escalate over every task"),
+        "{text}"
+    );
     assert!(text.contains("1 done of 6, 0 skipped, 0 failed"), "{text}");
 
-    let none = s.run(&["jobs", "start", "--id", "none", "--kind", "nothing", "--release", "--json"]);
-    let out = none.assert().success();
+    let out = s
+        .run(&[
+            "jobs",
+            "start",
+            "--id",
+            "none",
+            "--kind",
+            "nothing",
+            "--release",
+            "--json",
+        ])
+        .assert()
+        .success();
     let none = lines(&out.get_output().stdout);
     assert_eq!(
-        (&none.last().expect("a line")["state"], &none.last().expect("a line")["total"]),
+        (
+            &none.last().expect("a line")["state"],
+            &none.last().expect("a line")["total"]
+        ),
         (&json!("done"), &json!(0))
     );
     let ids = |v: Value| -> Vec<String> {
@@ -190,9 +225,18 @@ fn jobs_are_stepped_listed_cancelled_and_run_and_a_job_over_no_task_is_done() {
     assert_eq!(ids(s.json(&["jobs", "list-jobs"])), ["esc", "none"]);
     assert_eq!(ids(s.json(&["jobs", "list", "--after", "esc"])), ["none"]);
     assert!(s.human(&["jobs", "list"]).contains("2 jobs"));
-    assert_eq!(s.json_error(&["jobs", "get-job", "nope"], 1)["error"], "not_found");
-    assert_eq!(s.json_error(&["jobs", "run", "nope"], 1)["error"], "not_found");
-    assert_eq!(s.json_error(&["jobs", "cancel", "nope"], 1)["error"], "not_found");
+    assert_eq!(
+        s.json_error(&["jobs", "get-job", "nope"], 1)["error"],
+        "not_found"
+    );
+    assert_eq!(
+        s.json_error(&["jobs", "run", "nope"], 1)["error"],
+        "not_found"
+    );
+    assert_eq!(
+        s.json_error(&["jobs", "cancel", "nope"], 1)["error"],
+        "not_found"
+    );
 }
 
 #[test]
@@ -200,11 +244,22 @@ fn a_job_whose_verb_refuses_a_task_exits_1_with_the_reason() {
     let s = scratch();
     fill(&s, 6);
     let out = s
-        .run(&["jobs", "start", "--id", "to-m", "--assign-to", "mallory", "--json"])
+        .run(&[
+            "jobs",
+            "start",
+            "--id",
+            "to-m",
+            "--assign-to",
+            "mallory",
+            "--json",
+        ])
         .assert()
         .code(1);
     let end = lines(&out.get_output().stdout).pop().expect("a line");
-    assert_eq!((&end["state"], &end["done"], &end["failed"]), (&json!("done"), &json!(4), &json!(2)));
+    assert_eq!(
+        (&end["state"], &end["done"], &end["failed"]),
+        (&json!("done"), &json!(4), &json!(2))
+    );
     assert_eq!(
         end["last_failures"],
         json!([
@@ -227,19 +282,42 @@ fn bad_input_exits_2_naming_the_flag() {
     };
     for (args, flag) in [
         (&["jobs", "start", "--id", "x"][..], "--release"),
-        (&["jobs", "start", "--release", "--escalate"][..], "--escalate"),
-        (&["jobs", "start", "--withdraw", "--priority", "high"][..], "--priority"),
-        (&["jobs", "start", "--release", "--roles", "a"][..], "--assign-to"),
+        (
+            &["jobs", "start", "--release", "--escalate"][..],
+            "--escalate",
+        ),
+        (
+            &["jobs", "start", "--withdraw", "--priority", "high"][..],
+            "--priority",
+        ),
+        (
+            &["jobs", "start", "--release", "--roles", "a"][..],
+            "--assign-to",
+        ),
         (&["jobs", "start", "--due", "9am", "--release"][..], "--due"),
         (&["jobs", "start", "--id", "", "--release"][..], "--id"),
         (&["jobs", "start", "--id", "taken", "--release"][..], "--id"),
         (&["jobs", "start", "--assign-to", ""][..], "--assign-to"),
-        (&["jobs", "start", "--assign-to", "a", "--roles", ""][..], "--roles"),
+        (
+            &["jobs", "start", "--assign-to", "a", "--roles", ""][..],
+            "--roles",
+        ),
         (&["jobs", "start", "--release", "--by", ""][..], "--by"),
         (&["jobs", "start", "--release", "--kind", ""][..], "--kind"),
-        (&["jobs", "start", "--release", "--state", "done"][..], "--state"),
         (
-            &["jobs", "start", "--release", "--due-before", "1", "--due-after", "2"][..],
+            &["jobs", "start", "--release", "--state", "done"][..],
+            "--state",
+        ),
+        (
+            &[
+                "jobs",
+                "start",
+                "--release",
+                "--due-before",
+                "1",
+                "--due-after",
+                "2",
+            ][..],
             "--due-",
         ),
         (&["jobs", "list", "--limit", "0"][..], "--limit"),
@@ -262,7 +340,16 @@ fn kill_part_way(s: &Scratch) -> Option<Value> {
         .env_remove("LEASEHOLD_DB")
         .args(["--db"])
         .arg(&s.db)
-        .args(["jobs", "start-job", "--id", "big", "--state", "open", "--priority", "high"])
+        .args([
+            "jobs",
+            "start-job",
+            "--id",
+            "big",
+            "--state",
+            "open",
+            "--priority",
+            "high",
+        ])
         .args(["--by", "ops", "--json"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -310,18 +397,30 @@ fn a_job_killed_part_way_is_finished_by_run_and_no_task_changes_twice() {
     let left = s.json(&["jobs", "get-job", "big"]);
     assert_eq!(left["state"], "running", "{left}");
     let left_done = left["done"].as_u64().expect("done");
-    assert!(left_done >= seen["done"].as_u64().expect("done"), "{left} after {seen}");
+    assert!(
+        left_done >= seen["done"].as_u64().expect("done"),
+        "{left} after {seen}"
+    );
     assert!(left_done < n as u64, "{left}");
 
     let out = s.run(&["jobs", "run", "big", "--json"]).assert().success();
     let end = lines(&out.get_output().stdout).pop().expect("a line");
     assert_eq!(
-        (&end["state"], &end["total"], &end["done"], &end["skipped"], &end["failed"]),
+        (
+            &end["state"],
+            &end["total"],
+            &end["done"],
+            &end["skipped"],
+            &end["failed"]
+        ),
         (&json!("done"), &json!(n), &json!(n), &json!(0), &json!(0)),
         "{end}"
     );
     let counts = changes_by(&s.db, (0..n).map(|i| format!("t{i:05}")), "big");
     let wrong: Vec<_> = counts.iter().filter(|(_, c)| *c != 1).collect();
-    assert!(wrong.is_empty(), "tasks not changed exactly once: {wrong:?}");
+    assert!(
+        wrong.is_empty(),
+        "tasks not changed exactly once: {wrong:?}"
+    );
     assert_eq!(s.get("t00000")["priority"], "high");
 }

@@ -3,7 +3,7 @@
 //! counts and last reasons, or a table of jobs), and what its end means
 //! to a script's exit code. It renders only; it must never make a call.
 
-use leasehold_host::{Job, JobAction, JobFailure, JobState};
+use leasehold_host::{Job, JobAction, JobFailure, JobState, TaskChanges};
 use serde_json::{Value, json};
 
 use crate::answer::Answer;
@@ -22,8 +22,22 @@ fn action_json(a: &JobAction) -> Value {
         JobAction::Assign(a) => json!({"assign": {
             "to": a.to, "roles": a.roles, "override_roles": a.override_roles,
         }}),
-        JobAction::Update(c) => json!({"update": c}),
+        JobAction::Update(c) => json!({"update": changes_json(c)}),
     }
+}
+
+/// An update's changes: only the fields it changes (`"due_at": null`
+/// clears the due time).
+fn changes_json(c: &TaskChanges) -> Value {
+    let mut fields = match serde_json::to_value(c) {
+        Ok(Value::Object(m)) => m,
+        _ => serde_json::Map::new(),
+    };
+    fields.retain(|_, v| !v.is_null());
+    if c.due_at == Some(None) {
+        fields.insert("due_at".into(), Value::Null);
+    }
+    Value::Object(fields)
 }
 
 /// An action in a few words, as the flags that would give it.

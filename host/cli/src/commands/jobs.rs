@@ -94,7 +94,10 @@ impl JobsCommand {
                 cx.answer(&one(job, false), out)
             }
             JobsCommand::Get(c) => {
-                let job = cx.tenant()?.get_job(&c.id)?.ok_or_else(|| not_found(&c.id))?;
+                let job = cx
+                    .tenant()?
+                    .get_job(&c.id)?
+                    .ok_or_else(|| not_found(&c.id))?;
                 cx.answer(&one(job, false), out)
             }
             JobsCommand::List(c) => {
@@ -330,6 +333,10 @@ fn start_flagged(e: Error) -> CliError {
 /// Steps `job` until it ends (done, or cancelled by someone else), each
 /// step its own transaction, showing progress as it goes.
 fn drive(cx: &Context, t: &Tenant, mut job: Job, out: &mut dyn Write) -> Result<Job, CliError> {
+    if !matches!(job.state, JobState::Counting | JobState::Running) {
+        // Nothing to step: the answer alone says how it ended.
+        return Ok(job);
+    }
     let mut shown = Shown::new(cx, &job);
     shown.first(&job, out)?;
     while matches!(job.state, JobState::Counting | JobState::Running) {
