@@ -26,7 +26,12 @@ fn task(i: usize) -> Task {
         id: format!("t{i:05}"),
         run: "r".into(),
         case: None,
-        kind: if i % 2 == 0 { "approve" } else { "review" }.into(),
+        kind: if i.is_multiple_of(2) {
+            "approve"
+        } else {
+            "review"
+        }
+        .into(),
         justification: "{}".into(),
         candidate_roles: Vec::new(),
         assignee: None,
@@ -35,7 +40,7 @@ fn task(i: usize) -> Task {
         state: TaskState::Open,
         on_expiry: leasehold_host::OnExpiry::Deny,
         escalate_to: Vec::new(),
-        excluded_actors: if i % 5 == 0 {
+        excluded_actors: if i.is_multiple_of(5) {
             vec!["mallory".into()]
         } else {
             Vec::new()
