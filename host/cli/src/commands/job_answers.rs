@@ -97,17 +97,14 @@ pub fn job_json(j: &Job) -> Value {
     })
 }
 
-/// One job's counts in a line: "12 of 40 done, 1 skipped, 0 failed".
+/// One job's counts in a line: "12 done of 40, 1 skipped, 0 failed".
 pub fn counts_text(j: &Job) -> String {
-    let found = if j.state == JobState::Counting {
-        format!("{} found so far", j.total)
+    let done = if j.state == JobState::Counting {
+        format!("{} found so far, {} done", j.total, j.done)
     } else {
-        format!("of {}", j.total)
+        format!("{} done of {}", j.done, j.total)
     };
-    format!(
-        "{} done {found}, {} skipped, {} failed",
-        j.done, j.skipped, j.failed
-    )
+    format!("{done}, {} skipped, {} failed", j.skipped, j.failed)
 }
 
 /// Jobs: one (start, run, get, cancel: an object under --json) or a page
