@@ -398,6 +398,7 @@ fn a_job_killed_part_way_is_finished_by_run_and_no_task_changes_twice() {
         assert!(n < 20_000, "no part-way line even at {n} tasks");
         n *= 4;
     };
+    println!("killed part-way over {n} tasks, after the line {seen}");
     // What the killed process left: running, part of its set changed.
     let left = s.json(&["jobs", "get-job", "big"]);
     assert_eq!(left["state"], "running", "{left}");
