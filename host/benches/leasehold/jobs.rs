@@ -1,6 +1,7 @@
 //! Bulk jobs, issue 56: a job that assigns every task of one tenant to
 //! another actor, run to its end on a durable store (as a server runs:
-//! `Durability::Immediate`, group commit on), while another tenant's caller
+//! `Durability::Immediate`, group commit on; redb, and PostgreSQL where
+//! `LEASEHOLD_TEST_PG` names a database), while another tenant's caller
 //! claims and releases tasks of its own in a steady loop. The job is
 //! stepped either by the sweeper's jobs duty, in the sweeper's turns (as
 //! `serve` runs it), or by a plain loop of `step-job` calls, to show what
@@ -17,7 +18,7 @@ use anyhow::{Context, Result, bail, ensure};
 use leasehold_guest::tasks;
 use leasehold_host::native::NativeEngine;
 use leasehold_host::{
-    AssigneeFilter, Durability, Engine, JobAction, JobAssign, JobState, StepJobs, SweepReport,
+    AssigneeFilter, CommitStats, Durability, Engine, JobAction, JobAssign, JobState, StepJobs, SweepReport,
     Sweeper, SweeperOptions, Task, TaskFilter, TaskState, Tenant, standard_duties,
 };
 
@@ -52,8 +53,79 @@ impl Stepper {
     }
 }
 
+/// Where a run keeps its tenants.
+#[derive(Clone)]
+enum Store {
+    /// A fresh redb file.
+    Redb,
+    /// A fresh schema of the PostgreSQL database this URL names.
+    Postgres(String),
+}
+
+impl Store {
+    fn name(&self) -> &'static str {
+        match self {
+            Store::Redb => "redb",
+            Store::Postgres(_) => "PostgreSQL",
+        }
+    }
+}
+
+/// A fresh schema of a PostgreSQL database, dropped with this value.
+struct PgSchema {
+    base: String,
+    name: String,
+    /// A URL whose connections use only this schema.
+    url: String,
+}
+
+impl PgSchema {
+    fn fresh(base: &str) -> Result<PgSchema> {
+        let name = format!(
+            "bench_jobs_{}_{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.subsec_nanos())
+                .unwrap_or(0)
+        );
+        pg_execute(base, &format!("CREATE SCHEMA {name}"))?;
+        let sep = if base.contains('?') { '&' } else { '?' };
+        Ok(PgSchema {
+            url: format!("{base}{sep}options=-c%20search_path%3D{name}"),
+            base: base.to_owned(),
+            name,
+        })
+    }
+}
+
+impl Drop for PgSchema {
+    fn drop(&mut self) {
+        let _ = pg_execute(
+            &self.base,
+            &format!("DROP SCHEMA IF EXISTS {} CASCADE", self.name),
+        );
+    }
+}
+
+/// Runs one statement on a connection of its own.
+fn pg_execute(url: &str, sql: &str) -> Result<()> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
+        let connection = tokio::spawn(connection);
+        client.batch_execute(sql).await?;
+        drop(client);
+        let _ = connection.await;
+        Ok(())
+    })
+}
+
 /// One run of one stepper.
 struct Outcome {
+    store: &'static str,
     stepper: Stepper,
     tasks: usize,
     /// From `start-job` to the job found `done`.
@@ -66,8 +138,12 @@ struct Outcome {
     /// job.
     quiet_rate: f64,
     during_rate: f64,
-    /// Write calls per durable commit while the job ran.
-    calls_per_commit: f64,
+    /// Write calls per durable commit while the job ran, and the mean
+    /// commit's time (its fsync included), µs, with no job (before it) and
+    /// while it ran: where the backend keeps commit stats (redb).
+    calls_per_commit: Option<f64>,
+    quiet_commit_us: Option<f64>,
+    during_commit_us: Option<f64>,
     /// The sweeper's turns while the job ran (all tenants).
     turns: u64,
 }
@@ -107,6 +183,34 @@ fn seed_tenants(path: &std::path::Path, tasks_n: usize, pool: usize) -> Result<(
     Ok(())
 }
 
+/// [`seed_tenants`] through the product, a few threads at once: the
+/// native build runs over redb only.
+fn seed_through(engine: &Engine, tasks_n: usize, pool: usize) -> Result<()> {
+    const THREADS: usize = 4;
+    let a = engine.tenant(JOB_TENANT)?;
+    let b = engine.tenant(CALLER_TENANT)?;
+    std::thread::scope(|sc| -> Result<()> {
+        let handles: Vec<_> = (0..THREADS)
+            .map(|w| {
+                let (a, b) = (&a, &b);
+                sc.spawn(move || -> Result<()> {
+                    for i in (w..tasks_n).step_by(THREADS) {
+                        a.open(&quiet_task(job_task(i), i))?;
+                    }
+                    for i in (w..pool).step_by(THREADS) {
+                        b.open(&quiet_task(caller_task(i), i))?;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap_or_else(|_| bail!("a seeding thread panicked"))?;
+        }
+        Ok(())
+    })
+}
+
 /// The caller's loop: claim a task of its pool (timed), release it, the
 /// next, until `done` says stop. Each claim's start (since `origin`) and
 /// latency, µs.
@@ -142,14 +246,28 @@ fn quiet_phase(t: &Tenant, pool: usize, quiet: Duration) -> Result<(Vec<f64>, us
     Ok((calls.into_iter().map(|(_, l)| l).collect(), n))
 }
 
+fn both<'a>(
+    from: &'a Option<CommitStats>,
+    to: &'a Option<CommitStats>,
+) -> Option<(&'a CommitStats, &'a CommitStats)> {
+    from.as_ref().zip(to.as_ref())
+}
+
+/// The mean commit's time between two readings of the commit stats, µs.
+fn mean_commit_us(from: &CommitStats, to: &CommitStats) -> f64 {
+    let commits = to.commits - from.commits;
+    (to.committing - from.committing).as_secs_f64() * 1e6 / commits.max(1) as f64
+}
+
 impl Bench {
     pub(crate) fn jobs(&mut self) -> Result<()> {
         let s = self.sizes;
         println!("## Bulk jobs (issue 56)\n");
         println!(
             "A job assigns all {} open tasks of tenant `{JOB_TENANT}` to `{TO}` (`start-job`, \
-             filter: state open; action `assign`), run to `done`, on one redb file with \
-             Durability::Immediate and group commit on (as `serve` opens it), a sweeper with \
+             filter: state open; action `assign`), run to `done`, on one redb file (and, where \
+             `LEASEHOLD_TEST_PG` names a database, a fresh schema of it) with \
+             Durability::Immediate and group commit on (as `serve` opens them), a sweeper with \
              the standard duties running (default options: {} calls a turn). Meanwhile \
              tenant `{CALLER_TENANT}`'s caller, on another thread, claims a task of its pool \
              of {} (timed) and releases it, round and round. Its claims with no job are timed \
@@ -161,22 +279,33 @@ impl Bench {
             s.jobs_quiet,
             s.jobs_quiet,
         );
+        let mut stores = vec![Store::Redb];
+        match std::env::var("LEASEHOLD_TEST_PG") {
+            Ok(url) if !url.is_empty() => stores.push(Store::Postgres(url)),
+            _ => println!(
+                "PostgreSQL not measured: LEASEHOLD_TEST_PG names no database (tests/pg-setup \
+                 prints one).\n"
+            ),
+        }
         let mut outcomes = Vec::new();
-        for stepper in [Stepper::Sweeper, Stepper::Loop] {
-            outcomes.push(self.job_run(stepper)?);
+        for store in &stores {
+            for stepper in [Stepper::Sweeper, Stepper::Loop] {
+                outcomes.push(self.job_run(store, stepper)?);
+            }
         }
         println!(
-            "| job stepped by | tasks | wall s | tasks/s | claim p50 no job | claim p50 during | \
+            "| store | job stepped by | tasks | wall s | tasks/s | claim p50 no job | claim p50 during | \
              claim p99 no job | claim p99 during | **p99 during ÷ no job** | claim max no job | \
              claim max during | caller cycles/s no job | during | calls per commit during | \
-             sweeper turns |"
+             commit µs no job | commit µs during | sweeper turns |"
         );
         println!(
-            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
         );
         for o in &outcomes {
             println!(
-                "| {} | {} | {:.2} | {:.0} | {} | {} | {} | {} | **{:.2}** | {} | {} | {:.0} | {:.0} | {:.2} | {} |",
+                "| {} | {} | {} | {:.2} | {:.0} | {} | {} | {} | {} | **{:.2}** | {} | {} | {:.0} | {:.0} | {} | {} | {} | {} |",
+                o.store,
                 o.stepper.name(),
                 o.tasks,
                 o.wall.as_secs_f64(),
@@ -190,7 +319,9 @@ impl Bench {
                 us(o.during.max()),
                 o.quiet_rate,
                 o.during_rate,
-                o.calls_per_commit,
+                o.calls_per_commit.map_or("—".into(), |x| format!("{x:.2}")),
+                o.quiet_commit_us.map_or("—".into(), us),
+                o.during_commit_us.map_or("—".into(), us),
                 o.turns,
             );
         }
@@ -199,9 +330,10 @@ impl Bench {
             outcomes
                 .iter()
                 .map(|o| format!(
-                    "{} with no job, {} during the job ({})",
+                    "{} with no job, {} during the job ({}, {})",
                     o.quiet.0.len(),
                     o.during.0.len(),
+                    o.store,
                     match o.stepper {
                         Stepper::Sweeper => "sweeper",
                         Stepper::Loop => "loop",
@@ -210,10 +342,13 @@ impl Bench {
                 .collect::<Vec<_>>()
                 .join("; ")
         );
-        if let Some(o) = outcomes.iter().find(|o| o.stepper == Stepper::Sweeper) {
+        for o in outcomes.iter().filter(|o| o.stepper == Stepper::Sweeper) {
             let ratio = o.during.p99() / o.quiet.p99();
             self.target(
-                "another tenant's durable `claim` p99 during a 10,000-task bulk job (sweeper) ÷ with no job",
+                format!(
+                    "another tenant's durable `claim` p99 during a 10,000-task bulk job (sweeper, {}) ÷ with no job",
+                    o.store
+                ),
                 "≤ 2×",
                 format!("{ratio:.2}×"),
                 ratio <= 2.0,
@@ -222,14 +357,24 @@ impl Bench {
         Ok(())
     }
 
-    fn job_run(&mut self, stepper: Stepper) -> Result<Outcome> {
+    fn job_run(&mut self, store: &Store, stepper: Stepper) -> Result<Outcome> {
         let s = self.sizes;
-        let path = self.fresh_file();
-        seed_tenants(&path, s.jobs_tasks, s.jobs_pool)?;
-        let engine = Engine::builder()
+        let builder = Engine::builder()
             .durability(Durability::Immediate)
-            .limits(bench_limits())
-            .open(&path)?;
+            .limits(bench_limits());
+        let (engine, path, schema) = match store {
+            Store::Redb => {
+                let path = self.fresh_file();
+                seed_tenants(&path, s.jobs_tasks, s.jobs_pool)?;
+                (builder.open(&path)?, Some(path), None)
+            }
+            Store::Postgres(base) => {
+                let schema = PgSchema::fresh(base)?;
+                let engine = builder.postgres(&schema.url)?;
+                seed_through(&engine, s.jobs_tasks, s.jobs_pool)?;
+                (engine, None, Some(schema))
+            }
+        };
         let a = engine.tenant(JOB_TENANT)?;
         let b = engine.tenant(CALLER_TENANT)?;
 
@@ -260,6 +405,7 @@ impl Bench {
             duties,
         )?;
 
+        let quiet_from = engine.commit_stats();
         let (before, before_n) = quiet_phase(&b, s.jobs_pool, s.jobs_quiet)?;
         let quiet_time = s.jobs_quiet;
 
@@ -272,7 +418,8 @@ impl Bench {
             roles: vec![REVIEWER.into()],
             override_roles: false,
         });
-        let commits_before = engine.commit_stats().context("redb keeps commit stats")?;
+        let commits_before = engine.commit_stats();
+        let quiet_commit_us = both(&quiet_from, &commits_before).map(|(f, t)| mean_commit_us(f, t));
         let turns_before = sweeper.stats().sweeps;
         let stop = AtomicBool::new(false);
         let origin = Instant::now();
@@ -316,7 +463,7 @@ impl Bench {
                 .unwrap_or_else(|_| bail!("the caller panicked"))?;
             Ok((outcome?, wall, t0, t1, during))
         })?;
-        let commits_after = engine.commit_stats().context("redb keeps commit stats")?;
+        let commits_after = engine.commit_stats();
         let turns = sweeper.stats().sweeps - turns_before;
 
         let (after, after_n) = quiet_phase(&b, s.jobs_pool, s.jobs_quiet)?;
@@ -353,11 +500,14 @@ impl Bench {
             .map(|(_, took)| *took)
             .collect();
         let quiet: Vec<f64> = before.into_iter().chain(after).collect();
-        let calls = commits_after.calls - commits_before.calls;
-        let commits = commits_after.commits - commits_before.commits;
+        let during_commits = both(&commits_before, &commits_after);
         drop((a, b, engine));
-        std::fs::remove_file(&path)?;
+        if let Some(path) = path {
+            std::fs::remove_file(&path)?;
+        }
+        drop(schema);
         Ok(Outcome {
+            store: store.name(),
             stepper,
             tasks: s.jobs_tasks,
             wall,
@@ -365,7 +515,10 @@ impl Bench {
             during_rate: within.len() as f64 / wall.as_secs_f64(),
             quiet: Run(quiet),
             during: Run(within),
-            calls_per_commit: calls as f64 / commits.max(1) as f64,
+            calls_per_commit: during_commits
+                .map(|(f, t)| (t.calls - f.calls) as f64 / (t.commits - f.commits).max(1) as f64),
+            quiet_commit_us,
+            during_commit_us: during_commits.map(|(f, t)| mean_commit_us(f, t)),
             turns,
         })
     }
