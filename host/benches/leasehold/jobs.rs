@@ -246,11 +246,15 @@ fn quiet_phase(t: &Tenant, pool: usize, quiet: Duration) -> Result<(Vec<f64>, us
     Ok((calls.into_iter().map(|(_, l)| l).collect(), n))
 }
 
+/// Two readings of the commit stats with commits between them: a backend
+/// that counts none (PostgreSQL outside its lines) says nothing.
 fn both<'a>(
     from: &'a Option<CommitStats>,
     to: &'a Option<CommitStats>,
 ) -> Option<(&'a CommitStats, &'a CommitStats)> {
-    from.as_ref().zip(to.as_ref())
+    from.as_ref()
+        .zip(to.as_ref())
+        .filter(|(f, t)| t.commits > f.commits)
 }
 
 /// The mean commit's time between two readings of the commit stats, µs.
