@@ -18,8 +18,8 @@ use anyhow::{Context, Result, bail, ensure};
 use leasehold_guest::tasks;
 use leasehold_host::native::NativeEngine;
 use leasehold_host::{
-    AssigneeFilter, CommitStats, Durability, Engine, JobAction, JobAssign, JobState, StepJobs, SweepReport,
-    Sweeper, SweeperOptions, Task, TaskFilter, TaskState, Tenant, standard_duties,
+    AssigneeFilter, CommitStats, Durability, Engine, JobAction, JobAssign, JobState, StepJobs,
+    SweepReport, Sweeper, SweeperOptions, Task, TaskFilter, TaskState, Tenant, standard_duties,
 };
 
 use crate::bench::Bench;
@@ -205,7 +205,8 @@ fn seed_through(engine: &Engine, tasks_n: usize, pool: usize) -> Result<()> {
             })
             .collect();
         for h in handles {
-            h.join().unwrap_or_else(|_| bail!("a seeding thread panicked"))?;
+            h.join()
+                .unwrap_or_else(|_| bail!("a seeding thread panicked"))?;
         }
         Ok(())
     })
@@ -428,9 +429,8 @@ impl Bench {
         let stop = AtomicBool::new(false);
         let origin = Instant::now();
         let (job, wall, t0, t1, during) = std::thread::scope(|sc| -> Result<_> {
-            let caller = sc.spawn(|| {
-                claim_loop(&b, s.jobs_pool, origin, || stop.load(Ordering::Relaxed))
-            });
+            let caller =
+                sc.spawn(|| claim_loop(&b, s.jobs_pool, origin, || stop.load(Ordering::Relaxed)));
             // Let the caller get going before the job starts.
             std::thread::sleep(Duration::from_millis(50));
             let t0 = origin.elapsed();
