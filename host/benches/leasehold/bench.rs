@@ -38,6 +38,12 @@ pub(crate) struct Sizes {
     pub(crate) search_large: usize,
     /// How long each concurrency run reads.
     pub(crate) concurrency_for: Duration,
+    /// Tasks a bulk job assigns, the other tenant's pool it claims from
+    /// meanwhile, and how long that tenant's claims are timed with no job,
+    /// before it and again after.
+    pub(crate) jobs_tasks: usize,
+    pub(crate) jobs_pool: usize,
+    pub(crate) jobs_quiet: Duration,
     /// Durable claims per writer thread in each group-commit run.
     pub(crate) group_claims: usize,
 }
@@ -61,6 +67,9 @@ pub(crate) const FULL: Sizes = Sizes {
     search_small: 1_000,
     search_large: 100_000,
     concurrency_for: Duration::from_secs(2),
+    jobs_tasks: 10_000,
+    jobs_pool: 500,
+    jobs_quiet: Duration::from_secs(3),
     group_claims: 300,
 };
 
@@ -83,6 +92,9 @@ pub(crate) const SMOKE: Sizes = Sizes {
     search_small: 800,
     search_large: 2_400,
     concurrency_for: Duration::from_millis(200),
+    jobs_tasks: 150,
+    jobs_pool: 20,
+    jobs_quiet: Duration::from_millis(100),
     group_claims: 4,
 };
 

@@ -7,7 +7,7 @@
 //! sandbox; four backlog-scaling ratios; and read latency beside a writer.
 //! Every figure is the median of repeated runs, with the min and max beside it.
 //! Positional arguments pick sections (`verbs`, `fixed`, `scaling`,
-//! `concurrency`; none means all) and narrow the per-verb section for
+//! `search`, `jobs`, `concurrency`, `group`; none means all) and narrow the per-verb section for
 //! profiling (see [`verbs::Filter`]).
 //!
 //! Without `--bench` (as `cargo test` runs it) it makes a smoke pass: tiny
@@ -23,6 +23,7 @@ mod concurrency;
 mod drivers;
 mod fixed;
 mod group;
+mod jobs;
 mod scaling;
 mod search;
 mod stats;
@@ -50,11 +51,12 @@ fn main() -> Result<()> {
     } else {
         SMOKE
     };
-    const SECTIONS: [&str; 6] = [
+    const SECTIONS: [&str; 7] = [
         "verbs",
         "fixed",
         "scaling",
         "search",
+        "jobs",
         "concurrency",
         "group",
     ];
@@ -107,6 +109,9 @@ fn main() -> Result<()> {
     }
     if wanted("search") {
         bench.search()?;
+    }
+    if wanted("jobs") {
+        bench.jobs()?;
     }
     if wanted("concurrency") {
         bench.concurrency()?;
