@@ -281,7 +281,7 @@ const LeaseholdJobs = (() => {
         return { kind: 'assign', to, roles, override_roles: $('bulk-override').checked };
       }
       case 'priority':
-        return { kind: 'update', changes: { priority: $('bulk-priority').value } };
+        return { kind: 'update', changes: { priority: document.querySelector('#bulk-form input[name="priority"]:checked').value } };
       case 'due':
         if ($('bulk-clear-due').checked) return { kind: 'update', changes: { due_at: null } };
         if (!$('bulk-due').value) return need('bulk-due', 'Give the new due time, or clear it.');
