@@ -1,7 +1,8 @@
 // Bulk actions on the operator page: a job over a saved view's tasks is
 // confirmed with the view's exact count, started, and followed to its end
 // (the progress bar full, "done N of N"); every task is changed, and a
-// task's history names the job. A job the sweeper never steps is
+// task's history names the job, through the API and in the holder's
+// inbox. A job the sweeper never steps is
 // cancelled from the page. axe finds no serious or critical violation
 // with the confirmation open, nor with the progress on screen. (That a
 // view the operator makes shows in a reviewer's inbox with its count is
@@ -122,6 +123,14 @@ test('a bulk assign from the operator page confirms the exact count and shows it
       assert.equal(byJob.length, 1, JSON.stringify(history.body.entries));
       assert.equal(byJob[0].verb, 'assign');
       assert.equal(byJob[0].assignee, 'bob');
+
+      // Bob holds them, and his inbox's history of one says which job.
+      const b = await page('bob');
+      await signIn(b, server.base, server.tokens.bob, '/');
+      await live(b);
+      await b.getByRole('button', { name: 'History: approve-payment (bulk-07)' }).click();
+      await b.locator('#mine .card[data-task="bulk-07"] .history li[data-verb="assign"]')
+        .filter({ hasText: `(bulk job ${id})` }).waitFor();
     });
   } finally {
     await server.stop();
