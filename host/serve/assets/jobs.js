@@ -96,6 +96,9 @@ const LeaseholdJobs = (() => {
       bar.value = j.total ? j.done + j.skipped + j.failed : 1;
     }
     $('job-status').textContent = status(j);
+    // A job that ends under the focused Cancel hands the focus on, not to
+    // the page's start.
+    if (finished(j) && document.activeElement === $('job-cancel')) $('job-title').focus();
     $('job-cancel').hidden = finished(j);
     const reasons = (list, part, ul) => {
       $(part).hidden = list.length === 0;
