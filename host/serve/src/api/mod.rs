@@ -9,7 +9,7 @@
 
 mod admin;
 mod changes;
-mod jobs;
+pub(crate) mod jobs;
 mod kinds;
 mod queue;
 mod runs;

@@ -2,12 +2,16 @@
 //! operators and services only, each tenant its own; bad input refused
 //! naming the body's field, with nothing started; and, with the server's
 //! sweeper on, a job that runs to its end by itself, each task it changed
-//! naming it in its history once.
+//! naming it in its history once, and its progress sent on the event
+//! stream as `job` events to operators and services. The kill -9 test of a
+//! running job is the CLI's (`host/cli/tests/serve/jobs_crash.rs`): it
+//! runs the real binary.
 
 use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
 
+use crate::events::Stream;
 use crate::harness::{Reply, Service, each_backend, each_backend_with, new_task, test_options};
 use crate::keeping_time::eventually;
 
@@ -409,5 +413,60 @@ fn the_servers_sweeper_runs_a_job_to_its_end_each_task_naming_it_once() {
             .filter(|e| e["change"]["task"]["entry"]["job"] == "give")
             .count();
         assert_eq!(named, n - 1);
+    });
+}
+
+#[test]
+fn a_jobs_progress_is_a_job_event_for_operators_and_services_not_reviewers() {
+    each_backend_with(sweeping(), |svc| {
+        open_tasks(svc, 5);
+        let mut olga = Stream::open(svc, "olga", None).expect("subscribed");
+        assert_eq!(olga.next().expect("ready").event, "ready");
+        let mut alice = Stream::open(svc, "alice", None).expect("subscribed");
+        assert_eq!(alice.next().expect("ready").event, "ready");
+        start(
+            svc,
+            "olga",
+            json!({"id": "give", "filter": {"states": ["open"]}, "action": assign_to_bob()}),
+        )
+        .expect_ok();
+        // Each change the job makes is a `task` event naming it, each page
+        // of them followed by a `job` event: the job as it stands when that
+        // is sent (which may be further on than the page). The last comes
+        // after the last change, and says it is done.
+        let mut named = BTreeSet::new();
+        let mut last = Value::Null;
+        while named.len() < 5 || last["state"] != "done" {
+            let ev = olga.next_change().expect("the stream goes on");
+            match ev.event.as_str() {
+                "task" => {
+                    assert_eq!(ev.data["change"]["task"]["entry"]["job"], "give");
+                    named.insert(ev.task().as_str().expect("an id").to_owned());
+                    last = Value::Null;
+                }
+                "job" => {
+                    assert!(ev.id.is_none(), "a job event moves no position: {ev:?}");
+                    assert_eq!(ev.data["id"], "give");
+                    last = ev.data;
+                }
+                other => panic!("unexpected {other}: {ev:?}"),
+            }
+        }
+        assert_eq!(last, until_done(svc, "give"));
+        assert_eq!(last["done"], 5);
+        assert_eq!(named.len(), 5, "{named:?}");
+        // The reviewer: a change it may see after the job's, and no `job`
+        // event before it.
+        let mut t = new_task("after");
+        t.as_object_mut().map(|o| o.remove("due_at"));
+        svc.call("POST", "/v1/tasks", Some("sam"), Some(t))
+            .expect_ok();
+        loop {
+            let ev = alice.next_change().expect("the stream goes on");
+            assert_ne!(ev.event, "job", "{ev:?}");
+            if *ev.task() == "after" {
+                break;
+            }
+        }
     });
 }
