@@ -294,14 +294,6 @@ const LeaseholdJobs = (() => {
     }
   }
 
-  // The page names its jobs by when they began, so that a name says when
-  // and the jobs started here are listed by the API in that order.
-  function newId() {
-    const at = new Date().toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
-    const tail = [...crypto.getRandomValues(new Uint8Array(3))].map((b) => b.toString(16).padStart(2, '0')).join('');
-    return `bulk-${at}-${tail}`;
-  }
-
   $('bulk-form').addEventListener('submit', async (e) => {
     e.preventDefault();
     const tasks = chosen();
@@ -319,7 +311,7 @@ const LeaseholdJobs = (() => {
       return;
     }
     warn('');
-    pending = { filter: tasks.filter, action: act, id: newId() };
+    pending = { filter: tasks.filter, action: act };
     $('bulk-confirm').dataset.count = String(counted.count);
     $('bulk-confirm-text').replaceChildren(...msg`This will ${doing(act, noun(counted.count))}.`);
     $('bulk-confirm-what').replaceChildren(...msg`The tasks ${tasks.what}: ${LeaseholdViews.describe(full(tasks.filter))}.`);
@@ -336,7 +328,9 @@ const LeaseholdJobs = (() => {
     if (!p) return;
     const go = $('bulk-go');
     go.disabled = true;
-    const res = await api('POST', '/v1/jobs', { id: p.id, filter: p.filter, action: p.action });
+    // The server names the job (a UUIDv7), so that ids list in the order
+    // jobs began, whoever started them.
+    const res = await api('POST', '/v1/jobs', { filter: p.filter, action: p.action });
     go.disabled = false;
     $('bulk-confirm').close();
     if (!res.ok) {
