@@ -1,8 +1,8 @@
 // The operator's view: the tenant's counters, the overdue list, its
 // schedules, saved views (views.js), bulk actions (jobs.js) and webhook
-// subscriptions (subscriptions.js), the consistency check and take-over. It reads what
-// an operator token may read and follows the change feed, so the numbers
-// move as work moves.
+// subscriptions (subscriptions.js), the consistency check and take-over.
+// It reads what an operator token may read and follows the change feed,
+// so the numbers move as work moves.
 'use strict';
 
 (() => {
