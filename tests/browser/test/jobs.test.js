@@ -147,10 +147,14 @@ test('a job is cancelled from the operator page, and a refused start says why', 
       await signIn(o, server.base, server.tokens.olga, '/operator');
       await live(o);
 
-      // Cancel in the confirmation starts nothing.
+      // The confirmation starts nothing unless confirmed: Enter presses
+      // Cancel, which has the focus; Escape closes it too.
       let dialog = await ask(o, 'Payments', () => o.getByLabel('Action', { exact: true }).selectOption('priority'));
       await dialog.getByText(`This will change the priority of ${TASKS} tasks to normal.`).waitFor();
-      await dialog.getByRole('button', { name: 'Cancel', exact: true }).click();
+      await o.keyboard.press('Enter');
+      await dialog.waitFor({ state: 'hidden' });
+      dialog = await ask(o, 'Payments', async () => {});
+      await o.keyboard.press('Escape');
       await dialog.waitFor({ state: 'hidden' });
       assert.deepEqual((await server.api('olga', 'GET', '/v1/jobs')).body.jobs, []);
 
