@@ -75,6 +75,13 @@ predict:
   half the time, and a removal never is: half the removals take one of
   the spare views run.py makes for them. A view made under a name in use
   is refused with 400 naming `name`, as the document says.
+- Jobs that exist, and jobs that touch nothing. run.py starts some over
+  a run with no task; a positive case naming a job (`/v1/jobs/{id}`:
+  read, cancel) names one of them about half the time. A job a positive
+  case starts has its filter narrowed to that run, so the server's
+  sweeper never changes the seeded tasks under the other cases. A job
+  started under an id in use is refused with 400 naming `id`, as the
+  document says.
 - A search's ranges and cursors. A filter's `*_after` must come before
   its `*_before`, which a schema cannot relate: a positive case's ends are
   put in order. Its `after` is a cursor only the service issues (its
@@ -142,7 +149,11 @@ TIMELINE_CHECKED = ("remind_before", "escalation")
 # `delete-view` is not.
 VIEW_VERBS = ("get-view", "put-view")
 # The operations whose body holds a search filter.
-FILTERED = ("search", "count", "put-view")
+FILTERED = ("search", "count", "put-view", "start-job")
+# The job routes naming a job that are pointed at seeded ones.
+JOB_VERBS = ("get-job", "cancel-job")
+# The run of the seeded jobs, which holds no task (run.py).
+JOB_RUN = "fuzz-jobs"
 
 
 def _pool(verb):
@@ -155,6 +166,8 @@ def _pool(verb):
         return []
     if verb in SCHEDULE_VERBS:
         return [f"sched-{i}" for i in range(per)]
+    if verb in JOB_VERBS:
+        return [f"job-{i}" for i in range(per)]
     if verb in ("renew", "release"):
         return [f"{verb}-{holder}-{i}" for i in range(per)]
     if verb == "entry-place":
@@ -259,6 +272,9 @@ def map_case(ctx, case):
             case.body = body
     if _verb(case) in FILTERED and isinstance(case.body, dict):
         _order_ranges(case.body)
+    if _verb(case) == "start-job" and isinstance(case.body, dict) and \
+            isinstance(case.body.get("filter"), dict):
+        case.body["filter"]["run"] = JOB_RUN
     if _verb(case) in VIEW_VERBS and "name" in params:
         per = int(os.environ.get("LEASEHOLD_FUZZ_PER_POOL", "0"))
         drawn = str(params["name"])
@@ -361,6 +377,10 @@ def filter_failure(ctx, failure, case, response):
         return False
     # A view made under a name in use, as the document says.
     if field == "name" and _verb(case) == "put-view":
+        return False
+    # A job started under an id in use, as the document says; its
+    # changes' outcome rules, compiled when declared.
+    if field in ("id", "action.changes.outcomes") and _verb(case) == "start-job":
         return False
     field = field.lower()
     return not (field in _issued_only(case) and field in _carried(case))

@@ -2,8 +2,9 @@
 
 Starts the server on a fresh redb file with three tokens (a reviewer, a
 service and an operator), delivering no webhooks, seeds it through the API
-with tasks the reviewer and the operator hold under leases, schedules and
-webhook subscriptions (hooks.py points some cases at them), then runs schemathesis once per token with every check on, every
+with tasks the reviewer and the operator hold under leases, schedules,
+webhook subscriptions, saved views and bulk jobs (hooks.py points some
+cases at them), then runs schemathesis once per token with every check on, every
 operation, a fixed seed and a bounded number of examples. A run passes when
 schemathesis finds nothing: no 5xx, no answer outside the document, no
 schema-valid request refused and no schema-violating one accepted, and no
@@ -141,6 +142,12 @@ def seed(base, tokens):
     for i in range(SPARE_VIEWS):
         call(base, tokens["operator"], "PUT", f"/v1/views/spare-{i}", {
             "filter": {"states": ["claimed"]},
+        })
+    # Jobs for the jobs' routes to find (hooks.py names them), over a run
+    # with no task, so the server's sweeper changes nothing for them.
+    for i in range(PER_POOL):
+        call(base, tokens["operator"], "POST", "/v1/jobs", {
+            "id": f"job-{i}", "filter": {"run": "fuzz-jobs"}, "action": {"kind": "escalate"},
         })
     # A kind with a definition, for the kinds' routes to find (the pools'
     # tasks are of another kind, so any decision on them goes).

@@ -3,8 +3,9 @@
 //! a credential source, SIGTERM lets requests in flight finish, a SIGKILL
 //! under load loses no request that was answered 2xx, and schedules firing
 //! across killed servers lose and double no occurrence (`schedules_crash`),
-//! and webhooks pushed across killed servers lose no change and keep each
-//! task's order (`webhooks_crash`).
+//! webhooks pushed across killed servers lose no change and keep each
+//! task's order (`webhooks_crash`), and a bulk job whose server is killed
+//! half-way finishes changing each task once (`jobs_crash`).
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -25,6 +26,9 @@ mod schedules_crash;
 
 #[path = "serve/webhooks_crash.rs"]
 mod webhooks_crash;
+
+#[path = "serve/jobs_crash.rs"]
+mod jobs_crash;
 
 const BIN: &str = env!("CARGO_BIN_EXE_leasehold");
 

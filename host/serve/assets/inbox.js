@@ -316,6 +316,7 @@
           ...Leasehold.firedStep(e.step, known && known.task));
       }
       const parts = [at, ' ', ...msg`${e.verb} by ${who}`];
+      if (e.job) parts.push(...msg` (bulk job ${user(e.job)})`);
       if (e.note) parts.push(': ', el('q', { class: 'note', dir: 'auto' }, e.note));
       if (e.decision) {
         parts.push(...msg` — ${user(e.decision.outcome, { class: 'outcome' })}`);

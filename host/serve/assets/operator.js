@@ -1,8 +1,8 @@
 // The operator's view: the tenant's counters, the overdue list, its
-// schedules, saved views (views.js) and webhook subscriptions
-// (subscriptions.js), the consistency check and take-over. It reads what
-// an operator token may read and follows the change feed, so the numbers
-// move as work moves.
+// schedules, saved views (views.js), bulk actions (jobs.js) and webhook
+// subscriptions (subscriptions.js), the consistency check and take-over.
+// It reads what an operator token may read and follows the change feed,
+// so the numbers move as work moves.
 'use strict';
 
 (() => {
@@ -87,7 +87,8 @@
     loadOverdue();
     loadSchedules();
     LeaseholdSubscriptions.load(me, loadAll);
-    LeaseholdViews.manage.load(me, loadAll);
+    LeaseholdViews.manage.load(me, loadAll).then((views) => { if (views && me) LeaseholdJobs.views(views); });
+    LeaseholdJobs.load(me);
   }
 
   let queued = null;
@@ -259,11 +260,14 @@
       loadAll();
       Leasehold.follow({
         onReady: (fresh) => { if (fresh) loadAll(); },
-        onEvent: () => soon(),
+        // A job's progress is the jobs' own; the tasks it changes come
+        // as task events of their own.
+        onEvent: (type, data) => (type === 'job' ? LeaseholdJobs.heard(data) : soon()),
       });
     },
     out: () => {
       me = null;
+      LeaseholdJobs.clear();
       $('app').hidden = true;
     },
   });

@@ -10,7 +10,10 @@
 //
 // The operator page (`manage`): the tenant's views with what each
 // searches for, a form that makes one (name, filter fields, sort), and
-// delete, which asks twice. operator.js calls `manage.load(who, again)`.
+// delete, which asks twice. operator.js calls `manage.load(who, again)`,
+// which answers the views it listed. The bulk actions (jobs.js) act on a
+// view's filter or on the form's (`manage.formFilter()`), counted
+// exactly by `countExact`.
 'use strict';
 
 const LeaseholdViews = (() => {
@@ -38,6 +41,24 @@ const LeaseholdViews = (() => {
     const what = parts.length ? parts.map((p, i) => (i ? ['; ', p] : p)) : 'every task';
     const order = sort ? `, by ${sort.key.replace('_', ' ')}${sort.descending ? ', descending' : ''}` : '';
     return msg`${what}${order}`;
+  }
+
+  // A filter's exact count: the parts of a count that stopped at its
+  // budget, added up by following `next`. `progress(n)` hears the count
+  // so far. Answers {ok, count} or {ok: false, problem}.
+  async function countExact(filter, progress) {
+    let count = 0;
+    let after = null;
+    for (;;) {
+      const body = { filter };
+      if (after !== null) body.after = after;
+      const res = await api('POST', '/v1/search/count', body);
+      if (!res.ok) return res;
+      count += res.data.count;
+      if (res.data.exact || res.data.next === null) return { ok: true, count };
+      after = res.data.next;
+      if (progress) progress(count);
+    }
   }
 
   // ---- The inbox's tabs ------------------------------------------------------
@@ -226,7 +247,7 @@ const LeaseholdViews = (() => {
       const res = await api('GET', `/v1/views?limit=${MOST_VIEWS}`);
       if (!res.ok) {
         warn(msg`The saved views could not be read: ${explain(res.problem, me && me.actor)}`);
-        return;
+        return null;
       }
       const body = $('views-rows');
       const rows = res.data.views.map((v) => {
@@ -241,6 +262,7 @@ const LeaseholdViews = (() => {
       while (body.children.length > rows.length) body.lastElementChild.remove();
       $('views-table').hidden = rows.length === 0;
       $('views-empty').hidden = rows.length > 0;
+      return res.data.views;
     }
 
     const list = (id) => $(id).value.split(',').map((x) => x.trim()).filter(Boolean);
@@ -290,8 +312,8 @@ const LeaseholdViews = (() => {
       reload();
     });
 
-    return { load };
+    return { load, formFilter: filter };
   })();
 
-  return { tabs, manage, describe };
+  return { tabs, manage, describe, countExact };
 })();

@@ -65,7 +65,7 @@ static PAGES: [Asset; 2] = [
 ];
 
 /// The files under `/assets/`, by name.
-static ASSETS: [Asset; 7] = [
+static ASSETS: [Asset; 8] = [
     Asset::new("common.js", include_bytes!("../assets/common.js"), JS),
     Asset::new("inbox.js", include_bytes!("../assets/inbox.js"), JS),
     Asset::new("operator.js", include_bytes!("../assets/operator.js"), JS),
@@ -75,6 +75,7 @@ static ASSETS: [Asset; 7] = [
         JS,
     ),
     Asset::new("views.js", include_bytes!("../assets/views.js"), JS),
+    Asset::new("jobs.js", include_bytes!("../assets/jobs.js"), JS),
     Asset::new("style.css", include_bytes!("../assets/style.css"), CSS),
     Asset::new("icon.svg", include_bytes!("../assets/icon.svg"), SVG),
 ];

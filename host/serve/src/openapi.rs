@@ -128,10 +128,11 @@ pub(crate) fn refine(doc: &mut utoipa::openapi::OpenApi) {
             patch.max_properties = None;
         }
     }
-    // A variant of a schedule's recurrence or catch-up takes no field but
-    // its own, as the service reads it (utoipa's derive says so of a
-    // struct that denies unknown fields, not of an enum's variants).
-    for name in ["Recurrence", "CatchUp"] {
+    // A variant of a schedule's recurrence or catch-up, or of a job's
+    // action, takes no field but its own, as the service reads it
+    // (utoipa's derive says so of a struct that denies unknown fields, not
+    // of an enum's variants).
+    for name in ["Recurrence", "CatchUp", "JobAction"] {
         if let Some(RefOr::T(Schema::OneOf(one))) = components.schemas.get_mut(name) {
             for variant in &mut one.items {
                 if let RefOr::T(Schema::Object(o)) = variant {

@@ -149,28 +149,12 @@ mod tests {
             "the delivery engine's own book: the attempts it made, shown in every answer",
         ),
         (
-            Verb::StartJob,
-            "not yet served: jobs are built in the component and the Rust host; their routes (and the sweeper duty that steps them) are still to come",
-        ),
-        (
             Verb::StepJob,
-            "not yet served: jobs are built in the component and the Rust host; their routes (and the sweeper duty that steps them) are still to come",
-        ),
-        (
-            Verb::CancelJob,
-            "not yet served: jobs are built in the component and the Rust host; their routes (and the sweeper duty that steps them) are still to come",
-        ),
-        (
-            Verb::GetJob,
-            "not yet served: jobs are built in the component and the Rust host; their routes (and the sweeper duty that steps them) are still to come",
-        ),
-        (
-            Verb::ListJobs,
-            "not yet served: jobs are built in the component and the Rust host; their routes (and the sweeper duty that steps them) are still to come",
+            "the sweeper's duty (StepJobs): a job proceeds a step at a time on the server's own turns, never a request's",
         ),
         (
             Verb::RunnableJobs,
-            "not yet served: jobs are built in the component and the Rust host; their routes (and the sweeper duty that steps them) are still to come",
+            "the sweeper's duty (StepJobs): which jobs it steps; `GET /v1/jobs` shows every job",
         ),
     ];
 
@@ -288,6 +272,10 @@ mod tests {
             Verb::RewindSubscription,
             Verb::PutView,
             Verb::DeleteView,
+            Verb::StartJob,
+            Verb::GetJob,
+            Verb::ListJobs,
+            Verb::CancelJob,
         ] {
             let r = routes()
                 .iter()

@@ -443,7 +443,7 @@ pub fn stream_event(change: &str) -> Object {
         .property(
             "event",
             string().description(Some(
-                "`ready`, `task`, `timer`, `refresh` or `dropped` (see README, \"Events\")",
+                "`ready`, `task`, `timer`, `job`, `refresh` or `dropped` (see README, \"Events\")",
             )),
         )
         .property(
@@ -456,7 +456,9 @@ pub fn stream_event(change: &str) -> Object {
                 .content_media_type("application/json")
                 .description(Some(format!(
                     "A JSON document: for `task` and `timer`, the change (the `{change}` schema), \
-                 exactly as a JSON read's entries are; for `ready`, `{{position}}`; for `refresh`, \
+                 exactly as a JSON read's entries are; for `job` (services and operators), the \
+                 job as `GET /v1/jobs/{{id}}` answers it (the `Job` schema), with no `id`; for \
+                 `ready`, `{{position}}`; for `refresh`, \
                  `{{head}}`; for `dropped`, `{{reason, resume}}`"
                 ))),
         )

@@ -214,17 +214,21 @@ impl Server {
         );
         if options.sweep {
             let tenants = live.current().tokens.tenants();
-            let sweeper = leasehold_host::Sweeper::start(
-                &engine,
-                tenants,
-                leasehold_host::SweeperOptions {
-                    on_sweep: Some(Arc::new(crate::ops::swept)),
-                    retention: options.retention,
-                    first_sweep_after: options.first_sweep_after,
-                    ..leasehold_host::SweeperOptions::default()
-                },
-            )
-            .map_err(ServeError::Sweeper)?;
+            let sweeper_options = leasehold_host::SweeperOptions {
+                on_sweep: Some(Arc::new(crate::ops::swept)),
+                retention: options.retention,
+                first_sweep_after: options.first_sweep_after,
+                ..leasehold_host::SweeperOptions::default()
+            };
+            // Bulk jobs run here, after the standard duties, on the same
+            // turns: a job yields to other tenants as every duty does, and
+            // one left unfinished by a stopped server is resumed from its
+            // stored row.
+            let mut duties = leasehold_host::standard_duties(&sweeper_options);
+            duties.push(Box::new(leasehold_host::StepJobs::default()));
+            let sweeper =
+                leasehold_host::Sweeper::start_with(&engine, tenants, sweeper_options, duties)
+                    .map_err(ServeError::Sweeper)?;
             state.sweeper = Some(Arc::new(sweeper));
         }
         // The deliveries run on the server's runtime.

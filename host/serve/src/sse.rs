@@ -5,7 +5,11 @@
 //! tells a client why its stream ended. Which changes its credential may
 //! see, and the position each is shown at, are the feed pager's
 //! ([`crate::feed_pager::Reading`]); each `task` or `timer` event's `data`
-//! is the one wire shape of a change ([`crate::change::Event`]). It must
+//! is the one wire shape of a change ([`crate::change::Event`]). A service
+//! or operator is also sent a `job` event, the job as `GET /v1/jobs/{id}`
+//! answers it, after each page of the feed whose changes a bulk job made:
+//! read from the store once per job and page, so it follows a job run by
+//! any server on the database. It must
 //! never send a change the credential may not see, skip a change it may,
 //! or hold more than its buffer for a slow client: a stream's own, its
 //! caller's share of its tenant's ([`CALLER_SHARE`]), and its tenant's.
@@ -23,13 +27,15 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use std::collections::BTreeSet;
+
 use axum::response::sse::{Event, KeepAlive, KeepAliveStream, Sse};
 use futures_util::Stream;
-use leasehold_host::{self as host, FeedRead};
+use leasehold_host::{self as host, FeedRead, Verb};
 use serde_json::json;
 use tokio::sync::{mpsc, watch};
 
-use crate::auth::Principal;
+use crate::auth::{Principal, Scope};
 use crate::caller_positions::Positions;
 use crate::feed_pager::{Reading, Resume, head, read, resume};
 use crate::holds::Hold;
@@ -228,12 +234,14 @@ pub async fn subscribe(
         .credentials
         .hold(sub.authorization.clone(), sub.principal.clone());
     let run = sub.run.clone();
+    let sub_scope = sub.principal.scope;
     let producer = Producer {
         state: state.clone(),
         sub,
         read_at: start.clone(),
         resume: start.clone(),
         reading: Reading::new(positions, view).of_run(run),
+        jobs: (sub_scope != Scope::Reviewer).then(BTreeSet::new),
         feed,
         commits,
         heard,
@@ -281,6 +289,9 @@ struct Producer {
     /// stand: a reviewer's view stands for `resume` (`crate::reviewer_view`);
     /// a service or operator is shown `resume` itself.
     reading: Reading,
+    /// The jobs the changes sent since the last `job` events named; `None`
+    /// for a reviewer, who is sent no `job` event (it reaches no job).
+    jobs: Option<BTreeSet<String>>,
     feed: Arc<TenantFeed>,
     /// The tenant's commits as heard, and the count at the last wake-up:
     /// a read shared with other streams must have begun at it or later.
@@ -359,6 +370,11 @@ impl Producer {
                         self.send(e, bytes)?;
                         self.reading.give(offer);
                         self.resume = entry.position.clone();
+                        if let (Some(jobs), host::Change::Task(t)) = (&mut self.jobs, &entry.change)
+                            && let Some(job) = &t.entry.job
+                        {
+                            jobs.insert(job.clone());
+                        }
                     }
                     before = after;
                 }
@@ -412,10 +428,15 @@ impl Producer {
                         Err(e) => return Some(e),
                     },
                 };
-                match self.deliver(&page) {
-                    Ok(true) => {}
-                    Ok(false) => break,
+                let full = match self.deliver(&page) {
+                    Ok(full) => full,
                     Err(e) => return e,
+                };
+                if let Err(e) = self.announce_jobs().await {
+                    return e;
+                }
+                if !full {
+                    break;
                 }
             }
             // Wait for a commit, the end of the credential, or shutdown.
@@ -433,6 +454,38 @@ impl Producer {
                 () = self.credential.lapsed() => return Some(Ended::Credential),
             }
         }
+    }
+
+    /// Sends a `job` event for each job the changes just sent named, as it
+    /// stands now (further on than those changes, perhaps). A job that
+    /// cannot be read is left for its next changes: the feed has carried
+    /// each change it made already.
+    async fn announce_jobs(&mut self) -> Result<(), Option<Ended>> {
+        let Some(jobs) = self.jobs.as_mut() else {
+            return Ok(());
+        };
+        for id in std::mem::take(jobs) {
+            let deadline = std::time::Instant::now() + self.state.options.request_timeout;
+            let i = id.clone();
+            let read = self
+                .state
+                .call(Verb::GetJob, self.sub.tenant.clone(), deadline, move |t| {
+                    t.get_job(&i)
+                })
+                .await;
+            let job = match read {
+                Ok(Some(job)) => crate::api::jobs::Job::from(job),
+                Ok(None) => continue,
+                Err(e) => {
+                    tracing::warn!(job = %id, error = %e, "an event stream could not read a job");
+                    continue;
+                }
+            };
+            let data = serde_json::to_string(&job).unwrap_or_default();
+            let bytes = data.len() + 32;
+            self.send(Event::default().event("job").data(data), bytes)?;
+        }
+        Ok(())
     }
 
     /// Queues an event weighing `bytes`; `Err(None)` when the client has

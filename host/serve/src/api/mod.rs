@@ -9,6 +9,7 @@
 
 mod admin;
 mod changes;
+pub(crate) mod jobs;
 mod kinds;
 mod queue;
 mod runs;
@@ -51,4 +52,5 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(changes::router())
         .merge(search::router())
         .merge(views::router())
+        .merge(jobs::router())
 }

@@ -364,7 +364,9 @@ impl TaskPatch {
 
     /// The change a body asks for: refused, naming the field, when it
     /// names an unknown field or none.
-    fn read(body: serde_json::Map<String, serde_json::Value>) -> Result<TaskChanges, ApiError> {
+    pub(crate) fn read(
+        body: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<TaskChanges, ApiError> {
         if let Some(unknown) = body.keys().find(|k| !Self::FIELDS.contains(&k.as_str())) {
             return Err(ApiError::invalid(
                 unknown,

@@ -80,6 +80,14 @@ fn seed(svc: &Service) -> String {
         .expect_ok();
     svc.call("PUT", "/v1/views/v-1", Some("olga"), Some(json!({})))
         .expect_ok();
+    // The sweeper is off: the job stays as started.
+    svc.call(
+        "POST",
+        "/v1/jobs",
+        Some("olga"),
+        Some(json!({"id": "t-1", "filter": {}, "action": {"kind": "release"}})),
+    )
+    .expect_ok();
     let sub = svc.call(
         "POST",
         "/v1/subscriptions",
@@ -351,6 +359,15 @@ fn no_credential_outside_its_rights_changes_anything() {
         let removed = svc.call("DELETE", "/v1/views/v-1", Some("gina"), None);
         removed.expect_problem(404, "not-found");
         cells += 1;
+        // Nor of acme's jobs: globex's operator names acme's and finds
+        // none, lists none, cancels none.
+        svc.call("GET", "/v1/jobs/t-1", Some("gina"), None)
+            .expect_problem(404, "not-found");
+        svc.call("POST", "/v1/jobs/t-1/cancel", Some("gina"), None)
+            .expect_problem(404, "not-found");
+        let listed = svc.call("GET", "/v1/jobs", Some("gina"), None);
+        assert_eq!(listed.expect_ok()["jobs"], json!([]));
+        cells += 3;
         let listed = svc.call("GET", "/v1/subscriptions", Some("gina"), None);
         assert_eq!(listed.expect_ok()["subscriptions"], json!([]));
         let removed = svc.call("DELETE", &one, Some("gina"), None);
@@ -365,8 +382,10 @@ fn no_credential_outside_its_rights_changes_anything() {
         // naming acme's subscription; 350: search and count (three
         // credentials, a reviewer acting as another), the views' two
         // readers (three) and two operator-only writers (five), and nine
-        // of globex naming acme's view or searching.
-        assert_eq!(cells, 350, "the matrix has as many cells as it had");
+        // of globex naming acme's view or searching; 369: the four
+        // operator-and-service job routes (four each), and three of
+        // globex naming acme's job.
+        assert_eq!(cells, 369, "the matrix has as many cells as it had");
     });
 }
 

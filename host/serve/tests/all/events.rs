@@ -16,10 +16,10 @@ use crate::harness::{Service, Store, each_backend, new_task, new_timer, stores, 
 
 /// One event as a client dispatches it.
 #[derive(Clone, Debug, PartialEq)]
-struct Ev {
-    event: String,
-    id: Option<String>,
-    data: Value,
+pub struct Ev {
+    pub event: String,
+    pub id: Option<String>,
+    pub data: Value,
     /// The event as it came, every byte.
     raw: String,
 }
@@ -27,7 +27,7 @@ struct Ev {
 impl Ev {
     /// A `task` event's task id: its data is a change as a JSON read's
     /// entries are (`{position, change: {task: {id, entry}}}`).
-    fn task(&self) -> &Value {
+    pub fn task(&self) -> &Value {
         &self.data["change"]["task"]["id"]
     }
 
@@ -39,7 +39,7 @@ impl Ev {
 
 /// A stream of server-sent events over a socket, its chunked body decoded
 /// by hand.
-struct Stream {
+pub struct Stream {
     r: BufReader<TcpStream>,
     text: String,
     ended: bool,
@@ -52,7 +52,7 @@ const PATIENCE: Duration = Duration::from_secs(60);
 impl Stream {
     /// Subscribes as `who` (a token name), resuming after `last` when
     /// given; the status and body when the server refuses.
-    fn open(svc: &Service, who: &str, last: Option<&str>) -> Result<Stream, (u16, String)> {
+    pub fn open(svc: &Service, who: &str, last: Option<&str>) -> Result<Stream, (u16, String)> {
         Stream::open_at(&svc.url(""), svc.tokens.get(who), last)
     }
 
@@ -169,7 +169,7 @@ impl Stream {
 
     /// The next event dispatched (heartbeats skipped), or `None` at the end
     /// of the stream.
-    fn next(&mut self) -> Option<Ev> {
+    pub fn next(&mut self) -> Option<Ev> {
         loop {
             if let Some(at) = self.text.find("\n\n") {
                 let block: String = self.text.drain(..at + 2).collect();
@@ -209,7 +209,7 @@ impl Stream {
 
     /// The next event that names a change (task, timer, refresh, dropped),
     /// skipping position-only ones.
-    fn next_change(&mut self) -> Option<Ev> {
+    pub fn next_change(&mut self) -> Option<Ev> {
         loop {
             let ev = self.next()?;
             if !ev.event.is_empty() {

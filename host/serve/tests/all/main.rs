@@ -10,6 +10,7 @@ mod decisions;
 mod events;
 mod front_door;
 mod harness;
+mod jobs;
 mod keep_alive;
 mod keeping_time;
 mod load;

@@ -11,6 +11,8 @@ const FILES: &[&str] = &[
     "/assets/inbox.js",
     "/assets/operator.js",
     "/assets/subscriptions.js",
+    "/assets/views.js",
+    "/assets/jobs.js",
     "/assets/style.css",
     "/assets/icon.svg",
 ];

@@ -1,0 +1,614 @@
+//! Bulk jobs (WIT `start-job`, `get-job`, `list-jobs`, `cancel-job`): one
+//! action over the tasks a search filter matches, a task at a time, run
+//! by the server's sweeper (`leasehold_host::StepJobs`), never by a
+//! request. Operators and services start, read and cancel them; a
+//! reviewer reaches none. The filter is search's body type and the
+//! changes the task update route's, so a refusal names the body's path to
+//! what to fix (`filter.due_before`, `action.to`, `action.changes.priority`).
+//! A job runs as the caller's actor at the server's clock; handlers must
+//! never choose a tenant, step a job, nor write on a refusal.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use leasehold_guest::jobs as rules;
+use leasehold_guest::model::TaskChanges;
+use leasehold_host::Verb;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::search::TaskFilter;
+use super::task_life::TaskPatch;
+use crate::extract::{Caller, Json, Path, Query, decode};
+use crate::problem::{ApiError, Problem};
+use crate::state::AppState;
+use crate::wire::{Answer, DEFAULT_PAGE, OnExpiry, OutcomeRule, PageParams, Priority};
+
+/// The jobs' routes.
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(start_job, list_jobs))
+        .routes(routes!(get_job))
+        .routes(routes!(cancel_job))
+}
+
+/// Where a job stands (WIT `job-state`): `counting` its set, a stretch
+/// per step; `running` its action, a task per step; `cancelled`; `done`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum JobState {
+    Counting,
+    Running,
+    Cancelled,
+    Done,
+}
+
+impl From<rules::JobState> for JobState {
+    fn from(s: rules::JobState) -> Self {
+        match s {
+            rules::JobState::Counting => JobState::Counting,
+            rules::JobState::Running => JobState::Running,
+            rules::JobState::Cancelled => JobState::Cancelled,
+            rules::JobState::Done => JobState::Done,
+        }
+    }
+}
+
+/// What a job does to each task, through the task verb of that name:
+/// `release` (unassign: back to its queue), `assign` (to `to`, by the
+/// claim ladder for `to` with `roles`, without a lease), `update` (the
+/// fields `changes` names, as `PATCH /v1/tasks/{id}` takes them),
+/// `escalate`, `withdraw` (settled as withdrawn).
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum JobAction {
+    Release,
+    Assign {
+        /// Who will hold each task.
+        #[schema(schema_with = crate::schema::name)]
+        to: String,
+        /// `to`'s roles, as the claim ladder's roles rung reads them
+        /// (default: none).
+        #[serde(default)]
+        #[schema(schema_with = crate::schema::names)]
+        roles: Vec<String>,
+        /// Skip the roles rung; each task's record says it was skipped.
+        #[serde(default)]
+        override_roles: bool,
+    },
+    Update {
+        /// The change, as `PATCH /v1/tasks/{id}` takes it.
+        #[schema(value_type = TaskPatch)]
+        changes: Map<String, Value>,
+    },
+    Escalate,
+    Withdraw,
+}
+
+/// A task a job did not change, and why.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct JobMiss {
+    pub id: String,
+    pub reason: String,
+}
+
+impl From<rules::JobFailure> for JobMiss {
+    fn from(f: rules::JobFailure) -> Self {
+        JobMiss {
+            id: f.id,
+            reason: f.reason,
+        }
+    }
+}
+
+/// A bulk job (WIT `job`). Its set is the tasks its filter matched and
+/// that were created at or before `created_at`; `done + skipped + failed`
+/// of them are taken, and all `total` once it is `done`.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct Job {
+    #[schema(schema_with = crate::schema::name)]
+    pub id: String,
+    pub filter: TaskFilter,
+    pub action: JobAction,
+    /// Who started it: each change it makes is recorded as by this actor
+    /// where its verb takes one.
+    pub by: Option<String>,
+    pub state: JobState,
+    /// The tasks of its set found so far (all of them once it runs).
+    #[schema(schema_with = crate::schema::seq)]
+    pub total: u64,
+    /// Tasks the action was applied to.
+    #[schema(schema_with = crate::schema::seq)]
+    pub done: u64,
+    /// Tasks that no longer matched the filter when their turn came.
+    #[schema(schema_with = crate::schema::seq)]
+    pub skipped: u64,
+    /// Tasks whose verb refused.
+    #[schema(schema_with = crate::schema::seq)]
+    pub failed: u64,
+    /// The last 16 failures, oldest first.
+    pub last_failures: Vec<JobMiss>,
+    /// The last 16 skips, oldest first.
+    pub last_skipped: Vec<JobMiss>,
+    /// When it started, in milliseconds since 1970.
+    pub created_at: i64,
+}
+
+impl From<rules::Job> for Job {
+    fn from(j: rules::Job) -> Self {
+        Job {
+            id: j.id,
+            filter: j.filter.into(),
+            action: action_json(j.action),
+            by: j.by,
+            state: j.state.into(),
+            total: j.total,
+            done: j.done,
+            skipped: j.skipped,
+            failed: j.failed,
+            last_failures: j.last_failures.into_iter().map(Into::into).collect(),
+            last_skipped: j.last_skipped.into_iter().map(Into::into).collect(),
+            created_at: j.created_at,
+        }
+    }
+}
+
+/// A job to start.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StartJobRequest {
+    /// The job's id, unique in the tenant even once it is finished
+    /// (default: one the server makes, time-ordered).
+    #[serde(default)]
+    #[schema(schema_with = crate::schema::opt_name)]
+    pub id: Option<String>,
+    /// The tasks it acts on, as `/v1/search` takes a filter (`{}`: every
+    /// task).
+    // Read as optional so that its absence is refused naming it.
+    #[serde(default)]
+    #[schema(value_type = TaskFilter, required = true)]
+    pub filter: Option<TaskFilter>,
+    #[serde(default)]
+    #[schema(value_type = JobAction, required = true)]
+    pub action: Value,
+}
+
+/// The job a path names.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct JobPath {
+    /// The job's id.
+    #[param(schema_with = crate::schema::name)]
+    pub id: String,
+}
+
+/// A page of jobs, in id order; pass `next` back as `after` to read on.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct Jobs {
+    pub jobs: Vec<Job>,
+    pub next: Option<String>,
+}
+
+/// Start a job: `action` over the tasks `filter` matches that exist now.
+/// The server's sweeper counts its set, then changes each task in its own
+/// transaction (its history naming the job), skipping one that no longer
+/// matches; a filter that matches nothing is a job of total 0. It runs as
+/// the caller, at the server's clock.
+#[utoipa::path(post, path = "/v1/jobs", operation_id = Verb::StartJob.name(), tag = "jobs",
+    request_body = StartJobRequest,
+    responses(
+        (status = 201, description = "The job as started (`counting`, or `done` at once when no instant is left for its set)", body = Job,
+            headers(("location" = String, description = "The job's URL, `/v1/jobs/{id}`"))),
+        (status = 400, description = "Invalid input (`invalid`, `field` naming it: `id` in use or malformed, a filter field as `/v1/search` names it, `action.to`, `action.changes.<field>`, ...)", body = Problem, content_type = "application/problem+json"),
+        (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = ["service", "operator"])))]
+async fn start_job(
+    c: Caller,
+    Json(body): Json<StartJobRequest>,
+) -> Result<
+    (
+        StatusCode,
+        [(header::HeaderName, HeaderValue); 1],
+        axum::Json<Job>,
+    ),
+    ApiError,
+> {
+    let Some(filter) = body.filter else {
+        return Err(ApiError::invalid(
+            "filter",
+            "filter: required (`{}` matches every task)",
+        ));
+    };
+    let action = read_action(body.action)?;
+    let id = match body.id {
+        Some(id) => id,
+        None => new_id()?,
+    };
+    let filter: leasehold_guest::search::TaskFilter = filter.into();
+    let by = c.principal.actor.clone();
+    let now = c.now(None)?;
+    let job = c
+        .call(Verb::StartJob, move |x| {
+            x.start_job(&id, &filter, &action, Some(&by), now)
+        })
+        .await
+        .map_err(body_field)?;
+    let location = HeaderValue::try_from(format!("/v1/jobs/{}", escaped(&job.id)))
+        .map_err(|e| ApiError::Internal(Box::new(e)))?;
+    Ok((
+        StatusCode::CREATED,
+        [(header::LOCATION, location)],
+        axum::Json(job.into()),
+    ))
+}
+
+/// One job, as it stands.
+#[utoipa::path(get, path = "/v1/jobs/{id}", operation_id = Verb::GetJob.name(), tag = "jobs",
+    params(JobPath),
+    responses(
+        (status = 200, description = "The job", body = Job),
+        (status = 404, description = "No job of that id in the caller's tenant", body = Problem, content_type = "application/problem+json"),
+        (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = ["service", "operator"])))]
+async fn get_job(c: Caller, Path(JobPath { id }): Path<JobPath>) -> Answer<Job> {
+    let i = id.clone();
+    match c.call(Verb::GetJob, move |x| x.get_job(&i)).await {
+        Ok(Some(j)) => Ok(axum::Json(j.into())),
+        Ok(None) => Err(missing(&id)),
+        Err(e) => Err(named(e, &id)),
+    }
+}
+
+/// The tenant's jobs, finished ones too, in id order (bytewise; the ids
+/// the server makes sort by when they were made).
+#[utoipa::path(get, path = "/v1/jobs", operation_id = Verb::ListJobs.name(), tag = "jobs",
+    params(PageParams),
+    responses(
+        (status = 200, description = "One page of jobs", body = Jobs),
+        (status = 400, description = "Invalid input, or an `after` this service did not give for this list", body = Problem, content_type = "application/problem+json"),
+        (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = ["service", "operator"])))]
+async fn list_jobs(c: Caller, Query(q): Query<PageParams>) -> Answer<Jobs> {
+    let list = Verb::ListJobs.name();
+    let limit = q.limit.unwrap_or(DEFAULT_PAGE);
+    let after = c.open_cursor(list, q.after)?;
+    let jobs = c
+        .call(Verb::ListJobs, move |x| {
+            x.list_jobs(limit, after.as_deref())
+        })
+        .await?;
+    // A full page may have more after it: its last id is where to read on.
+    let next = if jobs.len() as u32 >= limit {
+        jobs.last().map(|j| j.id.clone())
+    } else {
+        None
+    };
+    Ok(axum::Json(Jobs {
+        jobs: jobs.into_iter().map(Into::into).collect(),
+        next: c.seal_cursor(list, next)?,
+    }))
+}
+
+/// Stop a job at once: `cancelled`, and no task is changed by it after
+/// (those it changed stay changed). A finished job answers as it stands.
+#[utoipa::path(post, path = "/v1/jobs/{id}/cancel", operation_id = Verb::CancelJob.name(), tag = "jobs",
+    params(JobPath),
+    responses(
+        (status = 200, description = "The job, `cancelled` (or `done`, had it finished)", body = Job),
+        (status = 404, description = "No job of that id in the caller's tenant", body = Problem, content_type = "application/problem+json"),
+        (status = "default", description = "A problem (RFC 9457)", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = ["service", "operator"])))]
+async fn cancel_job(c: Caller, Path(JobPath { id }): Path<JobPath>) -> Answer<Job> {
+    let i = id.clone();
+    let job = c
+        .call(Verb::CancelJob, move |x| x.cancel_job(&i))
+        .await
+        .map_err(|e| named(e, &id))?;
+    Ok(axum::Json(job.into()))
+}
+
+/// The fields of an `assign` action.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AssignFields {
+    to: String,
+    #[serde(default)]
+    roles: Vec<String>,
+    #[serde(default)]
+    override_roles: bool,
+}
+
+/// The fields of an `update` action.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UpdateFields {
+    changes: Map<String, Value>,
+}
+
+/// Nothing but `kind`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NoFields {}
+
+/// The action a body asks for, read by hand so that a refusal names the
+/// field inside it (`action.to`), which a tagged enum's derive loses.
+fn read_action(v: Value) -> Result<rules::JobAction, ApiError> {
+    let Value::Object(mut fields) = v else {
+        return Err(ApiError::invalid(
+            "action",
+            "action: an object whose `kind` is release, assign, update, escalate or withdraw",
+        ));
+    };
+    let kind = match fields.remove("kind") {
+        Some(Value::String(k)) => k,
+        _ => {
+            return Err(ApiError::invalid(
+                "action.kind",
+                "action.kind: one of release, assign, update, escalate, withdraw",
+            ));
+        }
+    };
+    let rest = serde_json::to_vec(&fields).map_err(|e| ApiError::Internal(Box::new(e)))?;
+    let inner = |e: ApiError| within("action.", e);
+    Ok(match kind.as_str() {
+        "release" | "escalate" | "withdraw" => {
+            decode::<NoFields>(&rest).map_err(inner)?;
+            match kind.as_str() {
+                "release" => rules::JobAction::Release,
+                "escalate" => rules::JobAction::Escalate,
+                _ => rules::JobAction::Withdraw,
+            }
+        }
+        "assign" => {
+            let a: AssignFields = decode(&rest).map_err(inner)?;
+            rules::JobAction::Assign(rules::JobAssign {
+                to: a.to,
+                roles: a.roles,
+                override_roles: a.override_roles,
+            })
+        }
+        "update" => {
+            let u: UpdateFields = decode(&rest).map_err(inner)?;
+            let changes = TaskPatch::read(u.changes).map_err(|e| match e {
+                ApiError::Invalid {
+                    field: None,
+                    detail,
+                } => ApiError::Invalid {
+                    field: Some("action.changes".to_owned()),
+                    detail: format!("action.changes: {detail}"),
+                },
+                e => within("action.changes.", e),
+            })?;
+            rules::JobAction::Update(changes)
+        }
+        other => {
+            return Err(ApiError::invalid(
+                "action.kind",
+                format!(
+                    "action.kind: {other:?} is not one of release, assign, update, escalate, \
+                     withdraw"
+                ),
+            ));
+        }
+    })
+}
+
+/// A refusal of a part of the body, its field named from the body's top.
+fn within(prefix: &str, e: ApiError) -> ApiError {
+    match e {
+        ApiError::Invalid {
+            field: Some(f),
+            detail,
+        } => ApiError::Invalid {
+            field: Some(format!("{prefix}{f}")),
+            detail: format!("{prefix}{detail}"),
+        },
+        // A missing or unknown field is named only in serde's words.
+        ApiError::Invalid {
+            field: None,
+            detail,
+        } => {
+            let named = detail
+                .split_once("field `")
+                .and_then(|(_, rest)| rest.split_once('`'))
+                .map(|(f, _)| f.to_owned());
+            ApiError::Invalid {
+                field: Some(match named {
+                    Some(f) => format!("{prefix}{f}"),
+                    None => prefix.trim_end_matches('.').to_owned(),
+                }),
+                detail: format!("{prefix}{detail}"),
+            }
+        }
+        e => e,
+    }
+}
+
+/// The rules name an action's fields by the WIT (`action.assign.to`,
+/// `changes.due_at`, `action.update`); the body names them `action.to`,
+/// `action.changes.due_at`, `action.changes`.
+fn body_field(e: ApiError) -> ApiError {
+    match e {
+        ApiError::Invalid {
+            field: Some(f),
+            detail,
+        } => {
+            let field = if let Some(rest) = f.strip_prefix("action.assign.") {
+                format!("action.{rest}")
+            } else if let Some(rest) = f.strip_prefix("changes.") {
+                format!("action.changes.{rest}")
+            } else if f == "action.update" {
+                "action.changes".to_owned()
+            } else {
+                f
+            };
+            ApiError::Invalid {
+                field: Some(field),
+                detail,
+            }
+        }
+        other => other,
+    }
+}
+
+/// A job's action as the body spells it.
+fn action_json(a: rules::JobAction) -> JobAction {
+    match a {
+        rules::JobAction::Release => JobAction::Release,
+        rules::JobAction::Assign(a) => JobAction::Assign {
+            to: a.to,
+            roles: a.roles,
+            override_roles: a.override_roles,
+        },
+        rules::JobAction::Update(c) => JobAction::Update {
+            changes: changes_json(c),
+        },
+        rules::JobAction::Escalate => JobAction::Escalate,
+        rules::JobAction::Withdraw => JobAction::Withdraw,
+    }
+}
+
+/// A change as `PATCH /v1/tasks/{id}` takes it: only the fields it names.
+fn changes_json(c: TaskChanges) -> Map<String, Value> {
+    fn put<T: Serialize>(m: &mut Map<String, Value>, k: &str, v: Option<T>) {
+        if let Some(v) = v {
+            m.insert(k.to_owned(), serde_json::to_value(v).unwrap_or(Value::Null));
+        }
+    }
+    let mut m = Map::new();
+    put(&mut m, "due_at", c.due_at);
+    put(&mut m, "priority", c.priority.map(Priority::from));
+    put(&mut m, "candidate_roles", c.candidate_roles);
+    put(&mut m, "escalate_to", c.escalate_to);
+    put(&mut m, "excluded_actors", c.excluded_actors);
+    put(&mut m, "on_expiry", c.on_expiry.map(OnExpiry::from));
+    put(
+        &mut m,
+        "outcomes",
+        c.outcomes
+            .map(|o| o.into_iter().map(OutcomeRule::from).collect::<Vec<_>>()),
+    );
+    put(&mut m, "remind_before", c.remind_before);
+    put(
+        &mut m,
+        "escalation",
+        c.escalation.map(|s| {
+            s.into_iter()
+                .map(crate::timeline::EscalationStep::from)
+                .collect::<Vec<_>>()
+        }),
+    );
+    m
+}
+
+/// A new job id: a UUIDv7 (48 bits of milliseconds, then random), so the
+/// server's ids list in the order they were made.
+fn new_id() -> Result<String, ApiError> {
+    let mut b = [0u8; 16];
+    getrandom::fill(&mut b).map_err(|e| ApiError::Internal(Box::new(e)))?;
+    let ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_err(|e| ApiError::Internal(Box::new(e)))?
+        .as_millis() as u64;
+    b[..6].copy_from_slice(&ms.to_be_bytes()[2..]);
+    b[6] = 0x70 | (b[6] & 0x0f);
+    b[8] = 0x80 | (b[8] & 0x3f);
+    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    Ok(format!(
+        "{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..]
+    ))
+}
+
+/// An id as a path segment: what is not unreserved, percent-encoded.
+fn escaped(id: &str) -> String {
+    let mut out = String::with_capacity(id.len());
+    for b in id.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// No such job, in the words every job route uses.
+fn missing(id: &str) -> ApiError {
+    ApiError::NotFound(format!("no job {id}"))
+}
+
+/// A refusal about the job `id` names: its absence said as a job's (the
+/// engine's words are a task's).
+fn named(e: ApiError, id: &str) -> ApiError {
+    match e {
+        ApiError::NotFound(_) => missing(id),
+        e => e,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_made_id_is_a_uuid_v7_and_they_sort_as_made() {
+        let a = new_id().expect("an id");
+        assert_eq!(a.len(), 36);
+        assert_eq!(&a[14..15], "7");
+        assert!(matches!(&a[19..20], "8" | "9" | "a" | "b"), "{a}");
+        assert_ne!(a, new_id().expect("another"));
+    }
+
+    #[test]
+    fn an_action_refusal_names_the_body_field() {
+        let field = |v: Value| match read_action(v) {
+            Err(ApiError::Invalid { field, .. }) => field,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            field(serde_json::json!({"kind": "assign"})).as_deref(),
+            Some("action.to")
+        );
+        assert_eq!(
+            field(serde_json::json!({"kind": "assign", "to": 3})).as_deref(),
+            Some("action.to")
+        );
+        assert_eq!(
+            field(serde_json::json!({"kind": "release", "to": "x"})).as_deref(),
+            Some("action.to")
+        );
+        assert_eq!(
+            field(serde_json::json!({"kind": "update", "changes": {"priority": "x"}})).as_deref(),
+            Some("action.changes.priority")
+        );
+        assert_eq!(
+            field(serde_json::json!({"kind": "update", "changes": {}})).as_deref(),
+            Some("action.changes")
+        );
+        assert_eq!(
+            field(serde_json::json!({"kind": "nap"})).as_deref(),
+            Some("action.kind")
+        );
+    }
+
+    #[test]
+    fn an_update_action_reads_back_as_it_was_given() {
+        let given =
+            serde_json::json!({"due_at": null, "priority": "high", "candidate_roles": ["a"]});
+        let Value::Object(m) = given.clone() else {
+            unreachable!()
+        };
+        let c = TaskPatch::read(m).expect("a change");
+        assert_eq!(Value::Object(changes_json(c)), given);
+    }
+}
