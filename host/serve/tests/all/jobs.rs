@@ -413,6 +413,11 @@ fn the_servers_sweeper_runs_a_job_to_its_end_each_task_naming_it_once() {
             .filter(|e| e["change"]["task"]["entry"]["job"] == "give")
             .count();
         assert_eq!(named, n - 1);
+        // Its steps are counted on /metrics once their turns report (every
+        // server of this process counts there, so at least these).
+        eventually("the job's steps on /metrics", || {
+            crate::keeping_time::metric(svc, "leasehold_job_steps_total", "") >= (n - 1) as f64
+        });
     });
 }
 
