@@ -195,6 +195,9 @@ pub fn swept(r: &leasehold_host::SweepReport) {
     ] {
         metrics::counter!("leasehold_swept_tasks_total", "action" => action).increment(n);
     }
+    // The bulk jobs' steps (`StepJobs`, which `crate::server` adds): a task
+    // changed, skipped or failed, or a stretch of a job's set counted.
+    metrics::counter!("leasehold_job_steps_total").increment(r.counted("job-steps"));
     metrics::histogram!("leasehold_sweep_late_seconds").record(r.late_ms.max(0) as f64 / 1000.0);
 }
 

@@ -11,8 +11,10 @@
 //! waiting `claim-next` or `claim-due` tries again only after a change that
 //! could give it something, not after every commit of its tenant.
 //!
-//! It owns the count of a tenant's commits as its streams hear them, and
-//! the reads (*flights*) kept for sharing. It must never give a stream a
+//! It owns the count of a tenant's commits as its streams hear them, the
+//! reads (*flights*) kept for sharing, and the reads of what a page's
+//! changes name (a bulk job's state, [`TenantFeed::named_read`]), one per
+//! name and page for all the streams that deliver that page. It must never give a stream a
 //! read that began before a commit the stream was woken for (that stream
 //! would wait for the next commit with a change unsent), nor one tenant's
 //! read to another tenant's stream. What a credential may see is decided
@@ -36,6 +38,14 @@ pub const PAGE: u32 = 100;
 /// caught-up streams and a few catching up, small enough that a tenant's
 /// pages in memory stay few.
 const KEPT: usize = 16;
+
+/// Pages whose named reads are kept: the ends of the last few pages
+/// delivered, enough for streams a little behind the others.
+const NAMED_PAGES: usize = 8;
+
+/// One read of something a page's changes name, made once: its answer as
+/// the event's data, or none.
+pub type NamedRead = Arc<OnceCell<Option<String>>>;
 
 /// What a shared read answered: the page, or why it failed (told to every
 /// stream that took it).
@@ -80,6 +90,7 @@ impl Feeds {
             pump,
             buffered: AtomicUsize::new(0),
             callers: Mutex::new(HashMap::new()),
+            named: Mutex::new(VecDeque::new()),
         });
         tenants.insert(Arc::from(name), Arc::downgrade(&feed));
         Ok(feed)
@@ -105,6 +116,8 @@ pub struct TenantFeed {
     /// The same, for each caller's streams (by `crate::waiters::caller_key`):
     /// held by those streams, let go with the last of them.
     callers: Mutex<HashMap<String, Weak<AtomicUsize>>>,
+    /// By the end of a page, the reads of what its changes name.
+    named: Mutex<VecDeque<(String, HashMap<String, NamedRead>)>>,
 }
 
 impl Drop for TenantFeed {
@@ -132,6 +145,25 @@ impl TenantFeed {
         let n = Arc::new(AtomicUsize::new(0));
         callers.insert(key.to_owned(), Arc::downgrade(&n));
         n
+    }
+
+    /// The one read of `name` for the page that ends at `next`, shared by
+    /// every stream that delivers that page. The first to ask makes it,
+    /// once it has read the page, so its answer is never older than the
+    /// page's changes; a stream at another page end asks for its own.
+    pub fn named_read(&self, next: &str, name: &str) -> NamedRead {
+        let mut named = self.named.lock().unwrap_or_else(PoisonError::into_inner);
+        let at = match named.iter().position(|(n, _)| n == next) {
+            Some(i) => i,
+            None => {
+                if named.len() >= NAMED_PAGES {
+                    named.pop_front();
+                }
+                named.push_back((next.to_owned(), HashMap::new()));
+                named.len() - 1
+            }
+        };
+        named[at].1.entry(name.to_owned()).or_default().clone()
     }
 
     /// A stream's view of the tenant's commit count, with the count as it
@@ -303,7 +335,44 @@ mod tests {
             pump: tokio::spawn(async {}),
             buffered: AtomicUsize::new(0),
             callers: Mutex::new(HashMap::new()),
+            named: Mutex::new(VecDeque::new()),
         }
+    }
+
+    #[tokio::test]
+    async fn a_named_read_is_made_once_per_page_end_and_name() {
+        let (_tx, rx) = watch::channel(0);
+        let f = feed(rx);
+        let made = AtomicUsize::new(0);
+        let read = |next: &str, name: &str| {
+            let cell = f.named_read(next, name);
+            let (next, name) = (next.to_owned(), name.to_owned());
+            let made = &made;
+            async move {
+                cell.get_or_init(|| async {
+                    made.fetch_add(1, Ordering::SeqCst);
+                    Some(format!("{name}@{next}"))
+                })
+                .await
+                .clone()
+            }
+        };
+        assert_eq!(read("p1", "j").await.as_deref(), Some("j@p1"));
+        assert_eq!(read("p1", "j").await.as_deref(), Some("j@p1"));
+        assert_eq!(
+            made.load(Ordering::SeqCst),
+            1,
+            "one read for one page and name"
+        );
+        assert_eq!(read("p2", "j").await.as_deref(), Some("j@p2"));
+        assert_eq!(read("p1", "k").await.as_deref(), Some("k@p1"));
+        assert_eq!(made.load(Ordering::SeqCst), 3);
+        // Only the last few page ends are kept.
+        for i in 0..NAMED_PAGES {
+            read(&format!("q{i}"), "j").await;
+        }
+        assert_eq!(read("p1", "j").await.as_deref(), Some("j@p1"));
+        assert_eq!(made.load(Ordering::SeqCst), 3 + NAMED_PAGES + 1);
     }
 
     fn next_of(a: &Answer) -> String {

@@ -8,8 +8,9 @@
 //! is the one wire shape of a change ([`crate::change::Event`]). A service
 //! or operator is also sent a `job` event, the job as `GET /v1/jobs/{id}`
 //! answers it, after each page of the feed whose changes a bulk job made:
-//! read from the store once per job and page, so it follows a job run by
-//! any server on the database. It must
+//! read from the store once per job and page for all the tenant's streams
+//! that deliver that page (`TenantFeed::named_read`), so it follows a job
+//! run by any server on the database. It must
 //! never send a change the credential may not see, skip a change it may,
 //! or hold more than its buffer for a slow client: a stream's own, its
 //! caller's share of its tenant's ([`CALLER_SHARE`]), and its tenant's.
@@ -464,26 +465,19 @@ impl Producer {
         let Some(jobs) = self.jobs.as_mut() else {
             return Ok(());
         };
+        // The streams that deliver this page (it ends at `read_at`) share
+        // one read of each job.
         for id in std::mem::take(jobs) {
-            let deadline = std::time::Instant::now() + self.state.options.request_timeout;
-            let i = id.clone();
-            let read = self
-                .state
-                .call(Verb::GetJob, self.sub.tenant.clone(), deadline, move |t| {
-                    t.get_job(&i)
-                })
-                .await;
-            let job = match read {
-                Ok(Some(job)) => crate::api::jobs::Job::from(job),
-                Ok(None) => continue,
-                Err(e) => {
-                    tracing::warn!(job = %id, error = %e, "an event stream could not read a job");
-                    continue;
-                }
-            };
-            let data = serde_json::to_string(&job).unwrap_or_default();
-            let bytes = data.len() + 32;
-            self.send(Event::default().event("job").data(data), bytes)?;
+            let read = self.feed.named_read(&self.read_at, &id);
+            let (state, tenant) = (self.state.clone(), self.sub.tenant.clone());
+            let data = read
+                .get_or_init(|| read_job(state, tenant, id))
+                .await
+                .clone();
+            if let Some(data) = data {
+                let bytes = data.len() + 32;
+                self.send(Event::default().event("job").data(data), bytes)?;
+            }
         }
         Ok(())
     }
@@ -514,6 +508,23 @@ impl Producer {
                 w.release(bytes);
                 Err(Some(Ended::Slow))
             }
+        }
+    }
+}
+
+/// Job `id` as `GET /v1/jobs/{id}` answers it, as an event's data; none
+/// when it is gone or cannot be read (logged).
+async fn read_job(state: AppState, tenant: host::Tenant, id: String) -> Option<String> {
+    let deadline = std::time::Instant::now() + state.options.request_timeout;
+    let i = id.clone();
+    let read = state
+        .call(Verb::GetJob, tenant, deadline, move |t| t.get_job(&i))
+        .await;
+    match read {
+        Ok(job) => job.and_then(|j| serde_json::to_string(&crate::api::jobs::Job::from(j)).ok()),
+        Err(e) => {
+            tracing::warn!(job = %id, error = %e, "an event stream could not read a job");
+            None
         }
     }
 }

@@ -9,6 +9,7 @@
 
 mod admin;
 mod changes;
+mod job_action;
 pub(crate) mod jobs;
 mod kinds;
 mod queue;

@@ -359,8 +359,8 @@ fn the_servers_sweeper_runs_a_job_to_its_end_each_task_naming_it_once() {
     each_backend_with(sweeping(), |svc| {
         let n = 40;
         open_tasks(svc, n);
-        // One task no longer matches when its turn comes... or was never
-        // in the set: a settled one is not pending.
+        // One task is claimed before the job starts: not open, so not in
+        // its set, and left as it is.
         svc.call(
             "POST",
             "/v1/tasks/p-0/claim",
@@ -413,6 +413,11 @@ fn the_servers_sweeper_runs_a_job_to_its_end_each_task_naming_it_once() {
             .filter(|e| e["change"]["task"]["entry"]["job"] == "give")
             .count();
         assert_eq!(named, n - 1);
+        // Its steps are counted on /metrics once their turns report (every
+        // server of this process counts there, so at least these).
+        eventually("the job's steps on /metrics", || {
+            crate::keeping_time::metric(svc, "leasehold_job_steps_total", "") >= (n - 1) as f64
+        });
     });
 }
 
