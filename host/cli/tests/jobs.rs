@@ -338,7 +338,8 @@ fn bad_input_exits_2_naming_the_flag() {
 
 /// Starts `jobs start-job` over `n` tasks and kills it with SIGKILL once a
 /// line shows it part-way; `None` when the job ended before a line showed
-/// it part-way (the set was too small to catch).
+/// it part-way, or before the signal reached it (the set was too small to
+/// catch).
 fn kill_part_way(s: &Scratch) -> Option<Value> {
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_leasehold"))
         .current_dir(s.dir.path())
@@ -374,10 +375,9 @@ fn kill_part_way(s: &Scratch) -> Option<Value> {
     }
     let status = child.wait().expect("wait");
     match seen {
-        Some(job) => {
-            assert!(!status.success(), "killed, yet it exited cleanly");
-            Some(job)
-        }
+        Some(job) if !status.success() => Some(job),
+        // It finished between the line and the signal: not caught part-way.
+        Some(_) => None,
         None => {
             assert!(status.success(), "ended without a part-way line: {status}");
             None

@@ -250,7 +250,7 @@ impl ActionArgs {
 #[derive(Debug, Args)]
 pub struct Start {
     /// The job's id (1-256 characters, unique in the tenant, even after it
-    /// ends) [default: job- and the time and a random suffix]
+    /// ends) [default: a UUIDv7, time-ordered]
     #[arg(long, value_name = "ID")]
     id: Option<String>,
     #[command(flatten)]
@@ -273,7 +273,7 @@ impl Start {
         let now = values::now();
         let id = match &self.id {
             Some(id) => id.clone(),
-            None => fresh_id(now)?,
+            None => fresh_id(),
         };
         let t = cx.tenant()?;
         let job = t
@@ -295,14 +295,10 @@ impl Start {
     }
 }
 
-/// `job-` and the start's time and a random suffix: unique without asking
-/// the store, so two starts at once never race for an id.
-fn fresh_id(now: Timestamp) -> Result<String, CliError> {
-    let mut bytes = [0u8; 4];
-    getrandom::fill(&mut bytes)
-        .map_err(|e| CliError::Failed(format!("no randomness for a job id: {e}")))?;
-    let suffix: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    Ok(format!("job-{now}-{suffix}"))
+/// A UUIDv7, as `serve` makes them: time-ordered, and unique without
+/// asking the store, so two starts at once never race for an id.
+fn fresh_id() -> String {
+    uuid::Uuid::now_v7().to_string()
 }
 
 /// The engine names the field of a start it refuses; the command line

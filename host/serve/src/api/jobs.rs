@@ -192,7 +192,7 @@ async fn start_job(
     let action = read_action(body.action)?;
     let id = match body.id {
         Some(id) => id,
-        None => new_id()?,
+        None => new_id(),
     };
     let filter: leasehold_guest::search::TaskFilter = filter.into();
     let by = c.principal.actor.clone();
@@ -280,40 +280,23 @@ async fn cancel_job(c: Caller, Path(JobPath { id }): Path<JobPath>) -> Answer<Jo
     Ok(axum::Json(job.into()))
 }
 
-/// A new job id: a UUIDv7 (48 bits of milliseconds, then random), so the
-/// server's ids list in the order they were made.
-fn new_id() -> Result<String, ApiError> {
-    let mut b = [0u8; 16];
-    getrandom::fill(&mut b).map_err(|e| ApiError::Internal(Box::new(e)))?;
-    let ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_err(|e| ApiError::Internal(Box::new(e)))?
-        .as_millis() as u64;
-    b[..6].copy_from_slice(&ms.to_be_bytes()[2..]);
-    b[6] = 0x70 | (b[6] & 0x0f);
-    b[8] = 0x80 | (b[8] & 0x3f);
-    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    Ok(format!(
-        "{}-{}-{}-{}-{}",
-        &hex[..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..]
-    ))
+/// A new job id: a UUIDv7, so the server's ids list in the order they
+/// were made (monotonic within this process).
+fn new_id() -> String {
+    uuid::Uuid::now_v7().to_string()
 }
 
-/// An id as a path segment: what is not unreserved, percent-encoded.
+/// What of an id a path segment keeps as it is: RFC 3986's unreserved
+/// characters; the rest is percent-encoded.
+const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+/// An id as a path segment.
 fn escaped(id: &str) -> String {
-    let mut out = String::with_capacity(id.len());
-    for b in id.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    percent_encoding::utf8_percent_encode(id, SEGMENT).to_string()
 }
 
 /// No such job, in the words every job route uses.
@@ -335,11 +318,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_made_id_is_a_uuid_v7_and_they_sort_as_made() {
-        let a = new_id().expect("an id");
-        assert_eq!(a.len(), 36);
-        assert_eq!(&a[14..15], "7");
-        assert!(matches!(&a[19..20], "8" | "9" | "a" | "b"), "{a}");
-        assert_ne!(a, new_id().expect("another"));
+    fn made_ids_are_uuid_v7_and_sort_as_made() {
+        let ids: Vec<String> = (0..64).map(|_| new_id()).collect();
+        assert!(
+            ids.iter().all(|i| i.len() == 36 && &i[14..15] == "7"),
+            "{ids:?}"
+        );
+        assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
+    }
+
+    #[test]
+    fn an_id_in_a_location_keeps_only_unreserved_characters() {
+        assert_eq!(escaped("a-b.c_d~e9"), "a-b.c_d~e9");
+        assert_eq!(escaped("a/b c?é"), "a%2Fb%20c%3F%C3%A9");
     }
 }
