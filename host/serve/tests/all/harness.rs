@@ -781,3 +781,31 @@ pub fn tls_certificate(dir: &std::path::Path) -> (PathBuf, PathBuf, Vec<u8>) {
     let pem = std::fs::read(dir.join("ca.pem")).expect("CA certificate");
     (cert, key, pem)
 }
+
+/// Calls, checks the answer against the document, and hands it back.
+pub fn checked_call(
+    svc: &Service,
+    method: &str,
+    template: &str,
+    path: &str,
+    who: &str,
+    body: Option<Value>,
+) -> Reply {
+    let r = svc.call(method, path, Some(who), body);
+    svc.conforms(method, template, &r);
+    r
+}
+
+/// The history of a task, as the operator `olga` reads it.
+pub fn history_entries(svc: &Service, id: &str) -> Vec<Value> {
+    svc.call(
+        "GET",
+        &format!("/v1/tasks/{id}/history"),
+        Some("olga"),
+        None,
+    )
+    .expect_ok()["entries"]
+        .as_array()
+        .expect("entries")
+        .clone()
+}

@@ -12,22 +12,10 @@ use std::collections::BTreeSet;
 use serde_json::{Value, json};
 
 use crate::events::Stream;
+use crate::harness::checked_call as call;
+use crate::harness::history_entries as history;
 use crate::harness::{Reply, Service, each_backend, each_backend_with, new_task, test_options};
 use crate::keeping_time::eventually;
-
-/// Calls, checks the answer against the document, and hands it back.
-pub fn call(
-    svc: &Service,
-    method: &str,
-    template: &str,
-    path: &str,
-    who: &str,
-    body: Option<Value>,
-) -> Reply {
-    let r = svc.call(method, path, Some(who), body);
-    svc.conforms(method, template, &r);
-    r
-}
 
 pub fn start(svc: &Service, who: &str, body: Value) -> Reply {
     call(svc, "POST", "/v1/jobs", "/v1/jobs", who, Some(body))
@@ -84,20 +72,6 @@ pub fn open_tasks(svc: &Service, n: usize) {
         svc.call("POST", "/v1/tasks", Some("sam"), Some(t))
             .expect_ok();
     }
-}
-
-/// The history of a task, as an operator reads it.
-pub fn history(svc: &Service, id: &str) -> Vec<Value> {
-    svc.call(
-        "GET",
-        &format!("/v1/tasks/{id}/history"),
-        Some("olga"),
-        None,
-    )
-    .expect_ok()["entries"]
-        .as_array()
-        .expect("entries")
-        .clone()
 }
 
 fn assign_to_bob() -> Value {

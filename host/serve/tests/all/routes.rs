@@ -3,21 +3,8 @@
 
 use serde_json::{Value, json};
 
-use crate::harness::{Service, each_backend, new_task, new_timer};
-
-/// Calls, checks the answer against the document, and hands it back.
-fn call(
-    svc: &Service,
-    method: &str,
-    template: &str,
-    path: &str,
-    who: &str,
-    body: Option<Value>,
-) -> crate::harness::Reply {
-    let r = svc.call(method, path, Some(who), body);
-    svc.conforms(method, template, &r);
-    r
-}
+use crate::harness::checked_call as call;
+use crate::harness::{each_backend, new_task, new_timer};
 
 #[test]
 fn tasks_open_get_and_move_through_the_claim_ladder() {

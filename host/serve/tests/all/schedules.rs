@@ -7,6 +7,7 @@
 
 use serde_json::{Value, json};
 
+use crate::harness::checked_call as call;
 use crate::harness::{Reply, Service, each_backend, unix_now};
 
 /// 2024-03-09 00:00 in New York (EST).
@@ -18,20 +19,6 @@ const MARCH_9_0230: i64 = 1_709_969_400_000;
 const MARCH_10_GAP: i64 = 1_710_054_000_000;
 /// 02:30 EDT on 2024-03-11, 06:30 UTC.
 const MARCH_11_0230: i64 = 1_710_138_600_000;
-
-/// Calls, checks the answer against the document, and hands it back.
-fn call(
-    svc: &Service,
-    method: &str,
-    template: &str,
-    path: &str,
-    who: &str,
-    body: Option<Value>,
-) -> Reply {
-    let r = svc.call(method, path, Some(who), body);
-    svc.conforms(method, template, &r);
-    r
-}
 
 fn nightly() -> Value {
     json!({

@@ -5,21 +5,8 @@
 
 use serde_json::{Value, json};
 
+use crate::harness::checked_call as call;
 use crate::harness::{Reply, Service, each_backend, new_task, reply};
-
-/// Calls, checks the answer against the document, and hands it back.
-fn call(
-    svc: &Service,
-    method: &str,
-    template: &str,
-    path: &str,
-    who: &str,
-    body: Option<Value>,
-) -> Reply {
-    let r = svc.call(method, path, Some(who), body);
-    svc.conforms(method, template, &r);
-    r
-}
 
 fn search(svc: &Service, who: &str, body: Value) -> Reply {
     call(svc, "POST", "/v1/search", "/v1/search", who, Some(body))

@@ -5,6 +5,7 @@
 
 use serde_json::{Value, json};
 
+use crate::harness::history_entries as history;
 use crate::harness::{Reply, Service, each_backend, new_task, reply};
 
 /// One request with extra headers, held to the document.
@@ -49,19 +50,6 @@ fn open(svc: &Service, id: &str) -> Value {
 
 fn get(svc: &Service, id: &str, who: &str) -> Reply {
     svc.call("GET", &format!("/v1/tasks/{id}"), Some(who), None)
-}
-
-fn history(svc: &Service, id: &str) -> Vec<Value> {
-    svc.call(
-        "GET",
-        &format!("/v1/tasks/{id}/history"),
-        Some("olga"),
-        None,
-    )
-    .expect_ok()["entries"]
-        .as_array()
-        .expect("entries")
-        .clone()
 }
 
 fn held_ids(r: &Reply) -> Vec<String> {
