@@ -366,6 +366,16 @@ fn queue_query(q: tasks_api::QueueQuery) -> model::QueueQuery {
     }
 }
 
+fn settle_answer(a: model::SettleAnswer) -> tasks_api::SettleAnswer {
+    match a {
+        model::SettleAnswer::Settled => tasks_api::SettleAnswer::Settled,
+        model::SettleAnswer::Already(s) => tasks_api::SettleAnswer::Already(s.into()),
+        model::SettleAnswer::NotHeld(h) => tasks_api::SettleAnswer::NotHeld(h),
+        model::SettleAnswer::NotFound => tasks_api::SettleAnswer::NotFound,
+        model::SettleAnswer::Refused(m) => tasks_api::SettleAnswer::Refused(m),
+    }
+}
+
 impl tasks_api::Guest for Component {
     fn open(task: wit::Task) -> Result<wit::Task, wit::StoreError> {
         call(|kv| crate::tasks::open(kv, &task.into()))
@@ -448,6 +458,41 @@ impl tasks_api::Guest for Component {
         let lease = lease.map(model::Lease::from);
         call(|kv| crate::tasks::claim_next(kv, &query, lease.as_ref()))
             .map(|t: Option<model::Task>| t.map(Into::into))
+    }
+
+    fn claim_batch(
+        q: tasks_api::QueueQuery,
+        lease: Option<wit::Lease>,
+        count: u32,
+    ) -> Result<Vec<wit::Task>, wit::StoreError> {
+        let query = queue_query(q);
+        let lease = lease.map(model::Lease::from);
+        call(|kv| crate::tasks::claim_batch(kv, &query, lease.as_ref(), count))
+            .map(|ts: Vec<model::Task>| ts.into_iter().map(Into::into).collect())
+    }
+
+    fn settle_and_claim(
+        done: Vec<tasks_api::Finished>,
+        q: tasks_api::QueueQuery,
+        lease: Option<wit::Lease>,
+        count: u32,
+    ) -> Result<tasks_api::SettledAndClaimed, wit::StoreError> {
+        let done: Vec<model::Finished> = done
+            .into_iter()
+            .map(|f| model::Finished {
+                id: f.id,
+                settlement: f.settlement.into(),
+                decision: f.decision.map(model::Decision::from),
+            })
+            .collect();
+        let query = queue_query(q);
+        let lease = lease.map(model::Lease::from);
+        call(|kv| crate::tasks::settle_and_claim(kv, &done, &query, lease.as_ref(), count)).map(
+            |r: model::SettledAndClaimed| tasks_api::SettledAndClaimed {
+                settled: r.settled.into_iter().map(settle_answer).collect(),
+                claimed: r.claimed.into_iter().map(Into::into).collect(),
+            },
+        )
     }
 
     fn settle(

@@ -231,6 +231,33 @@ pub struct Decision {
     pub output: Option<String>,
 }
 
+/// A task a worker finished, as `settle-and-claim` is given it (WIT
+/// `finished`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Finished {
+    pub id: String,
+    pub settlement: Settlement,
+    pub decision: Option<Decision>,
+}
+
+/// What became of one finished task (WIT `settle-answer`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SettleAnswer {
+    Settled,
+    Already(TaskState),
+    NotHeld(Option<String>),
+    NotFound,
+    Refused(String),
+}
+
+/// What `settle-and-claim` did (WIT `settled-and-claimed`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SettledAndClaimed {
+    pub settled: Vec<SettleAnswer>,
+    pub claimed: Vec<Task>,
+}
+
 /// A decision as the task keeps it (WIT `decision-record`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DecisionRecord {

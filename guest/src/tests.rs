@@ -54,6 +54,7 @@ mod task_decisions;
 mod task_steps;
 mod timer_leases;
 mod timer_moves;
+mod worker_batches;
 mod worklist_support;
 
 /// Owned strings from literals, for role, actor and id lists.

@@ -16,6 +16,10 @@ mod generated {
 pub(crate) use generated::EnginePre as WorldPre;
 pub(crate) use generated::exports::leasehold::engine::kinds::KindDefinition as WitKindDefinition;
 pub(crate) use generated::exports::leasehold::engine::tasks::QueueQuery as WitQueueQuery;
+pub(crate) use generated::exports::leasehold::engine::tasks::{
+    Finished as WitFinished, SettleAnswer as WitSettleAnswer,
+    SettledAndClaimed as WitSettledAndClaimed,
+};
 pub(crate) use generated::leasehold::engine::kv;
 pub(crate) use generated::leasehold::engine::types as wit;
 
@@ -56,3 +60,26 @@ leasehold_guest::search_conversions!(wit_search);
 pub(crate) use generated::exports::leasehold::engine::jobs as wit_jobs;
 
 leasehold_guest::job_conversions!(wit_jobs);
+
+impl From<leasehold_guest::model::Finished> for WitFinished {
+    fn from(f: leasehold_guest::model::Finished) -> Self {
+        WitFinished {
+            id: f.id,
+            settlement: f.settlement.into(),
+            decision: f.decision.map(Into::into),
+        }
+    }
+}
+
+impl From<WitSettleAnswer> for leasehold_guest::model::SettleAnswer {
+    fn from(a: WitSettleAnswer) -> Self {
+        use leasehold_guest::model::SettleAnswer as A;
+        match a {
+            WitSettleAnswer::Settled => A::Settled,
+            WitSettleAnswer::Already(s) => A::Already(s.into()),
+            WitSettleAnswer::NotHeld(h) => A::NotHeld(h),
+            WitSettleAnswer::NotFound => A::NotFound,
+            WitSettleAnswer::Refused(m) => A::Refused(m),
+        }
+    }
+}

@@ -65,10 +65,11 @@ pub use leasehold_guest::calendar::{
 pub use leasehold_guest::jobs::{Job, JobAction, JobAssign, JobFailure, JobState};
 pub use leasehold_guest::model::{
     ArmOutcome, Change, Decision, DecisionRecord, Discrepancy, EscalationStep, FeedEntry, FeedPage,
-    FeedPlace, FeedRead, FieldChange, Guard, HistoryEntry, KindDefinition, Lease, OnExpiry,
-    OutcomeRule, Page, Phase, Priority, QueueQuery, SealOutcome, Settlement, StepAction,
-    StoreError, Task, TaskChange, TaskChanges, TaskState, TaskStep, Timer, TimerChange, TimerEvent,
-    TimerInfo, TimerPage, Timestamp, TrimOutcome,
+    FeedPlace, FeedRead, FieldChange, Finished, Guard, HistoryEntry, KindDefinition, Lease,
+    OnExpiry, OutcomeRule, Page, Phase, Priority, QueueQuery, SealOutcome, SettleAnswer,
+    SettledAndClaimed, Settlement, StepAction, StoreError, Task, TaskChange, TaskChanges,
+    TaskState, TaskStep, Timer, TimerChange, TimerEvent, TimerInfo, TimerPage, Timestamp,
+    TrimOutcome,
 };
 pub use leasehold_guest::schedules::{Schedule, ScheduleDef, SchedulePage};
 pub use leasehold_guest::search::{

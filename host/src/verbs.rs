@@ -70,6 +70,8 @@ verbs! {
     ReclaimLapsed => "tasks" "reclaim-lapsed" Write,
     ExpireOverdue => "tasks" "expire-overdue" Write,
     ClaimNext => "tasks" "claim-next" Write,
+    ClaimBatch => "tasks" "claim-batch" Write,
+    SettleAndClaim => "tasks" "settle-and-claim" Write,
     Settle => "tasks" "settle" Write,
     WithdrawRun => "tasks" "withdraw-run" Write,
     Escalate => "tasks" "escalate" Write,
@@ -201,7 +203,9 @@ impl Verb {
     /// read what each other write (see `Backend::begin_in_line`).
     pub(crate) fn line(self) -> Option<&'static str> {
         match self {
-            Verb::ClaimNext | Verb::ReclaimLapsed => Some("tasks"),
+            Verb::ClaimNext | Verb::ClaimBatch | Verb::SettleAndClaim | Verb::ReclaimLapsed => {
+                Some("tasks")
+            }
             Verb::ClaimDue => Some("timers"),
             Verb::ExpireOverdue => Some("overdue"),
             _ => None,

@@ -315,6 +315,21 @@ fn a_write_verb_whose_answer_the_contract_rules_out_commits_nothing() {
         "not claimed by ann",
     );
     malformed(
+        t.claim_batch(&query(&[], Some("ann"), 1, None), None, 5)
+            .map(drop),
+        "not claimed by ann",
+    );
+    let done = [leasehold_host::Finished {
+        id: "t".into(),
+        settlement: leasehold_host::Settlement::Completed,
+        decision: None,
+    }];
+    malformed(
+        t.settle_and_claim(&done, &query(&[], Some("ann"), 1, None), None, 5)
+            .map(drop),
+        "answered 0 of 1 finished tasks",
+    );
+    malformed(
         t.get_subscription("s").map(drop),
         "answered subscription s-other",
     );

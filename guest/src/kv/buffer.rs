@@ -56,10 +56,15 @@ impl<S: Snapshot> Buffered<S> {
         }
     }
 
-    /// The call's writes, in key order.
+    /// The call's writes, in key order. A write that leaves a key as the
+    /// call read it (a counter moved up and down, a row put back) is
+    /// dropped: it would cost the store a write, and on a shared store a
+    /// conflict, for nothing.
     pub fn into_batch(self) -> Vec<Write> {
+        let fetched = self.fetched;
         self.writes
             .into_iter()
+            .filter(|(k, v)| fetched.get(k) != Some(v))
             .map(|(k, v)| match v {
                 Some(v) => Write::Put(k, v),
                 None => Write::Delete(k),

@@ -51,7 +51,8 @@ pub use search_entries::{
     Built, build as build_search, count_value, has_search_entries, search_built, sum_counts,
 };
 pub use tasks::{
-    Along, decode_task, indexed_rows, indexed_tasks, load_task, prefetch_task, write_task,
+    Along, decode_task, indexed_rows, indexed_tasks, load_task, prefetch_task, prefetch_tasks,
+    write_task,
 };
 pub use timers::{
     decode_timer, load_timer, load_timers, remove_timer, retire_timer, timer_from, write_timer,

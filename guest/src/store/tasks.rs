@@ -30,18 +30,30 @@ use super::search_entries::{move_search, search_count_keys};
 /// key), the task's log, the feed head its change would follow and the
 /// search count shards its state may move between.
 pub fn prefetch_task<K: Kv + ?Sized>(kv: &mut K, id: &str) -> Result<(), StoreError> {
+    prefetch_tasks(kv, &[id])
+}
+
+/// What a change to each of `ids` may read, in one batched read: the rows,
+/// their counter shards and logs, the writer's feed head and the layout mark.
+pub fn prefetch_tasks<K: Kv + ?Sized>(kv: &mut K, ids: &[&str]) -> Result<(), StoreError> {
     let shards = expected_shards(kv);
-    let [open, leased] = task_counter_keys(kv, id, shards);
     let head = schema::feed_head(shards, feed_slot_of(kv, shards)).into_bytes();
-    let mut keys = vec![
-        schema::layout().into_bytes(),
-        schema::task(id).into_bytes(),
-        open,
-        leased,
-        schema::task_log(shards, id).into_bytes(),
-        head,
-    ];
-    keys.extend(search_count_keys(kv, shards, id));
+    let mut keys = vec![schema::layout().into_bytes(), head];
+    for id in ids {
+        let [open, leased] = task_counter_keys(kv, id, shards);
+        keys.extend([
+            schema::task(id).into_bytes(),
+            open,
+            leased,
+            schema::task_log(shards, id).into_bytes(),
+        ]);
+        keys.extend(search_count_keys(kv, shards, id));
+    }
+    if ids.len() > 1 {
+        // Spread by writer, tasks share counter shards.
+        keys.sort_unstable();
+        keys.dedup();
+    }
     Ok(kv.prefetch(&keys)?)
 }
 

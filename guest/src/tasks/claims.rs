@@ -1,7 +1,6 @@
 //! The claim ladder: `claim`, `take-over` (a claim as compare-and-swap on
-//! the holder), `release`, `renew`, `claim-next` (the head of the caller's
-//! queue, claimed in the same call) and `reclaim-lapsed` (leases that ended,
-//! back to the queue). Each checks its inputs, then existence, then the
+//! the holder), `release`, `renew` and `reclaim-lapsed` (leases that ended,
+//! back to the queue); a worker's claims of the queue's heads are `batch`'s. Each checks its inputs, then existence, then the
 //! rungs in their contractual order, and only then writes; a repeat by the
 //! holder changes nothing but a lease's end.
 
@@ -9,8 +8,7 @@
 use crate::prelude::*;
 
 use crate::kv::Kv;
-use crate::model::{ClaimError, Guard, Lease, QueueQuery, StoreError, Task, TaskState, Timestamp};
-use crate::queue;
+use crate::model::{ClaimError, Guard, Lease, StoreError, Task, TaskState, Timestamp};
 use crate::schema;
 use crate::store::{self, Cause, TaskRow};
 use crate::validate;
@@ -208,33 +206,4 @@ pub fn reclaim_lapsed<K: Kv + ?Sized>(
         moved.push(next.task);
     }
     Ok(moved)
-}
-
-/// `claim-next`: the head of the caller's queue, claimed in the same call.
-/// The call reads the queue inside its own transaction, so the head it sees
-/// is free, and it never has a stale head to be refused over. It reads what
-/// a one-task page reads, and so shares the page's bound: the counter shards
-/// the claim moves come in the batch of rows.
-pub fn claim_next<K: Kv + ?Sized>(
-    kv: &mut K,
-    query: &QueueQuery,
-    lease: Option<&Lease>,
-) -> Result<Option<Task>, StoreError> {
-    let (roles, after) = queue::queue_input(query)?;
-    let actor = query
-        .actor
-        .as_deref()
-        .ok_or_else(|| validate::invalid("actor is required: claim-next claims for it"))?;
-    validate::claim_lease(lease)?;
-    let (found, _) = queue::walk_queue(kv, &roles, Some(actor), after.as_deref(), 1, true)?;
-    let Some((_, row)) = found.into_iter().next() else {
-        return Ok(None);
-    };
-    if !row.task.state.is_queued() {
-        return Err(StoreError::Corrupt(format!(
-            "the queue index lists task {}, which is {}",
-            row.task.id, row.task.state
-        )));
-    }
-    hand_to(kv, Cause::by("claim-next", actor), &row, actor, lease).map(Some)
 }

@@ -18,7 +18,8 @@
 //! per key.
 //!
 //! The files below group the verbs by what they do: `open`, the claim
-//! ladder (`claims`), moving a claim by someone's say (`assign`), changes
+//! ladder (`claims`), a worker's batches of heads claimed and settled
+//! (`batch`), moving a claim by someone's say (`assign`), changes
 //! after open and notes (`change`), settling (`settle`) and a decision's
 //! checks (`decide`), reminders and chain steps firing (`steps`), and the reads (`reads`), over how
 //! a changing verb reaches its rows (`lookup`). A new verb gets a file of its
@@ -27,6 +28,7 @@
 //! from one another, never from here.
 
 mod assign;
+mod batch;
 mod change;
 mod claims;
 mod decide;
@@ -37,9 +39,10 @@ mod settle;
 mod steps;
 
 pub use assign::{assign, delegate, unassign};
+pub use batch::{MAX_BATCH, claim_batch, claim_next, settle_and_claim};
 pub(crate) use change::checked as checked_changes;
 pub use change::{note, update};
-pub use claims::{claim, claim_next, reclaim_lapsed, release, renew, take_over};
+pub use claims::{claim, reclaim_lapsed, release, renew, take_over};
 pub use open::open;
 pub use reads::{for_case, get, held, leased_count, next_lease_end, open_count, overdue, queue};
 pub(crate) use settle::withdraw_awaited;

@@ -17,7 +17,8 @@ use super::model_based_ops::{
 use super::model_based_reference::Model;
 use super::*;
 use crate::model::{
-    Decision, Guard, Page, QueueQuery, SealOutcome, TaskChanges, TimerInfo, TimerPage,
+    Decision, Finished, Guard, Page, QueueQuery, SealOutcome, SettledAndClaimed, TaskChanges,
+    TimerInfo, TimerPage,
 };
 use crate::{runs, tasks, timers};
 
@@ -285,6 +286,71 @@ pub(super) fn apply(kv: &mut MemKv, model: &mut Model, op: &Op) -> Result<bool, 
             };
             let real = tasks::claim_next(kv, &query, lease.as_ref());
             prop_assert_eq!(&real, &Ok(model.claim_next(&roles, ACTORS[*actor], *lease)));
+            real.is_err()
+        }
+        Op::ClaimBatch {
+            roles,
+            actor,
+            lease,
+            count,
+        } => {
+            let roles = pick(&ROLES, roles);
+            let query = QueueQuery {
+                roles: roles.clone(),
+                actor: Some(ACTORS[*actor].to_owned()),
+                limit: 1,
+                after: None,
+            };
+            let real = tasks::claim_batch(kv, &query, lease.as_ref(), *count);
+            let expected = model.claim_batch(&roles, ACTORS[*actor], *lease, *count);
+            prop_assert_eq!(&real, &Ok(expected));
+            real.is_err()
+        }
+        Op::SettleAndClaim {
+            done,
+            roles,
+            actor,
+            lease,
+            count,
+        } => {
+            let roles = pick(&ROLES, roles);
+            let query = QueueQuery {
+                roles: roles.clone(),
+                actor: Some(ACTORS[*actor].to_owned()),
+                limit: 1,
+                after: None,
+            };
+            let finished: Vec<Finished> = done
+                .iter()
+                .map(|&(id, s, d)| Finished {
+                    id: IDS[id].to_owned(),
+                    settlement: SETTLEMENTS[s],
+                    decision: d.map(|d| Decision {
+                        outcome: OUTCOMES[d].to_owned(),
+                        reason: Some(format!("because {}", OUTCOMES[d])),
+                        output: None,
+                    }),
+                })
+                .collect();
+            let real = tasks::settle_and_claim(kv, &finished, &query, lease.as_ref(), *count);
+            let now = kv.now;
+            let settled = done
+                .iter()
+                .map(|&(id, s, d)| {
+                    model.settle_held(
+                        IDS[id],
+                        SETTLEMENTS[s],
+                        ACTORS[*actor],
+                        d.map(|d| (OUTCOMES[d], now)),
+                    )
+                })
+                .collect();
+            let claimed = if *count == 0 {
+                Vec::new()
+            } else {
+                model.claim_batch(&roles, ACTORS[*actor], *lease, *count)
+            };
+            prop_assert_eq!(&real, &Ok(SettledAndClaimed { settled, claimed }));
             real.is_err()
         }
         Op::Escalate { id } => {

@@ -118,6 +118,21 @@ pub(super) enum Op {
         actor: usize,
         lease: Option<Lease>,
     },
+    ClaimBatch {
+        roles: Vec<usize>,
+        actor: usize,
+        lease: Option<Lease>,
+        count: u32,
+    },
+    /// Each finished task: an id (a repeat allowed), a settlement, and an
+    /// outcome to record.
+    SettleAndClaim {
+        done: Vec<(usize, usize, Option<usize>)>,
+        roles: Vec<usize>,
+        actor: usize,
+        lease: Option<Lease>,
+        count: u32,
+    },
     Escalate {
         id: usize,
     },
@@ -298,6 +313,25 @@ pub(super) fn op() -> impl Strategy<Value = Op> {
         3 => (0..220i64, 1..4u32).prop_map(|(now, limit)| Op::ReclaimLapsed { now, limit }),
         3 => (few(), 0..3usize, proptest::option::of(lease()))
             .prop_map(|(roles, actor, lease)| Op::ClaimNext { roles, actor, lease }),
+        2 => (few(), 0..3usize, proptest::option::of(lease()), 1..4u32)
+            .prop_map(|(roles, actor, lease, count)| Op::ClaimBatch { roles, actor, lease, count }),
+        3 => (
+            proptest::collection::vec(
+                (0..IDS.len(), 0..SETTLEMENTS.len(), proptest::option::of(0..OUTCOMES.len())),
+                0..4,
+            ),
+            few(),
+            0..3usize,
+            proptest::option::of(lease()),
+            0..3u32,
+        )
+            .prop_map(|(done, roles, actor, lease, count)| Op::SettleAndClaim {
+                done,
+                roles,
+                actor,
+                lease,
+                count,
+            }),
         3 => (0..IDS.len()).prop_map(|id| Op::Escalate { id }),
         1 => (0..RUNS.len(), proptest::collection::vec(0..IDS.len(), 0..4))
             .prop_map(|(run, awaited)| Op::WithdrawRun { run, awaited }),

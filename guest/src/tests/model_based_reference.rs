@@ -6,7 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::*;
 use crate::model::{
-    ArmOutcome, ClaimError, DecisionRecord, Lease, Settlement, TaskChanges, TimerError, TimerInfo,
+    ArmOutcome, ClaimError, DecisionRecord, Lease, SettleAnswer, Settlement, TaskChanges,
+    TimerError, TimerInfo,
 };
 
 fn dedup(list: &[String]) -> Vec<String> {
@@ -195,6 +196,51 @@ impl Model {
     ) -> Option<Task> {
         let head = self.queue(roles, Some(actor)).into_iter().next()?;
         self.claim(&head, actor, roles, lease).ok()
+    }
+
+    /// `claim-batch`: `claim-next`, `count` times, until the queue runs out.
+    pub(super) fn claim_batch(
+        &mut self,
+        roles: &[String],
+        actor: &str,
+        lease: Option<Lease>,
+        count: u32,
+    ) -> Vec<Task> {
+        let mut claimed = Vec::new();
+        for _ in 0..count {
+            match self.claim_next(roles, actor, lease) {
+                Some(t) => claimed.push(t),
+                None => break,
+            }
+        }
+        claimed
+    }
+
+    /// One finished task of `settle-and-claim`, settled only if `actor`
+    /// holds it.
+    pub(super) fn settle_held(
+        &mut self,
+        id: &str,
+        s: Settlement,
+        actor: &str,
+        decision: Option<(&str, i64)>,
+    ) -> SettleAnswer {
+        let Some((t, _)) = self.tasks.get(id) else {
+            return SettleAnswer::NotFound;
+        };
+        if !t.state.is_pending() {
+            return SettleAnswer::Already(t.state);
+        }
+        if t.state != TaskState::Claimed || t.assignee.as_deref() != Some(actor) {
+            let holder = (t.state == TaskState::Claimed)
+                .then(|| t.assignee.clone())
+                .flatten();
+            return SettleAnswer::NotHeld(holder);
+        }
+        match self.settle(id, s, Some(actor), decision) {
+            Ok(true) => SettleAnswer::Settled,
+            other => panic!("a held task settles, not {other:?}"),
+        }
     }
 
     pub(super) fn settle(

@@ -22,6 +22,7 @@
 //! method makes its call; a new verb's method goes in its interface's file.
 
 mod admin;
+mod batch;
 mod changes;
 mod checks;
 mod jobs;
