@@ -22,7 +22,6 @@
 //! method makes its call; a new verb's method goes in its interface's file.
 
 mod admin;
-mod batch;
 mod changes;
 mod checks;
 mod jobs;

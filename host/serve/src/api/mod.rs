@@ -25,6 +25,7 @@ mod tasks;
 mod timer_moves;
 mod timers;
 mod views;
+mod worker;
 
 use utoipa_axum::router::OpenApiRouter;
 
@@ -42,6 +43,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(task_life::router())
         .merge(kinds::router())
         .merge(queue::router())
+        .merge(worker::router())
         .merge(sweeps::router())
         .merge(runs::router())
         .merge(timers::router())

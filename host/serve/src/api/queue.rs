@@ -97,7 +97,7 @@ async fn claim_next(c: Caller, Json(body): Json<ClaimNextRequest>) -> Answer<Cla
 /// `actor` with `roles`: a task left open, offered to one of the roles (or
 /// to no role in particular), that does not exclude the actor. It may say
 /// yes when the claim then finds nothing; never no when it would.
-fn could_offer(change: &host::Change, actor: &str, roles: &[String]) -> bool {
+pub(super) fn could_offer(change: &host::Change, actor: &str, roles: &[String]) -> bool {
     match change {
         host::Change::Task(t) => {
             let e = &t.entry;

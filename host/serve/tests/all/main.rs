@@ -26,3 +26,4 @@ mod subscriptions;
 mod task_life;
 mod timer_moves;
 mod upgrade;
+mod worker;
