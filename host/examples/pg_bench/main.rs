@@ -19,7 +19,7 @@
 //! 1,2,4,8` picks the process counts, `--repeat N` runs each N times in
 //! turn, `--seconds S` sets each run's length, `--backlog N` the queue's
 //! size. The worker processes are this program again (`… -- URL
-//! --child|--next|--skip …`), each one engine (or one plain connection) with
+//! --child|--next|--batch|--skip …`), each one engine (or one plain connection) with
 //! one calling thread, or a peer's Node worker. `GUEST_WASM=path` runs
 //! another build of the guest (made for a measurement) in every engine, as
 //! `profile_loop` does.
@@ -206,6 +206,12 @@ fn main() -> Result<()> {
         let tasks: usize = args.get(4).ok_or("--child needs TASKS")?.parse()?;
         let seconds: f64 = args.get(5).ok_or("--child needs SECONDS")?.parse()?;
         return workers::child(url, prefix, tasks, seconds);
+    }
+    if args.get(1).map(String::as_str) == Some("--batch") {
+        let url = args.get(2).ok_or("--batch needs a URL")?;
+        let actor = args.get(3).ok_or("--batch needs ACTOR")?;
+        let count: u32 = args.get(4).ok_or("--batch needs COUNT")?.parse()?;
+        return workers::batch_child(url, actor, count);
     }
     if let Some(mode @ ("--next" | "--skip")) = args.get(1).map(String::as_str) {
         let url = args.get(2).ok_or("needs a URL")?;

@@ -4,6 +4,8 @@
 //! within each round so that a noisy machine slows all alike:
 //!
 //! - `leasehold`: claim-next with a lease, then settle (workers.rs);
+//! - `leasehold8`: eight a fetch, each batch settled with the next fetch
+//!   (`settle-and-claim`, workers.rs);
 //! - `skip`: a bare `FOR UPDATE SKIP LOCKED` queue (workers.rs);
 //! - `gw`, `gw-lq`, `boss1`, `boss8`: graphile-worker by default and with
 //!   its local queue, pg-boss one job and eight jobs a fetch
@@ -53,6 +55,7 @@ pub struct Options<'a> {
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 enum System {
     Leasehold,
+    Leasehold8,
     Skip,
     Gw,
     GwLq,
@@ -60,8 +63,9 @@ enum System {
     Boss8,
 }
 
-const ALL: [System; 6] = [
+const ALL: [System; 7] = [
     System::Leasehold,
+    System::Leasehold8,
     System::Skip,
     System::Gw,
     System::GwLq,
@@ -73,6 +77,7 @@ impl System {
     fn name(self) -> &'static str {
         match self {
             System::Leasehold => "leasehold",
+            System::Leasehold8 => "leasehold8",
             System::Skip => "skip",
             System::Gw => "gw",
             System::GwLq => "gw-lq",
@@ -84,6 +89,7 @@ impl System {
     fn label(self) -> &'static str {
         match self {
             System::Leasehold => "Leasehold",
+            System::Leasehold8 => "Leasehold, 8 a fetch",
             System::Skip => "SKIP LOCKED",
             System::Gw => "graphile-worker",
             System::GwLq => "graphile-worker, local queue",
@@ -101,6 +107,7 @@ impl System {
     fn floor(self) -> u64 {
         match self {
             System::Leasehold => 8_000,
+            System::Leasehold8 => 20_000,
             System::Skip => 40_000,
             System::Gw | System::Boss1 => 20_000,
             System::GwLq => 300_000,
@@ -109,7 +116,7 @@ impl System {
     }
 
     fn node(self) -> bool {
-        !matches!(self, System::Leasehold | System::Skip)
+        !matches!(self, System::Leasehold | System::Leasehold8 | System::Skip)
     }
 }
 
@@ -152,7 +159,7 @@ fn db_url(url: &str, db: &str) -> Result<String> {
 /// waited before.
 fn top_up(system: System, url: &str, target: u64, batch: &mut usize) -> Result<u64> {
     match system {
-        System::Leasehold => {
+        System::Leasehold | System::Leasehold8 => {
             let engine = builder()?.postgres(url)?;
             let t = engine.tenant("queue")?;
             let have = t.open_count()?;
@@ -207,14 +214,17 @@ fn workers(system: System, url: &str, procs: usize, tag: &str) -> Result<Workers
     let exe = std::env::current_exe()?;
     let node = if system.node() { Some(node()?) } else { None };
     Workers::start(procs, |p| match (system, &node) {
-        (System::Leasehold | System::Skip, _) => {
-            let mode = if system == System::Leasehold {
-                "--next"
-            } else {
-                "--skip"
+        (System::Leasehold | System::Leasehold8 | System::Skip, _) => {
+            let mode = match system {
+                System::Leasehold => "--next",
+                System::Leasehold8 => "--batch",
+                _ => "--skip",
             };
             let mut c = Command::new(&exe);
             c.args([url, mode, url, &format!("{tag}-{p}")]);
+            if system == System::Leasehold8 {
+                c.arg("8");
+            }
             c
         }
         (_, node) => {
@@ -381,8 +391,11 @@ fn one_run(
             .cpu
             .map(|c: Split| (per(c.workers), per(c.backends), per(c.other))),
         statements: calls as f64 / jobs,
-        trips: matches!(system, System::Leasehold | System::Skip)
-            .then(|| (run.trips.0 + run.trips.1) as f64 / run.claims.max(1) as f64),
+        trips: matches!(
+            system,
+            System::Leasehold | System::Leasehold8 | System::Skip
+        )
+        .then(|| (run.trips.0 + run.trips.1) as f64 / run.claims.max(1) as f64),
         xacts: (after.xacts - before.xacts) as f64 / jobs,
         written: (after.written() - before.written()) as f64 / jobs,
         hot: (after.hot() - before.hot()) as f64 / jobs,
@@ -414,7 +427,9 @@ pub fn sitting(admin: &str, o: &Options<'_>) -> Result<()> {
             .split(',')
             .map(|n| {
                 ALL.into_iter().find(|s| s.name() == n).ok_or_else(|| {
-                    format!("no system {n:?}; one of leasehold, skip, gw, gw-lq, boss1, boss8")
+                    format!(
+                        "no system {n:?}; one of leasehold, leasehold8, skip, gw, gw-lq, boss1, boss8"
+                    )
                 })
             })
             .collect::<std::result::Result<_, _>>()?,

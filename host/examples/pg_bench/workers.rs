@@ -123,6 +123,70 @@ pub fn next_child(url: &str, actor: &str, profile: bool) -> Result<()> {
     Ok(())
 }
 
+/// One host process on the shared queue as a batching worker does it:
+/// `settle-and-claim` of `count` with a lease, each batch's no-op jobs
+/// acknowledged with the next fetch, from `go` until `stop` or an empty
+/// queue. Prints what [`next_child`] prints, a claim counted when its task
+/// is settled; `trips` holds every call's round trips, the second number 0.
+pub fn batch_child(url: &str, actor: &str, count: u32) -> Result<()> {
+    let engine = builder()?.postgres(url)?;
+    let t = engine.tenant("queue")?;
+    t.open_count()?;
+    println!("ready");
+    let stop = await_go()?;
+    let lease = leasehold_host::Lease {
+        now: 1,
+        lease_ms: 3_600_000,
+    };
+    let q = QueueQuery {
+        roles: vec!["reviewer".into()],
+        actor: Some(actor.into()),
+        limit: 1,
+        after: None,
+    };
+    let retries = engine.conflict_retries();
+    let mut trips = 0u64;
+    let (start, mut claims, mut calls, mut lat) = (Instant::now(), 0usize, 0usize, Vec::new());
+    let mut done: Vec<leasehold_host::Finished> = Vec::new();
+    while !stop.load(Ordering::Relaxed) {
+        let at = Instant::now();
+        let before = engine.round_trips().unwrap_or(0);
+        calls += 1;
+        let answer = t.settle_and_claim(&done, &q, Some(lease), count)?;
+        lat.push(at.elapsed().as_micros().to_string());
+        trips += engine.round_trips().unwrap_or(0) - before;
+        claims += answer
+            .settled
+            .iter()
+            .filter(|a| **a == leasehold_host::SettleAnswer::Settled)
+            .count();
+        if answer.claimed.is_empty() {
+            println!("empty");
+            break;
+        }
+        done = answer
+            .claimed
+            .into_iter()
+            .map(|task| leasehold_host::Finished {
+                id: task.id,
+                settlement: leasehold_host::Settlement::Completed,
+                decision: None,
+            })
+            .collect();
+    }
+    let secs = start.elapsed().as_secs_f64();
+    // What the last batch finished is settled after the window: a worker
+    // stopping leaves nothing held.
+    t.settle_and_claim(&done, &q, None, 0)?;
+    println!(
+        "claims {claims} secs {secs} retries {} calls {calls}",
+        engine.conflict_retries() - retries
+    );
+    println!("lat {}", lat.join(","));
+    println!("trips {trips} 0");
+    Ok(())
+}
+
 /// The plain SQL queue: each claim one autocommitted statement at READ
 /// COMMITTED, skipping rows other claimers hold locked.
 const SKIP_CLAIM: &str = "UPDATE plain_queue SET state = 'claimed', holder = $1, lease_until = $2 \
