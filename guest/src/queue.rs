@@ -131,6 +131,15 @@ pub(crate) type Positioned = Vec<(Vec<u8>, TaskRow)>;
 /// more than `limit` follows. With `leased_shards`, the rows' leased-claims
 /// shards are read with them, for a caller about to claim one.
 ///
+/// A caller about to claim (`leased_shards`) takes at most `limit` tasks and
+/// has no page to continue, so its first run reads the position past them
+/// from its index but not its row, with an actor too: every row a claim
+/// reads is one more that a claim of it elsewhere conflicts with, and its
+/// log and shard come with it. Once a task of the run excludes the actor,
+/// the walk reads on as a page does, so a head of excluded tasks costs no
+/// more batches than a page. `more` may then say only that a position
+/// follows, which may be a task the actor is excluded from.
+///
 /// The walk checks the layout itself, so that a page costs its scans and its
 /// batches of rows and nothing more: the mark rides in the first batch, and
 /// is read alone only when there is no row to read. Anything met before it
@@ -185,12 +194,17 @@ fn merge_queue<K: Kv + ?Sized>(
     let want = limit + 1;
     let mut found: Positioned = Vec::new();
     let mut exhausted = false;
+    // The position past a claim's tasks, kept for the next run when a task
+    // before it was dropped.
+    let mut carried: Option<Vec<u8>> = None;
     // Positions are taken from the merge in runs and their rows read in one
     // batch per run. Without an actor nothing is dropped, so the position
     // past the page only says that more follow and its row is not read; with
-    // one, tasks that exclude the actor are dropped and the merge reads on.
+    // one, tasks that exclude the actor are dropped and the merge reads on
+    // (a claim's first run, too, reads no row past the tasks it may take).
+    let mut spare_unread = actor.is_none() || leased_shards;
     while found.len() < want && !exhausted {
-        let mut positions = Vec::new();
+        let mut positions: Vec<Vec<u8>> = carried.take().into_iter().collect();
         while positions.len() < want - found.len() {
             match next_position(kv, &mut streams, chunk)? {
                 Some(pos) => positions.push(pos),
@@ -200,9 +214,10 @@ fn merge_queue<K: Kv + ?Sized>(
                 }
             }
         }
-        let spare = match actor {
-            None if found.len() + positions.len() > limit => positions.pop(),
-            _ => None,
+        let spare = if spare_unread && found.len() + positions.len() > limit {
+            positions.pop()
+        } else {
+            None
         };
         let mut ids = Vec::with_capacity(positions.len());
         for pos in &positions {
@@ -224,12 +239,16 @@ fn merge_queue<K: Kv + ?Sized>(
         *layout_read = true;
         for (pos, row) in positions.into_iter().zip(rows) {
             if actor.is_some_and(|a| row.task.excluded_actors.iter().any(|x| x == a)) {
+                spare_unread = actor.is_none();
                 continue;
             }
             found.push((pos, row));
         }
-        if spare.is_some() {
-            return Ok((found, true));
+        if let Some(spare) = spare {
+            if found.len() >= limit {
+                return Ok((found, true));
+            }
+            carried = Some(spare);
         }
     }
     let more = found.len() > limit;

@@ -288,3 +288,38 @@ fn claim_next_reads_no_more_than_a_one_task_queue_page() {
     );
     assert!(calls.reads() < 30, "{calls:?}");
 }
+
+/// `claim-next` with no task ahead that excludes the caller reads the row it
+/// claims and no other: a queue of ten costs it the keys a queue of one
+/// does. A second head's row, log and shard would each be one more key that
+/// a claim of that task elsewhere conflicts with.
+#[test]
+fn claim_next_reads_only_the_row_it_claims_when_nothing_is_excluded() {
+    use crate::model::Lease;
+    let query = QueueQuery {
+        roles: names(&["a"]),
+        actor: Some("ann".into()),
+        limit: 1,
+        after: None,
+    };
+    let lease = Lease {
+        now: 10,
+        lease_ms: 1_000,
+    };
+    let mut keys = Vec::new();
+    for backlog in [1, 10] {
+        let mut kv = MemKv::new();
+        for i in 0..backlog {
+            open(
+                &mut kv,
+                task(&format!("t{i:05}")).roles(&["a"]).created(i as i64),
+            );
+        }
+        let (got, calls) = counted(&mut kv, |kv| {
+            kv.call(|kv| tasks::claim_next(kv, &query, Some(&lease)))
+        });
+        assert_eq!(got.expect("claim-next").expect("a task").id, "t00000");
+        keys.push(calls.batched_keys);
+    }
+    assert_eq!(keys[0], keys[1], "keys read from a queue of 1 and of 10");
+}

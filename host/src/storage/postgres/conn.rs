@@ -40,8 +40,12 @@ pub(crate) struct Statements {
     pub(crate) get_many: Statement,
     /// Forward and reverse, with and without an upper bound.
     pub(crate) scan: [Statement; 4],
+    /// Puts rows (`$1` the tenant, `$2` the keys, `$3` the values); a
+    /// load's batches use it alone.
     pub(crate) upsert: Statement,
-    pub(crate) delete: Statement,
+    /// A call's whole batch in one statement: the puts of `upsert` and the
+    /// deletes of `$4`, points as `schema::point` spells them.
+    pub(crate) write: Statement,
     /// Takes a line's turn (see `txn::Turn`): `$1` the key, `$2` the wait.
     pub(crate) take_turn: Statement,
     /// Gives a line's turn back: `$1` the key.
@@ -261,8 +265,14 @@ impl Conn {
             "INSERT INTO leasehold_kv (tenant, key, value) \
              SELECT $1, k, v FROM unnest($2::bytea[], $3::bytea[]) AS w(k, v) \
              ON CONFLICT (tenant, key) DO UPDATE SET value = EXCLUDED.value",
-            "DELETE FROM leasehold_kv \
-             WHERE (tenant || ':' || encode(key, 'hex')) = ANY($1::text[])",
+            // The deletes ride in a CTE of the upsert: a batch names each key
+            // once, so the two never touch the same row, and the batch costs
+            // one statement however it mixes puts and deletes.
+            "WITH gone AS (DELETE FROM leasehold_kv \
+             WHERE (tenant || ':' || encode(key, 'hex')) = ANY($4::text[])) \
+             INSERT INTO leasehold_kv (tenant, key, value) \
+             SELECT $1, k, v FROM unnest($2::bytea[], $3::bytea[]) AS w(k, v) \
+             ON CONFLICT (tenant, key) DO UPDATE SET value = EXCLUDED.value",
             // Lines' turns: advisory locks of class 19529 (`LI`), apart
             // from writer slots' (19528). The wait's bound is local to the
             // statement's own implicit transaction, and set (in the
@@ -289,7 +299,7 @@ impl Conn {
             get_many: next()?,
             scan: [next()?, next()?, next()?, next()?],
             upsert: next()?,
-            delete: next()?,
+            write: next()?,
             take_turn: next()?,
             give_turn: next()?,
         };

@@ -1,5 +1,5 @@
-//! Creating Leasehold's tables on first use, and moving a version-1
-//! database to version 2. It owns the one session that does this, before
+//! Creating Leasehold's tables on first use, moving a version-1 database to
+//! version 2, and giving the table its fill factor. It owns the one session that does this, before
 //! any call runs; it must never migrate a version it does not know, and
 //! never touch a tenant's rows.
 
@@ -11,7 +11,9 @@ use tokio_postgres::error::SqlState;
 use crate::storage::error::StorageError;
 use crate::storage::postgres::conn::{Connection, DriveError, drive, login};
 use crate::storage::postgres::error::PgError;
-use crate::storage::postgres::schema::{MIGRATE_FROM_1, SCHEMA_SQL, SCHEMA_VERSION};
+use crate::storage::postgres::schema::{
+    FILLFACTOR, FILLFACTOR_SET_SQL, MIGRATE_FROM_1, SCHEMA_SQL, SCHEMA_VERSION,
+};
 use crate::storage::postgres::settings::{DEFAULT_STATEMENT_TIMEOUT, Settings};
 use crate::storage::postgres::tls::MakeRustls;
 
@@ -74,6 +76,32 @@ pub(crate) fn prepare_schema(
     }
     if found.as_deref() != Some(SCHEMA_VERSION) {
         return Err(StorageError::Other(Box::new(PgError::Schema { found })));
+    }
+    // The fill factor, once per database: asked first, since `ALTER TABLE`
+    // takes a lock that waits for (and holds up) other hosts' autovacuum and
+    // their own setting of it. A role that does not own the table, or a
+    // compatible engine without the option, keeps the table as it is: the
+    // factor only spares work, and never decides what a call reads.
+    let option = format!("fillfactor={FILLFACTOR}");
+    let set = drive(
+        &rt,
+        &mut connection,
+        trips,
+        until,
+        client.query_one(FILLFACTOR_SET_SQL, &[&option]),
+    )
+    .map(|row| row.get::<_, bool>(0));
+    if matches!(set, Ok(false) | Err(DriveError::Query(_))) {
+        let sql = format!("ALTER TABLE leasehold_kv SET (fillfactor = {FILLFACTOR})");
+        if let Err(e) = drive(
+            &rt,
+            &mut connection,
+            trips,
+            until,
+            client.batch_execute(&sql),
+        ) {
+            tracing::debug!(error = %e.into_error("set the fill factor"), "kept the table's fill factor");
+        }
     }
     Ok(())
 }

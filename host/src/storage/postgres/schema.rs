@@ -71,6 +71,20 @@ DELETE FROM leasehold_kv WHERE tenant = '';
 UPDATE leasehold_meta SET value = '2' WHERE name = 'schema-version' AND value = '1';
 ";
 
+/// Room each heap page of `leasehold_kv` keeps free, in percent of the page:
+/// almost every call rewrites rows it read (a task, its log, a counter
+/// shard, a feed head), and a new version that fits in its old page is a
+/// HOT update, which writes no index entry and leaves nothing for vacuum to
+/// clean from the indexes. Like the hash index's buckets it is tuning, not
+/// shape: version 2 names the tables whatever a database's fill factor, so
+/// hosts that set it and hosts that do not share a database.
+pub(crate) const FILLFACTOR: u32 = 75;
+
+/// Whether `leasehold_kv` already has [`FILLFACTOR`]: `$1` the option as
+/// `pg_class.reloptions` spells it.
+pub(crate) const FILLFACTOR_SET_SQL: &str = "SELECT EXISTS (SELECT 1 FROM pg_class \
+     WHERE oid = 'leasehold_kv'::regclass AND $1::text = ANY(reloptions))";
+
 /// The hash index's key of `key` in `tenant`: the tenant, a `:`, and the key
 /// in hex. Tenant names hold no `:`, so no two (tenant, key) pairs share
 /// one, and rows found by it need no second check. The SQL spells the same

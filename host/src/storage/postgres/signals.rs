@@ -14,14 +14,24 @@
 //! not commit announces nothing. Notices are hints: tenants committed on
 //! while one is being sent ride in the next, at most one send per
 //! [`SPACING`], and a notice lost with a connection costs a waiter time,
-//! never a change, since waiters read the feed. It owns this one connection
-//! and its thread; it must never touch a call's transaction or block a
-//! committing call.
+//! never a change, since waiters read the feed.
+//!
+//! Nobody may be listening, and then a notice is work for nothing: a
+//! listening connection holds a shared advisory lock of its schema for as
+//! long as it listens, and says so on [`EARS`] when it starts. The sending
+//! connection listens there, asks once when it connects whether anyone
+//! else holds the lock, and asks again at most once per [`RECHECK`] while it
+//! sends; with nobody listening it sends nothing, and keeps the tenants to
+//! announce until someone starts (a listener that started just before a
+//! commit here hears of it once its word arrives). It owns this one
+//! connection and its thread; it must never touch a call's transaction or
+//! block a committing call.
 
+use std::cell::Cell;
 use std::collections::HashSet;
 use std::future::Future;
 use std::pin::{Pin, pin};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, LazyLock, Mutex, MutexGuard};
 use std::time::Duration;
 
 use futures_util::future::{Either, select};
@@ -38,8 +48,44 @@ use crate::storage::postgres::tls::MakeRustls;
 pub(crate) const CHANNEL: &str = "leasehold";
 
 /// The least time between two sends of notices: commits meanwhile ride in
-/// the next one.
-pub(crate) const SPACING: Duration = Duration::from_millis(5);
+/// the next one. It bounds what a busy process's notices cost the server
+/// (each is a transaction, and takes the database's notify lock), at the
+/// price of as long a delay before a waiter elsewhere hears of a commit.
+pub(crate) const SPACING: Duration = Duration::from_millis(20);
+
+/// The channel on which a connection that starts listening says so; the
+/// payload is its schema.
+pub(crate) const EARS: &str = "leasehold_ears";
+
+/// How often a sending connection that believes someone listens checks
+/// that someone still does (a listener that went away takes its lock with
+/// it, and says nothing).
+const RECHECK: Duration = Duration::from_secs(1);
+
+/// The advisory lock class of listening connections (`LE`), keyed by the
+/// schema's hash like lines' turns.
+const EARS_LOCK: i32 = 19531;
+
+/// Starts listening, and tells sending connections so: the lock first, so
+/// a sender that connects later finds it, then the word for those already
+/// connected. One implicit transaction: the notice goes out as it commits.
+static LISTEN_SQL: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "LISTEN {CHANNEL}; \
+         SELECT pg_advisory_lock_shared({EARS_LOCK}, hashtext(current_schema())); \
+         SELECT pg_notify('{EARS}', current_schema())"
+    )
+});
+
+/// Whether a session other than this one listens in this schema.
+static OTHERS_LISTEN_SQL: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' \
+             AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) \
+             AND classid = {EARS_LOCK} AND objid = hashtext(current_schema())::oid \
+             AND objsubid = 2 AND pid <> pg_backend_pid())"
+    )
+});
 
 /// How long the thread waits before connecting again, at first and at most.
 const BACKOFF: (Duration, Duration) = (Duration::from_millis(100), Duration::from_secs(5));
@@ -234,10 +280,13 @@ fn run(shared: &Arc<Shared>) {
 
 type Messages = Pin<Box<dyn Stream<Item = Result<AsyncMessage, tokio_postgres::Error>> + Send>>;
 
-/// Who this session is, to tell its own notices and other schemas' apart.
+/// Who this session is, to tell its own notices and other schemas' apart,
+/// and what it has heard of other listeners.
 struct Ears {
     pid: i32,
     schema: String,
+    /// Words heard from connections of this schema that started listening.
+    joined: Cell<u64>,
 }
 
 impl Ears {
@@ -245,7 +294,16 @@ impl Ears {
         let AsyncMessage::Notification(n) = message else {
             return;
         };
-        if n.channel() != CHANNEL || n.process_id() == self.pid {
+        if n.process_id() == self.pid {
+            return;
+        }
+        if n.channel() == EARS {
+            if n.payload() == self.schema {
+                self.joined.set(self.joined.get() + 1);
+            }
+            return;
+        }
+        if n.channel() != CHANNEL {
             return;
         }
         if let Some((schema, tenant)) = n.payload().rsplit_once('/')
@@ -295,7 +353,8 @@ async fn session(shared: &Arc<Shared>) -> Ended {
     }));
     let setup = format!(
         "{} SET synchronous_commit = off; \
-         SELECT set_config('application_name', '{APPLICATION} ' || current_schema(), false)",
+         SELECT set_config('application_name', '{APPLICATION} ' || current_schema(), false); \
+         LISTEN {EARS}",
         settings.session_sql
     );
     let within = |what| tokio::time::timeout(settings.connect_timeout, what);
@@ -305,25 +364,59 @@ async fn session(shared: &Arc<Shared>) -> Ended {
             .query_one("SELECT pg_backend_pid(), current_schema()", &[])
             .await?;
         let notify = client.prepare(NOTIFY_SQL).await?;
+        // Asked after listening on `EARS`: a listener that starts later is
+        // heard there.
+        let others = client.query_one(OTHERS_LISTEN_SQL.as_str(), &[]).await?;
         Ok((
             row.try_get::<_, i32>(0)?,
             row.try_get::<_, String>(1)?,
             notify,
+            others.try_get::<_, bool>(0)?,
         ))
     }))
     .await;
-    let Ok(Ok((pid, schema, notify))) = ready else {
+    let Ok(Ok((pid, schema, notify, others))) = ready else {
         return Ended::Lost;
     };
-    let ears = Ears { pid, schema };
+    let ears = Ears {
+        pid,
+        schema,
+        joined: Cell::new(0),
+    };
     let mut listening = false;
     let mut sent_at: Option<tokio::time::Instant> = None;
+    // Whether someone else may listen, and when that was last asked.
+    let mut heard_of = others;
+    let mut joined = 0;
+    let mut asked_at = tokio::time::Instant::now();
     loop {
+        if ears.joined.get() != joined {
+            joined = ears.joined.get();
+            heard_of = true;
+            asked_at = tokio::time::Instant::now();
+        }
+        if heard_of && asked_at.elapsed() >= RECHECK && !shared.lock().dirty.is_empty() {
+            let before = ears.joined.get();
+            let asked = drive(
+                shared,
+                &mut messages,
+                Some(&ears),
+                client.query_one(OTHERS_LISTEN_SQL.as_str(), &[]),
+            )
+            .await;
+            let Ok(row) = asked else {
+                return Ended::Lost;
+            };
+            asked_at = tokio::time::Instant::now();
+            // A word heard meanwhile is newer than the answer.
+            heard_of = ears.joined.get() != before || row.get::<_, bool>(0);
+            continue;
+        }
         let (listen, dirty, stopped) = {
             let mut s = shared.lock();
             let listen = !s.hooks.is_empty() && !listening;
             let spaced = sent_at.is_none_or(|t| t.elapsed() >= SPACING);
-            let dirty = if spaced {
+            let dirty = if spaced && heard_of {
                 s.in_dirty.clear();
                 std::mem::take(&mut s.dirty)
             } else {
@@ -339,7 +432,7 @@ async fn session(shared: &Arc<Shared>) -> Ended {
                 shared,
                 &mut messages,
                 Some(&ears),
-                client.batch_execute("LISTEN leasehold"),
+                client.batch_execute(LISTEN_SQL.as_str()),
             )
             .await;
             if done.is_err() {
@@ -377,8 +470,8 @@ async fn session(shared: &Arc<Shared>) -> Ended {
             continue;
         }
         // Nothing to send now: wait for a message, a wake, or the end of the
-        // spacing if tenants wait for it.
-        let pending = !shared.lock().dirty.is_empty();
+        // spacing if tenants wait for it and someone listens.
+        let pending = heard_of && !shared.lock().dirty.is_empty();
         let woken = shared.wake.notified();
         let until = match (pending, sent_at) {
             (true, Some(t)) => t + SPACING,

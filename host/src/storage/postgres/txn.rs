@@ -11,7 +11,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
-use futures_util::future::{join, join3, join4};
+use futures_util::future::{join, join3};
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, Row};
 
@@ -440,20 +440,15 @@ impl Txn for PgTxn {
         let p = self.parts()?;
         let (c, s, t) = (p.client, p.stmts, p.tenant);
         // The writes and COMMIT (and BEGIN, if no read began the
-        // transaction) in one round trip. A write that fails aborts the
-        // transaction, and the COMMIT behind it then rolls back.
-        let deleted = async {
-            if deletes.is_empty() {
+        // transaction) in one round trip, the writes in one statement. A
+        // write that fails aborts the transaction, and the COMMIT behind it
+        // then rolls back.
+        let written = async {
+            if put_keys.is_empty() && deletes.is_empty() {
                 Ok(0)
             } else {
-                c.execute(&s.delete, &[&deletes]).await
-            }
-        };
-        let put = async {
-            if put_keys.is_empty() {
-                Ok(0)
-            } else {
-                c.execute(&s.upsert, &[&t, &put_keys, &put_values]).await
+                c.execute(&s.write, &[&t, &put_keys, &put_values, &deletes])
+                    .await
             }
         };
         let given_back = async {
@@ -463,10 +458,9 @@ impl Txn for PgTxn {
             }
         };
         let committed = p.run("commit", async {
-            let (deleted, put, committed, given_back) =
-                join4(deleted, put, c.batch_execute("COMMIT"), given_back).await;
-            deleted?;
-            put?;
+            let (written, committed, given_back) =
+                join3(written, c.batch_execute("COMMIT"), given_back).await;
+            written?;
             committed?;
             given_back
         });
