@@ -287,3 +287,17 @@ test('a worker refuses options it cannot run with', () => {
   assert.throws(() => new TaskWorker(t, { actor: 'w' }), InvalidArgument);
   engine.close();
 });
+
+test('settleAndClaim refuses a malformed finished entry before the guest runs, naming it', () => {
+  const engine = engineOn();
+  const t = engine.tenant('acme');
+  const q = { roles: ['op'], actor: 'w1' };
+  const refused = (done, field) =>
+    assert.throws(() => t.settleAndClaim(done, q, null, 1), (e) => e instanceof InvalidArgument && e.detail.includes(field), field);
+  refused('a', 'done');
+  refused([{ id: 'a', settlement: 'done' }], 'done[0].settlement');
+  refused([{ id: 'a', settlement: 'completed', extra: 1 }], 'done[0].extra');
+  refused([{ id: 7, settlement: 'completed' }], 'done[0].id');
+  refused([{ id: 'a', settlement: 'completed', decision: { outcome: 1 } }], 'decision.outcome');
+  engine.close();
+});

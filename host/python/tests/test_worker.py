@@ -290,3 +290,15 @@ def test_a_worker_refuses_options_it_cannot_run_with(acme):
         lh.Worker(acme, actor="w", handler=h, batch=101)
     with pytest.raises(lh.InvalidArgument):
         lh.Worker(acme, actor="w", handler=h, on_error="ignore")  # type: ignore[arg-type]
+
+
+def test_settle_and_claim_refuses_a_malformed_finished_entry_before_the_guest_runs(acme):
+    def refused(done, field):
+        with pytest.raises(lh.InvalidArgument) as e:
+            acme.settle_and_claim(done, roles=["op"], actor="w1", count=1)
+        assert field in e.value.detail
+
+    refused("a", "done")
+    refused(["a"], "done[0]")
+    refused([lh.Finished("a", "done")], "done[0].settlement")
+    refused([lh.Finished(7)], "done[0].id")  # type: ignore[arg-type]
