@@ -225,6 +225,32 @@ export type Rescheduled =
   | { held: number | bigint }
   | { runSealed: true };
 
+/** A task a worker finished, for `settleAndClaim`: how it settles, and the decision it carries. */
+export interface Finished {
+  id: string;
+  settlement: Settlement;
+  decision?: Decision | null;
+}
+
+/**
+ * What became of one finished task, one key: settled by this call; already
+ * settled (its state); pending but held by someone else (named) or by
+ * nobody (`null`: a lease that lapsed and was reclaimed); no such task; or
+ * the entry refused (a malformed id, a decision its task refuses), why.
+ */
+export type SettleAnswer =
+  | { settled: true }
+  | { already: TaskState }
+  | { notHeld: string | null }
+  | { notFound: true }
+  | { refused: string };
+
+/** What `settleAndClaim` did: one answer per finished task, in order, then the tasks it claimed. */
+export interface SettledAndClaimed {
+  settled: SettleAnswer[];
+  claimed: Task[];
+}
+
 /** A wall time the zone skips (clocks go forward): fire at the first instant after the gap, or not that day. */
 export type GapPolicy = 'shift-forward' | 'skip';
 /** A wall time the zone repeats (clocks go back): fire at its first occurrence, or at both. */
@@ -764,6 +790,15 @@ export class Tenant {
   /** Acts on tasks overdue at `now` by their `onExpiry`, then fires due reminders and chain steps, one per task per call. */
   expireOverdue(now: Timestamp, limit: U32): Task[];
   claimNext(query: { roles: string[]; actor: string; limit?: U32; after?: string | null }, lease?: Lease | null): Task | null;
+  /** Up to `count` (1–100) heads of the caller's queue claimed for `query.actor` in one call, in queue order. */
+  claimBatch(query: { roles: string[]; actor: string; limit?: U32; after?: string | null }, lease: Lease | null | undefined, count: U32): Task[];
+  /** Settles each finished task the actor holds (each answered on its own), then claims up to `count` (0–100) more. */
+  settleAndClaim(
+    done: Finished[],
+    query: { roles: string[]; actor: string; limit?: U32; after?: string | null },
+    lease: Lease | null | undefined,
+    count: U32,
+  ): SettledAndClaimed;
   leasedCount(): number | bigint;
   nextLeaseEnd(): number | bigint | null;
   /** The earliest instant `expireOverdue` has something to do (a due time, a reminder or a chain step), or null. */
@@ -933,3 +968,59 @@ export class SandboxError extends LeaseholdError {
 export class StorageFailure extends LeaseholdError {}
 export class LockTimeout extends StorageFailure {}
 export class TenantError extends LeaseholdError {}
+
+/** What a worker's handler answers: nothing (settle `completed`) or how to settle, with a decision. */
+export type HandlerResult = void | undefined | { settlement?: Settlement; decision?: Decision | null };
+
+export interface TaskWorkerOptions {
+  /** The actor the worker claims as (required). */
+  actor: string;
+  /** The roles whose queue it takes from. Default `[]`. */
+  roles?: string[];
+  /** Runs one task; its signal aborts when the task's lease is lost or shutdown gives up on it. */
+  handler: (task: Task, context: { signal: AbortSignal }) => HandlerResult | Promise<HandlerResult>;
+  /** Handlers at once. Default 4. */
+  concurrency?: number;
+  /** Tasks claimed per fetch, 1–100. Default `concurrency`. */
+  batch?: number;
+  /** Lease of every claim, renewed when half is left. Default 60 000. */
+  leaseMs?: number;
+  /** A handler that throws: its task released at once (default), or left held until its lease lapses. */
+  onError?: 'release' | 'lease';
+  /** The wait after an empty fetch, doubling up to `maxIdleMs`. Defaults 100 and 5 000. */
+  idleMs?: number;
+  maxIdleMs?: number;
+  /** The clock leases are reckoned by, ms since 1970. Default `Date.now`. */
+  now?: () => number;
+  /** The loop's only timer. Default: a `setTimeout` the signal cancels. */
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+  /** Every event: claimed, started, handled, failed, settled, refused, lost, renewed, released, idle, error, stopped. */
+  onEvent?: (name: string, detail: Record<string, unknown>) => void;
+}
+
+export interface TaskWorkerStats {
+  calls: number;
+  claimed: number;
+  started: number;
+  handled: number;
+  failed: number;
+  settled: number;
+  refused: number;
+  lost: number;
+  renewed: number;
+  released: number;
+  abandoned: number;
+  errors: number;
+}
+
+/** A worker loop over one tenant's queue: claims in batches, runs handlers, renews leases, settles in batches. */
+export class TaskWorker {
+  constructor(tenant: Tenant, options: TaskWorkerOptions);
+  readonly stats: TaskWorkerStats;
+  /** Tasks held and not yet settled or released. */
+  readonly holding: number;
+  /** Runs until `stop()`; resolves to the stats once shutdown is done. */
+  run(): Promise<TaskWorkerStats>;
+  /** Stops: releases what had not started, waits for running handlers up to the deadline, settles what finished. */
+  stop(options?: { deadlineMs?: number }): Promise<TaskWorkerStats>;
+}

@@ -7,6 +7,7 @@
 //   const task = acme.claim('invoice-42', 'alice', ['approver']);
 export { open, Engine, COMPONENT_SHA256, PACKAGE_VERSION } from './engine.js';
 export { Tenant } from './tenant.js';
+export { TaskWorker } from './task-worker.js';
 export { MemoryStore } from './memory-store.js';
 export { SqliteStore } from './sqlite-store.js';
 export { DEFAULT_LIMITS } from './limits.js';

@@ -770,6 +770,44 @@ function distinct(tasks, verb) {
   return tasks;
 }
 
+/** A batch of claims: at most `count`, distinct, each held by `actor`. */
+function claimedBatch(ts, count, actor, verb) {
+  if (ts.length > count) throw malformed(`${verb} claimed ${ts.length} tasks, more than the ${count} asked for`);
+  return distinct(ts.map((t) => held(t, actor)), verb).map(task);
+}
+
+/** A task a worker finished: `{ id, settlement, decision? }` (the decision as `decide` takes it). */
+function witFinished(f, field) {
+  record(f, field);
+  known(f, ['id', 'settlement', 'decision'], field);
+  let decision;
+  try {
+    decision = witDecision(f.decision);
+  } catch (e) {
+    if (e instanceof InvalidArgument) throw new InvalidArgument(`${field}.${e.message}`);
+    throw e;
+  }
+  return { id: str(f.id, `${field}.id`), settlement: settlement(f.settlement, `${field}.settlement`), decision };
+}
+
+/** One `settle-answer`, one key: `{ settled: true }`, `{ already }`, `{ notHeld }`, `{ notFound: true }`, `{ refused }`. */
+function settleAnswer(v) {
+  switch (v.tag) {
+    case 'settled':
+      return { settled: true };
+    case 'already':
+      return { already: v.val };
+    case 'not-held':
+      return { notHeld: opt(v.val) };
+    case 'not-found':
+      return { notFound: true };
+    case 'refused':
+      return { refused: v.val };
+    default:
+      throw malformed(`settle-and-claim answered ${v.tag}, which settle-answer does not have`);
+  }
+}
+
 /** `{ now, leaseMs }` or null/undefined for a claim held until release. */
 const witLease = (l) =>
   absent(l) ? undefined : { now: s64(record(l, 'lease').now, 'lease.now'), leaseMs: u32(l.leaseMs, 'lease.leaseMs') };
@@ -931,6 +969,47 @@ export class Tenant {
     const l = witLease(lease);
     // Only an actor can hold a task; without one the guest must answer invalid.
     return this.#call('claim-next', W, ['tasks', 'claimNext', [q, l]], (a) => opt(a, (t) => task(held(t, q.actor ?? ''))));
+  }
+
+  /**
+   * Claims up to `count` (1–100) heads of the caller's queue (`actor`
+   * required) in one call, in queue order, each under `lease` if given;
+   * fewer, or none, when the queue runs short.
+   */
+  claimBatch(query, lease, count) {
+    const q = witQuery(query, 'query', 1);
+    const l = witLease(lease);
+    const n = u32(count, 'count');
+    return this.#call('claim-batch', W, ['tasks', 'claimBatch', [q, l, n]], (ts) => claimedBatch(ts, n, q.actor ?? '', 'claim-batch'));
+  }
+
+  /**
+   * Settles each of `done` (`[{ id, settlement, decision? }]`, at most 100)
+   * that `query.actor` holds, each answered on its own in the order given
+   * (`{ settled: true }`, `{ already: state }`, `{ notHeld: holder | null }`,
+   * `{ notFound: true }` or `{ refused: why }`), then claims up to `count`
+   * (0–100) more as `claimBatch` does: a steady worker's one call per batch.
+   * Answers `{ settled, claimed }`.
+   */
+  settleAndClaim(done, query, lease, count) {
+    if (!Array.isArray(done)) throw new InvalidArgument(`done must be an array of finished tasks, got ${shown(done)}`);
+    const d = done.map((f, i) => witFinished(f, `done[${i}]`));
+    const q = witQuery(query, 'query', 1);
+    const l = witLease(lease);
+    const n = u32(count, 'count');
+    return this.#call('settle-and-claim', W, ['tasks', 'settleAndClaim', [d, q, l, n]], (a) => {
+      if (a.settled.length !== d.length) {
+        throw malformed(`settle-and-claim answered ${a.settled.length} of ${d.length} finished tasks`);
+      }
+      const settled = a.settled.map(settleAnswer);
+      const claimed = claimedBatch(a.claimed, n, q.actor ?? '', 'settle-and-claim');
+      for (const t of claimed) {
+        if (d.some((f, i) => f.id === t.id && settled[i].settled === true)) {
+          throw malformed(`settle-and-claim settled task ${t.id} and claimed it again`);
+        }
+      }
+      return { settled, claimed };
+    });
   }
 
   /** Tasks claimed under a lease. One counter read. */

@@ -151,6 +151,10 @@ test('answers the contract rules out are reported, not passed on, and commit not
     'overdue past its limit': () => t.overdue(10, 2),
     'reclaim-lapsed answering one task twice': () => t.reclaimLapsed(10, 5),
     'claim-next answering a task nobody holds': () => t.claimNext({ roles: [], actor: 'alice' }),
+    // Each writes first: the refusal must commit nothing.
+    'claim-batch answering a task nobody holds': () => t.claimBatch({ roles: [], actor: 'alice' }, null, 5),
+    'settle-and-claim answering none of its finished tasks': () =>
+      t.settleAndClaim([{ id: 't1', settlement: 'completed' }], { roles: [], actor: 'alice' }, null, 1),
     'a move answered for another timer': () => t.reschedule('r', 'e', 10),
     'timers-of answering a timer of another run': () => t.timersOf('r', 10),
     // It writes first: the refusal must commit nothing.

@@ -109,6 +109,11 @@ def decision(d: dict | None) -> lh.Decision | None:
     return None if d is None else lh.Decision(**d)
 
 
+def finished(f: dict) -> lh.Finished:
+    """A ``finished`` argument: ``decision`` may be left out."""
+    return lh.Finished(id=f["id"], settlement=f["settlement"], decision=decision(f.get("decision")))
+
+
 def kind(d: dict) -> lh.KindDefinition:
     return lh.KindDefinition(kind=d["kind"], outcomes=outcomes(d.get("outcomes", [])))
 
@@ -250,6 +255,16 @@ def canonical(v: Any) -> Any:
         return {"update": {k.replace("_", "-"): canonical(x) for k, x in kept.items() if x is not None and x is not lh.UNCHANGED}}
     if isinstance(v, lh.AssigneeActor):
         return {"actor": v.actor}
+    if isinstance(v, lh.Settled):
+        return {"settled": None}
+    if isinstance(v, lh.AlreadySettled):
+        return {"already": v.state.value}
+    if isinstance(v, lh.NotHeld):
+        return {"not-held": v.holder}
+    if isinstance(v, lh.NotFound):
+        return {"not-found": None}
+    if isinstance(v, lh.Refused):
+        return {"refused": v.reason}
     if isinstance(v, lh.Reminder):
         return {"reminder": v.before_ms}
     if isinstance(v, lh.HistoryEntry) and isinstance(v.step, lh.EscalationStep):
@@ -311,6 +326,21 @@ VERBS = {
         roles=a["query"]["roles"],
         actor=a["query"].get("actor"),
         limit=a["query"].get("limit", 1),
+        after=a["query"].get("after"),
+        lease=lease(a),
+    ),
+    "claim-batch": lambda t, a: t.claim_batch(
+        roles=a["query"]["roles"],
+        actor=a["query"].get("actor"),
+        count=a["count"],
+        after=a["query"].get("after"),
+        lease=lease(a),
+    ),
+    "settle-and-claim": lambda t, a: t.settle_and_claim(
+        [finished(f) for f in a["done"]],
+        roles=a["query"]["roles"],
+        actor=a["query"].get("actor"),
+        count=a["count"],
         after=a["query"].get("after"),
         lease=lease(a),
     ),

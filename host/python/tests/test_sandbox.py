@@ -162,6 +162,9 @@ def test_a_batch_past_what_wasmtime_py_copies_into_a_host_call_fails_and_commits
         lambda t: t.overdue(10, 2),
         lambda t: t.reclaim_lapsed(10, 5),
         lambda t: t.claim_next(roles=[], actor="alice"),
+        # Each writes first: the refusal must commit nothing.
+        lambda t: t.claim_batch(roles=[], actor="alice", count=5),
+        lambda t: t.settle_and_claim([lh.Finished("t1")], roles=[], actor="alice", count=1),
         lambda t: t.reschedule("r", "e", 10),
         lambda t: t.timers_of("r", 10),
         # It writes first: the refusal must commit nothing.
@@ -190,6 +193,8 @@ def test_a_batch_past_what_wasmtime_py_copies_into_a_host_call_fails_and_commits
         "overdue",
         "reclaim-lapsed",
         "claim-next",
+        "claim-batch-unheld",
+        "settle-and-claim-answers-none",
         "reschedule-another-timer",
         "timers-of-another-run",
         "add-schedule-another-id",

@@ -27,8 +27,8 @@ use crate::testkit::subscription_values::{
     attempts_arg, bytes_arg, filter_arg, page_value, state_arg, subscription_value,
 };
 use leasehold_guest::model::{
-    ArmOutcome, Decision, Guard, KindDefinition, Lease, OnExpiry, OutcomeRule, Priority,
-    QueueQuery, Settlement, StoreError, Task, TaskChanges, Timer,
+    ArmOutcome, Decision, Finished, Guard, KindDefinition, Lease, OnExpiry, OutcomeRule, Priority,
+    QueueQuery, SettleAnswer, SettledAndClaimed, Settlement, StoreError, Task, TaskChanges, Timer,
 };
 
 /// The tenant a step runs as unless it names another.
@@ -78,6 +78,7 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     scenario!("timers"),
     scenario!("timer-moves"),
     scenario!("update"),
+    scenario!("worker"),
 ];
 
 /// The SHA-256 of the component the suite runs, in hex: every host's
@@ -377,6 +378,35 @@ fn decision_arg(v: &Value) -> Decision {
     serde_json::from_value(v.clone()).expect("a decision")
 }
 
+/// `settle-and-claim`'s `done`: each `{"id", "settlement", "decision"?}`.
+fn finished_arg(v: &Value) -> Vec<Finished> {
+    v.as_array()
+        .expect("done is a list")
+        .iter()
+        .map(|f| Finished {
+            id: f["id"].as_str().expect("done[].id").to_owned(),
+            settlement: settlement(f["settlement"].as_str().expect("done[].settlement")),
+            decision: f.get("decision").filter(|d| !d.is_null()).map(decision_arg),
+        })
+        .collect()
+}
+
+/// `settle-and-claim`'s answer, each settle answer a `{CASE: PAYLOAD}`.
+fn settled_and_claimed(x: &SettledAndClaimed) -> Value {
+    let settled: Vec<Value> = x
+        .settled
+        .iter()
+        .map(|a| match a {
+            SettleAnswer::Settled => json!({"settled": null}),
+            SettleAnswer::Already(state) => json!({"already": canonical(state)}),
+            SettleAnswer::NotHeld(holder) => json!({"not-held": holder}),
+            SettleAnswer::NotFound => json!({"not-found": null}),
+            SettleAnswer::Refused(why) => json!({"refused": why}),
+        })
+        .collect();
+    json!({"settled": settled, "claimed": canonical(&x.claimed)})
+}
+
 fn guard_arg(v: &Value) -> Guard {
     serde_json::from_value(v.clone()).expect("a guard")
 }
@@ -445,6 +475,17 @@ fn call(t: &Tenant, verb: &str, a: &Args) -> Result<Value, Value> {
         "claim-next" => t
             .claim_next(&query_arg(a.get("query")), a.lease())
             .map(|x| canonical(&x)),
+        "claim-batch" => t
+            .claim_batch(&query_arg(a.get("query")), a.lease(), a.u32("count"))
+            .map(|x| canonical(&x)),
+        "settle-and-claim" => t
+            .settle_and_claim(
+                &finished_arg(a.get("done")),
+                &query_arg(a.get("query")),
+                a.lease(),
+                a.u32("count"),
+            )
+            .map(|x| settled_and_claimed(&x)),
         "leased-count" => t.leased_count().map(|x| json!(x)),
         "next-lease-end" => t.next_lease_end().map(|x| json!(x)),
         "next-wake" => t.next_wake().map(|x| json!(x)),

@@ -136,6 +136,18 @@ function jobValue(j) {
   return { ...j, filter: { ...j.filter, assignee } };
 }
 
+/** A `finished` argument: `decision` may be left out. */
+const finished = (f) => ({ id: f.id, settlement: f.settlement, decision: camelKeys(f.decision) ?? null });
+
+/** A settle answer in the WIT's spelling: `{ settled: true }` is `{"settled": null}`, `{ notFound: true }` `{"not-found": null}`. */
+function settleAnswerValue(a) {
+  if (a.settled === true) return { settled: null };
+  if (a.notFound === true) return { 'not-found': null };
+  return a;
+}
+
+const settledAndClaimed = (r) => ({ settled: r.settled.map(settleAnswerValue), claimed: r.claimed });
+
 function errorVariant(e, verb, { ClaimRefusal, StoreError }) {
   if (e instanceof TimerRefused) return e.variant;
   if (e instanceof ClaimRefusal) return { [e.case]: e.detail };
@@ -154,6 +166,8 @@ const VERBS = {
   'reclaim-lapsed': (t, a) => t.reclaimLapsed(a.now, a.limit),
   'expire-overdue': (t, a) => t.expireOverdue(a.now, a.limit),
   'claim-next': (t, a) => t.claimNext(a.query, lease(a.lease)),
+  'claim-batch': (t, a) => t.claimBatch(a.query, lease(a.lease), a.count),
+  'settle-and-claim': (t, a) => settledAndClaimed(t.settleAndClaim(a.done.map(finished), a.query, lease(a.lease), a.count)),
   'leased-count': (t) => t.leasedCount(),
   'next-lease-end': (t) => t.nextLeaseEnd(),
   'next-wake': (t) => t.nextWake(),

@@ -22,6 +22,14 @@ from .errors import (
 from .limits import Limits
 from .model import (
     UNCHANGED,
+    AlreadySettled,
+    Finished,
+    NotFound,
+    NotHeld,
+    Refused,
+    SettleAnswer,
+    Settled,
+    SettledAndClaimed,
     ArmOutcome,
     Decision,
     DecisionRecord,
@@ -102,13 +110,25 @@ from .model import (
     Viewer,
 )
 from .stores import MemoryStore, SqliteStore
+from .worker import HandlerResult, Worker, WorkerStats
 
 __all__ = [
     "PACKAGE",
     "VERSION",
     "VERBS",
     "Lease",
+    "Finished",
+    "Settled",
+    "AlreadySettled",
+    "NotHeld",
+    "NotFound",
+    "Refused",
+    "SettleAnswer",
+    "SettledAndClaimed",
     "Engine",
+    "Worker",
+    "WorkerStats",
+    "HandlerResult",
     "Tenant",
     "open",
     "LIMIT_KINDS",

@@ -49,6 +49,14 @@ from .errors import (
 from .limits import Limits
 from .model import (
     UNCHANGED,
+    AlreadySettled,
+    Finished,
+    NotFound,
+    NotHeld,
+    Refused,
+    SettleAnswer,
+    Settled,
+    SettledAndClaimed,
     ArmOutcome,
     Decision,
     DecisionRecord,
@@ -351,6 +359,8 @@ VERBS: dict[str, tuple[str, Mode]] = {
     "reclaim-lapsed": ("tasks", "write"),
     "expire-overdue": ("tasks", "write"),
     "claim-next": ("tasks", "write"),
+    "claim-batch": ("tasks", "write"),
+    "settle-and-claim": ("tasks", "write"),
     "settle": ("tasks", "write"),
     "withdraw-run": ("tasks", "write"),
     "escalate": ("tasks", "write"),
@@ -1417,6 +1427,38 @@ def _distinct(tasks: list[Task], verb: str) -> list[Task]:
     return tasks
 
 
+def _claimed_batch(ts: list, count: int, actor: str, verb: str) -> list[Task]:
+    """A batch of claims: at most ``count``, distinct, each held by ``actor``."""
+    if len(ts) > count:
+        raise _malformed(f"{verb} claimed {len(ts)} tasks, more than the {count} asked for")
+    return _distinct([_held(_task(t), actor) for t in ts], verb)
+
+
+def _wit_finished(f: Any, field: str) -> cm.Record:
+    _of(Finished, f, field)
+    return _record(
+        id=_str(f.id, f"{field}.id"),
+        settlement=_enum(Settlement, f.settlement, f"{field}.settlement"),
+        decision=_wit_decision(f.decision),
+    )
+
+
+def _settle_answer(v: Any) -> SettleAnswer:
+    if not isinstance(v, cm.Variant):
+        raise _malformed(f"settle-and-claim answered {v!r}, not a settle-answer")
+    if v.tag == "settled":
+        return Settled()
+    if v.tag == "already":
+        return AlreadySettled(TaskState(v.payload))
+    if v.tag == "not-held":
+        return NotHeld(v.payload)
+    if v.tag == "not-found":
+        return NotFound()
+    if v.tag == "refused":
+        return Refused(v.payload)
+    raise _malformed(f"settle-and-claim answered {v.tag}, which settle-answer does not have")
+
+
 def _page(p: Any, limit: int, verb: str) -> Page:
     return Page(tasks=[_task(t) for t in _at_most(p.tasks, limit, verb)], next=p.next)
 
@@ -1560,6 +1602,56 @@ class Tenant:
         return self._call(
             "claim-next", q, _wit_lease(lease), check=lambda r: None if r is None else _held(_task(r), actor or "")
         )
+
+    def claim_batch(
+        self,
+        *,
+        roles: list[str],
+        actor: str,
+        count: int,
+        after: str | None = None,
+        lease: Lease | None = None,
+    ) -> list[Task]:
+        """Claims up to ``count`` (1-100) heads of the caller's queue in one
+        call, in queue order, each under ``lease`` if given; fewer, or none,
+        when the queue runs short."""
+        q = _wit_query(roles, actor, 1, after)
+        n = _u32(count, "count")
+        return self._call(
+            "claim-batch", q, _wit_lease(lease), n, check=lambda ts: _claimed_batch(ts, n, actor or "", "claim-batch")
+        )
+
+    def settle_and_claim(
+        self,
+        done: list[Finished],
+        *,
+        roles: list[str],
+        actor: str,
+        count: int,
+        after: str | None = None,
+        lease: Lease | None = None,
+    ) -> SettledAndClaimed:
+        """Settles each of ``done`` (at most 100) that ``actor`` holds, each
+        answered on its own in the order given, then claims up to ``count``
+        (0-100) more as ``claim_batch`` does: a steady worker's one call per
+        batch."""
+        if not isinstance(done, list):
+            raise InvalidArgument(f"done must be a list of Finished, got {done!r}")
+        d = [_wit_finished(f, f"done[{i}]") for i, f in enumerate(done)]
+        q = _wit_query(roles, actor, 1, after)
+        n = _u32(count, "count")
+
+        def check(r: Any) -> SettledAndClaimed:
+            if len(r.settled) != len(d):
+                raise _malformed(f"settle-and-claim answered {len(r.settled)} of {len(d)} finished tasks")
+            settled = [_settle_answer(a) for a in r.settled]
+            claimed = _claimed_batch(r.claimed, n, actor or "", "settle-and-claim")
+            for t in claimed:
+                if any(f.id == t.id and isinstance(a, Settled) for f, a in zip(done, settled)):
+                    raise _malformed(f"settle-and-claim settled task {t.id} and claimed it again")
+            return SettledAndClaimed(settled=settled, claimed=claimed)
+
+        return self._call("settle-and-claim", d, q, _wit_lease(lease), n, check=check)
 
     def leased_count(self) -> int:
         """Tasks claimed under a lease. One counter read."""

@@ -246,6 +246,63 @@ class Lease:
 
 
 @dataclass
+class Finished:
+    """A task a worker finished, for ``settle_and_claim``: how it settles,
+    and the decision it carries (checked as ``decide`` checks it)."""
+
+    id: str
+    settlement: Settlement | str = Settlement.COMPLETED
+    decision: Decision | None = None
+
+
+@dataclass
+class Settled:
+    """``settle_and_claim`` settled the task, held by the caller until now."""
+
+
+@dataclass
+class AlreadySettled:
+    """The task was already settled (by an earlier call, a sweep or an
+    operator); it stays as it stands, in ``state``."""
+
+    state: TaskState
+
+
+@dataclass
+class NotHeld:
+    """The task is pending but not held by the caller: held by ``holder``,
+    or by nobody (None: a lease that lapsed and was reclaimed). Unchanged."""
+
+    holder: str | None
+
+
+@dataclass
+class NotFound:
+    """No task has this id."""
+
+
+@dataclass
+class Refused:
+    """The entry itself is refused (a malformed id, a decision its task's
+    outcomes refuse), saying why as ``decide`` would; unchanged."""
+
+    reason: str
+
+
+#: What became of one finished task (WIT ``settle-answer``).
+SettleAnswer = Settled | AlreadySettled | NotHeld | NotFound | Refused
+
+
+@dataclass
+class SettledAndClaimed:
+    """What ``settle_and_claim`` did: one answer per finished task, in the
+    order given, then the tasks it claimed."""
+
+    settled: list[SettleAnswer]
+    claimed: list[Task]
+
+
+@dataclass
 class Timer:
     """A durable wake-up; identity is ``(run, effect)``."""
 
