@@ -77,8 +77,9 @@ impl Loop {
 
     pub(super) fn run(mut self, deadline: impl Fn() -> Option<Instant>) {
         loop {
+            let shared = self.shared.clone();
             let step = {
-                let mut s = self.shared.lock();
+                let mut s = shared.lock();
                 s.rung = false;
                 if s.gone {
                     return;
