@@ -296,9 +296,8 @@ fn a_stop_settles_what_finished_and_releases_what_never_started() {
     ];
     running.sort();
     assert_eq!(running, ["t0002", "t0003"]);
-    wait_for("two finished", || {
-        (0..2).all(|i| state(&t, &id(i)).0 == TaskState::Claimed) && w.stats().started == 4
-    });
+    // Both threads are past the two quick tasks, which wait to be settled.
+    assert_eq!(w.stats().started, 4);
     assert_eq!(claimed(&t, 20), 10);
     let stopping = std::thread::spawn(move || w.stop(Duration::from_secs(120)));
     // The unstarted go back while the running finish.

@@ -41,7 +41,10 @@ fn drain(engine: &Engine, n: usize, how: Drain) -> Result<(f64, f64)> {
             let t = engine.tenant(TENANT)?;
             let mut calls = 0;
             while let Some(task) = t.claim_next(&reviewer_query(1), None)? {
-                ensure!(t.settle(&task.id, Settlement::Completed, Some(ALICE))?, "not settled");
+                ensure!(
+                    t.settle(&task.id, Settlement::Completed, Some(ALICE))?,
+                    "not settled"
+                );
                 calls += 2;
             }
             calls + 1
@@ -52,7 +55,10 @@ fn drain(engine: &Engine, n: usize, how: Drain) -> Result<(f64, f64)> {
                 Ok::<_, String>(Outcome::completed())
             })?;
             while w.stats().settled < n as u64 {
-                ensure!(started.elapsed() < Duration::from_secs(600), "the worker stalled");
+                ensure!(
+                    started.elapsed() < Duration::from_secs(600),
+                    "the worker stalled"
+                );
                 std::thread::sleep(Duration::from_micros(200));
             }
             let s = w.stop(Duration::from_secs(10));
