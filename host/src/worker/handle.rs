@@ -150,8 +150,11 @@ impl Worker {
         let Some(looper) = self.looper.take() else {
             return self.join_rest();
         };
-        *self.deadline.lock().unwrap_or_else(PoisonError::into_inner) =
-            Some(Instant::now() + grace);
+        let now = Instant::now();
+        let until = now
+            .checked_add(grace)
+            .unwrap_or(now + Duration::from_secs(86_400 * 365));
+        *self.deadline.lock().unwrap_or_else(PoisonError::into_inner) = Some(until);
         self.shared.ring(|s| s.stopping = true);
         let _ = looper.join();
         self.join_rest();

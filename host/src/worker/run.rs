@@ -183,7 +183,9 @@ impl Loop {
             }
             return Step::Fetch(done);
         }
-        let flush_at = s.done_since.map(|t| t + self.options.flush_after);
+        let flush_at = s
+            .done_since
+            .and_then(|t| t.checked_add(self.options.flush_after));
         if flush_at.is_some_and(|t| now >= t) || s.done.len() >= MOST_DONE {
             let n = s.done.len().min(MOST_DONE);
             let done: Vec<Finished> = s.done.drain(..n).collect();
@@ -198,9 +200,9 @@ impl Loop {
             .values()
             .map(|end| end.saturating_sub(half))
             .min()
-            .map(|at| {
+            .and_then(|at| {
                 let ms = u64::try_from(at.saturating_sub(now_ms)).unwrap_or(0);
-                now + Duration::from_millis(ms)
+                now.checked_add(Duration::from_millis(ms))
             });
         let wake = [
             low.then_some(self.next_fetch),
@@ -218,7 +220,7 @@ impl Loop {
     fn failed_call(&mut self, what: &str, e: &Error) {
         add(&self.shared.counts.call_errors, 1);
         tracing::warn!(tenant = %self.tenant.name(), error = %e, "a worker's {what} call failed; trying again later");
-        self.pause = Some(Instant::now() + self.options.idle_min);
+        self.pause = Some(later(Instant::now(), self.options.idle_min));
     }
 
     fn fetch(&mut self, done: Vec<Finished>) {
@@ -246,14 +248,14 @@ impl Loop {
                 let now = Instant::now();
                 if n == 0 {
                     add(&self.shared.counts.empty_fetches, 1);
-                    self.next_fetch = now + self.idle;
-                    self.idle = (self.idle * 2).min(self.options.idle_max);
+                    self.next_fetch = later(now, self.idle);
+                    self.idle = self.idle.saturating_mul(2).min(self.options.idle_max);
                 } else {
                     self.idle = self.options.idle_min;
                     // A short batch means the queue ran dry: look again
                     // soon, not at once.
                     self.next_fetch = if n < batch as usize {
-                        now + self.idle
+                        later(now, self.idle)
                     } else {
                         now
                     };
@@ -385,6 +387,12 @@ impl Loop {
             self.shared.lock().held.remove(id);
         }
     }
+}
+
+/// `d` after `at`, or as far off as can be said.
+fn later(at: Instant, d: Duration) -> Instant {
+    at.checked_add(d)
+        .unwrap_or_else(|| at + Duration::from_secs(86_400 * 365))
 }
 
 /// Finished tasks whose settling call failed wait for the next one.
