@@ -52,6 +52,7 @@ mod verbs;
 mod view;
 mod watch;
 pub mod whole;
+pub mod worker;
 
 pub use cache::{CompiledFrom, default_cache_dir};
 pub use clock::{Alarm, Clock, ManualClock, SystemClock};
@@ -93,6 +94,7 @@ pub use tenant::Tenant;
 pub use tenant::timers::Rescheduled;
 pub use verbs::{ExportedFunction, Verb, exported_functions};
 pub use watch::{Changed, Changes};
+pub use worker::{OnFailure, Outcome, Worker, WorkerError, WorkerOptions, WorkerStats};
 
 // The guides' Rust examples, compiled and run as this crate's doctests by
 // `cargo test --workspace`, so a guide cannot drift from the API it shows

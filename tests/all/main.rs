@@ -28,3 +28,4 @@ mod sweeper;
 mod tasks;
 mod timers;
 mod validation;
+mod worker;

@@ -46,6 +46,9 @@ pub(crate) struct Sizes {
     pub(crate) jobs_quiet: Duration,
     /// Durable claims per writer thread in each group-commit run.
     pub(crate) group_claims: usize,
+    /// Tasks one worker drains, without fsync and with.
+    pub(crate) worker_tasks: usize,
+    pub(crate) worker_tasks_durable: usize,
 }
 
 pub(crate) const FULL: Sizes = Sizes {
@@ -71,6 +74,8 @@ pub(crate) const FULL: Sizes = Sizes {
     jobs_pool: 500,
     jobs_quiet: Duration::from_secs(3),
     group_claims: 300,
+    worker_tasks: 2_000,
+    worker_tasks_durable: 300,
 };
 
 pub(crate) const SMOKE: Sizes = Sizes {
@@ -96,6 +101,8 @@ pub(crate) const SMOKE: Sizes = Sizes {
     jobs_pool: 20,
     jobs_quiet: Duration::from_millis(100),
     group_claims: 4,
+    worker_tasks: 30,
+    worker_tasks_durable: 12,
 };
 
 impl Sizes {

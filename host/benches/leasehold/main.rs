@@ -7,7 +7,7 @@
 //! sandbox; four backlog-scaling ratios; and read latency beside a writer.
 //! Every figure is the median of repeated runs, with the min and max beside it.
 //! Positional arguments pick sections (`verbs`, `fixed`, `scaling`,
-//! `search`, `jobs`, `concurrency`, `group`; none means all) and narrow the per-verb section for
+//! `search`, `jobs`, `concurrency`, `group`, `worker`; none means all) and narrow the per-verb section for
 //! profiling (see [`verbs::Filter`]).
 //!
 //! Without `--bench` (as `cargo test` runs it) it makes a smoke pass: tiny
@@ -28,6 +28,7 @@ mod scaling;
 mod search;
 mod stats;
 mod verbs;
+mod worker;
 mod workload;
 
 use std::time::Instant;
@@ -51,7 +52,7 @@ fn main() -> Result<()> {
     } else {
         SMOKE
     };
-    const SECTIONS: [&str; 7] = [
+    const SECTIONS: [&str; 8] = [
         "verbs",
         "fixed",
         "scaling",
@@ -59,6 +60,7 @@ fn main() -> Result<()> {
         "jobs",
         "concurrency",
         "group",
+        "worker",
     ];
     let picked: Vec<&str> = args
         .iter()
@@ -118,6 +120,9 @@ fn main() -> Result<()> {
     }
     if wanted("group") {
         bench.group_commit()?;
+    }
+    if wanted("worker") {
+        bench.worker()?;
     }
     bench.print_targets();
     Ok(())
