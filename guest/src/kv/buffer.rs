@@ -85,6 +85,12 @@ impl<S: Snapshot> Buffered<S> {
             .cloned()
     }
 
+    /// Whether the call has written or read `key` ahead, without copying
+    /// its value.
+    fn known(&self, key: &[u8]) -> bool {
+        self.writes.contains_key(key) || self.fetched.contains_key(key)
+    }
+
     /// The buffered writes within `lo..hi` (either end open), as `(key,
     /// value)` with `None` for a delete, in scan order.
     fn writes_in(
@@ -146,11 +152,7 @@ impl<S: Snapshot> Kv for Buffered<S> {
     }
 
     fn prefetch(&mut self, keys: &[Vec<u8>]) -> Result<(), KvError> {
-        let missing: Vec<Vec<u8>> = keys
-            .iter()
-            .filter(|k| self.local(k).is_none())
-            .cloned()
-            .collect();
+        let missing: Vec<Vec<u8>> = keys.iter().filter(|k| !self.known(k)).cloned().collect();
         if missing.is_empty() {
             return Ok(());
         }
@@ -170,6 +172,16 @@ impl<S: Snapshot> Kv for Buffered<S> {
 
     fn delete(&mut self, key: &[u8]) -> Result<(), KvError> {
         self.writes.insert(key.to_vec(), None);
+        Ok(())
+    }
+
+    fn put(&mut self, key: Vec<u8>, value: Vec<u8>) -> Result<(), KvError> {
+        self.writes.insert(key, Some(value));
+        Ok(())
+    }
+
+    fn remove(&mut self, key: Vec<u8>) -> Result<(), KvError> {
+        self.writes.insert(key, None);
         Ok(())
     }
 

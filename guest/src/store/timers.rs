@@ -17,8 +17,8 @@ use crate::schema;
 use super::codec::{RowError, corrupt, decode_row, encode_row};
 use super::counters::{add_to_counter, timer_shard};
 use super::layout::shards;
-use super::record::record_timer;
 use super::rows::TimerRow;
+use super::timer_record::record_timer;
 
 pub fn load_timer<K: Kv + ?Sized>(
     kv: &mut K,
@@ -74,26 +74,39 @@ pub fn write_timer<K: Kv + ?Sized>(
     old: Option<&TimerRow>,
     new: &TimerRow,
 ) -> Result<(), StoreError> {
+    write_timer_row(kv, old, new)?;
+    record_timer(kv, verb, new, what)
+}
+
+/// [`write_timer`] without the record: for a caller that records the
+/// change itself in this call, with
+/// [`record_timers`](super::timer_record::record_timers), before any other
+/// change of the same timer.
+pub fn write_timer_row<K: Kv + ?Sized>(
+    kv: &mut K,
+    old: Option<&TimerRow>,
+    new: &TimerRow,
+) -> Result<(), StoreError> {
     let t = &new.timer;
-    kv.set(
-        schema::timer(&t.run, &t.effect).as_bytes(),
-        &encode_row(new)?,
+    kv.put(
+        schema::timer(&t.run, &t.effect).into_bytes(),
+        encode_row(new)?,
     )?;
     let due = new.due_key();
     match old {
         Some(o) if o.due_key() == due => {}
         Some(o) => {
-            kv.delete(o.due_key().as_bytes())?;
-            kv.set(due.as_bytes(), &[])?;
+            kv.remove(o.due_key().into_bytes())?;
+            kv.put(due.into_bytes(), Vec::new())?;
         }
         None => {
-            kv.set(due.as_bytes(), &[])?;
+            kv.put(due.into_bytes(), Vec::new())?;
             let shards = shards(kv)?;
             let shard = timer_shard(kv, shards, &t.run, &t.effect);
             add_to_counter(kv, schema::ARMED_TIMERS, shard, shards, 1)?;
         }
     }
-    record_timer(kv, verb, new, what)
+    Ok(())
 }
 
 /// Removes a timer with its due entry and its count, recording that `verb`

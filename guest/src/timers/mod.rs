@@ -131,20 +131,26 @@ pub fn claim_due<K: Kv + ?Sized>(
         ahead.extend(shard_keys);
         kv.prefetch(&ahead)?;
         let rows = store::load_timers(kv, listed.iter().map(|(_, r, e)| (r.as_str(), e.as_str())))?;
+        // The claims of a pass are recorded together, in order, before any
+        // other change this call records (a retirement, a schedule's next
+        // occurrence), so the feed holds what one record per claim would.
+        let mut claimed: Vec<TimerRow> = Vec::new();
         for ((at, run, effect), row) in listed.iter().zip(rows) {
             let row = indexed_row(row, *at, run, effect)?;
             // A sealed run can record no wake-up: retired here, or it would
             // be claimed and fail once per lease period for ever.
             if sealed.get(run).copied().unwrap_or(false) {
+                record_claims(kv, &mut claimed, &mut out)?;
                 store::retire_timer(kv, "claim-due", &row)?;
                 continue;
             }
             // A schedule's occurrence: its policies may hold it back, and
             // the next one is armed in this transaction either way.
             if row.timer.effect.starts_with("schedule/") {
-                let claimed = schedules::firing::on_claim(kv, now, &row)?;
-                more_due |= claimed.next_due;
-                if !claimed.fire {
+                record_claims(kv, &mut claimed, &mut out)?;
+                let fired = schedules::firing::on_claim(kv, now, &row)?;
+                more_due |= fired.next_due;
+                if !fired.fire {
                     store::retire_timer(kv, "claim-due", &row)?;
                     continue;
                 }
@@ -153,9 +159,10 @@ pub fn claim_due<K: Kv + ?Sized>(
                 timer: row.timer.clone(),
                 lease_until: Some(lease_until),
             };
-            store::write_timer(kv, "claim-due", TimerEvent::Claimed, Some(&row), &next)?;
-            out.push(next.timer);
+            store::write_timer_row(kv, Some(&row), &next)?;
+            claimed.push(next);
         }
+        record_claims(kv, &mut claimed, &mut out)?;
         match entries.last() {
             // A schedule's next occurrence armed due at once lies after
             // the entries read: read on for it even past their end.
@@ -167,6 +174,18 @@ pub fn claim_due<K: Kv + ?Sized>(
         }
     }
     Ok(out)
+}
+
+/// Records the claims written since the last record, in order, and hands
+/// their timers to the answer.
+fn record_claims<K: Kv + ?Sized>(
+    kv: &mut K,
+    claimed: &mut Vec<TimerRow>,
+    out: &mut Vec<Timer>,
+) -> Result<(), StoreError> {
+    store::record_timers(kv, "claim-due", TimerEvent::Claimed, claimed)?;
+    out.extend(claimed.drain(..).map(|r| r.timer));
+    Ok(())
 }
 
 pub fn disarm<K: Kv + ?Sized>(kv: &mut K, run: &str, effect: &str) -> Result<bool, StoreError> {
