@@ -124,6 +124,9 @@ impl<S: Snapshot> Kv for Buffered<S> {
         // Its answers are not kept: a value the call wants again comes
         // through `prefetch`, and keeping every answer of a wide read costs
         // more than the rare second read it would save.
+        if !keys.iter().any(|k| self.known(k)) {
+            return self.read_source(keys);
+        }
         let mut out = Vec::with_capacity(keys.len());
         let mut missing = Vec::new();
         let mut slots = Vec::new();

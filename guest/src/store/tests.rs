@@ -297,7 +297,7 @@ fn a_timer_feed_entry_written_borrowed_is_the_stored_feed_row() {
 #[test]
 fn a_page_of_timer_changes_recorded_together_is_one_record_each() {
     use crate::model::TimerEvent;
-    let rows: Vec<TimerRow> = (0..5)
+    let mut rows: Vec<TimerRow> = (0..5)
         .map(|i| TimerRow {
             timer: Timer {
                 run: format!("run-{}", i % 2),
@@ -323,21 +323,27 @@ fn a_page_of_timer_changes_recorded_together_is_one_record_each() {
         })
         .expect("arms");
     }
-    together
-        .call(|kv| record_timers(kv, "claim-due", TimerEvent::Claimed, &rows))
+    let record = |together: &mut MemKv, each: &mut MemKv, rows: &[TimerRow]| {
+        together
+            .call(|kv| record_timers(kv, "claim-due", TimerEvent::Claimed, rows))
+            .expect("records");
+        each.call(|kv| {
+            for row in rows {
+                record_timers(
+                    kv,
+                    "claim-due",
+                    TimerEvent::Claimed,
+                    core::slice::from_ref(row),
+                )?;
+            }
+            Ok::<_, StoreError>(())
+        })
         .expect("records");
-    each.call(|kv| {
-        for row in &rows {
-            record_timers(
-                kv,
-                "claim-due",
-                TimerEvent::Claimed,
-                core::slice::from_ref(row),
-            )?;
-        }
-        Ok::<_, StoreError>(())
-    })
-    .expect("records");
-    assert_eq!(together.map, each.map);
+        assert_eq!(together.map, each.map);
+    };
+    record(&mut together, &mut each, &rows);
     assert!(together.map.len() > rows.len() * 4);
+    // A page naming one timer twice: its second change follows its first.
+    rows.push(rows[1].clone());
+    record(&mut together, &mut each, &rows);
 }

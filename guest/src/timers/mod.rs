@@ -107,18 +107,9 @@ pub fn claim_due<K: Kv + ?Sized>(
                 sealed.insert(run, mark.is_some());
             }
         }
-        // The counter shards of timers about to be retired, and every
-        // listed timer's log, come in the batch of rows; `load_timers` then
-        // reads the rows from what it brought.
-        let mut ahead: Vec<Vec<u8>> = listed
-            .iter()
-            .flat_map(|(_, r, e)| {
-                [
-                    schema::timer(r, e).into_bytes(),
-                    schema::timer_log(r, e).into_bytes(),
-                ]
-            })
-            .collect();
+        // The counter shards of timers about to be retired are read ahead;
+        // the rows come in one batched read, and their logs in another when
+        // the claims are recorded, neither kept, since each is read once.
         let mut shard_keys: Vec<Vec<u8>> = Vec::new();
         for (_, r, e) in listed
             .iter()
@@ -128,8 +119,7 @@ pub fn claim_due<K: Kv + ?Sized>(
         }
         shard_keys.sort_unstable();
         shard_keys.dedup();
-        ahead.extend(shard_keys);
-        kv.prefetch(&ahead)?;
+        kv.prefetch(&shard_keys)?;
         let rows = store::load_timers(kv, listed.iter().map(|(_, r, e)| (r.as_str(), e.as_str())))?;
         // The claims of a pass are recorded together, in order, before any
         // other change this call records (a retirement, a schedule's next
