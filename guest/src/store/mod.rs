@@ -56,6 +56,6 @@ pub use tasks::{
 };
 pub use timer_record::record_timers;
 pub use timers::{
-    decode_timer, load_timer, load_timers, remove_timer, retire_timer, timer_from, write_timer,
-    write_timer_row,
+    decode_timer, load_timer, load_timers, remove_timer, retire_timer, rewrite_timer_row,
+    timer_from, write_timer,
 };

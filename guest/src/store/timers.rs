@@ -10,6 +10,7 @@
 #[allow(unused_imports)]
 use crate::prelude::*;
 
+use crate::keys::Key;
 use crate::kv::Kv;
 use crate::model::{StoreError, TimerEvent};
 use crate::schema;
@@ -78,13 +79,34 @@ pub fn write_timer<K: Kv + ?Sized>(
     record_timer(kv, verb, new, what)
 }
 
-/// [`write_timer`] without the record: for a caller that records the
-/// change itself in this call, with
-/// [`record_timers`](super::timer_record::record_timers), before any other
-/// change of the same timer.
-pub fn write_timer_row<K: Kv + ?Sized>(
+/// [`write_timer`] without the record.
+fn write_timer_row<K: Kv + ?Sized>(
     kv: &mut K,
     old: Option<&TimerRow>,
+    new: &TimerRow,
+) -> Result<(), StoreError> {
+    let Some(o) = old else {
+        let t = &new.timer;
+        kv.put(
+            schema::timer(&t.run, &t.effect).into_bytes(),
+            encode_row(new)?,
+        )?;
+        kv.put(new.due_key().into_bytes(), Vec::new())?;
+        let shards = shards(kv)?;
+        let shard = timer_shard(kv, shards, &t.run, &t.effect);
+        return add_to_counter(kv, schema::ARMED_TIMERS, shard, shards, 1);
+    };
+    rewrite_timer_row(kv, o.due_key(), new)
+}
+
+/// Rewrites a stored timer's row as `new`, moving its due entry from
+/// `old_due` (the stored row's [`TimerRow::due_key`]), unrecorded: for a
+/// caller that records the change itself in this call, with
+/// [`record_timers`](super::timer_record::record_timers), before any other
+/// change of the same timer.
+pub fn rewrite_timer_row<K: Kv + ?Sized>(
+    kv: &mut K,
+    old_due: Key,
     new: &TimerRow,
 ) -> Result<(), StoreError> {
     let t = &new.timer;
@@ -93,18 +115,9 @@ pub fn write_timer_row<K: Kv + ?Sized>(
         encode_row(new)?,
     )?;
     let due = new.due_key();
-    match old {
-        Some(o) if o.due_key() == due => {}
-        Some(o) => {
-            kv.remove(o.due_key().into_bytes())?;
-            kv.put(due.into_bytes(), Vec::new())?;
-        }
-        None => {
-            kv.put(due.into_bytes(), Vec::new())?;
-            let shards = shards(kv)?;
-            let shard = timer_shard(kv, shards, &t.run, &t.effect);
-            add_to_counter(kv, schema::ARMED_TIMERS, shard, shards, 1)?;
-        }
+    if old_due != due {
+        kv.remove(old_due.into_bytes())?;
+        kv.put(due.into_bytes(), Vec::new())?;
     }
     Ok(())
 }

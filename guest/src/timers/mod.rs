@@ -145,11 +145,10 @@ pub fn claim_due<K: Kv + ?Sized>(
                     continue;
                 }
             }
-            let next = TimerRow {
-                timer: row.timer.clone(),
-                lease_until: Some(lease_until),
-            };
-            store::write_timer_row(kv, Some(&row), &next)?;
+            let old_due = row.due_key();
+            let mut next = row;
+            next.lease_until = Some(lease_until);
+            store::rewrite_timer_row(kv, old_due, &next)?;
             claimed.push(next);
         }
         record_claims(kv, &mut claimed, &mut out)?;
