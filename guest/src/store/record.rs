@@ -447,10 +447,12 @@ impl FeedTail {
         claim_layout(kv)?;
         let slot = feed_slot_of(kv, sh);
         let head_key = schema::feed_head(sh, slot).into_bytes();
-        let head = decode_seq(
-            &format!("the feed head of slot {slot}"),
-            kv.get(&head_key)?.as_deref(),
-        )?;
+        let head = match kv.get(&head_key)? {
+            Some(v) if v.len() == 8 => decode_seq("", Some(&v))?,
+            // Named only when it is damaged or absent, so the name is
+            // built only then.
+            v => decode_seq(&format!("the feed head of slot {slot}"), v.as_deref())?,
+        };
         Ok(FeedTail {
             slot,
             head_key,
