@@ -7,9 +7,10 @@
 //! previous main's guest), all in one run, taking turns. "In memory" is
 //! the storage kind both share: redb over `InMemoryBackend`, commits
 //! without a flush, so what is compared is the rules and their layout, not
-//! a disk. Ratios are of throughput, seed time ÷ Leasehold time: 1.0 or more
-//! means Leasehold is at least as fast. It times the verbs and checks their
-//! answers; it must never feed the seed's code into the product.
+//! a disk. Ratios are seed time ÷ Leasehold time, of throughput and of p50
+//! latency: 1.0 or more means Leasehold is at least as fast. It times the
+//! verbs and checks their answers; it must never feed the seed's code into
+//! the product.
 
 // The seed is kept whole; the benchmark calls only part of it.
 #[allow(dead_code)]
@@ -366,8 +367,8 @@ impl Bench {
              (kept instances); *main*, when present: the same host with the previous main's \
              component. {} calls per run ({} for `claim-due`, 100 a call of a pool of {} due), \
              median (min–max) of {} runs; the engines take turns {TURN} calls at a time. \
-             Ratios are seed time ÷ Leasehold time (throughput): 1.0 or more is at least as \
-             fast.\n",
+             Ratios are seed time ÷ Leasehold time: of throughput (calls/s, medians), then \
+             of p50 latency; 1.0 or more is at least as fast.\n",
             self.sizes.calls_none,
             self.sizes.calls_immediate,
             self.sizes.timer_pool,
@@ -392,8 +393,14 @@ impl Bench {
         for (a, b) in &ratios {
             head.push_str(&format!(" {}/{} |", names[*a], names[*b]));
         }
+        for (a, b) in &ratios {
+            head.push_str(&format!(" {}/{} by p50 |", names[*a], names[*b]));
+        }
         println!("{head}");
-        println!("|{}", " --- |".repeat(1 + 2 * names.len() + ratios.len()));
+        println!(
+            "|{}",
+            " --- |".repeat(1 + 2 * names.len() + 2 * ratios.len())
+        );
         for (verb, runs) in rows {
             let mut line = format!("| {} |", verb.name());
             for r in runs {
@@ -424,6 +431,12 @@ impl Bench {
                     format!("{q:.2}"),
                     met,
                 );
+            }
+            // The same ratio of p50 latencies: what a slow spell of a
+            // shared machine moves least.
+            for (a, b) in &ratios {
+                let q = runs[*b].p50().median / runs[*a].p50().median;
+                line.push_str(&format!(" {q:.2} |"));
             }
             println!("{line}");
         }
