@@ -107,19 +107,26 @@ pub fn claim_due<K: Kv + ?Sized>(
                 sealed.insert(run, mark.is_some());
             }
         }
-        // The counter shards of timers about to be retired are read ahead;
-        // the rows come in one batched read, and their logs in another when
-        // the claims are recorded, neither kept, since each is read once.
+        // The counter shards of timers about to be retired, and the logs of
+        // those and of schedules' occurrences (recorded one at a time), are
+        // read ahead; the rows come in one batched read, and the claims'
+        // logs in another when they are recorded, neither kept, since each
+        // is read once.
+        let mut ahead: Vec<Vec<u8>> = Vec::new();
         let mut shard_keys: Vec<Vec<u8>> = Vec::new();
-        for (_, r, e) in listed
-            .iter()
-            .filter(|(_, r, _)| sealed.get(r).copied().unwrap_or(false))
-        {
-            shard_keys.push(store::timer_counter_key(kv, r, e, shards));
+        for (_, r, e) in &listed {
+            let retired = sealed.get(r).copied().unwrap_or(false);
+            if retired {
+                shard_keys.push(store::timer_counter_key(kv, r, e, shards));
+            }
+            if retired || e.starts_with("schedule/") {
+                ahead.push(schema::timer_log(r, e).into_bytes());
+            }
         }
         shard_keys.sort_unstable();
         shard_keys.dedup();
-        kv.prefetch(&shard_keys)?;
+        ahead.extend(shard_keys);
+        kv.prefetch(&ahead)?;
         let rows = store::load_timers(kv, listed.iter().map(|(_, r, e)| (r.as_str(), e.as_str())))?;
         // The claims of a pass are recorded together, in order, before any
         // other change this call records (a retirement, a schedule's next
