@@ -122,6 +122,10 @@ fn seed_timer(i: usize, fire_at: i64) -> seed_core::Timer {
     }
 }
 
+/// Which engine a run drives: the seed (`None`), or a component (`Some`):
+/// the one given, or this build's when none is.
+type Which<'a> = Option<Option<&'a Arc<[u8]>>>;
+
 fn err(e: impl std::fmt::Display) -> anyhow::Error {
     anyhow!("the seed: {e}")
 }
@@ -130,12 +134,7 @@ impl Bench {
     /// A fresh subject for one run of `verb`, seeded for `calls` calls
     /// (outside the timing): the seed, or the component `component` (none:
     /// this build's).
-    fn seed_subject(
-        &self,
-        verb: Verb,
-        calls: usize,
-        component: Option<Option<&Arc<[u8]>>>,
-    ) -> Result<Subject> {
+    fn seed_subject(&self, verb: Verb, calls: usize, component: Which<'_>) -> Result<Subject> {
         let s = self.sizes;
         let roles = [REVIEWER.to_owned()];
         let Some(component) = component else {
@@ -299,7 +298,7 @@ impl Bench {
             only.as_deref()
                 .is_none_or(|o| o.split(',').any(|n| n == name))
         };
-        let mut engines: Vec<(&str, Option<Option<&Arc<[u8]>>>)> = Vec::new();
+        let mut engines: Vec<(&str, Which<'_>)> = Vec::new();
         if keep("seed") {
             engines.push(("seed", None));
         }
