@@ -90,6 +90,12 @@ impl<S: Snapshot> Buffered<S> {
             .cloned()
     }
 
+    /// Whether the call has written or read `key` ahead, without copying
+    /// its value.
+    fn known(&self, key: &[u8]) -> bool {
+        self.writes.contains_key(key) || self.fetched.contains_key(key)
+    }
+
     /// The buffered writes within `lo..hi` (either end open), as `(key,
     /// value)` with `None` for a delete, in scan order.
     fn writes_in(
@@ -123,6 +129,9 @@ impl<S: Snapshot> Kv for Buffered<S> {
         // Its answers are not kept: a value the call wants again comes
         // through `prefetch`, and keeping every answer of a wide read costs
         // more than the rare second read it would save.
+        if !keys.iter().any(|k| self.known(k)) {
+            return self.read_source(keys);
+        }
         let mut out = Vec::with_capacity(keys.len());
         let mut missing = Vec::new();
         let mut slots = Vec::new();
@@ -151,11 +160,7 @@ impl<S: Snapshot> Kv for Buffered<S> {
     }
 
     fn prefetch(&mut self, keys: &[Vec<u8>]) -> Result<(), KvError> {
-        let missing: Vec<Vec<u8>> = keys
-            .iter()
-            .filter(|k| self.local(k).is_none())
-            .cloned()
-            .collect();
+        let missing: Vec<Vec<u8>> = keys.iter().filter(|k| !self.known(k)).cloned().collect();
         if missing.is_empty() {
             return Ok(());
         }
@@ -175,6 +180,16 @@ impl<S: Snapshot> Kv for Buffered<S> {
 
     fn delete(&mut self, key: &[u8]) -> Result<(), KvError> {
         self.writes.insert(key.to_vec(), None);
+        Ok(())
+    }
+
+    fn put(&mut self, key: Vec<u8>, value: Vec<u8>) -> Result<(), KvError> {
+        self.writes.insert(key, Some(value));
+        Ok(())
+    }
+
+    fn remove(&mut self, key: Vec<u8>) -> Result<(), KvError> {
+        self.writes.insert(key, None);
         Ok(())
     }
 

@@ -71,6 +71,17 @@ pub trait Kv {
     fn set(&mut self, key: &[u8], value: &[u8]) -> Result<(), KvError>;
     fn delete(&mut self, key: &[u8]) -> Result<(), KvError>;
 
+    /// [`Kv::set`] of a key and value the caller has built and no longer
+    /// needs: a store that keeps its writes keeps these, uncopied.
+    fn put(&mut self, key: Vec<u8>, value: Vec<u8>) -> Result<(), KvError> {
+        self.set(&key, &value)
+    }
+
+    /// [`Kv::delete`] of a key the caller no longer needs.
+    fn remove(&mut self, key: Vec<u8>) -> Result<(), KvError> {
+        self.delete(&key)
+    }
+
     /// What the host says of the keyspace: whether other processes may write
     /// it at the same time (see [`Snapshot::concurrent_writers`]).
     fn concurrent_writers(&mut self) -> bool;

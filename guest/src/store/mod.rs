@@ -23,6 +23,7 @@ mod rows;
 mod runs;
 mod search_entries;
 mod tasks;
+mod timer_record;
 mod timers;
 
 #[cfg(test)]
@@ -54,6 +55,8 @@ pub use tasks::{
     Along, decode_task, indexed_rows, indexed_tasks, load_task, prefetch_task, prefetch_tasks,
     write_task,
 };
+pub use timer_record::record_timers;
 pub use timers::{
-    decode_timer, load_timer, load_timers, remove_timer, retire_timer, timer_from, write_timer,
+    decode_timer, load_timer, load_timers, remove_timer, retire_timer, rewrite_timer_row,
+    timer_from, write_timer,
 };

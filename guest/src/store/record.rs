@@ -23,13 +23,13 @@ use serde::{Deserialize, Serialize};
 use crate::kv::Kv;
 use crate::model::{
     Change, DecisionRecord, FieldChange, HistoryEntry, StoreError, TaskChange, TaskState, TaskStep,
-    TimerChange, TimerEvent, Timestamp,
+    TimerChange, Timestamp,
 };
 use crate::schema::{self, Shards};
 
 use super::codec::{RowError, corrupt, decode_extended_tail, decode_row, encode_row};
 use super::layout::{claim_layout, feed_slot_of, records_from_the_start, shards};
-use super::rows::{TaskRow, TimerRow};
+use super::rows::TaskRow;
 
 /// Where an entry sits in the feed: its writer slot and its sequence number
 /// in that slot. Within a slot, a higher number committed later.
@@ -282,6 +282,36 @@ enum ChangeBase {
     Timer(TimerChange),
 }
 
+/// A timer's [`FeedRow`] as stored, borrowing its change: the bytes of the
+/// [`FeedBase`] of a [`ChangeBase::Timer`], written without copying the
+/// change first.
+pub(super) struct TimerFeedRow<'a> {
+    pub(super) prev: Option<Position>,
+    pub(super) change: &'a TimerChange,
+}
+
+impl Serialize for TimerFeedRow<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        /// [`ChangeBase`]'s variants in its order, the timer's borrowed.
+        #[derive(Serialize)]
+        enum ChangeRef<'a> {
+            #[allow(dead_code)]
+            Task(()),
+            Timer(&'a TimerChange),
+        }
+        #[derive(Serialize)]
+        struct Base<'a> {
+            prev: Option<Position>,
+            change: ChangeRef<'a>,
+        }
+        Base {
+            prev: self.prev,
+            change: ChangeRef::Timer(self.change),
+        }
+        .serialize(s)
+    }
+}
+
 #[derive(Serialize, Deserialize)]
 struct FeedBase {
     prev: Option<Position>,
@@ -306,9 +336,9 @@ impl Serialize for FeedRow {
                 }
                 (base, ext).serialize(s)
             }
-            Change::Timer(t) => FeedBase {
+            Change::Timer(t) => TimerFeedRow {
                 prev: self.prev,
-                change: ChangeBase::Timer(t.clone()),
+                change: t,
             }
             .serialize(s),
         }
@@ -399,6 +429,61 @@ pub fn load_task_log<K: Kv + ?Sized>(
         .transpose()
 }
 
+/// Where this call's next feed entry goes: its slot, the slot's head key and
+/// the last sequence number written there. A call recording many changes
+/// opens it once, pushes each entry and closes it once, so the head is read
+/// and written once however many entries follow it; the entries and the
+/// head it leaves are those one append per change would leave.
+pub(super) struct FeedTail {
+    slot: u8,
+    head_key: Vec<u8>,
+    head: u64,
+}
+
+impl FeedTail {
+    /// Reads the slot's head, moving an earlier layout's mark first (see
+    /// [`claim_layout`]).
+    pub(super) fn open<K: Kv + ?Sized>(kv: &mut K, sh: Shards) -> Result<FeedTail, StoreError> {
+        claim_layout(kv)?;
+        let slot = feed_slot_of(kv, sh);
+        let head_key = schema::feed_head(sh, slot).into_bytes();
+        let head = match kv.get(&head_key)? {
+            Some(v) if v.len() == 8 => decode_seq("", Some(&v))?,
+            // Named only when it is damaged or absent, so the name is
+            // built only then.
+            v => decode_seq(&format!("the feed head of slot {slot}"), v.as_deref())?,
+        };
+        Ok(FeedTail {
+            slot,
+            head_key,
+            head,
+        })
+    }
+
+    /// Writes `row` (an encoded [`FeedRow`]) as the next entry.
+    pub(super) fn push_encoded<K: Kv + ?Sized>(
+        &mut self,
+        kv: &mut K,
+        row: Vec<u8>,
+    ) -> Result<Position, StoreError> {
+        let slot = self.slot;
+        let seq = self
+            .head
+            .checked_add(1)
+            .filter(|&s| s < schema::FEED_END)
+            .ok_or_else(|| corrupt(format!("the feed head of slot {slot} is at its end")))?;
+        kv.put(schema::feed_entry(slot, seq).into_bytes(), row)?;
+        self.head = seq;
+        Ok(Position { slot, seq })
+    }
+
+    /// Writes the head after the last entry pushed.
+    pub(super) fn close<K: Kv + ?Sized>(self, kv: &mut K) -> Result<(), StoreError> {
+        kv.put(self.head_key, self.head.to_be_bytes().to_vec())?;
+        Ok(())
+    }
+}
+
 /// Appends `change` to the feed in this call's slot, after `prev`, and
 /// answers its position.
 fn append<K: Kv + ?Sized>(
@@ -407,23 +492,9 @@ fn append<K: Kv + ?Sized>(
     change: Change,
     prev: Option<Position>,
 ) -> Result<Position, StoreError> {
-    claim_layout(kv)?;
-    let slot = feed_slot_of(kv, sh);
-    let head_key = schema::feed_head(sh, slot);
-    let head = decode_seq(
-        &format!("the feed head of slot {slot}"),
-        kv.get(head_key.as_bytes())?.as_deref(),
-    )?;
-    let seq = head
-        .checked_add(1)
-        .filter(|&s| s < schema::FEED_END)
-        .ok_or_else(|| corrupt(format!("the feed head of slot {slot} is at its end")))?;
-    let position = Position { slot, seq };
-    kv.set(
-        schema::feed_entry(slot, seq).as_bytes(),
-        &encode_row(&FeedRow { prev, change })?,
-    )?;
-    kv.set(head_key.as_bytes(), &seq.to_be_bytes())?;
+    let mut tail = FeedTail::open(kv, sh)?;
+    let position = tail.push_encoded(kv, encode_row(&FeedRow { prev, change })?)?;
+    tail.close(kv)?;
     Ok(position)
 }
 
@@ -624,41 +695,6 @@ pub fn load_history_start<K: Kv + ?Sized>(
 pub fn decode_history_start(bytes: &[u8]) -> Result<HistoryEntry, RowError> {
     let (base, ext, tail): (EntryBase, HistoryExt, EntryTail) = decode_extended_tail(bytes)?;
     Ok(join_entry(base, ext.into(), tail).0)
-}
-
-/// Records what `verb` did to a timer, as `row` now stands (or stood, when
-/// it was retired).
-pub fn record_timer<K: Kv + ?Sized>(
-    kv: &mut K,
-    verb: &'static str,
-    row: &TimerRow,
-    what: TimerEvent,
-) -> Result<(), StoreError> {
-    let t = &row.timer;
-    let log_key = schema::timer_log(&t.run, &t.effect);
-    let prev = kv
-        .get(log_key.as_bytes())?
-        .map(|b| {
-            decode_position(&b)
-                .map_err(|e| corrupt(format!("the log of timer {}/{}: {e}", t.run, t.effect)))
-        })
-        .transpose()?;
-    let change = Change::Timer(TimerChange {
-        run: t.run.clone(),
-        effect: t.effect.clone(),
-        at: kv.call_time(),
-        verb: verb.to_owned(),
-        what,
-        fire_at: t.fire_at,
-        lease_until: match what {
-            TimerEvent::Claimed => row.lease_until,
-            TimerEvent::Armed | TimerEvent::Retired | TimerEvent::Rescheduled => None,
-        },
-    });
-    let sh = shards(kv)?;
-    let position = append(kv, sh, change, prev)?;
-    kv.set(log_key.as_bytes(), &encode_row(&position)?)?;
-    Ok(())
 }
 
 /// Every this many changes of a task, its entry is also kept under its own

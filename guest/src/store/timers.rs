@@ -10,6 +10,7 @@
 #[allow(unused_imports)]
 use crate::prelude::*;
 
+use crate::keys::Key;
 use crate::kv::Kv;
 use crate::model::{StoreError, TimerEvent};
 use crate::schema;
@@ -17,8 +18,8 @@ use crate::schema;
 use super::codec::{RowError, corrupt, decode_row, encode_row};
 use super::counters::{add_to_counter, timer_shard};
 use super::layout::shards;
-use super::record::record_timer;
 use super::rows::TimerRow;
+use super::timer_record::record_timer;
 
 pub fn load_timer<K: Kv + ?Sized>(
     kv: &mut K,
@@ -74,26 +75,51 @@ pub fn write_timer<K: Kv + ?Sized>(
     old: Option<&TimerRow>,
     new: &TimerRow,
 ) -> Result<(), StoreError> {
+    write_timer_row(kv, old, new)?;
+    record_timer(kv, verb, new, what)
+}
+
+/// [`write_timer`] without the record.
+fn write_timer_row<K: Kv + ?Sized>(
+    kv: &mut K,
+    old: Option<&TimerRow>,
+    new: &TimerRow,
+) -> Result<(), StoreError> {
+    let Some(o) = old else {
+        let t = &new.timer;
+        kv.put(
+            schema::timer(&t.run, &t.effect).into_bytes(),
+            encode_row(new)?,
+        )?;
+        kv.put(new.due_key().into_bytes(), Vec::new())?;
+        let shards = shards(kv)?;
+        let shard = timer_shard(kv, shards, &t.run, &t.effect);
+        return add_to_counter(kv, schema::ARMED_TIMERS, shard, shards, 1);
+    };
+    rewrite_timer_row(kv, o.due_key(), new)
+}
+
+/// Rewrites a stored timer's row as `new`, moving its due entry from
+/// `old_due` (the stored row's [`TimerRow::due_key`]), unrecorded: for a
+/// caller that records the change itself in this call, with
+/// [`record_timers`](super::timer_record::record_timers), before any other
+/// change of the same timer.
+pub fn rewrite_timer_row<K: Kv + ?Sized>(
+    kv: &mut K,
+    old_due: Key,
+    new: &TimerRow,
+) -> Result<(), StoreError> {
     let t = &new.timer;
-    kv.set(
-        schema::timer(&t.run, &t.effect).as_bytes(),
-        &encode_row(new)?,
+    kv.put(
+        schema::timer(&t.run, &t.effect).into_bytes(),
+        encode_row(new)?,
     )?;
     let due = new.due_key();
-    match old {
-        Some(o) if o.due_key() == due => {}
-        Some(o) => {
-            kv.delete(o.due_key().as_bytes())?;
-            kv.set(due.as_bytes(), &[])?;
-        }
-        None => {
-            kv.set(due.as_bytes(), &[])?;
-            let shards = shards(kv)?;
-            let shard = timer_shard(kv, shards, &t.run, &t.effect);
-            add_to_counter(kv, schema::ARMED_TIMERS, shard, shards, 1)?;
-        }
+    if old_due != due {
+        kv.remove(old_due.into_bytes())?;
+        kv.put(due.into_bytes(), Vec::new())?;
     }
-    record_timer(kv, verb, new, what)
+    Ok(())
 }
 
 /// Removes a timer with its due entry and its count, recording that `verb`

@@ -14,9 +14,10 @@ pub(super) fn due_entry(
     key: &[u8],
     prefix: &Key,
 ) -> Result<(Timestamp, String, String), StoreError> {
-    match store::suffix(key, prefix)?.as_slice() {
-        [Elem::Int(at), Elem::Str(run), Elem::Str(effect)] => {
-            Ok((*at, run.clone(), effect.clone()))
+    let mut elems = store::suffix(key, prefix)?.into_iter();
+    match (elems.next(), elems.next(), elems.next(), elems.next()) {
+        (Some(Elem::Int(at)), Some(Elem::Str(run)), Some(Elem::Str(effect)), None) => {
+            Ok((at, run, effect))
         }
         _ => Err(StoreError::Corrupt(
             "an entry of the due index has the wrong shape".into(),

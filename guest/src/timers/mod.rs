@@ -107,55 +107,58 @@ pub fn claim_due<K: Kv + ?Sized>(
                 sealed.insert(run, mark.is_some());
             }
         }
-        // The counter shards of timers about to be retired, and every
-        // listed timer's log, come in the batch of rows; `load_timers` then
-        // reads the rows from what it brought.
-        let mut ahead: Vec<Vec<u8>> = listed
-            .iter()
-            .flat_map(|(_, r, e)| {
-                [
-                    schema::timer(r, e).into_bytes(),
-                    schema::timer_log(r, e).into_bytes(),
-                ]
-            })
-            .collect();
+        // The counter shards of timers about to be retired, and the logs of
+        // those and of schedules' occurrences (recorded one at a time), are
+        // read ahead; the rows come in one batched read, and the claims'
+        // logs in another when they are recorded, neither kept, since each
+        // is read once.
+        let mut ahead: Vec<Vec<u8>> = Vec::new();
         let mut shard_keys: Vec<Vec<u8>> = Vec::new();
-        for (_, r, e) in listed
-            .iter()
-            .filter(|(_, r, _)| sealed.get(r).copied().unwrap_or(false))
-        {
-            shard_keys.push(store::timer_counter_key(kv, r, e, shards));
+        for (_, r, e) in &listed {
+            let retired = sealed.get(r).copied().unwrap_or(false);
+            if retired {
+                shard_keys.push(store::timer_counter_key(kv, r, e, shards));
+            }
+            if retired || e.starts_with("schedule/") {
+                ahead.push(schema::timer_log(r, e).into_bytes());
+            }
         }
         shard_keys.sort_unstable();
         shard_keys.dedup();
         ahead.extend(shard_keys);
         kv.prefetch(&ahead)?;
         let rows = store::load_timers(kv, listed.iter().map(|(_, r, e)| (r.as_str(), e.as_str())))?;
+        // The claims of a pass are recorded together, in order, before any
+        // other change this call records (a retirement, a schedule's next
+        // occurrence), so the feed holds what one record per claim would.
+        let mut claimed: Vec<TimerRow> = Vec::new();
         for ((at, run, effect), row) in listed.iter().zip(rows) {
             let row = indexed_row(row, *at, run, effect)?;
             // A sealed run can record no wake-up: retired here, or it would
             // be claimed and fail once per lease period for ever.
             if sealed.get(run).copied().unwrap_or(false) {
+                record_claims(kv, &mut claimed, &mut out)?;
                 store::retire_timer(kv, "claim-due", &row)?;
                 continue;
             }
             // A schedule's occurrence: its policies may hold it back, and
             // the next one is armed in this transaction either way.
             if row.timer.effect.starts_with("schedule/") {
-                let claimed = schedules::firing::on_claim(kv, now, &row)?;
-                more_due |= claimed.next_due;
-                if !claimed.fire {
+                record_claims(kv, &mut claimed, &mut out)?;
+                let fired = schedules::firing::on_claim(kv, now, &row)?;
+                more_due |= fired.next_due;
+                if !fired.fire {
                     store::retire_timer(kv, "claim-due", &row)?;
                     continue;
                 }
             }
-            let next = TimerRow {
-                timer: row.timer.clone(),
-                lease_until: Some(lease_until),
-            };
-            store::write_timer(kv, "claim-due", TimerEvent::Claimed, Some(&row), &next)?;
-            out.push(next.timer);
+            let old_due = row.due_key();
+            let mut next = row;
+            next.lease_until = Some(lease_until);
+            store::rewrite_timer_row(kv, old_due, &next)?;
+            claimed.push(next);
         }
+        record_claims(kv, &mut claimed, &mut out)?;
         match entries.last() {
             // A schedule's next occurrence armed due at once lies after
             // the entries read: read on for it even past their end.
@@ -167,6 +170,18 @@ pub fn claim_due<K: Kv + ?Sized>(
         }
     }
     Ok(out)
+}
+
+/// Records the claims written since the last record, in order, and hands
+/// their timers to the answer.
+fn record_claims<K: Kv + ?Sized>(
+    kv: &mut K,
+    claimed: &mut Vec<TimerRow>,
+    out: &mut Vec<Timer>,
+) -> Result<(), StoreError> {
+    store::record_timers(kv, "claim-due", TimerEvent::Claimed, claimed)?;
+    out.extend(claimed.drain(..).map(|r| r.timer));
+    Ok(())
 }
 
 pub fn disarm<K: Kv + ?Sized>(kv: &mut K, run: &str, effect: &str) -> Result<bool, StoreError> {

@@ -7,8 +7,8 @@
 //! sandbox; four backlog-scaling ratios; and read latency beside a writer.
 //! Every figure is the median of repeated runs, with the min and max beside it.
 //! Positional arguments pick sections (`verbs`, `fixed`, `scaling`,
-//! `search`, `jobs`, `concurrency`, `group`, `worker`; none means all) and narrow the per-verb section for
-//! profiling (see [`verbs::Filter`]).
+//! `search`, `jobs`, `concurrency`, `group`, `worker`, `seed`; none means all) and narrow the
+//! per-verb section (see [`verbs::Filter`]) and the seed comparison for profiling.
 //!
 //! Without `--bench` (as `cargo test` runs it) it makes a smoke pass: tiny
 //! sizes, a few calls, every answer checked, so the benchmark cannot rot.
@@ -18,6 +18,7 @@
 //! in the section modules, over the engines in `drivers` and the data in
 //! `workload`, and reduced in `stats`.
 
+mod against_seed;
 mod bench;
 mod concurrency;
 mod drivers;
@@ -61,6 +62,7 @@ fn main() -> Result<()> {
         "concurrency",
         "group",
         "worker",
+        "seed",
     ];
     let picked: Vec<&str> = args
         .iter()
@@ -123,6 +125,9 @@ fn main() -> Result<()> {
     }
     if wanted("worker") {
         bench.worker()?;
+    }
+    if wanted("seed") {
+        bench.against_seed(&args)?;
     }
     bench.print_targets();
     Ok(())
