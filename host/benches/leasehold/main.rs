@@ -53,7 +53,7 @@ fn main() -> Result<()> {
     } else {
         SMOKE
     };
-    const SECTIONS: [&str; 8] = [
+    const SECTIONS: [&str; 9] = [
         "verbs",
         "fixed",
         "scaling",
