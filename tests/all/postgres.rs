@@ -446,7 +446,9 @@ fn spent_retries_answer_a_retryable_conflict() {
 /// (layout 10) gave each task verb six more keys to read and a few more to
 /// write, each one more chance to meet another call in a point index
 /// bucket: 3 to 7 at 8 threads where it was under 5. Issue 59's leaner
-/// write path is to bring it back under 5.
+/// write path (one statement a batch, one head read) left 2 to 7: what
+/// meets is a new key's index entry in a bucket another call read, which
+/// fewer new keys per change (a layout change not yet made) would cut.
 const DISJOINT_RETRIES_PER_MILLE: f64 = 12.0;
 
 /// Refuses to measure on a server that turns a few row locks into a page

@@ -22,6 +22,16 @@ use crate::model::{
 };
 use crate::{runs, tasks, timers};
 
+/// What a worker's claims ask for: `actor`'s queue with `roles`.
+fn claims_for(roles: &[String], actor: usize) -> QueueQuery {
+    QueueQuery {
+        roles: roles.to_vec(),
+        actor: Some(ACTORS[actor].to_owned()),
+        limit: 1,
+        after: None,
+    }
+}
+
 /// Pages through a paged read, checking the paging rules, answering the ids.
 fn page_through(
     limit: u32,
@@ -278,12 +288,7 @@ pub(super) fn apply(kv: &mut MemKv, model: &mut Model, op: &Op) -> Result<bool, 
             lease,
         } => {
             let roles = pick(&ROLES, roles);
-            let query = QueueQuery {
-                roles: roles.clone(),
-                actor: Some(ACTORS[*actor].to_owned()),
-                limit: 1,
-                after: None,
-            };
+            let query = claims_for(&roles, *actor);
             let real = tasks::claim_next(kv, &query, lease.as_ref());
             prop_assert_eq!(&real, &Ok(model.claim_next(&roles, ACTORS[*actor], *lease)));
             real.is_err()
@@ -295,12 +300,7 @@ pub(super) fn apply(kv: &mut MemKv, model: &mut Model, op: &Op) -> Result<bool, 
             count,
         } => {
             let roles = pick(&ROLES, roles);
-            let query = QueueQuery {
-                roles: roles.clone(),
-                actor: Some(ACTORS[*actor].to_owned()),
-                limit: 1,
-                after: None,
-            };
+            let query = claims_for(&roles, *actor);
             let real = tasks::claim_batch(kv, &query, lease.as_ref(), *count);
             let expected = model.claim_batch(&roles, ACTORS[*actor], *lease, *count);
             prop_assert_eq!(&real, &Ok(expected));
@@ -314,12 +314,7 @@ pub(super) fn apply(kv: &mut MemKv, model: &mut Model, op: &Op) -> Result<bool, 
             count,
         } => {
             let roles = pick(&ROLES, roles);
-            let query = QueueQuery {
-                roles: roles.clone(),
-                actor: Some(ACTORS[*actor].to_owned()),
-                limit: 1,
-                after: None,
-            };
+            let query = claims_for(&roles, *actor);
             let finished: Vec<Finished> = done
                 .iter()
                 .map(|&(id, s, d)| Finished {
