@@ -33,6 +33,8 @@ const SAMPLES: &[&[&str]] = &[
     &["task", "reclaim-lapsed"],
     &["task", "expire-overdue"],
     &["task", "claim-next", "--actor", "a"],
+    &["task", "claim-batch", "--actor", "a", "--count", "5"],
+    &["task", "settle-and-claim", "--actor", "a", "--done", "t"],
     &["task", "settle", "t", "completed"],
     &["task", "withdraw-run", "r", "t"],
     &["task", "escalate", "t"],

@@ -2219,3 +2219,84 @@ fn task_expire_acts_on_overdue_tasks_by_their_policy_once() {
     s.run(&["task", "expire", "--limit", "0"]).assert().code(2);
     s.run(&["check"]).assert().success();
 }
+
+#[test]
+fn task_claim_batch_and_settle_and_claim_work_a_queue_in_batches() {
+    let s = scratch();
+    for i in 0..4 {
+        s.open(&format!(
+            r#"{{"id": "job-{i}", "run": "r", "kind": "step", "candidate_roles": ["bot"], "created_at": {i}}}"#
+        ));
+    }
+    let first = s.json(&[
+        "task",
+        "claim-batch",
+        "--actor",
+        "bot-1",
+        "--role",
+        "bot",
+        "--count",
+        "2",
+        "--lease",
+        "1m",
+    ]);
+    let ids: Vec<&str> = first
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|t| t["id"].as_str().expect("an id"))
+        .collect();
+    assert_eq!(ids, ["job-0", "job-1"]);
+    let next = s.json(&[
+        "task",
+        "settle-and-claim",
+        "--actor",
+        "bot-1",
+        "--role",
+        "bot",
+        "--done",
+        "job-0",
+        "job-1",
+        "job-9",
+        "--count",
+        "5",
+    ]);
+    let answers: Vec<&str> = next["settled"]
+        .as_array()
+        .expect("answers")
+        .iter()
+        .map(|a| a["answer"].as_str().expect("an answer"))
+        .collect();
+    assert_eq!(answers, ["settled", "settled", "not_found"]);
+    assert_eq!(next["claimed"].as_array().map(Vec::len), Some(2));
+    assert_eq!(s.json(&["task", "get", "job-0"])["state"], "completed");
+    s.run(&[
+        "task",
+        "settle-and-claim",
+        "--actor",
+        "bot-1",
+        "--role",
+        "bot",
+        "--done",
+        "job-0",
+        "--count",
+        "0",
+    ])
+    .assert()
+    .success()
+    .stdout(contains("job-0: already settled (completed); unchanged"))
+    .stdout(contains("bot-1 claimed nothing"));
+    s.run(&[
+        "task",
+        "claim-batch",
+        "--actor",
+        "bot-1",
+        "--role",
+        "bot",
+        "--count",
+        "101",
+    ])
+    .assert()
+    .code(2)
+    .stderr(contains("count"));
+}

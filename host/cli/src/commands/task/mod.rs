@@ -1,12 +1,14 @@
 //! `leasehold task …`: one task's life, each command named as the verb it
 //! calls (`task reclaim-lapsed`, `task entry-place`; the old spellings are
 //! aliases for a release). The commands sit by what they do: opening and
-//! reading (`open`), the claim ladder (`claim`), settling (`settle`),
+//! reading (`open`), the claim ladder (`claim`), a worker's batches
+//! (`batch`), settling (`settle`),
 //! changes after open (`change`), `--if-revision` (`guard`), and the
 //! sweeps over every task (`sweep`); a task's history and its place in
 //! the feed are the `changes` group's. This module only lists them and
 //! dispatches.
 
+mod batch;
 mod change;
 pub use change::PriorityArg;
 mod claim;
@@ -46,6 +48,11 @@ pub enum TaskCommand {
     /// Claim the first task of the actor's queue (same order and eligibility
     /// as `queue`); says so when the queue is empty
     ClaimNext(claim::ClaimNext),
+    /// Claim up to --count heads of the actor's queue in one call
+    ClaimBatch(batch::ClaimBatch),
+    /// Settle the tasks the actor finished, each answered on its own, then
+    /// claim up to --count more, in one call
+    SettleAndClaim(batch::SettleAndClaim),
     /// Extend the lease of a task the actor holds under one, to end a lease
     /// from now
     Renew(claim::Renew),
@@ -95,6 +102,8 @@ impl TaskCommand {
             TaskCommand::Get(_) => &["get"],
             TaskCommand::Claim(_) => &["claim"],
             TaskCommand::ClaimNext(_) => &["claim-next"],
+            TaskCommand::ClaimBatch(_) => &["claim-batch"],
+            TaskCommand::SettleAndClaim(_) => &["settle-and-claim"],
             TaskCommand::Renew(_) => &["renew"],
             TaskCommand::ReclaimLapsed(_) => &["reclaim-lapsed"],
             TaskCommand::ExpireOverdue(_) => &["expire-overdue"],
@@ -119,6 +128,8 @@ impl TaskCommand {
             TaskCommand::Get(c) => c.run(cx, out),
             TaskCommand::Claim(c) => c.run(cx, out),
             TaskCommand::ClaimNext(c) => c.run(cx, out),
+            TaskCommand::ClaimBatch(c) => c.run(cx, out),
+            TaskCommand::SettleAndClaim(c) => c.run(cx, out),
             TaskCommand::Renew(c) => c.run(cx, out),
             TaskCommand::ReclaimLapsed(c) => c.run(cx, out),
             TaskCommand::ExpireOverdue(c) => c.run(cx, out),
