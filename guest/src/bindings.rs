@@ -23,7 +23,7 @@ use leasehold::engine::types as wit;
 
 use core::sync::atomic::{AtomicU8, Ordering};
 
-use crate::kv::{self, Entry, KvError, Snapshot, Write};
+use crate::kv::{self, Entry, KvError, ScanRequest, Snapshot, Write};
 use crate::model;
 #[allow(unused_imports)]
 use crate::prelude::*;
@@ -322,6 +322,34 @@ impl Snapshot for HostKv {
         Ok(host_kv::scan(&range, limit, reverse)
             .into_iter()
             .map(|e| (e.key, e.value))
+            .collect())
+    }
+
+    fn scan_many(&mut self, requests: &[ScanRequest]) -> Result<Vec<Vec<Entry>>, KvError> {
+        let asked: Vec<host_kv::ScanRequest> = requests
+            .iter()
+            .map(|r| host_kv::ScanRequest {
+                range: host_kv::KeyRange {
+                    start: r.start.clone(),
+                    end: r.end.clone(),
+                },
+                limit: r.limit,
+                reverse: r.reverse,
+            })
+            .collect();
+        let answers = host_kv::scan_many(&asked);
+        // A host that answers another number of scans than it was asked is
+        // broken; the call fails rather than read one range as another.
+        if answers.len() != requests.len() {
+            return Err(KvError::Storage(format!(
+                "the host answered {} scans where {} were asked",
+                answers.len(),
+                requests.len()
+            )));
+        }
+        Ok(answers
+            .into_iter()
+            .map(|entries| entries.into_iter().map(|e| (e.key, e.value)).collect())
             .collect())
     }
 }

@@ -12,7 +12,7 @@
 use crate::prelude::*;
 
 use crate::keys::{self, Elem, Key};
-use crate::kv::Kv;
+use crate::kv::{Entry, Kv, ScanRequest};
 use crate::model::{Page, QueueQuery, StoreError, Task};
 use crate::schema;
 use crate::store::{self, TaskRow, bad_entry};
@@ -75,30 +75,41 @@ impl Stream {
         }
     }
 
-    fn head<K: Kv + ?Sized>(
-        &mut self,
-        kv: &mut K,
-        chunk: u32,
-    ) -> Result<Option<&[u8]>, StoreError> {
-        if self.buffered.is_empty()
-            && let Some(start) = self.next_start.take()
-        {
-            let entries = kv.scan(&start, Some(&self.prefix.prefix_end()), chunk, false)?;
-            if entries.len() == chunk as usize
-                && let Some((last, _)) = entries.last()
-            {
-                let mut next = last.clone();
-                next.push(0);
-                self.next_start = Some(next);
-            }
-            for (k, _) in entries.into_iter().rev() {
-                let pos = k
-                    .strip_prefix(self.prefix.as_bytes())
-                    .ok_or_else(|| bad_entry("queue"))?;
-                self.buffered.push(pos.to_vec());
-            }
+    /// The scan that refills this stream, if it has nothing buffered and
+    /// its index is not exhausted.
+    fn wants(&self, chunk: u32) -> Option<ScanRequest> {
+        match (&self.next_start, self.buffered.is_empty()) {
+            (Some(start), true) => Some(ScanRequest {
+                start: start.clone(),
+                end: Some(self.prefix.prefix_end()),
+                limit: chunk,
+                reverse: false,
+            }),
+            _ => None,
         }
-        Ok(self.buffered.last().map(Vec::as_slice))
+    }
+
+    /// Takes the answer to [`Stream::wants`]'s scan.
+    fn fill(&mut self, entries: Vec<Entry>, chunk: u32) -> Result<(), StoreError> {
+        self.next_start = None;
+        if entries.len() == chunk as usize
+            && let Some((last, _)) = entries.last()
+        {
+            let mut next = last.clone();
+            next.push(0);
+            self.next_start = Some(next);
+        }
+        for (k, _) in entries.into_iter().rev() {
+            let pos = k
+                .strip_prefix(self.prefix.as_bytes())
+                .ok_or_else(|| bad_entry("queue"))?;
+            self.buffered.push(pos.to_vec());
+        }
+        Ok(())
+    }
+
+    fn head(&self) -> Option<&[u8]> {
+        self.buffered.last().map(Vec::as_slice)
     }
 }
 
@@ -263,9 +274,25 @@ fn next_position<K: Kv + ?Sized>(
     streams: &mut [Stream],
     chunk: u32,
 ) -> Result<Option<Vec<u8>>, StoreError> {
+    // Every stream that has run dry is refilled in one crossing: the merge
+    // needs each one's head before it knows which is smallest, and most
+    // often one of them (the index of tasks open to anyone) is empty.
+    let (refill, requests): (Vec<usize>, Vec<ScanRequest>) = streams
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| s.wants(chunk).map(|r| (i, r)))
+        .unzip();
+    let answers = match requests.as_slice() {
+        [] => Vec::new(),
+        [one] => vec![kv.scan(&one.start, one.end.as_deref(), one.limit, false)?],
+        _ => kv.scan_many(&requests)?,
+    };
+    for (i, entries) in refill.into_iter().zip(answers) {
+        streams[i].fill(entries, chunk)?;
+    }
     let mut smallest: Option<Vec<u8>> = None;
-    for s in streams.iter_mut() {
-        if let Some(h) = s.head(kv, chunk)?
+    for s in streams.iter() {
+        if let Some(h) = s.head()
             && smallest.as_deref().is_none_or(|m| h < m)
         {
             smallest = Some(h.to_vec());

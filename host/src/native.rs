@@ -11,11 +11,11 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use leasehold_guest::kv::{self, Entry, Kv, KvError, Snapshot};
+use leasehold_guest::kv::{self, Entry, Kv, KvError, ScanRequest, Snapshot};
 
 use crate::config::{Durability, Limits};
 use crate::error::Error;
-use crate::storage::backend::{Backend, Mode, Txn};
+use crate::storage::backend::{Backend, Mode, ScanRange, Txn};
 use crate::storage::error::StorageError;
 use crate::storage::file::Access;
 use crate::storage::redb::{GroupCommit, RedbBackend};
@@ -105,6 +105,22 @@ impl Snapshot for TxnSnapshot<'_> {
         self.txn
             .scan(start, end, limit, reverse, usize::MAX)
             .map(|(entries, _)| entries)
+            .map_err(kv_error)
+    }
+
+    fn scan_many(&mut self, requests: &[ScanRequest]) -> Result<Vec<Vec<Entry>>, KvError> {
+        let ranges: Vec<ScanRange<'_>> = requests
+            .iter()
+            .map(|r| ScanRange {
+                start: &r.start,
+                end: r.end.as_deref(),
+                limit: r.limit,
+                reverse: r.reverse,
+            })
+            .collect();
+        self.txn
+            .scan_many(&ranges, usize::MAX)
+            .map(|(answers, _)| answers)
             .map_err(kv_error)
     }
 }

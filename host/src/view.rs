@@ -12,7 +12,7 @@
 use crate::bindings::kv;
 use crate::config::Limits;
 use crate::error::{Error, SandboxError};
-use crate::storage::backend::{Mode, Txn, Write};
+use crate::storage::backend::{Mode, ScanRange, Txn, Write, entries_bytes};
 use crate::storage::error::StorageError;
 
 /// One call's view of storage.
@@ -181,6 +181,60 @@ impl kv::Host for KvView {
         Ok(entries
             .into_iter()
             .map(|(key, value)| kv::Entry { key, value })
+            .collect())
+    }
+
+    /// Held to one scan's limits as a whole: each range counts its limit
+    /// (at least one) against the entries' cap, and the answers together
+    /// against the bytes' cap.
+    fn scan_many(
+        &mut self,
+        requests: Vec<kv::ScanRequest>,
+    ) -> wasmtime::Result<Vec<Vec<kv::Entry>>> {
+        let asked = requests
+            .iter()
+            .fold(0u32, |n, r| n.saturating_add(r.limit.max(1)));
+        if asked > self.limits.scan_entries {
+            return Err(self.trap(Error::Sandbox(SandboxError::ScanLength {
+                asked,
+                cap: self.limits.scan_entries,
+            })));
+        }
+        for r in &requests {
+            self.check_key(&r.range.start)?;
+            if let Some(end) = &r.range.end {
+                self.check_key(end)?;
+            }
+        }
+        let ranges: Vec<ScanRange<'_>> = requests
+            .iter()
+            .map(|r| ScanRange {
+                start: &r.range.start,
+                end: r.range.end.as_deref(),
+                limit: r.limit,
+                reverse: r.reverse,
+            })
+            .collect();
+        let cap = self.limits.scan_bytes;
+        let found = self.txn()?.scan_many(&ranges, cap);
+        let (answers, over) = self.stored(found)?;
+        if over {
+            return Err(self.trap(Error::Sandbox(SandboxError::ScanBytes { cap })));
+        }
+        if answers.len() != requests.len() {
+            return Err(self.trap(Error::from(StorageError::other(
+                "the storage answered another number of ranges than asked",
+            ))));
+        }
+        self.count_read(answers.iter().map(|a| entries_bytes(a)).sum())?;
+        Ok(answers
+            .into_iter()
+            .map(|entries| {
+                entries
+                    .into_iter()
+                    .map(|(key, value)| kv::Entry { key, value })
+                    .collect()
+            })
             .collect())
     }
 

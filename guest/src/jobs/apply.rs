@@ -9,7 +9,7 @@
 #[allow(unused_imports)]
 use crate::prelude::*;
 
-use crate::kv::{self, Entry, Kv, KvError, Snapshot, Write};
+use crate::kv::{self, Entry, Kv, KvError, ScanRequest, Snapshot, Write};
 use crate::model::{ClaimError, Guard, Settlement, StoreError, Task};
 use crate::search::{AssigneeFilter, TaskFilter};
 use crate::tasks;
@@ -44,6 +44,9 @@ impl<K: Kv + ?Sized> Snapshot for Under<'_, K> {
         reverse: bool,
     ) -> Result<Vec<Entry>, KvError> {
         self.0.scan(start, end, limit, reverse)
+    }
+    fn scan_many(&mut self, requests: &[ScanRequest]) -> Result<Vec<Vec<Entry>>, KvError> {
+        self.0.scan_many(requests)
     }
 }
 

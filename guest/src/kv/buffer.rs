@@ -12,7 +12,7 @@ use core::ops::Bound;
 
 use crate::time::Timestamp;
 
-use super::contract::{Entry, Kv, KvError, Snapshot, Write};
+use super::contract::{Entry, Kv, KvError, ScanRequest, Snapshot, Write};
 
 /// Runs one call over `source` with an empty buffer. Answers the call's
 /// result and the batch to commit, which is empty unless the call answered
@@ -286,6 +286,45 @@ impl<S: Snapshot> Kv for Buffered<S> {
                 lo = last;
             }
         }
+    }
+
+    fn scan_many(&mut self, requests: &[ScanRequest]) -> Result<Vec<Vec<Entry>>, KvError> {
+        // The ranges the call has not written in go to the snapshot together;
+        // each of the others is merged with the call's writes as `scan` does.
+        let untouched = |b: &Self, r: &ScanRequest| {
+            r.limit > 0
+                && r.end.as_deref().is_none_or(|e| e > r.start.as_slice())
+                && b.writes_in(Bound::Included(&r.start), upper(r.end.as_deref()), false)
+                    .is_empty()
+        };
+        let plain: Vec<ScanRequest> = requests
+            .iter()
+            .filter(|r| untouched(self, r))
+            .cloned()
+            .collect();
+        let mut answered = match plain.len() {
+            0 => Vec::new(),
+            1 => {
+                let r = &plain[0];
+                vec![
+                    self.source
+                        .scan(&r.start, r.end.as_deref(), r.limit, r.reverse)?,
+                ]
+            }
+            _ => self.source.scan_many(&plain)?,
+        }
+        .into_iter();
+        let mut out = Vec::with_capacity(requests.len());
+        for r in requests {
+            if untouched(self, r) {
+                out.push(answered.next().ok_or_else(|| {
+                    KvError::Storage("the host answered fewer scans than it was asked".into())
+                })?);
+            } else {
+                out.push(self.scan(&r.start, r.end.as_deref(), r.limit, r.reverse)?);
+            }
+        }
+        Ok(out)
     }
 }
 

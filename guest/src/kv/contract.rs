@@ -35,6 +35,15 @@ impl fmt::Display for KvError {
 /// One entry returned by a scan.
 pub type Entry = (Vec<u8>, Vec<u8>);
 
+/// One scan of [`Kv::scan_many`]: [`Kv::scan`]'s arguments.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScanRequest {
+    pub start: Vec<u8>,
+    pub end: Option<Vec<u8>>,
+    pub limit: u32,
+    pub reverse: bool,
+}
+
 /// One write of a call's batch.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Write {
@@ -104,6 +113,16 @@ pub trait Kv {
         limit: u32,
         reverse: bool,
     ) -> Result<Vec<Entry>, KvError>;
+
+    /// Several [`Kv::scan`]s, answered in order, in one round trip where the
+    /// store can: for a walk that needs the head of several ranges before it
+    /// knows which one it takes from.
+    fn scan_many(&mut self, requests: &[ScanRequest]) -> Result<Vec<Vec<Entry>>, KvError> {
+        requests
+            .iter()
+            .map(|r| self.scan(&r.start, r.end.as_deref(), r.limit, r.reverse))
+            .collect()
+    }
 }
 
 /// What a host serves: reads of the state as it was when the call began.
@@ -130,6 +149,14 @@ pub trait Snapshot {
         limit: u32,
         reverse: bool,
     ) -> Result<Vec<Entry>, KvError>;
+    /// Several scans in one round trip where the host can (see
+    /// [`Kv::scan_many`]).
+    fn scan_many(&mut self, requests: &[ScanRequest]) -> Result<Vec<Vec<Entry>>, KvError> {
+        requests
+            .iter()
+            .map(|r| self.scan(&r.start, r.end.as_deref(), r.limit, r.reverse))
+            .collect()
+    }
 }
 
 impl<S: Snapshot + ?Sized> Snapshot for &mut S {
@@ -156,5 +183,8 @@ impl<S: Snapshot + ?Sized> Snapshot for &mut S {
         reverse: bool,
     ) -> Result<Vec<Entry>, KvError> {
         (**self).scan(start, end, limit, reverse)
+    }
+    fn scan_many(&mut self, requests: &[ScanRequest]) -> Result<Vec<Vec<Entry>>, KvError> {
+        (**self).scan_many(requests)
     }
 }

@@ -11,7 +11,7 @@ use core::ops::Bound;
 use crate::time::Timestamp;
 
 use super::buffer::{Buffered, buffered};
-use super::contract::{Entry, Kv, KvError, Snapshot, Write};
+use super::contract::{Entry, Kv, KvError, ScanRequest, Snapshot, Write};
 
 /// How many calls a [`MemKv`] has served, so tests can assert what a verb
 /// costs in storage reads rather than timing it.
@@ -27,6 +27,10 @@ pub struct Calls {
     pub scans: u64,
     /// Entries returned by all scans together.
     pub scanned: u64,
+    /// Batched scans ([`Kv::scan_many`]).
+    pub scan_manys: u64,
+    /// Ranges asked for by batched scans (counted in `scans` too).
+    pub batched_ranges: u64,
     /// Times the host was asked [`Snapshot::concurrent_writers`].
     pub asks: u64,
     /// Times the host was asked [`Snapshot::writer_slot`].
@@ -43,7 +47,8 @@ impl Calls {
 
     /// Round trips a host on the network would make for these reads.
     pub fn round_trips(&self) -> u64 {
-        self.gets - self.batched_keys + self.get_manys + self.scans
+        self.gets - self.batched_keys + self.get_manys + self.scans - self.batched_ranges
+            + self.scan_manys
     }
 }
 
@@ -160,6 +165,10 @@ impl Kv for MemKv {
     ) -> Result<Vec<Entry>, KvError> {
         Snapshot::scan(self, start, end, limit, reverse)
     }
+
+    fn scan_many(&mut self, requests: &[ScanRequest]) -> Result<Vec<Vec<Entry>>, KvError> {
+        Snapshot::scan_many(self, requests)
+    }
 }
 
 impl Snapshot for MemKv {
@@ -201,5 +210,14 @@ impl Snapshot for MemKv {
         let out = self.range_scan(start, end, limit, reverse);
         self.calls.scanned += out.len() as u64;
         Ok(out)
+    }
+
+    fn scan_many(&mut self, requests: &[ScanRequest]) -> Result<Vec<Vec<Entry>>, KvError> {
+        self.calls.scan_manys += 1;
+        self.calls.batched_ranges += requests.len() as u64;
+        requests
+            .iter()
+            .map(|r| Snapshot::scan(self, &r.start, r.end.as_deref(), r.limit, r.reverse))
+            .collect()
     }
 }

@@ -19,5 +19,5 @@ mod contract;
 mod memory;
 
 pub use buffer::{Buffered, buffered};
-pub use contract::{Entry, Kv, KvError, Snapshot, Write};
+pub use contract::{Entry, Kv, KvError, ScanRequest, Snapshot, Write};
 pub use memory::{Calls, MemKv};

@@ -1,9 +1,9 @@
 //! The call's write buffer: reads see the call's own writes, in `get`,
-//! `get-many` and `scan`, deletes hide stored keys, and a call that fails
+//! `get-many`, `scan` and `scan-many`, deletes hide stored keys, and a call that fails
 //! leaves nothing to commit.
 
 use super::*;
-use crate::kv::{Buffered, Kv, Write, buffered};
+use crate::kv::{Buffered, Kv, ScanRequest, Write, buffered};
 
 fn stored(pairs: &[(&str, &str)]) -> MemKv {
     let mut kv = MemKv::new();
@@ -29,6 +29,47 @@ fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
     list.iter()
         .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
         .collect()
+}
+
+fn range(start: &str, end: &str, limit: u32) -> ScanRequest {
+    ScanRequest {
+        start: start.as_bytes().to_vec(),
+        end: Some(end.as_bytes().to_vec()),
+        limit,
+        reverse: false,
+    }
+}
+
+/// Ranges the call has not written in go to the store in one batched scan;
+/// a range it wrote in is merged with its writes as `scan` merges them, and
+/// every answer comes back in the order asked.
+#[test]
+fn scan_many_merges_written_ranges_and_batches_the_rest() {
+    let mut src = stored(&[("a1", "1"), ("a2", "2"), ("b1", "3"), ("c1", "4"), ("c2", "5")]);
+    let mut kv = Buffered::new(&mut src);
+    kv.delete(b"b1").expect("buffered");
+    kv.set(b"b0", b"new").expect("buffered");
+    let asked = [range("a", "b", 10), range("b", "c", 10), range("c", "d", 1), range("e", "f", 5)];
+    let got: Vec<_> = kv
+        .scan_many(&asked)
+        .expect("scan-many")
+        .into_iter()
+        .map(text)
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            pairs(&[("a1", "1"), ("a2", "2")]),
+            pairs(&[("b0", "new")]),
+            pairs(&[("c1", "4")]),
+            pairs(&[]),
+        ]
+    );
+    drop(kv);
+    // The three untouched ranges in one crossing, the written one on its own.
+    assert_eq!((src.calls.scan_manys, src.calls.batched_ranges), (1, 3));
+    assert_eq!(src.calls.scans, 4);
+    assert_eq!(src.calls.round_trips(), 2);
 }
 
 #[test]

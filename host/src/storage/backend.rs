@@ -5,7 +5,8 @@
 //! sandbox or how any one backend keeps its data.
 //!
 //! A backend serves one tenant's keys inside one transaction: snapshot
-//! reads ([`Txn::get`], [`Txn::get_many`], ordered [`Txn::scan`]), then,
+//! reads ([`Txn::get`], [`Txn::get_many`], ordered [`Txn::scan`] and
+//! [`Txn::scan_many`]), then,
 //! when the call answered `ok`, one batch of writes applied atomically by
 //! [`Txn::commit`]. The component keeps its own writes until then, so a
 //! backend needs no read-your-writes, no savepoints and no undo. Keys are the
@@ -255,6 +256,31 @@ pub trait Txn: Send {
         max_bytes: usize,
     ) -> Result<(Vec<Entry>, bool), StorageError>;
 
+    /// Several scans, answered in the order asked, each as [`Txn::scan`]
+    /// answers it alone, the entries of all of them together within
+    /// `max_bytes`: once they would hold more, the answers stop there (the
+    /// range that went over cut, the later ones empty) with `true`. A
+    /// backend that can read several ranges in one round trip should
+    /// override this; the default scans them one by one.
+    fn scan_many(
+        &mut self,
+        ranges: &[ScanRange<'_>],
+        max_bytes: usize,
+    ) -> Result<(Vec<Vec<Entry>>, bool), StorageError> {
+        let mut out = Vec::with_capacity(ranges.len());
+        let mut left = max_bytes;
+        for r in ranges {
+            let (entries, over) = self.scan(r.start, r.end, r.limit, r.reverse, left)?;
+            left -= entries_bytes(&entries).min(left);
+            out.push(entries);
+            if over {
+                out.resize_with(ranges.len(), Vec::new);
+                return Ok((out, true));
+            }
+        }
+        Ok((out, false))
+    }
+
     /// Applies `batch` atomically and commits; a read transaction accepts
     /// only an empty batch ([`StorageError::ReadOnly`] otherwise). The
     /// commit may still be becoming durable when this returns: the call is
@@ -277,6 +303,24 @@ pub trait Txn: Send {
     fn finish_unwritten(self: Box<Self>) -> Pending {
         Pending::done()
     }
+}
+
+/// One range of [`Txn::scan_many`]: [`Txn::scan`]'s arguments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScanRange<'a> {
+    /// The first key the range holds.
+    pub start: &'a [u8],
+    /// The first key past it; no end: to the end of the tenant's keys.
+    pub end: Option<&'a [u8]>,
+    /// The most entries to answer.
+    pub limit: u32,
+    /// Whether to walk it from its end.
+    pub reverse: bool,
+}
+
+/// The bytes `entries`' keys and values hold, as the scans' caps count them.
+pub fn entries_bytes(entries: &[Entry]) -> usize {
+    entries.iter().map(|(k, v)| k.len() + v.len()).sum()
 }
 
 /// Takes `entries`, in the order given, until their keys and values would

@@ -19,7 +19,9 @@ pub mod postgres;
 pub mod redb;
 pub(crate) mod tenant_name;
 
-pub use backend::{Backend, Entry, Heard, HeardHook, Load, Mode, Txn, Write, take_within};
+pub use backend::{
+    Backend, Entry, Heard, HeardHook, Load, Mode, ScanRange, Txn, Write, entries_bytes, take_within,
+};
 pub use commit::{CommitStats, Pending};
 pub use error::{BoxError, CommitHung, GroupFailure, StorageError};
 pub use tenant_name::{InvalidTenant, MAX_TENANT_BYTES, check_tenant};

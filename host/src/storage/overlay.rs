@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
-use crate::storage::backend::{Entry, Txn, Write, take_within};
+use crate::storage::backend::{Entry, ScanRange, Txn, Write, entries_bytes, take_within};
 use crate::storage::error::StorageError;
 
 /// A transaction and the writes laid over it, last one per key (`None` is
@@ -140,6 +140,51 @@ impl Overlay {
             entries.take(limit as usize).map(Ok::<_, StorageError>),
             max_bytes,
         )
+    }
+
+    /// [`Txn::scan_many`] with the writes laid over: the ranges no write
+    /// falls in go to the store together, each of the others as
+    /// [`Overlay::scan`] reads it.
+    pub(crate) fn scan_many(
+        &mut self,
+        ranges: &[ScanRange<'_>],
+        max_bytes: usize,
+    ) -> Result<(Vec<Vec<Entry>>, bool), StorageError> {
+        let laid_in = |r: &ScanRange<'_>| {
+            let range = (
+                Bound::Included(r.start),
+                r.end.map_or(Bound::Unbounded, Bound::Excluded),
+            );
+            r.end.is_none_or(|e| e > r.start)
+                && self.writes.range::<[u8], _>(range).next().is_some()
+        };
+        let (laid, clean): (Vec<usize>, Vec<usize>) = (0..ranges.len()).partition(|&i| laid_in(&ranges[i]));
+        let asked: Vec<ScanRange<'_>> = clean.iter().map(|&i| ranges[i]).collect();
+        let mut out: Vec<Vec<Entry>> = vec![Vec::new(); ranges.len()];
+        let (read, over) = self.txn.scan_many(&asked, max_bytes)?;
+        if read.len() != asked.len() {
+            return Err(StorageError::other(
+                "scan-many answered another number of ranges than asked",
+            ));
+        }
+        let mut left = max_bytes;
+        for (i, entries) in clean.into_iter().zip(read) {
+            left -= entries_bytes(&entries).min(left);
+            out[i] = entries;
+        }
+        if over {
+            return Ok((out, true));
+        }
+        for i in laid {
+            let r = ranges[i];
+            let (entries, over) = self.scan(r.start, r.end, r.limit, r.reverse, left)?;
+            left -= entries_bytes(&entries).min(left);
+            out[i] = entries;
+            if over {
+                return Ok((out, true));
+            }
+        }
+        Ok((out, false))
     }
 }
 

@@ -40,6 +40,9 @@ pub(crate) struct Statements {
     pub(crate) get_many: Statement,
     /// Forward and reverse, with and without an upper bound.
     pub(crate) scan: [Statement; 4],
+    /// Several forward ranges with ends in one statement: `$2` their
+    /// starts, `$3` their ends, `$4` their limits.
+    pub(crate) scan_many: Statement,
     /// Puts rows (`$1` the tenant, `$2` the keys, `$3` the values); a
     /// load's batches use it alone.
     pub(crate) upsert: Statement,
@@ -262,6 +265,12 @@ impl Conn {
             SCAN_SQL[1],
             SCAN_SQL[2],
             SCAN_SQL[3],
+            // One index scan per range, each stopped at its own limit; a row
+            // says which range it answers (numbered from 1).
+            "SELECT q.i, kv.key, kv.value \
+             FROM unnest($2::bytea[], $3::bytea[], $4::int8[]) WITH ORDINALITY AS q(s, e, l, i) \
+             CROSS JOIN LATERAL (SELECT key, value FROM leasehold_kv \
+             WHERE tenant = $1 AND key >= q.s AND key < q.e ORDER BY key LIMIT q.l) AS kv",
             "INSERT INTO leasehold_kv (tenant, key, value) \
              SELECT $1, k, v FROM unnest($2::bytea[], $3::bytea[]) AS w(k, v) \
              ON CONFLICT (tenant, key) DO UPDATE SET value = EXCLUDED.value",
@@ -298,6 +307,7 @@ impl Conn {
             get: next()?,
             get_many: next()?,
             scan: [next()?, next()?, next()?, next()?],
+            scan_many: next()?,
             upsert: next()?,
             write: next()?,
             take_turn: next()?,

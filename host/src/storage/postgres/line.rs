@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use crate::storage::backend::{Entry, Txn, Write};
+use crate::storage::backend::{Entry, ScanRange, Txn, Write};
 use crate::storage::commit::{CommitStats, Pending};
 use crate::storage::error::{BoxError, GroupFailure, StorageError};
 use crate::storage::group::{Bounds, GroupTxn, Turn, Writer};
@@ -252,6 +252,14 @@ impl Txn for LineTxn {
         self.turn
             .txn()
             .read(|o| o.scan(start, end, limit, reverse, max_bytes))
+    }
+
+    fn scan_many(
+        &mut self,
+        ranges: &[ScanRange<'_>],
+        max_bytes: usize,
+    ) -> Result<(Vec<Vec<Entry>>, bool), StorageError> {
+        self.turn.txn().read(|o| o.scan_many(ranges, max_bytes))
     }
 
     fn commit(self: Box<Self>, batch: Vec<Write>) -> Result<Pending, StorageError> {

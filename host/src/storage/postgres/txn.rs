@@ -15,7 +15,7 @@ use futures_util::future::{join, join3};
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, Row};
 
-use crate::storage::backend::{Entry, Mode, Txn, Write, take_within};
+use crate::storage::backend::{Entry, Mode, ScanRange, Txn, Write, entries_bytes, take_within};
 use crate::storage::commit::Pending;
 use crate::storage::error::{BoxError, StorageError};
 use crate::storage::postgres::conn::{Conn, Connection, DriveError, Statements, drive, send_only};
@@ -146,6 +146,13 @@ enum Read<'r> {
         end: Option<&'r [u8]>,
         limit: i64,
     },
+    /// Forward ranges with an end, each row answered with its range's
+    /// number (from 1).
+    ScanMany {
+        starts: Vec<&'r [u8]>,
+        ends: Vec<&'r [u8]>,
+        limits: Vec<i64>,
+    },
 }
 
 impl Read<'_> {
@@ -165,6 +172,14 @@ impl Read<'_> {
                 limit,
             } => {
                 c.query(&s.scan[*which], &[&tenant, start, end, limit])
+                    .await
+            }
+            Read::ScanMany {
+                starts,
+                ends,
+                limits,
+            } => {
+                c.query(&s.scan_many, &[&tenant, starts, ends, limits])
                     .await
             }
         }
@@ -398,6 +413,69 @@ impl Txn for PgTxn {
                 .map(|r| Ok::<_, StorageError>((r.get(0), r.get(1)))),
             max_bytes,
         )
+    }
+
+    /// Forward ranges with an end in one statement (what a queue's merge
+    /// asks for); anything else one scan at a time.
+    fn scan_many(
+        &mut self,
+        ranges: &[ScanRange<'_>],
+        max_bytes: usize,
+    ) -> Result<(Vec<Vec<Entry>>, bool), StorageError> {
+        let live: Vec<usize> = (0..ranges.len())
+            .filter(|&i| {
+                let r = ranges[i];
+                r.limit > 0 && r.end.is_none_or(|e| e > r.start)
+            })
+            .collect();
+        let one_statement = live.len() > 1
+            && live
+                .iter()
+                .all(|&i| !ranges[i].reverse && ranges[i].end.is_some());
+        if !one_statement {
+            let mut out = Vec::with_capacity(ranges.len());
+            let mut left = max_bytes;
+            for r in ranges {
+                let (entries, over) = self.scan(r.start, r.end, r.limit, r.reverse, left)?;
+                left -= entries_bytes(&entries).min(left);
+                out.push(entries);
+                if over {
+                    out.resize_with(ranges.len(), Vec::new);
+                    return Ok((out, true));
+                }
+            }
+            return Ok((out, false));
+        }
+        let rows = self.read(
+            "scan ranges",
+            &Read::ScanMany {
+                starts: live.iter().map(|&i| ranges[i].start).collect(),
+                ends: live.iter().filter_map(|&i| ranges[i].end).collect(),
+                limits: live.iter().map(|&i| i64::from(ranges[i].limit)).collect(),
+            },
+        )?;
+        let mut grouped: Vec<Vec<Entry>> = vec![Vec::new(); live.len()];
+        for r in rows {
+            let n: i64 = r.get(0);
+            let slot = usize::try_from(n - 1)
+                .ok()
+                .filter(|&s| s < live.len())
+                .ok_or_else(|| StorageError::other("a scan's row came back numbered out of range"))?;
+            grouped[slot].push((r.get(1), r.get(2)));
+        }
+        let mut out: Vec<Vec<Entry>> = vec![Vec::new(); ranges.len()];
+        let mut left = max_bytes;
+        for (i, mut entries) in live.into_iter().zip(grouped) {
+            // Each range's rows in key order, whatever order the join gave.
+            entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+            let (kept, over) = take_within(entries.into_iter().map(Ok::<_, StorageError>), left)?;
+            left -= entries_bytes(&kept).min(left);
+            out[i] = kept;
+            if over {
+                return Ok((out, true));
+            }
+        }
+        Ok((out, false))
     }
 
     fn commit(mut self: Box<Self>, batch: Vec<Write>) -> Result<Pending, StorageError> {
