@@ -389,6 +389,11 @@ fn byte_budgets_bound_what_one_call_can_make_the_host_hold() {
         sandbox_error(t.get("big-scan")),
         SandboxError::ScanBytes { cap: 4 << 20 }
     );
+    // Each range of a scan-many within one scan's bytes, all of them past.
+    assert_eq!(
+        sandbox_error(t.get("big-scan-many")),
+        SandboxError::ScanBytes { cap: 4 << 20 }
+    );
     let read = sandbox_error(t.get("read-flood"));
     assert_eq!(read, SandboxError::ReadBytes { cap: 8 << 20 });
     assert_eq!(read.limit(), Some("read-bytes"));
@@ -561,6 +566,31 @@ fn oversized_keys_and_overlong_scans_are_refused_by_name() {
         SandboxError::ScanLength {
             asked: u32::MAX,
             cap: Limits::default().scan_entries
+        }
+    );
+    // A scan-many is held to one scan's entries as a whole: its ranges'
+    // limits together, and each range at least one, however many ask for
+    // nothing.
+    let cap = Limits::default().scan_entries;
+    assert_eq!(
+        sandbox_error(t.get("long-scan-many")),
+        SandboxError::ScanLength {
+            asked: u32::MAX,
+            cap
+        }
+    );
+    assert_eq!(
+        sandbox_error(t.get("many-empty-scans")),
+        SandboxError::ScanLength {
+            asked: 100_000,
+            cap
+        }
+    );
+    assert_eq!(
+        sandbox_error(t.get("scan-many-huge-key")),
+        SandboxError::KeySize {
+            size: 1 << 20,
+            cap: Limits::default().key_bytes
         }
     );
     still_serves(&engine);
