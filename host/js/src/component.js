@@ -136,7 +136,7 @@ export class ComponentInstances {
   #make() {
     const slot = { kv: null };
     const forward = {};
-    for (const name of ['get', 'getMany', 'scan', 'stage']) forward[name] = (...a) => slot.kv[name](...a);
+    for (const name of ['get', 'getMany', 'scan', 'scanMany', 'stage']) forward[name] = (...a) => slot.kv[name](...a);
     forward.concurrentWriters = () => slot.kv.concurrentWriters();
     forward.callTime = () => slot.kv.callTime();
     // This host's stores have one writer at a time: every call one slot.

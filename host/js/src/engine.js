@@ -156,6 +156,30 @@ export function kvImport(slot) {
       c.countRead(entries.reduce((n, [k, v]) => n + k.length + v.length, 0));
       return entries.map(([key, value]) => ({ key, value }));
     },
+    // Held to one scan's limits as a whole: each range counts its limit (at
+    // least one) against the entries' cap, all answers against the bytes'.
+    scanMany(requests) {
+      const c = call();
+      const asked = requests.reduce((n, r) => Math.min(n + Math.max(r.limit, 1), 0xffffffff), 0);
+      if (asked > c.limits.scanEntries) {
+        c.fail('scan-length', `the guest asked one scan for ${asked} entries; the cap is ${c.limits.scanEntries}`);
+      }
+      for (const r of requests) {
+        c.checkKey(r.range.start);
+        if (r.range.end !== undefined) c.checkKey(r.range.end);
+      }
+      let left = c.limits.scanBytes;
+      const out = [];
+      for (const r of requests) {
+        const { entries, over } = c.store(() => c.txn.scan(r.range.start, r.range.end, r.limit, r.reverse, left));
+        if (over) c.fail('scan-bytes', `one scan read more than its budget of ${c.limits.scanBytes} bytes`);
+        const bytes = entries.reduce((n, [k, v]) => n + k.length + v.length, 0);
+        left -= Math.min(bytes, left);
+        c.countRead(bytes);
+        out.push(entries.map(([key, value]) => ({ key, value })));
+      }
+      return out;
+    },
     stage(batch) {
       const c = call();
       if (c.staged) c.fail('second-batch', 'the guest staged a second batch of writes in one call');

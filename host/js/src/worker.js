@@ -29,6 +29,7 @@ function kv(concurrentWriters, callTime) {
     get: (key) => ask('get', [key]),
     getMany: (keys) => ask('getMany', [keys]),
     scan: (range, limit, reverse) => ask('scan', [range, limit, reverse]),
+    scanMany: (requests) => ask('scanMany', [requests]),
     stage: (batch) => ask('stage', [batch]),
   };
 }

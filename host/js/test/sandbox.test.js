@@ -134,6 +134,10 @@ test('limits in the kv import fail the call by name and commit nothing', () => {
   fails(() => t.get('huge-key'), 'key-size');
   fails(() => t.get('long-scan'), 'scan-length');
   fails(() => t.get('long-get-many'), 'get-many-length');
+  // A scan-many is held to one scan's entries as a whole.
+  fails(() => t.get('long-scan-many'), 'scan-length');
+  fails(() => t.get('many-empty-scans'), 'scan-length');
+  fails(() => t.get('scan-many-huge-key'), 'key-size');
   fails(() => t.get('write'), 'write-in-read-call');
   assert.deepEqual(store.dump('acme'), []);
   stillServes(t);
@@ -211,6 +215,8 @@ test('byte budgets bound what one call can make the host hold', () => {
   const { store, engine, t } = hostile({ scanBytes: 2 << 20, callReadBytes: 4 << 20, deadlineMs: 120_000 });
   for (const k of ['big-0', 'big-1', 'big-2']) store.putRaw('acme', Buffer.from(k), new Uint8Array(1 << 20).fill(7));
   fails(() => t.get('big-scan'), 'scan-bytes');
+  // Each range within one scan's bytes, all of them past.
+  fails(() => t.get('big-scan-many'), 'scan-bytes');
   fails(() => t.get('read-flood'), 'read-bytes');
   stillServes(t);
   engine.close();

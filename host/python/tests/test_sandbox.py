@@ -127,6 +127,9 @@ def test_a_failed_commit_drops_the_instance_so_the_next_call_finds_nothing_the_g
         ("key-size", "get", "huge-key"),
         ("scan-length", "get", "long-scan"),
         ("get-many-length", "get", "long-get-many"),
+        ("scan-length", "get", "long-scan-many"),
+        ("scan-length", "get", "many-empty-scans"),
+        ("key-size", "get", "scan-many-huge-key"),
         ("write-in-read-call", "get", "write"),
     ],
     ids=lambda v: v if isinstance(v, str) else "",
@@ -244,6 +247,8 @@ def test_byte_budgets_bound_what_one_call_can_make_the_host_hold(hostile):
     for k in [b"big-0", b"big-1", b"big-2"]:
         store.put_raw("acme", k, bytes([7]) * (1 << 20))
     fails("scan-bytes", t.get, "big-scan")
+    # Each range within one scan's bytes, all of them past.
+    fails("scan-bytes", t.get, "big-scan-many")
     fails("read-bytes", t.get, "read-flood")
     still_serves(t)
 
