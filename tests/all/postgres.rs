@@ -164,7 +164,9 @@ fn a_version_1_database_is_migrated_and_an_unknown_version_refused() {
 }
 
 /// A claim is its reads, then its writes with COMMIT; a queue page is one
-/// round trip per stream and one for its rows. Counted, not estimated.
+/// round trip for all its streams (`scan-many`, one statement) and one for
+/// its rows, however many roles it merges; `claim-next` is a page of one
+/// and its writes. Counted, not estimated.
 #[test]
 fn verbs_cost_few_round_trips() {
     let Some(schema) = Schema::fresh() else {
@@ -197,11 +199,18 @@ fn verbs_cost_few_round_trips() {
             assert_eq!(page.tasks.len(), 10);
         });
         assert!(
-            n <= roles.len() as u64 + 2,
+            n <= 2,
             "a queue page over {} roles made {n} round trips",
             roles.len()
         );
     }
+    let n = trips(&e, || {
+        let got = t
+            .claim_next(&query(&["r"], Some("carol"), 1, None), None)
+            .expect("claim-next");
+        assert!(got.is_some());
+    });
+    assert!(n <= 3, "claim-next made {n} round trips");
     let n = trips(&e, || {
         assert_eq!(t.open_count().expect("count"), 21);
     });

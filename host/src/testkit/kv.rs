@@ -38,7 +38,7 @@ pub use reads::{
 };
 pub use scans::{
     bytewise_order_both_ways, long_scans_skip_nothing, scan_byte_caps, scan_flags_on_every_shape,
-    scan_limits_and_bounds,
+    scan_limits_and_bounds, scan_many_answers_each_range_as_scan,
 };
 pub use tenants::{tenants_are_apart, tenants_are_listed};
 pub use trailing::keys_differing_only_in_trailing_bytes_are_distinct;

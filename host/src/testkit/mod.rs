@@ -141,6 +141,7 @@ macro_rules! __kv_checks {
             scan_limits_and_bounds,
             scan_byte_caps,
             scan_flags_on_every_shape,
+            scan_many_answers_each_range_as_scan,
             long_scans_skip_nothing,
             largest_key_and_value,
             empty_batches_commit_nothing,

@@ -1,9 +1,10 @@
-//! Range scans: bytewise order both ways, limits and bounds, byte caps, and
-//! scans long enough to cross any page a backend reads in. It owns these
+//! Range scans: bytewise order both ways, limits and bounds, byte caps,
+//! several ranges in one `scan_many`, and scans long enough to cross any
+//! page a backend reads in. It owns these
 //! checks' keys and the answers they expect; it must never accept a scan
 //! that skips, repeats or reorders a key, or answers past its bounds.
 
-use crate::storage::backend::{Backend, Entry, Mode, Write, take_within};
+use crate::storage::backend::{Backend, Entry, Mode, ScanRange, Write, take_within};
 use crate::testkit::report::Failure;
 use crate::testkit::steps::{begin, ensure, everything, failed, keys, put, show, tenant, write};
 
@@ -148,6 +149,106 @@ pub fn scan_limits_and_bounds<B: Backend>(make: &dyn Fn() -> B) -> Result<(), Fa
                 "scan [{start:?}, {end:?}) limit {limit} reverse {reverse} answered {got:?}, not {want:?}"
             )
         })?;
+    }
+    Ok(())
+}
+
+/// `scan_many` answers each range, in the order asked, as `scan` answers it
+/// alone: every shape together (in a read and in a write transaction), the
+/// forward ranges with ends alone (what a backend may answer in one
+/// statement), a range asked twice, and none; and its byte cap holds the
+/// answers together, stopping at the range that goes over.
+pub fn scan_many_answers_each_range_as_scan<B: Backend>(
+    make: &dyn Fn() -> B,
+) -> Result<(), Failure> {
+    const C: &str = "scan_many_answers_each_range_as_scan";
+    let b = make();
+    let t = tenant("");
+    let k = |i: u8| vec![b'k', b'0' + i];
+    // Ten entries of ten bytes: a 2-byte key and an 8-byte value.
+    write(C, &b, &t, (0..10).map(|i| put(&k(i), &[i; 8])).collect())?;
+    type Asked = (Vec<u8>, Option<Vec<u8>>, u32, bool);
+    let every: Vec<Asked> = vec![
+        (k(2), Some(k(6)), 2, false),
+        (vec![], None, 3, true),
+        (k(5), Some(k(5)), 4, false),
+        (k(0), Some(k(3)), 0, false),
+        (k(7), None, 10, false),
+        (k(3), Some(k(8)), 10, true),
+        (k(6), Some(k(2)), 10, false),
+        (k(2), Some(k(6)), 2, false),
+        (k(8), Some(b"l".to_vec()), 5, false),
+        (b"l".to_vec(), Some(b"m".to_vec()), 5, false),
+    ];
+    let forward: Vec<Asked> = every
+        .iter()
+        .filter(|(_, end, _, reverse)| end.is_some() && !reverse)
+        .cloned()
+        .collect();
+    for mode in [Mode::Read, Mode::Write] {
+        let mut txn = begin(C, &b, &t, mode)?;
+        for asked in [&every, &forward, &Vec::new()] {
+            let batch: Vec<ScanRange<'_>> = asked
+                .iter()
+                .map(|(start, end, limit, reverse)| ScanRange {
+                    start,
+                    end: end.as_deref(),
+                    limit: *limit,
+                    reverse: *reverse,
+                })
+                .collect();
+            let (got, over) = txn
+                .scan_many(&batch, usize::MAX)
+                .map_err(failed(C, "scan-many"))?;
+            ensure(C, !over && got.len() == batch.len(), || {
+                format!(
+                    "{mode:?}: scan-many of {} ranges answered {} (stopped early: {over})",
+                    batch.len(),
+                    got.len()
+                )
+            })?;
+            for (r, answer) in batch.iter().zip(&got) {
+                let (alone, _) = txn
+                    .scan(r.start, r.end, r.limit, r.reverse, usize::MAX)
+                    .map_err(failed(C, "scan"))?;
+                ensure(C, answer == &alone, || {
+                    format!(
+                        "{mode:?}: scan-many answered [{:?}, {:?}) limit {} reverse {} with {:?}, where the scan alone answers {:?}",
+                        r.start,
+                        r.end,
+                        r.limit,
+                        r.reverse,
+                        keys(answer),
+                        keys(&alone)
+                    )
+                })?;
+            }
+        }
+        // Two forward ranges of 30 bytes each: together within 60, and cut
+        // at the second below it.
+        let two = [
+            ScanRange {
+                start: &k(0),
+                end: Some(&k(3)),
+                limit: 10,
+                reverse: false,
+            },
+            ScanRange {
+                start: &k(5),
+                end: Some(&k(8)),
+                limit: 10,
+                reverse: false,
+            },
+        ];
+        for (cap, want_over, want) in [(60, false, [3, 3]), (50, true, [3, 2]), (25, true, [2, 0])] {
+            let (got, over) = txn.scan_many(&two, cap).map_err(failed(C, "scan-many"))?;
+            let lens: Vec<usize> = got.iter().map(Vec::len).collect();
+            ensure(C, over == want_over && lens == want, || {
+                format!(
+                    "{mode:?}: two ranges of 30 bytes capped at {cap} answered {lens:?} entries (stopped early: {over}), not {want:?} ({want_over})"
+                )
+            })?;
+        }
     }
     Ok(())
 }
