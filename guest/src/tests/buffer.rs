@@ -45,11 +45,22 @@ fn range(start: &str, end: &str, limit: u32) -> ScanRequest {
 /// every answer comes back in the order asked.
 #[test]
 fn scan_many_merges_written_ranges_and_batches_the_rest() {
-    let mut src = stored(&[("a1", "1"), ("a2", "2"), ("b1", "3"), ("c1", "4"), ("c2", "5")]);
+    let mut src = stored(&[
+        ("a1", "1"),
+        ("a2", "2"),
+        ("b1", "3"),
+        ("c1", "4"),
+        ("c2", "5"),
+    ]);
     let mut kv = Buffered::new(&mut src);
     kv.delete(b"b1").expect("buffered");
     kv.set(b"b0", b"new").expect("buffered");
-    let asked = [range("a", "b", 10), range("b", "c", 10), range("c", "d", 1), range("e", "f", 5)];
+    let asked = [
+        range("a", "b", 10),
+        range("b", "c", 10),
+        range("c", "d", 1),
+        range("e", "f", 5),
+    ];
     let got: Vec<_> = kv
         .scan_many(&asked)
         .expect("scan-many")

@@ -162,7 +162,11 @@ fn a_queue_page_reads_its_rows_and_the_layout_in_one_batch() {
     let (page, calls) = counted(&mut kv, |kv| tasks::queue(kv, &query));
     assert_eq!(page.expect("queue").tasks.len(), 50);
     assert_eq!(calls.scans, 2, "{calls:?}");
-    assert_eq!((calls.scan_manys, calls.batched_ranges), (1, 2), "{calls:?}");
+    assert_eq!(
+        (calls.scan_manys, calls.batched_ranges),
+        (1, 2),
+        "{calls:?}"
+    );
     assert_eq!(calls.get_manys, 1, "{calls:?}");
     // The layout mark and 50 rows; no read of its own.
     assert_eq!(calls.batched_keys, 51, "{calls:?}");

@@ -158,7 +158,8 @@ impl Overlay {
             r.end.is_none_or(|e| e > r.start)
                 && self.writes.range::<[u8], _>(range).next().is_some()
         };
-        let (laid, clean): (Vec<usize>, Vec<usize>) = (0..ranges.len()).partition(|&i| laid_in(&ranges[i]));
+        let (laid, clean): (Vec<usize>, Vec<usize>) =
+            (0..ranges.len()).partition(|&i| laid_in(&ranges[i]));
         let asked: Vec<ScanRange<'_>> = clean.iter().map(|&i| ranges[i]).collect();
         let mut out: Vec<Vec<Entry>> = vec![Vec::new(); ranges.len()];
         let (read, over) = self.txn.scan_many(&asked, max_bytes)?;

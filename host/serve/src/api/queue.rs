@@ -11,7 +11,7 @@ use utoipa_axum::routes;
 
 use crate::extract::{Caller, Json, Query};
 use crate::long_poll::LongPoll;
-use crate::problem::Problem;
+use crate::problem::{ApiError, Problem};
 use crate::state::AppState;
 use crate::wire::{Answer, DEFAULT_PAGE, Page, Task, lease, whole};
 
@@ -61,35 +61,97 @@ async fn queue(c: Caller, Query(q): Query<QueueParams>) -> Answer<Page> {
 async fn claim_next(c: Caller, Json(body): Json<ClaimNextRequest>) -> Answer<ClaimedNext> {
     let actor = c.actor(body.actor)?;
     let roles = c.roles(body.roles)?;
-    let mut wait = LongPoll::new(&c, Verb::ClaimNext, body.wait_ms, body.now)?;
-    loop {
-        if !wait.may_try()? {
-            return Ok(axum::Json(ClaimedNext { task: None }));
-        }
+    let wait = LongPoll::new(&c, Verb::ClaimNext, body.wait_ms, body.now)?;
+    let mut claiming = Claiming::new(wait, Tries::WhileServing, &actor, &roles);
+    while let Some(deadline) = claiming.next_try()? {
         let lease = lease(c.now(body.now)?, body.lease_ms);
-        let query = QueueQuery {
-            roles: roles.clone(),
-            actor: Some(actor.clone()),
-            limit: 1,
-            after: None,
-        };
+        let query = worker_query(&actor, &roles);
         let task = c
-            .call_at(wait.attempt(), Verb::ClaimNext, move |x| {
+            .call_at(deadline, Verb::ClaimNext, move |x| {
                 x.claim_next(&query, lease)
             })
             .await?;
-        if task.is_some() || wait.over() {
+        if claiming.answers(&c, task.is_some()).await? {
             return Ok(axum::Json(ClaimedNext {
                 task: task.map(Into::into),
             }));
         }
-        if wait.ready(&c).await? {
-            continue;
+    }
+    Ok(axum::Json(ClaimedNext { task: None }))
+}
+
+/// The query a claiming route claims with: `actor`'s queue over `roles`.
+pub(super) fn worker_query(actor: &str, roles: &[String]) -> QueueQuery {
+    QueueQuery {
+        roles: roles.to_vec(),
+        actor: Some(actor.to_owned()),
+        limit: 1,
+        after: None,
+    }
+}
+
+/// Whether a claiming route's first try is made even once the server has
+/// begun to stop.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Tries {
+    /// Every try only while the server serves.
+    WhileServing,
+    /// The first try whatever (it settles finished work, which would
+    /// otherwise wait for its leases), the later ones while it serves.
+    FirstAlways,
+}
+
+/// The long-poll every claiming route runs (`claim-next`, `claim-batch`,
+/// `settle-and-claim`): while [`next_try`](Self::next_try) gives a
+/// deadline, the route tries, and answers its try once
+/// [`answers`](Self::answers) says so (it found work, or the wait is over);
+/// otherwise that has waited for a commit that could offer the caller a
+/// task. A task comes to the queue only so: an open, a release, or the
+/// sweeper returning a lapsed lease, each leaving it open.
+pub(super) struct Claiming<'a> {
+    wait: LongPoll,
+    tries: Tries,
+    first: bool,
+    actor: &'a str,
+    roles: &'a [String],
+}
+
+impl<'a> Claiming<'a> {
+    pub(super) fn new(wait: LongPoll, tries: Tries, actor: &'a str, roles: &'a [String]) -> Self {
+        Claiming {
+            wait,
+            tries,
+            first: true,
+            actor,
+            roles,
         }
-        // A task comes to the queue only by a commit: an open, a release,
-        // or the sweeper returning a lapsed lease; each leaves it open.
-        wait.wait(&c, None, |change| could_offer(change, &actor, &roles))
-            .await;
+    }
+
+    /// The deadline of the next try, or none once the server has begun to
+    /// stop (the route then answers that it found nothing).
+    pub(super) fn next_try(&mut self) -> Result<Option<std::time::Instant>, ApiError> {
+        let serving = self.wait.may_try()?;
+        let first = std::mem::replace(&mut self.first, false);
+        if serving || (first && self.tries == Tries::FirstAlways) {
+            Ok(Some(self.wait.attempt()))
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// Whether to answer the try just made (`found`: it found work); if
+    /// not, waits first for what could change that.
+    pub(super) async fn answers(&mut self, c: &Caller, found: bool) -> Result<bool, ApiError> {
+        if found || self.wait.over() {
+            return Ok(true);
+        }
+        if !self.wait.ready(c).await? {
+            let (actor, roles) = (self.actor, self.roles);
+            self.wait
+                .wait(c, None, |change| could_offer(change, actor, roles))
+                .await;
+        }
+        Ok(false)
     }
 }
 

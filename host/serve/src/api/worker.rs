@@ -5,13 +5,13 @@
 //! (`crate::long_poll`). Handlers must never choose a tenant, and never let
 //! a reviewer act as anyone else or give its own time.
 
-use leasehold_host::{self as host, Finished, QueueQuery, SettleAnswer, Verb};
+use leasehold_host::{self as host, Finished, SettleAnswer, Verb};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::queue::could_offer;
+use super::queue::{Claiming, Tries, worker_query};
 use super::tasks::{DecisionRequest, Settlement};
 use crate::extract::{Caller, Json};
 use crate::long_poll::LongPoll;
@@ -40,29 +40,23 @@ async fn claim_batch(c: Caller, Json(body): Json<ClaimBatchRequest>) -> Answer<C
     let actor = c.actor(body.actor)?;
     let roles = c.roles(body.roles)?;
     let count = body.count;
-    let mut wait = LongPoll::new(&c, Verb::ClaimBatch, body.wait_ms, body.now)?;
-    loop {
-        if !wait.may_try()? {
-            return Ok(axum::Json(ClaimedBatch { tasks: Vec::new() }));
-        }
+    let wait = LongPoll::new(&c, Verb::ClaimBatch, body.wait_ms, body.now)?;
+    let mut claiming = Claiming::new(wait, Tries::WhileServing, &actor, &roles);
+    while let Some(deadline) = claiming.next_try()? {
         let lease = lease(c.now(body.now)?, body.lease_ms);
         let query = worker_query(&actor, &roles);
         let tasks = c
-            .call_at(wait.attempt(), Verb::ClaimBatch, move |x| {
+            .call_at(deadline, Verb::ClaimBatch, move |x| {
                 x.claim_batch(&query, lease, count)
             })
             .await?;
-        if !tasks.is_empty() || wait.over() {
+        if claiming.answers(&c, !tasks.is_empty()).await? {
             return Ok(axum::Json(ClaimedBatch {
                 tasks: tasks.into_iter().map(Into::into).collect(),
             }));
         }
-        if wait.ready(&c).await? {
-            continue;
-        }
-        wait.wait(&c, None, |change| could_offer(change, &actor, &roles))
-            .await;
     }
+    Ok(axum::Json(ClaimedBatch { tasks: Vec::new() }))
 }
 
 /// Settle what the caller finished, each task answered on its own in the
@@ -96,51 +90,42 @@ async fn settle_and_claim(
         .collect();
     // A count of 0 claims nothing, so there is nothing to wait for.
     let wait_ms = if count == 0 { None } else { body.wait_ms };
-    let mut wait = LongPoll::new(&c, Verb::SettleAndClaim, wait_ms, body.now)?;
-    let mut settled = Vec::new();
-    let mut first = true;
-    loop {
-        // Settles go through even while the server stops: the worker's
-        // work is done and would otherwise wait for its leases.
-        if !wait.may_try()? && !first {
-            return Ok(axum::Json(answer(&ids, settled, Vec::new())));
-        }
+    let wait = LongPoll::new(&c, Verb::SettleAndClaim, wait_ms, body.now)?;
+    // The settles commit in the first try, even while the server stops:
+    // the worker's work is done and would otherwise wait for its leases.
+    // Later tries only claim.
+    let mut claiming = Claiming::new(wait, Tries::FirstAlways, &actor, &roles);
+    let mut settled = None;
+    while let Some(deadline) = claiming.next_try()? {
         let lease = lease(c.now(body.now)?, body.lease_ms);
         let query = worker_query(&actor, &roles);
-        let tasks = if first {
+        let tasks = if settled.is_none() {
             let finished = std::mem::take(&mut done);
             let a = c
-                .call_at(wait.attempt(), Verb::SettleAndClaim, move |x| {
+                .call_at(deadline, Verb::SettleAndClaim, move |x| {
                     x.settle_and_claim(&finished, &query, lease, count)
                 })
                 .await?;
-            settled = a.settled;
-            first = false;
+            settled = Some(a.settled);
             a.claimed
         } else {
-            c.call_at(wait.attempt(), Verb::ClaimBatch, move |x| {
+            c.call_at(deadline, Verb::ClaimBatch, move |x| {
                 x.claim_batch(&query, lease, count)
             })
             .await?
         };
-        if !tasks.is_empty() || count == 0 || wait.over() {
-            return Ok(axum::Json(answer(&ids, settled, tasks)));
+        if claiming
+            .answers(&c, !tasks.is_empty() || count == 0)
+            .await?
+        {
+            return Ok(axum::Json(answer(&ids, settled.unwrap_or_default(), tasks)));
         }
-        if wait.ready(&c).await? {
-            continue;
-        }
-        wait.wait(&c, None, |change| could_offer(change, &actor, &roles))
-            .await;
     }
-}
-
-fn worker_query(actor: &str, roles: &[String]) -> QueueQuery {
-    QueueQuery {
-        roles: roles.to_vec(),
-        actor: Some(actor.to_owned()),
-        limit: 1,
-        after: None,
-    }
+    Ok(axum::Json(answer(
+        &ids,
+        settled.unwrap_or_default(),
+        Vec::new(),
+    )))
 }
 
 fn answer(ids: &[String], settled: Vec<SettleAnswer>, tasks: Vec<host::Task>) -> SettledAndClaimed {

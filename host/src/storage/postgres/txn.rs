@@ -460,7 +460,9 @@ impl Txn for PgTxn {
             let slot = usize::try_from(n - 1)
                 .ok()
                 .filter(|&s| s < live.len())
-                .ok_or_else(|| StorageError::other("a scan's row came back numbered out of range"))?;
+                .ok_or_else(|| {
+                    StorageError::other("a scan's row came back numbered out of range")
+                })?;
             grouped[slot].push((r.get(1), r.get(2)));
         }
         let mut out: Vec<Vec<Entry>> = vec![Vec::new(); ranges.len()];

@@ -240,7 +240,8 @@ pub fn scan_many_answers_each_range_as_scan<B: Backend>(
                 reverse: false,
             },
         ];
-        for (cap, want_over, want) in [(60, false, [3, 3]), (50, true, [3, 2]), (25, true, [2, 0])] {
+        for (cap, want_over, want) in [(60, false, [3, 3]), (50, true, [3, 2]), (25, true, [2, 0])]
+        {
             let (got, over) = txn.scan_many(&two, cap).map_err(failed(C, "scan-many"))?;
             let lens: Vec<usize> = got.iter().map(Vec::len).collect();
             ensure(C, over == want_over && lens == want, || {
