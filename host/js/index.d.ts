@@ -987,6 +987,12 @@ export interface TaskWorkerOptions {
   leaseMs?: number;
   /** A handler that throws: its task released at once (default), or left held until its lease lapses. */
   onError?: 'release' | 'lease';
+  /**
+   * How often, at most, the worker returns the tenant's lapsed leases to the queue before it
+   * fetches (`reclaimLapsed`), so a killed worker's tasks come back without a sweeper. Default
+   * `leaseMs`; 0 never (a tenant a sweeper serves).
+   */
+  reclaimMs?: number;
   /** The wait after an empty fetch, doubling up to `maxIdleMs`. Defaults 100 and 5 000. */
   idleMs?: number;
   maxIdleMs?: number;
@@ -994,7 +1000,7 @@ export interface TaskWorkerOptions {
   now?: () => number;
   /** The loop's only timer. Default: a `setTimeout` the signal cancels. */
   sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
-  /** Every event: claimed, started, handled, failed, settled, refused, lost, renewed, released, idle, error, stopped. */
+  /** Every event: claimed, started, handled, failed, settled, refused, lost, renewed, released, reclaimed, idle, error, stopped. */
   onEvent?: (name: string, detail: Record<string, unknown>) => void;
 }
 
@@ -1009,6 +1015,8 @@ export interface TaskWorkerStats {
   lost: number;
   renewed: number;
   released: number;
+  /** Lapsed leases this worker returned to the queue. */
+  reclaimed: number;
   abandoned: number;
   errors: number;
 }

@@ -9,9 +9,11 @@
 // Every store call is the tenant's own (synchronous, one transaction); the
 // loop only decides when to make them. What a crash leaves: every task the
 // worker held (buffered, running, or finished but not yet settled) stays
-// claimed by its actor until its lease ends; `reclaimLapsed(now, limit)`
-// (a sweeper's call) then returns it to the queue for another worker. A
-// handler's work on such a task may run again: handlers must be idempotent.
+// claimed by its actor until its lease ends; then any worker of the tenant
+// (each returns lapsed leases to the queue before it fetches, at most once
+// per `reclaimMs`), or a sweeper's `reclaimLapsed(now, limit)`, returns it to
+// the queue for another worker. A handler's work on such a task may run
+// again: handlers must be idempotent.
 import { setTimeout as delay } from 'node:timers/promises';
 
 import { ClaimRefusal, InvalidArgument } from './errors.js';
@@ -38,14 +40,17 @@ function positive(v, field, max = Infinity) {
  * fetch, at most 100; default `concurrency`), `leaseMs` (default 60 000;
  * renewed when half of it is left), `onError` (`'release'`, the default:
  * a handler that throws has its task released back to the queue at once;
- * `'lease'`: the task is left held until its lease lapses, so a sweeper's
- * `reclaimLapsed` returns it a lease later), `idleMs` and `maxIdleMs`
+ * `'lease'`: the task is left held until its lease lapses, and is returned
+ * to the queue a lease later), `reclaimMs` (how often, at most, the worker
+ * returns the tenant's lapsed leases to the queue before it fetches, with
+ * `reclaimLapsed`: a killed worker's tasks come back without a sweeper;
+ * default `leaseMs`, 0 never, for a tenant a sweeper serves), `idleMs` and `maxIdleMs`
  * (the wait after an empty fetch, doubling from one to the other; 100 and
  * 5 000), `now` (the clock leases are reckoned by, ms; default `Date.now`),
  * `sleep` (`(ms, signal) => Promise`, the loop's only timer; a test passes a
  * virtual one), `onEvent` (`(name, detail) => void`: `claimed`, `started`,
  * `handled`, `failed`, `settled`, `refused`, `lost`, `renewed`, `released`,
- * `idle`, `error`, `stopped`).
+ * `reclaimed`, `idle`, `error`, `stopped`).
  */
 export class TaskWorker {
   #tenant;
@@ -63,11 +68,12 @@ export class TaskWorker {
   #wake = null;
   #idle = 0;
   #nextFetch = 0;
+  #nextReclaim = 0;
 
   /** Counts of what the worker did, for a caller's metrics. */
   stats = {
     calls: 0, claimed: 0, started: 0, handled: 0, failed: 0, settled: 0, refused: 0, lost: 0, renewed: 0, released: 0,
-    abandoned: 0, errors: 0,
+    reclaimed: 0, abandoned: 0, errors: 0,
   };
 
   constructor(tenant, options) {
@@ -77,6 +83,10 @@ export class TaskWorker {
     o.concurrency = positive(o.concurrency, 'concurrency');
     o.batch = positive(o.batch ?? Math.min(o.concurrency, MAX_BATCH), 'batch', MAX_BATCH);
     o.leaseMs = positive(o.leaseMs, 'leaseMs', 0xffffffff);
+    o.reclaimMs ??= o.leaseMs;
+    if (!Number.isSafeInteger(o.reclaimMs) || o.reclaimMs < 0) {
+      throw new InvalidArgument(`reclaimMs must be a non-negative integer, got ${o.reclaimMs}`);
+    }
     o.idleMs = positive(o.idleMs, 'idleMs');
     o.maxIdleMs = Math.max(positive(o.maxIdleMs, 'maxIdleMs'), o.idleMs);
     if (o.onError !== 'release' && o.onError !== 'lease') throw new InvalidArgument("onError must be 'release' or 'lease'");
@@ -154,6 +164,7 @@ export class TaskWorker {
         const want = this.#buffer.length === 0 && this.#running.size < this.#o.concurrency ? this.#o.batch : 0;
         const flush = this.#finished.length >= this.#o.batch || this.#finished.some((f) => f.leaseUntil - now <= this.#renewMargin);
         if ((want > 0 && now >= this.#nextFetch) || (flush && this.#finished.length > 0)) {
+          if (want > 0 && now >= this.#nextFetch) this.#reclaimDue(now);
           const got = this.#fetch(want > 0 && now >= this.#nextFetch ? want : 0);
           if (want > 0 && now >= this.#nextFetch) this.#backoff(got, now);
           continue;
@@ -222,6 +233,23 @@ export class TaskWorker {
       this.#emit('claimed', { task });
     }
     return claimed.length;
+  }
+
+  /**
+   * Returns the tenant's lapsed leases to the queue (a killed worker's
+   * tasks, a failed one left to its lease), at most once per `reclaimMs`
+   * and at once again while a call finds a full batch, so the fetch after
+   * it may take them.
+   */
+  #reclaimDue(now) {
+    if (this.#o.reclaimMs === 0 || now < this.#nextReclaim) return;
+    this.stats.calls += 1;
+    const back = this.#tenant.reclaimLapsed(now, MAX_BATCH);
+    this.#nextReclaim = back.length === MAX_BATCH ? now : now + this.#o.reclaimMs;
+    if (back.length > 0) {
+      this.stats.reclaimed += back.length;
+      this.#emit('reclaimed', { ids: back.map((t) => t.id) });
+    }
   }
 
   /** What one settle answer means for the worker's counts. */

@@ -9,9 +9,10 @@ started and waits for running handlers up to a deadline.
 Every store call is made from the thread running ``Worker.run``; handlers
 run on the pool and only hand their results back. What a crash leaves:
 every task the worker held (buffered, running, or finished but not yet
-settled) stays claimed by its actor until its lease ends;
-``reclaim_lapsed(now, limit)`` (a sweeper's call) then returns it to the
-queue for another worker. A handler's work on such a task may run again:
+settled) stays claimed by its actor until its lease ends; then any worker
+of the tenant (each returns lapsed leases to the queue before it fetches, at
+most once per ``reclaim_ms``), or a sweeper's ``reclaim_lapsed(now,
+limit)``, returns it to the queue for another worker. A handler's work on such a task may run again:
 handlers must be idempotent."""
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ class WorkerStats:
     lost: int = 0
     renewed: int = 0
     released: int = 0
+    reclaimed: int = 0
     abandoned: int = 0
     errors: int = 0
 
@@ -89,14 +91,17 @@ class Worker:
     is leased for ``lease_ms`` (default 60 000) and renewed when half is
     left. ``on_error``: ``"release"`` (the default) releases the task of a
     handler that raised back to the queue at once; ``"lease"`` leaves it held
-    until its lease lapses, so a sweeper's ``reclaim_lapsed`` returns it a
-    lease later. After an empty fetch the worker waits ``idle_ms``, doubling
+    until its lease lapses, to be returned to the queue a lease later.
+    ``reclaim_ms`` is how often, at most, the worker returns the tenant's
+    lapsed leases to the queue before it fetches (``reclaim_lapsed``), so a
+    killed worker's tasks come back without a sweeper (default ``lease_ms``;
+    0 never, for a tenant a sweeper serves). After an empty fetch the worker waits ``idle_ms``, doubling
     up to ``max_idle_ms`` (100 and 5 000). ``now`` is the clock leases are
     reckoned by (ms; default the wall clock); ``wait(event, ms)`` is the
     loop's only timer, returning early when ``event`` is set (a test passes
     a virtual one). ``on_event(name, detail)`` is told of every ``claimed``,
     ``started``, ``handled``, ``failed``, ``settled``, ``refused``, ``lost``,
-    ``renewed``, ``released``, ``idle``, ``error`` and ``stopped``, on the
+    ``renewed``, ``released``, ``reclaimed``, ``idle``, ``error`` and ``stopped``, on the
     thread running the loop."""
 
     def __init__(
@@ -110,6 +115,7 @@ class Worker:
         batch: int | None = None,
         lease_ms: int = 60_000,
         on_error: Literal["release", "lease"] = "release",
+        reclaim_ms: int | None = None,
         idle_ms: int = 100,
         max_idle_ms: int = 5_000,
         now: Callable[[], int] = now_ms,
@@ -130,6 +136,9 @@ class Worker:
         ):
             if not isinstance(v, int) or isinstance(v, bool) or v < 1 or (top is not None and v > top):
                 raise InvalidArgument(f"{name} must be an integer in 1..{top or 'any'}, got {v!r}")
+        reclaim_ms = lease_ms if reclaim_ms is None else reclaim_ms
+        if not isinstance(reclaim_ms, int) or isinstance(reclaim_ms, bool) or reclaim_ms < 0:
+            raise InvalidArgument(f"reclaim_ms must be a non-negative integer, got {reclaim_ms!r}")
         if on_error not in ("release", "lease"):
             raise InvalidArgument(f"on_error must be 'release' or 'lease', got {on_error!r}")
         self._tenant = tenant
@@ -140,6 +149,7 @@ class Worker:
         self.batch = batch
         self.lease_ms = lease_ms
         self.on_error = on_error
+        self.reclaim_ms = reclaim_ms
         self._idle_ms = idle_ms
         self._max_idle_ms = max(max_idle_ms, idle_ms)
         self._now = now
@@ -155,6 +165,7 @@ class Worker:
         self._deadline = 0
         self._idle = 0
         self._next_fetch = 0
+        self._next_reclaim = 0
         self._started = False
 
     @property
@@ -213,6 +224,8 @@ class Worker:
                 fetch = want > 0 and now >= self._next_fetch
                 flush = len(self._finished) >= self.batch or any(u - now <= self._margin for _, u in self._finished)
                 if fetch or (flush and self._finished):
+                    if fetch:
+                        self._reclaim_due(now)
                     got = self._fetch(want if fetch else 0)
                     if fetch:
                         self._backoff(got, now)
@@ -248,6 +261,20 @@ class Worker:
         for _, until in self._finished:
             at = min(at, until - self._margin)
         return max(1, at - now)
+
+    def _reclaim_due(self, now: int) -> None:
+        """Returns the tenant's lapsed leases to the queue (a killed worker's
+        tasks, a failed one left to its lease), at most once per
+        ``reclaim_ms`` and at once again while a call finds a full batch, so
+        the fetch after it may take them."""
+        if self.reclaim_ms == 0 or now < self._next_reclaim:
+            return
+        self.stats.calls += 1
+        back = self._tenant.reclaim_lapsed(now, MAX_BATCH)
+        self._next_reclaim = now if len(back) == MAX_BATCH else now + self.reclaim_ms
+        if back:
+            self.stats.reclaimed += len(back)
+            self._emit("reclaimed", ids=[t.id for t in back])
 
     def _query(self) -> dict[str, Any]:
         return {"roles": self.roles, "actor": self.actor}
