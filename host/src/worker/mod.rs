@@ -38,8 +38,10 @@
 //!   lapses, and its outcome is dropped.
 //! - A crash (the process killed) leaves every task the worker held
 //!   (buffered, running, or finished and not yet settled) claimed until its
-//!   lease lapses; then `reclaim-lapsed` (the sweeper) returns it to the
-//!   queue and another worker takes it. A task finished but not yet settled
+//!   lease lapses; then `reclaim-lapsed` returns it to the queue (every
+//!   worker makes that call before it fetches, at most once per
+//!   [`WorkerOptions::reclaim_ms`], and so does the sweeper) and another
+//!   worker takes it. A task finished but not yet settled
 //!   is done again: handlers should be idempotent.
 //!
 //! The files below: the handle (`handle`), its options and a handler's

@@ -44,8 +44,8 @@ pub enum OnFailure {
     #[default]
     Release,
     /// Kept under its lease, no longer renewed: it goes back to the queue
-    /// when the lease lapses and `reclaim-lapsed` (the sweeper) moves it,
-    /// so the lease doubles as a retry delay.
+    /// when the lease lapses and `reclaim-lapsed` (a worker's, or the
+    /// sweeper's) moves it, so the lease doubles as a retry delay.
     KeepLease,
 }
 
@@ -75,6 +75,11 @@ pub struct WorkerOptions {
     pub idle_max: Duration,
     /// What becomes of a task whose handler failed.
     pub on_failure: OnFailure,
+    /// How often, at most, in milliseconds of the engine's clock, the
+    /// worker returns the tenant's lapsed leases to the queue
+    /// (`reclaim-lapsed`) before it fetches: a crashed worker's tasks come
+    /// back without a sweeper. 0 never (a tenant a sweeper serves).
+    pub reclaim_ms: u32,
     /// How long dropping the worker waits for running handlers (see
     /// [`Worker::stop`](super::Worker::stop)).
     pub shutdown_grace: Duration,
@@ -82,7 +87,8 @@ pub struct WorkerOptions {
 
 impl WorkerOptions {
     /// A worker claiming as `actor` for `roles`, one task at a time, ten
-    /// fetched at once, under 30-second leases.
+    /// fetched at once, under 30-second leases, returning lapsed leases to
+    /// the queue every 30 seconds at most.
     pub fn new(actor: impl Into<String>, roles: &[&str]) -> WorkerOptions {
         WorkerOptions {
             actor: actor.into(),
@@ -94,6 +100,7 @@ impl WorkerOptions {
             idle_min: Duration::from_millis(10),
             idle_max: Duration::from_secs(1),
             on_failure: OnFailure::Release,
+            reclaim_ms: 30_000,
             shutdown_grace: Duration::from_secs(10),
         }
     }
@@ -110,9 +117,11 @@ impl WorkerOptions {
         self
     }
 
-    /// Sets [`lease_ms`](Self::lease_ms).
+    /// Sets [`lease_ms`](Self::lease_ms), and [`reclaim_ms`](Self::reclaim_ms)
+    /// to the same (set it after this to differ).
     pub fn lease_ms(mut self, ms: u32) -> Self {
         self.lease_ms = ms;
+        self.reclaim_ms = ms;
         self
     }
 
@@ -132,6 +141,12 @@ impl WorkerOptions {
     /// Sets [`on_failure`](Self::on_failure).
     pub fn on_failure(mut self, f: OnFailure) -> Self {
         self.on_failure = f;
+        self
+    }
+
+    /// Sets [`reclaim_ms`](Self::reclaim_ms).
+    pub fn reclaim_ms(mut self, ms: u32) -> Self {
+        self.reclaim_ms = ms;
         self
     }
 

@@ -34,6 +34,8 @@ pub(super) struct Loop {
     next_fetch: Instant,
     /// No call before this (backoff after a failed call).
     pause: Option<Instant>,
+    /// No reclaim before this instant of the engine's clock.
+    next_reclaim: i64,
 }
 
 /// What the loop does next, decided under the lock and done without it.
@@ -63,6 +65,7 @@ impl Loop {
             idle,
             next_fetch: Instant::now(),
             pause: None,
+            next_reclaim: i64::MIN,
         }
     }
 
@@ -223,7 +226,39 @@ impl Loop {
         self.pause = Some(later(Instant::now(), self.options.idle_min));
     }
 
+    /// Returns the tenant's lapsed leases to the queue (a crashed worker's
+    /// tasks, a failed one left to its lease) before a fetch, at most once
+    /// per `reclaim_ms` and at once again while a call finds a full batch,
+    /// so the fetch after it may take them. False when the call failed.
+    fn reclaim_due(&mut self) -> bool {
+        const MOST: u32 = 100;
+        let now = self.clock.now();
+        if self.options.reclaim_ms == 0 || now < self.next_reclaim {
+            return true;
+        }
+        add(&self.shared.counts.calls, 1);
+        match self.tenant.reclaim_lapsed(now, MOST) {
+            Ok(back) => {
+                add(&self.shared.counts.reclaimed, back.len() as u64);
+                self.next_reclaim = if back.len() == MOST as usize {
+                    now
+                } else {
+                    now.saturating_add(i64::from(self.options.reclaim_ms))
+                };
+                true
+            }
+            Err(e) => {
+                self.failed_call("reclaim", &e);
+                false
+            }
+        }
+    }
+
     fn fetch(&mut self, done: Vec<Finished>) {
+        if !self.reclaim_due() {
+            self.shared.ring(|s| put_back(s, done));
+            return;
+        }
         let query = self.query();
         let lease = Lease {
             now: self.clock.now(),

@@ -1,5 +1,5 @@
-//! What a worker counts: tasks claimed, handled, settled, failed, released
-//! and renewed, and the calls it made. It owns the counters; it must never
+//! What a worker counts: tasks claimed, handled, settled, failed, released,
+//! renewed and reclaimed, and the calls it made. It owns the counters; it must never
 //! decide anything by them.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -23,6 +23,8 @@ pub struct WorkerStats {
     pub released: u64,
     /// Lease renewals.
     pub renewed: u64,
+    /// Lapsed leases (any worker's) this worker returned to the queue.
+    pub reclaimed: u64,
     /// Finished tasks the worker no longer held when it settled them
     /// (answered `already`, `not-held` or `not-found`: its lease lapsed and
     /// the task went elsewhere, or an operator settled it): their outcome
@@ -48,6 +50,7 @@ pub(super) struct Counts {
     pub(super) failed: AtomicU64,
     pub(super) released: AtomicU64,
     pub(super) renewed: AtomicU64,
+    pub(super) reclaimed: AtomicU64,
     pub(super) lost: AtomicU64,
     pub(super) abandoned: AtomicU64,
     pub(super) calls: AtomicU64,
@@ -70,6 +73,7 @@ impl Counts {
             failed: get(&self.failed),
             released: get(&self.released),
             renewed: get(&self.renewed),
+            reclaimed: get(&self.reclaimed),
             lost: get(&self.lost),
             abandoned: get(&self.abandoned),
             calls: get(&self.calls),

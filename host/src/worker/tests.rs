@@ -27,9 +27,11 @@ fn steady(n: usize, batch: u32) -> WorkerStats {
     }
     // Finished tasks wait for the next fetch however slow the machine:
     // with the flush timer out of reach, every settle rides on a fetch.
+    // Reclaims are off: what is counted is the fetches.
     let options = WorkerOptions::new("w", &[])
         .batch(batch)
-        .flush_after(Duration::from_secs(3600));
+        .flush_after(Duration::from_secs(3600))
+        .reclaim_ms(0);
     let w = Worker::start(&engine, "acme", options, |_| {
         Ok::<_, String>(Outcome::completed())
     })
