@@ -41,6 +41,7 @@ mod line;
 mod load;
 mod migrate;
 mod pool;
+mod reads;
 mod schema;
 mod settings;
 mod signals;

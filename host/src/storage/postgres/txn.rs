@@ -20,6 +20,7 @@ use crate::storage::commit::Pending;
 use crate::storage::error::{BoxError, StorageError};
 use crate::storage::postgres::conn::{Conn, Connection, DriveError, Statements, drive, send_only};
 use crate::storage::postgres::pool::Pool;
+use crate::storage::postgres::reads::{Read, answer_ranges};
 use crate::storage::postgres::schema::point;
 
 pub(crate) const BEGIN_WRITE: &str = "BEGIN ISOLATION LEVEL SERIALIZABLE";
@@ -133,56 +134,6 @@ impl PgTxn {
             turn,
             until: self.until,
         })
-    }
-}
-
-/// One read request, kept so that it can be sent again.
-enum Read<'r> {
-    Get(&'r str),
-    GetMany(&'r [String]),
-    Scan {
-        which: usize,
-        start: &'r [u8],
-        end: Option<&'r [u8]>,
-        limit: i64,
-    },
-    /// Forward ranges with an end, each row answered with its range's
-    /// number (from 1).
-    ScanMany {
-        starts: Vec<&'r [u8]>,
-        ends: Vec<&'r [u8]>,
-        limits: Vec<i64>,
-    },
-}
-
-impl Read<'_> {
-    async fn send(
-        &self,
-        c: &Client,
-        s: &Statements,
-        tenant: &str,
-    ) -> Result<Vec<Row>, tokio_postgres::Error> {
-        match self {
-            Read::Get(at) => c.query(&s.get, &[at]).await,
-            Read::GetMany(at) => c.query(&s.get_many, &[at]).await,
-            Read::Scan {
-                which,
-                start,
-                end,
-                limit,
-            } => {
-                c.query(&s.scan[*which], &[&tenant, start, end, limit])
-                    .await
-            }
-            Read::ScanMany {
-                starts,
-                ends,
-                limits,
-            } => {
-                c.query(&s.scan_many, &[&tenant, starts, ends, limits])
-                    .await
-            }
-        }
     }
 }
 
@@ -454,30 +405,7 @@ impl Txn for PgTxn {
                 limits: live.iter().map(|&i| i64::from(ranges[i].limit)).collect(),
             },
         )?;
-        let mut grouped: Vec<Vec<Entry>> = vec![Vec::new(); live.len()];
-        for r in rows {
-            let n: i64 = r.get(0);
-            let slot = usize::try_from(n - 1)
-                .ok()
-                .filter(|&s| s < live.len())
-                .ok_or_else(|| {
-                    StorageError::other("a scan's row came back numbered out of range")
-                })?;
-            grouped[slot].push((r.get(1), r.get(2)));
-        }
-        let mut out: Vec<Vec<Entry>> = vec![Vec::new(); ranges.len()];
-        let mut left = max_bytes;
-        for (i, mut entries) in live.into_iter().zip(grouped) {
-            // Each range's rows in key order, whatever order the join gave.
-            entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-            let (kept, over) = take_within(entries.into_iter().map(Ok::<_, StorageError>), left)?;
-            left -= entries_bytes(&kept).min(left);
-            out[i] = kept;
-            if over {
-                return Ok((out, true));
-            }
-        }
-        Ok((out, false))
+        answer_ranges(rows, &live, ranges.len(), max_bytes)
     }
 
     fn commit(mut self: Box<Self>, batch: Vec<Write>) -> Result<Pending, StorageError> {
