@@ -267,18 +267,7 @@ pub trait Txn: Send {
         ranges: &[ScanRange<'_>],
         max_bytes: usize,
     ) -> Result<(Vec<Vec<Entry>>, bool), StorageError> {
-        let mut out = Vec::with_capacity(ranges.len());
-        let mut left = max_bytes;
-        for r in ranges {
-            let (entries, over) = self.scan(r.start, r.end, r.limit, r.reverse, left)?;
-            left -= entries_bytes(&entries).min(left);
-            out.push(entries);
-            if over {
-                out.resize_with(ranges.len(), Vec::new);
-                return Ok((out, true));
-            }
-        }
-        Ok((out, false))
+        scan_one_by_one(self, ranges, max_bytes)
     }
 
     /// Applies `batch` atomically and commits; a read transaction accepts
@@ -316,6 +305,28 @@ pub struct ScanRange<'a> {
     pub limit: u32,
     /// Whether to walk it from its end.
     pub reverse: bool,
+}
+
+/// [`Txn::scan_many`] as one [`Txn::scan`] after another, each within what
+/// the ones before left of `max_bytes`: the default, and what a backend
+/// that answers some ranges together does with the rest.
+pub fn scan_one_by_one<T: Txn + ?Sized>(
+    txn: &mut T,
+    ranges: &[ScanRange<'_>],
+    max_bytes: usize,
+) -> Result<(Vec<Vec<Entry>>, bool), StorageError> {
+    let mut out = Vec::with_capacity(ranges.len());
+    let mut left = max_bytes;
+    for r in ranges {
+        let (entries, over) = txn.scan(r.start, r.end, r.limit, r.reverse, left)?;
+        left -= entries_bytes(&entries).min(left);
+        out.push(entries);
+        if over {
+            out.resize_with(ranges.len(), Vec::new);
+            return Ok((out, true));
+        }
+    }
+    Ok((out, false))
 }
 
 /// The bytes `entries`' keys and values hold, as the scans' caps count them.

@@ -20,7 +20,8 @@ pub mod redb;
 pub(crate) mod tenant_name;
 
 pub use backend::{
-    Backend, Entry, Heard, HeardHook, Load, Mode, ScanRange, Txn, Write, entries_bytes, take_within,
+    Backend, Entry, Heard, HeardHook, Load, Mode, ScanRange, Txn, Write, entries_bytes,
+    scan_one_by_one, take_within,
 };
 pub use commit::{CommitStats, Pending};
 pub use error::{BoxError, CommitHung, GroupFailure, StorageError};

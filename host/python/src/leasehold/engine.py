@@ -245,6 +245,17 @@ class _Call:
             self.fail(StorageFailure(f"the store failed: {e}"))
 
 
+
+def _wit_entries(entries: list[tuple[bytes, bytes]]) -> list[Any]:
+    """Entries as the kv import's `entry` records."""
+    out = []
+    for k, v in entries:
+        e = cm.Record()
+        e.key = k
+        e.value = v
+        out.append(e)
+    return out
+
 class _Kv:
     """The kv import, serving whichever call of its engine is in progress."""
 
@@ -305,13 +316,7 @@ class _Kv:
         if over:
             c.fail(SandboxError("scan-bytes", f"one scan read more than its budget of {c.limits.scan_bytes} bytes"))
         c.count_read(sum(len(k) + len(v) for k, v in entries))
-        out = []
-        for k, v in entries:
-            e = cm.Record()
-            e.key = k
-            e.value = v
-            out.append(e)
-        return out
+        return _wit_entries(entries)
 
     def scan_many(self, _store: Any, requests: list[Any]) -> list[list[Any]]:
         # Held to one scan's limits as a whole: each range counts its limit
@@ -341,13 +346,7 @@ class _Kv:
             size = sum(len(k) + len(v) for k, v in entries)
             left -= min(size, left)
             c.count_read(size)
-            out = []
-            for k, v in entries:
-                e = cm.Record()
-                e.key = k
-                e.value = v
-                out.append(e)
-            answers.append(out)
+            answers.append(_wit_entries(entries))
         return answers
 
     def stage(self, _store: Any, batch: list[Any]) -> None:

@@ -15,7 +15,7 @@ use futures_util::future::{join, join3};
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, Row};
 
-use crate::storage::backend::{Entry, Mode, ScanRange, Txn, Write, entries_bytes, take_within};
+use crate::storage::backend::{Entry, Mode, ScanRange, Txn, Write, scan_one_by_one, take_within};
 use crate::storage::commit::Pending;
 use crate::storage::error::{BoxError, StorageError};
 use crate::storage::postgres::conn::{Conn, Connection, DriveError, Statements, drive, send_only};
@@ -384,18 +384,7 @@ impl Txn for PgTxn {
                 .iter()
                 .all(|&i| !ranges[i].reverse && ranges[i].end.is_some());
         if !one_statement {
-            let mut out = Vec::with_capacity(ranges.len());
-            let mut left = max_bytes;
-            for r in ranges {
-                let (entries, over) = self.scan(r.start, r.end, r.limit, r.reverse, left)?;
-                left -= entries_bytes(&entries).min(left);
-                out.push(entries);
-                if over {
-                    out.resize_with(ranges.len(), Vec::new);
-                    return Ok((out, true));
-                }
-            }
-            return Ok((out, false));
+            return scan_one_by_one(self, ranges, max_bytes);
         }
         let rows = self.read(
             "scan ranges",
