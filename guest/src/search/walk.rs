@@ -1,5 +1,5 @@
 //! Walking a plan: the merge of its ranges in order, a chunk of each at a
-//! time, with the rows of what it takes read in batches, stopping at the
+//! time (every range that ran dry refilled in one crossing), with the rows of what it takes read in batches, stopping at the
 //! page's end or at the scan budget, whichever comes first. This module
 //! only reads.
 
@@ -7,7 +7,7 @@
 use crate::prelude::*;
 
 use crate::keys::{self, Elem, Key};
-use crate::kv::Kv;
+use crate::kv::{Entry, Kv, ScanRequest};
 use crate::model::{StoreError, Task};
 use crate::store::{self, bad_entry};
 
@@ -50,30 +50,47 @@ impl Stream {
         }
     }
 
-    fn head<K: Kv + ?Sized>(&mut self, kv: &mut K) -> Result<Option<&[u8]>, StoreError> {
-        if self.buffered.is_empty()
-            && let Some((start, end)) = self.unread.take()
-        {
-            let entries = kv.scan(&start, Some(&end), CHUNK, self.reverse)?;
-            if entries.len() == CHUNK as usize
-                && let Some((last, _)) = entries.last()
-            {
-                self.unread = Some(if self.reverse {
-                    (start, last.clone())
-                } else {
-                    let mut next = last.clone();
-                    next.push(0);
-                    (next, end)
-                });
-            }
-            for (k, _) in entries.into_iter().rev() {
-                let pos = k
-                    .strip_prefix(self.prefix.as_bytes())
-                    .ok_or_else(|| bad_entry("search"))?;
-                self.buffered.push(pos.to_vec());
-            }
+    /// The scan that refills this stream, if it has nothing buffered and
+    /// its range is not exhausted.
+    fn wants(&self) -> Option<ScanRequest> {
+        match (&self.unread, self.buffered.is_empty()) {
+            (Some((start, end)), true) => Some(ScanRequest {
+                start: start.clone(),
+                end: Some(end.clone()),
+                limit: CHUNK,
+                reverse: self.reverse,
+            }),
+            _ => None,
         }
-        Ok(self.buffered.last().map(Vec::as_slice))
+    }
+
+    /// Takes the answer to [`Stream::wants`]'s scan.
+    fn fill(&mut self, entries: Vec<Entry>) -> Result<(), StoreError> {
+        let Some((start, end)) = self.unread.take() else {
+            return Ok(());
+        };
+        if entries.len() == CHUNK as usize
+            && let Some((last, _)) = entries.last()
+        {
+            self.unread = Some(if self.reverse {
+                (start, last.clone())
+            } else {
+                let mut next = last.clone();
+                next.push(0);
+                (next, end)
+            });
+        }
+        for (k, _) in entries.into_iter().rev() {
+            let pos = k
+                .strip_prefix(self.prefix.as_bytes())
+                .ok_or_else(|| bad_entry("search"))?;
+            self.buffered.push(pos.to_vec());
+        }
+        Ok(())
+    }
+
+    fn head(&self) -> Option<&[u8]> {
+        self.buffered.last().map(Vec::as_slice)
     }
 }
 
@@ -168,9 +185,24 @@ fn next_position<K: Kv + ?Sized>(
     streams: &mut [Stream],
     reverse: bool,
 ) -> Result<Option<Vec<u8>>, StoreError> {
+    // Every range that has run dry is refilled in one crossing: the merge
+    // needs each one's head before it knows which comes first.
+    let (refill, requests): (Vec<usize>, Vec<ScanRequest>) = streams
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| s.wants().map(|r| (i, r)))
+        .unzip();
+    let answers = match requests.as_slice() {
+        [] => Vec::new(),
+        [one] => vec![kv.scan(&one.start, one.end.as_deref(), one.limit, one.reverse)?],
+        _ => kv.scan_many(&requests)?,
+    };
+    for (i, entries) in refill.into_iter().zip(answers) {
+        streams[i].fill(entries)?;
+    }
     let mut best: Option<Vec<u8>> = None;
-    for s in streams.iter_mut() {
-        if let Some(h) = s.head(kv)?
+    for s in streams.iter() {
+        if let Some(h) = s.head()
             && best
                 .as_deref()
                 .is_none_or(|b| if reverse { h > b } else { h < b })

@@ -95,6 +95,33 @@ fn an_indexed_filter_reads_o_page_entries_beside_a_large_store() {
     }
 }
 
+/// A filter over several states merges one range a state, and reads the
+/// first chunk of all of them in one crossing (`scan-many`), not one round
+/// trip a range.
+#[test]
+fn a_filter_over_several_states_reads_its_ranges_in_one_crossing() {
+    let mut kv = large();
+    let filter = TaskFilter {
+        states: vec![TaskState::Open, TaskState::Claimed, TaskState::Completed],
+        ..TaskFilter::default()
+    };
+    let (page, calls) = counted(&mut kv, |kv| {
+        kv.call(|kv| search::search(kv, &query(filter.clone(), SortKey::CreatedAt, 20)))
+    });
+    let page = page.expect("searches");
+    assert_eq!(page.tasks.len(), 20);
+    assert!(page.tasks.iter().all(|t| filter.matches(t)));
+    assert_eq!(
+        (calls.scans, calls.scan_manys, calls.batched_ranges),
+        (3, 1, 3),
+        "{calls:?}"
+    );
+    // The three ranges cost one round trip; the point reads (the layout
+    // mark, the page's rows) cost what they did.
+    let point_trips = calls.get_manys + calls.gets - calls.batched_keys;
+    assert_eq!(calls.round_trips(), point_trips + 1, "{calls:?}");
+}
+
 #[test]
 fn a_filter_no_index_serves_stops_at_the_budget_and_goes_on_from_there() {
     let mut kv = large();
