@@ -282,11 +282,7 @@ fn next_position<K: Kv + ?Sized>(
         .enumerate()
         .filter_map(|(i, s)| s.wants(chunk).map(|r| (i, r)))
         .unzip();
-    let answers = match requests.as_slice() {
-        [] => Vec::new(),
-        [one] => vec![kv.scan(&one.start, one.end.as_deref(), one.limit, false)?],
-        _ => kv.scan_many(&requests)?,
-    };
+    let answers = store::scan_all(kv, &requests)?;
     for (i, entries) in refill.into_iter().zip(answers) {
         streams[i].fill(entries, chunk)?;
     }

@@ -177,7 +177,7 @@ impl kv::Host for KvView {
         if over {
             return Err(self.trap(Error::Sandbox(SandboxError::ScanBytes { cap })));
         }
-        self.count_read(entries.iter().map(|(k, v)| k.len() + v.len()).sum())?;
+        self.count_read(entries_bytes(&entries))?;
         Ok(entries
             .into_iter()
             .map(|(key, value)| kv::Entry { key, value })

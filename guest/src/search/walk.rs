@@ -192,11 +192,7 @@ fn next_position<K: Kv + ?Sized>(
         .enumerate()
         .filter_map(|(i, s)| s.wants().map(|r| (i, r)))
         .unzip();
-    let answers = match requests.as_slice() {
-        [] => Vec::new(),
-        [one] => vec![kv.scan(&one.start, one.end.as_deref(), one.limit, one.reverse)?],
-        _ => kv.scan_many(&requests)?,
-    };
+    let answers = store::scan_all(kv, &requests)?;
     for (i, entries) in refill.into_iter().zip(answers) {
         streams[i].fill(entries)?;
     }

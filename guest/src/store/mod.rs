@@ -39,7 +39,7 @@ pub use layout::{
     known_layout, records_from_the_start, shards,
 };
 pub(crate) use ranges::bad_entry;
-pub use ranges::{SCAN_CHUNK, suffix, walk, walk_ahead, walk_chunked};
+pub use ranges::{SCAN_CHUNK, scan_all, suffix, walk, walk_ahead, walk_chunked};
 pub use record::{
     BEFORE_HISTORY, Cause, FeedRow, HISTORY_CHECKPOINT, HistoryRow, Position, TaskLog,
     before_history, decode_feed_row, decode_history, decode_history_start, decode_position,

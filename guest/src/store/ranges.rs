@@ -1,5 +1,5 @@
-//! Reading ordered ranges of keys: walking a prefix a chunk at a time, and
-//! decoding the tuple an index entry's key holds past its index's prefix.
+//! Reading ordered ranges of keys: walking a prefix a chunk at a time,
+//! reading several ranges' heads in one crossing, and decoding the tuple an index entry's key holds past its index's prefix.
 //!
 //! An index entry is its key and holds nothing. An entry that lies outside
 //! its range, does not decode, or has the wrong shape is damage, never
@@ -10,13 +10,27 @@
 use crate::prelude::*;
 
 use crate::keys::{self, Elem, Key};
-use crate::kv::Kv;
+use crate::kv::{Entry, Kv, ScanRequest};
 use crate::model::StoreError;
 
 use super::codec::corrupt;
 
 /// How many entries a verb asks for per scan while it walks a range.
 pub const SCAN_CHUNK: u32 = 256;
+
+/// Answers `requests` in order in one crossing: none for none, a plain scan
+/// for one, a `scan-many` for more. For a merge that needs the head of
+/// every range it merges before it knows which comes first.
+pub fn scan_all<K: Kv + ?Sized>(
+    kv: &mut K,
+    requests: &[ScanRequest],
+) -> Result<Vec<Vec<Entry>>, StoreError> {
+    Ok(match requests {
+        [] => Vec::new(),
+        [one] => vec![kv.scan(&one.start, one.end.as_deref(), one.limit, one.reverse)?],
+        _ => kv.scan_many(requests)?,
+    })
+}
 
 /// Decodes the tuple that follows `prefix` in `key`.
 pub fn suffix(key: &[u8], prefix: &Key) -> Result<Vec<Elem>, StoreError> {

@@ -2228,18 +2228,15 @@ fn task_claim_batch_and_settle_and_claim_work_a_queue_in_batches() {
             r#"{{"id": "job-{i}", "run": "r", "kind": "step", "candidate_roles": ["bot"], "created_at": {i}}}"#
         ));
     }
-    let first = s.json(&[
-        "task",
-        "claim-batch",
-        "--actor",
-        "bot-1",
-        "--role",
-        "bot",
-        "--count",
-        "2",
-        "--lease",
-        "1m",
-    ]);
+    // The verb, as bot-1 with role bot, then its own arguments.
+    let as_bot = |verb: &'static str, rest: &[&'static str]| -> Vec<&'static str> {
+        [
+            &["task", verb, "--actor", "bot-1", "--role", "bot"][..],
+            rest,
+        ]
+        .concat()
+    };
+    let first = s.json(&as_bot("claim-batch", &["--count", "2", "--lease", "1m"]));
     let ids: Vec<&str> = first
         .as_array()
         .expect("a list")
@@ -2247,20 +2244,10 @@ fn task_claim_batch_and_settle_and_claim_work_a_queue_in_batches() {
         .map(|t| t["id"].as_str().expect("an id"))
         .collect();
     assert_eq!(ids, ["job-0", "job-1"]);
-    let next = s.json(&[
-        "task",
+    let next = s.json(&as_bot(
         "settle-and-claim",
-        "--actor",
-        "bot-1",
-        "--role",
-        "bot",
-        "--done",
-        "job-0",
-        "job-1",
-        "job-9",
-        "--count",
-        "5",
-    ]);
+        &["--done", "job-0", "job-1", "job-9", "--count", "5"],
+    ));
     let answers: Vec<&str> = next["settled"]
         .as_array()
         .expect("answers")
@@ -2270,33 +2257,16 @@ fn task_claim_batch_and_settle_and_claim_work_a_queue_in_batches() {
     assert_eq!(answers, ["settled", "settled", "not_found"]);
     assert_eq!(next["claimed"].as_array().map(Vec::len), Some(2));
     assert_eq!(s.json(&["task", "get", "job-0"])["state"], "completed");
-    s.run(&[
-        "task",
+    s.run(&as_bot(
         "settle-and-claim",
-        "--actor",
-        "bot-1",
-        "--role",
-        "bot",
-        "--done",
-        "job-0",
-        "--count",
-        "0",
-    ])
+        &["--done", "job-0", "--count", "0"],
+    ))
     .assert()
     .success()
     .stdout(contains("job-0: already settled (completed); unchanged"))
     .stdout(contains("bot-1 claimed nothing"));
-    s.run(&[
-        "task",
-        "claim-batch",
-        "--actor",
-        "bot-1",
-        "--role",
-        "bot",
-        "--count",
-        "101",
-    ])
-    .assert()
-    .code(2)
-    .stderr(contains("count"));
+    s.run(&as_bot("claim-batch", &["--count", "101"]))
+        .assert()
+        .code(2)
+        .stderr(contains("count"));
 }
